@@ -1,0 +1,1 @@
+//! Benchmarks and deterministic workload generators of tscoll.

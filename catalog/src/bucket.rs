@@ -1,0 +1,236 @@
+//! An open bucket's in-memory state (SPEC) and the rollover decision (SPEC §6.3–§6.5).
+
+use bson::{Bson, Document};
+
+use crate::catalog::Measurement;
+use crate::key::BucketKey;
+use crate::minmax::MinMax;
+use crate::options::{CatalogOptions, LARGE_MEASUREMENTS_MAX_BUCKET_SIZE};
+use crate::sync::Arc;
+use crate::value::{decimal_digits, element_size};
+use crate::write_batch::WriteBatch;
+
+/// A bucket `_id`: 4-byte big-endian seconds of the rounded min time, then 8 bytes of a
+/// PRNG-seeded counter (SPEC §4.9).
+pub type BucketId = [u8; 12];
+
+/// Why a bucket stops taking measurements (SPEC §6.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RolloverReason {
+    /// `time − minTime ≥ span`: soft close.
+    TimeForward,
+    /// `time < minTime`: archive.
+    TimeBackward,
+    /// Full by count: hard close.
+    Count,
+    /// Full by size: hard close.
+    Size,
+    /// Full by the cache-derived size: hard close.
+    CachePressure,
+    /// Schema change: hard close.
+    SchemaChange,
+}
+
+/// What happens to a bucket that rolls over (SPEC ).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RolloverAction {
+    /// Leaves memory; eligible for query-based reopening.
+    SoftClose,
+    /// Leaves memory; an archived record allows archive-based reopening.
+    Archive,
+    /// Leaves memory; not archived.
+    HardClose,
+}
+
+impl RolloverReason {
+    /// The action of this reason (SPEC §6.3 table).
+    #[must_use]
+    pub fn action(self) -> RolloverAction {
+        match self {
+            RolloverReason::TimeForward => RolloverAction::SoftClose,
+            RolloverReason::TimeBackward => RolloverAction::Archive,
+            _ => RolloverAction::HardClose,
+        }
+    }
+}
+
+/// Registry state of a bucket (SPEC §6.7).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BucketState {
+    /// Takes inserts.
+    Normal,
+    /// Must not take inserts; removed when its prepared batch finishes.
+    Cleared,
+    /// Never takes inserts again (e.g. after a decoding failure, SPEC §6.10).
+    Frozen,
+}
+
+/// One data field of a bucket: its name and min/max (which is also its schema).
+#[derive(Clone, Debug)]
+pub(crate) struct Field {
+    pub(crate) name: String,
+    pub(crate) minmax: MinMax,
+}
+
+/// The in-memory state of an open bucket (SPEC ).
+#[derive(Debug)]
+pub(crate) struct Bucket {
+    pub(crate) id: BucketId,
+    pub(crate) key: Arc<BucketKey>,
+    pub(crate) min_time: i64,
+    pub(crate) max_time: i64,
+    pub(crate) last_time: i64,
+    pub(crate) count: u32,
+    pub(crate) committed_count: u32,
+    pub(crate) size: u64,
+    pub(crate) fields: Vec<Field>,
+    pub(crate) sorted: bool,
+    pub(crate) rollover: Option<RolloverReason>,
+    pub(crate) kept_open_large: bool,
+    pub(crate) next_segment: u32,
+    pub(crate) active: Option<Arc<WriteBatch>>,
+    pub(crate) prepared: bool,
+    pub(crate) state: BucketState,
+    pub(crate) opened_due_to_metadata: bool,
+    pub(crate) idle_seq: Option<u64>,
+    pub(crate) memory: u64,
+}
+
+/// Size of the classic estimate's increment for measurement `doc` (SPEC §6.4), and whether it
+/// introduces a new field.
+pub(crate) fn size_increment(bucket: Option<&Bucket>, m: &Measurement<'_>, meta_field: Option<&str>) -> u64 {
+    let n = bucket.map_or(0, |b| u64::from(b.count));
+    let digits = decimal_digits(n);
+    let mut delta = 0;
+    for (name, v) in m.fields() {
+        if Some(name) == meta_field {
+            continue;
+        }
+        let size = element_size(name, v);
+        let known = bucket.is_some_and(|b| b.fields.iter().any(|f| f.name == name));
+        if !known {
+            delta += 12 + name.len() as u64 + 2 * size;
+        }
+        delta += size - (name.len() as u64 + 1) + digits + 1;
+    }
+    delta
+}
+
+/// Outcome of the size rule (SPEC §6.5).
+pub(crate) enum SizeVerdict {
+    Fits,
+    KeepOpenLarge,
+    Roll(RolloverReason),
+}
+
+/// The cache-derived size limit (SPEC §6.6).
+pub(crate) fn derived_max_size(options: &CatalogOptions, active_buckets: u64) -> u64 {
+    if active_buckets == 0 {
+        return i32::MAX as u64;
+    }
+    (options.cache_size_bytes / (2 * active_buckets))
+        .min(i32::MAX as u64)
+        .max(options.bucket_min_size)
+}
+
+impl Bucket {
+    pub(crate) fn size_verdict(&self, delta: u64, options: &CatalogOptions, derived: u64) -> SizeVerdict {
+        let eff_max = options.bucket_max_size.min(derived);
+        let ceiling = LARGE_MEASUREMENTS_MAX_BUCKET_SIZE.min(derived);
+        let total = self.size + delta;
+        if total <= eff_max {
+            SizeVerdict::Fits
+        } else if self.count < options.bucket_min_count {
+            if total > ceiling {
+                SizeVerdict::Roll(if ceiling < LARGE_MEASUREMENTS_MAX_BUCKET_SIZE {
+                    RolloverReason::CachePressure
+                } else {
+                    RolloverReason::Size
+                })
+            } else {
+                SizeVerdict::KeepOpenLarge
+            }
+        } else if eff_max == options.bucket_max_size {
+            SizeVerdict::Roll(RolloverReason::Size)
+        } else {
+            SizeVerdict::Roll(RolloverReason::CachePressure)
+        }
+    }
+
+    /// Whether every field of `doc` (meta excluded) is schema-compatible (SPEC §5).
+    pub(crate) fn schema_compatible(&self, m: &Measurement<'_>, meta_field: Option<&str>) -> bool {
+        m.fields().all(|(name, v)| {
+            Some(name) == meta_field
+                || self.fields.iter().find(|f| f.name == name).is_none_or(|f| f.minmax.compatible(v))
+        })
+    }
+
+    /// `control.min` and `control.max` documents (SPEC §4.3), fields in first-appearance order.
+    pub(crate) fn control_min_max(&self) -> (Document, Document) {
+        let mut min = Document::new();
+        let mut max = Document::new();
+        for f in &self.fields {
+            min.insert(f.name.clone(), f.minmax.min());
+            max.insert(f.name.clone(), f.minmax.max());
+        }
+        (min, max)
+    }
+
+    /// Recomputes the bytes this bucket holds (SPEC ), returning the new value.
+    pub(crate) fn measure_memory(&mut self) -> u64 {
+        let fields: usize = self.fields.iter().map(|f| 48 + f.name.len() + f.minmax.heap_bytes()).sum();
+        self.memory = (256 + self.key.bytes.len() + fields) as u64;
+        self.memory
+    }
+
+    /// Whether the bucket has uncommitted or preparing batches.
+    pub(crate) fn has_pending(&self) -> bool {
+        self.active.is_some() || self.prepared
+    }
+}
+
+/// The stored control state of a bucket, as the engine reads it back for reopening (SPEC §6.8).
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredBucket {
+    /// Bucket `_id`.
+    pub id: BucketId,
+    /// Normalized meta bytes (see [`BucketKey::bytes`]).
+    pub key_bytes: Vec<u8>,
+    /// `control.min.<time>`: the rounded min time (ms).
+    pub min_time: i64,
+    /// `control.max.<time>` (ms).
+    pub max_time: i64,
+    /// `control.count`.
+    pub count: u32,
+    /// The classic size estimate at the last commit (bytes, SPEC §6.4).
+    pub size_estimate: u64,
+    /// Whether rows are in time order (v2) or not (v3) (SPEC §4.2).
+    pub sorted: bool,
+    /// Number of the next segment to write.
+    pub next_segment: u32,
+    /// `control.closed` (SPEC §4.6).
+    pub closed: bool,
+    /// `control.min`.
+    pub min: Document,
+    /// `control.max`.
+    pub max: Document,
+}
+
+impl StoredBucket {
+    /// Rebuilds the fields (min/max and schema) from control (SPEC ); `None` when
+    /// control is empty or does not hold the time field.
+    pub(crate) fn fields(&self, time_field: &str) -> Option<Vec<Field>> {
+        if !matches!(self.min.get(time_field), Some(Bson::DateTime(_))) {
+            return None;
+        }
+        Some(
+            self.min
+                .iter()
+                .map(|(name, min)| Field {
+                    name: name.clone(),
+                    minmax: MinMax::from_stored(min, self.max.get(name).unwrap_or(min)),
+                })
+                .collect(),
+        )
+    }
+}

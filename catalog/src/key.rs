@@ -1,0 +1,210 @@
+//! Bucket keys: the normalized meta value of a series and its hash (SPEC §3, §6.1).
+
+use bson::{Bson, Document};
+use xxhash_rust::xxh3::xxh3_64;
+
+use crate::value::{self, type_code};
+
+/// The series a measurement belongs to: its normalized meta value as bytes, and their hash.
+///
+/// `bytes` is empty for the "no meta" series (the measurement lacks the meta field, or the
+/// collection has no metaField), otherwise the BSON type byte followed by the normalized value
+/// bytes (SPEC ): two measurements are of one series iff these bytes are equal.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct BucketKey {
+    /// Type byte + normalized value bytes; empty for no meta.
+    pub bytes: Vec<u8>,
+    /// xxh3-64 of `bytes`; picks the catalog stripe and prefixes the meta+time index.
+    pub hash: u64,
+}
+
+impl BucketKey {
+    /// The key of the "no meta" series.
+    #[must_use]
+    pub fn no_meta() -> Self {
+        BucketKey { bytes: Vec::new(), hash: xxh3_64(&[]) }
+    }
+
+    /// The key for a meta value, normalizing it (SPEC ).
+    #[must_use]
+    pub fn from_meta(meta: Option<&Bson>) -> Self {
+        let mut bytes = Vec::new();
+        if let Some(m) = meta {
+            write_normalized(m, &mut bytes);
+        }
+        Self::from_bytes(bytes)
+    }
+
+    /// The key for already normalized bytes (as stored).
+    #[must_use]
+    pub fn from_bytes(bytes: Vec<u8>) -> Self {
+        let hash = xxh3_64(&bytes);
+        BucketKey { bytes, hash }
+    }
+
+    /// Whether this is the "no meta" series.
+    #[must_use]
+    pub fn is_no_meta(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    /// The normalized meta value (SPEC ), `None` for the "no meta" series.
+    ///
+    /// # Errors
+    /// A message when the bytes are not a valid value (corrupt storage).
+    pub fn meta_value(&self) -> Result<Option<Bson>, String> {
+        let Some((&t, payload)) = self.bytes.split_first() else { return Ok(None) };
+        value::from_type_and_payload(t, payload).map(Some)
+    }
+}
+
+/// Writes `type byte ‖ value bytes` of `v` with the fields of every object, at every depth,
+/// sorted by name bytes (SPEC ). Arrays keep their order; their objects are normalized.
+pub fn write_normalized(v: &Bson, out: &mut Vec<u8>) {
+    out.push(type_code(v));
+    write_value(v, out);
+}
+
+fn write_value(v: &Bson, out: &mut Vec<u8>) {
+    match v {
+        Bson::Document(d) => write_document(d, out),
+        Bson::Array(a) => {
+            let start = begin_doc(out);
+            let mut name = itoa_buf();
+            for (i, e) in a.iter().enumerate() {
+                out.push(type_code(e));
+                out.extend_from_slice(index_name(i, &mut name));
+                out.push(0);
+                write_value(e, out);
+            }
+            end_doc(out, start);
+        }
+        Bson::Double(d) => out.extend_from_slice(&d.to_le_bytes()),
+        Bson::Int32(i) => out.extend_from_slice(&i.to_le_bytes()),
+        Bson::Int64(i) => out.extend_from_slice(&i.to_le_bytes()),
+        Bson::DateTime(t) => out.extend_from_slice(&t.timestamp_millis().to_le_bytes()),
+        Bson::Boolean(b) => out.push(u8::from(*b)),
+        Bson::String(s) | Bson::Symbol(s) | Bson::JavaScriptCode(s) => {
+            let len = i32::try_from(s.len() + 1).unwrap_or(i32::MAX);
+            out.extend_from_slice(&len.to_le_bytes());
+            out.extend_from_slice(s.as_bytes());
+            out.push(0);
+        }
+        Bson::ObjectId(o) => out.extend_from_slice(&o.bytes()),
+        Bson::Decimal128(d) => out.extend_from_slice(&d.bytes()),
+        Bson::Null | Bson::Undefined | Bson::MinKey | Bson::MaxKey => {}
+        other => out.extend_from_slice(&value::raw_value_bytes(other)),
+    }
+}
+
+fn write_document(d: &Document, out: &mut Vec<u8>) {
+    let start = begin_doc(out);
+    let mut stack_order = [0usize; 32];
+    let mut heap_order = Vec::new();
+    let order: &mut [usize] = if d.len() <= stack_order.len() {
+        let o = &mut stack_order[..d.len()];
+        for (i, slot) in o.iter_mut().enumerate() {
+            *slot = i;
+        }
+        o
+    } else {
+        heap_order.extend(0..d.len());
+        &mut heap_order
+    };
+    let entries: Vec<(&String, &Bson)> = if order.len() <= 1 { Vec::new() } else { d.iter().collect() };
+    if order.len() > 1 {
+        order.sort_by(|&a, &b| entries[a].0.as_bytes().cmp(entries[b].0.as_bytes()));
+        for &i in order.iter() {
+            let (k, v) = entries[i];
+            write_element(k, v, out);
+        }
+    } else {
+        for (k, v) in d {
+            write_element(k, v, out);
+        }
+    }
+    end_doc(out, start);
+}
+
+fn write_element(k: &str, v: &Bson, out: &mut Vec<u8>) {
+    out.push(type_code(v));
+    out.extend_from_slice(k.as_bytes());
+    out.push(0);
+    write_value(v, out);
+}
+
+fn begin_doc(out: &mut Vec<u8>) -> usize {
+    let start = out.len();
+    out.extend_from_slice(&[0; 4]);
+    start
+}
+
+fn end_doc(out: &mut Vec<u8>, start: usize) {
+    out.push(0);
+    let len = i32::try_from(out.len() - start).unwrap_or(i32::MAX);
+    out[start..start + 4].copy_from_slice(&len.to_le_bytes());
+}
+
+fn itoa_buf() -> [u8; 20] {
+    [0; 20]
+}
+
+fn index_name(mut i: usize, buf: &mut [u8; 20]) -> &[u8] {
+    let mut pos = buf.len();
+    loop {
+        pos -= 1;
+        buf[pos] = b'0' + (i % 10) as u8;
+        i /= 10;
+        if i == 0 {
+            break;
+        }
+    }
+    &buf[pos..]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::doc;
+
+    fn key(v: Bson) -> BucketKey {
+        BucketKey::from_meta(Some(&v))
+    }
+
+    #[test]
+    fn r_3_1_fields_sorted_at_every_depth() {
+        let k = key(Bson::Document(doc! {"c": 1, "b": {"f": true, "d": 0}}));
+        assert_eq!(
+            k.meta_value().unwrap(),
+            Some(Bson::Document(doc! {"b": {"d": 0, "f": true}, "c": 1}))
+        );
+        let arr = key(Bson::Array(vec![Bson::Document(doc! {"z": 1, "a": 2}), Bson::Int32(3)]));
+        assert_eq!(
+            arr.meta_value().unwrap(),
+            Some(Bson::Array(vec![Bson::Document(doc! {"a": 2, "z": 1}), Bson::Int32(3)]))
+        );
+    }
+
+    #[test]
+    fn r_3_2_equality_is_binary() {
+        assert_eq!(key(Bson::Document(doc! {"a": 1, "b": 1})), key(Bson::Document(doc! {"b": 1, "a": 1})));
+        assert_ne!(
+            key(Bson::Document(doc! {"a": [1, 2, 3]})),
+            key(Bson::Document(doc! {"a": [2, 1, 3]}))
+        );
+        assert_ne!(key(Bson::Null), BucketKey::no_meta());
+        assert_ne!(key(Bson::Null), key(Bson::Int32(0)));
+        assert_ne!(key(Bson::Double(1.0)), key(Bson::Int32(1)));
+        assert_ne!(key(Bson::Int32(1)), key(Bson::Int64(1)));
+        assert_ne!(key(Bson::Double(0.0)), key(Bson::Double(-0.0)));
+        assert_ne!(key(Bson::String("a".into())), key(Bson::String("A".into())));
+    }
+
+    #[test]
+    fn normalized_bytes_are_valid_bson() {
+        let v = Bson::Document(doc! {"y": [ {"b": 1, "a": null} ], "x": "s", "big": {"k2": 1_i64, "k1": 2.5}});
+        let k = key(v);
+        let back = k.meta_value().unwrap().unwrap();
+        assert_eq!(back, Bson::Document(doc! {"big": {"k1": 2.5, "k2": 1_i64}, "x": "s", "y": [ {"a": null, "b": 1} ]}));
+    }
+}

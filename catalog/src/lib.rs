@@ -1,0 +1,29 @@
+//! tscoll-catalog: the bucket catalog of tscoll (SPEC §5–§8).
+//!
+//! The catalog decides which bucket each measurement goes to (placement and rollover,
+//! SPEC §6), keeps the open buckets' control state (min/max, schema, size estimate, SPEC §4.3,
+//! §5, §6.4) and stages measurements as columns in write batches that writers commit with the
+//! commit-rights protocol (SPEC §7). It does no I/O: reopening asks the engine through
+//! [`BucketSource`], and committing hands the engine a [`PreparedBatch`] to write.
+#![forbid(unsafe_code)]
+
+mod bucket;
+mod catalog;
+mod key;
+mod minmax;
+mod options;
+mod stats;
+mod sync;
+pub mod value;
+mod write_batch;
+
+pub use bucket::{BucketId, BucketState, RolloverAction, RolloverReason, StoredBucket};
+pub use catalog::{
+    BucketCatalog, BucketSource, BucketingSpec, ClosedBucket, MAX_BSON_OBJECT_SIZE, Measurement,
+    NoStorage, QueryOutcome, STRIPES, StageError, StageOutcome,
+};
+pub use key::{BucketKey, write_normalized};
+pub use minmax::MinMax;
+pub use options::{CatalogOptions, LARGE_MEASUREMENTS_MAX_BUCKET_SIZE};
+pub use stats::{ExecutionStats, StatsSnapshot};
+pub use write_batch::{PreparedBatch, WriteBatch};

@@ -1,0 +1,44 @@
+//! Catalog parameters (SPEC §0, R-0.1, R-0.2).
+
+/// Tunable parameters of the bucket catalog, with MongoDB's defaults (SPEC §0).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CatalogOptions {
+    /// `timeseriesBucketMaxCount`: most measurements per bucket. Default = 1000.
+    pub bucket_max_count: u32,
+    /// `timeseriesBucketMaxSize` (bytes): size limit of the bucket estimate. Default = 128 000.
+    pub bucket_max_size: u64,
+    /// `timeseriesBucketMinCount`: below this count a bucket is kept open for large
+    /// measurements (SPEC §6.5). Default = 10.
+    pub bucket_min_count: u32,
+    /// `timeseriesBucketMinSize` (bytes): floor of the cache-derived size limit (SPEC §6.6).
+    /// Default = 5 120.
+    pub bucket_min_size: u64,
+    /// `timeseriesLargeMeasurementThreshold` (bytes). Default = 32. Kept for the compressed
+    /// size rule; the classic estimate (SPEC) does not use it.
+    pub large_measurement_threshold: u64,
+    /// `timeseriesIdleBucketExpiryMemoryUsageThreshold` (bytes): catalog memory above which
+    /// idle buckets are archived or closed (SPEC §6.9, R-0.1). Default = 64 MiB.
+    pub idle_bucket_expiry_memory_usage_threshold_bytes: u64,
+    /// `timeseriesIdleBucketExpiryMaxCountPerAttempt`. Default = 3.
+    pub idle_bucket_expiry_max_count_per_attempt: u32,
+    /// Storage cache size (bytes) for cache-pressure sizing (SPEC §6.6). Default = 64 MiB.
+    pub cache_size_bytes: u64,
+}
+
+impl Default for CatalogOptions {
+    fn default() -> Self {
+        CatalogOptions {
+            bucket_max_count: 1000,
+            bucket_max_size: 128_000,
+            bucket_min_count: 10,
+            bucket_min_size: 5_120,
+            large_measurement_threshold: 32,
+            idle_bucket_expiry_memory_usage_threshold_bytes: 64 << 20,
+            idle_bucket_expiry_max_count_per_attempt: 3,
+            cache_size_bytes: 64 << 20,
+        }
+    }
+}
+
+/// The large-measurement ceiling: 16 MiB − 4 MiB (SPEC §0, `kLargeMeasurementsMaxBucketSize`).
+pub const LARGE_MEASUREMENTS_MAX_BUCKET_SIZE: u64 = 12_582_912;

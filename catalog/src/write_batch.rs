@@ -1,0 +1,130 @@
+//! Write batches and commit rights (SPEC §7.1, §7.2).
+
+use bson::Document;
+use tscoll_codec::Column;
+
+use crate::bucket::BucketId;
+use crate::key::BucketKey;
+use crate::sync::{AtomicBool, Arc, Condvar, Mutex, Ordering, lock};
+
+/// Measurements staged into one bucket by one or more writers, committed together
+/// (SPEC ). Shared as `Arc<WriteBatch>`.
+#[derive(Debug)]
+pub struct WriteBatch {
+    pub(crate) bucket_id: BucketId,
+    pub(crate) key: Arc<BucketKey>,
+    pub(crate) stripe: usize,
+    commit_rights: AtomicBool,
+    pub(crate) data: Mutex<BatchData>,
+    outcome: Mutex<Option<Result<(), String>>>,
+    done: Condvar,
+}
+
+/// The staged rows of a batch, one column per bucket field (by field index).
+#[derive(Debug, Default)]
+pub(crate) struct BatchData {
+    pub(crate) columns: Vec<Column>,
+    pub(crate) rows: usize,
+    pub(crate) indices: Vec<usize>,
+    pub(crate) uncompressed_bytes: u64,
+}
+
+impl WriteBatch {
+    pub(crate) fn new(bucket_id: BucketId, key: Arc<BucketKey>, stripe: usize) -> Self {
+        WriteBatch {
+            bucket_id,
+            key,
+            stripe,
+            commit_rights: AtomicBool::new(false),
+            data: Mutex::new(BatchData::default()),
+            outcome: Mutex::new(None),
+            done: Condvar::new(),
+        }
+    }
+
+    /// The bucket this batch writes to.
+    #[must_use]
+    pub fn bucket_id(&self) -> BucketId {
+        self.bucket_id
+    }
+
+    /// The series of the bucket.
+    #[must_use]
+    pub fn key(&self) -> &BucketKey {
+        &self.key
+    }
+
+    /// Atomically claims the right to commit this batch (SPEC ); exactly one caller
+    /// ever gets `true`.
+    pub fn claim_commit_rights(&self) -> bool {
+        !self.commit_rights.swap(true, Ordering::AcqRel)
+    }
+
+    /// Input indices of the measurements staged into this batch.
+    #[must_use]
+    pub fn indices(&self) -> Vec<usize> {
+        lock(&self.data).indices.clone()
+    }
+
+    pub(crate) fn fulfil(&self, result: Result<(), String>) {
+        *lock(&self.outcome) = Some(result);
+        self.done.notify_all();
+    }
+
+    /// Whether the batch has finished (committed or aborted).
+    #[must_use]
+    pub fn is_finished(&self) -> bool {
+        lock(&self.outcome).is_some()
+    }
+
+    /// Waits until the batch is committed or aborted (SPEC ).
+    ///
+    /// # Errors
+    /// The abort reason when the batch was aborted.
+    pub fn wait(&self) -> Result<(), String> {
+        let mut g = lock(&self.outcome);
+        loop {
+            if let Some(r) = g.as_ref() {
+                return r.clone();
+            }
+            g = self.done.wait(g).unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+    }
+}
+
+/// A batch ready to be written by the engine (SPEC ): the rows as columns plus the
+/// bucket's new control state.
+#[derive(Debug)]
+pub struct PreparedBatch {
+    /// The batch itself (pass it back to `finish` or `abort`).
+    pub batch: Arc<WriteBatch>,
+    /// Bucket `_id`.
+    pub bucket_id: BucketId,
+    /// The series.
+    pub key: Arc<BucketKey>,
+    /// `control.min.<time>` (rounded, ms).
+    pub min_time: i64,
+    /// `control.max.<time>` after this commit (ms).
+    pub max_time: i64,
+    /// `control.count` after this commit.
+    pub count: u32,
+    /// Measurements committed before this batch (0 = insert of a new bucket, R-7.2.3).
+    pub committed_before: u32,
+    /// Number of the segment this batch is written as.
+    pub segment_no: u32,
+    /// Whether the bucket is still in time order (v2) after this commit (SPEC §4.2).
+    pub sorted: bool,
+    /// The classic size estimate after this commit (bytes).
+    pub size_estimate: u64,
+    /// `control.min` after this commit.
+    pub control_min: Document,
+    /// `control.max` after this commit.
+    pub control_max: Document,
+    /// The rows: `(field, column)` in the bucket's field order; fields with no value in this
+    /// batch are left out. Every column has `rows` rows.
+    pub columns: Vec<(String, Column)>,
+    /// Number of measurements.
+    pub rows: usize,
+    /// Sum of the measurements' BSON element sizes (bytes), for compression statistics.
+    pub uncompressed_bytes: u64,
+}

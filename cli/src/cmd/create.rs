@@ -1,0 +1,80 @@
+//! `tscoll create`: creates a time-series collection (MongoDB's `create` with `timeseries`).
+
+use std::process::ExitCode;
+
+use tscoll_engine::{Granularity, TimeseriesOptions};
+
+use super::{CmdResult, DbArgs, open_db, to_extjson};
+
+/// Arguments of `tscoll create`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    #[command(flatten)]
+    pub(crate) db: DbArgs,
+    /// Collection name.
+    pub(crate) coll: String,
+    /// `timeField`: the field holding each measurement's UTC datetime.
+    #[arg(long, value_name = "F")]
+    pub(crate) time_field: String,
+    /// `metaField`: the field naming the series (any BSON value, often an object).
+    #[arg(long, value_name = "M")]
+    pub(crate) meta_field: Option<String>,
+    /// `granularity`: seconds, minutes or hours (closest to the interval between
+    /// measurements of one series). Default = seconds.
+    #[arg(long, value_name = "G", value_parser = ["seconds", "minutes", "hours"],
+          conflicts_with_all = ["bucket_max_span_seconds", "bucket_rounding_seconds"])]
+    pub(crate) granularity: Option<String>,
+    /// `bucketMaxSpanSeconds`: custom bucketing, longest time span of one bucket.
+    #[arg(long, value_name = "N", requires = "bucket_rounding_seconds")]
+    pub(crate) bucket_max_span_seconds: Option<i64>,
+    /// `bucketRoundingSeconds`: custom bucketing, a bucket's minimum time is rounded down to
+    /// a multiple of this (must equal the span in MongoDB).
+    #[arg(long, value_name = "N", requires = "bucket_max_span_seconds")]
+    pub(crate) bucket_rounding_seconds: Option<i64>,
+    /// `expireAfterSeconds`: delete whole buckets once all their measurements are older.
+    #[arg(long, value_name = "N")]
+    pub(crate) expire_after_seconds: Option<i64>,
+}
+
+impl Args {
+    /// The collection options these arguments describe.
+    ///
+    /// # Errors
+    /// An unknown granularity (clap already restricts the values).
+    pub(crate) fn options(&self) -> CmdResult<TimeseriesOptions> {
+        let mut opts = TimeseriesOptions::new(self.time_field.as_str());
+        if let Some(m) = &self.meta_field {
+            opts = opts.meta_field(m.as_str());
+        }
+        if let Some(g) = &self.granularity {
+            opts = opts.granularity(Granularity::parse(g)?);
+        }
+        if let (Some(span), Some(rounding)) =
+            (self.bucket_max_span_seconds, self.bucket_rounding_seconds)
+        {
+            opts = opts.bucket_seconds(span, rounding);
+        }
+        if let Some(e) = self.expire_after_seconds {
+            opts = opts.expire_after_seconds(e);
+        }
+        Ok(opts)
+    }
+}
+
+/// Runs `tscoll create`: prints the collection's options as `listCollections` shows them.
+///
+/// # Errors
+/// Invalid options, a collection of that name with other options, or storage errors.
+pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
+    let opts = args.options()?;
+    let db = open_db(&args.db.db)?;
+    let coll = db
+        .create_collection(&args.coll, &opts)
+        .map_err(|e| format!("cannot create collection '{}': {e}", args.coll))?;
+    println!(
+        "collection '{}': {}",
+        args.coll,
+        to_extjson(coll.spec().to_document())
+    );
+    Ok(ExitCode::SUCCESS)
+}

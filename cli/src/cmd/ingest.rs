@@ -1,0 +1,398 @@
+//! `tscoll ingest`: loads NDJSON (MongoDB Extended JSON) or CSV files into a collection.
+//!
+//! Lines are read into batches of `--batch-size` measurements and each batch goes to
+//! `insert_many`. A bad line (malformed JSON, a CSV row that does not map) never reaches the
+//! engine; a measurement the engine rejects is mapped back from its index in the batch to its
+//! line. Both are reported as `FILE:LINE: reason` on stderr. With `--ordered` (the default)
+//! ingestion stops at the first bad line, keeping everything before it; with `--unordered`
+//! every good line is stored. Either way the exit code is non-zero when a line was bad.
+
+use std::io::{self, IsTerminal};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use bson::Document;
+use indicatif::{ProgressBar, ProgressStyle};
+use tscoll_engine::{Collection, Durability, InsertOptions};
+
+use super::{CmdResult, DbArgs, open_collection};
+use crate::input::Record;
+use crate::input::csv::{CsvMapping, CsvReader, TimeFormat, parse_column_list};
+use crate::input::ndjson::NdjsonReader;
+use crate::input::open::{open_input, strip_compression_suffix};
+
+/// Arguments of `tscoll ingest`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    #[command(flatten)]
+    pub(crate) db: DbArgs,
+    /// Collection name (create it first with `tscoll create`).
+    pub(crate) coll: String,
+    /// Input files: `.ndjson`/`.json` or `.csv`, plain or `.gz`/`.zst`/`.xz`; `-` = stdin.
+    #[arg(required = true, value_name = "FILE")]
+    pub(crate) files: Vec<String>,
+    /// Input format; `auto` = CSV for `*.csv[.gz|.zst|.xz]`, NDJSON otherwise.
+    #[arg(long, value_enum, default_value_t = Format::Auto)]
+    pub(crate) format: Format,
+    #[command(flatten)]
+    pub(crate) settings: IngestArgs,
+    #[command(flatten)]
+    pub(crate) csv: CsvArgs,
+}
+
+/// Input formats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Format {
+    /// By file name.
+    Auto,
+    /// Newline-delimited MongoDB Extended JSON.
+    Ndjson,
+    /// CSV with a header line.
+    Csv,
+}
+
+/// How measurements are inserted.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct IngestArgs {
+    /// Stop at the first bad line, keeping everything before it (default).
+    #[arg(long, overrides_with = "unordered")]
+    pub(crate) ordered: bool,
+    /// Store every good line and report every bad one.
+    #[arg(long, overrides_with = "ordered")]
+    pub(crate) unordered: bool,
+    /// When an insert is acknowledged: buffered (OS buffers at some point), flush (written
+    /// to the OS) or sync (fsync'd, survives power loss).
+    #[arg(long, value_enum, default_value_t = DurabilityArg::Buffered)]
+    pub(crate) durability: DurabilityArg,
+    /// Measurements per `insert_many` call.
+    #[arg(long, value_name = "N", default_value_t = 5000,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) batch_size: u32,
+}
+
+impl Default for IngestArgs {
+    fn default() -> Self {
+        IngestArgs {
+            ordered: true,
+            unordered: false,
+            durability: DurabilityArg::Buffered,
+            batch_size: 5000,
+        }
+    }
+}
+
+impl IngestArgs {
+    /// The engine's insert options.
+    fn insert_options(&self) -> InsertOptions {
+        InsertOptions {
+            ordered: !self.unordered,
+            durability: self.durability.into(),
+        }
+    }
+}
+
+/// `--durability` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum DurabilityArg {
+    /// Written to OS buffers eventually.
+    Buffered,
+    /// Flushed to the OS before acknowledging.
+    Flush,
+    /// Synced to disk before acknowledging.
+    Sync,
+}
+
+impl From<DurabilityArg> for Durability {
+    fn from(d: DurabilityArg) -> Durability {
+        match d {
+            DurabilityArg::Buffered => Durability::Buffered,
+            DurabilityArg::Flush => Durability::Flush,
+            DurabilityArg::Sync => Durability::Sync,
+        }
+    }
+}
+
+/// The CSV column mapping options.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub(crate) struct CsvArgs {
+    /// CSV column holding the time. Default = the collection's time field name.
+    #[arg(long, value_name = "COLUMN")]
+    pub(crate) csv_time_column: Option<String>,
+    /// How the time column is written: rfc3339 (also `2016-05-02 10:00:00` and bare dates,
+    /// UTC), epoch-ms or epoch-s.
+    #[arg(long, value_name = "FMT", default_value = "rfc3339")]
+    pub(crate) csv_time_format: String,
+    /// Comma-separated columns that form the meta object (stored under the meta field).
+    #[arg(long, value_name = "A,B", value_delimiter = ',')]
+    pub(crate) csv_meta_columns: Vec<String>,
+    /// Comma-separated measurement columns to keep, each `COLUMN` or `COLUMN=FIELD` to rename.
+    /// Default = every column but the time and meta columns.
+    #[arg(long, value_name = "A,B=X")]
+    pub(crate) csv_columns: Option<String>,
+    /// CSV field delimiter (one ASCII character).
+    #[arg(long, value_name = "CHAR", default_value_t = ',')]
+    pub(crate) csv_delimiter: char,
+}
+
+/// What one ingestion did.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub(crate) struct Summary {
+    /// Measurements stored.
+    pub(crate) inserted: u64,
+    /// Bad lines reported (malformed or rejected by the engine).
+    pub(crate) rejected: u64,
+    /// Whether `--ordered` stopped ingestion at a bad line.
+    pub(crate) stopped: bool,
+    /// Wall-clock seconds.
+    pub(crate) seconds: f64,
+}
+
+impl Summary {
+    /// Measurements stored per second.
+    pub(crate) fn rate(&self) -> f64 {
+        let inserted = self.inserted as f64;
+        inserted / self.seconds.max(1e-9)
+    }
+
+    /// The summary line: inserted, rejected, seconds, measurements/s.
+    pub(crate) fn line(&self, label: &str) -> String {
+        format!(
+            "{label}: {} measurements inserted, {} rejected, {:.2} s, {:.0} measurements/s{}",
+            self.inserted,
+            self.rejected,
+            self.seconds,
+            self.rate(),
+            if self.stopped {
+                " (stopped at the first bad line: --ordered)"
+            } else {
+                ""
+            }
+        )
+    }
+}
+
+/// Runs `tscoll ingest`.
+///
+/// # Errors
+/// The database or collection cannot be opened, an input cannot be read, the CSV mapping
+/// does not fit the header, or the engine fails as a whole (not per measurement).
+pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
+    let (_db, coll) = open_collection(&args.db.db, &args.coll)?;
+    let mut total = Summary::default();
+    for file in &args.files {
+        let summary = ingest_file(&coll, file, args.format, &args.settings, &args.csv)?;
+        eprintln!(
+            "{}",
+            summary.line(if file == "-" { "<stdin>" } else { file })
+        );
+        total.inserted += summary.inserted;
+        total.rejected += summary.rejected;
+        total.seconds += summary.seconds;
+        if summary.stopped {
+            total.stopped = true;
+            break;
+        }
+    }
+    if args.files.len() > 1 {
+        eprintln!("{}", total.line("total"));
+    }
+    Ok(if total.rejected > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Ingests one input (path or `-`) into `coll`, with a progress bar when stderr is a
+/// terminal; bad lines are reported on stderr as `FILE:LINE: reason`.
+///
+/// # Errors
+/// The input cannot be opened or read (after the batches before it were stored), the CSV
+/// mapping does not fit, or `insert_many` fails as a whole.
+pub(crate) fn ingest_file(
+    coll: &Collection,
+    file: &str,
+    format: Format,
+    settings: &IngestArgs,
+    csv_args: &CsvArgs,
+) -> CmdResult<Summary> {
+    let input = open_input(file)?;
+    let is_csv = match format {
+        Format::Csv => true,
+        Format::Ndjson => false,
+        Format::Auto => strip_compression_suffix(&input.name)
+            .to_ascii_lowercase()
+            .ends_with(".csv"),
+    };
+    let name = input.name.clone();
+    let records: Box<dyn Iterator<Item = io::Result<Record>>> = if is_csv {
+        Box::new(CsvReader::new(input.reader, csv_mapping(coll, csv_args)?)?)
+    } else {
+        Box::new(NdjsonReader::new(input.reader))
+    };
+    let progress = progress_bar(&name);
+    let mut loader = Loader {
+        coll,
+        name: &name,
+        options: settings.insert_options(),
+        batch_size: settings.batch_size as usize,
+        progress: &progress,
+        docs: Vec::new(),
+        lines: Vec::new(),
+        summary: Summary::default(),
+    };
+    let start = Instant::now();
+    let result = loader.run(records);
+    progress.finish_and_clear();
+    let mut summary = loader.summary;
+    summary.seconds = start.elapsed().as_secs_f64();
+    result
+        .map(|()| summary)
+        .map_err(|e| format!("{name}: {e}").into())
+}
+
+/// The CSV mapping from the options and the collection's fields.
+fn csv_mapping(coll: &Collection, args: &CsvArgs) -> CmdResult<CsvMapping> {
+    let spec = coll.spec();
+    let delimiter = u8::try_from(args.csv_delimiter)
+        .ok()
+        .filter(u8::is_ascii)
+        .ok_or("--csv-delimiter must be one ASCII character")?;
+    Ok(CsvMapping {
+        time_column: args
+            .csv_time_column
+            .clone()
+            .unwrap_or_else(|| spec.time_field.clone()),
+        time_format: TimeFormat::parse(&args.csv_time_format)?,
+        meta_columns: args
+            .csv_meta_columns
+            .iter()
+            .filter(|c| !c.is_empty())
+            .cloned()
+            .collect(),
+        columns: args
+            .csv_columns
+            .as_deref()
+            .map(parse_column_list)
+            .transpose()?,
+        time_field: spec.time_field.clone(),
+        meta_field: spec.meta_field.clone(),
+        delimiter,
+    })
+}
+
+/// A spinner with the measurement count and rate, on stderr when it is a terminal; hidden
+/// otherwise.
+pub(crate) fn progress_bar(label: &str) -> ProgressBar {
+    if !io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new_spinner();
+    let style = ProgressStyle::with_template(
+        "{spinner} {prefix}: {human_pos} measurements, {per_sec}, {elapsed}",
+    )
+    .unwrap_or_else(|_| ProgressStyle::default_spinner());
+    bar.set_style(style);
+    bar.set_prefix(label.to_owned());
+    bar.enable_steady_tick(Duration::from_millis(150));
+    bar
+}
+
+/// Batches records and inserts them.
+struct Loader<'a> {
+    coll: &'a Collection,
+    name: &'a str,
+    options: InsertOptions,
+    batch_size: usize,
+    progress: &'a ProgressBar,
+    docs: Vec<Document>,
+    lines: Vec<u64>,
+    summary: Summary,
+}
+
+impl Loader<'_> {
+    fn run(&mut self, records: impl Iterator<Item = io::Result<Record>>) -> CmdResult<()> {
+        for record in records {
+            let record = record?;
+            match record.doc {
+                Ok(doc) => {
+                    self.docs.push(doc);
+                    self.lines.push(record.line);
+                    if self.docs.len() >= self.batch_size && !self.flush()? {
+                        return Ok(());
+                    }
+                }
+                Err(reason) => {
+                    self.report(record.line, &reason);
+                    if self.options.ordered {
+                        // Keep every good line before the bad one, then stop.
+                        self.flush()?;
+                        self.summary.stopped = true;
+                        return Ok(());
+                    }
+                }
+            }
+        }
+        self.flush()?;
+        Ok(())
+    }
+
+    /// Inserts the pending batch; returns whether ingestion goes on.
+    fn flush(&mut self) -> CmdResult<bool> {
+        if self.docs.is_empty() {
+            return Ok(true);
+        }
+        let result = self
+            .coll
+            .insert_many(&self.docs, &self.options)
+            .map_err(|e| format!("insert failed: {e}"))?;
+        self.summary.inserted += result.inserted as u64;
+        self.progress.inc(result.inserted as u64);
+        for error in &result.errors {
+            let line = self.lines.get(error.index).copied().unwrap_or(0);
+            self.report(line, &format!("{} ({})", error.message, error.code.name()));
+        }
+        self.docs.clear();
+        self.lines.clear();
+        if self.options.ordered && !result.errors.is_empty() {
+            self.summary.stopped = true;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    fn report(&mut self, line: u64, reason: &str) {
+        self.summary.rejected += 1;
+        self.progress
+            .suspend(|| eprintln!("{}:{line}: {reason}", self.name));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_line() {
+        let s = Summary {
+            inserted: 1000,
+            rejected: 2,
+            stopped: true,
+            seconds: 0.5,
+        };
+        let line = s.line("a.ndjson");
+        assert!(line.starts_with("a.ndjson: 1000 measurements inserted, 2 rejected, 0.50 s"));
+        assert!(line.contains("2000 measurements/s"), "{line}");
+        assert!(line.ends_with("(stopped at the first bad line: --ordered)"));
+    }
+
+    #[test]
+    fn ordered_is_the_default() {
+        assert!(IngestArgs::default().insert_options().ordered);
+        let unordered = IngestArgs {
+            unordered: true,
+            ..IngestArgs::default()
+        };
+        assert!(!unordered.insert_options().ordered);
+    }
+}

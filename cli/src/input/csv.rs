@@ -1,0 +1,479 @@
+//! CSV with a header line, mapped to measurements by a [`CsvMapping`].
+//!
+//! One column is the time (RFC 3339 text, epoch milliseconds or epoch seconds); some columns
+//! form the meta object; the others (all, or those `--csv-columns` selects and renames) become
+//! measurement fields. A cell's type comes from its text: an integer is int32 when it fits,
+//! else int64; any other number is a double; everything else is a string. An empty cell is an
+//! omitted field (as `mongoimport --ignoreBlanks` and the shared data sets do).
+
+use std::io::{self, Read};
+
+use bson::{Bson, DateTime, Document};
+
+use super::Record;
+
+/// How the time column is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TimeFormat {
+    /// RFC 3339 (`2016-05-02T00:00:00Z`, `2016-05-02T08:00:00+08:00`); also accepted: a space
+    /// instead of `T`, no offset (taken as UTC) and a bare date (midnight UTC).
+    Rfc3339,
+    /// Integer milliseconds since the Unix epoch.
+    EpochMs,
+    /// Seconds since the Unix epoch, possibly with a fraction (kept to the millisecond).
+    EpochS,
+}
+
+impl TimeFormat {
+    /// Parses `rfc3339`, `epoch-ms` or `epoch-s`.
+    ///
+    /// # Errors
+    /// Any other name.
+    pub(crate) fn parse(name: &str) -> Result<TimeFormat, String> {
+        match name {
+            "rfc3339" | "iso8601" => Ok(TimeFormat::Rfc3339),
+            "epoch-ms" => Ok(TimeFormat::EpochMs),
+            "epoch-s" => Ok(TimeFormat::EpochS),
+            other => Err(format!(
+                "unknown time format '{other}' (expected rfc3339, epoch-ms or epoch-s)"
+            )),
+        }
+    }
+
+    /// Parses one time cell.
+    ///
+    /// # Errors
+    /// The text is not a time of this format; the message quotes it.
+    pub(crate) fn parse_time(self, text: &str) -> Result<DateTime, String> {
+        let text = text.trim();
+        let bad = || format!("cannot parse time '{text}' as {}", self.name());
+        match self {
+            TimeFormat::EpochMs => text
+                .parse::<i64>()
+                .map(DateTime::from_millis)
+                .map_err(|_| bad()),
+            TimeFormat::EpochS => {
+                if let Ok(s) = text.parse::<i64>() {
+                    return s
+                        .checked_mul(1000)
+                        .map(DateTime::from_millis)
+                        .ok_or_else(bad);
+                }
+                let s: f64 = text.parse().map_err(|_| bad())?;
+                let ms = (s * 1000.0).round();
+                // The range check also rejects NaN and the infinities.
+                if (-9.0e18..9.0e18).contains(&ms) {
+                    Ok(DateTime::from_millis(ms as i64))
+                } else {
+                    Err(bad())
+                }
+            }
+            TimeFormat::Rfc3339 => parse_rfc3339_lenient(text).ok_or_else(bad),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            TimeFormat::Rfc3339 => "rfc3339",
+            TimeFormat::EpochMs => "epoch-ms",
+            TimeFormat::EpochS => "epoch-s",
+        }
+    }
+}
+
+/// RFC 3339, plus the common relaxations listed at [`TimeFormat::Rfc3339`].
+fn parse_rfc3339_lenient(text: &str) -> Option<DateTime> {
+    if let Ok(t) = DateTime::parse_rfc3339_str(text) {
+        return Some(t);
+    }
+    let mut s = text.to_owned();
+    if s.len() == 10 {
+        s.push_str("T00:00:00");
+    }
+    if s.as_bytes().get(10) == Some(&b' ') {
+        s.replace_range(10..11, "T");
+    }
+    let time_part = s.get(11..).unwrap_or("");
+    let has_offset = time_part.ends_with(['Z', 'z']) || time_part.contains(['+', '-']);
+    if !has_offset {
+        s.push('Z');
+    }
+    DateTime::parse_rfc3339_str(&s).ok()
+}
+
+/// The BSON value a CSV cell's text stands for: int32, int64, double or string.
+pub(crate) fn typed_value(text: &str) -> Bson {
+    if let Ok(i) = text.parse::<i64>() {
+        return match i32::try_from(i) {
+            Ok(small) => Bson::Int32(small),
+            Err(_) => Bson::Int64(i),
+        };
+    }
+    let numeric_chars = text
+        .bytes()
+        .all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b));
+    if numeric_chars
+        && text.bytes().any(|b| b.is_ascii_digit())
+        && let Ok(f) = text.parse::<f64>()
+    {
+        return Bson::Double(f);
+    }
+    Bson::String(text.to_owned())
+}
+
+/// How CSV columns become a measurement.
+#[derive(Clone, Debug)]
+pub(crate) struct CsvMapping {
+    /// Header of the time column.
+    pub(crate) time_column: String,
+    /// How the time column is written.
+    pub(crate) time_format: TimeFormat,
+    /// Headers of the columns that form the meta object (in this order).
+    pub(crate) meta_columns: Vec<String>,
+    /// The measurement fields as `(column header, field name)`; `None` = every column that is
+    /// neither the time nor a meta column, under its own name.
+    pub(crate) columns: Option<Vec<(String, String)>>,
+    /// The collection's time field.
+    pub(crate) time_field: String,
+    /// The collection's meta field (required when `meta_columns` is not empty).
+    pub(crate) meta_field: Option<String>,
+    /// The field delimiter. Default = `,`.
+    pub(crate) delimiter: u8,
+}
+
+/// Parses `--csv-columns`: `a,b=x,c` selects columns `a`, `b` and `c` and stores `b` as
+/// field `x`.
+///
+/// # Errors
+/// An empty column or field name.
+pub(crate) fn parse_column_list(spec: &str) -> Result<Vec<(String, String)>, String> {
+    spec.split(',')
+        .map(|item| {
+            let (column, field) = item.split_once('=').unwrap_or((item, item));
+            let (column, field) = (column.trim(), field.trim());
+            if column.is_empty() || field.is_empty() {
+                Err(format!(
+                    "bad --csv-columns item '{item}' (expected COLUMN or COLUMN=FIELD)"
+                ))
+            } else {
+                Ok((column.to_owned(), field.to_owned()))
+            }
+        })
+        .collect()
+}
+
+/// The mapping resolved against a header line: column positions.
+#[derive(Debug)]
+struct Resolved {
+    time: usize,
+    meta: Vec<(usize, String)>,
+    fields: Vec<(usize, String)>,
+}
+
+/// Reads CSV records as measurements; yields one [`Record`] per data line.
+pub(crate) struct CsvReader<R> {
+    reader: csv::Reader<R>,
+    mapping: CsvMapping,
+    resolved: Resolved,
+    record: csv::StringRecord,
+}
+
+impl<R: Read> CsvReader<R> {
+    /// Reads the header line and resolves the mapping's columns.
+    ///
+    /// # Errors
+    /// The header cannot be read, a named column is not in it, or meta columns are given for
+    /// a collection without a meta field.
+    pub(crate) fn new(input: R, mapping: CsvMapping) -> io::Result<Self> {
+        let invalid = |msg: String| io::Error::new(io::ErrorKind::InvalidInput, msg);
+        let mut reader = csv::ReaderBuilder::new()
+            .delimiter(mapping.delimiter)
+            .has_headers(true)
+            .from_reader(input);
+        let headers = reader.headers().map_err(csv_to_io)?.clone();
+        let position = |name: &str| {
+            headers.iter().position(|h| h == name).ok_or_else(|| {
+                let known: Vec<&str> = headers.iter().collect();
+                invalid(format!(
+                    "no column '{name}' in the CSV header ({})",
+                    known.join(",")
+                ))
+            })
+        };
+        let time = position(&mapping.time_column)?;
+        if !mapping.meta_columns.is_empty() && mapping.meta_field.is_none() {
+            return Err(invalid(
+                "--csv-meta-columns given, but the collection has no meta field".to_owned(),
+            ));
+        }
+        let meta = mapping
+            .meta_columns
+            .iter()
+            .map(|name| Ok((position(name)?, name.clone())))
+            .collect::<io::Result<Vec<_>>>()?;
+        let fields = match &mapping.columns {
+            Some(list) => list
+                .iter()
+                .filter(|(column, _)| *column != mapping.time_column)
+                .map(|(column, field)| Ok((position(column)?, field.clone())))
+                .collect::<io::Result<Vec<_>>>()?,
+            None => headers
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| *i != time && !meta.iter().any(|(m, _)| m == i))
+                .map(|(i, name)| (i, name.to_owned()))
+                .collect(),
+        };
+        Ok(CsvReader {
+            reader,
+            mapping,
+            resolved: Resolved { time, meta, fields },
+            record: csv::StringRecord::new(),
+        })
+    }
+
+    /// Builds the measurement of the current record.
+    fn to_document(&self) -> Result<Document, String> {
+        let cell = |i: usize| self.record.get(i).unwrap_or("");
+        let time_text = cell(self.resolved.time);
+        if time_text.trim().is_empty() {
+            return Err(format!("empty time column '{}'", self.mapping.time_column));
+        }
+        let mut doc = Document::new();
+        doc.insert(
+            &self.mapping.time_field,
+            self.mapping.time_format.parse_time(time_text)?,
+        );
+        if let Some(meta_field) = &self.mapping.meta_field
+            && !self.resolved.meta.is_empty()
+        {
+            let mut meta = Document::new();
+            for (i, name) in &self.resolved.meta {
+                if !cell(*i).is_empty() {
+                    meta.insert(name, typed_value(cell(*i)));
+                }
+            }
+            doc.insert(meta_field, meta);
+        }
+        for (i, field) in &self.resolved.fields {
+            if !cell(*i).is_empty() {
+                doc.insert(field, typed_value(cell(*i)));
+            }
+        }
+        Ok(doc)
+    }
+}
+
+/// Turns a csv error that is an I/O error into one; others stay messages.
+fn csv_to_io(e: csv::Error) -> io::Error {
+    if e.is_io_error() {
+        match e.into_kind() {
+            csv::ErrorKind::Io(io) => io,
+            other => io::Error::other(format!("{other:?}")),
+        }
+    } else {
+        io::Error::new(io::ErrorKind::InvalidData, e.to_string())
+    }
+}
+
+impl<R: Read> Iterator for CsvReader<R> {
+    type Item = io::Result<Record>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self.reader.read_record(&mut self.record) {
+            Ok(false) => None,
+            Ok(true) => {
+                let line = self.record.position().map_or(0, csv::Position::line);
+                Some(Ok(Record {
+                    line,
+                    doc: self.to_document(),
+                }))
+            }
+            Err(e) if e.is_io_error() => Some(Err(csv_to_io(e))),
+            Err(e) => {
+                let line = e.position().map_or(0, csv::Position::line);
+                let reason = match e.kind() {
+                    csv::ErrorKind::UnequalLengths {
+                        expected_len, len, ..
+                    } => {
+                        format!("expected {expected_len} fields, found {len}")
+                    }
+                    csv::ErrorKind::Utf8 { .. } => "field is not valid UTF-8".to_owned(),
+                    _ => e.to_string(),
+                };
+                Some(Ok(Record {
+                    line,
+                    doc: Err(reason),
+                }))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mapping() -> CsvMapping {
+        CsvMapping {
+            time_column: "date".into(),
+            time_format: TimeFormat::Rfc3339,
+            meta_columns: vec!["city".into()],
+            columns: None,
+            time_field: "ts".into(),
+            meta_field: Some("meta".into()),
+            delimiter: b',',
+        }
+    }
+
+    fn read(text: &str, mapping: CsvMapping) -> Vec<Record> {
+        CsvReader::new(text.as_bytes(), mapping)
+            .expect("header")
+            .map(|r| r.expect("io"))
+            .collect()
+    }
+
+    #[test]
+    fn types_cells_by_their_text() {
+        assert_eq!(typed_value("12"), Bson::Int32(12));
+        assert_eq!(typed_value("-3000000000"), Bson::Int64(-3_000_000_000));
+        assert_eq!(typed_value("1.5"), Bson::Double(1.5));
+        assert_eq!(typed_value("1e3"), Bson::Double(1000.0));
+        assert_eq!(typed_value("NaN"), Bson::String("NaN".into()));
+        assert_eq!(typed_value("inf"), Bson::String("inf".into()));
+        assert_eq!(typed_value("-"), Bson::String("-".into()));
+        assert_eq!(typed_value("NNW"), Bson::String("NNW".into()));
+    }
+
+    #[test]
+    fn parses_times() {
+        let ms = |t: &str, f: TimeFormat| f.parse_time(t).map(DateTime::timestamp_millis);
+        assert_eq!(
+            ms("2016-05-02T00:00:00Z", TimeFormat::Rfc3339),
+            Ok(1_462_147_200_000)
+        );
+        assert_eq!(
+            ms("2016-05-02T08:00:00+08:00", TimeFormat::Rfc3339),
+            Ok(1_462_147_200_000)
+        );
+        assert_eq!(
+            ms("2016-05-02 00:00:00", TimeFormat::Rfc3339),
+            Ok(1_462_147_200_000)
+        );
+        assert_eq!(ms("2016-05-02", TimeFormat::Rfc3339), Ok(1_462_147_200_000));
+        assert_eq!(
+            ms("2016-05-02T00:00:00.250", TimeFormat::Rfc3339),
+            Ok(1_462_147_200_250)
+        );
+        assert_eq!(
+            ms("1462147200250", TimeFormat::EpochMs),
+            Ok(1_462_147_200_250)
+        );
+        assert_eq!(ms("1462147200", TimeFormat::EpochS), Ok(1_462_147_200_000));
+        assert_eq!(
+            ms("1462147200.25", TimeFormat::EpochS),
+            Ok(1_462_147_200_250)
+        );
+        assert!(ms("yesterday", TimeFormat::Rfc3339).is_err());
+        assert!(ms("1.5", TimeFormat::EpochMs).is_err());
+        assert!(ms("NaN", TimeFormat::EpochS).is_err());
+        assert!(TimeFormat::parse("epoch-us").is_err());
+    }
+
+    #[test]
+    fn maps_time_meta_and_fields_and_omits_empty_cells() {
+        let text = "date,city,temp,wind,weather\n\
+                    2012-01-01,Seattle,12.8,4.7,drizzle\n\
+                    2012-01-02,Seattle,,5,rain\n";
+        let records = read(text, mapping());
+        assert_eq!(records.len(), 2);
+        assert_eq!(records[0].line, 2);
+        let doc = records[0].doc.as_ref().expect("ok");
+        assert_eq!(
+            doc,
+            &bson::doc! {
+                "ts": DateTime::from_millis(1_325_376_000_000),
+                "meta": { "city": "Seattle" },
+                "temp": 12.8, "wind": 4.7, "weather": "drizzle",
+            }
+        );
+        let doc = records[1].doc.as_ref().expect("ok");
+        assert!(!doc.contains_key("temp"));
+        assert_eq!(doc.get("wind"), Some(&Bson::Int32(5)));
+    }
+
+    #[test]
+    fn selects_and_renames_columns() {
+        let mut m = mapping();
+        m.columns = Some(parse_column_list("temp=temperature, weather").expect("list"));
+        let records = read(
+            "date,city,temp,wind,weather\n2012-01-01,Seattle,1,2,sun\n",
+            m,
+        );
+        let doc = records[0].doc.as_ref().expect("ok");
+        let keys: Vec<&str> = doc.keys().map(String::as_str).collect();
+        assert_eq!(keys, ["ts", "meta", "temperature", "weather"]);
+        assert!(parse_column_list("a,,b").is_err());
+    }
+
+    #[test]
+    fn bad_rows_are_reported_with_their_line_and_reading_goes_on() {
+        let text =
+            "date,city,temp\n2012-01-01,A,1\nnot a date,A,2\n2012-01-03,A\n,A,4\n2012-01-05,A,5\n";
+        let records = read(text, mapping());
+        let summary: Vec<(u64, bool)> = records.iter().map(|r| (r.line, r.doc.is_ok())).collect();
+        assert_eq!(
+            summary,
+            [(2, true), (3, false), (4, false), (5, false), (6, true)]
+        );
+        assert!(
+            records[1]
+                .doc
+                .as_ref()
+                .expect_err("time")
+                .contains("not a date")
+        );
+        assert!(
+            records[2]
+                .doc
+                .as_ref()
+                .expect_err("len")
+                .contains("expected 3 fields")
+        );
+        assert!(
+            records[3]
+                .doc
+                .as_ref()
+                .expect_err("empty")
+                .contains("empty time")
+        );
+    }
+
+    #[test]
+    fn unknown_columns_and_missing_meta_field_are_setup_errors() {
+        let mut m = mapping();
+        m.time_column = "when".into();
+        let err = CsvReader::new("date,city\n".as_bytes(), m)
+            .err()
+            .expect("fails");
+        assert!(err.to_string().contains("no column 'when'"), "{err}");
+        let mut m = mapping();
+        m.meta_field = None;
+        let err = CsvReader::new("date,city\n".as_bytes(), m)
+            .err()
+            .expect("fails");
+        assert!(err.to_string().contains("no meta field"), "{err}");
+    }
+
+    #[test]
+    fn other_delimiters() {
+        let mut m = mapping();
+        m.delimiter = b';';
+        m.time_format = TimeFormat::EpochS;
+        let records = read("date;city;v\n0;X;1\n", m);
+        assert_eq!(
+            records[0].doc.as_ref().expect("ok").get("v"),
+            Some(&Bson::Int32(1))
+        );
+    }
+}

@@ -1,0 +1,208 @@
+//! Newline-delimited MongoDB Extended JSON (what `mongoexport` writes), relaxed or canonical.
+//!
+//! Each line is parsed with `serde_json` (field order kept) and converted to a
+//! `bson::Document` by the bson crate's Extended JSON support: `{"$date": ...}` becomes a
+//! datetime, `{"$numberLong": "5"}` an int64, `{"$oid": ...}` an ObjectId,
+//! `{"$numberDouble": "NaN"}` a double, and so on. Plain JSON integers become int32 when they
+//! fit and int64 otherwise; numbers with a fraction or exponent become doubles.
+
+use std::io::{self, BufRead};
+
+use bson::Document;
+
+use super::Record;
+
+/// Parses one JSON object in Extended JSON into a document.
+///
+/// # Errors
+/// A message saying why: malformed JSON (with the column), a value that is not an object, or
+/// an Extended JSON wrapper with a bad payload (e.g. `{"$date": "yesterday"}`).
+pub(crate) fn parse_document(text: &str) -> Result<Document, String> {
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| format!("malformed JSON: {e}"))?;
+    json_to_document(value)
+}
+
+/// Converts a parsed JSON value (which must be an object) from Extended JSON to a document.
+///
+/// # Errors
+/// The value is not an object, or an Extended JSON wrapper inside it is invalid.
+pub(crate) fn json_to_document(value: serde_json::Value) -> Result<Document, String> {
+    match value {
+        serde_json::Value::Object(map) => {
+            Document::try_from(map).map_err(|e| format!("invalid Extended JSON: {e}"))
+        }
+        other => Err(format!(
+            "expected a JSON object, found {}",
+            json_kind(&other)
+        )),
+    }
+}
+
+/// The JSON type name of a value, for messages.
+fn json_kind(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
+
+/// Reads NDJSON line by line; yields one [`Record`] per non-blank line.
+///
+/// Blank lines (and a trailing `\r` of CRLF files) are skipped; line numbers count every
+/// line from 1, so they match what an editor shows.
+pub(crate) struct NdjsonReader<R> {
+    reader: R,
+    line_no: u64,
+    buf: Vec<u8>,
+}
+
+impl<R: BufRead> NdjsonReader<R> {
+    /// A reader of `reader`'s lines.
+    pub(crate) fn new(reader: R) -> Self {
+        NdjsonReader {
+            reader,
+            line_no: 0,
+            buf: Vec::new(),
+        }
+    }
+}
+
+impl<R: BufRead> Iterator for NdjsonReader<R> {
+    type Item = io::Result<Record>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            self.buf.clear();
+            match self.reader.read_until(b'\n', &mut self.buf) {
+                Ok(0) => return None,
+                Ok(_) => {}
+                Err(e) => return Some(Err(e)),
+            }
+            self.line_no += 1;
+            let text = match std::str::from_utf8(&self.buf) {
+                Ok(text) => text.trim_end_matches(['\n', '\r']),
+                Err(e) => {
+                    return Some(Ok(Record {
+                        line: self.line_no,
+                        doc: Err(format!("line is not valid UTF-8: {e}")),
+                    }));
+                }
+            };
+            if text.trim().is_empty() {
+                continue;
+            }
+            return Some(Ok(Record {
+                line: self.line_no,
+                doc: parse_document(text),
+            }));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bson::{Bson, DateTime, oid::ObjectId};
+
+    use super::*;
+
+    #[test]
+    fn relaxed_and_canonical_forms() {
+        let doc = parse_document(
+            r#"{"ts":{"$date":"2014-02-14T14:30:00Z"},"old":{"$date":{"$numberLong":"-1000"}},
+               "i":1,"big":3000000000,"d":1.5,"whole":2.0,"l":{"$numberLong":"7"},
+               "n":{"$numberDouble":"NaN"},"ci":{"$numberInt":"3"},
+               "id":{"$oid":"5f1d7b3c9d8e4a2b1c0f3e4d"},"s":"x","b":true,"z":null,
+               "arr":[1,{"$numberLong":"2"}],"meta":{"series":"a","source":"b"}}"#,
+        )
+        .expect("parse");
+        assert_eq!(
+            doc.get("ts"),
+            Some(&Bson::DateTime(DateTime::from_millis(1_392_388_200_000)))
+        );
+        assert_eq!(
+            doc.get("old"),
+            Some(&Bson::DateTime(DateTime::from_millis(-1000)))
+        );
+        assert_eq!(doc.get("i"), Some(&Bson::Int32(1)));
+        assert_eq!(doc.get("big"), Some(&Bson::Int64(3_000_000_000)));
+        assert_eq!(doc.get("d"), Some(&Bson::Double(1.5)));
+        assert_eq!(doc.get("whole"), Some(&Bson::Double(2.0)));
+        assert_eq!(doc.get("l"), Some(&Bson::Int64(7)));
+        assert!(matches!(doc.get("n"), Some(Bson::Double(x)) if x.is_nan()));
+        assert_eq!(doc.get("ci"), Some(&Bson::Int32(3)));
+        let oid = ObjectId::parse_str("5f1d7b3c9d8e4a2b1c0f3e4d").expect("oid");
+        assert_eq!(doc.get("id"), Some(&Bson::ObjectId(oid)));
+        assert_eq!(doc.get("z"), Some(&Bson::Null));
+        assert_eq!(
+            doc.get("arr"),
+            Some(&Bson::Array(vec![Bson::Int32(1), Bson::Int64(2)]))
+        );
+        // Field order is the line's order (not sorted), also inside sub-documents.
+        let keys: Vec<&str> = doc.keys().map(String::as_str).collect();
+        assert_eq!(keys.first(), Some(&"ts"));
+        assert_eq!(keys.last(), Some(&"meta"));
+        let meta = doc.get_document("meta").expect("meta");
+        assert_eq!(meta.keys().collect::<Vec<_>>(), ["series", "source"]);
+    }
+
+    #[test]
+    fn decimals_parse_to_the_nearest_double() {
+        let doc = parse_document(r#"{"v":95.19255849999999,"w":0.1}"#).expect("parse");
+        assert_eq!(doc.get("v"), Some(&Bson::Double(95.192_558_499_999_99)));
+        assert_eq!(doc.get("w"), Some(&Bson::Double(0.1)));
+    }
+
+    #[test]
+    fn bad_lines_say_why() {
+        let e = parse_document(r#"{"a":1"#).expect_err("truncated");
+        assert!(e.starts_with("malformed JSON"), "{e}");
+        let e = parse_document("[1,2]").expect_err("array");
+        assert_eq!(e, "expected a JSON object, found an array");
+        let e = parse_document(r#"{"ts":{"$date":"yesterday"}}"#).expect_err("bad date");
+        assert!(e.starts_with("invalid Extended JSON"), "{e}");
+    }
+
+    #[test]
+    fn reader_numbers_lines_and_skips_blank_ones() {
+        let text = "{\"a\":1}\r\n\n{\"a\":\n  \n{\"a\":3}";
+        let records: Vec<Record> = NdjsonReader::new(text.as_bytes())
+            .map(|r| r.expect("io"))
+            .collect();
+        let lines: Vec<u64> = records.iter().map(|r| r.line).collect();
+        assert_eq!(lines, [1, 3, 5]);
+        assert_eq!(
+            records[0].doc.as_ref().expect("ok").get("a"),
+            Some(&Bson::Int32(1))
+        );
+        assert!(records[1].doc.is_err());
+        assert_eq!(
+            records[2].doc.as_ref().expect("ok").get("a"),
+            Some(&Bson::Int32(3))
+        );
+    }
+
+    #[test]
+    fn invalid_utf8_is_a_bad_line_not_the_end() {
+        let mut bytes = b"{\"a\":1}\n{\"a\":\"".to_vec();
+        bytes.extend([0xff, 0xfe]);
+        bytes.extend(b"\"}\n{\"a\":2}\n");
+        let records: Vec<Record> = NdjsonReader::new(bytes.as_slice())
+            .map(|r| r.expect("io"))
+            .collect();
+        assert_eq!(records.len(), 3);
+        assert!(
+            records[1]
+                .doc
+                .as_ref()
+                .expect_err("utf-8")
+                .contains("UTF-8")
+        );
+        assert_eq!(records[2].line, 3);
+        assert!(records[2].doc.is_ok());
+    }
+}

@@ -1,0 +1,244 @@
+//! Opening an input: a file or `-` (stdin), plain or compressed with gzip, zstd or xz.
+//!
+//! The compression is taken from the file's extension (`.gz`, `.zst`, `.xz`) and, when the
+//! extension says nothing, from the first bytes of the stream (its magic number), so a
+//! compressed stream on stdin is read as well.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::Path;
+
+/// Buffer size for the raw and decompressed streams.
+const BUF_BYTES: usize = 256 * 1024;
+
+/// How an input stream is compressed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Compression {
+    /// Not compressed.
+    None,
+    /// gzip (`.gz`), possibly several concatenated members.
+    Gzip,
+    /// Zstandard (`.zst`), possibly several concatenated frames.
+    Zstd,
+    /// xz (`.xz`), possibly several concatenated streams.
+    Xz,
+}
+
+impl Compression {
+    /// The compression a file name's extension announces, if any.
+    pub(crate) fn from_extension(name: &str) -> Option<Compression> {
+        let ext = Path::new(name).extension()?.to_str()?.to_ascii_lowercase();
+        match ext.as_str() {
+            "gz" | "gzip" => Some(Compression::Gzip),
+            "zst" | "zstd" => Some(Compression::Zstd),
+            "xz" => Some(Compression::Xz),
+            _ => None,
+        }
+    }
+
+    /// The compression whose magic number starts `head`; [`Compression::None`] otherwise.
+    pub(crate) fn sniff(head: &[u8]) -> Compression {
+        if head.starts_with(&[0x1f, 0x8b]) {
+            Compression::Gzip
+        } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+            Compression::Zstd
+        } else if head.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0x00]) {
+            Compression::Xz
+        } else {
+            Compression::None
+        }
+    }
+}
+
+/// The name of an input with its compression suffix removed, e.g. `a.csv` for `a.csv.gz`;
+/// used to tell CSV from NDJSON by extension.
+pub(crate) fn strip_compression_suffix(name: &str) -> &str {
+    match Compression::from_extension(name) {
+        Some(_) => name.rsplit_once('.').map_or(name, |(stem, _)| stem),
+        None => name,
+    }
+}
+
+/// An opened input: its display name (the path, or `<stdin>`) and a buffered reader of the
+/// decompressed bytes.
+pub(crate) struct Input {
+    /// The name used in error messages (`FILE:LINE: reason`).
+    pub(crate) name: String,
+    /// The compression found.
+    #[cfg_attr(not(test), expect(dead_code, reason = "checked by the tests"))]
+    pub(crate) compression: Compression,
+    /// The decompressed bytes.
+    pub(crate) reader: Box<dyn BufRead + Send>,
+}
+
+/// Opens `path` (`-` = stdin) and decompresses it as its extension or magic bytes say.
+///
+/// # Errors
+/// The file cannot be opened or read, or the decompressor cannot be set up; the message
+/// names the file.
+pub(crate) fn open_input(path: &str) -> io::Result<Input> {
+    if path == "-" {
+        return wrap("<stdin>".to_owned(), None, Box::new(io::stdin()));
+    }
+    let file = File::open(path)
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot open {path}: {e}")))?;
+    wrap(
+        path.to_owned(),
+        Compression::from_extension(path),
+        Box::new(file),
+    )
+}
+
+/// Wraps a raw stream: sniffs its compression when `declared` is `None`, then decompresses.
+///
+/// # Errors
+/// Reading the first bytes fails, or the decompressor cannot be set up.
+pub(crate) fn wrap(
+    name: String,
+    declared: Option<Compression>,
+    mut raw: Box<dyn Read + Send>,
+) -> io::Result<Input> {
+    let compression = match declared {
+        Some(c) => c,
+        None => {
+            // Read the magic number (a pipe may deliver it in pieces), then put it back in
+            // front of the rest of the stream.
+            let head = read_head(&mut raw, 6)?;
+            let compression = Compression::sniff(&head);
+            raw = Box::new(io::Cursor::new(head).chain(raw));
+            compression
+        }
+    };
+    let raw = BufReader::with_capacity(BUF_BYTES, raw);
+    let reader: Box<dyn BufRead + Send> = match compression {
+        Compression::None => Box::new(raw),
+        Compression::Gzip => Box::new(BufReader::with_capacity(
+            BUF_BYTES,
+            flate2::bufread::MultiGzDecoder::new(raw),
+        )),
+        Compression::Zstd => Box::new(BufReader::with_capacity(
+            BUF_BYTES,
+            zstd::stream::read::Decoder::with_buffer(raw)
+                .map_err(|e| io::Error::new(e.kind(), format!("{name}: zstd: {e}")))?,
+        )),
+        Compression::Xz => Box::new(BufReader::with_capacity(
+            BUF_BYTES,
+            liblzma::bufread::XzDecoder::new_multi_decoder(raw),
+        )),
+    };
+    Ok(Input {
+        name,
+        compression,
+        reader,
+    })
+}
+
+/// Reads up to `n` bytes (fewer only at the end of the stream).
+fn read_head(reader: &mut dyn Read, n: usize) -> io::Result<Vec<u8>> {
+    let mut head = Vec::with_capacity(n);
+    reader.take(n as u64).read_to_end(&mut head)?;
+    Ok(head)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::*;
+
+    const TEXT: &str = "{\"a\":1}\n{\"a\":2}\n";
+
+    fn read_all(input: Input) -> String {
+        let mut s = String::new();
+        let mut r = input.reader;
+        r.read_to_string(&mut s).expect("read");
+        s
+    }
+
+    fn gzip(data: &[u8]) -> Vec<u8> {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        e.write_all(data).expect("gzip");
+        e.finish().expect("gzip")
+    }
+
+    fn xz(data: &[u8]) -> Vec<u8> {
+        let mut e = liblzma::write::XzEncoder::new(Vec::new(), 1);
+        e.write_all(data).expect("xz");
+        e.finish().expect("xz")
+    }
+
+    fn zst(data: &[u8]) -> Vec<u8> {
+        zstd::encode_all(data, 1).expect("zstd")
+    }
+
+    #[test]
+    fn extension_and_suffix() {
+        assert_eq!(
+            Compression::from_extension("a.ndjson.xz"),
+            Some(Compression::Xz)
+        );
+        assert_eq!(
+            Compression::from_extension("a.csv.GZ"),
+            Some(Compression::Gzip)
+        );
+        assert_eq!(
+            Compression::from_extension("a.zst"),
+            Some(Compression::Zstd)
+        );
+        assert_eq!(Compression::from_extension("a.ndjson"), None);
+        assert_eq!(Compression::from_extension("-"), None);
+        assert_eq!(strip_compression_suffix("dir/a.csv.zst"), "dir/a.csv");
+        assert_eq!(strip_compression_suffix("a.csv"), "a.csv");
+    }
+
+    #[test]
+    fn sniffs_every_format() {
+        for (bytes, want) in [
+            (gzip(TEXT.as_bytes()), Compression::Gzip),
+            (zst(TEXT.as_bytes()), Compression::Zstd),
+            (xz(TEXT.as_bytes()), Compression::Xz),
+            (TEXT.as_bytes().to_vec(), Compression::None),
+        ] {
+            let input = wrap("t".into(), None, Box::new(io::Cursor::new(bytes))).expect("wrap");
+            assert_eq!(input.compression, want);
+            assert_eq!(read_all(input), TEXT);
+        }
+    }
+
+    #[test]
+    fn concatenated_members_are_all_read() {
+        let mut gz = gzip(b"1\n");
+        gz.extend(gzip(b"2\n"));
+        let mut x = xz(b"1\n");
+        x.extend(xz(b"2\n"));
+        let mut z = zst(b"1\n");
+        z.extend(zst(b"2\n"));
+        for bytes in [gz, x, z] {
+            let input = wrap("t".into(), None, Box::new(io::Cursor::new(bytes))).expect("wrap");
+            assert_eq!(read_all(input), "1\n2\n");
+        }
+    }
+
+    #[test]
+    fn opens_files_by_extension_and_reports_missing_ones() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("x.ndjson.gz");
+        std::fs::write(&path, gzip(TEXT.as_bytes())).expect("write");
+        let input = open_input(path.to_str().expect("utf-8")).expect("open");
+        assert_eq!(input.compression, Compression::Gzip);
+        assert_eq!(read_all(input), TEXT);
+
+        let missing = dir.path().join("nope.ndjson");
+        let err = open_input(missing.to_str().expect("utf-8"))
+            .err()
+            .expect("must fail");
+        assert!(err.to_string().contains("nope.ndjson"), "{err}");
+    }
+
+    #[test]
+    fn empty_stream_is_plain_and_empty() {
+        let input = wrap("t".into(), None, Box::new(io::empty())).expect("wrap");
+        assert_eq!(input.compression, Compression::None);
+        assert_eq!(read_all(input), "");
+    }
+}

@@ -1,0 +1,71 @@
+//! `tscoll`: the command-line tool of tscoll, MongoDB-style time-series collections on the
+//! fjall LSM.
+//!
+//! Commands: `create`, `ingest` (NDJSON Extended JSON or CSV, plain or compressed), `find`,
+//! `stats`, `buckets` and `demo` (ingests and queries the bundled real data sets). Each
+//! command lives in its own module under `cmd/`; the input readers are in `input/`.
+#![forbid(unsafe_code)]
+
+mod cmd;
+mod input;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// tscoll: MongoDB-style time-series collections as an embeddable storage engine.
+#[derive(Debug, Parser)]
+#[command(name = "tscoll", version, about, long_about = None)]
+struct Cli {
+    /// The command to run.
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Create a time-series collection.
+    Create(cmd::create::Args),
+    /// Ingest NDJSON (MongoDB Extended JSON) or CSV files into a collection.
+    Ingest(cmd::ingest::Args),
+    /// Query a collection; prints one relaxed Extended JSON document per line.
+    Find(cmd::find::Args),
+    /// Show a collection's statistics, compression ratio and bucketing advice.
+    Stats(cmd::stats::Args),
+    /// Print a collection's buckets in MongoDB's bucket shape.
+    Buckets(cmd::buckets::Args),
+    /// Ingest, inspect and query the bundled real data sets in a temporary database.
+    Demo(cmd::demo::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Create(args) => cmd::create::run(&args),
+        Command::Ingest(args) => cmd::ingest::run(&args),
+        Command::Find(args) => cmd::find::run(&args),
+        Command::Stats(args) => cmd::stats::run(&args),
+        Command::Buckets(args) => cmd::buckets::run(&args),
+        Command::Demo(args) => cmd::demo::run(&args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("tscoll: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,174 @@
+//! Helpers of the CLI integration tests: run the `tscoll` binary in a temporary database.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// A temporary directory holding a database (`db/`) and input files.
+pub struct Scratch {
+    dir: tempfile::TempDir,
+}
+
+impl Scratch {
+    /// A fresh scratch directory.
+    pub fn new() -> Scratch {
+        Scratch {
+            dir: tempfile::tempdir().expect("tempdir"),
+        }
+    }
+
+    /// The database directory.
+    pub fn db(&self) -> String {
+        self.dir
+            .path()
+            .join("db")
+            .to_str()
+            .expect("utf-8")
+            .to_owned()
+    }
+
+    /// Writes an input file and returns its path.
+    pub fn file(&self, name: &str, bytes: &[u8]) -> String {
+        let path: PathBuf = self.dir.path().join(name);
+        std::fs::write(&path, bytes).expect("write input");
+        path.to_str().expect("utf-8").to_owned()
+    }
+
+    /// The scratch directory.
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Runs `tscoll <cmd> --db DB args...`.
+    pub fn run(&self, cmd: &str, args: &[&str]) -> Run {
+        self.run_with_stdin(cmd, args, None)
+    }
+
+    /// Same, feeding `stdin`.
+    pub fn run_with_stdin(&self, cmd: &str, args: &[&str], stdin: Option<&[u8]>) -> Run {
+        let db = self.db();
+        let mut all = vec![cmd, "--db", db.as_str()];
+        all.extend_from_slice(args);
+        tscoll(&all, stdin)
+    }
+
+    /// `create COLL --time-field ts --meta-field meta` (must succeed).
+    pub fn create(&self, coll: &str) {
+        self.run(
+            "create",
+            &[coll, "--time-field", "ts", "--meta-field", "meta"],
+        )
+        .ok();
+    }
+
+    /// Every document `find` prints, parsed.
+    pub fn find_all(&self, coll: &str) -> Vec<serde_json::Value> {
+        self.run("find", &[coll]).ok().json_lines()
+    }
+
+    /// The sorted `v` values of every measurement of `coll`.
+    pub fn values(&self, coll: &str) -> Vec<i64> {
+        let mut v: Vec<i64> = self
+            .find_all(coll)
+            .iter()
+            .map(|d| d["v"].as_i64().expect("v is an integer"))
+            .collect();
+        v.sort_unstable();
+        v
+    }
+}
+
+/// The outcome of one run.
+pub struct Run {
+    /// Exit status and output.
+    pub output: Output,
+}
+
+impl Run {
+    /// Standard output as text.
+    pub fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.output.stdout).into_owned()
+    }
+
+    /// Standard error as text.
+    pub fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.output.stderr).into_owned()
+    }
+
+    /// Whether it exited with 0.
+    pub fn success(&self) -> bool {
+        self.output.status.success()
+    }
+
+    /// Asserts success and returns self.
+    #[track_caller]
+    pub fn ok(self) -> Run {
+        assert!(
+            self.success(),
+            "tscoll failed:\nstdout:\n{}\nstderr:\n{}",
+            self.stdout(),
+            self.stderr()
+        );
+        self
+    }
+
+    /// Asserts failure and returns self.
+    #[track_caller]
+    pub fn failed(self) -> Run {
+        assert!(
+            !self.success(),
+            "tscoll should have failed:\nstdout:\n{}\nstderr:\n{}",
+            self.stdout(),
+            self.stderr()
+        );
+        self
+    }
+
+    /// Standard output parsed as one JSON value per line.
+    pub fn json_lines(&self) -> Vec<serde_json::Value> {
+        self.stdout()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad JSON line {l:?}: {e}")))
+            .collect()
+    }
+}
+
+/// Runs the binary with `args`.
+pub fn tscoll(args: &[&str], stdin: Option<&[u8]>) -> Run {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tscoll"))
+        .args(args)
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn tscoll");
+    if let Some(bytes) = stdin {
+        let mut pipe = child.stdin.take().expect("stdin");
+        pipe.write_all(bytes).expect("write stdin");
+    }
+    Run {
+        output: child.wait_with_output().expect("wait"),
+    }
+}
+
+/// A measurement line of series `s` at `2016-01-01T00:00:00Z + minutes`, with `v` = `v`.
+pub fn line(series: &str, minutes: u32, v: i64) -> String {
+    format!(
+        "{{\"ts\":{{\"$date\":\"2016-01-01T{:02}:{:02}:00Z\"}},\"meta\":{{\"series\":\"{series}\"}},\"v\":{v}}}\n",
+        minutes / 60,
+        minutes % 60
+    )
+}
+
+/// Ten good lines (`v` = line number 1..=10) in two series.
+pub fn good_ndjson() -> String {
+    (1..=10)
+        .map(|i| line(if i % 2 == 0 { "a" } else { "b" }, i, i64::from(i)))
+        .collect()
+}

@@ -1,0 +1,131 @@
+//! `create`, `find` (filter, projection, sort, limit), `stats` and `buckets` end to end.
+
+mod common;
+
+use common::{Scratch, good_ndjson};
+
+fn loaded() -> Scratch {
+    let s = Scratch::new();
+    s.create("m");
+    let file = s.file("good.ndjson", good_ndjson().as_bytes());
+    s.run("ingest", &["m", &file]).ok();
+    s
+}
+
+#[test]
+fn find_with_filter_sort_limit_and_projection() {
+    let s = loaded();
+    let docs = s
+        .run(
+            "find",
+            &[
+                "m",
+                "--filter",
+                r#"{"meta.series":"a","ts":{"$gte":{"$date":"2016-01-01T00:04:00Z"}}}"#,
+                "--sort",
+                "ts:-1",
+                "--limit",
+                "2",
+            ],
+        )
+        .ok()
+        .json_lines();
+    let v: Vec<i64> = docs.iter().map(|d| d["v"].as_i64().expect("v")).collect();
+    assert_eq!(v, [10, 8]);
+    let projected = s
+        .run("find", &["m", "--projection", r#"{"v":1}"#, "--limit", "1"])
+        .ok()
+        .json_lines();
+    assert!(
+        projected[0].get("v").is_some() && projected[0].get("meta").is_none(),
+        "{}",
+        projected[0]
+    );
+}
+
+#[test]
+fn find_rejects_bad_arguments() {
+    let s = loaded();
+    let run = s.run("find", &["m", "--filter", "{"]).failed();
+    assert!(
+        run.stderr().contains("--filter: malformed JSON"),
+        "{}",
+        run.stderr()
+    );
+    let run = s.run("find", &["m", "--sort", "v:1"]).failed();
+    assert!(
+        run.stderr().contains("only the time field"),
+        "{}",
+        run.stderr()
+    );
+}
+
+#[test]
+fn stats_json_and_table() {
+    let s = loaded();
+    let stats = s.run("stats", &["m", "--json"]).ok().json_lines();
+    assert_eq!(stats.len(), 1);
+    assert_eq!(stats[0]["measurementCount"], 10);
+    assert!(stats[0].get("bucketCount").is_some(), "{}", stats[0]);
+    assert!(stats[0].get("compressionRatio").is_some(), "{}", stats[0]);
+    let table = s.run("stats", &["m"]).ok().stdout();
+    assert!(table.contains("compression ratio"), "{table}");
+    assert!(table.contains("measurements per bucket"), "{table}");
+}
+
+#[test]
+fn buckets_in_mongodb_shape() {
+    let s = loaded();
+    let buckets = s.run("buckets", &["m", "--json"]).ok().json_lines();
+    assert!(!buckets.is_empty());
+    let mut count = 0;
+    for b in &buckets {
+        assert!(b.get("_id").is_some() && b.get("meta").is_some(), "{b}");
+        assert!(b["control"]["min"].get("ts").is_some(), "{b}");
+        assert!(b["data"].get("v").is_some(), "{b}");
+        count += b["data"]["ts"].as_array().map_or(0, Vec::len);
+    }
+    assert_eq!(count, 10);
+    let text = s.run("buckets", &["m", "--limit", "1"]).ok().stdout();
+    assert!(text.starts_with("bucket 0: _id "), "{text}");
+}
+
+#[test]
+fn create_rejects_conflicting_options_and_reading_a_missing_db_fails() {
+    let s = Scratch::new();
+    let run = s
+        .run(
+            "create",
+            &[
+                "x",
+                "--time-field",
+                "t",
+                "--granularity",
+                "hours",
+                "--bucket-max-span-seconds",
+                "60",
+                "--bucket-rounding-seconds",
+                "60",
+            ],
+        )
+        .failed();
+    assert!(!run.stderr().is_empty());
+    let run = s.run("find", &["x"]).failed();
+    assert!(run.stderr().contains("no database"), "{}", run.stderr());
+    let out = s
+        .run(
+            "create",
+            &[
+                "x",
+                "--time-field",
+                "t",
+                "--bucket-max-span-seconds",
+                "600",
+                "--bucket-rounding-seconds",
+                "600",
+            ],
+        )
+        .ok()
+        .stdout();
+    assert!(out.contains("bucketMaxSpanSeconds"), "{out}");
+}

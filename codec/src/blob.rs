@@ -1,0 +1,342 @@
+//! The blob (header, column directory, column bodies, checksum) and the column body (type
+//! stream + lane sections, optionally one zstd frame). Layout: `docs/format.md`.
+
+use std::collections::HashSet;
+use std::io::Read;
+
+use crate::bytes;
+use crate::column::{Column, Lane};
+use crate::float::{self, FloatLayout};
+use crate::format::{
+    BytesEncoding, ColumnWrap, MAGIC, MAX_CELLS, MAX_COLUMNS, MAX_LANE_BYTES, MAX_NAME_LEN,
+    MAX_RAW_BODY, MAX_ROWS, TypeEncoding,
+};
+use crate::ints::{self, IntLayout};
+use crate::reader::Reader;
+use crate::types;
+use crate::varint;
+use crate::{Bucket, Error, FORMAT_VERSION, Result};
+
+/// zstd level of the optional column pass.
+const ZSTD_LEVEL: i32 = 3;
+/// Raw bodies shorter than this are not offered to zstd.
+const ZSTD_MIN_BODY: usize = 64;
+/// Largest zstd window (log2 bytes) a decoder accepts; level 3 never writes more than 2^21.
+const ZSTD_WINDOW_LOG_MAX: u32 = 24;
+/// Bytes of the fixed prefix (magic + version) and of the checksum.
+const PREFIX_LEN: usize = MAGIC.len() + 1;
+const CRC_LEN: usize = 4;
+
+/// The encodings chosen for one column (for statistics and benchmarks).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ColumnLayout {
+    /// Whether the body went through the zstd pass.
+    pub zstd: bool,
+    /// Bytes of the raw body (before zstd).
+    pub raw_len: usize,
+    /// Bytes of the body as stored.
+    pub encoded_len: usize,
+    /// Encoding of the type stream.
+    pub types: TypeEncoding,
+    /// Int lane, if any row is in it.
+    pub ints: Option<IntLayout>,
+    /// Float lane, if any row is in it.
+    pub floats: Option<FloatLayout>,
+    /// Bytes lane, if any row is in it.
+    pub bytes: Option<BytesEncoding>,
+}
+
+/// Reusable encoder state (scratch memory, zstd context).
+pub(crate) struct Encoder {
+    scratch: Vec<i64>,
+    raw: Vec<u8>,
+    zstd: Option<zstd::bulk::Compressor<'static>>,
+}
+
+impl Encoder {
+    pub(crate) fn new() -> Self {
+        Encoder { scratch: Vec::new(), raw: Vec::new(), zstd: None }
+    }
+
+    /// Appends the body of `col` to `out`.
+    pub(crate) fn column(&mut self, col: &Column, out: &mut Vec<u8>) -> Result<ColumnLayout> {
+        if col.bytes().len() > MAX_LANE_BYTES {
+            return Err(Error::InvalidArgument(format!(
+                "bytes lane of {} bytes exceeds the limit {MAX_LANE_BYTES}",
+                col.bytes().len()
+            )));
+        }
+        let raw = &mut self.raw;
+        raw.clear();
+        let scratch = &mut self.scratch;
+        let types = types::encode(col.types(), raw, scratch);
+        let ints = (!col.ints().is_empty()).then(|| ints::encode(col.ints(), raw, scratch));
+        let floats = (!col.floats().is_empty()).then(|| float::encode(col.floats(), raw, scratch));
+        let bytes = (!col.ends().is_empty())
+            .then(|| bytes::encode(col.bytes(), col.ends(), raw, scratch));
+        let raw_len = raw.len();
+        if raw_len > MAX_RAW_BODY {
+            return Err(Error::InvalidArgument("column body exceeds the format limit".to_owned()));
+        }
+        let start = out.len();
+        let mut zstd = false;
+        if raw_len >= ZSTD_MIN_BODY {
+            if self.zstd.is_none() {
+                self.zstd = zstd::bulk::Compressor::new(ZSTD_LEVEL).ok();
+            }
+            if let Some(c) = self.zstd.as_mut()
+                && let Ok(z) = c.compress(raw)
+                && varint::len(raw_len as u64) + z.len() < raw_len
+            {
+                out.push(ColumnWrap::Zstd.to_code());
+                varint::put(out, raw_len as u64);
+                out.extend_from_slice(&z);
+                zstd = true;
+            }
+        }
+        if !zstd {
+            out.push(ColumnWrap::Raw.to_code());
+            out.extend_from_slice(raw);
+        }
+        Ok(ColumnLayout {
+            zstd,
+            raw_len,
+            encoded_len: out.len() - start,
+            types,
+            ints,
+            floats,
+            bytes,
+        })
+    }
+}
+
+/// Decodes a column body of `rows` rows.
+pub(crate) fn decode_column(body: &[u8], rows: usize) -> Result<Column> {
+    if rows > MAX_ROWS {
+        return Err(Error::InvalidArgument(format!("{rows} rows exceed the limit {MAX_ROWS}")));
+    }
+    let mut r = Reader::new(body);
+    match ColumnWrap::try_from_code(r.u8()?)? {
+        ColumnWrap::Raw => decode_raw(r.rest(), rows),
+        ColumnWrap::Zstd => {
+            let raw_len = r.varint_at_most(MAX_RAW_BODY, "raw column length")?;
+            let raw = unzstd(r.rest(), raw_len)?;
+            decode_raw(&raw, rows)
+        }
+    }
+}
+
+/// Decompresses one zstd frame that must yield exactly `raw_len` bytes. Memory grows with the
+/// output actually produced, never with a declared size.
+fn unzstd(frame: &[u8], raw_len: usize) -> Result<Vec<u8>> {
+    let bad = |e: std::io::Error| Error::Corruption(format!("zstd: {e}"));
+    let mut dec = zstd::stream::read::Decoder::with_buffer(frame).map_err(bad)?.single_frame();
+    dec.window_log_max(ZSTD_WINDOW_LOG_MAX).map_err(bad)?;
+    let mut raw = Vec::with_capacity(raw_len.min(frame.len().saturating_mul(16)));
+    (&mut dec).take(raw_len as u64 + 1).read_to_end(&mut raw).map_err(bad)?;
+    if raw.len() != raw_len {
+        return Err(Error::Corruption(format!(
+            "zstd frame yields {} bytes, expected {raw_len}",
+            raw.len()
+        )));
+    }
+    Ok(raw)
+}
+
+fn decode_raw(raw: &[u8], rows: usize) -> Result<Column> {
+    let mut r = Reader::new(raw);
+    let mut scratch = Vec::new();
+    let mut type_codes = Vec::new();
+    types::decode(&mut r, rows, &mut type_codes, &mut scratch)?;
+    let (mut n_int, mut n_float, mut n_bytes) = (0usize, 0usize, 0usize);
+    for &t in &type_codes {
+        match Lane::of(t) {
+            Some(Lane::Int) => n_int += 1,
+            Some(Lane::Float) => n_float += 1,
+            Some(Lane::Bytes) => n_bytes += 1,
+            Some(Lane::Empty) => {}
+            None => return Err(Error::Corruption(format!("unknown type code {t:#04x}"))),
+        }
+    }
+    let mut int_lane = Vec::new();
+    ints::decode(&mut r, n_int, &mut int_lane)?;
+    let mut float_lane = Vec::new();
+    if n_float > 0 {
+        float_lane.reserve(n_float);
+        float::decode(&mut r, n_float, &mut float_lane, &mut scratch)?;
+    }
+    let (mut data, mut ends) = (Vec::new(), Vec::new());
+    if n_bytes > 0 {
+        bytes::decode(&mut r, n_bytes, &mut data, &mut ends, &mut scratch)?;
+    }
+    r.finish("column")?;
+    Column::from_lanes(type_codes, int_lane, float_lane, data, ends)
+}
+
+/// One column's entry in a blob's directory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ColumnEntry {
+    /// Field name.
+    pub name: String,
+    /// Bytes of the column's body in the blob.
+    pub encoded_len: usize,
+}
+
+/// A blob's header, read without decoding any column (see [`crate::read_header`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlobHeader {
+    /// Format version the blob was written with.
+    pub version: u8,
+    /// Number of rows of every column.
+    pub row_count: usize,
+    /// The columns in stored order.
+    pub columns: Vec<ColumnEntry>,
+}
+
+/// Checks the limits shared by the encoder and the decoder.
+fn check_shape(rows: usize, cols: usize) -> std::result::Result<(), String> {
+    if rows > MAX_ROWS {
+        return Err(format!("{rows} rows exceed the limit {MAX_ROWS}"));
+    }
+    if cols > MAX_COLUMNS {
+        return Err(format!("{cols} columns exceed the limit {MAX_COLUMNS}"));
+    }
+    if rows.checked_mul(cols).is_none_or(|c| c > MAX_CELLS) {
+        return Err(format!("{rows} rows × {cols} columns exceed the limit of {MAX_CELLS} cells"));
+    }
+    Ok(())
+}
+
+/// Encodes a blob; returns it and each column's layout.
+pub(crate) fn encode_blob(
+    row_count: usize,
+    columns: &[(&str, &Column)],
+) -> Result<(Vec<u8>, Vec<ColumnLayout>)> {
+    check_shape(row_count, columns.len()).map_err(Error::InvalidArgument)?;
+    let mut names = HashSet::with_capacity(columns.len());
+    for (name, col) in columns {
+        if col.len() != row_count {
+            return Err(Error::InvalidArgument(format!(
+                "column {name:?} has {} rows, expected {row_count}",
+                col.len()
+            )));
+        }
+        if name.len() > MAX_NAME_LEN {
+            return Err(Error::InvalidArgument(format!("column name of {} bytes", name.len())));
+        }
+        if !names.insert(*name) {
+            return Err(Error::InvalidArgument(format!("column name {name:?} repeats")));
+        }
+    }
+    let mut enc = Encoder::new();
+    let mut bodies = Vec::new();
+    let mut layouts = Vec::with_capacity(columns.len());
+    for (_, col) in columns {
+        layouts.push(enc.column(col, &mut bodies)?);
+    }
+    let mut blob = Vec::with_capacity(bodies.len() + 16 + columns.len() * 16);
+    blob.extend_from_slice(&MAGIC);
+    blob.push(FORMAT_VERSION);
+    varint::put(&mut blob, row_count as u64);
+    varint::put(&mut blob, columns.len() as u64);
+    for ((name, _), layout) in columns.iter().zip(&layouts) {
+        varint::put(&mut blob, name.len() as u64);
+        blob.extend_from_slice(name.as_bytes());
+        varint::put(&mut blob, layout.encoded_len as u64);
+    }
+    blob.extend_from_slice(&bodies);
+    let crc = crc32fast::hash(&blob);
+    blob.extend_from_slice(&crc.to_le_bytes());
+    Ok((blob, layouts))
+}
+
+/// A parsed blob: version, rows and `(name, body)` per column.
+struct Parsed<'a> {
+    version: u8,
+    rows: usize,
+    columns: Vec<(&'a str, &'a [u8])>,
+}
+
+fn parse(blob: &[u8]) -> Result<Parsed<'_>> {
+    let mut r = Reader::new(blob);
+    let prefix = r.bytes(PREFIX_LEN)?;
+    let (magic, version) = prefix.split_at(MAGIC.len());
+    if magic != MAGIC {
+        return Err(Error::Corruption("not a tscoll blob (bad magic)".to_owned()));
+    }
+    let version = version.first().copied().unwrap_or(0);
+    if version == 0 {
+        return Err(Error::Corruption("format version 0".to_owned()));
+    }
+    if version > FORMAT_VERSION {
+        return Err(Error::UnsupportedVersion(version));
+    }
+    if blob.len() < PREFIX_LEN + CRC_LEN {
+        return Err(Error::Truncated { needed: PREFIX_LEN + CRC_LEN, available: blob.len() });
+    }
+    let (covered, crc) = blob.split_at(blob.len() - CRC_LEN);
+    let mut stored = [0u8; CRC_LEN];
+    stored.copy_from_slice(crc);
+    if crc32fast::hash(covered) != u32::from_le_bytes(stored) {
+        return Err(Error::Corruption("checksum mismatch".to_owned()));
+    }
+    let mut r = Reader::new(covered.get(PREFIX_LEN..).unwrap_or_default());
+    let rows = r.varint_at_most(MAX_ROWS, "row count")?;
+    let cols = r.varint_at_most(MAX_COLUMNS, "column count")?;
+    check_shape(rows, cols).map_err(Error::Corruption)?;
+    // Every directory entry takes at least 2 bytes and every body at least 1.
+    if cols.saturating_mul(3) > r.remaining() {
+        return Err(Error::Corruption(format!("{cols} columns cannot fit the blob")));
+    }
+    let mut dir = Vec::with_capacity(cols);
+    let mut seen = HashSet::with_capacity(cols);
+    let mut total = 0usize;
+    for _ in 0..cols {
+        let name_len = r.varint_at_most(MAX_NAME_LEN, "column name length")?;
+        let name = std::str::from_utf8(r.bytes(name_len)?)
+            .map_err(|_| Error::Corruption("column name is not UTF-8".to_owned()))?;
+        if !seen.insert(name) {
+            return Err(Error::Corruption(format!("column name {name:?} repeats")));
+        }
+        let len = r.varint_at_most(r.remaining(), "column body length")?;
+        total += len;
+        dir.push((name, len));
+    }
+    if total != r.remaining() {
+        return Err(Error::Corruption(format!(
+            "column bodies take {total} bytes, the blob has {}",
+            r.remaining()
+        )));
+    }
+    let mut columns = Vec::with_capacity(cols);
+    for (name, len) in dir {
+        columns.push((name, r.bytes(len)?));
+    }
+    Ok(Parsed { version, rows, columns })
+}
+
+/// Reads a blob's header and directory (checksum verified, no column decoded).
+pub(crate) fn read_header(blob: &[u8]) -> Result<BlobHeader> {
+    let p = parse(blob)?;
+    Ok(BlobHeader {
+        version: p.version,
+        row_count: p.rows,
+        columns: p
+            .columns
+            .iter()
+            .map(|&(name, body)| ColumnEntry { name: name.to_owned(), encoded_len: body.len() })
+            .collect(),
+    })
+}
+
+/// Decodes the columns `keep` accepts.
+pub(crate) fn decode_blob(blob: &[u8], keep: &mut dyn FnMut(&str) -> bool) -> Result<Bucket> {
+    let p = parse(blob)?;
+    let mut columns = Vec::new();
+    for (name, body) in p.columns {
+        if keep(name) {
+            columns.push((name.to_owned(), decode_column(body, p.rows)?));
+        }
+    }
+    Ok(Bucket { row_count: p.rows, columns })
+}

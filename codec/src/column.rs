@@ -1,0 +1,386 @@
+//! The in-memory column: one field's values for a run of rows, split into typed lanes.
+//!
+//! A [`Column`] is what flows from the bucket catalog to the codec and back: the catalog appends
+//! one value (or a skip) per measurement, the codec encodes the lanes, the engine unpacks rows
+//! from a decoded column. Every row has a BSON element type code in [`Column::types`]
+//! ([`tag::MISSING`] for a skip, SPEC §4.8); the value itself lives in the lane of its type:
+//!
+//! | lane | types | value kept |
+//! |---|---|---|
+//! | int | int32, int64, date (ms), timestamp, bool | `i64` (timestamp: its `u64` bits; bool: 0/1) |
+//! | float | double | `f64`, bit-exact (NaN payloads, `-0.0`) |
+//! | bytes | every other type with a value | payload bytes, see [`Column::push_bytes`] |
+//! | none | missing, null, undefined, MinKey, MaxKey | nothing |
+//!
+//! Values of one lane are in row order, so a row's value is found by counting the rows of the
+//! same lane before it.
+
+/// BSON element type codes as used in [`Column::types`] (BSON spec), plus [`tag::MISSING`].
+pub mod tag {
+    /// No value in this row (a skip, SPEC §4.8). Not a BSON type.
+    pub const MISSING: u8 = 0x00;
+    /// 64-bit binary floating point.
+    pub const DOUBLE: u8 = 0x01;
+    /// UTF-8 string.
+    pub const STRING: u8 = 0x02;
+    /// Embedded document.
+    pub const DOCUMENT: u8 = 0x03;
+    /// Array.
+    pub const ARRAY: u8 = 0x04;
+    /// Binary data.
+    pub const BINARY: u8 = 0x05;
+    /// Undefined (deprecated).
+    pub const UNDEFINED: u8 = 0x06;
+    /// ObjectId (12 bytes).
+    pub const OBJECT_ID: u8 = 0x07;
+    /// Boolean.
+    pub const BOOLEAN: u8 = 0x08;
+    /// UTC datetime, milliseconds since the Unix epoch.
+    pub const DATETIME: u8 = 0x09;
+    /// Null.
+    pub const NULL: u8 = 0x0A;
+    /// Regular expression.
+    pub const REGEX: u8 = 0x0B;
+    /// DBPointer (deprecated).
+    pub const DB_POINTER: u8 = 0x0C;
+    /// JavaScript code.
+    pub const JAVASCRIPT: u8 = 0x0D;
+    /// Symbol (deprecated).
+    pub const SYMBOL: u8 = 0x0E;
+    /// JavaScript code with scope (deprecated).
+    pub const JAVASCRIPT_WITH_SCOPE: u8 = 0x0F;
+    /// 32-bit integer.
+    pub const INT32: u8 = 0x10;
+    /// Timestamp (MongoDB internal).
+    pub const TIMESTAMP: u8 = 0x11;
+    /// 64-bit integer.
+    pub const INT64: u8 = 0x12;
+    /// 128-bit decimal floating point.
+    pub const DECIMAL128: u8 = 0x13;
+    /// MaxKey.
+    pub const MAX_KEY: u8 = 0x7F;
+    /// MinKey.
+    pub const MIN_KEY: u8 = 0xFF;
+}
+
+/// Which lane of a [`Column`] holds values of a type code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lane {
+    /// No value is kept (missing, null, undefined, MinKey, MaxKey).
+    Empty,
+    /// [`Column::ints`].
+    Int,
+    /// [`Column::floats`].
+    Float,
+    /// [`Column::bytes`] with [`Column::ends`].
+    Bytes,
+}
+
+impl Lane {
+    /// The lane of a type code, or `None` for a code that is not a BSON type nor
+    /// [`tag::MISSING`].
+    #[must_use]
+    pub fn of(type_code: u8) -> Option<Lane> {
+        match type_code {
+            tag::MISSING | tag::NULL | tag::UNDEFINED | tag::MIN_KEY | tag::MAX_KEY => {
+                Some(Lane::Empty)
+            }
+            tag::INT32 | tag::INT64 | tag::DATETIME | tag::TIMESTAMP | tag::BOOLEAN => {
+                Some(Lane::Int)
+            }
+            tag::DOUBLE => Some(Lane::Float),
+            tag::STRING
+            | tag::DOCUMENT
+            | tag::ARRAY
+            | tag::BINARY
+            | tag::OBJECT_ID
+            | tag::REGEX
+            | tag::DB_POINTER
+            | tag::JAVASCRIPT
+            | tag::SYMBOL
+            | tag::JAVASCRIPT_WITH_SCOPE
+            | tag::DECIMAL128 => Some(Lane::Bytes),
+            _ => None,
+        }
+    }
+}
+
+/// One row's value, borrowed from a [`Column`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ValueRef<'a> {
+    /// A skip: the measurement has no such field.
+    Missing,
+    /// A type without a value: null, undefined, MinKey or MaxKey (the type code).
+    Empty(u8),
+    /// An int-lane value: (type code, value).
+    Int(u8, i64),
+    /// A double.
+    Float(f64),
+    /// A bytes-lane value: (type code, payload as described in [`Column::push_bytes`]).
+    Bytes(u8, &'a [u8]),
+}
+
+/// One field's values for a run of rows, in typed lanes (see the module docs).
+///
+/// Invariants (kept by the `push_*` methods, checked by the decoder): `ints.len()` is the
+/// number of int-lane rows, `floats.len()` the number of float-lane rows, `ends.len()` the number
+/// of bytes-lane rows, `ends` is non-decreasing and its last entry is `bytes.len()`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Column {
+    types: Vec<u8>,
+    ints: Vec<i64>,
+    floats: Vec<f64>,
+    bytes: Vec<u8>,
+    ends: Vec<u32>,
+}
+
+impl Column {
+    /// An empty column.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An empty column with room for `rows` rows of one scalar lane.
+    #[must_use]
+    pub fn with_capacity(rows: usize) -> Self {
+        Column {
+            types: Vec::with_capacity(rows),
+            ..Self::default()
+        }
+    }
+
+    /// Builds a column from its raw lanes, checking the invariants.
+    ///
+    /// # Errors
+    /// [`crate::Error::Corruption`] when a type code is unknown, a lane's length does not match
+    /// the number of rows of its types, or `ends` is not a valid offset list into `bytes`.
+    pub fn from_lanes(
+        types: Vec<u8>,
+        ints: Vec<i64>,
+        floats: Vec<f64>,
+        bytes: Vec<u8>,
+        ends: Vec<u32>,
+    ) -> crate::Result<Self> {
+        let (mut n_int, mut n_float, mut n_bytes) = (0usize, 0usize, 0usize);
+        for &t in &types {
+            match Lane::of(t) {
+                Some(Lane::Int) => n_int += 1,
+                Some(Lane::Float) => n_float += 1,
+                Some(Lane::Bytes) => n_bytes += 1,
+                Some(Lane::Empty) => {}
+                None => return Err(crate::Error::Corruption(format!("unknown type code {t:#04x}"))),
+            }
+        }
+        if n_int != ints.len() || n_float != floats.len() || n_bytes != ends.len() {
+            return Err(crate::Error::Corruption(
+                "lane lengths do not match the row types".to_owned(),
+            ));
+        }
+        let mut prev = 0u32;
+        for &e in &ends {
+            if e < prev {
+                return Err(crate::Error::Corruption("bytes offsets decrease".to_owned()));
+            }
+            prev = e;
+        }
+        if prev as usize != bytes.len() {
+            return Err(crate::Error::Corruption(
+                "bytes offsets do not cover the bytes lane".to_owned(),
+            ));
+        }
+        Ok(Column { types, ints, floats, bytes, ends })
+    }
+
+    /// Number of rows (skips included).
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.types.len()
+    }
+
+    /// Whether the column has no rows.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.types.is_empty()
+    }
+
+    /// Whether every row is a skip.
+    #[must_use]
+    pub fn all_missing(&self) -> bool {
+        self.types.iter().all(|&t| t == tag::MISSING)
+    }
+
+    /// Type code per row ([`tag::MISSING`] for a skip).
+    #[must_use]
+    pub fn types(&self) -> &[u8] {
+        &self.types
+    }
+
+    /// Int-lane values in row order.
+    #[must_use]
+    pub fn ints(&self) -> &[i64] {
+        &self.ints
+    }
+
+    /// Float-lane values in row order.
+    #[must_use]
+    pub fn floats(&self) -> &[f64] {
+        &self.floats
+    }
+
+    /// Concatenated bytes-lane payloads; value `i` is `bytes[ends[i-1]..ends[i]]`.
+    #[must_use]
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// End offset of each bytes-lane payload in [`Column::bytes`].
+    #[must_use]
+    pub fn ends(&self) -> &[u32] {
+        &self.ends
+    }
+
+    /// Appends a skip (the measurement lacks the field).
+    pub fn push_missing(&mut self) {
+        self.types.push(tag::MISSING);
+    }
+
+    /// Appends `n` skips.
+    pub fn push_missing_n(&mut self, n: usize) {
+        self.types.resize(self.types.len() + n, tag::MISSING);
+    }
+
+    /// Appends a value of a type without payload (null, undefined, MinKey, MaxKey).
+    ///
+    /// # Panics
+    /// If `type_code` is not in [`Lane::Empty`] (a caller bug).
+    pub fn push_empty(&mut self, type_code: u8) {
+        assert_eq!(Lane::of(type_code), Some(Lane::Empty), "not an empty-lane type");
+        self.types.push(type_code);
+    }
+
+    /// Appends an int-lane value: int32, int64, date (ms), timestamp (`u64` bits as `i64`),
+    /// bool (0 or 1).
+    ///
+    /// # Panics
+    /// If `type_code` is not in [`Lane::Int`] (a caller bug).
+    pub fn push_int(&mut self, type_code: u8, value: i64) {
+        assert_eq!(Lane::of(type_code), Some(Lane::Int), "not an int-lane type");
+        self.types.push(type_code);
+        self.ints.push(value);
+    }
+
+    /// Appends a double.
+    pub fn push_float(&mut self, value: f64) {
+        self.types.push(tag::DOUBLE);
+        self.floats.push(value);
+    }
+
+    /// Appends a bytes-lane value. The payload is the BSON value bytes of the element, except
+    /// for string, JavaScript code and symbol, whose payload is the UTF-8 text alone (no length
+    /// prefix, no trailing NUL). So: ObjectId = 12 bytes, decimal128 = 16 bytes, binary =
+    /// `i32` length + subtype + data, document and array = the embedded BSON document, regex =
+    /// two C strings, and so on.
+    ///
+    /// # Panics
+    /// If `type_code` is not in [`Lane::Bytes`] or the lane would exceed 4 GiB (caller bugs).
+    pub fn push_bytes(&mut self, type_code: u8, payload: &[u8]) {
+        assert_eq!(Lane::of(type_code), Some(Lane::Bytes), "not a bytes-lane type");
+        self.types.push(type_code);
+        self.bytes.extend_from_slice(payload);
+        let end = u32::try_from(self.bytes.len()).expect("bytes lane over 4 GiB");
+        self.ends.push(end);
+    }
+
+    /// Appends one value.
+    pub fn push(&mut self, value: ValueRef<'_>) {
+        match value {
+            ValueRef::Missing => self.push_missing(),
+            ValueRef::Empty(t) => self.push_empty(t),
+            ValueRef::Int(t, v) => self.push_int(t, v),
+            ValueRef::Float(v) => self.push_float(v),
+            ValueRef::Bytes(t, b) => self.push_bytes(t, b),
+        }
+    }
+
+    /// Appends every row of `other`.
+    pub fn extend_from(&mut self, other: &Column) {
+        let base = u32::try_from(self.bytes.len()).expect("bytes lane over 4 GiB");
+        self.types.extend_from_slice(&other.types);
+        self.ints.extend_from_slice(&other.ints);
+        self.floats.extend_from_slice(&other.floats);
+        self.bytes.extend_from_slice(&other.bytes);
+        self.ends.extend(other.ends.iter().map(|e| e + base));
+    }
+
+    /// Removes every row, keeping the allocations.
+    pub fn clear(&mut self) {
+        self.types.clear();
+        self.ints.clear();
+        self.floats.clear();
+        self.bytes.clear();
+        self.ends.clear();
+    }
+
+    /// Bytes held by the lanes' allocations (for memory accounting, SPEC ).
+    #[must_use]
+    pub fn heap_bytes(&self) -> usize {
+        self.types.capacity()
+            + self.ints.capacity() * 8
+            + self.floats.capacity() * 8
+            + self.bytes.capacity()
+            + self.ends.capacity() * 4
+    }
+
+    /// Iterates over the rows in order.
+    #[must_use]
+    pub fn iter(&self) -> ColumnIter<'_> {
+        ColumnIter { col: self, row: 0, int: 0, float: 0, bytes: 0 }
+    }
+}
+
+/// Iterator over the rows of a [`Column`], from [`Column::iter`].
+#[derive(Clone, Debug)]
+pub struct ColumnIter<'a> {
+    col: &'a Column,
+    row: usize,
+    int: usize,
+    float: usize,
+    bytes: usize,
+}
+
+impl<'a> Iterator for ColumnIter<'a> {
+    type Item = ValueRef<'a>;
+
+    fn next(&mut self) -> Option<ValueRef<'a>> {
+        let t = *self.col.types.get(self.row)?;
+        self.row += 1;
+        // The invariants of `Column` guarantee every lane index below is in range; `get` keeps
+        // a broken invariant from panicking and ends the iteration instead.
+        Some(match Lane::of(t)? {
+            Lane::Empty if t == tag::MISSING => ValueRef::Missing,
+            Lane::Empty => ValueRef::Empty(t),
+            Lane::Int => {
+                let v = *self.col.ints.get(self.int)?;
+                self.int += 1;
+                ValueRef::Int(t, v)
+            }
+            Lane::Float => {
+                let v = *self.col.floats.get(self.float)?;
+                self.float += 1;
+                ValueRef::Float(v)
+            }
+            Lane::Bytes => {
+                let start = if self.bytes == 0 { 0 } else { *self.col.ends.get(self.bytes - 1)? };
+                let end = *self.col.ends.get(self.bytes)?;
+                self.bytes += 1;
+                ValueRef::Bytes(t, self.col.bytes.get(start as usize..end as usize)?)
+            }
+        })
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = self.col.types.len() - self.row;
+        (0, Some(left))
+    }
+}

@@ -1,0 +1,99 @@
+//! Bounds-checked little-endian byte reader used by every decoder: each read either returns
+//! the bytes it promises or [`Error::Truncated`], and never panics.
+
+use crate::{Error, Result};
+
+/// A cursor over a byte slice.
+#[derive(Clone, Debug)]
+pub(crate) struct Reader<'a> {
+    buf: &'a [u8],
+}
+
+impl<'a> Reader<'a> {
+    /// A reader at the start of `buf`.
+    pub(crate) fn new(buf: &'a [u8]) -> Self {
+        Reader { buf }
+    }
+
+    /// Bytes not yet read.
+    pub(crate) fn remaining(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// The unread bytes, consuming them.
+    pub(crate) fn rest(&mut self) -> &'a [u8] {
+        std::mem::take(&mut self.buf)
+    }
+
+    /// Fails unless every byte was read.
+    pub(crate) fn finish(&self, what: &str) -> Result<()> {
+        if self.buf.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::Corruption(format!("{} trailing bytes after {what}", self.buf.len())))
+        }
+    }
+
+    /// Reads `n` bytes.
+    pub(crate) fn bytes(&mut self, n: usize) -> Result<&'a [u8]> {
+        if n > self.buf.len() {
+            return Err(Error::Truncated { needed: n, available: self.buf.len() });
+        }
+        let (head, tail) = self.buf.split_at(n);
+        self.buf = tail;
+        Ok(head)
+    }
+
+    /// Reads `N` bytes into an array.
+    pub(crate) fn array<const N: usize>(&mut self) -> Result<[u8; N]> {
+        let b = self.bytes(N)?;
+        let mut a = [0u8; N];
+        a.copy_from_slice(b);
+        Ok(a)
+    }
+
+    /// Reads one byte.
+    pub(crate) fn u8(&mut self) -> Result<u8> {
+        let [b] = self.array::<1>()?;
+        Ok(b)
+    }
+
+    /// Reads a little-endian `u64`.
+    pub(crate) fn u64_le(&mut self) -> Result<u64> {
+        Ok(u64::from_le_bytes(self.array::<8>()?))
+    }
+
+    /// Reads an unsigned LEB128 varint (at most 10 bytes, no bits beyond 64).
+    pub(crate) fn varint(&mut self) -> Result<u64> {
+        let mut v = 0u64;
+        for i in 0..10u32 {
+            let Some((&b, tail)) = self.buf.split_first() else {
+                return Err(Error::Truncated { needed: 1, available: 0 });
+            };
+            self.buf = tail;
+            if i == 9 && b > 1 {
+                return Err(Error::Corruption("varint overflows 64 bits".to_owned()));
+            }
+            v |= u64::from(b & 0x7F) << (7 * i);
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err(Error::Corruption("varint longer than 10 bytes".to_owned()))
+    }
+
+    /// Reads a zigzag varint.
+    pub(crate) fn varint_signed(&mut self) -> Result<i64> {
+        Ok(crate::zigzag::decode(self.varint()?))
+    }
+
+    /// Reads a varint that must be at most `max` (a count or a length); `what` names it in the
+    /// error.
+    pub(crate) fn varint_at_most(&mut self, max: usize, what: &str) -> Result<usize> {
+        let v = self.varint()?;
+        match usize::try_from(v) {
+            Ok(v) if v <= max => Ok(v),
+            _ => Err(Error::Corruption(format!("{what} {v} exceeds the limit {max}"))),
+        }
+    }
+}

@@ -1,0 +1,181 @@
+//! The type stream: one BSON type code per row ([`crate::tag::MISSING`] = no value), which is
+//! also the column's presence bitmap.
+//!
+//! * [`TypeEncoding::Const`]: every row has one type (the common case, including "all
+//!   present") → one byte.
+//! * [`TypeEncoding::Dict`]: the distinct codes, most frequent first, then the row indices as an
+//!   int section (a block of one type costs 2 bytes; two types mixed cost 1 bit per row).
+//! * [`TypeEncoding::Runs`]: `(code, run length)` pairs — a few sparse skips cost a few bytes.
+
+use crate::column::Lane;
+use crate::format::TypeEncoding;
+use crate::ints;
+use crate::reader::Reader;
+use crate::varint;
+use crate::{Error, Result};
+
+fn check_code(code: u8) -> Result<u8> {
+    match Lane::of(code) {
+        Some(_) => Ok(code),
+        None => Err(Error::Corruption(format!("unknown type code {code:#04x}"))),
+    }
+}
+
+/// Appends the type stream of `types`; returns the encoding chosen.
+pub(crate) fn encode(types: &[u8], out: &mut Vec<u8>, scratch: &mut Vec<i64>) -> TypeEncoding {
+    let first = types.first().copied().unwrap_or(crate::tag::MISSING);
+    if types.iter().all(|&t| t == first) {
+        out.push(TypeEncoding::Const.to_code());
+        out.push(first);
+        return TypeEncoding::Const;
+    }
+    // Distinct codes by descending frequency, and the run count.
+    let mut counts = [0u32; 256];
+    let mut runs: Vec<(u8, u64)> = Vec::new();
+    for &t in types {
+        if let Some(c) = counts.get_mut(usize::from(t)) {
+            *c += 1;
+        }
+        match runs.last_mut() {
+            Some((code, len)) if *code == t => *len += 1,
+            _ => runs.push((t, 1)),
+        }
+    }
+    let runs_cost =
+        1 + varint::len(runs.len() as u64) + runs.iter().map(|&(_, l)| 1 + varint::len(l)).sum::<usize>();
+
+    let mut dict: Vec<u8> = (0..=255u8).filter(|&c| counts.get(usize::from(c)).is_some_and(|&n| n > 0)).collect();
+    dict.sort_by_key(|&c| std::cmp::Reverse(counts.get(usize::from(c)).copied().unwrap_or(0)));
+    let mut index_of = [0u8; 256];
+    for (i, &c) in dict.iter().enumerate() {
+        if let Some(slot) = index_of.get_mut(usize::from(c)) {
+            *slot = i as u8;
+        }
+    }
+    let indices: Vec<i64> =
+        types.iter().map(|&t| i64::from(index_of.get(usize::from(t)).copied().unwrap_or(0))).collect();
+    let (idx_cost, idx_layout) = ints::estimate(&indices, scratch);
+    let dict_cost = 2 + dict.len() + idx_cost;
+
+    if runs_cost <= dict_cost {
+        out.push(TypeEncoding::Runs.to_code());
+        varint::put(out, runs.len() as u64);
+        for (code, len) in runs {
+            out.push(code);
+            varint::put(out, len);
+        }
+        TypeEncoding::Runs
+    } else {
+        out.push(TypeEncoding::Dict.to_code());
+        out.push(dict.len() as u8);
+        out.extend_from_slice(&dict);
+        ints::encode_as(&indices, idx_layout, out, scratch);
+        TypeEncoding::Dict
+    }
+}
+
+/// Reads a type stream of `rows` codes into `out` (cleared first).
+///
+/// # Errors
+/// [`Error::Truncated`] or [`Error::Corruption`] for bad input (including unknown type codes).
+pub(crate) fn decode(
+    r: &mut Reader<'_>,
+    rows: usize,
+    out: &mut Vec<u8>,
+    scratch: &mut Vec<i64>,
+) -> Result<()> {
+    out.clear();
+    match TypeEncoding::try_from_code(r.u8()?)? {
+        TypeEncoding::Const => {
+            let code = check_code(r.u8()?)?;
+            out.resize(rows, code);
+        }
+        TypeEncoding::Dict => {
+            let k = usize::from(r.u8()?);
+            if k < 2 {
+                return Err(Error::Corruption("type dictionary of fewer than 2 codes".to_owned()));
+            }
+            let dict = r.bytes(k)?;
+            for &c in dict {
+                check_code(c)?;
+            }
+            scratch.clear();
+            ints::decode(r, rows, scratch)?;
+            out.reserve(rows);
+            for &i in scratch.iter() {
+                let code = usize::try_from(i).ok().and_then(|i| dict.get(i)).copied();
+                match code {
+                    Some(c) => out.push(c),
+                    None => return Err(Error::Corruption(format!("type index {i} out of range"))),
+                }
+            }
+        }
+        TypeEncoding::Runs => {
+            let n_runs = r.varint_at_most(rows, "type run count")?;
+            out.reserve(rows);
+            for _ in 0..n_runs {
+                let code = check_code(r.u8()?)?;
+                let len = r.varint_at_most(rows - out.len(), "type run length")?;
+                if len == 0 {
+                    return Err(Error::Corruption("empty type run".to_owned()));
+                }
+                out.resize(out.len() + len, code);
+            }
+            if out.len() != rows {
+                return Err(Error::Corruption("type runs do not cover the rows".to_owned()));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tag;
+
+    fn round_trip(types: &[u8]) -> (usize, TypeEncoding) {
+        let mut out = Vec::new();
+        let mut scratch = Vec::new();
+        let enc = encode(types, &mut out, &mut scratch);
+        let mut r = Reader::new(&out);
+        let mut back = Vec::new();
+        decode(&mut r, types.len(), &mut back, &mut scratch).unwrap();
+        assert_eq!(r.remaining(), 0);
+        assert_eq!(back, types);
+        (out.len(), enc)
+    }
+
+    #[test]
+    fn constant_is_two_bytes() {
+        assert_eq!(round_trip(&[tag::DOUBLE; 1000]), (2, TypeEncoding::Const));
+        assert_eq!(round_trip(&[]), (2, TypeEncoding::Const));
+    }
+
+    #[test]
+    fn sparse_skips_are_cheap() {
+        let mut t = vec![tag::DOUBLE; 1000];
+        for i in [3, 400, 401, 999] {
+            t[i] = tag::MISSING;
+        }
+        let (len, _) = round_trip(&t);
+        assert!(len < 24, "{len}");
+    }
+
+    #[test]
+    fn mixed_two_types_cost_about_a_bit() {
+        let t: Vec<u8> =
+            (0..1000u32).map(|i| if (i * 7919) % 3 == 0 { tag::INT32 } else { tag::DOUBLE }).collect();
+        let (len, enc) = round_trip(&t);
+        assert_eq!(enc, TypeEncoding::Dict);
+        assert!(len < 1000 / 8 + 30, "{len}");
+    }
+
+    #[test]
+    fn bad_codes_fail() {
+        let mut scratch = Vec::new();
+        let mut out = Vec::new();
+        assert!(decode(&mut Reader::new(&[0, 0x42]), 3, &mut out, &mut scratch).is_err());
+        assert!(decode(&mut Reader::new(&[2, 1, 0x01, 2]), 3, &mut out, &mut scratch).is_err());
+    }
+}

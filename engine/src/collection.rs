@@ -1,0 +1,119 @@
+//! A time-series collection: its storage keyspaces, its bucket catalog and its options.
+
+use std::sync::{Arc, PoisonError, RwLock};
+
+use tscoll_catalog::{BucketCatalog, BucketId, BucketingSpec, CatalogOptions};
+
+use crate::control::Control;
+use crate::error::{Error, Result};
+use crate::keys::{hex, index_key};
+use crate::options::CollectionSpec;
+
+pub(crate) struct CollectionInner {
+    pub(crate) name: String,
+    pub(crate) id: u64,
+    pub(crate) spec: RwLock<CollectionSpec>,
+    pub(crate) catalog: BucketCatalog,
+    pub(crate) fjall: fjall::Database,
+    /// Bucket segments: `id ‖ segment` → blob (`docs/format.md`).
+    pub(crate) data: fjall::Keyspace,
+    /// Control records: `id` → [`Control`].
+    pub(crate) ctl: fjall::Keyspace,
+    /// Meta+time index: `hash ‖ min time ‖ id` → normalized meta (SPEC ).
+    pub(crate) idx: fjall::Keyspace,
+}
+
+impl CollectionInner {
+    #[expect(clippy::too_many_arguments, reason = "plain constructor")]
+    pub(crate) fn new(
+        name: String,
+        id: u64,
+        spec: CollectionSpec,
+        options: CatalogOptions,
+        fjall: fjall::Database,
+        data: fjall::Keyspace,
+        ctl: fjall::Keyspace,
+        idx: fjall::Keyspace,
+    ) -> Self {
+        let catalog = BucketCatalog::new(bucketing(&spec), options);
+        CollectionInner { name, id, spec: RwLock::new(spec), catalog, fjall, data, ctl, idx }
+    }
+
+    pub(crate) fn keyspaces(&self) -> [fjall::Keyspace; 3] {
+        [self.data.clone(), self.ctl.clone(), self.idx.clone()]
+    }
+
+    pub(crate) fn spec(&self) -> CollectionSpec {
+        self.spec.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// The control record of a bucket, if stored.
+    pub(crate) fn control(&self, id: &BucketId) -> Result<Option<Control>> {
+        let Some(v) = self.ctl.get(id).map_err(Error::storage("reading a control record"))? else {
+            return Ok(None);
+        };
+        Control::decode(&v).map(Some).map_err(|reason| Error::Corruption {
+            keyspace: format!("c{}_ctl", self.id),
+            key: hex(id),
+            reason,
+        })
+    }
+
+    /// The normalized meta bytes of a bucket, from its index entry.
+    pub(crate) fn meta_bytes(&self, id: &BucketId, control: &Control) -> Result<Option<Vec<u8>>> {
+        let k = index_key(control.meta_hash, control.min_time, id);
+        Ok(self.idx.get(k).map_err(Error::storage("reading the meta+time index"))?.map(|v| v.to_vec()))
+    }
+}
+
+pub(crate) fn bucketing(spec: &CollectionSpec) -> BucketingSpec {
+    BucketingSpec {
+        time_field: spec.time_field.clone(),
+        meta_field: spec.meta_field.clone(),
+        max_span_ms: spec.bucket_max_span_seconds * 1000,
+        rounding_ms: spec.bucket_rounding_seconds * 1000,
+    }
+}
+
+/// A handle to a time-series collection. Cheap to clone; safe to share between threads.
+#[derive(Clone)]
+pub struct Collection {
+    pub(crate) inner: Arc<CollectionInner>,
+}
+
+impl std::fmt::Debug for Collection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Collection").field("name", &self.inner.name).finish_non_exhaustive()
+    }
+}
+
+impl Collection {
+    pub(crate) fn new(inner: CollectionInner) -> Self {
+        Collection { inner: Arc::new(inner) }
+    }
+
+    pub(crate) fn id(&self) -> u64 {
+        self.inner.id
+    }
+
+    /// The collection's name.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The collection's effective options (SPEC §1.2).
+    #[must_use]
+    pub fn spec(&self) -> CollectionSpec {
+        self.inner.spec()
+    }
+
+    /// Merges the segments of open, idle buckets into one blob each (they stay reopenable).
+    ///
+    /// # Errors
+    /// [`Error::Storage`] or [`Error::Codec`] when reading or writing a bucket fails.
+    pub fn checkpoint(&self) -> Result<()> {
+        let closed = self.inner.catalog.take_idle_segments();
+        self.inner.merge_closed(&closed)
+    }
+}

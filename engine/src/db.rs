@@ -1,0 +1,228 @@
+//! The database: one fjall database holding any number of time-series collections.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use bson::{Document, doc};
+use fjall::{KeyspaceCreateOptions, PersistMode};
+use tscoll_catalog::CatalogOptions;
+
+use crate::collection::{Collection, CollectionInner};
+use crate::error::{Error, ErrorCode, Result};
+use crate::keys::{COLLECTIONS_KEYSPACE, keyspace_names};
+use crate::options::{CollectionSpec, TimeseriesOptions};
+
+/// Options of a [`Database`].
+#[derive(Clone, Debug, Default)]
+pub struct DatabaseOptions {
+    /// Catalog parameters (SPEC §0, R-0.2), shared by every collection.
+    /// `catalog.cache_size_bytes` is also fjall's block cache size.
+    pub catalog: CatalogOptions,
+}
+
+pub(crate) struct DbInner {
+    pub(crate) fjall: fjall::Database,
+    collections_ks: fjall::Keyspace,
+    collections: Mutex<HashMap<String, Collection>>,
+    options: DatabaseOptions,
+}
+
+/// A tscoll database: a directory holding time-series collections (one process at a time).
+///
+/// Cheap to clone; every clone is the same database.
+#[derive(Clone)]
+pub struct Database {
+    inner: Arc<DbInner>,
+}
+
+impl std::fmt::Debug for Database {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Database").finish_non_exhaustive()
+    }
+}
+
+impl Database {
+    /// Opens (or creates) the database in directory `path`.
+    ///
+    /// Buckets left open by a previous process are found again through the meta+time index
+    /// when their series receives measurements (query-based reopening, SPEC §6.8).
+    ///
+    /// # Errors
+    /// [`Error::Locked`] when another process has the directory open; [`Error::Storage`] for
+    /// fjall failures; [`Error::Corruption`] when a collection record cannot be read.
+    pub fn open(path: impl AsRef<Path>, options: DatabaseOptions) -> Result<Database> {
+        let fjall = fjall::Database::builder(path.as_ref())
+            .cache_size(options.catalog.cache_size_bytes)
+            .open()
+            .map_err(Error::storage("opening the database"))?;
+        let collections_ks = fjall
+            .keyspace(COLLECTIONS_KEYSPACE, KeyspaceCreateOptions::default)
+            .map_err(Error::storage("opening the collections keyspace"))?;
+        let db = Database {
+            inner: Arc::new(DbInner {
+                fjall,
+                collections_ks,
+                collections: Mutex::new(HashMap::new()),
+                options,
+            }),
+        };
+        for item in db.inner.collections_ks.iter() {
+            let (k, v) = item.into_inner().map_err(Error::storage("reading collections"))?;
+            let name = String::from_utf8_lossy(&k).into_owned();
+            let corrupt = |reason: &str| Error::Corruption {
+                keyspace: COLLECTIONS_KEYSPACE.to_owned(),
+                key: name.clone(),
+                reason: reason.to_owned(),
+            };
+            let record = Document::from_reader(&v[..]).map_err(|e| corrupt(&e.to_string()))?;
+            let id = record.get_i64("id").map_err(|_| corrupt("no id"))?;
+            let spec = record
+                .get_document("spec")
+                .ok()
+                .and_then(CollectionSpec::from_stored)
+                .ok_or_else(|| corrupt("bad options"))?;
+            let coll = db.open_collection(&name, id.cast_unsigned(), spec)?;
+            db.lock().insert(name, coll);
+        }
+        Ok(db)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Collection>> {
+        self.inner.collections.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn open_collection(&self, name: &str, id: u64, spec: CollectionSpec) -> Result<Collection> {
+        let [data, ctl, idx] = keyspace_names(id);
+        let blob_options = || {
+            KeyspaceCreateOptions::default().data_block_compression_policy(
+                fjall::config::CompressionPolicy::all(fjall::CompressionType::None),
+            )
+        };
+        let fj = &self.inner.fjall;
+        let data = fj.keyspace(&data, blob_options).map_err(Error::storage("opening a data keyspace"))?;
+        let ctl = fj.keyspace(&ctl, KeyspaceCreateOptions::default).map_err(Error::storage("opening a control keyspace"))?;
+        let idx = fj.keyspace(&idx, KeyspaceCreateOptions::default).map_err(Error::storage("opening an index keyspace"))?;
+        Ok(Collection::new(CollectionInner::new(
+            name.to_owned(),
+            id,
+            spec,
+            self.inner.options.catalog.clone(),
+            fj.clone(),
+            data,
+            ctl,
+            idx,
+        )))
+    }
+
+    /// Creates a time-series collection, or returns the existing one when its options are equal
+    /// (SPEC ).
+    ///
+    /// # Errors
+    /// Every validation error of SPEC §1.4 (`InvalidOptions`, `BadValue`, ...);
+    /// `NamespaceExists` when a collection of that name exists with other options;
+    /// `InvalidNamespace` for an empty name or one with a NUL byte or `$`.
+    pub fn create_collection(&self, name: &str, options: &TimeseriesOptions) -> Result<Collection> {
+        if name.is_empty() || name.contains('\0') || name.contains('$') || name.len() > 200 {
+            return Err(Error::rejected(
+                ErrorCode::InvalidNamespace,
+                format!("invalid collection name {name:?}: 1 to 200 bytes, no NUL and no '$'"),
+            ));
+        }
+        let spec = options.validate()?;
+        let mut colls = self.lock();
+        if let Some(existing) = colls.get(name) {
+            let current = existing.spec();
+            if current.same_bucketing(&spec) && current.expire_after_seconds == spec.expire_after_seconds {
+                return Ok(existing.clone());
+            }
+            return Err(Error::rejected(
+                ErrorCode::NamespaceExists,
+                format!("a collection '{name}' already exists with different options"),
+            ));
+        }
+        let id = colls.values().map(Collection::id).max().map_or(1, |m| m + 1);
+        let record = doc! { "id": id.cast_signed(), "spec": spec.to_stored() };
+        let bytes = record.to_vec().map_err(|e| Error::rejected(ErrorCode::InternalError, e.to_string()))?;
+        let coll = self.open_collection(name, id, spec)?;
+        self.inner
+            .collections_ks
+            .insert(name.as_bytes(), bytes)
+            .map_err(Error::storage("saving collection options"))?;
+        self.inner.fjall.persist(PersistMode::SyncAll).map_err(Error::storage("saving collection options"))?;
+        colls.insert(name.to_owned(), coll.clone());
+        Ok(coll)
+    }
+
+    /// The collection called `name`.
+    ///
+    /// # Errors
+    /// `NamespaceNotFound` when there is none.
+    pub fn collection(&self, name: &str) -> Result<Collection> {
+        self.lock().get(name).cloned().ok_or_else(|| {
+            Error::rejected(ErrorCode::NamespaceNotFound, format!("collection '{name}' does not exist"))
+        })
+    }
+
+    /// Every collection with its options, sorted by name.
+    ///
+    /// # Errors
+    /// None today; reserved for storage errors.
+    pub fn list_collections(&self) -> Result<Vec<(String, CollectionSpec)>> {
+        let mut v: Vec<_> = self.lock().iter().map(|(n, c)| (n.clone(), c.spec())).collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(v)
+    }
+
+    /// Drops a collection and all its buckets (SPEC ). Returns whether it existed.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when fjall fails.
+    pub fn drop_collection(&self, name: &str) -> Result<bool> {
+        let Some(coll) = self.lock().remove(name) else { return Ok(false) };
+        coll.inner.catalog.clear_all();
+        self.inner
+            .collections_ks
+            .remove(name.as_bytes())
+            .map_err(Error::storage("removing a collection record"))?;
+        self.inner.fjall.persist(PersistMode::SyncAll).map_err(Error::storage("removing a collection"))?;
+        for ks in coll.inner.keyspaces() {
+            self.inner.fjall.delete_keyspace(ks).map_err(Error::storage("deleting a keyspace"))?;
+        }
+        Ok(true)
+    }
+
+    /// Merges the segments of every open bucket and makes everything durable (fsync). Call
+    /// before shutdown to leave compact buckets; dropping the last handle does the same,
+    /// ignoring errors.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when fjall fails.
+    pub fn close(&self) -> Result<()> {
+        let colls: Vec<Collection> = self.lock().values().cloned().collect();
+        for c in colls {
+            c.checkpoint()?;
+        }
+        self.inner.fjall.persist(PersistMode::SyncAll).map_err(Error::storage("persisting"))?;
+        Ok(())
+    }
+
+    /// Bytes the database occupies on disk (tables and journals).
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when fjall fails.
+    pub fn disk_space(&self) -> Result<u64> {
+        self.inner.fjall.disk_space().map_err(Error::storage("measuring disk space"))
+    }
+}
+
+impl Drop for DbInner {
+    fn drop(&mut self) {
+        let colls: Vec<Collection> =
+            self.collections.lock().unwrap_or_else(PoisonError::into_inner).values().cloned().collect();
+        for c in colls {
+            let _ = c.checkpoint();
+        }
+        let _ = self.fjall.persist(PersistMode::SyncAll);
+    }
+}

@@ -1,0 +1,81 @@
+//! Order-preserving keys of the engine's keyspaces (`docs/keys.md`). The only place that
+//! writes big-endian integers: keys sort as unsigned bytes.
+
+use tscoll_catalog::BucketId;
+
+/// Name of the keyspace holding collection records (name → options).
+pub(crate) const COLLECTIONS_KEYSPACE: &str = "collections";
+
+/// Keyspace names of collection number `id`: bucket segments, control records, meta+time index.
+pub(crate) fn keyspace_names(id: u64) -> [String; 3] {
+    [format!("c{id}_data"), format!("c{id}_ctl"), format!("c{id}_idx")]
+}
+
+/// A time (ms) as 8 bytes that sort like the signed value: sign bit flipped, big-endian.
+#[expect(clippy::cast_sign_loss, reason = "order-preserving bit pattern")]
+pub(crate) fn time_bytes(t: i64) -> [u8; 8] {
+    ((t as u64) ^ (1 << 63)).to_be_bytes()
+}
+
+/// Inverse of [`time_bytes`].
+#[expect(clippy::cast_possible_wrap, reason = "order-preserving bit pattern")]
+pub(crate) fn time_from_bytes(b: [u8; 8]) -> i64 {
+    (u64::from_be_bytes(b) ^ (1 << 63)) as i64
+}
+
+/// Data key of one segment of a bucket: `bucket id (12) ‖ segment number (4, BE)`.
+pub(crate) fn data_key(id: &BucketId, segment: u32) -> [u8; 16] {
+    let mut k = [0u8; 16];
+    k[..12].copy_from_slice(id);
+    k[12..].copy_from_slice(&segment.to_be_bytes());
+    k
+}
+
+/// Meta+time index key (SPEC §13, R-13.5): `meta hash (8, BE) ‖ min time (8) ‖ bucket id (12)`.
+/// The full normalized meta is the entry's value (hash collisions are told apart by it).
+pub(crate) fn index_key(hash: u64, min_time: i64, id: &BucketId) -> [u8; 28] {
+    let mut k = [0u8; 28];
+    k[..8].copy_from_slice(&hash.to_be_bytes());
+    k[8..16].copy_from_slice(&time_bytes(min_time));
+    k[16..].copy_from_slice(id);
+    k
+}
+
+/// Splits an index key into `(hash, min time, bucket id)`.
+pub(crate) fn parse_index_key(k: &[u8]) -> Option<(u64, i64, BucketId)> {
+    let hash = u64::from_be_bytes(k.get(..8)?.try_into().ok()?);
+    let t = time_from_bytes(k.get(8..16)?.try_into().ok()?);
+    let id: BucketId = k.get(16..28)?.try_into().ok()?;
+    Some((hash, t, id))
+}
+
+/// Hex form of a key, for error messages.
+pub(crate) fn hex(k: &[u8]) -> String {
+    use std::fmt::Write;
+    let mut s = String::with_capacity(k.len() * 2);
+    for b in k {
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_bytes_sort_like_times() {
+        let times = [i64::MIN, -86_400_000, -1, 0, 1, 1_700_000_000_000, i64::MAX];
+        for w in times.windows(2) {
+            assert!(time_bytes(w[0]) < time_bytes(w[1]));
+            assert_eq!(time_from_bytes(time_bytes(w[0])), w[0]);
+        }
+    }
+
+    #[test]
+    fn index_keys_round_trip() {
+        let id = [7u8; 12];
+        let k = index_key(42, -5, &id);
+        assert_eq!(parse_index_key(&k), Some((42, -5, id)));
+    }
+}

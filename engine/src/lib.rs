@@ -1,0 +1,51 @@
+//! tscoll-engine: MongoDB-style time-series collections as an embeddable storage engine.
+//!
+//! Measurements (`bson::Document`s with a time field, an optional meta field and any other
+//! fields) are grouped into buckets per series (SPEC §6), compressed column by column
+//! (`tscoll-codec`) and kept in the fjall LSM key-value store with a meta+time index (SPEC §13).
+//!
+//! ```
+//! use bson::{DateTime, doc};
+//! use tscoll_engine::{Database, DatabaseOptions, FindOptions, InsertOptions, TimeseriesOptions};
+//!
+//! # let dir = tempfile::tempdir()?;
+//! let db = Database::open(dir.path(), DatabaseOptions::default())?;
+//! let coll = db.create_collection("weather", &TimeseriesOptions::new("ts").meta_field("station"))?;
+//! let t0 = DateTime::from_millis(1_700_000_000_000);
+//! let docs = vec![
+//!     doc! { "ts": t0, "station": "Seattle", "temp": 12.5 },
+//!     doc! { "ts": DateTime::from_millis(t0.timestamp_millis() + 60_000), "station": "Seattle", "temp": 12.0 },
+//! ];
+//! let result = coll.insert_many(&docs, &InsertOptions::default())?;
+//! assert_eq!(result.inserted, 2);
+//! let found = coll.find(&doc! { "station": "Seattle", "temp": { "$lt": 12.2 } }, &FindOptions::default())?;
+//! assert_eq!(found.len(), 1);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![forbid(unsafe_code)]
+
+mod error;
+mod options;
+
+pub use error::{Error, ErrorCode, Result};
+pub use options::{
+    CollectionSpec, Granularity, MAX_BUCKET_SPAN_SECONDS, MAX_EXPIRE_AFTER_SECONDS,
+    TimeseriesOptions,
+};
+
+mod collection;
+mod control;
+mod db;
+mod filter;
+mod keys;
+mod query;
+mod reopen;
+mod stats;
+mod write;
+
+pub use collection::Collection;
+pub use db::{Database, DatabaseOptions};
+pub use query::{FindOptions, SortOrder};
+pub use stats::CollectionStats;
+pub use tscoll_catalog::{CatalogOptions, StatsSnapshot};
+pub use write::{Durability, InsertOptions, InsertResult, WriteError};

@@ -1,0 +1,46 @@
+//! The engine's answer to the catalog's reopening requests (SPEC §6.8): archived buckets by
+//! `_id`, and the query over the meta+time index.
+
+use tscoll_catalog::{BucketId, BucketKey, BucketSource, QueryOutcome, StoredBucket};
+
+use crate::collection::CollectionInner;
+use crate::keys::{parse_index_key, time_bytes};
+
+pub(crate) struct Reopener<'a> {
+    pub(crate) coll: &'a CollectionInner,
+}
+
+impl BucketSource for Reopener<'_> {
+    fn fetch(&self, id: &BucketId) -> Option<StoredBucket> {
+        let control = self.coll.control(id).ok()??;
+        let meta = self.coll.meta_bytes(id, &control).ok()??;
+        Some(control.to_stored(*id, meta))
+    }
+
+    fn query(&self, key: &BucketKey, time: i64, span_ms: i64, max_count: u32, max_size: u64) -> QueryOutcome {
+        // the default meta+time index qualifies; a collection without metaField has
+        // no index starting with the time field.
+        if self.coll.spec().meta_field.is_none() {
+            return QueryOutcome::NoIndex;
+        }
+        let prefix = key.hash.to_be_bytes();
+        let mut lo = prefix.to_vec();
+        lo.extend_from_slice(&time_bytes(time.saturating_sub(span_ms).saturating_add(1)));
+        let mut hi = prefix.to_vec();
+        hi.extend_from_slice(&time_bytes(time));
+        hi.extend_from_slice(&[0xff; 12]);
+        for item in self.coll.idx.range(lo..=hi) {
+            let Ok((k, v)) = item.into_inner() else { return QueryOutcome::Miss };
+            let Some((_, _, id)) = parse_index_key(&k) else { continue };
+            if v[..] != key.bytes[..] {
+                continue;
+            }
+            let Ok(Some(control)) = self.coll.control(&id) else { continue };
+            if control.closed || control.count >= max_count || control.size_estimate >= max_size {
+                continue;
+            }
+            return QueryOutcome::Hit(control.to_stored(id, v.to_vec()));
+        }
+        QueryOutcome::Miss
+    }
+}

@@ -1,0 +1,165 @@
+//! Collection statistics (SPEC §8.1) and bucket inspection in MongoDB's bucket shape (§4.1).
+
+use bson::{Bson, Document, doc, oid::ObjectId};
+use tscoll_catalog::{BucketKey, StatsSnapshot};
+
+use crate::collection::Collection;
+use crate::control::Control;
+use crate::error::{Error, Result};
+use crate::keys::hex;
+
+/// Statistics of one collection (SPEC §8.1): storage figures plus the execution counters.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CollectionStats {
+    /// `bucketsNs`-like name of the collection.
+    pub name: String,
+    /// `bucketCount`: buckets stored.
+    pub bucket_count: u64,
+    /// `avgBucketSize` (bytes): average stored size of a bucket (segments + control record).
+    pub avg_bucket_size: u64,
+    /// Measurements stored (sum of `control.count`).
+    pub measurement_count: u64,
+    /// Bytes stored for buckets: segment blobs, control records and index entries.
+    pub stored_bytes: u64,
+    /// Bytes the measurements take as BSON elements (without the meta field): what a
+    /// row-per-measurement store would hold.
+    pub uncompressed_bytes: u64,
+    /// `numActiveBuckets`: open + archived buckets in the catalog (SPEC ).
+    pub num_active_buckets: u64,
+    /// Open buckets in the catalog.
+    pub num_open_buckets: u64,
+    /// Idle buckets in the catalog.
+    pub num_idle_buckets: u64,
+    /// Archived bucket records in the catalog.
+    pub num_archived_buckets: u64,
+    /// Catalog memory (bytes, SPEC ).
+    pub memory_usage: u64,
+    /// Execution counters (SPEC §8.1).
+    pub execution: StatsSnapshot,
+}
+
+impl CollectionStats {
+    /// The stats as a document with MongoDB's camelCase keys (SPEC §8.1 order), plus
+    /// `measurementCount`, `storedBytes`, `uncompressedBytes` and the catalog gauges.
+    #[must_use]
+    #[expect(clippy::cast_possible_wrap, reason = "counters are far below 2^63")]
+    pub fn to_document(&self) -> Document {
+        let mut d = doc! { "bucketsNs": format!("system.buckets.{}", self.name), "bucketCount": self.bucket_count as i64 };
+        if self.bucket_count > 0 {
+            d.insert("avgBucketSize", self.avg_bucket_size as i64);
+        }
+        d.insert("numActiveBuckets", self.num_active_buckets as i64);
+        let e = &self.execution;
+        for (name, v) in e.named() {
+            d.insert(name, v as i64);
+            if name == "numMeasurementsCommitted" && e.num_commits > 0 {
+                d.insert("avgNumMeasurementsPerCommit", (e.num_measurements_committed / e.num_commits) as i64);
+            }
+        }
+        d.insert("measurementCount", self.measurement_count as i64);
+        d.insert("storedBytes", self.stored_bytes as i64);
+        d.insert("uncompressedBytes", self.uncompressed_bytes as i64);
+        d.insert("numOpenBuckets", self.num_open_buckets as i64);
+        d.insert("numIdleBuckets", self.num_idle_buckets as i64);
+        d.insert("numArchivedBuckets", self.num_archived_buckets as i64);
+        d.insert("memoryUsage", self.memory_usage as i64);
+        d
+    }
+}
+
+impl Collection {
+    /// Statistics of the collection (SPEC §8.1). Scans the control records and measures the
+    /// stored segments: O(buckets).
+    ///
+    /// # Errors
+    /// [`Error::Storage`] or [`Error::Corruption`] when stored data cannot be read.
+    pub fn stats(&self) -> Result<CollectionStats> {
+        let inner = &self.inner;
+        let mut s = CollectionStats { name: inner.name.clone(), ..CollectionStats::default() };
+        for item in inner.ctl.iter() {
+            let (k, v) = item.into_inner().map_err(Error::storage("reading control records"))?;
+            let c = Control::decode(&v).map_err(|reason| Error::Corruption {
+                keyspace: format!("c{}_ctl", inner.id),
+                key: hex(&k),
+                reason,
+            })?;
+            s.bucket_count += 1;
+            s.measurement_count += u64::from(c.count);
+            s.uncompressed_bytes += c.uncompressed_bytes;
+            s.stored_bytes += (k.len() + v.len()) as u64;
+        }
+        for item in inner.data.iter() {
+            let (k, v) = item.into_inner().map_err(Error::storage("reading bucket segments"))?;
+            s.stored_bytes += (k.len() + v.len()) as u64;
+        }
+        for item in inner.idx.iter() {
+            let (k, v) = item.into_inner().map_err(Error::storage("reading the index"))?;
+            s.stored_bytes += (k.len() + v.len()) as u64;
+        }
+        if s.bucket_count > 0 {
+            s.avg_bucket_size = s.stored_bytes / s.bucket_count;
+        }
+        let cat = &inner.catalog;
+        s.num_active_buckets = cat.active_buckets();
+        let (open, idle) = cat.open_and_idle_buckets();
+        s.num_open_buckets = open;
+        s.num_idle_buckets = idle;
+        s.num_archived_buckets = cat.archived_buckets();
+        s.memory_usage = cat.memory_usage();
+        s.execution = cat.stats();
+        Ok(s)
+    }
+
+    /// Every stored bucket in MongoDB's bucket shape (SPEC §4.1) for inspection:
+    /// `{_id, control: {version, min, max, count}, meta, data: {<field>: {"0": v, ...}}}`, the
+    /// data columns as v1-style objects keyed by row position (skips left out).
+    ///
+    /// # Errors
+    /// [`Error::Storage`], [`Error::Codec`] or [`Error::Corruption`] when stored data cannot be
+    /// read.
+    pub fn buckets(&self) -> Result<Vec<Document>> {
+        let inner = &self.inner;
+        let spec = inner.spec();
+        let mut out = Vec::new();
+        for item in inner.ctl.iter() {
+            let (k, v) = item.into_inner().map_err(Error::storage("reading control records"))?;
+            let corrupt = |reason: String| Error::Corruption {
+                keyspace: format!("c{}_ctl", inner.id),
+                key: hex(&k),
+                reason,
+            };
+            let c = Control::decode(&v).map_err(corrupt)?;
+            let id: [u8; 12] = k[..].try_into().map_err(|_| corrupt("bucket id is not 12 bytes".to_owned()))?;
+            let meta_bytes = inner.meta_bytes(&id, &c)?.unwrap_or_default();
+            let meta = BucketKey::from_bytes(meta_bytes).meta_value().map_err(corrupt)?;
+            let rows = inner.unpack_bucket(&id, &c, None, &mut |_| true)?;
+            let mut data = Document::new();
+            for name in c.min.keys() {
+                let mut col = Document::new();
+                for (i, (_, row)) in rows.iter().enumerate() {
+                    if let Some(v) = row.get(name) {
+                        col.insert(i.to_string(), v.clone());
+                    }
+                }
+                data.insert(name.clone(), col);
+            }
+            let mut bucket = doc! {
+                "_id": ObjectId::from_bytes(id),
+                "control": {
+                    "version": c.version(),
+                    "min": c.min.clone(),
+                    "max": c.max.clone(),
+                    "count": i64::from(c.count),
+                },
+            };
+            if let Some(m) = meta {
+                if spec.meta_field.is_some() {
+                    bucket.insert("meta", m);
+                }
+            }
+            bucket.insert("data", Bson::Document(data));
+            out.push(bucket);
+        }
+        Ok(out)
+    }
+}
