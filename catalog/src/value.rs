@@ -340,7 +340,7 @@ mod tests {
             Bson::Boolean(true),
             Bson::DateTime(DateTime::from_millis(-1)),
             Bson::Null,
-            Bson::RegularExpression(bson::Regex::from_strings("a.*", "i").unwrap()),
+            Bson::RegularExpression(bson::Regex { pattern: "a.*".try_into().unwrap(), options: "i".try_into().unwrap() }),
             Bson::JavaScriptCode("x".into()),
             Bson::Symbol("s".into()),
             Bson::Timestamp(Timestamp { time: 7, increment: 9 }),

@@ -332,6 +332,27 @@ impl Column {
             + self.ends.capacity() * 4
     }
 
+    /// Whether two columns hold the same rows bit for bit (unlike `==`, NaN equals a NaN with the
+    /// same payload and `-0.0` differs from `0.0`).
+    ///
+    /// ```
+    /// use tscoll_codec::Column;
+    ///
+    /// let (mut a, mut b) = (Column::new(), Column::new());
+    /// a.push_float(f64::NAN);
+    /// b.push_float(f64::NAN);
+    /// assert!(a != b && a.bitwise_eq(&b));
+    /// ```
+    #[must_use]
+    pub fn bitwise_eq(&self, other: &Column) -> bool {
+        self.types == other.types
+            && self.ints == other.ints
+            && self.floats.len() == other.floats.len()
+            && self.floats.iter().zip(&other.floats).all(|(a, b)| a.to_bits() == b.to_bits())
+            && self.bytes == other.bytes
+            && self.ends == other.ends
+    }
+
     /// Iterates over the rows in order.
     #[must_use]
     pub fn iter(&self) -> ColumnIter<'_> {

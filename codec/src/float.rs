@@ -4,7 +4,9 @@
 //! * [`FloatEncoding::Alp`] (decimal-aware, after ALP): for an exponent `e`, a value `v` whose
 //!   digits `d = round(v·10^e)` satisfy `|v·10^e| < 2^53` and `(d as f64) / 10^e == v`
 //!   bit for bit is stored as the integer `d` (an int section, so deltas, frame of reference
-//!   and bit-packing apply); every other value is an exception kept as raw bits.
+//!   and bit-packing apply); a value a few ulps off its decimal (`1.7919999999999998`) is
+//!   stored as the decimal plus a correction in ulps; every other value is an exception kept
+//!   as raw bits.
 //! * [`FloatEncoding::Xor`] / [`FloatEncoding::Bits`]: the raw bits, XORed with the previous
 //!   value's bits or as they are, through an int section (for full-precision values).
 //! * [`FloatEncoding::Plain`]: 8 bytes per value.
@@ -30,8 +32,13 @@ const POW10: [f64; 23] = [
 /// 2^53: digits must stay below it in magnitude so `d as f64` is exact.
 const MAX_DIGITS: f64 = 9_007_199_254_740_992.0;
 
-/// Sampled values used to choose the exponent.
-const SAMPLE: usize = 256;
+/// Largest distance, in units in the last place, of a value from its decimal that is stored as
+/// a correction rather than as an exception (values such as `1.7919999999999998`, one ulp
+/// below `1.792`).
+const MAX_CORRECTION_ULPS: i64 = 1 << 12;
+
+/// Values sampled to choose the exponent.
+const SAMPLE: usize = 128;
 
 /// What [`encode`] chose.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,41 +47,70 @@ pub struct FloatLayout {
     pub encoding: FloatEncoding,
     /// Decimal exponent (for [`FloatEncoding::Alp`]).
     pub exponent: u8,
+    /// Values a few ulps off their decimal, stored with a correction (for
+    /// [`FloatEncoding::Alp`]).
+    pub corrections: usize,
     /// Values kept as raw bits (for [`FloatEncoding::Alp`]).
     pub exceptions: usize,
 }
 
+/// How one value fits the decimal encoding at one exponent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fit {
+    /// `digits / 10^e` is the value, bit for bit.
+    Exact(i64),
+    /// `digits / 10^e` is the value's bits minus the correction (in ulps).
+    Near(i64, i64),
+    /// Not representable.
+    Exception,
+}
+
 #[inline]
-fn digits_of(v: f64, p: f64) -> Option<i64> {
+fn fit(v: f64, p: f64) -> Fit {
     let s = v * p;
     if !(s.abs() < MAX_DIGITS) {
-        return None;
+        return Fit::Exception;
     }
     let d = s.round() as i64;
-    ((d as f64) / p).to_bits().eq(&v.to_bits()).then_some(d)
+    let back = ((d as f64) / p).to_bits();
+    let bits = v.to_bits();
+    if back == bits {
+        return Fit::Exact(d);
+    }
+    // Same sign: the bit patterns are ordered like the magnitudes.
+    if (back ^ bits) >> 63 == 0 {
+        let diff = bits.wrapping_sub(back) as i64;
+        if diff.unsigned_abs() <= MAX_CORRECTION_ULPS as u64 {
+            return Fit::Near(d, diff);
+        }
+    }
+    Fit::Exception
 }
 
 /// Exponent for the decimal encoding, by estimated cost over a sample.
 fn choose_exponent(values: &[f64]) -> usize {
     let step = (values.len() / SAMPLE).max(1);
-    let mut hist = [0u32; MAX_ENCODE_EXP + 1];
-    let mut sampled = 0u64;
-    for &v in values.iter().step_by(step) {
-        sampled += 1;
-        if let Some(e) = POW10.iter().take(MAX_ENCODE_EXP + 1).position(|&p| digits_of(v, p).is_some())
-            && let Some(h) = hist.get_mut(e)
-        {
-            *h += 1;
-        }
-    }
-    // Cost in tenths of a bit: an exception ≈ 80 bits, each decimal digit ≈ 3.3 bits a value.
+    let sample: Vec<f64> = values.iter().step_by(step).copied().collect();
+    let n = sample.len() as u64;
+    // Cost in tenths of a bit: a decimal digit ≈ 3.3 bits a value, a correction ≈ 24 bits, an
+    // exception ≈ 90 bits.
     let mut best = (u64::MAX, 0usize);
-    let mut ok = 0u64;
-    for (e, &h) in hist.iter().enumerate() {
-        ok += u64::from(h);
-        let cost = (sampled - ok) * 800 + sampled * 33 * e as u64;
+    for (e, &p) in POW10.iter().take(MAX_ENCODE_EXP + 1).enumerate() {
+        let (mut exact, mut near) = (0u64, 0u64);
+        for &v in &sample {
+            match fit(v, p) {
+                Fit::Exact(_) => exact += 1,
+                Fit::Near(..) => near += 1,
+                Fit::Exception => {}
+            }
+        }
+        let exc = n - exact - near;
+        let cost = n * 33 * e as u64 + near * 240 + exc * 900;
         if cost < best.0 {
             best = (cost, e);
+        }
+        if exact == n {
+            break;
         }
     }
     best.1
@@ -90,17 +126,25 @@ pub(crate) fn encode(values: &[f64], out: &mut Vec<u8>, scratch: &mut Vec<i64>) 
     let e = choose_exponent(values);
     let p = POW10.get(e).copied().unwrap_or(1.0);
     let mut digits = Vec::with_capacity(n);
-    let mut exc_pos: Vec<i64> = Vec::new();
+    let (mut corr_pos, mut corr): (Vec<i64>, Vec<i64>) = (Vec::new(), Vec::new());
+    let (mut exc_pos, mut exc): (Vec<i64>, Vec<i64>) = (Vec::new(), Vec::new());
     let mut prev = 0i64;
     for (i, &v) in values.iter().enumerate() {
-        match digits_of(v, p) {
-            Some(d) => {
+        match fit(v, p) {
+            Fit::Exact(d) => {
                 digits.push(d);
                 prev = d;
             }
-            None => {
+            Fit::Near(d, c) => {
+                digits.push(d);
+                prev = d;
+                corr_pos.push(i as i64);
+                corr.push(c);
+            }
+            Fit::Exception => {
                 digits.push(prev);
                 exc_pos.push(i as i64);
+                exc.push(v.to_bits() as i64);
             }
         }
     }
@@ -110,15 +154,20 @@ pub(crate) fn encode(values: &[f64], out: &mut Vec<u8>, scratch: &mut Vec<i64>) 
         buf.push(FloatEncoding::Alp.to_code());
         buf.push(e as u8);
         ints::encode(&digits, &mut buf, scratch);
+        varint::put(&mut buf, corr_pos.len() as u64);
+        ints::encode(&corr_pos, &mut buf, scratch);
+        ints::encode(&corr, &mut buf, scratch);
         varint::put(&mut buf, n_exc as u64);
         ints::encode(&exc_pos, &mut buf, scratch);
-        for &i in &exc_pos {
-            let bits = values.get(i as usize).map_or(0, |v| v.to_bits());
-            buf.extend_from_slice(&bits.to_le_bytes());
-        }
+        ints::encode(&exc, &mut buf, scratch);
         if buf.len() < best_len {
             best_len = buf.len();
-            let layout = FloatLayout { encoding: FloatEncoding::Alp, exponent: e as u8, exceptions: n_exc };
+            let layout = FloatLayout {
+                encoding: FloatEncoding::Alp,
+                exponent: e as u8,
+                corrections: corr_pos.len(),
+                exceptions: n_exc,
+            };
             best = Some((buf, layout));
         }
     }
@@ -143,7 +192,10 @@ pub(crate) fn encode(values: &[f64], out: &mut Vec<u8>, scratch: &mut Vec<i64>) 
                 buf.push(encoding.to_code());
                 ints::encode_as(lane, layout, &mut buf, scratch);
                 best_len = buf.len();
-                best = Some((buf, FloatLayout { encoding, exponent: 0, exceptions: 0 }));
+                best = Some((
+                    buf,
+                    FloatLayout { encoding, exponent: 0, corrections: 0, exceptions: 0 },
+                ));
             }
         }
     }
@@ -158,9 +210,40 @@ pub(crate) fn encode(values: &[f64], out: &mut Vec<u8>, scratch: &mut Vec<i64>) 
             for v in values {
                 out.extend_from_slice(&v.to_bits().to_le_bytes());
             }
-            FloatLayout { encoding: FloatEncoding::Plain, exponent: 0, exceptions: 0 }
+            FloatLayout { encoding: FloatEncoding::Plain, exponent: 0, corrections: 0, exceptions: 0 }
         }
     }
+}
+
+/// Reads a list of `(position, value)` patches (a count, then two int sections) and applies
+/// `f(slot, value)` to each; positions must be strictly increasing and below `lane.len()`.
+fn patch(
+    r: &mut Reader<'_>,
+    lane: &mut [f64],
+    scratch: &mut Vec<i64>,
+    f: fn(&mut f64, i64),
+) -> Result<()> {
+    let count = r.varint_at_most(lane.len(), "patch count")?;
+    if count == 0 {
+        return Ok(());
+    }
+    scratch.clear();
+    ints::decode(r, count, scratch)?;
+    ints::decode(r, count, scratch)?;
+    let (positions, values) = scratch.split_at(count);
+    let mut next = 0u64;
+    for (&pos, &v) in positions.iter().zip(values) {
+        let pos = pos as u64;
+        if pos < next {
+            return Err(Error::Corruption("patch positions not increasing".to_owned()));
+        }
+        next = pos + 1;
+        match usize::try_from(pos).ok().and_then(|p| lane.get_mut(p)) {
+            Some(slot) => f(slot, v),
+            None => return Err(Error::Corruption("patch position out of range".to_owned())),
+        }
+    }
+    Ok(())
 }
 
 /// Reads a float lane of `n` values, appending them to `out`.
@@ -176,7 +259,8 @@ pub(crate) fn decode(
     let start = out.len();
     match FloatEncoding::try_from_code(r.u8()?)? {
         FloatEncoding::Plain => {
-            let raw = r.bytes(n.checked_mul(8).ok_or_else(|| Error::Corruption("float count".to_owned()))?)?;
+            let len = n.checked_mul(8).ok_or_else(|| Error::Corruption("float count".to_owned()))?;
+            let raw = r.bytes(len)?;
             out.extend(raw.chunks_exact(8).map(|c| {
                 let mut b = [0u8; 8];
                 b.copy_from_slice(c);
@@ -192,28 +276,11 @@ pub(crate) fn decode(
             scratch.clear();
             ints::decode(r, n, scratch)?;
             out.extend(scratch.iter().map(|&d| (d as f64) / p));
-            let n_exc = r.varint_at_most(n, "exception count")?;
-            if n_exc > 0 {
-                if n_exc.saturating_mul(8) > r.remaining() {
-                    return Err(Error::Truncated { needed: n_exc * 8, available: r.remaining() });
-                }
-                scratch.clear();
-                ints::decode(r, n_exc, scratch)?;
-                let lane = out.get_mut(start..).unwrap_or_default();
-                let mut next = 0u64;
-                for &pos in scratch.iter() {
-                    let pos = pos as u64;
-                    if pos < next {
-                        return Err(Error::Corruption("exception positions not increasing".to_owned()));
-                    }
-                    next = pos + 1;
-                    let bits = r.u64_le()?;
-                    match usize::try_from(pos).ok().and_then(|p| lane.get_mut(p)) {
-                        Some(slot) => *slot = f64::from_bits(bits),
-                        None => return Err(Error::Corruption("exception position out of range".to_owned())),
-                    }
-                }
-            }
+            let lane = out.get_mut(start..).unwrap_or_default();
+            patch(r, lane, scratch, |slot, c| {
+                *slot = f64::from_bits(slot.to_bits().wrapping_add(c as u64));
+            })?;
+            patch(r, lane, scratch, |slot, bits| *slot = f64::from_bits(bits as u64))?;
         }
         FloatEncoding::Xor => {
             scratch.clear();

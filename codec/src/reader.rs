@@ -58,11 +58,6 @@ impl<'a> Reader<'a> {
         Ok(b)
     }
 
-    /// Reads a little-endian `u64`.
-    pub(crate) fn u64_le(&mut self) -> Result<u64> {
-        Ok(u64::from_le_bytes(self.array::<8>()?))
-    }
-
     /// Reads an unsigned LEB128 varint (at most 10 bytes, no bits beyond 64).
     pub(crate) fn varint(&mut self) -> Result<u64> {
         let mut v = 0u64;

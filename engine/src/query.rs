@@ -103,7 +103,7 @@ impl Collection {
     /// coll.insert_many(&docs, &InsertOptions::default())?;
     /// let opts = FindOptions { sort: Some(SortOrder::Descending), limit: Some(3), ..Default::default() };
     /// let last = coll.find(&doc! { "m": "a", "t": { "$gte": DateTime::from_millis(5000) } }, &opts)?;
-    /// assert_eq!(last.iter().map(|d| d.get_i32("v").unwrap()).collect::<Vec<_>>(), [9, 8, 7]);
+    /// assert_eq!(last.iter().map(|d| d.get_i64("v").unwrap()).collect::<Vec<_>>(), [9, 8, 7]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     ///

@@ -77,7 +77,7 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
         );
         println!("{}", to_extjson(doc));
     } else {
-        print!("{}", table(&args.coll, coll.spec(), &stats, &derived));
+        print!("{}", table(&args.coll, &coll.spec(), &stats, &derived));
         for line in &advice {
             println!("advice: {line}");
         }
@@ -166,7 +166,7 @@ pub(crate) fn advice(coll: &Collection, stats: &CollectionStats) -> CmdResult<Ve
     }
     let spec = coll.spec();
     let series = observe_series(&coll.buckets()?, &spec.time_field);
-    Ok(advise(spec, derived.per_bucket, &series))
+    Ok(advise(&spec, derived.per_bucket, &series))
 }
 
 /// One series as seen from its buckets' control fields.

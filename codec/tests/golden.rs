@@ -1,0 +1,53 @@
+//! Golden files: `golden/v{N}_{case}.bin` are blobs written by format version N. A missing file
+//! of the current version is written (commit it); every committed file of every version must
+//! decode to its case, forever. `v1_corrupt_checksum.bin` must stay a corruption error.
+
+mod common;
+
+use std::path::PathBuf;
+
+use tscoll_codec::{Error, FORMAT_VERSION, decode_bucket, read_header};
+
+fn dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
+}
+
+#[test]
+fn golden_files_decode_forever() {
+    let dir = dir();
+    std::fs::create_dir_all(&dir).unwrap();
+    for case in common::CASES {
+        let path = dir.join(format!("v{FORMAT_VERSION}_{case}.bin"));
+        if !path.exists() {
+            std::fs::write(&path, common::encode(&common::case(case))).unwrap();
+        }
+    }
+    let corrupt = dir.join(format!("v{FORMAT_VERSION}_corrupt_checksum.bin"));
+    if FORMAT_VERSION == 1 && !corrupt.exists() {
+        let mut blob = common::encode(&common::case("weather"));
+        let mid = blob.len() / 2;
+        blob[mid] ^= 0x10;
+        std::fs::write(&corrupt, blob).unwrap();
+    }
+
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let file = path.file_name().unwrap().to_str().unwrap().to_owned();
+        let Some(stem) = file.strip_suffix(".bin") else { continue };
+        let (version, case) = stem.split_once('_').expect("golden file name v{N}_{case}.bin");
+        let version: u8 = version.strip_prefix('v').unwrap().parse().unwrap();
+        assert!(version >= 1 && version <= FORMAT_VERSION, "{file}: version from the future");
+        let blob = std::fs::read(&path).unwrap();
+        if case == "corrupt_checksum" {
+            assert!(matches!(decode_bucket(&blob), Err(Error::Corruption(_))), "{file}");
+        } else {
+            assert!(common::CASES.contains(&case), "{file}: unknown case");
+            let got = decode_bucket(&blob).unwrap_or_else(|e| panic!("{file}: {e}"));
+            assert!(common::same(&got, &common::case(case)), "{file}: content differs");
+            assert_eq!(read_header(&blob).unwrap().version, version);
+        }
+        checked += 1;
+    }
+    assert!(checked > common::CASES.len(), "golden files missing");
+}

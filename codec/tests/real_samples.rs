@@ -1,0 +1,95 @@
+//! Compression of small real samples (embedded, see `common/samples.rs`), and of the bundled
+//! data in `/work/main/data/` when that folder exists.
+
+mod common;
+
+use common::samples;
+use tscoll_codec::{Column, FloatEncoding, TypeEncoding, encode_column, decode_column, tag};
+
+fn bits_per_value(c: &Column) -> f64 {
+    let (body, _) = encode_column(c).unwrap();
+    assert!(decode_column(&body, c.len()).unwrap().bitwise_eq(c));
+    body.len() as f64 * 8.0 / c.len() as f64
+}
+
+#[test]
+fn regular_timestamps_cost_far_below_a_bit() {
+    let ts = common::parse_sample(samples::BEIJING_TS, true);
+    let b = bits_per_value(&ts);
+    assert!(b < 0.5, "{b} bits per timestamp");
+    // 1000 hourly timestamps.
+    let mut c = Column::new();
+    (0..1000).for_each(|i| c.push_int(tag::DATETIME, 1_362_067_200_000 + 3_600_000 * i));
+    let b = bits_per_value(&c);
+    assert!(b < 0.2, "{b} bits per timestamp");
+}
+
+#[test]
+fn decimal_sensor_values_are_compact() {
+    for (name, text, max_bits) in [
+        ("TEMP", samples::BEIJING_TEMP, 10.0),
+        ("PRES", samples::BEIJING_PRES, 9.0),
+        ("PM2.5", samples::BEIJING_PM25, 10.0),
+        ("nab", samples::NAB_VALUE, 16.0),
+        ("mag", samples::USGS_MAG, 12.0),
+    ] {
+        let c = common::parse_sample(text, false);
+        let (_, layout) = encode_column(&c).unwrap();
+        if let Some(f) = layout.floats {
+            assert_eq!(f.encoding, FloatEncoding::Alp, "{name}");
+        }
+        let b = bits_per_value(&c);
+        assert!(b < max_bits, "{name}: {b} bits per value");
+    }
+}
+
+#[test]
+fn repeated_strings_use_few_bits() {
+    let c = common::parse_sample(samples::BEIJING_WD, false);
+    let b = bits_per_value(&c);
+    assert!(b < 6.0, "{b} bits per wind direction");
+}
+
+#[test]
+fn all_present_costs_one_type_byte() {
+    let c = common::parse_sample(samples::BEIJING_TEMP, false);
+    let (_, layout) = encode_column(&c).unwrap();
+    // TEMP mixes int32 and double rows.
+    assert_ne!(layout.types, TypeEncoding::Const);
+    let ts = common::parse_sample(samples::BEIJING_TS, true);
+    assert_eq!(encode_column(&ts).unwrap().1.types, TypeEncoding::Const);
+}
+
+#[test]
+fn sequential_object_ids_cost_a_few_bits() {
+    let mut c = Column::new();
+    for i in 0..1000u32 {
+        c.push_bytes(tag::OBJECT_ID, &common::object_id(1_700_000_000 + i / 50, 0x0012_3456 + i));
+    }
+    let b = bits_per_value(&c);
+    assert!(b < 2.0, "{b} bits per ObjectId");
+}
+
+#[test]
+fn bundled_data_round_trips_when_present() {
+    // Another crate may bundle data sets here; the test is skipped on machines without them.
+    let dir = std::path::Path::new("/work/main/data");
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.extension().is_some_and(|e| e == "ndjson") {
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            // Numbers of each line's last numeric field, as a float column: a smoke check.
+            let mut c = Column::new();
+            for line in text.lines().take(5000) {
+                let v = line.rsplit(':').next().and_then(|t| t.trim_end_matches('}').parse::<f64>().ok());
+                match v {
+                    Some(v) => c.push_float(v),
+                    None => c.push_missing(),
+                }
+            }
+            let (body, _) = encode_column(&c).unwrap();
+            assert!(decode_column(&body, c.len()).unwrap().bitwise_eq(&c), "{}", path.display());
+        }
+    }
+}
