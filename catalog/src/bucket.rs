@@ -98,7 +98,11 @@ pub(crate) struct Bucket {
 
 /// Size of the classic estimate's increment for measurement `doc` (SPEC §6.4), and whether it
 /// introduces a new field.
-pub(crate) fn size_increment(bucket: Option<&Bucket>, m: &Measurement<'_>, meta_field: Option<&str>) -> u64 {
+pub(crate) fn size_increment(
+    bucket: Option<&Bucket>,
+    m: &Measurement<'_>,
+    meta_field: Option<&str>,
+) -> u64 {
     let n = bucket.map_or(0, |b| u64::from(b.count));
     let digits = decimal_digits(n);
     let mut delta = 0;
@@ -134,7 +138,12 @@ pub(crate) fn derived_max_size(options: &CatalogOptions, active_buckets: u64) ->
 }
 
 impl Bucket {
-    pub(crate) fn size_verdict(&self, delta: u64, options: &CatalogOptions, derived: u64) -> SizeVerdict {
+    pub(crate) fn size_verdict(
+        &self,
+        delta: u64,
+        options: &CatalogOptions,
+        derived: u64,
+    ) -> SizeVerdict {
         let eff_max = options.bucket_max_size.min(derived);
         let ceiling = LARGE_MEASUREMENTS_MAX_BUCKET_SIZE.min(derived);
         let total = self.size + delta;
@@ -161,7 +170,11 @@ impl Bucket {
     pub(crate) fn schema_compatible(&self, m: &Measurement<'_>, meta_field: Option<&str>) -> bool {
         m.fields().all(|(name, v)| {
             Some(name) == meta_field
-                || self.fields.iter().find(|f| f.name == name).is_none_or(|f| f.minmax.compatible(v))
+                || self
+                    .fields
+                    .iter()
+                    .find(|f| f.name == name)
+                    .is_none_or(|f| f.minmax.compatible(v))
         })
     }
 
@@ -178,7 +191,11 @@ impl Bucket {
 
     /// Recomputes the bytes this bucket holds (SPEC ), returning the new value.
     pub(crate) fn measure_memory(&mut self) -> u64 {
-        let fields: usize = self.fields.iter().map(|f| 48 + f.name.len() + f.minmax.heap_bytes()).sum();
+        let fields: usize = self
+            .fields
+            .iter()
+            .map(|f| 48 + f.name.len() + f.minmax.heap_bytes())
+            .sum();
         self.memory = (256 + self.key.bytes.len() + fields) as u64;
         self.memory
     }

@@ -8,14 +8,14 @@ use bson::{Bson, Document};
 use tscoll_codec::Column;
 
 use crate::bucket::{
-    Bucket, BucketId, BucketState, Field, RolloverAction, RolloverReason, SizeVerdict, StoredBucket,
-    derived_max_size, size_increment,
+    Bucket, BucketId, BucketState, Field, RolloverAction, RolloverReason, SizeVerdict,
+    StoredBucket, derived_max_size, size_increment,
 };
 use crate::key::BucketKey;
 use crate::minmax::MinMax;
 use crate::options::CatalogOptions;
 use crate::stats::{ExecutionStats, StatsSnapshot};
-use crate::sync::{AtomicU64, Arc, Condvar, Mutex, Ordering, lock};
+use crate::sync::{Arc, AtomicU64, Condvar, Mutex, Ordering, lock};
 use crate::value::{element_size, push_value};
 use crate::write_batch::{PreparedBatch, WriteBatch};
 
@@ -78,7 +78,7 @@ pub enum QueryOutcome {
     /// No bucket matched.
     Miss,
     /// This bucket matched.
-    Hit(StoredBucket),
+    Hit(Box<StoredBucket>),
 }
 
 /// The engine's side of reopening (SPEC §6.8): the catalog asks, the engine reads storage.
@@ -87,7 +87,14 @@ pub trait BucketSource {
     fn fetch(&self, id: &BucketId) -> Option<StoredBucket>;
     /// Finds a bucket of `key` with `min_time ≤ time`, `min_time > time − span`, not closed,
     /// count below `max_count` and size estimate below `max_size`.
-    fn query(&self, key: &BucketKey, time: i64, span_ms: i64, max_count: u32, max_size: u64) -> QueryOutcome;
+    fn query(
+        &self,
+        key: &BucketKey,
+        time: i64,
+        span_ms: i64,
+        max_count: u32,
+        max_size: u64,
+    ) -> QueryOutcome;
 }
 
 /// A source that never finds anything (no storage): every query misses.
@@ -176,7 +183,9 @@ impl BucketCatalog {
         BucketCatalog {
             spec: Mutex::new(spec),
             options: Mutex::new(options),
-            stripes: (0..STRIPES).map(|_| Mutex::new(Stripe::default())).collect(),
+            stripes: (0..STRIPES)
+                .map(|_| Mutex::new(Stripe::default()))
+                .collect(),
             stripe_cv: (0..STRIPES).map(|_| Condvar::new()).collect(),
             stats: ExecutionStats::default(),
             memory: AtomicU64::new(0),
@@ -251,7 +260,11 @@ impl BucketCatalog {
 
     fn new_bucket_id(&self, min_time: i64) -> BucketId {
         let mut id = [0u8; 12];
-        #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "ObjectId seconds wrap like MongoDB's")]
+        #[expect(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            reason = "ObjectId seconds wrap like MongoDB's"
+        )]
         let secs = min_time.div_euclid(1000) as u32;
         id[..4].copy_from_slice(&secs.to_be_bytes());
         let n = self.id_counter.fetch_add(1, Ordering::Relaxed);
@@ -278,7 +291,8 @@ impl BucketCatalog {
         let mut out = StageOutcome::default();
         let mut scratch = Vec::new();
         for m in measurements {
-            let alone = size_increment(None, m, spec.meta_field.as_deref()) + key.bytes.len() as u64;
+            let alone =
+                size_increment(None, m, spec.meta_field.as_deref()) + key.bytes.len() as u64;
             if alone > MAX_BSON_OBJECT_SIZE {
                 out.rejected.push((m.index, StageError::TooLarge(alone)));
                 continue;
@@ -288,7 +302,9 @@ impl BucketCatalog {
             if let Some(seq) = stripe.buckets.get_mut(&id).and_then(|b| b.idle_seq.take()) {
                 stripe.idle.remove(&seq);
             }
-            let Some(bucket) = stripe.buckets.get_mut(&id) else { continue };
+            let Some(bucket) = stripe.buckets.get_mut(&id) else {
+                continue;
+            };
             let batch = self.append(bucket, m, &spec, stripe_no, &mut scratch);
             if !out.batches.iter().any(|b| Arc::ptr_eq(b, &batch)) {
                 out.batches.push(batch);
@@ -320,8 +336,12 @@ impl BucketCatalog {
         let mut open_failed_backward_only = !had_open;
         for id in candidates {
             let is_open = stripe.series.get(key).and_then(|s| s.open) == Some(id);
-            let Some(bucket) = stripe.buckets.get_mut(&id) else { continue };
-            if !is_open && !(m.time >= bucket.min_time && m.time - bucket.min_time < spec.max_span_ms) {
+            let Some(bucket) = stripe.buckets.get_mut(&id) else {
+                continue;
+            };
+            if !is_open
+                && (m.time < bucket.min_time || m.time - bucket.min_time >= spec.max_span_ms)
+            {
                 continue;
             }
             match self.rollover_reason(bucket, m, spec, options, derived, meta_field) {
@@ -347,7 +367,17 @@ impl BucketCatalog {
         }
         // Reopening (SPEC §6.8): archive-based, then query-based.
         self.expire_idle(stripe, options, out);
-        if let Some(id) = self.try_reopen(stripe, key, m, spec, options, derived, source, allow_query && open_failed_backward_only, out) {
+        if let Some(id) = self.try_reopen(
+            stripe,
+            key,
+            m,
+            spec,
+            options,
+            derived,
+            source,
+            allow_query && open_failed_backward_only,
+            out,
+        ) {
             return id;
         }
         self.allocate(stripe, key, m, spec, !had_open)
@@ -383,7 +413,9 @@ impl BucketCatalog {
             SizeVerdict::KeepOpenLarge => {
                 if !bucket.kept_open_large {
                     bucket.kept_open_large = true;
-                    ExecutionStats::bump(&self.stats.num_buckets_kept_open_due_to_large_measurements);
+                    ExecutionStats::bump(
+                        &self.stats.num_buckets_kept_open_due_to_large_measurements,
+                    );
                 }
             }
         }
@@ -395,28 +427,38 @@ impl BucketCatalog {
 
     /// Applies a recorded rollover now if the bucket has no pending batches (SPEC ).
     fn maybe_roll_now(&self, stripe: &mut Stripe, id: &BucketId, out: &mut StageOutcome) {
-        let Some(bucket) = stripe.buckets.get(id) else { return };
+        let Some(bucket) = stripe.buckets.get(id) else {
+            return;
+        };
         if bucket.has_pending() {
             return;
         }
-        if let Some(reason) = bucket.rollover {
-            if let Some(c) = self.apply_rollover(stripe, id, reason) {
-                out.closed.push(c);
-            }
+        if let Some(reason) = bucket.rollover
+            && let Some(c) = self.apply_rollover(stripe, id, reason)
+        {
+            out.closed.push(c);
         }
     }
 
     /// Removes a bucket from memory with the action of `reason`, counting it (SPEC ).
-    fn apply_rollover(&self, stripe: &mut Stripe, id: &BucketId, reason: RolloverReason) -> Option<ClosedBucket> {
+    fn apply_rollover(
+        &self,
+        stripe: &mut Stripe,
+        id: &BucketId,
+        reason: RolloverReason,
+    ) -> Option<ClosedBucket> {
         let options = self.options();
         let bucket = self.remove_bucket(stripe, id)?;
         let mut action = reason.action();
         let s = &self.stats;
         match reason {
-            RolloverReason::TimeForward => ExecutionStats::bump(&s.num_buckets_closed_due_to_time_forward),
+            RolloverReason::TimeForward => {
+                ExecutionStats::bump(&s.num_buckets_closed_due_to_time_forward)
+            }
             RolloverReason::TimeBackward => {
                 let full_by_count = bucket.count >= options.bucket_max_count;
-                let full_by_size = bucket.size >= options.bucket_max_size && bucket.count >= options.bucket_min_count;
+                let full_by_size = bucket.size >= options.bucket_max_size
+                    && bucket.count >= options.bucket_min_count;
                 let duplicate = stripe
                     .archived
                     .get(&bucket.key)
@@ -436,32 +478,59 @@ impl BucketCatalog {
             }
             RolloverReason::Count => ExecutionStats::bump(&s.num_buckets_closed_due_to_count),
             RolloverReason::Size => ExecutionStats::bump(&s.num_buckets_closed_due_to_size),
-            RolloverReason::CachePressure => ExecutionStats::bump(&s.num_buckets_closed_due_to_cache_pressure),
-            RolloverReason::SchemaChange => ExecutionStats::bump(&s.num_buckets_closed_due_to_schema_change),
+            RolloverReason::CachePressure => {
+                ExecutionStats::bump(&s.num_buckets_closed_due_to_cache_pressure)
+            }
+            RolloverReason::SchemaChange => {
+                ExecutionStats::bump(&s.num_buckets_closed_due_to_schema_change)
+            }
         }
-        Some(ClosedBucket { id: bucket.id, segments: bucket.next_segment, action })
+        Some(ClosedBucket {
+            id: bucket.id,
+            segments: bucket.next_segment,
+            action,
+        })
     }
 
     fn archive(&self, stripe: &mut Stripe, bucket: &Bucket) {
-        stripe.archived.entry(Arc::clone(&bucket.key)).or_default().insert(bucket.min_time, bucket.id);
+        stripe
+            .archived
+            .entry(Arc::clone(&bucket.key))
+            .or_default()
+            .insert(bucket.min_time, bucket.id);
         stripe.archived_seq += 1;
         let seq = stripe.archived_seq;
-        stripe.archived_order.insert(seq, (Arc::clone(&bucket.key), bucket.min_time));
+        stripe
+            .archived_order
+            .insert(seq, (Arc::clone(&bucket.key), bucket.min_time));
         self.archived_buckets.fetch_add(1, Ordering::Relaxed);
         self.active_buckets.fetch_add(1, Ordering::Relaxed);
-        self.memory.fetch_add(ARCHIVED_RECORD_BYTES + bucket.key.bytes.len() as u64, Ordering::Relaxed);
+        self.memory.fetch_add(
+            ARCHIVED_RECORD_BYTES + bucket.key.bytes.len() as u64,
+            Ordering::Relaxed,
+        );
     }
 
-    fn take_archived(&self, stripe: &mut Stripe, key: &Arc<BucketKey>, min_time: i64) -> Option<BucketId> {
+    fn take_archived(
+        &self,
+        stripe: &mut Stripe,
+        key: &Arc<BucketKey>,
+        min_time: i64,
+    ) -> Option<BucketId> {
         let records = stripe.archived.get_mut(key)?;
         let id = records.remove(&min_time)?;
         if records.is_empty() {
             stripe.archived.remove(key);
         }
-        stripe.archived_order.retain(|_, (k, t)| !(k == key && *t == min_time));
+        stripe
+            .archived_order
+            .retain(|_, (k, t)| !(k == key && *t == min_time));
         self.archived_buckets.fetch_sub(1, Ordering::Relaxed);
         self.active_buckets.fetch_sub(1, Ordering::Relaxed);
-        self.memory.fetch_sub(ARCHIVED_RECORD_BYTES + key.bytes.len() as u64, Ordering::Relaxed);
+        self.memory.fetch_sub(
+            ARCHIVED_RECORD_BYTES + key.bytes.len() as u64,
+            Ordering::Relaxed,
+        );
         Some(id)
     }
 
@@ -518,10 +587,16 @@ impl BucketCatalog {
             }
         } else if allow_query {
             let eff_max = options.bucket_max_size.min(derived);
-            match source.query(key, m.time, spec.max_span_ms, options.bucket_max_count, eff_max) {
+            match source.query(
+                key,
+                m.time,
+                spec.max_span_ms,
+                options.bucket_max_count,
+                eff_max,
+            ) {
                 QueryOutcome::Hit(b) => {
                     ExecutionStats::bump(&s.num_buckets_queried);
-                    Some(b)
+                    Some(*b)
                 }
                 QueryOutcome::Miss | QueryOutcome::NoIndex => {
                     ExecutionStats::bump(&s.num_bucket_queries_failed);
@@ -570,7 +645,17 @@ impl BucketCatalog {
             idle_seq: None,
             memory: 0,
         };
-        if self.rollover_reason(&mut bucket, m, spec, options, derived, spec.meta_field.as_deref()).is_some() {
+        if self
+            .rollover_reason(
+                &mut bucket,
+                m,
+                spec,
+                options,
+                derived,
+                spec.meta_field.as_deref(),
+            )
+            .is_some()
+        {
             return None;
         }
         // Loading: the reopened bucket becomes the open bucket of its key.
@@ -585,13 +670,18 @@ impl BucketCatalog {
                 series.rolling.push(prev);
             }
             ExecutionStats::bump(&s.num_buckets_closed_due_to_reopening);
-            if stripe.buckets.get(&prev).is_some_and(|b| !b.has_pending()) {
-                if let Some(b) = self.remove_bucket(stripe, &prev) {
-                    out.closed.push(ClosedBucket { id: b.id, segments: b.next_segment, action: RolloverAction::SoftClose });
-                }
+            if stripe.buckets.get(&prev).is_some_and(|b| !b.has_pending())
+                && let Some(b) = self.remove_bucket(stripe, &prev)
+            {
+                out.closed.push(ClosedBucket {
+                    id: b.id,
+                    segments: b.next_segment,
+                    action: RolloverAction::SoftClose,
+                });
             }
         }
-        self.memory.fetch_add(bucket.measure_memory(), Ordering::Relaxed);
+        self.memory
+            .fetch_add(bucket.measure_memory(), Ordering::Relaxed);
         self.active_buckets.fetch_add(1, Ordering::Relaxed);
         stripe.buckets.insert(id, bucket);
         stripe.series.entry(Arc::clone(key)).or_default().open = Some(id);
@@ -617,7 +707,11 @@ impl BucketCatalog {
             last_time: m.time,
             count: 0,
             committed_count: 0,
-            size: if key.is_no_meta() { 0 } else { 4 + key.bytes.len() as u64 },
+            size: if key.is_no_meta() {
+                0
+            } else {
+                4 + key.bytes.len() as u64
+            },
             fields: Vec::new(),
             sorted: true,
             rollover: None,
@@ -630,7 +724,8 @@ impl BucketCatalog {
             idle_seq: None,
             memory: 0,
         };
-        self.memory.fetch_add(bucket.measure_memory(), Ordering::Relaxed);
+        self.memory
+            .fetch_add(bucket.measure_memory(), Ordering::Relaxed);
         self.active_buckets.fetch_add(1, Ordering::Relaxed);
         stripe.buckets.insert(id, bucket);
         stripe.series.entry(Arc::clone(key)).or_default().open = Some(id);
@@ -648,7 +743,9 @@ impl BucketCatalog {
                 if let Some(b) = stripe.buckets.get_mut(&id) {
                     b.idle_seq = None;
                 }
-                let Some(bucket) = self.remove_bucket(stripe, &id) else { continue };
+                let Some(bucket) = self.remove_bucket(stripe, &id) else {
+                    continue;
+                };
                 let action = if bucket.state == BucketState::Normal {
                     ExecutionStats::bump(&self.stats.num_buckets_archived_due_to_memory_threshold);
                     self.archive(stripe, &bucket);
@@ -656,7 +753,11 @@ impl BucketCatalog {
                 } else {
                     RolloverAction::HardClose
                 };
-                out.closed.push(ClosedBucket { id: bucket.id, segments: bucket.next_segment, action });
+                out.closed.push(ClosedBucket {
+                    id: bucket.id,
+                    segments: bucket.next_segment,
+                    action,
+                });
             } else if let Some((_, (key, min_time))) = stripe.archived_order.pop_first() {
                 if let Some(records) = stripe.archived.get_mut(&key) {
                     records.remove(&min_time);
@@ -666,7 +767,10 @@ impl BucketCatalog {
                 }
                 self.archived_buckets.fetch_sub(1, Ordering::Relaxed);
                 self.active_buckets.fetch_sub(1, Ordering::Relaxed);
-                self.memory.fetch_sub(ARCHIVED_RECORD_BYTES + key.bytes.len() as u64, Ordering::Relaxed);
+                self.memory.fetch_sub(
+                    ARCHIVED_RECORD_BYTES + key.bytes.len() as u64,
+                    Ordering::Relaxed,
+                );
                 ExecutionStats::bump(&self.stats.num_buckets_closed_due_to_memory_threshold);
             } else {
                 break;
@@ -689,7 +793,11 @@ impl BucketCatalog {
         let batch = match &bucket.active {
             Some(b) => Arc::clone(b),
             None => {
-                let b = Arc::new(WriteBatch::new(bucket.id, Arc::clone(&bucket.key), stripe_no));
+                let b = Arc::new(WriteBatch::new(
+                    bucket.id,
+                    Arc::clone(&bucket.key),
+                    stripe_no,
+                ));
                 bucket.active = Some(Arc::clone(&b));
                 b
             }
@@ -708,7 +816,10 @@ impl BucketCatalog {
                 _ => match bucket.fields.iter().position(|f| f.name == name) {
                     Some(i) => i,
                     None => {
-                        bucket.fields.push(Field { name: name.to_owned(), minmax: MinMax::new(v) });
+                        bucket.fields.push(Field {
+                            name: name.to_owned(),
+                            minmax: MinMax::new(v),
+                        });
                         bucket.fields.len() - 1
                     }
                 },
@@ -728,10 +839,10 @@ impl BucketCatalog {
         }
         if bucket.count == 0 {
             // control.min.<time> of a new bucket is the rounded time.
-            if let Some(f) = bucket.fields.iter_mut().find(|f| f.name == spec.time_field) {
-                if let MinMax::Scalar { min, .. } = &mut f.minmax {
-                    *min = bson::Bson::DateTime(bson::DateTime::from_millis(bucket.min_time));
-                }
+            if let Some(f) = bucket.fields.iter_mut().find(|f| f.name == spec.time_field)
+                && let MinMax::Scalar { min, .. } = &mut f.minmax
+            {
+                *min = bson::Bson::DateTime(bson::DateTime::from_millis(bucket.min_time));
             }
         }
         data.rows += 1;
@@ -773,7 +884,11 @@ impl BucketCatalog {
         if bucket.state != BucketState::Normal {
             return Err("bucket was cleared or frozen".to_owned());
         }
-        if bucket.active.as_ref().is_some_and(|a| Arc::ptr_eq(a, batch)) {
+        if bucket
+            .active
+            .as_ref()
+            .is_some_and(|a| Arc::ptr_eq(a, batch))
+        {
             bucket.active = None;
         }
         bucket.prepared = true;
@@ -797,7 +912,10 @@ impl BucketCatalog {
         let committed_before = bucket.committed_count;
         #[expect(clippy::cast_possible_truncation, reason = "rows ≤ bucket_max_count")]
         let count = committed_before + rows as u32;
-        *lock(&batch.data) = crate::write_batch::BatchData { indices: data.indices, ..Default::default() };
+        *lock(&batch.data) = crate::write_batch::BatchData {
+            indices: data.indices,
+            ..Default::default()
+        };
         Ok(PreparedBatch {
             batch: Arc::clone(batch),
             bucket_id: bucket.id,
@@ -875,10 +993,10 @@ impl BucketCatalog {
     /// unprepared batch of the bucket fail with `reason`, and the bucket leaves the catalog.
     pub fn abort(&self, batch: &Arc<WriteBatch>, reason: &str) {
         let mut stripe = lock(&self.stripes[batch.stripe]);
-        if let Some(bucket) = self.remove_bucket(&mut stripe, &batch.bucket_id) {
-            if let Some(active) = &bucket.active {
-                active.fulfil(Err(reason.to_owned()));
-            }
+        if let Some(bucket) = self.remove_bucket(&mut stripe, &batch.bucket_id)
+            && let Some(active) = &bucket.active
+        {
+            active.fulfil(Err(reason.to_owned()));
         }
         drop(stripe);
         self.stripe_cv[batch.stripe].notify_all();
@@ -894,7 +1012,11 @@ impl BucketCatalog {
             let ids: Vec<BucketId> = stripe.buckets.keys().copied().collect();
             for id in ids {
                 if let Some(b) = self.remove_bucket(&mut stripe, &id) {
-                    closed.push(ClosedBucket { id, segments: b.next_segment, action: RolloverAction::HardClose });
+                    closed.push(ClosedBucket {
+                        id,
+                        segments: b.next_segment,
+                        action: RolloverAction::HardClose,
+                    });
                 }
             }
             let archived = stripe.archived_order.len() as u64;
@@ -917,11 +1039,16 @@ impl BucketCatalog {
             let mut stripe = lock(m);
             let ids: Vec<BucketId> = stripe.buckets.keys().copied().collect();
             for id in ids {
-                if let Some(b) = stripe.buckets.get(&id) {
-                    if !b.has_pending() && b.next_segment > 1 {
-                        out.push(ClosedBucket { id, segments: b.next_segment, action: RolloverAction::SoftClose });
-                        let _ = self.remove_bucket(&mut stripe, &id);
-                    }
+                if let Some(b) = stripe.buckets.get(&id)
+                    && !b.has_pending()
+                    && b.next_segment > 1
+                {
+                    out.push(ClosedBucket {
+                        id,
+                        segments: b.next_segment,
+                        action: RolloverAction::SoftClose,
+                    });
+                    let _ = self.remove_bucket(&mut stripe, &id);
                 }
             }
         }

@@ -22,7 +22,10 @@ impl BucketKey {
     /// The key of the "no meta" series.
     #[must_use]
     pub fn no_meta() -> Self {
-        BucketKey { bytes: Vec::new(), hash: xxh3_64(&[]) }
+        BucketKey {
+            bytes: Vec::new(),
+            hash: xxh3_64(&[]),
+        }
     }
 
     /// The key for a meta value, normalizing it (SPEC ).
@@ -53,7 +56,9 @@ impl BucketKey {
     /// # Errors
     /// A message when the bytes are not a valid value (corrupt storage).
     pub fn meta_value(&self) -> Result<Option<Bson>, String> {
-        let Some((&t, payload)) = self.bytes.split_first() else { return Ok(None) };
+        let Some((&t, payload)) = self.bytes.split_first() else {
+            return Ok(None);
+        };
         value::from_type_and_payload(t, payload).map(Some)
     }
 }
@@ -111,7 +116,11 @@ fn write_document(d: &Document, out: &mut Vec<u8>) {
         heap_order.extend(0..d.len());
         &mut heap_order
     };
-    let entries: Vec<(&String, &Bson)> = if order.len() <= 1 { Vec::new() } else { d.iter().collect() };
+    let entries: Vec<(&String, &Bson)> = if order.len() <= 1 {
+        Vec::new()
+    } else {
+        d.iter().collect()
+    };
     if order.len() > 1 {
         order.sort_by(|&a, &b| entries[a].0.as_bytes().cmp(entries[b].0.as_bytes()));
         for &i in order.iter() {
@@ -178,16 +187,25 @@ mod tests {
             k.meta_value().unwrap(),
             Some(Bson::Document(doc! {"b": {"d": 0, "f": true}, "c": 1}))
         );
-        let arr = key(Bson::Array(vec![Bson::Document(doc! {"z": 1, "a": 2}), Bson::Int32(3)]));
+        let arr = key(Bson::Array(vec![
+            Bson::Document(doc! {"z": 1, "a": 2}),
+            Bson::Int32(3),
+        ]));
         assert_eq!(
             arr.meta_value().unwrap(),
-            Some(Bson::Array(vec![Bson::Document(doc! {"a": 2, "z": 1}), Bson::Int32(3)]))
+            Some(Bson::Array(vec![
+                Bson::Document(doc! {"a": 2, "z": 1}),
+                Bson::Int32(3)
+            ]))
         );
     }
 
     #[test]
     fn r_3_2_equality_is_binary() {
-        assert_eq!(key(Bson::Document(doc! {"a": 1, "b": 1})), key(Bson::Document(doc! {"b": 1, "a": 1})));
+        assert_eq!(
+            key(Bson::Document(doc! {"a": 1, "b": 1})),
+            key(Bson::Document(doc! {"b": 1, "a": 1}))
+        );
         assert_ne!(
             key(Bson::Document(doc! {"a": [1, 2, 3]})),
             key(Bson::Document(doc! {"a": [2, 1, 3]}))
@@ -202,9 +220,16 @@ mod tests {
 
     #[test]
     fn normalized_bytes_are_valid_bson() {
-        let v = Bson::Document(doc! {"y": [ {"b": 1, "a": null} ], "x": "s", "big": {"k2": 1_i64, "k1": 2.5}});
+        let v = Bson::Document(
+            doc! {"y": [ {"b": 1, "a": null} ], "x": "s", "big": {"k2": 1_i64, "k1": 2.5}},
+        );
         let k = key(v);
         let back = k.meta_value().unwrap().unwrap();
-        assert_eq!(back, Bson::Document(doc! {"big": {"k1": 2.5, "k2": 1_i64}, "x": "s", "y": [ {"a": null, "b": 1} ]}));
+        assert_eq!(
+            back,
+            Bson::Document(
+                doc! {"big": {"k1": 2.5, "k2": 1_i64}, "x": "s", "y": [ {"a": null, "b": 1} ]}
+            )
+        );
     }
 }

@@ -33,7 +33,10 @@ impl MinMax {
                 MinMax::Object(d.iter().map(|(k, v)| (k.clone(), MinMax::new(v))).collect())
             }
             Bson::Array(a) => MinMax::Array(a.iter().map(MinMax::new).collect()),
-            other => MinMax::Scalar { min: other.clone(), max: other.clone() },
+            other => MinMax::Scalar {
+                min: other.clone(),
+                max: other.clone(),
+            },
         }
     }
 
@@ -52,7 +55,10 @@ impl MinMax {
                     .map(|(i, va)| MinMax::from_stored(va, b.get(i).unwrap_or(va)))
                     .collect(),
             ),
-            _ => MinMax::Scalar { min: min.clone(), max: max.clone() },
+            _ => MinMax::Scalar {
+                min: min.clone(),
+                max: max.clone(),
+            },
         }
     }
 
@@ -62,7 +68,10 @@ impl MinMax {
     pub fn compatible(&self, v: &Bson) -> bool {
         match (self, v) {
             (MinMax::Object(fields), Bson::Document(d)) => d.iter().all(|(k, sub)| {
-                fields.iter().find(|(name, _)| name == k).is_none_or(|(_, node)| node.compatible(sub))
+                fields
+                    .iter()
+                    .find(|(name, _)| name == k)
+                    .is_none_or(|(_, node)| node.compatible(sub))
             }),
             (MinMax::Array(items), Bson::Array(a)) => {
                 items.iter().zip(a).all(|(node, sub)| node.compatible(sub))
@@ -96,7 +105,9 @@ impl MinMax {
                     }
                 }
             }
-            (MinMax::Scalar { min, max }, v) if !matches!(v, Bson::Document(_) | Bson::Array(_)) => {
+            (MinMax::Scalar { min, max }, v)
+                if !matches!(v, Bson::Document(_) | Bson::Array(_)) =>
+            {
                 if compare(v, min) == Ordering::Less {
                     *min = v.clone();
                 }
@@ -122,7 +133,13 @@ impl MinMax {
 
     fn render(&self, min_side: bool) -> Bson {
         match self {
-            MinMax::Scalar { min, max } => if min_side { min.clone() } else { max.clone() },
+            MinMax::Scalar { min, max } => {
+                if min_side {
+                    min.clone()
+                } else {
+                    max.clone()
+                }
+            }
             MinMax::Object(fields) => {
                 let mut d = Document::new();
                 for (k, node) in fields {
@@ -139,7 +156,10 @@ impl MinMax {
     pub fn heap_bytes(&self) -> usize {
         match self {
             MinMax::Scalar { min, max } => 2 * 32 + scalar_heap(min) + scalar_heap(max),
-            MinMax::Object(fields) => fields.iter().map(|(k, n)| k.len() + 24 + n.heap_bytes()).sum(),
+            MinMax::Object(fields) => fields
+                .iter()
+                .map(|(k, n)| k.len() + 24 + n.heap_bytes())
+                .sum(),
             MinMax::Array(items) => items.iter().map(MinMax::heap_bytes).sum(),
         }
     }
@@ -180,7 +200,10 @@ mod tests {
         ]);
         assert_eq!(b.min(), bson::bson!([{"x": 3, "y": 3}, 3, 1]));
         assert_eq!(b.max(), bson::bson!([{"x": 4, "y": 4}, 3, 1]));
-        let e = fold(&[Bson::Document(doc! {}), Bson::Document(doc! {"x": {"y": 1}})]);
+        let e = fold(&[
+            Bson::Document(doc! {}),
+            Bson::Document(doc! {"x": {"y": 1}}),
+        ]);
         assert_eq!(e.min(), Bson::Document(doc! {"x": {"y": 1}}));
     }
 

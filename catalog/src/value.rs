@@ -98,16 +98,19 @@ pub fn compare(a: &Bson, b: &Bson) -> Ordering {
         (Bson::ObjectId(x), Bson::ObjectId(y)) => x.bytes().cmp(&y.bytes()),
         (Bson::Boolean(x), Bson::Boolean(y)) => x.cmp(y),
         (Bson::DateTime(x), Bson::DateTime(y)) => x.cmp(y),
-        (Bson::Timestamp(x), Bson::Timestamp(y)) => (x.time, x.increment).cmp(&(y.time, y.increment)),
+        (Bson::Timestamp(x), Bson::Timestamp(y)) => {
+            (x.time, x.increment).cmp(&(y.time, y.increment))
+        }
         (Bson::RegularExpression(x), Bson::RegularExpression(y)) => x
             .pattern
             .as_str()
             .cmp(y.pattern.as_str())
             .then(x.options.as_str().cmp(y.options.as_str())),
         (Bson::JavaScriptCode(x), Bson::JavaScriptCode(y)) => x.cmp(y),
-        (Bson::JavaScriptCodeWithScope(x), Bson::JavaScriptCodeWithScope(y)) => {
-            x.code.cmp(&y.code).then_with(|| compare_documents(&x.scope, &y.scope))
-        }
+        (Bson::JavaScriptCodeWithScope(x), Bson::JavaScriptCodeWithScope(y)) => x
+            .code
+            .cmp(&y.code)
+            .then_with(|| compare_documents(&x.scope, &y.scope)),
         _ => Ordering::Equal,
     }
 }
@@ -143,8 +146,12 @@ pub fn value_size(v: &Bson) -> u64 {
         Bson::Binary(b) => 4 + 1 + b.bytes.len() as u64,
         Bson::ObjectId(_) => 12,
         Bson::Boolean(_) => 1,
-        Bson::RegularExpression(r) => r.pattern.as_str().len() as u64 + r.options.as_str().len() as u64 + 2,
-        Bson::JavaScriptCodeWithScope(c) => 4 + 4 + c.code.len() as u64 + 1 + document_size(&c.scope),
+        Bson::RegularExpression(r) => {
+            r.pattern.as_str().len() as u64 + r.options.as_str().len() as u64 + 2
+        }
+        Bson::JavaScriptCodeWithScope(c) => {
+            4 + 4 + c.code.len() as u64 + 1 + document_size(&c.scope)
+        }
         Bson::Decimal128(_) => 16,
         Bson::DbPointer(_) => {
             // namespace string + 12-byte id; the namespace is private in bson, so measure it.
@@ -198,7 +205,9 @@ fn raw_payload(v: &Bson) -> Option<Vec<u8>> {
     d.insert("", v.clone());
     let bytes = d.to_vec().ok()?;
     // [i32 len][type][NUL name][payload...][NUL]
-    bytes.get(6..bytes.len().checked_sub(1)?).map(<[u8]>::to_vec)
+    bytes
+        .get(6..bytes.len().checked_sub(1)?)
+        .map(<[u8]>::to_vec)
 }
 
 /// Appends `v` to a column (one row).
@@ -214,7 +223,10 @@ pub fn push_value(col: &mut Column, v: &Bson, scratch: &mut Vec<u8>) {
         Bson::Boolean(b) => col.push_int(tag::BOOLEAN, i64::from(*b)),
         #[expect(clippy::cast_possible_wrap, reason = "timestamp kept as its u64 bits")]
         Bson::Timestamp(ts) => {
-            col.push_int(tag::TIMESTAMP, ((u64::from(ts.time) << 32) | u64::from(ts.increment)) as i64);
+            col.push_int(
+                tag::TIMESTAMP,
+                ((u64::from(ts.time) << 32) | u64::from(ts.increment)) as i64,
+            );
         }
         Bson::String(s) => col.push_bytes(tag::STRING, s.as_bytes()),
         Bson::Symbol(s) => col.push_bytes(tag::SYMBOL, s.as_bytes()),
@@ -256,15 +268,24 @@ pub fn to_bson(v: ValueRef<'_>) -> Result<Option<Bson>, String> {
             other => return Err(format!("type {other:#04x} has no empty form")),
         },
         ValueRef::Float(d) => Bson::Double(d),
-        #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "lane layout")]
+        #[expect(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            reason = "lane layout"
+        )]
         ValueRef::Int(t, i) => match t {
-            tag::INT32 => Bson::Int32(i32::try_from(i).map_err(|_| "int32 out of range".to_owned())?),
+            tag::INT32 => {
+                Bson::Int32(i32::try_from(i).map_err(|_| "int32 out of range".to_owned())?)
+            }
             tag::INT64 => Bson::Int64(i),
             tag::DATETIME => Bson::DateTime(DateTime::from_millis(i)),
             tag::BOOLEAN => Bson::Boolean(i != 0),
             tag::TIMESTAMP => {
                 let u = i as u64;
-                Bson::Timestamp(Timestamp { time: (u >> 32) as u32, increment: u as u32 })
+                Bson::Timestamp(Timestamp {
+                    time: (u >> 32) as u32,
+                    increment: u as u32,
+                })
             }
             other => return Err(format!("type {other:#04x} is not an int-lane type")),
         },
@@ -273,10 +294,12 @@ pub fn to_bson(v: ValueRef<'_>) -> Result<Option<Bson>, String> {
             tag::SYMBOL => Bson::Symbol(utf8(p)?),
             tag::JAVASCRIPT => Bson::JavaScriptCode(utf8(p)?),
             tag::OBJECT_ID => Bson::ObjectId(ObjectId::from_bytes(
-                p.try_into().map_err(|_| "ObjectId is not 12 bytes".to_owned())?,
+                p.try_into()
+                    .map_err(|_| "ObjectId is not 12 bytes".to_owned())?,
             )),
             tag::DECIMAL128 => Bson::Decimal128(Decimal128::from_bytes(
-                p.try_into().map_err(|_| "decimal128 is not 16 bytes".to_owned())?,
+                p.try_into()
+                    .map_err(|_| "decimal128 is not 16 bytes".to_owned())?,
             )),
             tag::DOCUMENT => Bson::Document(
                 Document::from_reader(p).map_err(|e| format!("embedded document: {e}"))?,
@@ -316,7 +339,10 @@ fn from_raw_payload(type_code: u8, payload: &[u8]) -> Result<Bson, String> {
 #[doc(hidden)]
 #[must_use]
 pub fn binary(bytes: Vec<u8>) -> Bson {
-    Bson::Binary(Binary { subtype: BinarySubtype::Generic, bytes })
+    Bson::Binary(Binary {
+        subtype: BinarySubtype::Generic,
+        bytes,
+    })
 }
 
 #[cfg(test)]
@@ -340,10 +366,16 @@ mod tests {
             Bson::Boolean(true),
             Bson::DateTime(DateTime::from_millis(-1)),
             Bson::Null,
-            Bson::RegularExpression(bson::Regex { pattern: "a.*".try_into().unwrap(), options: "i".try_into().unwrap() }),
+            Bson::RegularExpression(bson::Regex {
+                pattern: "a.*".try_into().unwrap(),
+                options: "i".try_into().unwrap(),
+            }),
             Bson::JavaScriptCode("x".into()),
             Bson::Symbol("s".into()),
-            Bson::Timestamp(Timestamp { time: 7, increment: 9 }),
+            Bson::Timestamp(Timestamp {
+                time: 7,
+                increment: 9,
+            }),
             Bson::Decimal128(Decimal128::from_bytes([3; 16])),
             Bson::MinKey,
             Bson::MaxKey,
@@ -370,9 +402,18 @@ mod tests {
     #[test]
     fn r_4_3_4_numbers_compare_across_types() {
         assert_eq!(compare(&Bson::Int32(1), &Bson::Double(1.5)), Ordering::Less);
-        assert_eq!(compare(&Bson::Int64(2), &Bson::Double(1.5)), Ordering::Greater);
+        assert_eq!(
+            compare(&Bson::Int64(2), &Bson::Double(1.5)),
+            Ordering::Greater
+        );
         assert_eq!(compare(&Bson::Null, &Bson::Int32(0)), Ordering::Less);
-        assert_eq!(compare(&Bson::String("a".into()), &Bson::Int32(9)), Ordering::Greater);
-        assert_eq!(compare(&Bson::Double(f64::NAN), &Bson::Int32(-9)), Ordering::Less);
+        assert_eq!(
+            compare(&Bson::String("a".into()), &Bson::Int32(9)),
+            Ordering::Greater
+        );
+        assert_eq!(
+            compare(&Bson::Double(f64::NAN), &Bson::Int32(-9)),
+            Ordering::Less
+        );
     }
 }

@@ -5,7 +5,7 @@ use tscoll_codec::Column;
 
 use crate::bucket::BucketId;
 use crate::key::BucketKey;
-use crate::sync::{AtomicBool, Arc, Condvar, Mutex, Ordering, lock};
+use crate::sync::{Arc, AtomicBool, Condvar, Mutex, Ordering, lock};
 
 /// Measurements staged into one bucket by one or more writers, committed together
 /// (SPEC ). Shared as `Arc<WriteBatch>`.
@@ -87,7 +87,10 @@ impl WriteBatch {
             if let Some(r) = g.as_ref() {
                 return r.clone();
             }
-            g = self.done.wait(g).unwrap_or_else(std::sync::PoisonError::into_inner);
+            g = self
+                .done
+                .wait(g)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
         }
     }
 }

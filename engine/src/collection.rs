@@ -36,7 +36,16 @@ impl CollectionInner {
         idx: fjall::Keyspace,
     ) -> Self {
         let catalog = BucketCatalog::new(bucketing(&spec), options);
-        CollectionInner { name, id, spec: RwLock::new(spec), catalog, fjall, data, ctl, idx }
+        CollectionInner {
+            name,
+            id,
+            spec: RwLock::new(spec),
+            catalog,
+            fjall,
+            data,
+            ctl,
+            idx,
+        }
     }
 
     pub(crate) fn keyspaces(&self) -> [fjall::Keyspace; 3] {
@@ -44,25 +53,38 @@ impl CollectionInner {
     }
 
     pub(crate) fn spec(&self) -> CollectionSpec {
-        self.spec.read().unwrap_or_else(PoisonError::into_inner).clone()
+        self.spec
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// The control record of a bucket, if stored.
     pub(crate) fn control(&self, id: &BucketId) -> Result<Option<Control>> {
-        let Some(v) = self.ctl.get(id).map_err(Error::storage("reading a control record"))? else {
+        let Some(v) = self
+            .ctl
+            .get(id)
+            .map_err(Error::storage("reading a control record"))?
+        else {
             return Ok(None);
         };
-        Control::decode(&v).map(Some).map_err(|reason| Error::Corruption {
-            keyspace: format!("c{}_ctl", self.id),
-            key: hex(id),
-            reason,
-        })
+        Control::decode(&v)
+            .map(Some)
+            .map_err(|reason| Error::Corruption {
+                keyspace: format!("c{}_ctl", self.id),
+                key: hex(id),
+                reason,
+            })
     }
 
     /// The normalized meta bytes of a bucket, from its index entry.
     pub(crate) fn meta_bytes(&self, id: &BucketId, control: &Control) -> Result<Option<Vec<u8>>> {
         let k = index_key(control.meta_hash, control.min_time, id);
-        Ok(self.idx.get(k).map_err(Error::storage("reading the meta+time index"))?.map(|v| v.to_vec()))
+        Ok(self
+            .idx
+            .get(k)
+            .map_err(Error::storage("reading the meta+time index"))?
+            .map(|v| v.to_vec()))
     }
 }
 
@@ -83,13 +105,17 @@ pub struct Collection {
 
 impl std::fmt::Debug for Collection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Collection").field("name", &self.inner.name).finish_non_exhaustive()
+        f.debug_struct("Collection")
+            .field("name", &self.inner.name)
+            .finish_non_exhaustive()
     }
 }
 
 impl Collection {
     pub(crate) fn new(inner: CollectionInner) -> Self {
-        Collection { inner: Arc::new(inner) }
+        Collection {
+            inner: Arc::new(inner),
+        }
     }
 
     pub(crate) fn id(&self) -> u64 {

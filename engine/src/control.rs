@@ -43,7 +43,10 @@ impl Control {
         }
     }
 
-    #[expect(clippy::cast_possible_wrap, reason = "stored as BSON int64 bit patterns")]
+    #[expect(
+        clippy::cast_possible_wrap,
+        reason = "stored as BSON int64 bit patterns"
+    )]
     pub(crate) fn encode(&self) -> Vec<u8> {
         let mut d = doc! {
             "version": self.version(),
@@ -66,23 +69,37 @@ impl Control {
     #[expect(clippy::cast_sign_loss, reason = "stored as BSON int64 bit patterns")]
     pub(crate) fn decode(bytes: &[u8]) -> Result<Control, String> {
         let d = Document::from_reader(bytes).map_err(|e| format!("control record: {e}"))?;
-        let int = |k: &str| d.get_i64(k).map_err(|_| format!("control record lacks '{k}'"));
-        let date = |k: &str| {
-            d.get_datetime(k).map(|t| t.timestamp_millis()).map_err(|_| format!("control record lacks '{k}'"))
+        let int = |k: &str| {
+            d.get_i64(k)
+                .map_err(|_| format!("control record lacks '{k}'"))
         };
-        let version = d.get_i32("version").map_err(|_| "control record lacks 'version'".to_owned())?;
+        let date = |k: &str| {
+            d.get_datetime(k)
+                .map(|t| t.timestamp_millis())
+                .map_err(|_| format!("control record lacks '{k}'"))
+        };
+        let version = d
+            .get_i32("version")
+            .map_err(|_| "control record lacks 'version'".to_owned())?;
         Ok(Control {
             sorted: version == 2,
             min_time: date("minTime")?,
             max_time: date("maxTime")?,
             count: u32::try_from(int("count")?).map_err(|_| "bad count".to_owned())?,
             size_estimate: int("size")? as u64,
-            next_segment: u32::try_from(int("segments")?).map_err(|_| "bad segment count".to_owned())?,
+            next_segment: u32::try_from(int("segments")?)
+                .map_err(|_| "bad segment count".to_owned())?,
             closed: matches!(d.get("closed"), Some(Bson::Boolean(true))),
             meta_hash: int("hash")? as u64,
             uncompressed_bytes: int("raw")? as u64,
-            min: d.get_document("min").map_err(|_| "control record lacks 'min'".to_owned())?.clone(),
-            max: d.get_document("max").map_err(|_| "control record lacks 'max'".to_owned())?.clone(),
+            min: d
+                .get_document("min")
+                .map_err(|_| "control record lacks 'min'".to_owned())?
+                .clone(),
+            max: d
+                .get_document("max")
+                .map_err(|_| "control record lacks 'max'".to_owned())?
+                .clone(),
         })
     }
 

@@ -68,7 +68,9 @@ impl Database {
             }),
         };
         for item in db.inner.collections_ks.iter() {
-            let (k, v) = item.into_inner().map_err(Error::storage("reading collections"))?;
+            let (k, v) = item
+                .into_inner()
+                .map_err(Error::storage("reading collections"))?;
             let name = String::from_utf8_lossy(&k).into_owned();
             let corrupt = |reason: &str| Error::Corruption {
                 keyspace: COLLECTIONS_KEYSPACE.to_owned(),
@@ -89,7 +91,10 @@ impl Database {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Collection>> {
-        self.inner.collections.lock().unwrap_or_else(PoisonError::into_inner)
+        self.inner
+            .collections
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     fn open_collection(&self, name: &str, id: u64, spec: CollectionSpec) -> Result<Collection> {
@@ -100,9 +105,15 @@ impl Database {
             )
         };
         let fj = &self.inner.fjall;
-        let data = fj.keyspace(&data, blob_options).map_err(Error::storage("opening a data keyspace"))?;
-        let ctl = fj.keyspace(&ctl, KeyspaceCreateOptions::default).map_err(Error::storage("opening a control keyspace"))?;
-        let idx = fj.keyspace(&idx, KeyspaceCreateOptions::default).map_err(Error::storage("opening an index keyspace"))?;
+        let data = fj
+            .keyspace(&data, blob_options)
+            .map_err(Error::storage("opening a data keyspace"))?;
+        let ctl = fj
+            .keyspace(&ctl, KeyspaceCreateOptions::default)
+            .map_err(Error::storage("opening a control keyspace"))?;
+        let idx = fj
+            .keyspace(&idx, KeyspaceCreateOptions::default)
+            .map_err(Error::storage("opening an index keyspace"))?;
         Ok(Collection::new(CollectionInner::new(
             name.to_owned(),
             id,
@@ -133,7 +144,9 @@ impl Database {
         let mut colls = self.lock();
         if let Some(existing) = colls.get(name) {
             let current = existing.spec();
-            if current.same_bucketing(&spec) && current.expire_after_seconds == spec.expire_after_seconds {
+            if current.same_bucketing(&spec)
+                && current.expire_after_seconds == spec.expire_after_seconds
+            {
                 return Ok(existing.clone());
             }
             return Err(Error::rejected(
@@ -141,15 +154,24 @@ impl Database {
                 format!("a collection '{name}' already exists with different options"),
             ));
         }
-        let id = colls.values().map(Collection::id).max().map_or(1, |m| m + 1);
+        let id = colls
+            .values()
+            .map(Collection::id)
+            .max()
+            .map_or(1, |m| m + 1);
         let record = doc! { "id": id.cast_signed(), "spec": spec.to_stored() };
-        let bytes = record.to_vec().map_err(|e| Error::rejected(ErrorCode::InternalError, e.to_string()))?;
+        let bytes = record
+            .to_vec()
+            .map_err(|e| Error::rejected(ErrorCode::InternalError, e.to_string()))?;
         let coll = self.open_collection(name, id, spec)?;
         self.inner
             .collections_ks
             .insert(name.as_bytes(), bytes)
             .map_err(Error::storage("saving collection options"))?;
-        self.inner.fjall.persist(PersistMode::SyncAll).map_err(Error::storage("saving collection options"))?;
+        self.inner
+            .fjall
+            .persist(PersistMode::SyncAll)
+            .map_err(Error::storage("saving collection options"))?;
         colls.insert(name.to_owned(), coll.clone());
         Ok(coll)
     }
@@ -160,7 +182,10 @@ impl Database {
     /// `NamespaceNotFound` when there is none.
     pub fn collection(&self, name: &str) -> Result<Collection> {
         self.lock().get(name).cloned().ok_or_else(|| {
-            Error::rejected(ErrorCode::NamespaceNotFound, format!("collection '{name}' does not exist"))
+            Error::rejected(
+                ErrorCode::NamespaceNotFound,
+                format!("collection '{name}' does not exist"),
+            )
         })
     }
 
@@ -169,7 +194,11 @@ impl Database {
     /// # Errors
     /// None today; reserved for storage errors.
     pub fn list_collections(&self) -> Result<Vec<(String, CollectionSpec)>> {
-        let mut v: Vec<_> = self.lock().iter().map(|(n, c)| (n.clone(), c.spec())).collect();
+        let mut v: Vec<_> = self
+            .lock()
+            .iter()
+            .map(|(n, c)| (n.clone(), c.spec()))
+            .collect();
         v.sort_by(|a, b| a.0.cmp(&b.0));
         Ok(v)
     }
@@ -179,15 +208,23 @@ impl Database {
     /// # Errors
     /// [`Error::Storage`] when fjall fails.
     pub fn drop_collection(&self, name: &str) -> Result<bool> {
-        let Some(coll) = self.lock().remove(name) else { return Ok(false) };
+        let Some(coll) = self.lock().remove(name) else {
+            return Ok(false);
+        };
         coll.inner.catalog.clear_all();
         self.inner
             .collections_ks
             .remove(name.as_bytes())
             .map_err(Error::storage("removing a collection record"))?;
-        self.inner.fjall.persist(PersistMode::SyncAll).map_err(Error::storage("removing a collection"))?;
+        self.inner
+            .fjall
+            .persist(PersistMode::SyncAll)
+            .map_err(Error::storage("removing a collection"))?;
         for ks in coll.inner.keyspaces() {
-            self.inner.fjall.delete_keyspace(ks).map_err(Error::storage("deleting a keyspace"))?;
+            self.inner
+                .fjall
+                .delete_keyspace(ks)
+                .map_err(Error::storage("deleting a keyspace"))?;
         }
         Ok(true)
     }
@@ -203,7 +240,10 @@ impl Database {
         for c in colls {
             c.checkpoint()?;
         }
-        self.inner.fjall.persist(PersistMode::SyncAll).map_err(Error::storage("persisting"))?;
+        self.inner
+            .fjall
+            .persist(PersistMode::SyncAll)
+            .map_err(Error::storage("persisting"))?;
         Ok(())
     }
 
@@ -212,14 +252,22 @@ impl Database {
     /// # Errors
     /// [`Error::Storage`] when fjall fails.
     pub fn disk_space(&self) -> Result<u64> {
-        self.inner.fjall.disk_space().map_err(Error::storage("measuring disk space"))
+        self.inner
+            .fjall
+            .disk_space()
+            .map_err(Error::storage("measuring disk space"))
     }
 }
 
 impl Drop for DbInner {
     fn drop(&mut self) {
-        let colls: Vec<Collection> =
-            self.collections.lock().unwrap_or_else(PoisonError::into_inner).values().cloned().collect();
+        let colls: Vec<Collection> = self
+            .collections
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .cloned()
+            .collect();
         for c in colls {
             let _ = c.checkpoint();
         }

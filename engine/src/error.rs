@@ -117,7 +117,10 @@ pub enum Error {
 
 impl Error {
     pub(crate) fn rejected(code: ErrorCode, message: impl Into<String>) -> Self {
-        Error::Rejected { code, message: message.into() }
+        Error::Rejected {
+            code,
+            message: message.into(),
+        }
     }
 
     pub(crate) fn storage(context: &'static str) -> impl FnOnce(fjall::Error) -> Error {

@@ -22,15 +22,29 @@ pub(crate) enum Cmp {
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Pred {
     /// On the meta field (`path` empty) or a sub-field of it.
-    Meta { path: Vec<String>, op: Cmp, value: Bson },
+    Meta {
+        path: Vec<String>,
+        op: Cmp,
+        value: Bson,
+    },
     /// `$in` on the meta field or a sub-field.
-    MetaIn { path: Vec<String>, values: Vec<Bson> },
+    MetaIn {
+        path: Vec<String>,
+        values: Vec<Bson>,
+    },
     /// On the time field; `None` = a non-date operand, which matches nothing.
     Time { op: Cmp, value: Option<i64> },
     /// On a measurement field (dotted path).
-    Field { path: Vec<String>, op: Cmp, value: Bson },
+    Field {
+        path: Vec<String>,
+        op: Cmp,
+        value: Bson,
+    },
     /// `$in` on a measurement field or the time field.
-    FieldIn { path: Vec<String>, values: Vec<Bson> },
+    FieldIn {
+        path: Vec<String>,
+        values: Vec<Bson>,
+    },
 }
 
 /// A parsed filter: the conjunction of its predicates.
@@ -41,7 +55,11 @@ pub(crate) struct Filter {
 
 impl Filter {
     /// Parses a filter document for a collection with these time and meta fields.
-    pub(crate) fn parse(filter: &Document, time_field: &str, meta_field: Option<&str>) -> Result<Filter> {
+    pub(crate) fn parse(
+        filter: &Document,
+        time_field: &str,
+        meta_field: Option<&str>,
+    ) -> Result<Filter> {
         let mut f = Filter::default();
         f.add(filter, time_field, meta_field)?;
         Ok(f)
@@ -85,14 +103,26 @@ impl Filter {
                 let is_time = path.len() == 1 && path[0] == time_field;
                 let pred = match op {
                     None => {
-                        let Bson::Array(values) = val else { return Err(bad("$in needs an array")) };
+                        let Bson::Array(values) = val else {
+                            return Err(bad("$in needs an array"));
+                        };
                         if is_meta {
-                            Pred::MetaIn { path: path[1..].to_vec(), values: values.clone() }
+                            Pred::MetaIn {
+                                path: path[1..].to_vec(),
+                                values: values.clone(),
+                            }
                         } else {
-                            Pred::FieldIn { path: path.clone(), values: values.clone() }
+                            Pred::FieldIn {
+                                path: path.clone(),
+                                values: values.clone(),
+                            }
                         }
                     }
-                    Some(op) if is_meta => Pred::Meta { path: path[1..].to_vec(), op, value: val.clone() },
+                    Some(op) if is_meta => Pred::Meta {
+                        path: path[1..].to_vec(),
+                        op,
+                        value: val.clone(),
+                    },
                     Some(op) if is_time => Pred::Time {
                         op,
                         value: match val {
@@ -100,7 +130,11 @@ impl Filter {
                             _ => None,
                         },
                     },
-                    Some(op) => Pred::Field { path: path.clone(), op, value: val.clone() },
+                    Some(op) => Pred::Field {
+                        path: path.clone(),
+                        op,
+                        value: val.clone(),
+                    },
                 };
                 self.preds.push(pred);
             }
@@ -132,9 +166,7 @@ impl Filter {
     pub(crate) fn matches_row(&self, doc: &Document, time: i64) -> bool {
         self.preds.iter().all(|p| match p {
             Pred::Time { op, value } => value.is_some_and(|v| cmp_holds(time.cmp(&v), *op)),
-            Pred::Field { path, op, value } => {
-                matches_value(lookup_doc(doc, path), *op, value)
-            }
+            Pred::Field { path, op, value } => matches_value(lookup_doc(doc, path), *op, value),
             Pred::FieldIn { path, values } => {
                 let v = lookup_doc(doc, path);
                 values.iter().any(|x| matches_value(v, Cmp::Eq, x))
@@ -166,7 +198,13 @@ impl Filter {
 
     /// Whether a bucket may hold matching measurements, judged by control (SPEC §14.4):
     /// `min_time`/`max_time` of the bucket and its `control.min`/`control.max`.
-    pub(crate) fn bucket_may_match(&self, min_time: i64, max_time: i64, min: &Document, max: &Document) -> bool {
+    pub(crate) fn bucket_may_match(
+        &self,
+        min_time: i64,
+        max_time: i64,
+        min: &Document,
+        max: &Document,
+    ) -> bool {
         self.preds.iter().all(|p| match p {
             Pred::Time { op, value } => value.is_some_and(|v| match op {
                 Cmp::Eq => min_time <= v && v <= max_time,
@@ -201,7 +239,11 @@ impl Filter {
     /// The whole-meta equality operands, if the filter has one (for an index prefix scan).
     pub(crate) fn meta_equalities(&self) -> Option<Vec<&Bson>> {
         self.preds.iter().find_map(|p| match p {
-            Pred::Meta { path, op: Cmp::Eq, value } if path.is_empty() => Some(vec![value]),
+            Pred::Meta {
+                path,
+                op: Cmp::Eq,
+                value,
+            } if path.is_empty() => Some(vec![value]),
             Pred::MetaIn { path, values } if path.is_empty() => Some(values.iter().collect()),
             _ => None,
         })
@@ -246,8 +288,7 @@ fn cmp_holds(o: Ordering, op: Cmp) -> bool {
 /// missing field, arrays matching when any element does.
 fn matches_value(v: Option<&Bson>, op: Cmp, operand: &Bson) -> bool {
     match v {
-        None => op == Cmp::Eq && matches!(operand, Bson::Null)
-            || matches!(op, Cmp::Gte | Cmp::Lte) && matches!(operand, Bson::Null),
+        None => matches!(op, Cmp::Eq | Cmp::Gte | Cmp::Lte) && matches!(operand, Bson::Null),
         Some(Bson::Array(items)) if !matches!(operand, Bson::Array(_)) => {
             items.iter().any(|i| matches_value(Some(i), op, operand))
         }

@@ -8,7 +8,11 @@ pub(crate) const COLLECTIONS_KEYSPACE: &str = "collections";
 
 /// Keyspace names of collection number `id`: bucket segments, control records, meta+time index.
 pub(crate) fn keyspace_names(id: u64) -> [String; 3] {
-    [format!("c{id}_data"), format!("c{id}_ctl"), format!("c{id}_idx")]
+    [
+        format!("c{id}_data"),
+        format!("c{id}_ctl"),
+        format!("c{id}_idx"),
+    ]
 }
 
 /// A time (ms) as 8 bytes that sort like the signed value: sign bit flipped, big-endian.

@@ -63,7 +63,9 @@ impl Granularity {
             "hours" => Ok(Granularity::Hours),
             other => Err(Error::rejected(
                 ErrorCode::BadValue,
-                format!("Enumeration value '{other}' for field 'timeseries.granularity' is not a valid value"),
+                format!(
+                    "Enumeration value '{other}' for field 'timeseries.granularity' is not a valid value"
+                ),
             )),
         }
     }
@@ -102,7 +104,10 @@ impl TimeseriesOptions {
     /// Options with the given time field and nothing else.
     #[must_use]
     pub fn new(time_field: impl Into<String>) -> Self {
-        TimeseriesOptions { time_field: time_field.into(), ..Self::default() }
+        TimeseriesOptions {
+            time_field: time_field.into(),
+            ..Self::default()
+        }
     }
 
     /// Sets `metaField`.
@@ -145,12 +150,26 @@ impl TimeseriesOptions {
     /// `validator`, ... alongside `timeseries`, `BadValue` for an unknown granularity.
     pub fn from_create_command(cmd: &Document) -> Result<Self> {
         const NOT_ALLOWED: [&str; 11] = [
-            "capped", "size", "max", "autoIndexId", "idIndex", "validator", "validationLevel",
-            "validationAction", "viewOn", "pipeline", "clusteredIndex",
+            "capped",
+            "size",
+            "max",
+            "autoIndexId",
+            "idIndex",
+            "validator",
+            "validationLevel",
+            "validationAction",
+            "viewOn",
+            "pipeline",
+            "clusteredIndex",
         ];
         const ALLOWED: [&str; 7] = [
-            "create", "timeseries", "expireAfterSeconds", "storageEngine",
-            "indexOptionDefaults", "collation", "writeConcern",
+            "create",
+            "timeseries",
+            "expireAfterSeconds",
+            "storageEngine",
+            "indexOptionDefaults",
+            "collation",
+            "writeConcern",
         ];
         let ts = match cmd.get("timeseries") {
             Some(Bson::Document(d)) => d,
@@ -191,13 +210,15 @@ impl TimeseriesOptions {
                 "timeField" => time_field = Some(string_option("timeField", value)?),
                 "metaField" => opts.meta_field = Some(string_option("metaField", value)?),
                 "granularity" => {
-                    opts.granularity = Some(Granularity::parse(&string_option("granularity", value)?)?);
+                    opts.granularity =
+                        Some(Granularity::parse(&string_option("granularity", value)?)?);
                 }
                 "bucketMaxSpanSeconds" => {
                     opts.bucket_max_span_seconds = Some(int_option("bucketMaxSpanSeconds", value)?);
                 }
                 "bucketRoundingSeconds" => {
-                    opts.bucket_rounding_seconds = Some(int_option("bucketRoundingSeconds", value)?);
+                    opts.bucket_rounding_seconds =
+                        Some(int_option("bucketRoundingSeconds", value)?);
                 }
                 other => {
                     return Err(Error::rejected(
@@ -234,7 +255,10 @@ impl TimeseriesOptions {
         if let Some(meta) = &self.meta_field {
             check_field_name("metaField", meta)?;
             if meta == "_id" {
-                return Err(Error::rejected(ErrorCode::InvalidOptions, "'metaField' cannot be \"_id\""));
+                return Err(Error::rejected(
+                    ErrorCode::InvalidOptions,
+                    "'metaField' cannot be \"_id\"",
+                ));
             }
             if *meta == self.time_field {
                 return Err(Error::rejected(
@@ -247,13 +271,13 @@ impl TimeseriesOptions {
             ("bucketMaxSpanSeconds", self.bucket_max_span_seconds),
             ("bucketRoundingSeconds", self.bucket_rounding_seconds),
         ] {
-            if let Some(v) = value {
-                if !(1..=MAX_BUCKET_SPAN_SECONDS).contains(&v) {
-                    return Err(Error::rejected(
-                        ErrorCode::BadValue,
-                        format!("'{name}' must be between 1 and {MAX_BUCKET_SPAN_SECONDS}, got {v}"),
-                    ));
-                }
+            if let Some(v) = value
+                && !(1..=MAX_BUCKET_SPAN_SECONDS).contains(&v)
+            {
+                return Err(Error::rejected(
+                    ErrorCode::BadValue,
+                    format!("'{name}' must be between 1 and {MAX_BUCKET_SPAN_SECONDS}, got {v}"),
+                ));
             }
         }
         if let Some(e) = self.expire_after_seconds {
@@ -267,23 +291,31 @@ impl TimeseriesOptions {
                         "'bucketRoundingSeconds' cannot be set alongside the granularity parameter",
                     ));
                 }
-                if let Some(span) = self.bucket_max_span_seconds {
-                    if span != g.bucket_max_span_seconds() {
-                        return Err(Error::rejected(
-                            ErrorCode::InvalidOptions,
-                            format!(
-                                "'bucketMaxSpanSeconds' cannot be set to a value other than the default of {} for the provided granularity",
-                                g.bucket_max_span_seconds()
-                            ),
-                        ));
-                    }
+                if let Some(span) = self.bucket_max_span_seconds
+                    && span != g.bucket_max_span_seconds()
+                {
+                    return Err(Error::rejected(
+                        ErrorCode::InvalidOptions,
+                        format!(
+                            "'bucketMaxSpanSeconds' cannot be set to a value other than the default of {} for the provided granularity",
+                            g.bucket_max_span_seconds()
+                        ),
+                    ));
                 }
-                (Some(g), g.bucket_max_span_seconds(), g.bucket_rounding_seconds())
+                (
+                    Some(g),
+                    g.bucket_max_span_seconds(),
+                    g.bucket_rounding_seconds(),
+                )
             }
             None => match (self.bucket_max_span_seconds, self.bucket_rounding_seconds) {
                 (None, None) => {
                     let g = Granularity::Seconds;
-                    (Some(g), g.bucket_max_span_seconds(), g.bucket_rounding_seconds())
+                    (
+                        Some(g),
+                        g.bucket_max_span_seconds(),
+                        g.bucket_rounding_seconds(),
+                    )
                 }
                 (Some(span), Some(rounding)) if span == rounding => (None, span, rounding),
                 _ => {
@@ -446,7 +478,10 @@ fn int_option(name: &str, value: &Bson) -> Result<i64> {
     let v = match value {
         Bson::Int32(v) => i64::from(*v),
         Bson::Int64(v) => *v,
-        #[expect(clippy::cast_possible_truncation, reason = "checked to be integral and in range")]
+        #[expect(
+            clippy::cast_possible_truncation,
+            reason = "checked to be integral and in range"
+        )]
         Bson::Double(d) if d.fract() == 0.0 && d.abs() < 9.0e15 => *d as i64,
         _ => {
             return Err(Error::rejected(
@@ -463,7 +498,10 @@ pub(crate) fn expire_after_seconds_option(value: &Bson) -> Result<i64> {
     let v = match value {
         Bson::Int32(v) => i64::from(*v),
         Bson::Int64(v) => *v,
-        #[expect(clippy::cast_possible_truncation, reason = "saturating conversion is intended")]
+        #[expect(
+            clippy::cast_possible_truncation,
+            reason = "saturating conversion is intended"
+        )]
         Bson::Double(d) if d.is_finite() => d.trunc() as i64,
         Bson::String(_) => {
             return Err(Error::rejected(

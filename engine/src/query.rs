@@ -42,7 +42,9 @@ enum Projection {
 
 impl Projection {
     fn parse(p: Option<&Document>) -> Result<Projection> {
-        let Some(p) = p else { return Ok(Projection::All) };
+        let Some(p) = p else {
+            return Ok(Projection::All);
+        };
         let mut include = HashSet::new();
         let mut exclude = HashSet::new();
         for (k, v) in p {
@@ -57,14 +59,26 @@ impl Projection {
                 Bson::Int32(i) => *i != 0,
                 Bson::Int64(i) => *i != 0,
                 Bson::Double(d) => *d != 0.0,
-                _ => return Err(Error::rejected(ErrorCode::BadValue, format!("projection value of '{k}' must be 0 or 1"))),
+                _ => {
+                    return Err(Error::rejected(
+                        ErrorCode::BadValue,
+                        format!("projection value of '{k}' must be 0 or 1"),
+                    ));
+                }
             };
-            if on { include.insert(k.clone()) } else { exclude.insert(k.clone()) };
+            if on {
+                include.insert(k.clone())
+            } else {
+                exclude.insert(k.clone())
+            };
         }
         if !include.is_empty() {
             let id_excluded = exclude.remove("_id");
             if !exclude.is_empty() {
-                return Err(Error::rejected(ErrorCode::BadValue, "cannot mix inclusion and exclusion in a projection"));
+                return Err(Error::rejected(
+                    ErrorCode::BadValue,
+                    "cannot mix inclusion and exclusion in a projection",
+                ));
             }
             if !id_excluded {
                 include.insert("_id".to_owned());
@@ -132,8 +146,12 @@ impl CollectionInner {
         let mut out = Vec::new();
         let mut scan = |range: (Vec<u8>, Vec<u8>)| -> Result<()> {
             for item in self.idx.range(range.0..=range.1) {
-                let (k, v) = item.into_inner().map_err(Error::storage("scanning the meta+time index"))?;
-                let Some((_, min_time, id)) = parse_index_key(&k) else { continue };
+                let (k, v) = item
+                    .into_inner()
+                    .map_err(Error::storage("scanning the meta+time index"))?;
+                let Some((_, min_time, id)) = parse_index_key(&k) else {
+                    continue;
+                };
                 if min_time < lo || min_time > hi {
                     continue;
                 }
@@ -144,7 +162,11 @@ impl CollectionInner {
                     reason,
                 })?;
                 if filter.matches_meta(meta.as_ref()) {
-                    out.push(Candidate { id, min_time, meta: key.bytes });
+                    out.push(Candidate {
+                        id,
+                        min_time,
+                        meta: key.bytes,
+                    });
                 }
             }
             Ok(())
@@ -177,18 +199,31 @@ impl CollectionInner {
         let filter_fields: HashSet<&str> = filter.fields().collect();
         let time_field = spec.time_field.clone();
         let mut results: Vec<(i64, Document)> = Vec::new();
-        let early_limit = if options.sort.is_none() { options.limit } else { None };
+        let early_limit = if options.sort.is_none() {
+            options.limit
+        } else {
+            None
+        };
         'buckets: for cand in self.candidates(&filter)? {
-            let Some(control) = self.control(&cand.id)? else { continue };
-            if !filter.bucket_may_match(control.min_time, control.max_time, &control.min, &control.max) {
+            let Some(control) = self.control(&cand.id)? else {
+                continue;
+            };
+            if !filter.bucket_may_match(
+                control.min_time,
+                control.max_time,
+                &control.min,
+                &control.max,
+            ) {
                 continue;
             }
             let whole = filter.whole_bucket_matches(control.min_time, control.max_time);
-            let meta = BucketKey::from_bytes(cand.meta).meta_value().map_err(|reason| Error::Corruption {
-                keyspace: format!("c{}_idx", self.id),
-                key: hex(&cand.id),
-                reason,
-            })?;
+            let meta = BucketKey::from_bytes(cand.meta)
+                .meta_value()
+                .map_err(|reason| Error::Corruption {
+                    keyspace: format!("c{}_idx", self.id),
+                    key: hex(&cand.id),
+                    reason,
+                })?;
             let mut keep = |name: &str| {
                 name == time_field || projection.keeps(name) || filter_fields.contains(name)
             };
@@ -198,7 +233,11 @@ impl CollectionInner {
                     continue;
                 }
                 if !matches!(projection, Projection::All) {
-                    let drop: Vec<String> = doc.keys().filter(|k| !projection.keeps(k)).cloned().collect();
+                    let drop: Vec<String> = doc
+                        .keys()
+                        .filter(|k| !projection.keeps(k))
+                        .cloned()
+                        .collect();
                     for k in drop {
                         doc.remove(&k);
                     }
@@ -212,7 +251,7 @@ impl CollectionInner {
         }
         match options.sort {
             Some(SortOrder::Ascending) => results.sort_by_key(|(t, _)| *t),
-            Some(SortOrder::Descending) => results.sort_by(|a, b| b.0.cmp(&a.0)),
+            Some(SortOrder::Descending) => results.sort_by_key(|(t, _)| std::cmp::Reverse(*t)),
             None => {}
         }
         if let Some(l) = options.limit {
@@ -232,7 +271,12 @@ impl CollectionInner {
     ) -> Result<Vec<(i64, Document)>> {
         let spec = self.spec();
         let time_field = spec.time_field.as_str();
-        let order: Vec<&str> = control.min.keys().map(String::as_str).filter(|n| *n != time_field).collect();
+        let order: Vec<&str> = control
+            .min
+            .keys()
+            .map(String::as_str)
+            .filter(|n| *n != time_field)
+            .collect();
         let segments = self.read_segments(id, &mut |n| n == time_field || keep(n))?;
         let corrupt = |reason: String| Error::Corruption {
             keyspace: format!("c{}_data", self.id),
@@ -246,7 +290,12 @@ impl CollectionInner {
             };
             let mut cols: Vec<(&str, ColumnIter<'_>)> = order
                 .iter()
-                .filter_map(|name| seg.columns.iter().find(|(n, _)| n == name).map(|(n, c)| (n.as_str(), c.iter())))
+                .filter_map(|name| {
+                    seg.columns
+                        .iter()
+                        .find(|(n, _)| n == name)
+                        .map(|(n, c)| (n.as_str(), c.iter()))
+                })
                 .collect();
             for tv in time_col.iter() {
                 let t = match tscoll_catalog::value::to_bson(tv).map_err(&corrupt)? {
@@ -257,16 +306,16 @@ impl CollectionInner {
                 if keep(time_field) {
                     doc.insert(time_field, DateTime::from_millis(t));
                 }
-                if let (Some(m), Some(name)) = (meta, spec.meta_field.as_deref()) {
-                    if keep(name) {
-                        doc.insert(name, m.clone());
-                    }
+                if let (Some(m), Some(name)) = (meta, spec.meta_field.as_deref())
+                    && keep(name)
+                {
+                    doc.insert(name, m.clone());
                 }
                 for (name, it) in &mut cols {
-                    if let Some(v) = it.next() {
-                        if let Some(b) = tscoll_catalog::value::to_bson(v).map_err(&corrupt)? {
-                            doc.insert(*name, b);
-                        }
+                    if let Some(v) = it.next()
+                        && let Some(b) = tscoll_catalog::value::to_bson(v).map_err(&corrupt)?
+                    {
+                        doc.insert(*name, b);
                     }
                 }
                 out.push((t, doc));

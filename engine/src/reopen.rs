@@ -17,7 +17,14 @@ impl BucketSource for Reopener<'_> {
         Some(control.to_stored(*id, meta))
     }
 
-    fn query(&self, key: &BucketKey, time: i64, span_ms: i64, max_count: u32, max_size: u64) -> QueryOutcome {
+    fn query(
+        &self,
+        key: &BucketKey,
+        time: i64,
+        span_ms: i64,
+        max_count: u32,
+        max_size: u64,
+    ) -> QueryOutcome {
         // the default meta+time index qualifies; a collection without metaField has
         // no index starting with the time field.
         if self.coll.spec().meta_field.is_none() {
@@ -30,16 +37,22 @@ impl BucketSource for Reopener<'_> {
         hi.extend_from_slice(&time_bytes(time));
         hi.extend_from_slice(&[0xff; 12]);
         for item in self.coll.idx.range(lo..=hi) {
-            let Ok((k, v)) = item.into_inner() else { return QueryOutcome::Miss };
-            let Some((_, _, id)) = parse_index_key(&k) else { continue };
+            let Ok((k, v)) = item.into_inner() else {
+                return QueryOutcome::Miss;
+            };
+            let Some((_, _, id)) = parse_index_key(&k) else {
+                continue;
+            };
             if v[..] != key.bytes[..] {
                 continue;
             }
-            let Ok(Some(control)) = self.coll.control(&id) else { continue };
+            let Ok(Some(control)) = self.coll.control(&id) else {
+                continue;
+            };
             if control.closed || control.count >= max_count || control.size_estimate >= max_size {
                 continue;
             }
-            return QueryOutcome::Hit(control.to_stored(id, v.to_vec()));
+            return QueryOutcome::Hit(Box::new(control.to_stored(id, v.to_vec())));
         }
         QueryOutcome::Miss
     }

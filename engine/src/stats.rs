@@ -53,7 +53,10 @@ impl CollectionStats {
         for (name, v) in e.named() {
             d.insert(name, v as i64);
             if name == "numMeasurementsCommitted" && e.num_commits > 0 {
-                d.insert("avgNumMeasurementsPerCommit", (e.num_measurements_committed / e.num_commits) as i64);
+                d.insert(
+                    "avgNumMeasurementsPerCommit",
+                    (e.num_measurements_committed / e.num_commits) as i64,
+                );
             }
         }
         d.insert("measurementCount", self.measurement_count as i64);
@@ -75,9 +78,14 @@ impl Collection {
     /// [`Error::Storage`] or [`Error::Corruption`] when stored data cannot be read.
     pub fn stats(&self) -> Result<CollectionStats> {
         let inner = &self.inner;
-        let mut s = CollectionStats { name: inner.name.clone(), ..CollectionStats::default() };
+        let mut s = CollectionStats {
+            name: inner.name.clone(),
+            ..CollectionStats::default()
+        };
         for item in inner.ctl.iter() {
-            let (k, v) = item.into_inner().map_err(Error::storage("reading control records"))?;
+            let (k, v) = item
+                .into_inner()
+                .map_err(Error::storage("reading control records"))?;
             let c = Control::decode(&v).map_err(|reason| Error::Corruption {
                 keyspace: format!("c{}_ctl", inner.id),
                 key: hex(&k),
@@ -89,16 +97,18 @@ impl Collection {
             s.stored_bytes += (k.len() + v.len()) as u64;
         }
         for item in inner.data.iter() {
-            let (k, v) = item.into_inner().map_err(Error::storage("reading bucket segments"))?;
+            let (k, v) = item
+                .into_inner()
+                .map_err(Error::storage("reading bucket segments"))?;
             s.stored_bytes += (k.len() + v.len()) as u64;
         }
         for item in inner.idx.iter() {
-            let (k, v) = item.into_inner().map_err(Error::storage("reading the index"))?;
+            let (k, v) = item
+                .into_inner()
+                .map_err(Error::storage("reading the index"))?;
             s.stored_bytes += (k.len() + v.len()) as u64;
         }
-        if s.bucket_count > 0 {
-            s.avg_bucket_size = s.stored_bytes / s.bucket_count;
-        }
+        s.avg_bucket_size = s.stored_bytes.checked_div(s.bucket_count).unwrap_or(0);
         let cat = &inner.catalog;
         s.num_active_buckets = cat.active_buckets();
         let (open, idle) = cat.open_and_idle_buckets();
@@ -122,16 +132,22 @@ impl Collection {
         let spec = inner.spec();
         let mut out = Vec::new();
         for item in inner.ctl.iter() {
-            let (k, v) = item.into_inner().map_err(Error::storage("reading control records"))?;
+            let (k, v) = item
+                .into_inner()
+                .map_err(Error::storage("reading control records"))?;
             let corrupt = |reason: String| Error::Corruption {
                 keyspace: format!("c{}_ctl", inner.id),
                 key: hex(&k),
                 reason,
             };
             let c = Control::decode(&v).map_err(corrupt)?;
-            let id: [u8; 12] = k[..].try_into().map_err(|_| corrupt("bucket id is not 12 bytes".to_owned()))?;
+            let id: [u8; 12] = k[..]
+                .try_into()
+                .map_err(|_| corrupt("bucket id is not 12 bytes".to_owned()))?;
             let meta_bytes = inner.meta_bytes(&id, &c)?.unwrap_or_default();
-            let meta = BucketKey::from_bytes(meta_bytes).meta_value().map_err(corrupt)?;
+            let meta = BucketKey::from_bytes(meta_bytes)
+                .meta_value()
+                .map_err(corrupt)?;
             let rows = inner.unpack_bucket(&id, &c, None, &mut |_| true)?;
             let mut data = Document::new();
             for name in c.min.keys() {
@@ -152,10 +168,10 @@ impl Collection {
                     "count": i64::from(c.count),
                 },
             };
-            if let Some(m) = meta {
-                if spec.meta_field.is_some() {
-                    bucket.insert("meta", m);
-                }
+            if let Some(m) = meta
+                && spec.meta_field.is_some()
+            {
+                bucket.insert("meta", m);
             }
             bucket.insert("data", Bson::Document(data));
             out.push(bucket);

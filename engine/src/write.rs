@@ -6,8 +6,10 @@ use std::collections::HashMap;
 
 use bson::{Bson, Document, oid::ObjectId};
 use fjall::PersistMode;
-use tscoll_catalog::{BucketKey, ClosedBucket, Measurement, MAX_BSON_OBJECT_SIZE, PreparedBatch, StageError};
 use tscoll_catalog::value::element_size;
+use tscoll_catalog::{
+    BucketKey, ClosedBucket, MAX_BSON_OBJECT_SIZE, Measurement, PreparedBatch, StageError,
+};
 use tscoll_codec::{Column, encode_bucket};
 
 use crate::collection::{Collection, CollectionInner};
@@ -38,7 +40,10 @@ pub struct InsertOptions {
 
 impl Default for InsertOptions {
     fn default() -> Self {
-        InsertOptions { ordered: true, durability: Durability::Buffered }
+        InsertOptions {
+            ordered: true,
+            durability: Durability::Buffered,
+        }
     }
 }
 
@@ -87,7 +92,11 @@ struct Validated<'a> {
 impl CollectionInner {
     fn validate<'a>(&self, docs: &'a [Document], ids: &'a [Bson], ordered: bool) -> Validated<'a> {
         let spec = self.spec();
-        let mut out = Validated { keys: Vec::new(), groups: Vec::new(), errors: Vec::new() };
+        let mut out = Validated {
+            keys: Vec::new(),
+            groups: Vec::new(),
+            errors: Vec::new(),
+        };
         let mut group_of: HashMap<Vec<u8>, usize> = HashMap::new();
         let mut scratch = Vec::new();
         let mut next_id = 0;
@@ -151,7 +160,12 @@ impl CollectionInner {
                     g
                 }
             };
-            out.groups[g].push(Measurement { index, time, doc, generated_id });
+            out.groups[g].push(Measurement {
+                index,
+                time,
+                doc,
+                generated_id,
+            });
         }
         for g in &mut out.groups {
             g.sort_by_key(|m| m.time); // stable (R-6.2.2)
@@ -159,11 +173,20 @@ impl CollectionInner {
         out
     }
 
-    pub(crate) fn insert_many(&self, docs: &[Document], options: &InsertOptions) -> Result<InsertResult> {
+    pub(crate) fn insert_many(
+        &self,
+        docs: &[Document],
+        options: &InsertOptions,
+    ) -> Result<InsertResult> {
         let missing_ids = docs.iter().filter(|d| !d.contains_key("_id")).count();
-        let ids: Vec<Bson> = (0..missing_ids).map(|_| Bson::ObjectId(ObjectId::new())).collect();
+        let ids: Vec<Bson> = (0..missing_ids)
+            .map(|_| Bson::ObjectId(ObjectId::new()))
+            .collect();
         let validated = self.validate(docs, &ids, options.ordered);
-        let mut result = InsertResult { inserted: 0, errors: validated.errors };
+        let mut result = InsertResult {
+            inserted: 0,
+            errors: validated.errors,
+        };
         let source = crate::reopen::Reopener { coll: self };
         let mut batches = Vec::new();
         let mut closed = Vec::new();
@@ -234,18 +257,24 @@ impl CollectionInner {
         }
         let mut wb = self.fjall.batch();
         for p in prepared {
-            let columns: Vec<(&str, &Column)> = p.columns.iter().map(|(n, c)| (n.as_str(), c)).collect();
+            let columns: Vec<(&str, &Column)> =
+                p.columns.iter().map(|(n, c)| (n.as_str(), c)).collect();
             let blob = encode_bucket(p.rows, &columns)?;
             let previous_raw = if p.committed_before == 0 {
                 0
             } else {
-                self.control(&p.bucket_id)?.map_or(0, |c| c.uncompressed_bytes)
+                self.control(&p.bucket_id)?
+                    .map_or(0, |c| c.uncompressed_bytes)
             };
             let control = Control::from_prepared(p, previous_raw);
             wb.insert(&self.data, data_key(&p.bucket_id, p.segment_no), blob);
             wb.insert(&self.ctl, p.bucket_id, control.encode());
             if p.committed_before == 0 {
-                wb.insert(&self.idx, index_key(p.key.hash, p.min_time, &p.bucket_id), p.key.bytes.clone());
+                wb.insert(
+                    &self.idx,
+                    index_key(p.key.hash, p.min_time, &p.bucket_id),
+                    p.key.bytes.clone(),
+                );
             }
         }
         let mode = match durability {
@@ -253,7 +282,9 @@ impl CollectionInner {
             Durability::Flush => Some(PersistMode::Buffer),
             Durability::Sync => Some(PersistMode::SyncAll),
         };
-        wb.durability(mode).commit().map_err(Error::storage("committing a write batch"))
+        wb.durability(mode)
+            .commit()
+            .map_err(Error::storage("committing a write batch"))
     }
 
     /// Merges the segments of buckets that left memory into one blob each (DESIGN "Write path
@@ -266,7 +297,9 @@ impl CollectionInner {
     }
 
     fn merge_bucket(&self, id: &tscoll_catalog::BucketId) -> Result<()> {
-        let Some(control) = self.control(id)? else { return Ok(()) };
+        let Some(control) = self.control(id)? else {
+            return Ok(());
+        };
         let segments = self.read_segments(id, &mut |_| true)?;
         if segments.len() <= 1 {
             return Ok(());
@@ -294,7 +327,8 @@ impl CollectionInner {
             }
         }
         wb.insert(&self.data, data_key(id, last), blob);
-        wb.commit().map_err(Error::storage("merging bucket segments"))
+        wb.commit()
+            .map_err(Error::storage("merging bucket segments"))
     }
 
     /// Reads and decodes every segment of a bucket (projected), in segment order.
@@ -305,8 +339,13 @@ impl CollectionInner {
     ) -> Result<Vec<(u32, tscoll_codec::Bucket)>> {
         let mut out = Vec::new();
         for item in self.data.prefix(id) {
-            let (k, v) = item.into_inner().map_err(Error::storage("reading bucket segments"))?;
-            let seg = k.get(12..16).and_then(|b| <[u8; 4]>::try_from(b).ok()).map_or(0, u32::from_be_bytes);
+            let (k, v) = item
+                .into_inner()
+                .map_err(Error::storage("reading bucket segments"))?;
+            let seg = k
+                .get(12..16)
+                .and_then(|b| <[u8; 4]>::try_from(b).ok())
+                .map_or(0, u32::from_be_bytes);
             out.push((seg, tscoll_codec::decode_bucket_projected(&v, keep)?));
         }
         Ok(out)
@@ -314,5 +353,9 @@ impl CollectionInner {
 }
 
 fn internal(index: usize, reason: &str) -> WriteError {
-    WriteError { index, code: ErrorCode::InternalError, message: reason.to_owned() }
+    WriteError {
+        index,
+        code: ErrorCode::InternalError,
+        message: reason.to_owned(),
+    }
 }

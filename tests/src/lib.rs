@@ -8,7 +8,9 @@ use bson::{Bson, Document};
 /// The repository's bundled data folder (`data/`).
 #[must_use]
 pub fn data_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("data")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("data")
 }
 
 /// Reads a newline-delimited Extended JSON file (`.xz` compressed or plain) into documents.
@@ -46,7 +48,9 @@ pub fn identical(a: &Bson, b: &Bson) -> bool {
         (Bson::Double(x), Bson::Double(y)) => x.to_bits() == y.to_bits(),
         (Bson::Document(x), Bson::Document(y)) => {
             x.len() == y.len()
-                && x.iter().zip(y.iter()).all(|((ka, va), (kb, vb))| ka == kb && identical(va, vb))
+                && x.iter()
+                    .zip(y.iter())
+                    .all(|((ka, va), (kb, vb))| ka == kb && identical(va, vb))
         }
         (Bson::Array(x), Bson::Array(y)) => {
             x.len() == y.len() && x.iter().zip(y).all(|(p, q)| identical(p, q))

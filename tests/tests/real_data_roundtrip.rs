@@ -44,13 +44,17 @@ fn check_roundtrip(file: &str, granularity: Granularity) {
     let input = load_ndjson(&data_dir().join(file));
     assert!(!input.is_empty(), "{file} is empty");
     let dir = tempfile::tempdir().expect("tempdir");
-    let opts = TimeseriesOptions::new("ts").meta_field("meta").granularity(granularity);
+    let opts = TimeseriesOptions::new("ts")
+        .meta_field("meta")
+        .granularity(granularity);
     {
         let db = Database::open(dir.path(), DatabaseOptions::default()).expect("open");
         let coll = db.create_collection("c", &opts).expect("create");
         let half = input.len() / 2;
         for chunk in input[..half].chunks(5000) {
-            let r = coll.insert_many(chunk, &InsertOptions::default()).expect("insert");
+            let r = coll
+                .insert_many(chunk, &InsertOptions::default())
+                .expect("insert");
             assert_eq!(r.errors, vec![], "{file}");
             assert_eq!(r.inserted, chunk.len());
         }
@@ -60,10 +64,14 @@ fn check_roundtrip(file: &str, granularity: Granularity) {
     let db = Database::open(dir.path(), DatabaseOptions::default()).expect("reopen");
     let coll = db.collection("c").expect("collection");
     for chunk in input[input.len() / 2..].chunks(5000) {
-        let r = coll.insert_many(chunk, &InsertOptions::default()).expect("insert");
+        let r = coll
+            .insert_many(chunk, &InsertOptions::default())
+            .expect("insert");
         assert_eq!(r.errors, vec![], "{file}");
     }
-    let output = coll.find(&Document::new(), &FindOptions::default()).expect("find");
+    let output = coll
+        .find(&Document::new(), &FindOptions::default())
+        .expect("find");
     assert_eq!(output.len(), input.len(), "{file}: measurement count");
     let stats = coll.stats().expect("stats");
     assert_eq!(stats.measurement_count, input.len() as u64);
@@ -72,16 +80,24 @@ fn check_roundtrip(file: &str, granularity: Granularity) {
     let mut by_key: HashMap<(Vec<u8>, i64), Vec<&Document>> = HashMap::new();
     for d in &input {
         let t = d.get_datetime("ts").expect("ts").timestamp_millis();
-        by_key.entry((series_key(d.get("meta")), t)).or_default().push(d);
+        by_key
+            .entry((series_key(d.get("meta")), t))
+            .or_default()
+            .push(d);
     }
     for out in &output {
         let keys: Vec<&str> = out.keys().map(String::as_str).collect();
         assert_eq!(keys[0], "ts", "{file}: time first (SPEC R-14.1.2)");
         assert_eq!(keys[1], "meta", "{file}: meta second (SPEC R-14.1.2)");
-        assert!(matches!(out.get("_id"), Some(Bson::ObjectId(_))), "{file}: generated _id (R-2.3)");
+        assert!(
+            matches!(out.get("_id"), Some(Bson::ObjectId(_))),
+            "{file}: generated _id (R-2.3)"
+        );
         let t = out.get_datetime("ts").expect("ts").timestamp_millis();
         let key = (series_key(out.get("meta")), t);
-        let candidates = by_key.get_mut(&key).unwrap_or_else(|| panic!("{file}: extra measurement {out}"));
+        let candidates = by_key
+            .get_mut(&key)
+            .unwrap_or_else(|| panic!("{file}: extra measurement {out}"));
         let pos = candidates
             .iter()
             .position(|inp| {
@@ -97,7 +113,10 @@ fn check_roundtrip(file: &str, granularity: Granularity) {
             .unwrap_or_else(|| panic!("{file}: no identical input for {out}"));
         candidates.swap_remove(pos);
     }
-    assert!(by_key.values().all(Vec::is_empty), "{file}: measurements lost");
+    assert!(
+        by_key.values().all(Vec::is_empty),
+        "{file}: measurements lost"
+    );
 }
 
 /// Per-measurement buckets (hourly data at the default seconds granularity: every
