@@ -42,7 +42,9 @@ impl BucketingSpec {
     /// `round(t) = floor(t / r) · r` toward −∞ (SPEC ).
     #[must_use]
     pub fn round(&self, t: i64) -> i64 {
-        t.div_euclid(self.rounding_ms) * self.rounding_ms
+        t.div_euclid(self.rounding_ms)
+            .checked_mul(self.rounding_ms)
+            .unwrap_or(i64::MIN)
     }
 }
 
@@ -340,7 +342,8 @@ impl BucketCatalog {
                 continue;
             };
             if !is_open
-                && (m.time < bucket.min_time || m.time - bucket.min_time >= spec.max_span_ms)
+                && (m.time < bucket.min_time
+                    || m.time.saturating_sub(bucket.min_time) >= spec.max_span_ms)
             {
                 continue;
             }
@@ -397,7 +400,7 @@ impl BucketCatalog {
         if bucket.state != BucketState::Normal {
             return Some(RolloverReason::SchemaChange);
         }
-        if m.time - bucket.min_time >= spec.max_span_ms {
+        if m.time.saturating_sub(bucket.min_time) >= spec.max_span_ms {
             return Some(RolloverReason::TimeForward);
         }
         if m.time < bucket.min_time {
@@ -572,7 +575,7 @@ impl BucketCatalog {
             .archived
             .get(key)
             .and_then(|a| a.range(..=m.time).next_back().map(|(t, id)| (*t, *id)))
-            .filter(|(t, _)| m.time - t < spec.max_span_ms);
+            .filter(|(t, _)| m.time.saturating_sub(*t) < spec.max_span_ms);
         let stored = if let Some((min_time, id)) = archived {
             self.take_archived(stripe, key, min_time);
             match source.fetch(&id) {

@@ -183,11 +183,11 @@ impl Filter {
             if let Pred::Time { op, value } = p {
                 let v = (*value)?;
                 match op {
-                    Cmp::Gt | Cmp::Gte => lo = lo.max(v.saturating_sub(span_ms).saturating_add(1)),
+                    Cmp::Gt | Cmp::Gte => lo = lo.max(v.saturating_sub(span_ms.saturating_sub(1))),
                     Cmp::Lt => hi = hi.min(v.saturating_sub(1)),
                     Cmp::Lte => hi = hi.min(v),
                     Cmp::Eq => {
-                        lo = lo.max(v.saturating_sub(span_ms).saturating_add(1));
+                        lo = lo.max(v.saturating_sub(span_ms.saturating_sub(1)));
                         hi = hi.min(v);
                     }
                 }

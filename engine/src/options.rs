@@ -503,12 +503,6 @@ pub(crate) fn expire_after_seconds_option(value: &Bson) -> Result<i64> {
             reason = "saturating conversion is intended"
         )]
         Bson::Double(d) if d.is_finite() => d.trunc() as i64,
-        Bson::String(_) => {
-            return Err(Error::rejected(
-                ErrorCode::InvalidOptions,
-                "'expireAfterSeconds' must be a number",
-            ));
-        }
         _ => {
             return Err(Error::rejected(
                 ErrorCode::TypeMismatch,

@@ -32,7 +32,7 @@ impl BucketSource for Reopener<'_> {
         }
         let prefix = key.hash.to_be_bytes();
         let mut lo = prefix.to_vec();
-        lo.extend_from_slice(&time_bytes(time.saturating_sub(span_ms).saturating_add(1)));
+        lo.extend_from_slice(&time_bytes(time.saturating_sub(span_ms.saturating_sub(1))));
         let mut hi = prefix.to_vec();
         hi.extend_from_slice(&time_bytes(time));
         hi.extend_from_slice(&[0xff; 12]);

@@ -3,8 +3,8 @@
 
 use bson::{Bson, DateTime, Document, Timestamp, doc, oid::ObjectId};
 use tscoll_engine::{
-    Collection, Database, DatabaseOptions, ErrorCode, FindOptions, InsertOptions, InsertResult, SortOrder,
-    TimeseriesOptions,
+    Collection, Database, DatabaseOptions, ErrorCode, FindOptions, InsertOptions, InsertResult,
+    SortOrder, TimeseriesOptions,
 };
 
 /// A minute-aligned base time (ms).
@@ -26,17 +26,31 @@ fn setup(meta: bool) -> (tempfile::TempDir, Database, Collection) {
 }
 
 fn insert(coll: &Collection, docs: &[Document], ordered: bool) -> InsertResult {
-    coll.insert_many(docs, &InsertOptions { ordered, ..InsertOptions::default() }).expect("insert_many")
+    coll.insert_many(
+        docs,
+        &InsertOptions {
+            ordered,
+            ..InsertOptions::default()
+        },
+    )
+    .expect("insert_many")
 }
 
 fn all(coll: &Collection) -> Vec<Document> {
-    coll.find(&doc! {}, &FindOptions { sort: Some(SortOrder::Ascending), ..FindOptions::default() }).expect("find")
+    coll.find(
+        &doc! {},
+        &FindOptions {
+            sort: Some(SortOrder::Ascending),
+            ..FindOptions::default()
+        },
+    )
+    .expect("find")
 }
 
 const TIME_MESSAGE: &str = "'t' must be present and contain a valid BSON UTC datetime value";
 
 fn assert_bad_time(coll: &Collection, bad: Document) {
-    let r = insert(coll, &[bad.clone()], true);
+    let r = insert(coll, std::slice::from_ref(&bad), true);
     assert_eq!(r.inserted, 0, "{bad}");
     assert_eq!(r.errors.len(), 1, "{bad}");
     assert_eq!(r.errors[0].index, 0);
@@ -62,7 +76,10 @@ fn r_2_1_string_time_is_bad_value() {
 #[test]
 fn r_2_1_timestamp_time_is_bad_value() {
     let (_d, _db, coll) = setup(true);
-    assert_bad_time(&coll, doc! { "t": Timestamp { time: 1_700_000_000, increment: 1 }, "m": 1 });
+    assert_bad_time(
+        &coll,
+        doc! { "t": Timestamp { time: 1_700_000_000, increment: 1 }, "m": 1 },
+    );
 }
 
 #[test]
@@ -110,10 +127,21 @@ fn r_2_2_any_meta_type_is_accepted() {
         Bson::Undefined,
         Bson::MinKey,
     ];
-    let docs: Vec<Document> = metas.iter().map(|m| doc! { "t": at(0), "m": m.clone() }).collect();
+    let docs: Vec<Document> = metas
+        .iter()
+        .map(|m| doc! { "t": at(0), "m": m.clone() })
+        .collect();
     let r = insert(&coll, &docs, true);
-    assert_eq!((r.inserted, r.errors.len()), (metas.len(), 0), "{:?}", r.errors);
-    assert_eq!(coll.stats().expect("stats").bucket_count, metas.len() as u64);
+    assert_eq!(
+        (r.inserted, r.errors.len()),
+        (metas.len(), 0),
+        "{:?}",
+        r.errors
+    );
+    assert_eq!(
+        coll.stats().expect("stats").bucket_count,
+        metas.len() as u64
+    );
 }
 
 // ---- R-2.5 -------------------------------------------------------------------------------
@@ -134,7 +162,10 @@ fn r_2_5_ordered_stops_at_first_bad_and_keeps_earlier() {
     assert_eq!(r.errors[0].index, 2);
     assert_eq!(r.errors[0].code, ErrorCode::BadValue);
     assert_eq!(r.errors[0].message, TIME_MESSAGE);
-    let xs: Vec<i32> = all(&coll).iter().map(|d| d.get_i32("x").expect("x")).collect();
+    let xs: Vec<i32> = all(&coll)
+        .iter()
+        .map(|d| d.get_i32("x").expect("x"))
+        .collect();
     assert_eq!(xs, [0, 1]);
 }
 
@@ -160,9 +191,21 @@ fn r_2_5_unordered_keeps_every_good_one_and_reports_every_bad_index() {
     ];
     let r = insert(&coll, &docs, false);
     assert_eq!(r.inserted, 3);
-    assert_eq!(r.errors.iter().map(|e| e.index).collect::<Vec<_>>(), [1, 3, 5]);
-    assert!(r.errors.iter().all(|e| e.code == ErrorCode::BadValue && e.message == TIME_MESSAGE), "{:?}", r.errors);
-    let xs: Vec<i32> = all(&coll).iter().map(|d| d.get_i32("x").expect("x")).collect();
+    assert_eq!(
+        r.errors.iter().map(|e| e.index).collect::<Vec<_>>(),
+        [1, 3, 5]
+    );
+    assert!(
+        r.errors
+            .iter()
+            .all(|e| e.code == ErrorCode::BadValue && e.message == TIME_MESSAGE),
+        "{:?}",
+        r.errors
+    );
+    let xs: Vec<i32> = all(&coll)
+        .iter()
+        .map(|d| d.get_i32("x").expect("x"))
+        .collect();
     assert_eq!(xs, [0, 2, 4]);
 }
 
@@ -186,7 +229,9 @@ fn r_2_5_errors_report_original_index_after_sorting() {
 #[test]
 fn r_2_3_id_generated_when_absent() {
     let (_d, _db, coll) = setup(true);
-    let docs: Vec<Document> = (0..5).map(|i| doc! { "t": at(i * 1_000), "m": 1, "x": i }).collect();
+    let docs: Vec<Document> = (0..5)
+        .map(|i| doc! { "t": at(i * 1_000), "m": 1, "x": i })
+        .collect();
     assert_eq!(insert(&coll, &docs, true).inserted, 5);
     let found = all(&coll);
     assert_eq!(found.len(), 5);
@@ -205,16 +250,30 @@ fn r_2_3_id_generated_when_absent() {
 #[test]
 fn r_2_3_id_generated_without_meta_field() {
     let (_d, _db, coll) = setup(false);
-    assert_eq!(insert(&coll, &[doc! { "t": at(0), "x": 1 }], true).inserted, 1);
+    assert_eq!(
+        insert(&coll, &[doc! { "t": at(0), "x": 1 }], true).inserted,
+        1
+    );
     let found = all(&coll);
-    assert!(matches!(found[0].get("_id"), Some(Bson::ObjectId(_))), "{}", found[0]);
+    assert!(
+        matches!(found[0].get("_id"), Some(Bson::ObjectId(_))),
+        "{}",
+        found[0]
+    );
 }
 
 #[test]
 fn r_2_3_given_id_is_kept() {
     let (_d, _db, coll) = setup(true);
     let id = ObjectId::new();
-    insert(&coll, &[doc! { "_id": id, "t": at(0), "m": 1 }, doc! { "_id": "s", "t": at(1), "m": 2 }], true);
+    insert(
+        &coll,
+        &[
+            doc! { "_id": id, "t": at(0), "m": 1 },
+            doc! { "_id": "s", "t": at(1), "m": 2 },
+        ],
+        true,
+    );
     let found = all(&coll);
     assert_eq!(found[0].get("_id"), Some(&Bson::ObjectId(id)));
     assert_eq!(found[1].get("_id"), Some(&Bson::String("s".into())));
@@ -223,11 +282,18 @@ fn r_2_3_given_id_is_kept() {
 #[test]
 fn r_2_3_duplicate_ids_are_kept() {
     let (_d, _db, coll) = setup(true);
-    let docs = [doc! { "_id": 1, "t": at(0), "m": 1, "x": "a" }, doc! { "_id": 1, "t": at(1_000), "m": 1, "x": "b" }];
+    let docs = [
+        doc! { "_id": 1, "t": at(0), "m": 1, "x": "a" },
+        doc! { "_id": 1, "t": at(1_000), "m": 1, "x": "b" },
+    ];
     let r = insert(&coll, &docs, true);
     assert_eq!((r.inserted, r.errors.len()), (2, 0));
     // Again in a separate call.
-    let r = insert(&coll, &[doc! { "_id": 1, "t": at(2_000), "m": 1, "x": "c" }], true);
+    let r = insert(
+        &coll,
+        &[doc! { "_id": 1, "t": at(2_000), "m": 1, "x": "c" }],
+        true,
+    );
     assert_eq!((r.inserted, r.errors.len()), (1, 0));
     let found = all(&coll);
     assert_eq!(found.len(), 3);
@@ -258,7 +324,13 @@ fn r_2_4_meta_string_over_16_mib_is_bson_object_too_large() {
     let big = "x".repeat(MIB16 + 1);
     let r = insert(&coll, &[doc! { "t": at(0), "m": big }], true);
     assert_eq!(r.inserted, 0);
-    assert_eq!(r.errors.iter().map(|e| (e.index, e.code)).collect::<Vec<_>>(), [(0, ErrorCode::BsonObjectTooLarge)]);
+    assert_eq!(
+        r.errors
+            .iter()
+            .map(|e| (e.index, e.code))
+            .collect::<Vec<_>>(),
+        [(0, ErrorCode::BsonObjectTooLarge)]
+    );
     assert_eq!(coll.stats().expect("stats").bucket_count, 0);
 }
 
@@ -266,8 +338,18 @@ fn r_2_4_meta_string_over_16_mib_is_bson_object_too_large() {
 fn r_2_4_min_and_max_copies_count_toward_16_mib() {
     // ~6 MB of field data: the bucket (data + control.min + control.max) would exceed 16 MiB.
     let (_d, _db, coll) = setup(true);
-    let r = insert(&coll, &[doc! { "t": at(0), "m": 1, "big": "y".repeat(6_000_000) }], true);
-    assert_eq!(r.errors.iter().map(|e| (e.index, e.code)).collect::<Vec<_>>(), [(0, ErrorCode::BsonObjectTooLarge)]);
+    let r = insert(
+        &coll,
+        &[doc! { "t": at(0), "m": 1, "big": "y".repeat(6_000_000) }],
+        true,
+    );
+    assert_eq!(
+        r.errors
+            .iter()
+            .map(|e| (e.index, e.code))
+            .collect::<Vec<_>>(),
+        [(0, ErrorCode::BsonObjectTooLarge)]
+    );
     assert_eq!(r.inserted, 0);
 }
 
@@ -281,14 +363,48 @@ fn r_2_4_too_large_in_unordered_batch_keeps_the_rest() {
     ];
     let r = insert(&coll, &docs, false);
     assert_eq!(r.inserted, 2);
-    assert_eq!(r.errors.iter().map(|e| (e.index, e.code)).collect::<Vec<_>>(), [(1, ErrorCode::BsonObjectTooLarge)]);
+    assert_eq!(
+        r.errors
+            .iter()
+            .map(|e| (e.index, e.code))
+            .collect::<Vec<_>>(),
+        [(1, ErrorCode::BsonObjectTooLarge)]
+    );
     assert_eq!(all(&coll).len(), 2);
+}
+
+#[test]
+fn r_2_4_too_large_in_ordered_batch_stops_there() {
+    let (_d, _db, coll) = setup(true);
+    let docs = [
+        doc! { "t": at(0), "m": 1, "x": 0 },
+        doc! { "t": at(1_000), "m": 1, "x": 1, "big": "z".repeat(MIB16 + 1) },
+        doc! { "t": at(2_000), "m": 1, "x": 2 },
+    ];
+    let r = insert(&coll, &docs, true);
+    assert_eq!(r.inserted, 1);
+    assert_eq!(
+        r.errors
+            .iter()
+            .map(|e| (e.index, e.code))
+            .collect::<Vec<_>>(),
+        [(1, ErrorCode::BsonObjectTooLarge)]
+    );
+    let xs: Vec<i32> = all(&coll)
+        .iter()
+        .map(|d| d.get_i32("x").expect("x"))
+        .collect();
+    assert_eq!(xs, [0]);
 }
 
 #[test]
 fn r_2_4_four_mb_measurement_is_accepted() {
     let (_d, _db, coll) = setup(true);
-    let r = insert(&coll, &[doc! { "t": at(0), "m": 1, "big": "w".repeat(4_000_000) }], true);
+    let r = insert(
+        &coll,
+        &[doc! { "t": at(0), "m": 1, "big": "w".repeat(4_000_000) }],
+        true,
+    );
     assert_eq!((r.inserted, r.errors.len()), (1, 0), "{:?}", r.errors);
     let found = all(&coll);
     assert_eq!(found[0].get_str("big").expect("big").len(), 4_000_000);
