@@ -83,7 +83,13 @@ fn buckets_in_mongodb_shape() {
         assert!(b.get("_id").is_some() && b.get("meta").is_some(), "{b}");
         assert!(b["control"]["min"].get("ts").is_some(), "{b}");
         assert!(b["data"].get("v").is_some(), "{b}");
-        count += b["data"]["ts"].as_array().map_or(0, Vec::len);
+        // MongoDB's shape is {"0": v0, "1": v1, ...}; arrays are accepted too.
+        let ts = &b["data"]["ts"];
+        count += ts
+            .as_array()
+            .map(Vec::len)
+            .or_else(|| ts.as_object().map(|o| o.len()))
+            .unwrap_or(0);
     }
     assert_eq!(count, 10);
     let text = s.run("buckets", &["m", "--limit", "1"]).ok().stdout();

@@ -101,7 +101,7 @@ pub(crate) fn data_dir(arg: Option<&Path>) -> CmdResult<PathBuf> {
     [Path::new(BUILT_IN_DATA), Path::new("data")]
         .into_iter()
         .find(|dir| dir.join(marker).is_file())
-        .map(Path::to_path_buf)
+        .map(|dir| dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf()))
         .ok_or_else(|| {
             format!(
                 "bundled data not found in {BUILT_IN_DATA} nor ./data; run from the repository \

@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use bson::Document;
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::{ProgressBar, ProgressState, ProgressStyle};
 use tscoll_engine::{Collection, Durability, InsertOptions};
 
 use super::{CmdResult, DbArgs, open_collection};
@@ -289,9 +289,15 @@ pub(crate) fn progress_bar(label: &str) -> ProgressBar {
     }
     let bar = ProgressBar::new_spinner();
     let style = ProgressStyle::with_template(
-        "{spinner} {prefix}: {human_pos} measurements, {per_sec}, {elapsed}",
+        "{spinner} {prefix}: {human_pos} measurements, {rate} measurements/s, {elapsed}",
     )
-    .unwrap_or_else(|_| ProgressStyle::default_spinner());
+    .unwrap_or_else(|_| ProgressStyle::default_spinner())
+    .with_key(
+        "rate",
+        |state: &ProgressState, w: &mut dyn std::fmt::Write| {
+            let _ = write!(w, "{:.0}", state.per_sec());
+        },
+    );
     bar.set_style(style);
     bar.set_prefix(label.to_owned());
     bar.enable_steady_tick(Duration::from_millis(150));

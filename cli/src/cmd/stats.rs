@@ -161,7 +161,9 @@ pub(crate) fn display_value(value: &Bson) -> String {
 /// Reading the buckets fails.
 pub(crate) fn advice(coll: &Collection, stats: &CollectionStats) -> CmdResult<Vec<String>> {
     let derived = Derived::of(stats);
-    if stats.bucket_count == 0 || derived.per_bucket >= MIN_MEASUREMENTS_PER_BUCKET {
+    // Too few measurements to tell anything about the bucketing.
+    let small = (stats.measurement_count as f64) < MIN_MEASUREMENTS_PER_BUCKET * 10.0;
+    if stats.bucket_count == 0 || small || derived.per_bucket >= MIN_MEASUREMENTS_PER_BUCKET {
         return Ok(Vec::new());
     }
     let spec = coll.spec();
@@ -273,7 +275,7 @@ pub(crate) fn advise(spec: &CollectionSpec, per_bucket: f64, series: &[SeriesSpa
         .filter_map(SeriesSpan::spacing_seconds)
         .collect();
     spacings.sort_by(f64::total_cmp);
-    if per_series < MIN_MEASUREMENTS_PER_BUCKET {
+    if series.len() >= 10 && per_series < MIN_MEASUREMENTS_PER_BUCKET {
         out.push(format!(
             "{} series hold only {per_series:.1} measurements each: the meta field may be too \
              fine-grained; keep in it only what names a data source",
@@ -298,7 +300,12 @@ pub(crate) fn advise(spec: &CollectionSpec, per_bucket: f64, series: &[SeriesSpa
         human_seconds(span),
     );
     let coarser = suggested.bucket_max_span_seconds() > spec.bucket_max_span_seconds;
-    if coarser && suggested_fill >= MIN_MEASUREMENTS_PER_BUCKET {
+    if expected >= MIN_MEASUREMENTS_PER_BUCKET {
+        line.push_str(
+            "; the span fits the spacing, so buckets are closed early: look for \
+             out-of-order measurements, time gaps, or series with few measurements",
+        );
+    } else if coarser && suggested_fill >= MIN_MEASUREMENTS_PER_BUCKET {
         line.push_str(&format!(
             "; use a coarser granularity: --granularity {} (buckets span {}, about {:.0} \
              measurements each)",
@@ -306,26 +313,19 @@ pub(crate) fn advise(spec: &CollectionSpec, per_bucket: f64, series: &[SeriesSpa
             human_seconds(suggested.bucket_max_span_seconds() as f64),
             suggested_fill.min(1000.0)
         ));
-        out.push(line);
-    } else if expected < MIN_MEASUREMENTS_PER_BUCKET {
+    } else {
         // Custom bucketing: a span holding ~100 measurements, in whole days, at most a year.
         let seconds = (spacing * 100.0).clamp(86_400.0, 31_536_000.0);
         let days = (seconds / 86_400.0).ceil();
         let custom = days * 86_400.0;
         line.push_str(&format!(
-            "; even granularity hours (30 d) is too fine: use custom bucketing, e.g. \
+            "; the coarsest granularity is too fine: use custom bucketing, e.g. \
              --bucket-max-span-seconds {custom:.0} --bucket-rounding-seconds {custom:.0} \
              ({days:.0} d, about {:.0} measurements each)",
             (custom / spacing).min(1000.0)
         ));
-        out.push(line);
-    } else {
-        line.push_str(
-            "; the span fits the spacing, so buckets are closed early: look for \
-             out-of-order measurements, time gaps, or series with few measurements",
-        );
-        out.push(line);
     }
+    out.push(line);
     out
 }
 
