@@ -109,7 +109,11 @@ mod tests {
     fn pack_unpack_every_width() {
         for width in 0..=64u32 {
             for count in [0usize, 1, 7, 8, 9, 63, 127, 128] {
-                let mask = if width == 0 { 0 } else { u64::MAX >> (64 - width) };
+                let mask = if width == 0 {
+                    0
+                } else {
+                    u64::MAX >> (64 - width)
+                };
                 let values: Vec<u64> = (0..count as u64)
                     .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15) & mask)
                     .collect();

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::io::Read;
 
 use crate::bytes;
-use crate::column::{Column, Lane};
+use crate::column::Column;
 use crate::float::{self, FloatLayout};
 use crate::format::{
     BytesEncoding, ColumnWrap, MAGIC, MAX_CELLS, MAX_COLUMNS, MAX_LANE_BYTES, MAX_NAME_LEN,
@@ -55,7 +55,11 @@ pub(crate) struct Encoder {
 
 impl Encoder {
     pub(crate) fn new() -> Self {
-        Encoder { scratch: Vec::new(), raw: Vec::new(), zstd: None }
+        Encoder {
+            scratch: Vec::new(),
+            raw: Vec::new(),
+            zstd: None,
+        }
     }
 
     /// Appends the body of `col` to `out`.
@@ -72,11 +76,13 @@ impl Encoder {
         let types = types::encode(col.types(), raw, scratch);
         let ints = (!col.ints().is_empty()).then(|| ints::encode(col.ints(), raw, scratch));
         let floats = (!col.floats().is_empty()).then(|| float::encode(col.floats(), raw, scratch));
-        let bytes = (!col.ends().is_empty())
-            .then(|| bytes::encode(col.bytes(), col.ends(), raw, scratch));
+        let bytes =
+            (!col.ends().is_empty()).then(|| bytes::encode(col.bytes(), col.ends(), raw, scratch));
         let raw_len = raw.len();
         if raw_len > MAX_RAW_BODY {
-            return Err(Error::InvalidArgument("column body exceeds the format limit".to_owned()));
+            return Err(Error::InvalidArgument(
+                "column body exceeds the format limit".to_owned(),
+            ));
         }
         let start = out.len();
         let mut zstd = false;
@@ -85,7 +91,11 @@ impl Encoder {
                 self.zstd = zstd::bulk::Compressor::new(ZSTD_LEVEL).ok();
             }
             // Numeric bodies are already dense: zstd must save 1/8 to be worth its decode time.
-            let margin = if col.ends().is_empty() { raw_len / 8 } else { 0 };
+            let margin = if col.ends().is_empty() {
+                raw_len / 8
+            } else {
+                0
+            };
             if let Some(c) = self.zstd.as_mut()
                 && let Ok(z) = c.compress(raw)
                 && varint::len(raw_len as u64) + z.len() + margin < raw_len
@@ -115,7 +125,9 @@ impl Encoder {
 /// Decodes a column body of `rows` rows.
 pub(crate) fn decode_column(body: &[u8], rows: usize) -> Result<Column> {
     if rows > MAX_ROWS {
-        return Err(Error::InvalidArgument(format!("{rows} rows exceed the limit {MAX_ROWS}")));
+        return Err(Error::InvalidArgument(format!(
+            "{rows} rows exceed the limit {MAX_ROWS}"
+        )));
     }
     let mut r = Reader::new(body);
     match ColumnWrap::try_from_code(r.u8()?)? {
@@ -132,10 +144,15 @@ pub(crate) fn decode_column(body: &[u8], rows: usize) -> Result<Column> {
 /// output actually produced, never with a declared size.
 fn unzstd(frame: &[u8], raw_len: usize) -> Result<Vec<u8>> {
     let bad = |e: std::io::Error| Error::Corruption(format!("zstd: {e}"));
-    let mut dec = zstd::stream::read::Decoder::with_buffer(frame).map_err(bad)?.single_frame();
+    let mut dec = zstd::stream::read::Decoder::with_buffer(frame)
+        .map_err(bad)?
+        .single_frame();
     dec.window_log_max(ZSTD_WINDOW_LOG_MAX).map_err(bad)?;
     let mut raw = Vec::with_capacity(raw_len.min(frame.len().saturating_mul(16)));
-    (&mut dec).take(raw_len as u64 + 1).read_to_end(&mut raw).map_err(bad)?;
+    (&mut dec)
+        .take(raw_len as u64 + 1)
+        .read_to_end(&mut raw)
+        .map_err(bad)?;
     if raw.len() != raw_len {
         return Err(Error::Corruption(format!(
             "zstd frame yields {} bytes, expected {raw_len}",
@@ -150,16 +167,9 @@ fn decode_raw(raw: &[u8], rows: usize) -> Result<Column> {
     let mut scratch = Vec::new();
     let mut type_codes = Vec::new();
     types::decode(&mut r, rows, &mut type_codes, &mut scratch)?;
-    let (mut n_int, mut n_float, mut n_bytes) = (0usize, 0usize, 0usize);
-    for &t in &type_codes {
-        match Lane::of(t) {
-            Some(Lane::Int) => n_int += 1,
-            Some(Lane::Float) => n_float += 1,
-            Some(Lane::Bytes) => n_bytes += 1,
-            Some(Lane::Empty) => {}
-            None => return Err(Error::Corruption(format!("unknown type code {t:#04x}"))),
-        }
-    }
+    let Some([_, n_int, n_float, n_bytes]) = crate::column::lane_counts(&type_codes) else {
+        return Err(Error::Corruption("unknown type code".to_owned()));
+    };
     let mut int_lane = Vec::new();
     ints::decode(&mut r, n_int, &mut int_lane)?;
     let mut float_lane = Vec::new();
@@ -204,7 +214,9 @@ fn check_shape(rows: usize, cols: usize) -> std::result::Result<(), String> {
         return Err(format!("{cols} columns exceed the limit {MAX_COLUMNS}"));
     }
     if rows.checked_mul(cols).is_none_or(|c| c > MAX_CELLS) {
-        return Err(format!("{rows} rows × {cols} columns exceed the limit of {MAX_CELLS} cells"));
+        return Err(format!(
+            "{rows} rows × {cols} columns exceed the limit of {MAX_CELLS} cells"
+        ));
     }
     Ok(())
 }
@@ -224,10 +236,15 @@ pub(crate) fn encode_blob(
             )));
         }
         if name.len() > MAX_NAME_LEN {
-            return Err(Error::InvalidArgument(format!("column name of {} bytes", name.len())));
+            return Err(Error::InvalidArgument(format!(
+                "column name of {} bytes",
+                name.len()
+            )));
         }
         if !names.insert(*name) {
-            return Err(Error::InvalidArgument(format!("column name {name:?} repeats")));
+            return Err(Error::InvalidArgument(format!(
+                "column name {name:?} repeats"
+            )));
         }
     }
     let mut enc = Encoder::new();
@@ -264,7 +281,9 @@ fn parse(blob: &[u8]) -> Result<Parsed<'_>> {
     let prefix = r.bytes(PREFIX_LEN)?;
     let (magic, version) = prefix.split_at(MAGIC.len());
     if magic != MAGIC {
-        return Err(Error::Corruption("not a tscoll blob (bad magic)".to_owned()));
+        return Err(Error::Corruption(
+            "not a tscoll blob (bad magic)".to_owned(),
+        ));
     }
     let version = version.first().copied().unwrap_or(0);
     if version == 0 {
@@ -274,7 +293,10 @@ fn parse(blob: &[u8]) -> Result<Parsed<'_>> {
         return Err(Error::UnsupportedVersion(version));
     }
     if blob.len() < PREFIX_LEN + CRC_LEN {
-        return Err(Error::Truncated { needed: PREFIX_LEN + CRC_LEN, available: blob.len() });
+        return Err(Error::Truncated {
+            needed: PREFIX_LEN + CRC_LEN,
+            available: blob.len(),
+        });
     }
     let (covered, crc) = blob.split_at(blob.len() - CRC_LEN);
     let mut stored = [0u8; CRC_LEN];
@@ -288,7 +310,9 @@ fn parse(blob: &[u8]) -> Result<Parsed<'_>> {
     check_shape(rows, cols).map_err(Error::Corruption)?;
     // Every directory entry takes at least 2 bytes and every body at least 1.
     if cols.saturating_mul(3) > r.remaining() {
-        return Err(Error::Corruption(format!("{cols} columns cannot fit the blob")));
+        return Err(Error::Corruption(format!(
+            "{cols} columns cannot fit the blob"
+        )));
     }
     let mut dir = Vec::with_capacity(cols);
     let mut seen = HashSet::with_capacity(cols);
@@ -301,7 +325,9 @@ fn parse(blob: &[u8]) -> Result<Parsed<'_>> {
             return Err(Error::Corruption(format!("column name {name:?} repeats")));
         }
         let len = r.varint_at_most(r.remaining(), "column body length")?;
-        total += len;
+        total = total
+            .checked_add(len)
+            .ok_or_else(|| Error::Corruption("body sizes".to_owned()))?;
         dir.push((name, len));
     }
     if total != r.remaining() {
@@ -314,7 +340,11 @@ fn parse(blob: &[u8]) -> Result<Parsed<'_>> {
     for (name, len) in dir {
         columns.push((name, r.bytes(len)?));
     }
-    Ok(Parsed { version, rows, columns })
+    Ok(Parsed {
+        version,
+        rows,
+        columns,
+    })
 }
 
 /// Reads a blob's header and directory (checksum verified, no column decoded).
@@ -326,7 +356,10 @@ pub(crate) fn read_header(blob: &[u8]) -> Result<BlobHeader> {
         columns: p
             .columns
             .iter()
-            .map(|&(name, body)| ColumnEntry { name: name.to_owned(), encoded_len: body.len() })
+            .map(|&(name, body)| ColumnEntry {
+                name: name.to_owned(),
+                encoded_len: body.len(),
+            })
             .collect(),
     })
 }
@@ -340,5 +373,8 @@ pub(crate) fn decode_blob(blob: &[u8], keep: &mut dyn FnMut(&str) -> bool) -> Re
             columns.push((name.to_owned(), decode_column(body, p.rows)?));
         }
     }
-    Ok(Bucket { row_count: p.rows, columns })
+    Ok(Bucket {
+        row_count: p.rows,
+        columns,
+    })
 }

@@ -56,7 +56,11 @@ pub(crate) fn encode(
     // ObjectId split.
     let mut oid_parts: Option<[Vec<i64>; 3]> = None;
     if n > 0 && lengths.iter().all(|&l| l == 12) {
-        let mut parts = [Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n)];
+        let mut parts = [
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+        ];
         for oid in bytes.chunks_exact(12) {
             let (ts, rest) = oid.split_at(4);
             let (mid, ctr) = rest.split_at(5);
@@ -64,7 +68,10 @@ pub(crate) fn encode(
             parts[1].push(be_int(mid));
             parts[2].push(be_int(ctr));
         }
-        let cost = 1 + parts.iter().map(|p| ints::estimate(p, scratch).0).sum::<usize>();
+        let cost = 1 + parts
+            .iter()
+            .map(|p| ints::estimate(p, scratch).0)
+            .sum::<usize>();
         if cost < best.0 {
             best = (cost, BytesEncoding::ObjectId);
         }
@@ -139,9 +146,10 @@ fn read_lengths(
     let mut total = 0usize;
     for &l in scratch.iter() {
         let l = usize::try_from(l).map_err(|_| Error::Corruption(format!("payload length {l}")))?;
-        total = total.checked_add(l).filter(|&t| t <= limit).ok_or_else(|| {
-            Error::Corruption("bytes lane exceeds its limit".to_owned())
-        })?;
+        total = total
+            .checked_add(l)
+            .filter(|&t| t <= limit)
+            .ok_or_else(|| Error::Corruption("bytes lane exceeds its limit".to_owned()))?;
     }
     Ok(total)
 }
@@ -190,7 +198,9 @@ pub(crate) fn decode(
             for &c in scratch.iter() {
                 let span = usize::try_from(c).ok().and_then(|c| spans.get(c));
                 let Some(&(s, e)) = span else {
-                    return Err(Error::Corruption(format!("dictionary index {c} out of range")));
+                    return Err(Error::Corruption(format!(
+                        "dictionary index {c} out of range"
+                    )));
                 };
                 out_len = out_len
                     .checked_add(e - s)
@@ -206,9 +216,10 @@ pub(crate) fn decode(
             }
         }
         BytesEncoding::ObjectId => {
-            let total = n.checked_mul(12).filter(|&t| t <= MAX_LANE_BYTES).ok_or_else(|| {
-                Error::Corruption("bytes lane exceeds its limit".to_owned())
-            })?;
+            let total = n
+                .checked_mul(12)
+                .filter(|&t| t <= MAX_LANE_BYTES)
+                .ok_or_else(|| Error::Corruption("bytes lane exceeds its limit".to_owned()))?;
             let mut parts = [Vec::new(), Vec::new(), Vec::new()];
             for p in &mut parts {
                 ints::decode(r, n, p)?;
@@ -232,6 +243,10 @@ pub(crate) fn decode(
 }
 
 #[cfg(test)]
+#[expect(
+    clippy::big_endian_bytes,
+    reason = "ObjectIds are big-endian by definition"
+)]
 mod tests {
     use super::*;
 

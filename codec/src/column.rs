@@ -80,7 +80,7 @@ impl Lane {
     /// The lane of a type code, or `None` for a code that is not a BSON type nor
     /// [`tag::MISSING`].
     #[must_use]
-    pub fn of(type_code: u8) -> Option<Lane> {
+    pub const fn of(type_code: u8) -> Option<Lane> {
         match type_code {
             tag::MISSING | tag::NULL | tag::UNDEFINED | tag::MIN_KEY | tag::MAX_KEY => {
                 Some(Lane::Empty)
@@ -102,6 +102,66 @@ impl Lane {
             | tag::DECIMAL128 => Some(Lane::Bytes),
             _ => None,
         }
+    }
+}
+
+/// Lane index per type code (0 = empty, 1 = int, 2 = float, 3 = bytes, 4 = not a type).
+const LANE_INDEX: [u8; 256] = {
+    let mut t = [4u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = match Lane::of(i as u8) {
+            Some(Lane::Empty) => 0,
+            Some(Lane::Int) => 1,
+            Some(Lane::Float) => 2,
+            Some(Lane::Bytes) => 3,
+            None => 4,
+        };
+        i += 1;
+    }
+    t
+};
+
+/// Rows per lane `[empty, int, float, bytes]`, or `None` if a code is not a type.
+pub(crate) fn lane_counts(types: &[u8]) -> Option<[usize; 4]> {
+    let lane = |t: u8| usize::from(LANE_INDEX.get(usize::from(t)).copied().unwrap_or(4));
+    let mut counts = [0usize; 5];
+    match types.first() {
+        None => {}
+        // The common case (one type, e.g. "all present") in one vectorized pass.
+        Some(&first) if types.iter().all(|&t| t == first) => {
+            if let Some(c) = counts.get_mut(lane(first)) {
+                *c = types.len();
+            }
+        }
+        Some(_) => {
+            // Four interleaved histograms, so consecutive rows of one lane do not wait on each
+            // other's increment.
+            let mut h = [[0usize; 5]; 4];
+            let chunks = types.chunks_exact(4);
+            let tail = chunks.remainder();
+            for c in chunks {
+                for (hist, &t) in h.iter_mut().zip(c) {
+                    if let Some(n) = hist.get_mut(lane(t)) {
+                        *n += 1;
+                    }
+                }
+            }
+            for &t in tail {
+                if let Some(n) = h[0].get_mut(lane(t)) {
+                    *n += 1;
+                }
+            }
+            for hist in &h {
+                for (c, n) in counts.iter_mut().zip(hist) {
+                    *c += n;
+                }
+            }
+        }
+    }
+    match counts {
+        [e, i, f, b, 0] => Some([e, i, f, b]),
+        _ => None,
     }
 }
 
@@ -162,16 +222,10 @@ impl Column {
         bytes: Vec<u8>,
         ends: Vec<u32>,
     ) -> crate::Result<Self> {
-        let (mut n_int, mut n_float, mut n_bytes) = (0usize, 0usize, 0usize);
-        for &t in &types {
-            match Lane::of(t) {
-                Some(Lane::Int) => n_int += 1,
-                Some(Lane::Float) => n_float += 1,
-                Some(Lane::Bytes) => n_bytes += 1,
-                Some(Lane::Empty) => {}
-                None => return Err(crate::Error::Corruption(format!("unknown type code {t:#04x}"))),
-            }
-        }
+        let Some([_, n_int, n_float, n_bytes]) = lane_counts(&types) else {
+            let bad = types.iter().find(|&&t| Lane::of(t).is_none()).copied().unwrap_or(0);
+            return Err(crate::Error::Corruption(format!("unknown type code {bad:#04x}")));
+        };
         if n_int != ints.len() || n_float != floats.len() || n_bytes != ends.len() {
             return Err(crate::Error::Corruption(
                 "lane lengths do not match the row types".to_owned(),
@@ -180,7 +234,9 @@ impl Column {
         let mut prev = 0u32;
         for &e in &ends {
             if e < prev {
-                return Err(crate::Error::Corruption("bytes offsets decrease".to_owned()));
+                return Err(crate::Error::Corruption(
+                    "bytes offsets decrease".to_owned(),
+                ));
             }
             prev = e;
         }
@@ -189,7 +245,13 @@ impl Column {
                 "bytes offsets do not cover the bytes lane".to_owned(),
             ));
         }
-        Ok(Column { types, ints, floats, bytes, ends })
+        Ok(Column {
+            types,
+            ints,
+            floats,
+            bytes,
+            ends,
+        })
     }
 
     /// Number of rows (skips included).
@@ -255,7 +317,11 @@ impl Column {
     /// # Panics
     /// If `type_code` is not in [`Lane::Empty`] (a caller bug).
     pub fn push_empty(&mut self, type_code: u8) {
-        assert_eq!(Lane::of(type_code), Some(Lane::Empty), "not an empty-lane type");
+        assert_eq!(
+            Lane::of(type_code),
+            Some(Lane::Empty),
+            "not an empty-lane type"
+        );
         self.types.push(type_code);
     }
 
@@ -285,7 +351,11 @@ impl Column {
     /// # Panics
     /// If `type_code` is not in [`Lane::Bytes`] or the lane would exceed 4 GiB (caller bugs).
     pub fn push_bytes(&mut self, type_code: u8, payload: &[u8]) {
-        assert_eq!(Lane::of(type_code), Some(Lane::Bytes), "not a bytes-lane type");
+        assert_eq!(
+            Lane::of(type_code),
+            Some(Lane::Bytes),
+            "not a bytes-lane type"
+        );
         self.types.push(type_code);
         self.bytes.extend_from_slice(payload);
         let end = u32::try_from(self.bytes.len()).expect("bytes lane over 4 GiB");
@@ -348,7 +418,11 @@ impl Column {
         self.types == other.types
             && self.ints == other.ints
             && self.floats.len() == other.floats.len()
-            && self.floats.iter().zip(&other.floats).all(|(a, b)| a.to_bits() == b.to_bits())
+            && self
+                .floats
+                .iter()
+                .zip(&other.floats)
+                .all(|(a, b)| a.to_bits() == b.to_bits())
             && self.bytes == other.bytes
             && self.ends == other.ends
     }
@@ -356,7 +430,13 @@ impl Column {
     /// Iterates over the rows in order.
     #[must_use]
     pub fn iter(&self) -> ColumnIter<'_> {
-        ColumnIter { col: self, row: 0, int: 0, float: 0, bytes: 0 }
+        ColumnIter {
+            col: self,
+            row: 0,
+            int: 0,
+            float: 0,
+            bytes: 0,
+        }
     }
 }
 
@@ -392,7 +472,11 @@ impl<'a> Iterator for ColumnIter<'a> {
                 ValueRef::Float(v)
             }
             Lane::Bytes => {
-                let start = if self.bytes == 0 { 0 } else { *self.col.ends.get(self.bytes - 1)? };
+                let start = if self.bytes == 0 {
+                    0
+                } else {
+                    *self.col.ends.get(self.bytes - 1)?
+                };
                 let end = *self.col.ends.get(self.bytes)?;
                 self.bytes += 1;
                 ValueRef::Bytes(t, self.col.bytes.get(start as usize..end as usize)?)

@@ -9,7 +9,9 @@
 pub(crate) fn encode(v: &mut [i64], order: u8) {
     for j in 0..usize::from(order) {
         let Some(rest) = v.get_mut(j..) else { return };
-        let Some((first, tail)) = rest.split_first_mut() else { return };
+        let Some((first, tail)) = rest.split_first_mut() else {
+            return;
+        };
         let mut prev = *first;
         for x in tail {
             let cur = *x;
@@ -23,7 +25,9 @@ pub(crate) fn encode(v: &mut [i64], order: u8) {
 pub(crate) fn decode(v: &mut [i64], order: u8) {
     for j in (0..usize::from(order)).rev() {
         let Some(rest) = v.get_mut(j..) else { continue };
-        let Some((first, tail)) = rest.split_first_mut() else { continue };
+        let Some((first, tail)) = rest.split_first_mut() else {
+            continue;
+        };
         let mut acc = *first;
         for x in tail {
             acc = acc.wrapping_add(*x);

@@ -40,7 +40,7 @@ const MAX_CORRECTION_ULPS: i64 = 1 << 12;
 /// Values sampled to choose the exponent.
 const SAMPLE: usize = 128;
 
-/// What [`encode`] chose.
+/// What the encoder chose for one section (see [`crate::ColumnLayout`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FloatLayout {
     /// The lane's encoding.
@@ -68,7 +68,7 @@ enum Fit {
 #[inline]
 fn fit(v: f64, p: f64) -> Fit {
     let s = v * p;
-    if !(s.abs() < MAX_DIGITS) {
+    if s.is_nan() || s.abs() >= MAX_DIGITS {
         return Fit::Exception;
     }
     let d = s.round() as i64;
@@ -194,7 +194,12 @@ pub(crate) fn encode(values: &[f64], out: &mut Vec<u8>, scratch: &mut Vec<i64>) 
                 best_len = buf.len();
                 best = Some((
                     buf,
-                    FloatLayout { encoding, exponent: 0, corrections: 0, exceptions: 0 },
+                    FloatLayout {
+                        encoding,
+                        exponent: 0,
+                        corrections: 0,
+                        exceptions: 0,
+                    },
                 ));
             }
         }
@@ -210,7 +215,12 @@ pub(crate) fn encode(values: &[f64], out: &mut Vec<u8>, scratch: &mut Vec<i64>) 
             for v in values {
                 out.extend_from_slice(&v.to_bits().to_le_bytes());
             }
-            FloatLayout { encoding: FloatEncoding::Plain, exponent: 0, corrections: 0, exceptions: 0 }
+            FloatLayout {
+                encoding: FloatEncoding::Plain,
+                exponent: 0,
+                corrections: 0,
+                exceptions: 0,
+            }
         }
     }
 }
@@ -231,16 +241,22 @@ fn patch(
     ints::decode(r, count, scratch)?;
     ints::decode(r, count, scratch)?;
     let (positions, values) = scratch.split_at(count);
-    let mut next = 0u64;
+    let mut next = 0usize;
     for (&pos, &v) in positions.iter().zip(values) {
-        let pos = pos as u64;
-        if pos < next {
-            return Err(Error::Corruption("patch positions not increasing".to_owned()));
-        }
-        next = pos + 1;
-        match usize::try_from(pos).ok().and_then(|p| lane.get_mut(p)) {
+        let slot = usize::try_from(pos)
+            .ok()
+            .filter(|&p| p >= next)
+            .and_then(|p| {
+                next = p + 1;
+                lane.get_mut(p)
+            });
+        match slot {
             Some(slot) => f(slot, v),
-            None => return Err(Error::Corruption("patch position out of range".to_owned())),
+            None => {
+                return Err(Error::Corruption(
+                    "patch positions out of range or not increasing".to_owned(),
+                ));
+            }
         }
     }
     Ok(())
@@ -259,7 +275,9 @@ pub(crate) fn decode(
     let start = out.len();
     match FloatEncoding::try_from_code(r.u8()?)? {
         FloatEncoding::Plain => {
-            let len = n.checked_mul(8).ok_or_else(|| Error::Corruption("float count".to_owned()))?;
+            let len = n
+                .checked_mul(8)
+                .ok_or_else(|| Error::Corruption("float count".to_owned()))?;
             let raw = r.bytes(len)?;
             out.extend(raw.chunks_exact(8).map(|c| {
                 let mut b = [0u8; 8];
@@ -280,7 +298,9 @@ pub(crate) fn decode(
             patch(r, lane, scratch, |slot, c| {
                 *slot = f64::from_bits(slot.to_bits().wrapping_add(c as u64));
             })?;
-            patch(r, lane, scratch, |slot, bits| *slot = f64::from_bits(bits as u64))?;
+            patch(r, lane, scratch, |slot, bits| {
+                *slot = f64::from_bits(bits as u64)
+            })?;
         }
         FloatEncoding::Xor => {
             scratch.clear();
@@ -352,7 +372,9 @@ mod tests {
 
     #[test]
     fn full_precision_noise() {
-        let v: Vec<f64> = (0..500).map(|i| (f64::from(i) * 0.37).sin() * 1e3).collect();
+        let v: Vec<f64> = (0..500)
+            .map(|i| (f64::from(i) * 0.37).sin() * 1e3)
+            .collect();
         let (len, _) = round_trip(&v);
         assert!(len <= 1 + 8 * 500);
     }

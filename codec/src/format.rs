@@ -153,10 +153,30 @@ mod tests {
                 assert_eq!(from(to(t)), Ok(t));
             }
         }
-        check(ColumnWrap::ALL, ColumnWrap::to_code, ColumnWrap::try_from_code);
-        check(TypeEncoding::ALL, TypeEncoding::to_code, TypeEncoding::try_from_code);
-        check(IntEncoding::ALL, IntEncoding::to_code, IntEncoding::try_from_code);
-        check(FloatEncoding::ALL, FloatEncoding::to_code, FloatEncoding::try_from_code);
-        check(BytesEncoding::ALL, BytesEncoding::to_code, BytesEncoding::try_from_code);
+        check(
+            ColumnWrap::ALL,
+            ColumnWrap::to_code,
+            ColumnWrap::try_from_code,
+        );
+        check(
+            TypeEncoding::ALL,
+            TypeEncoding::to_code,
+            TypeEncoding::try_from_code,
+        );
+        check(
+            IntEncoding::ALL,
+            IntEncoding::to_code,
+            IntEncoding::try_from_code,
+        );
+        check(
+            FloatEncoding::ALL,
+            FloatEncoding::to_code,
+            FloatEncoding::try_from_code,
+        );
+        check(
+            BytesEncoding::ALL,
+            BytesEncoding::to_code,
+            BytesEncoding::try_from_code,
+        );
     }
 }

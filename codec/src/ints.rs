@@ -15,7 +15,7 @@ use crate::reader::Reader;
 use crate::varint;
 use crate::{Error, Result};
 
-/// What [`encode`] chose.
+/// What the encoder chose for one section (see [`crate::ColumnLayout`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct IntLayout {
     /// The section's encoding.
@@ -98,18 +98,30 @@ fn residual_cost(res: &[i64]) -> usize {
 }
 
 fn heads_cost(v: &[i64], order: u8) -> usize {
-    v.iter().take(usize::from(order)).map(|&h| varint::len_signed(h)).sum()
+    v.iter()
+        .take(usize::from(order))
+        .map(|&h| varint::len_signed(h))
+        .sum()
 }
 
 /// Bytes [`encode`] would write for `values`, and its choice. `scratch` is reused memory.
 pub(crate) fn estimate(values: &[i64], scratch: &mut Vec<i64>) -> (usize, IntLayout) {
     let Some(&first) = values.first() else {
-        return (0, IntLayout { encoding: IntEncoding::Const, order: 0 });
+        return (
+            0,
+            IntLayout {
+                encoding: IntEncoding::Const,
+                order: 0,
+            },
+        );
     };
     if values.iter().all(|&v| v == first) {
         return (
             1 + varint::len_signed(first),
-            IntLayout { encoding: IntEncoding::Const, order: 0 },
+            IntLayout {
+                encoding: IntEncoding::Const,
+                order: 0,
+            },
         );
     }
     scratch.clear();
@@ -118,10 +130,16 @@ pub(crate) fn estimate(values: &[i64], scratch: &mut Vec<i64>) -> (usize, IntLay
     for order in 0..=2u8 {
         if order > 0 {
             // One more difference pass on top of the previous order's sequence.
-            delta::encode(scratch.get_mut(usize::from(order) - 1..).unwrap_or_default(), 1);
+            delta::encode(
+                scratch
+                    .get_mut(usize::from(order) - 1..)
+                    .unwrap_or_default(),
+                1,
+            );
         }
         let k = usize::from(order).min(scratch.len());
-        let cost = 2 + heads_cost(scratch, order) + residual_cost(scratch.get(k..).unwrap_or_default());
+        let cost =
+            2 + heads_cost(scratch, order) + residual_cost(scratch.get(k..).unwrap_or_default());
         if cost < best.0 {
             best = (cost, order);
         }
@@ -129,7 +147,13 @@ pub(crate) fn estimate(values: &[i64], scratch: &mut Vec<i64>) -> (usize, IntLay
             break;
         }
     }
-    (best.0, IntLayout { encoding: IntEncoding::Packed, order: best.1 })
+    (
+        best.0,
+        IntLayout {
+            encoding: IntEncoding::Packed,
+            order: best.1,
+        },
+    )
 }
 
 /// Appends the int section of `values`, choosing the smallest encoding.
@@ -177,7 +201,9 @@ pub(crate) fn encode_as(
                 let (offset, width) = block_shape(block, frame);
                 out.push(width as u8);
                 varint::put(out, offset);
-                let lo = frame.base.wrapping_add(offset.wrapping_mul(frame.gcd) as i64);
+                let lo = frame
+                    .base
+                    .wrapping_add(offset.wrapping_mul(frame.gcd) as i64);
                 let tmp = tmp.get_mut(..block.len()).unwrap_or_default();
                 if frame.gcd == 1 {
                     for (t, &r) in tmp.iter_mut().zip(block) {
@@ -243,7 +269,10 @@ pub(crate) fn decode(r: &mut Reader<'_>, n: usize, out: &mut Vec<i64>) -> Result
                     if g == 1 {
                         out.extend(tmp.iter().map(|&u| lo.wrapping_add(u as i64)));
                     } else {
-                        out.extend(tmp.iter().map(|&u| lo.wrapping_add(u.wrapping_mul(g) as i64)));
+                        out.extend(
+                            tmp.iter()
+                                .map(|&u| lo.wrapping_add(u.wrapping_mul(g) as i64)),
+                        );
                     }
                 }
             }
@@ -274,7 +303,9 @@ mod tests {
 
     #[test]
     fn regular_timestamps_cost_almost_nothing() {
-        let ts: Vec<i64> = (0..1000).map(|i| 1_360_000_000_000 + 3_600_000 * i).collect();
+        let ts: Vec<i64> = (0..1000)
+            .map(|i| 1_360_000_000_000 + 3_600_000 * i)
+            .collect();
         let (len, layout) = round_trip(&ts);
         assert!(len < 20, "{len}");
         assert!(layout.order >= 1);
@@ -288,7 +319,9 @@ mod tests {
         round_trip(&[5, 6]);
         round_trip(&[5, 6, 8]);
         round_trip(&[]);
-        let v: Vec<i64> = (0..1000).map(|i: i64| i.wrapping_mul(0x9E37_79B9_7F4A_7C15u64 as i64)).collect();
+        let v: Vec<i64> = (0..1000)
+            .map(|i: i64| i.wrapping_mul(0x9E37_79B9_7F4A_7C15u64 as i64))
+            .collect();
         round_trip(&v);
     }
 

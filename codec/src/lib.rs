@@ -156,7 +156,10 @@ pub fn read_header(blob: &[u8]) -> Result<BlobHeader> {
 /// [`Error::InvalidArgument`] if the column exceeds the format limits.
 pub fn encode_column(column: &Column) -> Result<(Vec<u8>, ColumnLayout)> {
     if column.len() > MAX_ROWS {
-        return Err(Error::InvalidArgument(format!("{} rows exceed {MAX_ROWS}", column.len())));
+        return Err(Error::InvalidArgument(format!(
+            "{} rows exceed {MAX_ROWS}",
+            column.len()
+        )));
     }
     let mut out = Vec::new();
     let layout = blob::Encoder::new().column(column, &mut out)?;

@@ -30,14 +30,20 @@ impl<'a> Reader<'a> {
         if self.buf.is_empty() {
             Ok(())
         } else {
-            Err(Error::Corruption(format!("{} trailing bytes after {what}", self.buf.len())))
+            Err(Error::Corruption(format!(
+                "{} trailing bytes after {what}",
+                self.buf.len()
+            )))
         }
     }
 
     /// Reads `n` bytes.
     pub(crate) fn bytes(&mut self, n: usize) -> Result<&'a [u8]> {
         if n > self.buf.len() {
-            return Err(Error::Truncated { needed: n, available: self.buf.len() });
+            return Err(Error::Truncated {
+                needed: n,
+                available: self.buf.len(),
+            });
         }
         let (head, tail) = self.buf.split_at(n);
         self.buf = tail;
@@ -63,7 +69,10 @@ impl<'a> Reader<'a> {
         let mut v = 0u64;
         for i in 0..10u32 {
             let Some((&b, tail)) = self.buf.split_first() else {
-                return Err(Error::Truncated { needed: 1, available: 0 });
+                return Err(Error::Truncated {
+                    needed: 1,
+                    available: 0,
+                });
             };
             self.buf = tail;
             if i == 9 && b > 1 {
@@ -88,7 +97,9 @@ impl<'a> Reader<'a> {
         let v = self.varint()?;
         match usize::try_from(v) {
             Ok(v) if v <= max => Ok(v),
-            _ => Err(Error::Corruption(format!("{what} {v} exceeds the limit {max}"))),
+            _ => Err(Error::Corruption(format!(
+                "{what} {v} exceeds the limit {max}"
+            ))),
         }
     }
 }

@@ -41,10 +41,13 @@ pub(crate) fn encode(types: &[u8], out: &mut Vec<u8>, scratch: &mut Vec<i64>) ->
             _ => runs.push((t, 1)),
         }
     }
-    let runs_cost =
-        1 + varint::len(runs.len() as u64) + runs.iter().map(|&(_, l)| 1 + varint::len(l)).sum::<usize>();
+    let runs_cost = 1
+        + varint::len(runs.len() as u64)
+        + runs.iter().map(|&(_, l)| 1 + varint::len(l)).sum::<usize>();
 
-    let mut dict: Vec<u8> = (0..=255u8).filter(|&c| counts.get(usize::from(c)).is_some_and(|&n| n > 0)).collect();
+    let mut dict: Vec<u8> = (0..=255u8)
+        .filter(|&c| counts.get(usize::from(c)).is_some_and(|&n| n > 0))
+        .collect();
     dict.sort_by_key(|&c| std::cmp::Reverse(counts.get(usize::from(c)).copied().unwrap_or(0)));
     let mut index_of = [0u8; 256];
     for (i, &c) in dict.iter().enumerate() {
@@ -52,8 +55,10 @@ pub(crate) fn encode(types: &[u8], out: &mut Vec<u8>, scratch: &mut Vec<i64>) ->
             *slot = i as u8;
         }
     }
-    let indices: Vec<i64> =
-        types.iter().map(|&t| i64::from(index_of.get(usize::from(t)).copied().unwrap_or(0))).collect();
+    let indices: Vec<i64> = types
+        .iter()
+        .map(|&t| i64::from(index_of.get(usize::from(t)).copied().unwrap_or(0)))
+        .collect();
     let (idx_cost, idx_layout) = ints::estimate(&indices, scratch);
     let dict_cost = 2 + dict.len() + idx_cost;
 
@@ -93,7 +98,9 @@ pub(crate) fn decode(
         TypeEncoding::Dict => {
             let k = usize::from(r.u8()?);
             if k < 2 {
-                return Err(Error::Corruption("type dictionary of fewer than 2 codes".to_owned()));
+                return Err(Error::Corruption(
+                    "type dictionary of fewer than 2 codes".to_owned(),
+                ));
             }
             let dict = r.bytes(k)?;
             for &c in dict {
@@ -122,7 +129,9 @@ pub(crate) fn decode(
                 out.resize(out.len() + len, code);
             }
             if out.len() != rows {
-                return Err(Error::Corruption("type runs do not cover the rows".to_owned()));
+                return Err(Error::Corruption(
+                    "type runs do not cover the rows".to_owned(),
+                ));
             }
         }
     }
@@ -164,8 +173,15 @@ mod tests {
 
     #[test]
     fn mixed_two_types_cost_about_a_bit() {
-        let t: Vec<u8> =
-            (0..1000u32).map(|i| if (i * 7919) % 3 == 0 { tag::INT32 } else { tag::DOUBLE }).collect();
+        let t: Vec<u8> = (0..1000u32)
+            .map(|i| {
+                if (i * 7919) % 3 == 0 {
+                    tag::INT32
+                } else {
+                    tag::DOUBLE
+                }
+            })
+            .collect();
         let (len, enc) = round_trip(&t);
         assert_eq!(enc, TypeEncoding::Dict);
         assert!(len < 1000 / 8 + 30, "{len}");
@@ -176,6 +192,14 @@ mod tests {
         let mut scratch = Vec::new();
         let mut out = Vec::new();
         assert!(decode(&mut Reader::new(&[0, 0x42]), 3, &mut out, &mut scratch).is_err());
-        assert!(decode(&mut Reader::new(&[2, 1, 0x01, 2]), 3, &mut out, &mut scratch).is_err());
+        assert!(
+            decode(
+                &mut Reader::new(&[2, 1, 0x01, 2]),
+                3,
+                &mut out,
+                &mut scratch
+            )
+            .is_err()
+        );
     }
 }

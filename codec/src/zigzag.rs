@@ -19,7 +19,17 @@ mod tests {
 
     #[test]
     fn round_trip_extremes() {
-        for v in [0, 1, -1, 2, -2, i64::MAX, i64::MIN, i64::MAX - 1, i64::MIN + 1] {
+        for v in [
+            0,
+            1,
+            -1,
+            2,
+            -2,
+            i64::MAX,
+            i64::MIN,
+            i64::MAX - 1,
+            i64::MIN + 1,
+        ] {
             assert_eq!(decode(encode(v)), v);
         }
         assert_eq!(encode(0), 0);

@@ -3,7 +3,8 @@
 mod common;
 
 use tscoll_codec::{
-    Column, Error, MAX_ROWS, decode_bucket, decode_bucket_projected, encode_bucket, read_header, tag,
+    Column, Error, MAX_ROWS, decode_bucket, decode_bucket_projected, encode_bucket, read_header,
+    tag,
 };
 
 #[test]
@@ -11,12 +12,24 @@ fn unequal_lengths_and_repeated_names_are_invalid() {
     let mut a = Column::new();
     a.push_int(tag::INT32, 1);
     let b = Column::new();
-    assert!(matches!(encode_bucket(1, &[("a", &a), ("b", &b)]), Err(Error::InvalidArgument(_))));
-    assert!(matches!(encode_bucket(1, &[("a", &a), ("a", &a)]), Err(Error::InvalidArgument(_))));
-    assert!(matches!(encode_bucket(2, &[("a", &a)]), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        encode_bucket(1, &[("a", &a), ("b", &b)]),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        encode_bucket(1, &[("a", &a), ("a", &a)]),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        encode_bucket(2, &[("a", &a)]),
+        Err(Error::InvalidArgument(_))
+    ));
     let mut big = Column::new();
     big.push_missing_n(MAX_ROWS + 1);
-    assert!(matches!(encode_bucket(MAX_ROWS + 1, &[("a", &big)]), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        encode_bucket(MAX_ROWS + 1, &[("a", &big)]),
+        Err(Error::InvalidArgument(_))
+    ));
 }
 
 #[test]
@@ -29,7 +42,14 @@ fn projection_skips_columns_and_keeps_order() {
         n == "wd" || n == "ts"
     })
     .unwrap();
-    assert_eq!(asked, bucket.columns.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>());
+    assert_eq!(
+        asked,
+        bucket
+            .columns
+            .iter()
+            .map(|(n, _)| n.clone())
+            .collect::<Vec<_>>()
+    );
     let names: Vec<&str> = got.columns.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(names, ["ts", "wd"]);
     assert_eq!(got.row_count, 256);
@@ -54,7 +74,10 @@ fn every_case_round_trips() {
     for case in common::CASES {
         let bucket = common::case(case);
         let blob = common::encode(&bucket);
-        assert!(common::same(&decode_bucket(&blob).unwrap(), &bucket), "{case}");
+        assert!(
+            common::same(&decode_bucket(&blob).unwrap(), &bucket),
+            "{case}"
+        );
     }
 }
 

@@ -5,9 +5,12 @@ mod common;
 
 use tscoll_codec::{Error, decode_bucket, decode_column, encode_column};
 
-fn mutations(len: usize) -> impl Iterator<Item = (usize, Box<dyn Fn(u8) -> u8>)> {
+/// An offset and what to do to its byte.
+type Mutation = (usize, Box<dyn Fn(u8) -> u8>);
+
+fn mutations(len: usize) -> impl Iterator<Item = Mutation> {
     (0..len).flat_map(|i| {
-        let mut m: Vec<(usize, Box<dyn Fn(u8) -> u8>)> = Vec::new();
+        let mut m: Vec<Mutation> = Vec::new();
         for bit in 0..8 {
             m.push((i, Box::new(move |b| b ^ (1 << bit))));
         }
@@ -28,7 +31,10 @@ fn damaged_blobs_fail_the_checksum() {
         }
         let err = decode_bucket(&b).expect_err("damage must be detected");
         assert!(
-            matches!(err, Error::Corruption(_) | Error::UnsupportedVersion(_) | Error::Truncated { .. }),
+            matches!(
+                err,
+                Error::Corruption(_) | Error::UnsupportedVersion(_) | Error::Truncated { .. }
+            ),
             "offset {i}: {err:?}"
         );
     }
@@ -36,7 +42,14 @@ fn damaged_blobs_fail_the_checksum() {
 
 #[test]
 fn damaged_blobs_with_a_valid_checksum_never_panic() {
-    for name in ["weather", "all_types", "nab", "object_ids", "floats_special", "text"] {
+    for name in [
+        "weather",
+        "all_types",
+        "nab",
+        "object_ids",
+        "floats_special",
+        "text",
+    ] {
         let blob = common::encode(&common::case(name));
         for (i, f) in mutations(blob.len() - 4) {
             let mut b = blob.clone();
@@ -53,7 +66,14 @@ fn damaged_blobs_with_a_valid_checksum_never_panic() {
 
 #[test]
 fn damaged_column_bodies_never_panic() {
-    for name in ["weather", "all_types", "int_extremes", "floats_special", "object_ids", "text"] {
+    for name in [
+        "weather",
+        "all_types",
+        "int_extremes",
+        "floats_special",
+        "object_ids",
+        "text",
+    ] {
         let bucket = common::case(name);
         for (_, col) in &bucket.columns {
             let (body, _) = encode_column(col).unwrap();
@@ -80,7 +100,16 @@ fn hostile_headers_are_rejected_cheaply() {
     common::fix_crc(&mut b);
     assert!(matches!(decode_bucket(&b), Err(Error::Corruption(_))));
     // Wrong magic, version 0, a future version.
-    assert!(matches!(decode_bucket(b"XXXX\x01\0\0\0\0\0\0"), Err(Error::Corruption(_))));
-    assert!(matches!(decode_bucket(b"TSCB\x00\0\0\0\0\0\0"), Err(Error::Corruption(_))));
-    assert_eq!(decode_bucket(b"TSCB\x02\0\0\0\0\0\0"), Err(Error::UnsupportedVersion(2)));
+    assert!(matches!(
+        decode_bucket(b"XXXX\x01\0\0\0\0\0\0"),
+        Err(Error::Corruption(_))
+    ));
+    assert!(matches!(
+        decode_bucket(b"TSCB\x00\0\0\0\0\0\0"),
+        Err(Error::Corruption(_))
+    ));
+    assert_eq!(
+        decode_bucket(b"TSCB\x02\0\0\0\0\0\0"),
+        Err(Error::UnsupportedVersion(2))
+    );
 }

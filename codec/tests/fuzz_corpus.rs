@@ -7,7 +7,9 @@ mod targets;
 use std::path::PathBuf;
 
 fn replay(target: &str, run: fn(&[u8])) {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus").join(target);
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../fuzz/corpus")
+        .join(target);
     let mut n = 0;
     for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
         let path = entry.unwrap().path();

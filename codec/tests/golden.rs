@@ -34,17 +34,30 @@ fn golden_files_decode_forever() {
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
         let file = path.file_name().unwrap().to_str().unwrap().to_owned();
-        let Some(stem) = file.strip_suffix(".bin") else { continue };
-        let (version, case) = stem.split_once('_').expect("golden file name v{N}_{case}.bin");
+        let Some(stem) = file.strip_suffix(".bin") else {
+            continue;
+        };
+        let (version, case) = stem
+            .split_once('_')
+            .expect("golden file name v{N}_{case}.bin");
         let version: u8 = version.strip_prefix('v').unwrap().parse().unwrap();
-        assert!(version >= 1 && version <= FORMAT_VERSION, "{file}: version from the future");
+        assert!(
+            version >= 1 && version <= FORMAT_VERSION,
+            "{file}: version from the future"
+        );
         let blob = std::fs::read(&path).unwrap();
         if case == "corrupt_checksum" {
-            assert!(matches!(decode_bucket(&blob), Err(Error::Corruption(_))), "{file}");
+            assert!(
+                matches!(decode_bucket(&blob), Err(Error::Corruption(_))),
+                "{file}"
+            );
         } else {
             assert!(common::CASES.contains(&case), "{file}: unknown case");
             let got = decode_bucket(&blob).unwrap_or_else(|e| panic!("{file}: {e}"));
-            assert!(common::same(&got, &common::case(case)), "{file}: content differs");
+            assert!(
+                common::same(&got, &common::case(case)),
+                "{file}: content differs"
+            );
             assert_eq!(read_header(&blob).unwrap().version, version);
         }
         checked += 1;

@@ -27,7 +27,13 @@ fn push(c: &mut Column, r: &Row) {
 }
 
 fn int_type() -> impl Strategy<Value = u8> {
-    prop::sample::select(vec![tag::INT32, tag::INT64, tag::DATETIME, tag::TIMESTAMP, tag::BOOLEAN])
+    prop::sample::select(vec![
+        tag::INT32,
+        tag::INT64,
+        tag::DATETIME,
+        tag::TIMESTAMP,
+        tag::BOOLEAN,
+    ])
 }
 
 fn bytes_type() -> impl Strategy<Value = u8> {
@@ -49,7 +55,8 @@ fn bytes_type() -> impl Strategy<Value = u8> {
 fn special_float() -> impl Strategy<Value = f64> {
     prop_oneof![
         Just(f64::NAN),
-        any::<u64>().prop_map(|p| f64::from_bits(0x7FF0_0000_0000_0001 | (p & 0x800F_FFFF_FFFF_FFFF))),
+        any::<u64>()
+            .prop_map(|p| f64::from_bits(0x7FF0_0000_0000_0001 | (p & 0x800F_FFFF_FFFF_FFFF))),
         Just(-0.0),
         Just(0.0),
         Just(f64::INFINITY),
@@ -63,11 +70,13 @@ fn special_float() -> impl Strategy<Value = f64> {
 fn any_row() -> impl Strategy<Value = Row> {
     prop_oneof![
         Just(Row::Missing),
-        prop::sample::select(vec![tag::NULL, tag::UNDEFINED, tag::MIN_KEY, tag::MAX_KEY]).prop_map(Row::Empty),
+        prop::sample::select(vec![tag::NULL, tag::UNDEFINED, tag::MIN_KEY, tag::MAX_KEY])
+            .prop_map(Row::Empty),
         (int_type(), any::<i64>()).prop_map(|(t, v)| Row::Int(t, v)),
         any::<u64>().prop_map(|b| Row::Float(f64::from_bits(b))),
         special_float().prop_map(Row::Float),
-        (bytes_type(), prop::collection::vec(any::<u8>(), 0..40)).prop_map(|(t, b)| Row::Bytes(t, b)),
+        (bytes_type(), prop::collection::vec(any::<u8>(), 0..40))
+            .prop_map(|(t, b)| Row::Bytes(t, b)),
     ]
 }
 
@@ -75,7 +84,11 @@ fn any_row() -> impl Strategy<Value = Row> {
 fn pattern_column(rows: usize) -> impl Strategy<Value = Column> {
     let pattern = prop_oneof![
         // Regular or jittered timestamps.
-        (any::<i64>(), prop::sample::select(vec![1i64, 1000, 60_000, 3_600_000]), 0u32..3)
+        (
+            any::<i64>(),
+            prop::sample::select(vec![1i64, 1000, 60_000, 3_600_000]),
+            0u32..3
+        )
             .prop_map(|(base, step, jitter)| (0, base, step, jitter)),
         // Decimals with 0..4 digits.
         (-1_000_000i64..1_000_000, 0i64..4, 0u32..2).prop_map(|(b, e, n)| (1, b, e, n)),
@@ -107,7 +120,10 @@ fn pattern_column(rows: usize) -> impl Strategy<Value = Column> {
                 match kind {
                     0 => {
                         let jitter = if flag == 0 { 0 } else { (rnd % 1000) as i64 };
-                        c.push_int(tag::DATETIME, base.wrapping_add(k.wrapping_mul(i64i)).wrapping_add(jitter));
+                        c.push_int(
+                            tag::DATETIME,
+                            base.wrapping_add(k.wrapping_mul(i64i)).wrapping_add(jitter),
+                        );
                     }
                     1 => {
                         let d = base + (rnd % 2000) as i64 - 1000;
@@ -126,7 +142,8 @@ fn pattern_column(rows: usize) -> impl Strategy<Value = Column> {
                         c.push_bytes(tag::STRING, s.as_bytes());
                     }
                     3 => {
-                        let id = common::object_id(base as u32 + (i as u32) / 10, (i as u32) * k as u32);
+                        let id =
+                            common::object_id(base as u32 + (i as u32) / 10, (i as u32) * k as u32);
                         c.push_bytes(tag::OBJECT_ID, &id);
                     }
                     _ => c.push_int(tag::INT32, base + k * 1000 * (rnd % 50) as i64),

@@ -21,14 +21,25 @@ fn every_prefix_of_a_blob_is_an_error() {
 
 #[test]
 fn every_prefix_of_a_column_body_is_an_error() {
-    for name in ["weather", "nab", "all_types", "object_ids", "floats_special", "int_extremes", "text"] {
+    for name in [
+        "weather",
+        "nab",
+        "all_types",
+        "object_ids",
+        "floats_special",
+        "int_extremes",
+        "text",
+    ] {
         let bucket = common::case(name);
         for (col_name, col) in &bucket.columns {
             let (body, _) = encode_column(col).unwrap();
             for len in 0..body.len() {
                 let err = decode_column(&body[..len], col.len())
                     .expect_err(&format!("{name}/{col_name}: prefix {len} must not decode"));
-                assert!(matches!(err, Error::Truncated { .. } | Error::Corruption(_)), "{err:?}");
+                assert!(
+                    matches!(err, Error::Truncated { .. } | Error::Corruption(_)),
+                    "{err:?}"
+                );
             }
         }
     }

@@ -58,7 +58,11 @@ fn check_blob(blob: &[u8]) {
         assert!(c1.bitwise_eq(c2));
     }
     // Re-encoding gives the same rows.
-    let cols: Vec<(&str, &Column)> = bucket.columns.iter().map(|(n, c)| (n.as_str(), c)).collect();
+    let cols: Vec<(&str, &Column)> = bucket
+        .columns
+        .iter()
+        .map(|(n, c)| (n.as_str(), c))
+        .collect();
     let again = encode_bucket(bucket.row_count, &cols).expect("a decoded bucket re-encodes");
     let back = decode_bucket(&again).expect("a re-encoded bucket decodes");
     assert_eq!(back.row_count, bucket.row_count);
@@ -74,7 +78,11 @@ fn crc32(data: &[u8]) -> u32 {
     for &b in data {
         crc ^= u32::from(b);
         for _ in 0..8 {
-            crc = if crc & 1 == 1 { (crc >> 1) ^ 0xEDB8_8320 } else { crc >> 1 };
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
         }
     }
     !crc
@@ -90,7 +98,13 @@ pub struct Columns {
     pub columns: Vec<(String, Column)>,
 }
 
-const INT_TYPES: [u8; 5] = [tag::INT32, tag::INT64, tag::DATETIME, tag::TIMESTAMP, tag::BOOLEAN];
+const INT_TYPES: [u8; 5] = [
+    tag::INT32,
+    tag::INT64,
+    tag::DATETIME,
+    tag::TIMESTAMP,
+    tag::BOOLEAN,
+];
 const EMPTY_TYPES: [u8; 4] = [tag::NULL, tag::UNDEFINED, tag::MIN_KEY, tag::MAX_KEY];
 const BYTES_TYPES: [u8; 11] = [
     tag::STRING,
@@ -105,19 +119,49 @@ const BYTES_TYPES: [u8; 11] = [
     tag::JAVASCRIPT_WITH_SCOPE,
     tag::DECIMAL128,
 ];
-const WORDS: [&str; 8] = ["N", "NNW", "SE", "ESE", "rain", "drizzle", "", "a longer string value"];
+const WORDS: [&str; 8] = [
+    "N",
+    "NNW",
+    "SE",
+    "ESE",
+    "rain",
+    "drizzle",
+    "",
+    "a longer string value",
+];
 
 /// One column's main pattern.
 #[derive(Clone, Copy, Debug)]
 enum Pattern {
-    Time { base: i64, step: i64, jitter: u8 },
-    Ints { ty: u8, base: i64, spread: u8 },
-    Decimal { exp: u8, base: i64, spread: u16, noisy: bool },
+    Time {
+        base: i64,
+        step: i64,
+        jitter: u8,
+    },
+    Ints {
+        ty: u8,
+        base: i64,
+        spread: u8,
+    },
+    Decimal {
+        exp: u8,
+        base: i64,
+        spread: u16,
+        noisy: bool,
+    },
     FloatBits,
-    Words { pool: u8 },
+    Words {
+        pool: u8,
+    },
     Unique,
-    ObjectIds { base: u32, step: u8 },
-    Payload { ty: u8, max: u8 },
+    ObjectIds {
+        base: u32,
+        step: u8,
+    },
+    Payload {
+        ty: u8,
+        max: u8,
+    },
 }
 
 fn pattern(u: &mut Unstructured<'_>) -> arbitrary::Result<Pattern> {
@@ -127,7 +171,11 @@ fn pattern(u: &mut Unstructured<'_>) -> arbitrary::Result<Pattern> {
             step: *u.choose(&[1, 1000, 60_000, 3_600_000, -5, 0])?,
             jitter: u.arbitrary()?,
         },
-        1 => Pattern::Ints { ty: *u.choose(&INT_TYPES)?, base: u.arbitrary()?, spread: u.arbitrary()? },
+        1 => Pattern::Ints {
+            ty: *u.choose(&INT_TYPES)?,
+            base: u.arbitrary()?,
+            spread: u.arbitrary()?,
+        },
         2 => Pattern::Decimal {
             exp: u.int_in_range(0..=6)?,
             base: u.int_in_range(-100_000..=100_000)?,
@@ -135,19 +183,39 @@ fn pattern(u: &mut Unstructured<'_>) -> arbitrary::Result<Pattern> {
             noisy: u.arbitrary()?,
         },
         3 => Pattern::FloatBits,
-        4 => Pattern::Words { pool: u.int_in_range(1..=8)? },
+        4 => Pattern::Words {
+            pool: u.int_in_range(1..=8)?,
+        },
         5 => Pattern::Unique,
-        6 => Pattern::ObjectIds { base: u.arbitrary()?, step: u.arbitrary()? },
-        _ => Pattern::Payload { ty: *u.choose(&BYTES_TYPES)?, max: u.arbitrary()? },
+        6 => Pattern::ObjectIds {
+            base: u.arbitrary()?,
+            step: u.arbitrary()?,
+        },
+        _ => Pattern::Payload {
+            ty: *u.choose(&BYTES_TYPES)?,
+            max: u.arbitrary()?,
+        },
     })
 }
 
-fn push_pattern(u: &mut Unstructured<'_>, col: &mut Column, p: Pattern, i: usize) -> arbitrary::Result<()> {
+fn push_pattern(
+    u: &mut Unstructured<'_>,
+    col: &mut Column,
+    p: Pattern,
+    i: usize,
+) -> arbitrary::Result<()> {
     let i64i = i as i64;
     match p {
         Pattern::Time { base, step, jitter } => {
-            let j = if jitter == 0 { 0 } else { i64::from(u.int_in_range(0..=jitter)?) };
-            col.push_int(tag::DATETIME, base.wrapping_add(step.wrapping_mul(i64i)).wrapping_add(j));
+            let j = if jitter == 0 {
+                0
+            } else {
+                i64::from(u.int_in_range(0..=jitter)?)
+            };
+            col.push_int(
+                tag::DATETIME,
+                base.wrapping_add(step.wrapping_mul(i64i)).wrapping_add(j),
+            );
         }
         Pattern::Ints { ty, base, spread } => {
             let v = if ty == tag::BOOLEAN {
@@ -159,7 +227,12 @@ fn push_pattern(u: &mut Unstructured<'_>, col: &mut Column, p: Pattern, i: usize
             };
             col.push_int(ty, v);
         }
-        Pattern::Decimal { exp, base, spread, noisy } => {
+        Pattern::Decimal {
+            exp,
+            base,
+            spread,
+            noisy,
+        } => {
             let d = base + i64::from(u.int_in_range(0..=spread)?);
             let mut v = d as f64 / 10f64.powi(i32::from(exp));
             if noisy && u.arbitrary::<bool>()? {
@@ -173,7 +246,10 @@ fn push_pattern(u: &mut Unstructured<'_>, col: &mut Column, p: Pattern, i: usize
             let w = WORDS[usize::from(u.int_in_range(0..=pool - 1)?)];
             col.push_bytes(tag::STRING, w.as_bytes());
         }
-        Pattern::Unique => col.push_bytes(tag::STRING, format!("value-{i}-{}", u.arbitrary::<u16>()?).as_bytes()),
+        Pattern::Unique => col.push_bytes(
+            tag::STRING,
+            format!("value-{i}-{}", u.arbitrary::<u16>()?).as_bytes(),
+        ),
         Pattern::ObjectIds { base, step } => {
             let mut id = [0u8; 12];
             id[..4].copy_from_slice(&base.wrapping_add(i as u32 / 16).to_be_bytes());
@@ -231,7 +307,10 @@ pub fn roundtrip_target(input: &Columns) {
     assert_eq!(bucket.columns.len(), input.columns.len());
     for ((n1, c1), (n2, c2)) in bucket.columns.iter().zip(&input.columns) {
         assert_eq!(n1, n2);
-        assert!(c1.bitwise_eq(c2), "column {n1} differs after the round trip");
+        assert!(
+            c1.bitwise_eq(c2),
+            "column {n1} differs after the round trip"
+        );
     }
     for (_, col) in &input.columns {
         let (body, layout) = encode_column(col).expect("valid column encodes");

@@ -101,7 +101,10 @@ pub fn case(name: &str) -> Bucket {
             let mut random = Column::new();
             let mut rng = Rng(7);
             for i in 0..rows as u32 {
-                ids.push_bytes(tag::OBJECT_ID, &object_id(1_700_000_000 + i / 37, 0x00AB_CDEF + i));
+                ids.push_bytes(
+                    tag::OBJECT_ID,
+                    &object_id(1_700_000_000 + i / 37, 0x00AB_CDEF + i),
+                );
                 let mut r = [0u8; 12];
                 for b in &mut r {
                     *b = rng.next() as u8;
@@ -130,7 +133,10 @@ pub fn case(name: &str) -> Bucket {
                     9 => c.push_int(tag::DATETIME, -62_135_596_800_000 + i as i64),
                     10 => c.push_empty(tag::NULL),
                     11 => c.push_bytes(tag::REGEX, b"^a.*\0i\0"),
-                    12 => c.push_bytes(tag::DB_POINTER, &[2, 0, 0, 0, b'x', 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]),
+                    12 => c.push_bytes(
+                        tag::DB_POINTER,
+                        &[2, 0, 0, 0, b'x', 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12],
+                    ),
                     13 => c.push_bytes(tag::JAVASCRIPT, b"function() {}"),
                     14 => c.push_bytes(tag::SYMBOL, b"sym"),
                     15 => c.push_bytes(tag::JAVASCRIPT_WITH_SCOPE, &[9, 0, 0, 0, 1, 0, 0, 0, 0]),
@@ -144,7 +150,11 @@ pub fn case(name: &str) -> Bucket {
             }
             let mut keys = Column::new();
             for i in 0..rows {
-                keys.push_empty(if i % 2 == 0 { tag::MIN_KEY } else { tag::MAX_KEY });
+                keys.push_empty(if i % 2 == 0 {
+                    tag::MIN_KEY
+                } else {
+                    tag::MAX_KEY
+                });
             }
             columns.push(("mixed".into(), c));
             columns.push(("keys".into(), keys));
@@ -158,7 +168,10 @@ pub fn case(name: &str) -> Bucket {
             for i in 0..rows {
                 wrap.push_int(tag::INT64, if i % 2 == 0 { i64::MIN } else { i64::MAX });
                 random.push_int(tag::INT64, rng.next() as i64);
-                secs.push_int(tag::DATETIME, 1_500_000_000_000 + 60_000 * (rng.below(1000) as i64));
+                secs.push_int(
+                    tag::DATETIME,
+                    1_500_000_000_000 + 60_000 * (rng.below(1000) as i64),
+                );
             }
             columns.push(("wrap".into(), wrap));
             columns.push(("random".into(), random));
@@ -199,7 +212,10 @@ pub fn case(name: &str) -> Bucket {
             columns.push(("place".into(), parse_sample(samples::USGS_PLACE, false)));
             let mut code = Column::new();
             for i in 0..rows {
-                code.push_bytes(tag::JAVASCRIPT, format!("function f{i}() {{ return {i} * 2; }}").as_bytes());
+                code.push_bytes(
+                    tag::JAVASCRIPT,
+                    format!("function f{i}() {{ return {i} * 2; }}").as_bytes(),
+                );
             }
             columns.push(("code".into(), code));
         }
@@ -208,7 +224,10 @@ pub fn case(name: &str) -> Bucket {
     for (n, c) in &columns {
         assert_eq!(c.len(), rows, "case {name} column {n}");
     }
-    Bucket { row_count: rows, columns }
+    Bucket {
+        row_count: rows,
+        columns,
+    }
 }
 
 /// Encodes a bucket.
@@ -221,7 +240,10 @@ pub fn encode(b: &Bucket) -> Vec<u8> {
 pub fn same(a: &Bucket, b: &Bucket) -> bool {
     a.row_count == b.row_count
         && a.columns.len() == b.columns.len()
-        && a.columns.iter().zip(&b.columns).all(|((n1, c1), (n2, c2))| n1 == n2 && c1.bitwise_eq(c2))
+        && a.columns
+            .iter()
+            .zip(&b.columns)
+            .all(|((n1, c1), (n2, c2))| n1 == n2 && c1.bitwise_eq(c2))
 }
 
 /// Overwrites the checksum of a (possibly modified) blob so the decoders behind it are reached.
