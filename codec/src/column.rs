@@ -106,6 +106,10 @@ impl Lane {
 }
 
 /// Lane index per type code (0 = empty, 1 = int, 2 = float, 3 = bytes, 4 = not a type).
+#[expect(
+    clippy::indexing_slicing,
+    reason = "const evaluation: an out-of-range index fails the build"
+)]
 const LANE_INDEX: [u8; 256] = {
     let mut t = [4u8; 256];
     let mut i = 0;
@@ -223,8 +227,14 @@ impl Column {
         ends: Vec<u32>,
     ) -> crate::Result<Self> {
         let Some([_, n_int, n_float, n_bytes]) = lane_counts(&types) else {
-            let bad = types.iter().find(|&&t| Lane::of(t).is_none()).copied().unwrap_or(0);
-            return Err(crate::Error::Corruption(format!("unknown type code {bad:#04x}")));
+            let bad = types
+                .iter()
+                .find(|&&t| Lane::of(t).is_none())
+                .copied()
+                .unwrap_or(0);
+            return Err(crate::Error::Corruption(format!(
+                "unknown type code {bad:#04x}"
+            )));
         };
         if n_int != ints.len() || n_float != floats.len() || n_bytes != ends.len() {
             return Err(crate::Error::Corruption(

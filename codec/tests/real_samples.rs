@@ -1,5 +1,4 @@
-//! Compression of small real samples (embedded, see `common/samples.rs`), and of the bundled
-//! data in `/work/main/data/` when that folder exists.
+//! Compression of small real samples (embedded, see `common/samples.rs`).
 
 mod common;
 
@@ -71,37 +70,4 @@ fn sequential_object_ids_cost_a_few_bits() {
     }
     let b = bits_per_value(&c);
     assert!(b < 2.0, "{b} bits per ObjectId");
-}
-
-#[test]
-fn bundled_data_round_trips_when_present() {
-    // Another crate may bundle data sets here; the test is skipped on machines without them.
-    let dir = std::path::Path::new("/work/main/data");
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.extension().is_some_and(|e| e == "ndjson") {
-            let text = std::fs::read_to_string(&path).unwrap_or_default();
-            // Numbers of each line's last numeric field, as a float column: a smoke check.
-            let mut c = Column::new();
-            for line in text.lines().take(5000) {
-                let v = line
-                    .rsplit(':')
-                    .next()
-                    .and_then(|t| t.trim_end_matches('}').parse::<f64>().ok());
-                match v {
-                    Some(v) => c.push_float(v),
-                    None => c.push_missing(),
-                }
-            }
-            let (body, _) = encode_column(&c).unwrap();
-            assert!(
-                decode_column(&body, c.len()).unwrap().bitwise_eq(&c),
-                "{}",
-                path.display()
-            );
-        }
-    }
 }

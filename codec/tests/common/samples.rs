@@ -1,4 +1,4 @@
-//! Small real samples (public data sets, see /work/shared/data/SOURCES.md: Beijing Multi-Site
+//! Small real samples (public data sets, see data/README.md: Beijing Multi-Site
 //! Air-Quality (CC BY 4.0), NAB (MIT), USGS earthquakes (public domain)), embedded so tests
 //! need no data files. One value per token: `i:<int>`, `f:<double>`, `s:<text>` (`_` = space),
 //! `m` = missing, `n` = null.
