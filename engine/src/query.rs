@@ -129,10 +129,9 @@ impl Collection {
     }
 }
 
-/// A candidate bucket from the index: id, min time, normalized meta bytes.
+/// A candidate bucket from the index: id and normalized meta bytes.
 pub(crate) struct Candidate {
     pub(crate) id: BucketId,
-    pub(crate) min_time: i64,
     pub(crate) meta: Vec<u8>,
 }
 
@@ -164,7 +163,6 @@ impl CollectionInner {
                 if filter.matches_meta(meta.as_ref()) {
                     out.push(Candidate {
                         id,
-                        min_time,
                         meta: key.bytes,
                     });
                 }
@@ -247,7 +245,6 @@ impl CollectionInner {
                     break 'buckets;
                 }
             }
-            let _ = cand.min_time;
         }
         match options.sort {
             Some(SortOrder::Ascending) => results.sort_by_key(|(t, _)| *t),
