@@ -2,7 +2,7 @@
 //! fjall LSM.
 //!
 //! Commands: `create`, `ingest` (NDJSON Extended JSON or CSV, plain or compressed), `find`,
-//! `stats`, `buckets` and `demo` (ingests and queries the bundled real data sets). Each
+//! `stats`, `buckets`, `bench` (measurements) and `demo` (ingests and queries the bundled real data sets). Each
 //! command lives in its own module under `cmd/`; the input readers are in `input/`.
 #![forbid(unsafe_code)]
 
@@ -37,6 +37,8 @@ enum Command {
     Buckets(cmd::buckets::Args),
     /// Ingest, inspect and query the bundled real data sets in a temporary database.
     Demo(cmd::demo::Args),
+    /// Measure tscoll: `bench codec` compares the codec with pcodec and zstd.
+    Bench(cmd::bench::Args),
 }
 
 fn main() -> ExitCode {
@@ -48,6 +50,7 @@ fn main() -> ExitCode {
         Command::Stats(args) => cmd::stats::run(&args),
         Command::Buckets(args) => cmd::buckets::run(&args),
         Command::Demo(args) => cmd::demo::run(&args),
+        Command::Bench(args) => cmd::bench::run(&args),
     };
     match result {
         Ok(code) => code,

@@ -2,27 +2,23 @@
 //! stream + lane sections, optionally one zstd frame). Layout: `docs/format.md`.
 
 use std::collections::HashSet;
-use std::io::Read;
 
 use crate::bytes;
 use crate::column::Column;
 use crate::float::{self, FloatLayout};
 use crate::format::{
-    BytesEncoding, ColumnWrap, MAGIC, MAX_CELLS, MAX_COLUMNS, MAX_LANE_BYTES, MAX_NAME_LEN,
-    MAX_RAW_BODY, MAX_ROWS, TypeEncoding,
+    BytesEncoding, ColumnWrap, FloatEncoding, MAGIC, MAX_CELLS, MAX_COLUMNS, MAX_LANE_BYTES,
+    MAX_NAME_LEN, MAX_RAW_BODY, MAX_ROWS, TypeEncoding,
 };
 use crate::ints::{self, IntLayout};
 use crate::reader::Reader;
 use crate::types;
 use crate::varint;
+use crate::zstd_pass;
 use crate::{Bucket, Error, FORMAT_VERSION, Result};
 
-/// zstd level of the optional column pass.
-const ZSTD_LEVEL: i32 = 3;
 /// Raw bodies shorter than this are not offered to zstd.
 const ZSTD_MIN_BODY: usize = 64;
-/// Largest zstd window (log2 bytes) a decoder accepts; level 3 never writes more than 2^21.
-const ZSTD_WINDOW_LOG_MAX: u32 = 24;
 /// Bytes of the fixed prefix (magic + version) and of the checksum.
 const PREFIX_LEN: usize = MAGIC.len() + 1;
 const CRC_LEN: usize = 4;
@@ -46,11 +42,10 @@ pub struct ColumnLayout {
     pub bytes: Option<BytesEncoding>,
 }
 
-/// Reusable encoder state (scratch memory, zstd context).
+/// Reusable encoder state (scratch memory).
 pub(crate) struct Encoder {
     scratch: Vec<i64>,
     raw: Vec<u8>,
-    zstd: Option<zstd::bulk::Compressor<'static>>,
 }
 
 impl Encoder {
@@ -58,7 +53,6 @@ impl Encoder {
         Encoder {
             scratch: Vec::new(),
             raw: Vec::new(),
-            zstd: None,
         }
     }
 
@@ -86,18 +80,20 @@ impl Encoder {
         }
         let start = out.len();
         let mut zstd = false;
-        if raw_len >= ZSTD_MIN_BODY {
-            if self.zstd.is_none() {
-                self.zstd = zstd::bulk::Compressor::new(ZSTD_LEVEL).ok();
-            }
+        // zstd rarely beats the numeric encodings and costs more than they do: it is offered
+        // only bodies with bytes, or with floats that are not (mostly) decimals.
+        let patched = floats.is_some_and(|f| {
+            f.encoding != FloatEncoding::Alp
+                || 16 * (f.corrections + f.exceptions) >= col.floats().len()
+        });
+        if raw_len >= ZSTD_MIN_BODY && (!col.ends().is_empty() || patched) {
             // Numeric bodies are already dense: zstd must save 1/8 to be worth its decode time.
             let margin = if col.ends().is_empty() {
                 raw_len / 8
             } else {
                 0
             };
-            if let Some(c) = self.zstd.as_mut()
-                && let Ok(z) = c.compress(raw)
+            if let Some(z) = zstd_pass::compress(raw)
                 && varint::len(raw_len as u64) + z.len() + margin < raw_len
             {
                 out.push(ColumnWrap::Zstd.to_code());
@@ -134,32 +130,10 @@ pub(crate) fn decode_column(body: &[u8], rows: usize) -> Result<Column> {
         ColumnWrap::Raw => decode_raw(r.rest(), rows),
         ColumnWrap::Zstd => {
             let raw_len = r.varint_at_most(MAX_RAW_BODY, "raw column length")?;
-            let raw = unzstd(r.rest(), raw_len)?;
+            let raw = zstd_pass::decompress(r.rest(), raw_len)?;
             decode_raw(&raw, rows)
         }
     }
-}
-
-/// Decompresses one zstd frame that must yield exactly `raw_len` bytes. Memory grows with the
-/// output actually produced, never with a declared size.
-fn unzstd(frame: &[u8], raw_len: usize) -> Result<Vec<u8>> {
-    let bad = |e: std::io::Error| Error::Corruption(format!("zstd: {e}"));
-    let mut dec = zstd::stream::read::Decoder::with_buffer(frame)
-        .map_err(bad)?
-        .single_frame();
-    dec.window_log_max(ZSTD_WINDOW_LOG_MAX).map_err(bad)?;
-    let mut raw = Vec::with_capacity(raw_len.min(frame.len().saturating_mul(16)));
-    (&mut dec)
-        .take(raw_len as u64 + 1)
-        .read_to_end(&mut raw)
-        .map_err(bad)?;
-    if raw.len() != raw_len {
-        return Err(Error::Corruption(format!(
-            "zstd frame yields {} bytes, expected {raw_len}",
-            raw.len()
-        )));
-    }
-    Ok(raw)
 }
 
 fn decode_raw(raw: &[u8], rows: usize) -> Result<Column> {
@@ -182,7 +156,7 @@ fn decode_raw(raw: &[u8], rows: usize) -> Result<Column> {
         bytes::decode(&mut r, n_bytes, &mut data, &mut ends, &mut scratch)?;
     }
     r.finish("column")?;
-    Column::from_lanes(type_codes, int_lane, float_lane, data, ends)
+    Column::from_counted_lanes(type_codes, int_lane, float_lane, data, ends)
 }
 
 /// One column's entry in a blob's directory.

@@ -105,6 +105,13 @@ impl Lane {
     }
 }
 
+/// Lane index of a type code (0 = empty, 1 = int, 2 = float, 3 = bytes, 4 = not a type).
+#[inline]
+#[expect(clippy::indexing_slicing, reason = "a u8 indexes a 256-slot array")]
+fn lane_index(code: u8) -> u8 {
+    LANE_INDEX[usize::from(code)]
+}
+
 /// Lane index per type code (0 = empty, 1 = int, 2 = float, 3 = bytes, 4 = not a type).
 #[expect(
     clippy::indexing_slicing,
@@ -127,38 +134,38 @@ const LANE_INDEX: [u8; 256] = {
 };
 
 /// Rows per lane `[empty, int, float, bytes]`, or `None` if a code is not a type.
+#[expect(clippy::indexing_slicing, reason = "a u8 indexes a 256-slot array")]
 pub(crate) fn lane_counts(types: &[u8]) -> Option<[usize; 4]> {
-    let lane = |t: u8| usize::from(LANE_INDEX.get(usize::from(t)).copied().unwrap_or(4));
     let mut counts = [0usize; 5];
     match types.first() {
         None => {}
         // The common case (one type, e.g. "all present") in one vectorized pass.
         Some(&first) if types.iter().all(|&t| t == first) => {
-            if let Some(c) = counts.get_mut(lane(first)) {
+            if let Some(c) = counts.get_mut(usize::from(lane_index(first))) {
                 *c = types.len();
             }
         }
         Some(_) => {
-            // Four interleaved histograms, so consecutive rows of one lane do not wait on each
-            // other's increment.
-            let mut h = [[0usize; 5]; 4];
+            // A histogram per type code (a `u8` indexes 256 slots without a check), four of
+            // them interleaved so runs of one type do not wait on their own increments.
+            let mut h = [[0u32; 256]; 4];
             let chunks = types.chunks_exact(4);
             let tail = chunks.remainder();
             for c in chunks {
-                for (hist, &t) in h.iter_mut().zip(c) {
-                    if let Some(n) = hist.get_mut(lane(t)) {
-                        *n += 1;
-                    }
+                if let [a, b, x, y] = *c {
+                    h[0][usize::from(a)] += 1;
+                    h[1][usize::from(b)] += 1;
+                    h[2][usize::from(x)] += 1;
+                    h[3][usize::from(y)] += 1;
                 }
             }
             for &t in tail {
-                if let Some(n) = h[0].get_mut(lane(t)) {
-                    *n += 1;
-                }
+                h[0][usize::from(t)] += 1;
             }
-            for hist in &h {
-                for (c, n) in counts.iter_mut().zip(hist) {
-                    *c += n;
+            for (code, lane) in LANE_INDEX.iter().enumerate() {
+                let n: u32 = h.iter().map(|hist| hist[code]).sum();
+                if let Some(c) = counts.get_mut(usize::from(*lane)) {
+                    *c += n as usize;
                 }
             }
         }
@@ -241,6 +248,22 @@ impl Column {
                 "lane lengths do not match the row types".to_owned(),
             ));
         }
+        Self::from_counted_lanes(types, ints, floats, bytes, ends)
+    }
+
+    /// As [`Column::from_lanes`] for lanes whose lengths are known to match the types (the
+    /// decoder reads each lane by the count of its types): checks `ends` only.
+    pub(crate) fn from_counted_lanes(
+        types: Vec<u8>,
+        ints: Vec<i64>,
+        floats: Vec<f64>,
+        bytes: Vec<u8>,
+        ends: Vec<u32>,
+    ) -> crate::Result<Self> {
+        debug_assert_eq!(
+            lane_counts(&types).map(|[_, i, f, b]| (i, f, b)),
+            Some((ints.len(), floats.len(), ends.len()))
+        );
         let mut prev = 0u32;
         for &e in &ends {
             if e < prev {

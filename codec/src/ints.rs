@@ -52,13 +52,70 @@ fn gcd(mut a: u64, mut b: u64) -> u64 {
     }
 }
 
+/// A divisibility test by a fixed `d > 0` without division: `d = 2^shift · odd`, and `x` is a
+/// multiple of `odd` exactly when `x · odd⁻¹ (mod 2^64) ≤ ⌊(2^64 − 1) / odd⌋`.
+#[derive(Clone, Copy)]
+struct Divisor {
+    shift: u32,
+    inverse: u64,
+    limit: u64,
+}
+
+impl Divisor {
+    fn new(d: u64) -> Divisor {
+        let shift = d.trailing_zeros();
+        let odd = d >> shift;
+        // Newton's iteration doubles the correct low bits each step: 3 → 6 → ... → 96 ≥ 64.
+        let mut inverse = odd;
+        for _ in 0..5 {
+            inverse = inverse.wrapping_mul(2u64.wrapping_sub(odd.wrapping_mul(inverse)));
+        }
+        Divisor {
+            shift,
+            inverse,
+            limit: u64::MAX / odd,
+        }
+    }
+
+    #[inline]
+    fn divides(self, x: u64) -> bool {
+        x.trailing_zeros() >= self.shift
+            && (x >> self.shift).wrapping_mul(self.inverse) <= self.limit
+    }
+}
+
+/// Values whose divisor seeds the common-divisor search.
+const GCD_SEED: usize = 8;
+
 fn frame_of(res: &[i64]) -> Frame {
     let base = res.iter().copied().min().unwrap_or(0);
-    let mut g = 0u64;
-    for &r in res {
-        g = gcd(g, r.wrapping_sub(base) as u64);
-        if g == 1 {
-            break;
+    let dev = |r: i64| r.wrapping_sub(base) as u64;
+    // A divisor of a few values, then one cheap check of every value against it; only when a
+    // value is not a multiple does the exact (slow) reduction run, from that value on.
+    let mut g = res.iter().take(GCD_SEED).fold(0u64, |g, &r| gcd(g, dev(r)));
+    if g == 1 {
+        return Frame { base, gcd: 1 };
+    }
+    if g > 1 {
+        let d = Divisor::new(g);
+        match res.iter().position(|&r| !d.divides(dev(r))) {
+            None => return Frame { base, gcd: g },
+            Some(i) => {
+                for &r in res.get(i..).unwrap_or_default() {
+                    g = gcd(g, dev(r));
+                    if g == 1 {
+                        break;
+                    }
+                }
+            }
+        }
+    } else {
+        // The seed values all equal the base.
+        for &r in res {
+            g = gcd(g, dev(r));
+            if g == 1 {
+                break;
+            }
         }
     }
     // gcd 0: every residual equals the base (no blocks are written).
@@ -69,23 +126,28 @@ fn frame_of(res: &[i64]) -> Frame {
 /// the frame's divisor.
 #[inline]
 fn block_shape(block: &[i64], frame: Frame) -> (u64, u32) {
+    let (lo, hi) = min_max(block);
+    let offset = lo.wrapping_sub(frame.base) as u64 / frame.gcd;
+    let range = hi.wrapping_sub(lo) as u64 / frame.gcd;
+    (offset, bits::width_of(range))
+}
+
+#[inline]
+fn min_max(block: &[i64]) -> (i64, i64) {
     let mut lo = i64::MAX;
     let mut hi = i64::MIN;
     for &r in block {
         lo = lo.min(r);
         hi = hi.max(r);
     }
-    let offset = lo.wrapping_sub(frame.base) as u64 / frame.gcd;
-    let range = hi.wrapping_sub(lo) as u64 / frame.gcd;
-    (offset, bits::width_of(range))
+    (lo, hi)
 }
 
 /// Bytes the residual part (frame + blocks) of a packed section takes.
-fn residual_cost(res: &[i64]) -> usize {
+fn residual_cost(res: &[i64], frame: Frame) -> usize {
     if res.is_empty() {
         return 0;
     }
-    let frame = frame_of(res);
     let mut cost = varint::len_signed(frame.base) + varint::len(frame.gcd);
     if frame.gcd == 0 {
         return cost;
@@ -97,6 +159,35 @@ fn residual_cost(res: &[i64]) -> usize {
     cost
 }
 
+/// Approximate bytes of the residual part, assuming no common divisor: the cheap measure the
+/// delta order is chosen by.
+fn residual_cost_plain(res: &[i64]) -> usize {
+    let Some(&first) = res.first() else { return 0 };
+    let mut base = first;
+    let mut cost = 0usize;
+    let mut blocks = [(0i64, 0u32); MAX_BLOCKS_SEEN];
+    let mut n_blocks = 0usize;
+    for block in res.chunks(BLOCK_LEN) {
+        let (lo, hi) = min_max(block);
+        base = base.min(lo);
+        let width = bits::width_of(hi.wrapping_sub(lo) as u64);
+        cost += 1 + bits::packed_len(block.len(), width);
+        if let Some(slot) = blocks.get_mut(n_blocks) {
+            *slot = (lo, width);
+            n_blocks += 1;
+        } else {
+            cost += 2;
+        }
+    }
+    for &(lo, _) in blocks.get(..n_blocks).unwrap_or_default() {
+        cost += varint::len(lo.wrapping_sub(base) as u64);
+    }
+    cost + varint::len_signed(base) + 1
+}
+
+/// Blocks whose offsets [`residual_cost_plain`] sizes exactly (a 1000-row bucket has 8).
+const MAX_BLOCKS_SEEN: usize = 64;
+
 fn heads_cost(v: &[i64], order: u8) -> usize {
     v.iter()
         .take(usize::from(order))
@@ -104,29 +195,27 @@ fn heads_cost(v: &[i64], order: u8) -> usize {
         .sum()
 }
 
-/// Bytes [`encode`] would write for `values`, and its choice. `scratch` is reused memory.
-pub(crate) fn estimate(values: &[i64], scratch: &mut Vec<i64>) -> (usize, IntLayout) {
+/// The layout [`encode`] uses for `values`: [`IntEncoding::Const`] when every value is the
+/// same, else the delta order whose residuals pack smallest without a common divisor (a
+/// divisor, when there is one, divides the residuals of every order alike in practice).
+/// Leaves `scratch` holding the residual sequence of the chosen order.
+fn choose(values: &[i64], scratch: &mut Vec<i64>) -> IntLayout {
+    scratch.clear();
     let Some(&first) = values.first() else {
-        return (
-            0,
-            IntLayout {
-                encoding: IntEncoding::Const,
-                order: 0,
-            },
-        );
+        return IntLayout {
+            encoding: IntEncoding::Const,
+            order: 0,
+        };
     };
     if values.iter().all(|&v| v == first) {
-        return (
-            1 + varint::len_signed(first),
-            IntLayout {
-                encoding: IntEncoding::Const,
-                order: 0,
-            },
-        );
+        return IntLayout {
+            encoding: IntEncoding::Const,
+            order: 0,
+        };
     }
-    scratch.clear();
     scratch.extend_from_slice(values);
     let mut best = (usize::MAX, 0u8);
+    let mut computed = 0u8;
     for order in 0..=2u8 {
         if order > 0 {
             // One more difference pass on top of the previous order's sequence.
@@ -136,10 +225,11 @@ pub(crate) fn estimate(values: &[i64], scratch: &mut Vec<i64>) -> (usize, IntLay
                     .unwrap_or_default(),
                 1,
             );
+            computed = order;
         }
         let k = usize::from(order).min(scratch.len());
         let cost =
-            2 + heads_cost(scratch, order) + residual_cost(scratch.get(k..).unwrap_or_default());
+            heads_cost(scratch, order) + residual_cost_plain(scratch.get(k..).unwrap_or_default());
         if cost < best.0 {
             best = (cost, order);
         }
@@ -147,19 +237,37 @@ pub(crate) fn estimate(values: &[i64], scratch: &mut Vec<i64>) -> (usize, IntLay
             break;
         }
     }
-    (
-        best.0,
-        IntLayout {
-            encoding: IntEncoding::Packed,
-            order: best.1,
-        },
-    )
+    let order = best.1;
+    if order != computed {
+        scratch.clear();
+        scratch.extend_from_slice(values);
+        delta::encode(scratch, order);
+    }
+    IntLayout {
+        encoding: IntEncoding::Packed,
+        order,
+    }
+}
+
+/// Bytes [`encode`] would write for `values`, and its choice. `scratch` is reused memory.
+pub(crate) fn estimate(values: &[i64], scratch: &mut Vec<i64>) -> (usize, IntLayout) {
+    let layout = choose(values, scratch);
+    let cost = match (layout.encoding, values.first()) {
+        (_, None) => 0,
+        (IntEncoding::Const, Some(&first)) => 1 + varint::len_signed(first),
+        (IntEncoding::Packed, Some(_)) => {
+            let k = usize::from(layout.order).min(scratch.len());
+            let res = scratch.get(k..).unwrap_or_default();
+            2 + heads_cost(scratch, layout.order) + residual_cost(res, frame_of(res))
+        }
+    };
+    (cost, layout)
 }
 
 /// Appends the int section of `values`, choosing the smallest encoding.
 pub(crate) fn encode(values: &[i64], out: &mut Vec<u8>, scratch: &mut Vec<i64>) -> IntLayout {
-    let (_, layout) = estimate(values, scratch);
-    encode_as(values, layout, out, scratch);
+    let layout = choose(values, scratch);
+    write_residuals(values, layout, out, scratch);
     layout
 }
 
@@ -170,6 +278,17 @@ pub(crate) fn encode_as(
     out: &mut Vec<u8>,
     scratch: &mut Vec<i64>,
 ) {
+    scratch.clear();
+    if layout.encoding == IntEncoding::Packed {
+        scratch.extend_from_slice(values);
+        delta::encode(scratch, layout.order);
+    }
+    write_residuals(values, layout, out, scratch);
+}
+
+/// Writes the section of `values` in `layout`; `scratch` holds the residual sequence of the
+/// layout's delta order (see [`choose`]).
+fn write_residuals(values: &[i64], layout: IntLayout, out: &mut Vec<u8>, scratch: &[i64]) {
     let Some(&first) = values.first() else { return };
     match layout.encoding {
         IntEncoding::Const => {
@@ -179,9 +298,6 @@ pub(crate) fn encode_as(
         IntEncoding::Packed => {
             out.push(IntEncoding::Packed.to_code());
             out.push(layout.order);
-            scratch.clear();
-            scratch.extend_from_slice(values);
-            delta::encode(scratch, layout.order);
             let k = usize::from(layout.order).min(scratch.len());
             let (heads, res) = scratch.split_at(k);
             for &h in heads {
@@ -323,6 +439,46 @@ mod tests {
             .map(|i: i64| i.wrapping_mul(0x9E37_79B9_7F4A_7C15u64 as i64))
             .collect();
         round_trip(&v);
+    }
+
+    #[test]
+    fn divisor_test_matches_remainder() {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for d in (1..200u64).chain([1000, 3_600_000, 86_400_000, 1 << 40, u64::MAX, u64::MAX - 1]) {
+            let div = Divisor::new(d);
+            for k in 0..200u64 {
+                x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                for v in [x, x % 10_000, k * d, k.wrapping_mul(d).wrapping_add(1), 0] {
+                    assert_eq!(div.divides(v), v % d == 0, "{v} by {d}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn frame_divisor_is_the_exact_gcd() {
+        let naive = |res: &[i64]| {
+            let base = *res.iter().min().unwrap();
+            res.iter()
+                .fold(0, |g, &r| gcd(g, r.wrapping_sub(base) as u64))
+        };
+        let cases: Vec<Vec<i64>> = vec![
+            (0..100).map(|i| i * 60_000).collect(),
+            // Multiples of 100 but one value, late: the cheap check must fall back.
+            (0..100)
+                .map(|i| if i == 90 { 12_345 } else { i * 100 })
+                .collect(),
+            // The seed values all equal.
+            (0..100)
+                .map(|i| if i < 20 { 7 } else { 7 + 6 * i })
+                .collect(),
+            vec![5; 10],
+            vec![i64::MIN, i64::MAX, 0],
+            (0..100).map(|i| (i * 7919) % 1000 * 1000 + 3).collect(),
+        ];
+        for res in cases {
+            assert_eq!(frame_of(&res).gcd, naive(&res), "{res:?}");
+        }
     }
 
     #[test]

@@ -43,6 +43,7 @@ mod reader;
 mod types;
 mod varint;
 mod zigzag;
+mod zstd_pass;
 
 pub use blob::{BlobHeader, ColumnEntry, ColumnLayout};
 pub use column::{Column, ColumnIter, Lane, ValueRef, tag};

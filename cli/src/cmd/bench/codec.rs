@@ -1,0 +1,118 @@
+//! `tscoll bench codec`: the codec side by side with pcodec and zstd on real data.
+//!
+//! Every file is read as NDJSON (MongoDB Extended JSON, plain or compressed), grouped by
+//! series (the meta field) and cut into 1000-row chunks per field; see
+//! [`tscoll_benches::codec`] for what is measured.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use tscoll_benches::codec::{Corpus, MeasureOptions, measure};
+
+use crate::cmd::CmdResult;
+use crate::cmd::demo::data_dir;
+use crate::input::ndjson::NdjsonReader;
+use crate::input::open::{open_input, strip_compression_suffix};
+
+/// Arguments of `tscoll bench codec`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// NDJSON files (plain, .xz, .gz, .zst); default: every `*.ndjson*` file of the bundled
+    /// data folder (or of `--data`).
+    pub(crate) files: Vec<PathBuf>,
+    /// Folder whose `*.ndjson*` files are measured when no file is given.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) data: Option<PathBuf>,
+    /// Time field name.
+    #[arg(long, default_value = "ts")]
+    pub(crate) time_field: String,
+    /// Meta field name (series key).
+    #[arg(long, default_value = "meta")]
+    pub(crate) meta_field: String,
+    /// Print one JSON object per column kind, then a `"kind": "pooled"` line.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// Also print sizes per data set and field.
+    #[arg(long)]
+    pub(crate) detail: bool,
+    /// Least time spent timing encode (and decode) of each kind, in ms.
+    #[arg(long, default_value_t = 300, value_name = "MS")]
+    pub(crate) min_time_ms: u64,
+}
+
+fn input_files(args: &Args) -> CmdResult<Vec<PathBuf>> {
+    if !args.files.is_empty() {
+        return Ok(args.files.clone());
+    }
+    let dir = data_dir(args.data.as_deref())?;
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.contains(".ndjson"))
+        })
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        return Err(format!("no *.ndjson* files in {}", dir.display()).into());
+    }
+    Ok(files)
+}
+
+/// Runs `tscoll bench codec`.
+///
+/// # Errors
+/// A file cannot be read or holds a malformed line (named with its line number).
+pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
+    let mut corpus = Corpus::default();
+    for path in input_files(args)? {
+        let display = path.display().to_string();
+        let input = open_input(&display)?;
+        let source = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .map_or(display.clone(), |n| {
+                strip_compression_suffix(n)
+                    .trim_end_matches(".ndjson")
+                    .to_owned()
+            });
+        let mut builder = corpus.builder(&source, &args.time_field, &args.meta_field);
+        for record in NdjsonReader::new(input.reader) {
+            let record = record.map_err(|e| format!("{display}: {e}"))?;
+            let doc = record
+                .doc
+                .map_err(|e| format!("{display}:{}: {e}", record.line))?;
+            builder.add(&doc);
+        }
+        builder.finish();
+        if !args.json {
+            eprintln!("read {display}");
+        }
+    }
+    let report = measure(
+        &corpus,
+        MeasureOptions {
+            min_time: Duration::from_millis(args.min_time_ms),
+            ..MeasureOptions::default()
+        },
+    );
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        for line in report.json_lines() {
+            writeln!(out, "{line}")?;
+        }
+    } else {
+        write!(out, "{}", report.table(args.detail))?;
+        if corpus.skipped > 0 {
+            writeln!(
+                out,
+                "({} documents without a date-typed '{}' skipped)",
+                corpus.skipped, args.time_field
+            )?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
