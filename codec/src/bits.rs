@@ -42,61 +42,160 @@ pub(crate) fn pack(values: &[u64], width: u32, out: &mut Vec<u8>) {
     debug_assert_eq!(out.len() - start, packed_len(values.len(), width));
 }
 
-/// Size of the zero-padded scratch buffer one block is unpacked from: the largest packed
-/// block plus 16 bytes so every 16-byte window read below stays inside it.
-const BLOCK_BUF: usize = BLOCK_LEN * 8 + 16;
+/// Values of one group: `GROUP` values of `W` bits take exactly `W` 64-bit words.
+const GROUP: usize = 64;
+
+/// Frame of reference applied while unpacking: value `u` becomes `base + u·step` (wrapping).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Frame {
+    /// Added to every value.
+    pub(crate) base: i64,
+    /// Multiplies every value (1 for no common divisor).
+    pub(crate) step: u64,
+}
+
+impl Frame {
+    #[inline(always)]
+    fn apply(self, u: u64) -> i64 {
+        self.base.wrapping_add(u.wrapping_mul(self.step) as i64)
+    }
+}
+
+/// Maps an unpacked value to its output (a frame with or without a divisor, monomorphized so
+/// the common `step == 1` case has no multiply).
+trait Apply: Copy {
+    fn apply(self, u: u64) -> i64;
+}
+
+/// `base + u`.
+#[derive(Clone, Copy)]
+struct AddBase(i64);
+
+impl Apply for AddBase {
+    #[inline(always)]
+    fn apply(self, u: u64) -> i64 {
+        self.0.wrapping_add(u as i64)
+    }
+}
+
+impl Apply for Frame {
+    #[inline(always)]
+    fn apply(self, u: u64) -> i64 {
+        Frame::apply(self, u)
+    }
+}
+
+/// Unpacks whole groups of [`GROUP`] values of the constant width `W` (1..=64): each group's
+/// `W` words are loaded once and every value's word and shift are compile-time constants.
+/// `src` holds `8·W` bytes per group of `out`.
+#[inline(always)]
+fn unpack_groups<const W: usize, F: Apply>(src: &[u8], frame: F, out: &mut [i64]) {
+    let mask = u64::MAX >> (64 - W);
+    for (g, o) in src.chunks_exact(8 * W).zip(out.chunks_exact_mut(GROUP)) {
+        let mut w = [0u64; W];
+        for (x, c) in w.iter_mut().zip(g.chunks_exact(8)) {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(c);
+            *x = u64::from_le_bytes(b);
+        }
+        for (j, slot) in o.iter_mut().enumerate() {
+            let bit = j * W;
+            let shift = bit % 64;
+            let lo = w.get(bit / 64).copied().unwrap_or(0) >> shift;
+            let hi = if shift + W > 64 {
+                w.get(bit / 64 + 1).copied().unwrap_or(0) << (64 - shift)
+            } else {
+                0
+            };
+            *slot = frame.apply((lo | hi) & mask);
+        }
+    }
+}
+
+/// [`unpack_groups`] for a width known at run time.
+fn unpack_full_groups<F: Apply>(src: &[u8], width: u32, frame: F, out: &mut [i64]) {
+    macro_rules! by_width {
+        ($($w:literal)*) => {
+            match width {
+                $($w => unpack_groups::<$w, F>(src, frame, out),)*
+                _ => {}
+            }
+        };
+    }
+    by_width!(
+        1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32
+        33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61
+        62 63 64
+    );
+}
 
 /// Unpacks `out.len()` (≤ [`BLOCK_LEN`]) values of `width` bits from `src`, which must be
-/// exactly [`packed_len`]`(out.len(), width)` bytes.
+/// exactly [`packed_len`]`(out.len(), width)` bytes, writing `frame.base + value·frame.step`.
 ///
 /// # Errors
 /// [`Error::Corruption`] if the width is over 64, the count over a block, or `src` has the
 /// wrong length.
-pub(crate) fn unpack_block(src: &[u8], width: u32, out: &mut [u64]) -> Result<()> {
+pub(crate) fn unpack_block(src: &[u8], width: u32, frame: Frame, out: &mut [i64]) -> Result<()> {
     if width > 64 || out.len() > BLOCK_LEN || src.len() != packed_len(out.len(), width) {
         return Err(Error::Corruption("bad bit-packed block".to_owned()));
     }
     if width == 0 {
-        out.fill(0);
+        out.fill(frame.base);
         return Ok(());
     }
-    let mut buf = [0u8; BLOCK_BUF];
-    if let Some(dst) = buf.get_mut(..src.len()) {
-        dst.copy_from_slice(src);
+    // Whole groups first (every full block is two), then the rest value by value.
+    let whole = out.len() / GROUP * GROUP;
+    let (head, tail) = out.split_at_mut(whole);
+    let head_bytes = whole / 8 * width as usize;
+    let head_src = src.get(..head_bytes).unwrap_or_default();
+    if frame.step == 1 {
+        unpack_full_groups(head_src, width, AddBase(frame.base), head);
+    } else {
+        unpack_full_groups(head_src, width, frame, head);
     }
+    let src = src.get(head_bytes..).unwrap_or_default();
     let w = width as usize;
     let mask = u64::MAX >> (64 - width);
-    if width <= 56 {
-        for (i, o) in out.iter_mut().enumerate() {
-            let bit = i * w;
-            let word = read_u64(&buf, bit >> 3);
-            *o = (word >> (bit & 7)) & mask;
-        }
-    } else {
-        for (i, o) in out.iter_mut().enumerate() {
-            let bit = i * w;
-            let word = read_u128(&buf, bit >> 3);
-            *o = ((word >> (bit & 7)) as u64) & mask;
-        }
+    for (i, o) in tail.iter_mut().enumerate() {
+        let bit = i * w;
+        let v = if width <= 56 {
+            read_u64(src, bit >> 3) >> (bit & 7)
+        } else {
+            (read_u128(src, bit >> 3) >> (bit & 7)) as u64
+        };
+        *o = frame.apply(v & mask);
     }
     Ok(())
 }
 
+/// The little-endian `u64` at byte `at` of `src`, bytes past its end read as zero.
 #[inline(always)]
-fn read_u64(buf: &[u8; BLOCK_BUF], at: usize) -> u64 {
-    // `at ≤ BLOCK_LEN·64/8` so the window is always inside `buf`; `get` keeps it panic-free.
+fn read_u64(src: &[u8], at: usize) -> u64 {
     let mut w = [0u8; 8];
-    if let Some(s) = buf.get(at..at + 8) {
-        w.copy_from_slice(s);
+    match src.get(at..at + 8) {
+        Some(s) => w.copy_from_slice(s),
+        None => {
+            let rest = src.get(at..).unwrap_or_default();
+            if let Some(dst) = w.get_mut(..rest.len()) {
+                dst.copy_from_slice(rest);
+            }
+        }
     }
     u64::from_le_bytes(w)
 }
 
+/// The little-endian `u128` at byte `at` of `src`, bytes past its end read as zero.
 #[inline(always)]
-fn read_u128(buf: &[u8; BLOCK_BUF], at: usize) -> u128 {
+fn read_u128(src: &[u8], at: usize) -> u128 {
     let mut w = [0u8; 16];
-    if let Some(s) = buf.get(at..at + 16) {
-        w.copy_from_slice(s);
+    match src.get(at..at + 16) {
+        Some(s) => w.copy_from_slice(s),
+        None => {
+            let rest = src.get(at..).unwrap_or_default();
+            if let Some(dst) = w.get_mut(..rest.len()) {
+                dst.copy_from_slice(rest);
+            }
+        }
     }
     u128::from_le_bytes(w)
 }
@@ -108,7 +207,7 @@ mod tests {
     #[test]
     fn pack_unpack_every_width() {
         for width in 0..=64u32 {
-            for count in [0usize, 1, 7, 8, 9, 63, 127, 128] {
+            for count in [0usize, 1, 7, 8, 9, 63, 64, 65, 127, 128] {
                 let mask = if width == 0 {
                     0
                 } else {
@@ -120,9 +219,21 @@ mod tests {
                 let mut out = Vec::new();
                 pack(&values, width, &mut out);
                 assert_eq!(out.len(), packed_len(count, width));
-                let mut back = vec![0u64; count];
-                unpack_block(&out, width, &mut back).unwrap();
+                let mut back = vec![0i64; count];
+                let plain = Frame { base: 0, step: 1 };
+                unpack_block(&out, width, plain, &mut back).unwrap();
+                let back: Vec<u64> = back.iter().map(|&v| v as u64).collect();
                 assert_eq!(back, values, "width {width} count {count}");
+                // With a frame: base + value·step, wrapping.
+                let frame = Frame {
+                    base: -7,
+                    step: 1000,
+                };
+                let mut framed = vec![0i64; count];
+                unpack_block(&out, width, frame, &mut framed).unwrap();
+                for (f, &v) in framed.iter().zip(&values) {
+                    assert_eq!(*f, (-7i64).wrapping_add(v.wrapping_mul(1000) as i64));
+                }
             }
         }
     }
@@ -137,8 +248,9 @@ mod tests {
 
     #[test]
     fn bad_lengths_fail() {
-        let mut out = [0u64; 4];
-        assert!(unpack_block(&[0; 3], 7, &mut out).is_err());
-        assert!(unpack_block(&[0; 4], 65, &mut out).is_err());
+        let mut out = [0i64; 4];
+        let f = Frame { base: 0, step: 1 };
+        assert!(unpack_block(&[0; 3], 7, f, &mut out).is_err());
+        assert!(unpack_block(&[0; 4], 65, f, &mut out).is_err());
     }
 }

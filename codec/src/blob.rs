@@ -48,7 +48,28 @@ pub(crate) struct Encoder {
     raw: Vec<u8>,
 }
 
+thread_local! {
+    /// One encoder per thread: its scratch memory outlives a call, so encoding a small column
+    /// does not pay for allocations.
+    static ENCODER: std::cell::Cell<Option<Encoder>> = const { std::cell::Cell::new(None) };
+}
+
+/// Largest scratch memory (bytes) an encoder keeps between calls.
+const KEEP_ENCODER_BYTES: usize = 1 << 20;
+
 impl Encoder {
+    /// Runs `f` with this thread's encoder (a fresh one if it is in use).
+    pub(crate) fn with<T>(f: impl FnOnce(&mut Encoder) -> T) -> T {
+        let mut enc = ENCODER
+            .with(std::cell::Cell::take)
+            .unwrap_or_else(Encoder::new);
+        let result = f(&mut enc);
+        if enc.raw.capacity() + 8 * enc.scratch.capacity() <= KEEP_ENCODER_BYTES {
+            ENCODER.with(|cell| cell.set(Some(enc)));
+        }
+        result
+    }
+
     pub(crate) fn new() -> Self {
         Encoder {
             scratch: Vec::new(),
@@ -136,24 +157,39 @@ pub(crate) fn decode_column(body: &[u8], rows: usize) -> Result<Column> {
     }
 }
 
+thread_local! {
+    /// Scratch integers of the decoder, kept per thread so decoding a small column does not
+    /// pay for an allocation.
+    static DECODE_SCRATCH: std::cell::Cell<Vec<i64>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// Largest scratch buffer kept between calls (elements).
+const KEEP_SCRATCH: usize = 1 << 16;
+
 fn decode_raw(raw: &[u8], rows: usize) -> Result<Column> {
+    let mut scratch = DECODE_SCRATCH.with(std::cell::Cell::take);
+    let column = decode_raw_with(raw, rows, &mut scratch);
+    if scratch.capacity() <= KEEP_SCRATCH {
+        scratch.clear();
+        DECODE_SCRATCH.with(|cell| cell.set(scratch));
+    }
+    column
+}
+
+fn decode_raw_with(raw: &[u8], rows: usize, scratch: &mut Vec<i64>) -> Result<Column> {
     let mut r = Reader::new(raw);
-    let mut scratch = Vec::new();
     let mut type_codes = Vec::new();
-    types::decode(&mut r, rows, &mut type_codes, &mut scratch)?;
-    let Some([_, n_int, n_float, n_bytes]) = crate::column::lane_counts(&type_codes) else {
-        return Err(Error::Corruption("unknown type code".to_owned()));
-    };
+    let [_, n_int, n_float, n_bytes] = types::decode(&mut r, rows, &mut type_codes, scratch)?;
     let mut int_lane = Vec::new();
     ints::decode(&mut r, n_int, &mut int_lane)?;
     let mut float_lane = Vec::new();
     if n_float > 0 {
         float_lane.reserve(n_float);
-        float::decode(&mut r, n_float, &mut float_lane, &mut scratch)?;
+        float::decode(&mut r, n_float, &mut float_lane, scratch)?;
     }
     let (mut data, mut ends) = (Vec::new(), Vec::new());
     if n_bytes > 0 {
-        bytes::decode(&mut r, n_bytes, &mut data, &mut ends, &mut scratch)?;
+        bytes::decode(&mut r, n_bytes, &mut data, &mut ends, scratch)?;
     }
     r.finish("column")?;
     Column::from_counted_lanes(type_codes, int_lane, float_lane, data, ends)
@@ -221,12 +257,14 @@ pub(crate) fn encode_blob(
             )));
         }
     }
-    let mut enc = Encoder::new();
     let mut bodies = Vec::new();
     let mut layouts = Vec::with_capacity(columns.len());
-    for (_, col) in columns {
-        layouts.push(enc.column(col, &mut bodies)?);
-    }
+    Encoder::with(|enc| {
+        for (_, col) in columns {
+            layouts.push(enc.column(col, &mut bodies)?);
+        }
+        Ok::<(), Error>(())
+    })?;
     let mut blob = Vec::with_capacity(bodies.len() + 16 + columns.len() * 16);
     blob.extend_from_slice(&MAGIC);
     blob.push(FORMAT_VERSION);

@@ -71,7 +71,13 @@ fn fit(v: f64, p: f64) -> Fit {
     if s.is_nan() || s.abs() >= MAX_DIGITS {
         return Fit::Exception;
     }
-    let d = s.round() as i64;
+    // Round to nearest (ties either way: the check below decides); for |s| < 2^51 adding and
+    // subtracting 2^52 + 2^51 rounds without a libm call.
+    let d = if s.abs() < 2_251_799_813_685_248.0 {
+        ((s + MAGIC) - MAGIC) as i64
+    } else {
+        s.round() as i64
+    };
     let back = ((d as f64) / p).to_bits();
     let bits = v.to_bits();
     if back == bits {
@@ -120,7 +126,7 @@ fn choose_exponent(values: &[f64]) -> usize {
 pub(crate) fn encode(values: &[f64], out: &mut Vec<u8>, scratch: &mut Vec<i64>) -> FloatLayout {
     let n = values.len();
     let mut best_len = 1 + 8 * n;
-    let mut best: Option<(Vec<u8>, FloatLayout)> = None;
+    let mut best: Option<FloatLayout> = None;
 
     // Decimal candidate.
     let e = choose_exponent(values);
@@ -149,26 +155,28 @@ pub(crate) fn encode(values: &[f64], out: &mut Vec<u8>, scratch: &mut Vec<i64>) 
         }
     }
     let n_exc = exc_pos.len();
+    // The candidates are written straight into `out`; a smaller later one replaces it.
+    let start = out.len();
     if n_exc < n {
-        let mut buf = Vec::with_capacity(n * 2 + 16);
-        buf.push(FloatEncoding::Alp.to_code());
-        buf.push(e as u8);
-        ints::encode(&digits, &mut buf, scratch);
-        varint::put(&mut buf, corr_pos.len() as u64);
-        ints::encode(&corr_pos, &mut buf, scratch);
-        ints::encode(&corr, &mut buf, scratch);
-        varint::put(&mut buf, n_exc as u64);
-        ints::encode(&exc_pos, &mut buf, scratch);
-        ints::encode(&exc, &mut buf, scratch);
-        if buf.len() < best_len {
-            best_len = buf.len();
-            let layout = FloatLayout {
+        out.push(FloatEncoding::Alp.to_code());
+        out.push(e as u8);
+        ints::encode(&digits, out, scratch);
+        varint::put(out, corr_pos.len() as u64);
+        ints::encode(&corr_pos, out, scratch);
+        ints::encode(&corr, out, scratch);
+        varint::put(out, n_exc as u64);
+        ints::encode(&exc_pos, out, scratch);
+        ints::encode(&exc, out, scratch);
+        if out.len() - start < best_len {
+            best_len = out.len() - start;
+            best = Some(FloatLayout {
                 encoding: FloatEncoding::Alp,
                 exponent: e as u8,
                 corrections: corr_pos.len(),
                 exceptions: n_exc,
-            };
-            best = Some((buf, layout));
+            });
+        } else {
+            out.truncate(start);
         }
     }
 
@@ -188,29 +196,24 @@ pub(crate) fn encode(values: &[f64], out: &mut Vec<u8>, scratch: &mut Vec<i64>) 
         for (encoding, lane) in [(FloatEncoding::Bits, &raw), (FloatEncoding::Xor, &xored)] {
             let (cost, layout) = ints::estimate(lane, scratch);
             if 1 + cost < best_len {
-                let mut buf = Vec::with_capacity(1 + cost);
-                buf.push(encoding.to_code());
-                ints::encode_as(lane, layout, &mut buf, scratch);
-                best_len = buf.len();
-                best = Some((
-                    buf,
-                    FloatLayout {
-                        encoding,
-                        exponent: 0,
-                        corrections: 0,
-                        exceptions: 0,
-                    },
-                ));
+                out.truncate(start);
+                out.push(encoding.to_code());
+                ints::encode_as(lane, layout, out, scratch);
+                best_len = out.len() - start;
+                best = Some(FloatLayout {
+                    encoding,
+                    exponent: 0,
+                    corrections: 0,
+                    exceptions: 0,
+                });
             }
         }
     }
 
     match best {
-        Some((buf, layout)) => {
-            out.extend_from_slice(&buf);
-            layout
-        }
+        Some(layout) => layout,
         None => {
+            out.truncate(start);
             out.push(FloatEncoding::Plain.to_code());
             for v in values {
                 out.extend_from_slice(&v.to_bits().to_le_bytes());
@@ -222,6 +225,30 @@ pub(crate) fn encode(values: &[f64], out: &mut Vec<u8>, scratch: &mut Vec<i64>) 
                 exceptions: 0,
             }
         }
+    }
+}
+
+/// `2^52 + 2^51`: adding an integer `d` with `|d| < 2^51` to its bit pattern gives the double
+/// `MAGIC + d` exactly.
+const MAGIC: f64 = 6_755_399_441_055_744.0;
+
+/// Appends `d / p` for every digit sequence value (bit-exact with `(d as f64) / p`). When every
+/// `|d| < 2^51` (always, for decimals), the conversion is an integer add and a subtraction, so
+/// the whole loop runs in SIMD lanes.
+fn digits_to_f64(digits: &[i64], p: f64, out: &mut Vec<f64>) {
+    // `d + 2^51` is in `[0, 2^52)` exactly when `|d| < 2^51` (or `d = -2^51`): OR them all.
+    let bits = digits
+        .iter()
+        .fold(0u64, |acc, &d| acc | d.wrapping_add(1 << 51) as u64);
+    if bits < 1 << 52 {
+        let m = MAGIC.to_bits();
+        out.extend(
+            digits
+                .iter()
+                .map(|&d| (f64::from_bits(m.wrapping_add(d as u64)) - MAGIC) / p),
+        );
+    } else {
+        out.extend(digits.iter().map(|&d| (d as f64) / p));
     }
 }
 
@@ -293,7 +320,7 @@ pub(crate) fn decode(
             let p = POW10.get(usize::from(e)).copied().unwrap_or(1.0);
             scratch.clear();
             ints::decode(r, n, scratch)?;
-            out.extend(scratch.iter().map(|&d| (d as f64) / p));
+            digits_to_f64(scratch, p, out);
             let lane = out.get_mut(start..).unwrap_or_default();
             patch(r, lane, scratch, |slot, c| {
                 *slot = f64::from_bits(slot.to_bits().wrapping_add(c as u64));
@@ -368,6 +395,26 @@ mod tests {
         round_trip(&[]);
         round_trip(&[-0.0; 10]);
         round_trip(&[f64::NAN; 10]);
+    }
+
+    #[test]
+    fn fast_digit_conversion_is_exact() {
+        let edge = 1i64 << 51;
+        let digits: Vec<i64> = [0, 1, -1, 12_345, -98_765, edge - 1, -edge, 1 << 40]
+            .into_iter()
+            .chain((0..2000).map(|i: i64| i.wrapping_mul(0x9E37_79B9) % edge))
+            .collect();
+        for &p in &POW10 {
+            let mut fast = Vec::new();
+            digits_to_f64(&digits, p, &mut fast);
+            for (&d, f) in digits.iter().zip(&fast) {
+                assert_eq!(f.to_bits(), ((d as f64) / p).to_bits(), "{d} / {p}");
+            }
+        }
+        // Out of the fast range: the plain conversion.
+        let mut out = Vec::new();
+        digits_to_f64(&[edge, i64::MIN, i64::MAX], 10.0, &mut out);
+        assert_eq!(out[2].to_bits(), ((i64::MAX as f64) / 10.0).to_bits());
     }
 
     #[test]

@@ -368,8 +368,9 @@ pub(crate) fn decode(r: &mut Reader<'_>, n: usize, out: &mut Vec<i64>) -> Result
                     // Every residual equals the base.
                     out.resize(start + n, base);
                 }
-                let mut tmp = [0u64; BLOCK_LEN];
                 let mut left = if g == 0 { 0 } else { m };
+                let mut at = out.len();
+                out.resize(start + n, 0);
                 while left > 0 {
                     let count = left.min(BLOCK_LEN);
                     left -= count;
@@ -379,17 +380,13 @@ pub(crate) fn decode(r: &mut Reader<'_>, n: usize, out: &mut Vec<i64>) -> Result
                     }
                     let offset = r.varint()?;
                     let src = r.bytes(bits::packed_len(count, width))?;
-                    let tmp = tmp.get_mut(..count).unwrap_or_default();
-                    bits::unpack_block(src, width, tmp)?;
-                    let lo = base.wrapping_add(offset.wrapping_mul(g) as i64);
-                    if g == 1 {
-                        out.extend(tmp.iter().map(|&u| lo.wrapping_add(u as i64)));
-                    } else {
-                        out.extend(
-                            tmp.iter()
-                                .map(|&u| lo.wrapping_add(u.wrapping_mul(g) as i64)),
-                        );
-                    }
+                    let frame = bits::Frame {
+                        base: base.wrapping_add(offset.wrapping_mul(g) as i64),
+                        step: g,
+                    };
+                    let dst = out.get_mut(at..at + count).unwrap_or_default();
+                    bits::unpack_block(src, width, frame, dst)?;
+                    at += count;
                 }
             }
             delta::decode(out.get_mut(start..).unwrap_or_default(), order);

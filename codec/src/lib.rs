@@ -163,7 +163,7 @@ pub fn encode_column(column: &Column) -> Result<(Vec<u8>, ColumnLayout)> {
         )));
     }
     let mut out = Vec::new();
-    let layout = blob::Encoder::new().column(column, &mut out)?;
+    let layout = blob::Encoder::with(|enc| enc.column(column, &mut out))?;
     Ok((out, layout))
 }
 

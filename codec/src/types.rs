@@ -79,7 +79,23 @@ pub(crate) fn encode(types: &[u8], out: &mut Vec<u8>, scratch: &mut Vec<i64>) ->
     }
 }
 
-/// Reads a type stream of `rows` codes into `out` (cleared first).
+/// Rows per lane `[empty, int, float, bytes]`.
+pub(crate) type LaneCounts = [usize; 4];
+
+fn lane_slot(counts: &mut LaneCounts, code: u8) -> Option<&mut usize> {
+    counts.get_mut(match Lane::of(code)? {
+        Lane::Empty => 0,
+        Lane::Int => 1,
+        Lane::Float => 2,
+        Lane::Bytes => 3,
+    })
+}
+
+/// Dictionaries up to this size are counted with one vectorized pass per code.
+const COUNT_PER_CODE_MAX: usize = 8;
+
+/// Reads a type stream of `rows` codes into `out` (cleared first) and returns the rows of
+/// each lane (known from the stream's structure, so the codes need no second pass).
 ///
 /// # Errors
 /// [`Error::Truncated`] or [`Error::Corruption`] for bad input (including unknown type codes).
@@ -88,12 +104,16 @@ pub(crate) fn decode(
     rows: usize,
     out: &mut Vec<u8>,
     scratch: &mut Vec<i64>,
-) -> Result<()> {
+) -> Result<LaneCounts> {
     out.clear();
+    let mut counts = [0usize; 4];
     match TypeEncoding::try_from_code(r.u8()?)? {
         TypeEncoding::Const => {
             let code = check_code(r.u8()?)?;
             out.resize(rows, code);
+            if let Some(c) = lane_slot(&mut counts, code) {
+                *c = rows;
+            }
         }
         TypeEncoding::Dict => {
             let k = usize::from(r.u8()?);
@@ -116,6 +136,17 @@ pub(crate) fn decode(
                     None => return Err(Error::Corruption(format!("type index {i} out of range"))),
                 }
             }
+            if k <= COUNT_PER_CODE_MAX {
+                for &code in dict {
+                    let n = out.iter().filter(|&&t| t == code).count();
+                    if let Some(c) = lane_slot(&mut counts, code) {
+                        *c += n;
+                    }
+                }
+            } else {
+                counts = crate::column::lane_counts(out)
+                    .ok_or_else(|| Error::Corruption("unknown type code".to_owned()))?;
+            }
         }
         TypeEncoding::Runs => {
             let n_runs = r.varint_at_most(rows, "type run count")?;
@@ -127,6 +158,9 @@ pub(crate) fn decode(
                     return Err(Error::Corruption("empty type run".to_owned()));
                 }
                 out.resize(out.len() + len, code);
+                if let Some(c) = lane_slot(&mut counts, code) {
+                    *c += len;
+                }
             }
             if out.len() != rows {
                 return Err(Error::Corruption(
@@ -135,7 +169,7 @@ pub(crate) fn decode(
             }
         }
     }
-    Ok(())
+    Ok(counts)
 }
 
 #[cfg(test)]
@@ -149,9 +183,10 @@ mod tests {
         let enc = encode(types, &mut out, &mut scratch);
         let mut r = Reader::new(&out);
         let mut back = Vec::new();
-        decode(&mut r, types.len(), &mut back, &mut scratch).unwrap();
+        let counts = decode(&mut r, types.len(), &mut back, &mut scratch).unwrap();
         assert_eq!(r.remaining(), 0);
         assert_eq!(back, types);
+        assert_eq!(Some(counts), crate::column::lane_counts(types));
         (out.len(), enc)
     }
 
@@ -185,6 +220,32 @@ mod tests {
         let (len, enc) = round_trip(&t);
         assert_eq!(enc, TypeEncoding::Dict);
         assert!(len < 1000 / 8 + 30, "{len}");
+    }
+
+    #[test]
+    fn many_codes_are_counted_per_lane() {
+        let codes = [
+            tag::MISSING,
+            tag::DOUBLE,
+            tag::STRING,
+            tag::INT32,
+            tag::INT64,
+            tag::BOOLEAN,
+            tag::DATETIME,
+            tag::NULL,
+            tag::OBJECT_ID,
+            tag::DECIMAL128,
+            tag::TIMESTAMP,
+            tag::BINARY,
+        ];
+        let t: Vec<u8> = (0..1000usize)
+            .map(|i| codes[(i * 7919 + i / 3) % codes.len()])
+            .collect();
+        let (_, enc) = round_trip(&t);
+        assert_eq!(enc, TypeEncoding::Dict);
+        let blocks: Vec<u8> = (0..1000usize).map(|i| codes[i / 100]).collect();
+        let (_, enc) = round_trip(&blocks);
+        assert_eq!(enc, TypeEncoding::Runs);
     }
 
     #[test]
