@@ -140,7 +140,7 @@ impl Encoder {
 }
 
 /// Decodes a column body of `rows` rows.
-pub(crate) fn decode_column(body: &[u8], rows: usize) -> Result<Column> {
+pub(crate) fn decode_column(body: &[u8], rows: usize, version: u8) -> Result<Column> {
     if rows > MAX_ROWS {
         return Err(Error::InvalidArgument(format!(
             "{rows} rows exceed the limit {MAX_ROWS}"
@@ -148,11 +148,11 @@ pub(crate) fn decode_column(body: &[u8], rows: usize) -> Result<Column> {
     }
     let mut r = Reader::new(body);
     match ColumnWrap::try_from_code(r.u8()?)? {
-        ColumnWrap::Raw => decode_raw(r.rest(), rows),
+        ColumnWrap::Raw => decode_raw(r.rest(), rows, version),
         ColumnWrap::Zstd => {
             let raw_len = r.varint_at_most(MAX_RAW_BODY, "raw column length")?;
             let raw = zstd_pass::decompress(r.rest(), raw_len)?;
-            decode_raw(&raw, rows)
+            decode_raw(&raw, rows, version)
         }
     }
 }
@@ -166,9 +166,9 @@ thread_local! {
 /// Largest scratch buffer kept between calls (elements).
 const KEEP_SCRATCH: usize = 1 << 16;
 
-fn decode_raw(raw: &[u8], rows: usize) -> Result<Column> {
+fn decode_raw(raw: &[u8], rows: usize, version: u8) -> Result<Column> {
     let mut scratch = DECODE_SCRATCH.with(std::cell::Cell::take);
-    let column = decode_raw_with(raw, rows, &mut scratch);
+    let column = decode_raw_with(raw, rows, version, &mut scratch);
     if scratch.capacity() <= KEEP_SCRATCH {
         scratch.clear();
         DECODE_SCRATCH.with(|cell| cell.set(scratch));
@@ -176,7 +176,7 @@ fn decode_raw(raw: &[u8], rows: usize) -> Result<Column> {
     column
 }
 
-fn decode_raw_with(raw: &[u8], rows: usize, scratch: &mut Vec<i64>) -> Result<Column> {
+fn decode_raw_with(raw: &[u8], rows: usize, version: u8, scratch: &mut Vec<i64>) -> Result<Column> {
     let mut r = Reader::new(raw);
     let mut type_codes = Vec::new();
     let [_, n_int, n_float, n_bytes] = types::decode(&mut r, rows, &mut type_codes, scratch)?;
@@ -189,7 +189,7 @@ fn decode_raw_with(raw: &[u8], rows: usize, scratch: &mut Vec<i64>) -> Result<Co
     }
     let (mut data, mut ends) = (Vec::new(), Vec::new());
     if n_bytes > 0 {
-        bytes::decode(&mut r, n_bytes, &mut data, &mut ends, scratch)?;
+        bytes::decode(&mut r, n_bytes, &mut data, &mut ends, scratch, version)?;
     }
     r.finish("column")?;
     Column::from_counted_lanes(type_codes, int_lane, float_lane, data, ends)
@@ -382,7 +382,7 @@ pub(crate) fn decode_blob(blob: &[u8], keep: &mut dyn FnMut(&str) -> bool) -> Re
     let mut columns = Vec::new();
     for (name, body) in p.columns {
         if keep(name) {
-            columns.push((name.to_owned(), decode_column(body, p.rows)?));
+            columns.push((name.to_owned(), decode_column(body, p.rows, p.version)?));
         }
     }
     Ok(Bucket {

@@ -129,6 +129,9 @@ tag_enum! {
         /// Every payload is 12 bytes (ObjectId): three int sections (timestamp, middle,
         /// counter).
         ObjectId = 2,
+        /// Distinct payloads as in `Dict`, then the per-row indices range-coded with an
+        /// adaptive context model (format version 2 and later).
+        DictCoded = 3,
     }
 }
 

@@ -35,10 +35,12 @@ mod blob;
 mod bytes;
 mod column;
 mod delta;
+mod dict_model;
 mod error;
 mod float;
 mod format;
 mod ints;
+mod range_coder;
 mod reader;
 mod types;
 mod varint;
@@ -56,7 +58,7 @@ pub use format::{
 pub use ints::IntLayout;
 
 /// Newest blob format version this build writes (and every version up to it, it reads).
-pub const FORMAT_VERSION: u8 = 1;
+pub const FORMAT_VERSION: u8 = 2;
 
 /// A decoded blob: its row count and its (possibly projected) columns in stored order.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -167,7 +169,8 @@ pub fn encode_column(column: &Column) -> Result<(Vec<u8>, ColumnLayout)> {
     Ok((out, layout))
 }
 
-/// Decodes one column body of `row_count` rows written by [`encode_column`].
+/// Decodes one column body of `row_count` rows written by [`encode_column`] (of this build's
+/// [`FORMAT_VERSION`]).
 ///
 /// ```
 /// use tscoll_codec::{Column, decode_column, encode_column, tag};
@@ -184,5 +187,5 @@ pub fn encode_column(column: &Column) -> Result<(Vec<u8>, ColumnLayout)> {
 /// [`Error::Corruption`] or [`Error::Truncated`] for bad input; [`Error::InvalidArgument`] if
 /// `row_count` exceeds [`MAX_ROWS`].
 pub fn decode_column(body: &[u8], row_count: usize) -> Result<Column> {
-    blob::decode_column(body, row_count)
+    blob::decode_column(body, row_count, FORMAT_VERSION)
 }

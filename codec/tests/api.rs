@@ -62,7 +62,7 @@ fn header_lists_names_and_sizes() {
     let bucket = common::case("weather");
     let blob = common::encode(&bucket);
     let h = read_header(&blob).unwrap();
-    assert_eq!(h.version, 1);
+    assert_eq!(h.version, tscoll_codec::FORMAT_VERSION);
     assert_eq!(h.row_count, 256);
     let names: Vec<&str> = h.columns.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(names, ["ts", "TEMP", "PRES", "PM2.5", "wd", "sparse"]);
