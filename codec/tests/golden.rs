@@ -42,7 +42,7 @@ fn golden_files_decode_forever() {
             .expect("golden file name v{N}_{case}.bin");
         let version: u8 = version.strip_prefix('v').unwrap().parse().unwrap();
         assert!(
-            version >= 1 && version <= FORMAT_VERSION,
+            (1..=FORMAT_VERSION).contains(&version),
             "{file}: version from the future"
         );
         let blob = std::fs::read(&path).unwrap();
