@@ -123,8 +123,18 @@ pub(crate) fn decode(
                 ));
             }
             let dict = r.bytes(k)?;
+            let mut seen = [false; 256];
             for &c in dict {
                 check_code(c)?;
+                // A repeated code would be counted twice below (the encoder never repeats one).
+                match seen.get_mut(usize::from(c)) {
+                    Some(s) if !*s => *s = true,
+                    _ => {
+                        return Err(Error::Corruption(format!(
+                            "type code {c:#04x} repeats in the type dictionary"
+                        )));
+                    }
+                }
             }
             scratch.clear();
             ints::decode(r, rows, scratch)?;
@@ -246,6 +256,20 @@ mod tests {
         let blocks: Vec<u8> = (0..1000usize).map(|i| codes[i / 100]).collect();
         let (_, enc) = round_trip(&blocks);
         assert_eq!(enc, TypeEncoding::Runs);
+    }
+
+    #[test]
+    fn repeated_dictionary_codes_fail() {
+        // Dict of [INT32, INT32], then a constant index section of 0s.
+        let mut bytes = vec![TypeEncoding::Dict.to_code(), 2, tag::INT32, tag::INT32];
+        ints::encode(&[0; 4], &mut bytes, &mut Vec::new());
+        let err = decode(
+            &mut Reader::new(&bytes),
+            4,
+            &mut Vec::new(),
+            &mut Vec::new(),
+        );
+        assert!(matches!(err, Err(Error::Corruption(_))), "{err:?}");
     }
 
     #[test]
