@@ -3,9 +3,13 @@
 
 #[cfg(loom)]
 pub(crate) use loom::sync::{
-    Arc, Condvar, Mutex, MutexGuard,
+    Condvar, Mutex, MutexGuard,
     atomic::{AtomicBool, AtomicU64, Ordering},
 };
+// loom's `Arc` has no `Hash`/`Eq`/`Borrow`, which the catalog's maps keyed by `Arc<BucketKey>`
+// need; `Arc` only shares immutable data here, so std's serves under loom as well.
+#[cfg(loom)]
+pub(crate) use std::sync::Arc;
 #[cfg(not(loom))]
 pub(crate) use std::sync::{
     Arc, Condvar, Mutex, MutexGuard,
