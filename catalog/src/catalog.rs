@@ -870,6 +870,11 @@ impl BucketCatalog {
     pub fn prepare_commit(&self, batch: &Arc<WriteBatch>) -> Result<PreparedBatch, String> {
         let mut stripe = lock(&self.stripes[batch.stripe]);
         loop {
+            // A batch failed by an abort (of its bucket, by another writer) is never
+            // committed.
+            if let Some(reason) = batch.failure() {
+                return Err(reason);
+            }
             let Some(bucket) = stripe.buckets.get(&batch.bucket_id) else {
                 return Err("bucket was cleared from the catalog".to_owned());
             };
@@ -895,6 +900,7 @@ impl BucketCatalog {
             bucket.active = None;
         }
         bucket.prepared = true;
+        batch.mark_prepared();
         let mut data = std::mem::take(&mut *lock(&batch.data));
         let rows = data.rows;
         let mut columns = Vec::with_capacity(data.columns.len());
@@ -966,7 +972,10 @@ impl BucketCatalog {
             let new = bucket.measure_memory();
             self.memory.fetch_add(new, Ordering::Relaxed);
             self.memory.fetch_sub(old, Ordering::Relaxed);
-            if !bucket.has_pending() {
+            if !bucket.has_pending() && bucket.state == BucketState::Cleared {
+                // Cleared by an abort while this batch was prepared: it goes now.
+                self.remove_bucket(&mut stripe, &batch.bucket_id);
+            } else if !bucket.has_pending() {
                 match bucket.rollover {
                     Some(reason) => roll = Some(reason),
                     None if bucket.state == BucketState::Normal => {
@@ -993,13 +1002,37 @@ impl BucketCatalog {
     }
 
     /// Aborts a batch whose commit failed (SPEC ): the batch and every other
-    /// unprepared batch of the bucket fail with `reason`, and the bucket leaves the catalog.
+    /// unprepared batch of the bucket fail with `reason`. The bucket leaves the catalog now
+    /// if no batch of it is prepared or the aborted batch is the prepared one; if another
+    /// writer's batch is prepared, the bucket is marked cleared (no series finds it, no
+    /// insert goes to it) and leaves when that batch finishes.
     pub fn abort(&self, batch: &Arc<WriteBatch>, reason: &str) {
         let mut stripe = lock(&self.stripes[batch.stripe]);
-        if let Some(bucket) = self.remove_bucket(&mut stripe, &batch.bucket_id)
-            && let Some(active) = &bucket.active
-        {
-            active.fulfil(Err(reason.to_owned()));
+        let mut detach = None;
+        if let Some(bucket) = stripe.buckets.get_mut(&batch.bucket_id) {
+            if let Some(active) = bucket.active.take() {
+                active.fulfil(Err(reason.to_owned()));
+            }
+            if bucket.prepared && !batch.is_prepared() {
+                bucket.state = BucketState::Cleared;
+                detach = Some(Arc::clone(&bucket.key));
+            }
+        }
+        match detach {
+            Some(key) => {
+                if let Some(series) = stripe.series.get_mut(&key) {
+                    if series.open == Some(batch.bucket_id) {
+                        series.open = None;
+                    }
+                    series.rolling.retain(|r| *r != batch.bucket_id);
+                    if series.open.is_none() && series.rolling.is_empty() {
+                        stripe.series.remove(&key);
+                    }
+                }
+            }
+            None => {
+                self.remove_bucket(&mut stripe, &batch.bucket_id);
+            }
         }
         drop(stripe);
         self.stripe_cv[batch.stripe].notify_all();

@@ -15,6 +15,8 @@ pub struct WriteBatch {
     pub(crate) key: Arc<BucketKey>,
     pub(crate) stripe: usize,
     commit_rights: AtomicBool,
+    /// Set (under the stripe lock) when the batch is prepared (SPEC ).
+    prepared: AtomicBool,
     pub(crate) data: Mutex<BatchData>,
     outcome: Mutex<Option<Result<(), String>>>,
     done: Condvar,
@@ -36,6 +38,7 @@ impl WriteBatch {
             key,
             stripe,
             commit_rights: AtomicBool::new(false),
+            prepared: AtomicBool::new(false),
             data: Mutex::new(BatchData::default()),
             outcome: Mutex::new(None),
             done: Condvar::new(),
@@ -66,9 +69,31 @@ impl WriteBatch {
         lock(&self.data).indices.clone()
     }
 
+    /// Settles the batch's outcome; the first outcome wins (a batch failed by an abort stays
+    /// failed, SPEC ).
     pub(crate) fn fulfil(&self, result: Result<(), String>) {
-        *lock(&self.outcome) = Some(result);
+        let mut g = lock(&self.outcome);
+        if g.is_none() {
+            *g = Some(result);
+        }
+        drop(g);
         self.done.notify_all();
+    }
+
+    /// The abort reason, if the batch was failed.
+    pub(crate) fn failure(&self) -> Option<String> {
+        match lock(&self.outcome).as_ref() {
+            Some(Err(e)) => Some(e.clone()),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn mark_prepared(&self) {
+        self.prepared.store(true, Ordering::Release);
+    }
+
+    pub(crate) fn is_prepared(&self) -> bool {
+        self.prepared.load(Ordering::Acquire)
     }
 
     /// Whether the batch has finished (committed or aborted).

@@ -772,8 +772,8 @@ fn concurrent_reopening_of_one_series() {
 /// The aborted writer's retry may reopen the very bucket whose other batch is still prepared.
 /// A last insert checks that the catalog's state of the bucket agrees with storage.
 ///
-/// Fails: `abort` removes the bucket from the catalog at once, although w0's batch of it is
-/// prepared (R-7.3.1 wants it marked cleared and removed when that batch finishes). Once w0 has
+/// Regression: `abort` used to remove the bucket from the catalog at once, although w0's batch
+/// of it was prepared (R-7.3.1 wants it marked cleared and removed when that batch finishes). Once w0 has
 /// written its segment, w10's retry reopens the bucket from storage as a new in-memory copy with
 /// the same `_id`; w0's `finish` then finds that copy by `_id`, adds its rows to the copy's
 /// committed count a second time and clears its `prepared` flag. The next commit claims 3
@@ -781,7 +781,6 @@ fn concurrent_reopening_of_one_series() {
 /// come while w10's retry batch was prepared, a second batch of the bucket could have been
 /// prepared at the same time (R-7.2.5).
 #[test]
-#[ignore = "finds a catalog bug (see the doc comment); run with --ignored"]
 fn abort_while_another_batch_is_prepared_then_retry_with_reopening() {
     model(|| {
         let catalog = catalog();
@@ -820,13 +819,12 @@ fn abort_while_another_batch_is_prepared_then_retry_with_reopening() {
 /// bucket is prepared. w0's storage write fails and it aborts: the shared batch fails too, w20
 /// learns so and retries, so the shared batch must never be committed afterwards.
 ///
-/// Fails: `prepare_commit` looks the bucket up by `_id` only and never checks whether its batch
-/// was already failed by `abort` (R-7.2.2: "if the batch was aborted meanwhile ... it returns
+/// Regression: `prepare_commit` used to look the bucket up by `_id` only, never checking whether
+/// its batch was already failed by `abort` (R-7.2.2: "if the batch was aborted meanwhile ... it returns
 /// the abort status"). After w20's retry has reopened the bucket from storage, w10 prepares the
 /// failed batch on the reopened copy and commits it: w20's measurement is stored twice, and the
 /// batch's promise, fulfilled with the error, is fulfilled again with success.
 #[test]
-#[ignore = "finds a catalog bug (see the doc comment); run with --ignored"]
 fn batch_failed_by_abort_is_not_committed_later() {
     model(|| {
         let catalog = catalog();
