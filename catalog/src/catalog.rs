@@ -862,6 +862,18 @@ impl BucketCatalog {
         batch
     }
 
+    /// Waits for a batch set aside by [`WriteBatch::claim_commit_rights`] to be committed or
+    /// aborted by its committer, counting `numWaits` when it is not done yet (SPEC ).
+    ///
+    /// # Errors
+    /// The abort reason when the batch was aborted.
+    pub fn wait(&self, batch: &WriteBatch) -> Result<(), String> {
+        if !batch.is_finished() {
+            ExecutionStats::bump(&self.stats.num_waits);
+        }
+        batch.wait()
+    }
+
     /// Prepares a batch for commit (SPEC ): waits while another batch of the bucket is
     /// prepared, then hands out the rows and the bucket's new control state.
     ///

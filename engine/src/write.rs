@@ -235,7 +235,7 @@ impl CollectionInner {
             }
         }
         for batch in set_aside {
-            match batch.wait() {
+            match self.catalog.wait(&batch) {
                 Ok(()) => result.inserted += batch.indices().len(),
                 Err(reason) => {
                     for index in batch.indices() {
