@@ -168,11 +168,11 @@ pub(crate) fn unpack_block(src: &[u8], width: u32, frame: Frame, out: &mut [i64]
     Ok(())
 }
 
-/// The little-endian `u64` at byte `at` of `src`, bytes past its end read as zero.
+/// The `N` bytes at byte `at` of `src`, bytes past its end read as zero.
 #[inline(always)]
-fn read_u64(src: &[u8], at: usize) -> u64 {
-    let mut w = [0u8; 8];
-    match src.get(at..at + 8) {
+fn window<const N: usize>(src: &[u8], at: usize) -> [u8; N] {
+    let mut w = [0u8; N];
+    match src.get(at..at + N) {
         Some(s) => w.copy_from_slice(s),
         None => {
             let rest = src.get(at..).unwrap_or_default();
@@ -181,23 +181,19 @@ fn read_u64(src: &[u8], at: usize) -> u64 {
             }
         }
     }
-    u64::from_le_bytes(w)
+    w
 }
 
-/// The little-endian `u128` at byte `at` of `src`, bytes past its end read as zero.
+/// The little-endian `u64` at byte `at` of `src` (zero past its end).
+#[inline(always)]
+fn read_u64(src: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(window(src, at))
+}
+
+/// The little-endian `u128` at byte `at` of `src` (zero past its end).
 #[inline(always)]
 fn read_u128(src: &[u8], at: usize) -> u128 {
-    let mut w = [0u8; 16];
-    match src.get(at..at + 16) {
-        Some(s) => w.copy_from_slice(s),
-        None => {
-            let rest = src.get(at..).unwrap_or_default();
-            if let Some(dst) = w.get_mut(..rest.len()) {
-                dst.copy_from_slice(rest);
-            }
-        }
-    }
-    u128::from_le_bytes(w)
+    u128::from_le_bytes(window(src, at))
 }
 
 #[cfg(test)]
