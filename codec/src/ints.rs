@@ -445,7 +445,13 @@ mod tests {
             let div = Divisor::new(d);
             for k in 0..200u64 {
                 x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
-                for v in [x, x % 10_000, k * d, k.wrapping_mul(d).wrapping_add(1), 0] {
+                for v in [
+                    x,
+                    x % 10_000,
+                    k.wrapping_mul(d),
+                    k.wrapping_mul(d).wrapping_add(1),
+                    0,
+                ] {
                     assert_eq!(div.divides(v), v % d == 0, "{v} by {d}");
                 }
             }
