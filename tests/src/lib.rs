@@ -58,3 +58,88 @@ pub fn identical(a: &Bson, b: &Bson) -> bool {
         _ => a == b,
     }
 }
+
+/// Set-up shared by the SPEC conformance tests (`tests/spec_*.rs`): a collection in a
+/// temporary database, minute-aligned times, inserts that must succeed, sorted reads.
+pub mod spec {
+    use bson::{DateTime, Document};
+    use tscoll_engine::{
+        CatalogOptions, Collection, Database, DatabaseOptions, FindOptions, InsertOptions,
+        SortOrder, TimeseriesOptions,
+    };
+
+    /// A minute-aligned base time (ms): the rounded min of a bucket opened at `T0 + s`
+    /// (s < 60 s).
+    pub const T0: i64 = 1_699_999_980_000;
+
+    /// `T0 + ms` as a BSON date.
+    #[must_use]
+    pub fn at(ms: i64) -> DateTime {
+        DateTime::from_millis(T0 + ms)
+    }
+
+    /// Collection `c` with `opts` in a new temporary database whose catalog uses `catalog`.
+    /// Keep the returned directory alive as long as the database.
+    ///
+    /// # Panics
+    /// When the database cannot be opened or the collection created.
+    #[must_use]
+    pub fn temp_collection(
+        catalog: CatalogOptions,
+        opts: &TimeseriesOptions,
+    ) -> (tempfile::TempDir, Database, Collection) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Database::open(dir.path(), DatabaseOptions { catalog }).expect("open");
+        let coll = db.create_collection("c", opts).expect("create");
+        (dir, db, coll)
+    }
+
+    /// Options with time field `t`, and meta field `m` when `meta`.
+    #[must_use]
+    pub fn options(meta: bool) -> TimeseriesOptions {
+        let o = TimeseriesOptions::new("t");
+        if meta { o.meta_field("m") } else { o }
+    }
+
+    /// Inserts `docs` in one `insert_many` call, which must accept all of them.
+    ///
+    /// # Panics
+    /// When the call fails or rejects a measurement.
+    pub fn insert_all(coll: &Collection, docs: &[Document]) {
+        let r = coll
+            .insert_many(docs, &InsertOptions::default())
+            .expect("insert");
+        assert_eq!(
+            (r.inserted, r.errors.len()),
+            (docs.len(), 0),
+            "{:?}",
+            r.errors
+        );
+    }
+
+    /// Inserts `docs` one `insert_many` call each, every one accepted.
+    ///
+    /// # Panics
+    /// As [`insert_all`].
+    pub fn insert_each(coll: &Collection, docs: &[Document]) {
+        for d in docs {
+            insert_all(coll, std::slice::from_ref(d));
+        }
+    }
+
+    /// The measurements matching `filter`, in time order.
+    ///
+    /// # Panics
+    /// When the query fails.
+    #[must_use]
+    pub fn find_sorted(coll: &Collection, filter: Document) -> Vec<Document> {
+        coll.find(
+            &filter,
+            &FindOptions {
+                sort: Some(SortOrder::Ascending),
+                ..FindOptions::default()
+            },
+        )
+        .expect("find")
+    }
+}

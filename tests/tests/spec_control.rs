@@ -5,35 +5,18 @@ use std::str::FromStr;
 
 use bson::{Bson, DateTime, Decimal128, Document, doc, oid::ObjectId};
 use tscoll_engine::{
-    Collection, Database, DatabaseOptions, Granularity, InsertOptions, TimeseriesOptions,
+    CatalogOptions, Collection, Database, Granularity, InsertOptions, TimeseriesOptions,
 };
+use tscoll_tests::spec::{T0, at, insert_each, temp_collection};
 
-/// A minute-aligned base time (ms).
-const T0: i64 = 1_699_999_980_000;
 const DAY: i64 = 86_400_000;
 
-fn at(ms: i64) -> DateTime {
-    DateTime::from_millis(T0 + ms)
-}
-
 fn setup_with(opts: &TimeseriesOptions) -> (tempfile::TempDir, Database, Collection) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let db = Database::open(dir.path(), DatabaseOptions::default()).expect("open");
-    let coll = db.create_collection("c", opts).expect("create");
-    (dir, db, coll)
+    temp_collection(CatalogOptions::default(), opts)
 }
 
 fn setup() -> (tempfile::TempDir, Database, Collection) {
     setup_with(&TimeseriesOptions::new("t").meta_field("m"))
-}
-
-fn insert_each(coll: &Collection, docs: &[Document]) {
-    for d in docs {
-        let r = coll
-            .insert_many(std::slice::from_ref(d), &InsertOptions::default())
-            .expect("insert");
-        assert_eq!((r.inserted, r.errors.len()), (1, 0), "{d}: {:?}", r.errors);
-    }
 }
 
 fn only_bucket(coll: &Collection) -> Document {

@@ -1,28 +1,12 @@
 //! SPEC §2 conformance: measurement validation, `_id`, size and
 //! ordered/unordered batches.
 
-use bson::{Bson, DateTime, Document, Timestamp, doc, oid::ObjectId};
-use tscoll_engine::{
-    Collection, Database, DatabaseOptions, ErrorCode, FindOptions, InsertOptions, InsertResult,
-    SortOrder, TimeseriesOptions,
-};
-
-/// A minute-aligned base time (ms).
-const T0: i64 = 1_699_999_980_000;
-
-fn at(ms: i64) -> DateTime {
-    DateTime::from_millis(T0 + ms)
-}
+use bson::{Bson, Document, Timestamp, doc, oid::ObjectId};
+use tscoll_engine::{CatalogOptions, Collection, Database, ErrorCode, InsertOptions, InsertResult};
+use tscoll_tests::spec::{T0, at, find_sorted, options, temp_collection};
 
 fn setup(meta: bool) -> (tempfile::TempDir, Database, Collection) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let db = Database::open(dir.path(), DatabaseOptions::default()).expect("open");
-    let mut o = TimeseriesOptions::new("t");
-    if meta {
-        o = o.meta_field("m");
-    }
-    let coll = db.create_collection("c", &o).expect("create");
-    (dir, db, coll)
+    temp_collection(CatalogOptions::default(), &options(meta))
 }
 
 fn insert(coll: &Collection, docs: &[Document], ordered: bool) -> InsertResult {
@@ -37,14 +21,7 @@ fn insert(coll: &Collection, docs: &[Document], ordered: bool) -> InsertResult {
 }
 
 fn all(coll: &Collection) -> Vec<Document> {
-    coll.find(
-        &doc! {},
-        &FindOptions {
-            sort: Some(SortOrder::Ascending),
-            ..FindOptions::default()
-        },
-    )
-    .expect("find")
+    find_sorted(coll, doc! {})
 }
 
 const TIME_MESSAGE: &str = "'t' must be present and contain a valid BSON UTC datetime value";

@@ -1,48 +1,12 @@
 //! SPEC §3 conformance: meta normalization, series equality, stored form
 //! queries on meta and collections without a metaField.
 
-use bson::{Bson, DateTime, Decimal128, Document, doc};
-use tscoll_engine::{
-    Collection, Database, DatabaseOptions, FindOptions, InsertOptions, SortOrder, TimeseriesOptions,
-};
-
-/// A minute-aligned base time (ms).
-const T0: i64 = 1_699_999_980_000;
-
-fn at(ms: i64) -> DateTime {
-    DateTime::from_millis(T0 + ms)
-}
+use bson::{Bson, Decimal128, Document, doc};
+use tscoll_engine::{CatalogOptions, Collection, Database};
+use tscoll_tests::spec::{at, find_sorted as find, insert_each, options, temp_collection};
 
 fn setup(meta: bool) -> (tempfile::TempDir, Database, Collection) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let db = Database::open(dir.path(), DatabaseOptions::default()).expect("open");
-    let mut o = TimeseriesOptions::new("t");
-    if meta {
-        o = o.meta_field("m");
-    }
-    let coll = db.create_collection("c", &o).expect("create");
-    (dir, db, coll)
-}
-
-/// Inserts one measurement per call.
-fn insert_each(coll: &Collection, docs: &[Document]) {
-    for d in docs {
-        let r = coll
-            .insert_many(std::slice::from_ref(d), &InsertOptions::default())
-            .expect("insert");
-        assert_eq!((r.inserted, r.errors.len()), (1, 0), "{d}: {:?}", r.errors);
-    }
-}
-
-fn find(coll: &Collection, filter: Document) -> Vec<Document> {
-    coll.find(
-        &filter,
-        &FindOptions {
-            sort: Some(SortOrder::Ascending),
-            ..FindOptions::default()
-        },
-    )
-    .expect("find")
+    temp_collection(CatalogOptions::default(), &options(meta))
 }
 
 fn bucket_count(coll: &Collection) -> u64 {

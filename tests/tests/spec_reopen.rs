@@ -3,20 +3,15 @@
 
 use std::path::Path;
 
-use bson::{DateTime, Document, doc};
+use bson::{Document, doc};
 use tscoll_engine::{
     CatalogOptions, Collection, CollectionStats, Database, DatabaseOptions, FindOptions,
-    InsertOptions, SortOrder, TimeseriesOptions,
+    TimeseriesOptions,
 };
+use tscoll_tests::spec::{at, find_sorted, insert_all};
 
-/// A minute-aligned base time (ms).
-const T0: i64 = 1_699_999_980_000;
 const MINUTE: i64 = 60_000;
 const HOUR: i64 = 3_600_000;
-
-fn at(ms: i64) -> DateTime {
-    DateTime::from_millis(T0 + ms)
-}
 
 fn open(dir: &Path, catalog: &CatalogOptions) -> Database {
     Database::open(
@@ -47,31 +42,12 @@ fn with_reopen(
     (db, coll)
 }
 
-fn insert_call(coll: &Collection, docs: &[Document]) {
-    let r = coll
-        .insert_many(docs, &InsertOptions::default())
-        .expect("insert");
-    assert_eq!(
-        (r.inserted, r.errors.len()),
-        (docs.len(), 0),
-        "{:?}",
-        r.errors
-    );
-}
-
 fn stats(coll: &Collection) -> CollectionStats {
     coll.stats().expect("stats")
 }
 
 fn all(coll: &Collection) -> Vec<Document> {
-    coll.find(
-        &doc! {},
-        &FindOptions {
-            sort: Some(SortOrder::Ascending),
-            ..FindOptions::default()
-        },
-    )
-    .expect("find")
+    find_sorted(coll, doc! {})
 }
 
 fn meta_opts() -> TimeseriesOptions {
@@ -100,12 +76,12 @@ fn r_6_8_2_insert_after_reopen_continues_the_same_bucket() {
         let docs: Vec<Document> = (0..5)
             .map(|i| doc! { "t": at(i * 1_000), "m": "a", "x": i })
             .collect();
-        insert_call(c, &docs);
+        insert_all(c, &docs);
         assert_eq!(stats(c).bucket_count, 1);
     });
     // Counters are per process: a fresh catalog.
     assert_eq!(stats(&coll).execution.num_commits, 0);
-    insert_call(
+    insert_all(
         &coll,
         &[doc! { "t": at(10 * MINUTE), "m": "a", "x": 5_i64 }],
     );
@@ -134,10 +110,10 @@ fn r_6_8_4_collection_without_meta_field_cannot_query_reopen() {
         &CatalogOptions::default(),
         &TimeseriesOptions::new("t"),
         |c| {
-            insert_call(c, &[doc! { "t": at(0), "x": 1 }]);
+            insert_all(c, &[doc! { "t": at(0), "x": 1 }]);
         },
     );
-    insert_call(&coll, &[doc! { "t": at(1_000), "x": 2 }]);
+    insert_all(&coll, &[doc! { "t": at(1_000), "x": 2 }]);
     let s = stats(&coll);
     assert_eq!(s.bucket_count, 2);
     assert_eq!(s.execution.num_bucket_queries_failed, 1);
@@ -160,7 +136,7 @@ fn r_6_8_data_from_before_reopen_is_all_found() {
         // Several series, several buckets per series, some buckets left open.
         for i in 0..60_i64 {
             let series = ["a", "b", "c"][(i % 3) as usize];
-            insert_call(
+            insert_all(
                 c,
                 &[doc! { "t": at(i * 20 * MINUTE), "m": series, "x": i, "s": format!("v{i}") }],
             );
@@ -169,7 +145,7 @@ fn r_6_8_data_from_before_reopen_is_all_found() {
         let docs: Vec<Document> = (60..80_i64)
             .map(|i| doc! { "t": at(i * 1_000), "m": "d", "x": i })
             .collect();
-        insert_call(c, &docs);
+        insert_all(c, &docs);
         before = all(c);
     });
     let after = all(&coll);
@@ -204,9 +180,9 @@ fn r_6_8_data_from_before_reopen_is_all_found() {
 fn r_6_8_2_query_reopen_respects_the_span() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (_db, coll) = with_reopen(dir.path(), &CatalogOptions::default(), &meta_opts(), |c| {
-        insert_call(c, &[doc! { "t": at(0), "m": "a" }]);
+        insert_all(c, &[doc! { "t": at(0), "m": "a" }]);
     });
-    insert_call(&coll, &[doc! { "t": at(HOUR), "m": "a" }]);
+    insert_all(&coll, &[doc! { "t": at(HOUR), "m": "a" }]);
     let s = stats(&coll);
     assert_eq!(s.bucket_count, 2);
     assert_eq!(s.execution.num_buckets_reopened, 0);
@@ -218,10 +194,10 @@ fn r_6_8_2_query_reopen_respects_the_span() {
 fn r_6_8_2_query_reopen_matches_the_series() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (_db, coll) = with_reopen(dir.path(), &CatalogOptions::default(), &meta_opts(), |c| {
-        insert_call(c, &[doc! { "t": at(0), "m": { "a": 1, "b": 2 } }]);
+        insert_all(c, &[doc! { "t": at(0), "m": { "a": 1, "b": 2 } }]);
     });
     // Another series: no reopening. The same series (other field order): reopened.
-    insert_call(&coll, &[doc! { "t": at(1_000), "m": { "a": 1, "b": 3 } }]);
+    insert_all(&coll, &[doc! { "t": at(1_000), "m": { "a": 1, "b": 3 } }]);
     let s = stats(&coll);
     assert_eq!(
         (
@@ -231,7 +207,7 @@ fn r_6_8_2_query_reopen_matches_the_series() {
         ),
         (2, 0, 1)
     );
-    insert_call(&coll, &[doc! { "t": at(2_000), "m": { "b": 2, "a": 1 } }]);
+    insert_all(&coll, &[doc! { "t": at(2_000), "m": { "b": 2, "a": 1 } }]);
     let s = stats(&coll);
     assert_eq!(s.bucket_count, 2);
     assert_eq!(s.execution.num_buckets_reopened, 1);
@@ -243,7 +219,7 @@ fn r_6_8_2_query_reopen_matches_the_series() {
 fn r_6_8_2_no_meta_series_reopens_in_meta_collection() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (_db, coll) = with_reopen(dir.path(), &CatalogOptions::default(), &meta_opts(), |c| {
-        insert_call(
+        insert_all(
             c,
             &[
                 doc! { "t": at(0), "x": 1 },
@@ -251,8 +227,8 @@ fn r_6_8_2_no_meta_series_reopens_in_meta_collection() {
             ],
         );
     });
-    insert_call(&coll, &[doc! { "t": at(1_000), "x": 3 }]);
-    insert_call(&coll, &[doc! { "t": at(1_000), "m": null_meta(), "x": 4 }]);
+    insert_all(&coll, &[doc! { "t": at(1_000), "x": 3 }]);
+    insert_all(&coll, &[doc! { "t": at(1_000), "m": null_meta(), "x": 4 }]);
     let s = stats(&coll);
     assert_eq!(s.bucket_count, 2);
     assert_eq!(s.execution.num_buckets_reopened, 2);
@@ -274,9 +250,9 @@ fn r_6_8_full_bucket_is_not_continued_after_reopen() {
         let docs: Vec<Document> = (0..3)
             .map(|i| doc! { "t": at(i * 1_000), "m": "a" })
             .collect();
-        insert_call(c, &docs);
+        insert_all(c, &docs);
     });
-    insert_call(&coll, &[doc! { "t": at(5_000), "m": "a" }]);
+    insert_all(&coll, &[doc! { "t": at(5_000), "m": "a" }]);
     let s = stats(&coll);
     assert_eq!(s.bucket_count, 2);
     assert_eq!(counts(&coll), [1, 3]);
@@ -286,20 +262,20 @@ fn r_6_8_full_bucket_is_not_continued_after_reopen() {
 fn r_4_4_1_reopened_bucket_keeps_its_schema() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (_db, coll) = with_reopen(dir.path(), &CatalogOptions::default(), &meta_opts(), |c| {
-        insert_call(
+        insert_all(
             c,
             &[doc! { "t": at(0), "m": "a", "x": 1, "o": { "p": "s" } }],
         );
     });
     // Compatible: reopened and appended.
-    insert_call(
+    insert_all(
         &coll,
         &[doc! { "t": at(1_000), "m": "a", "x": 2.5, "o": { "q": 1 } }],
     );
     let s = stats(&coll);
     assert_eq!((s.bucket_count, s.execution.num_buckets_reopened), (1, 1));
     // Incompatible with the schema rebuilt from control.min/max (o.p is a string).
-    insert_call(&coll, &[doc! { "t": at(2_000), "m": "a", "o": { "p": 1 } }]);
+    insert_all(&coll, &[doc! { "t": at(2_000), "m": "a", "o": { "p": 1 } }]);
     let s = stats(&coll);
     assert_eq!(s.bucket_count, 2);
     assert_eq!(s.execution.num_buckets_closed_due_to_schema_change, 1);
@@ -309,10 +285,10 @@ fn r_4_4_1_reopened_bucket_keeps_its_schema() {
 fn r_4_2_2_out_of_order_after_reopen_makes_bucket_unsorted() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (_db, coll) = with_reopen(dir.path(), &CatalogOptions::default(), &meta_opts(), |c| {
-        insert_call(c, &[doc! { "t": at(30_000), "m": "a", "x": 1 }]);
+        insert_all(c, &[doc! { "t": at(30_000), "m": "a", "x": 1 }]);
     });
     // Earlier than the last one but not below the rounded min: reopened, appended, v3.
-    insert_call(&coll, &[doc! { "t": at(10_000), "m": "a", "x": 2 }]);
+    insert_all(&coll, &[doc! { "t": at(10_000), "m": "a", "x": 2 }]);
     let s = stats(&coll);
     assert_eq!(s.bucket_count, 1);
     assert_eq!(s.execution.num_buckets_reopened, 1);
@@ -338,15 +314,15 @@ fn r_4_2_2_out_of_order_after_reopen_makes_bucket_unsorted() {
 fn r_6_8_reopen_twice() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (db, coll) = with_reopen(dir.path(), &CatalogOptions::default(), &meta_opts(), |c| {
-        insert_call(c, &[doc! { "t": at(0), "m": "a" }]);
+        insert_all(c, &[doc! { "t": at(0), "m": "a" }]);
     });
-    insert_call(&coll, &[doc! { "t": at(1_000), "m": "a" }]);
+    insert_all(&coll, &[doc! { "t": at(1_000), "m": "a" }]);
     db.close().expect("close");
     drop(coll);
     drop(db);
     let db = open(dir.path(), &CatalogOptions::default());
     let coll = db.collection("c").expect("collection");
-    insert_call(&coll, &[doc! { "t": at(2_000), "m": "a" }]);
+    insert_all(&coll, &[doc! { "t": at(2_000), "m": "a" }]);
     let s = stats(&coll);
     assert_eq!(s.bucket_count, 1);
     assert_eq!(s.execution.num_buckets_reopened, 1);

@@ -6,26 +6,18 @@ use std::str::FromStr;
 
 use bson::{Bson, DateTime, Decimal128, Document, doc, oid::ObjectId};
 use tscoll_engine::{
-    CatalogOptions, Collection, CollectionStats, Database, DatabaseOptions, FindOptions,
-    Granularity, InsertOptions, TimeseriesOptions,
+    CatalogOptions, Collection, CollectionStats, Database, FindOptions, Granularity,
+    TimeseriesOptions,
 };
+use tscoll_tests::spec::{T0, at, insert_all, insert_each, temp_collection};
 
-/// A minute-aligned base time (ms): the rounded min of a bucket opened at `T0 + s` (s < 60 s).
-const T0: i64 = 1_699_999_980_000;
 const HOUR: i64 = 3_600_000;
-
-fn at(ms: i64) -> DateTime {
-    DateTime::from_millis(T0 + ms)
-}
 
 fn setup_with(
     catalog: CatalogOptions,
     opts: &TimeseriesOptions,
 ) -> (tempfile::TempDir, Database, Collection) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let db = Database::open(dir.path(), DatabaseOptions { catalog }).expect("open");
-    let coll = db.create_collection("c", opts).expect("create");
-    (dir, db, coll)
+    temp_collection(catalog, opts)
 }
 
 fn setup() -> (tempfile::TempDir, Database, Collection) {
@@ -37,24 +29,6 @@ fn setup() -> (tempfile::TempDir, Database, Collection) {
 
 fn setup_no_meta(catalog: CatalogOptions) -> (tempfile::TempDir, Database, Collection) {
     setup_with(catalog, &TimeseriesOptions::new("t"))
-}
-
-fn insert_call(coll: &Collection, docs: &[Document]) {
-    let r = coll
-        .insert_many(docs, &InsertOptions::default())
-        .expect("insert");
-    assert_eq!(
-        (r.inserted, r.errors.len()),
-        (docs.len(), 0),
-        "{:?}",
-        r.errors
-    );
-}
-
-fn insert_each(coll: &Collection, docs: &[Document]) {
-    for d in docs {
-        insert_call(coll, std::slice::from_ref(d));
-    }
 }
 
 fn stats(coll: &Collection) -> CollectionStats {
@@ -301,7 +275,7 @@ fn r_6_3_count_small_max_count() {
 }
 
 #[test]
-fn r_6_3_count_in_one_insert_call() {
+fn r_6_3_count_in_one_insert_all() {
     let (_d, _db, coll) = setup_with(
         CatalogOptions {
             bucket_max_count: 3,
@@ -312,7 +286,7 @@ fn r_6_3_count_in_one_insert_call() {
     let docs: Vec<Document> = (0..7)
         .map(|i| doc! { "t": at(i * 1_000), "m": 1 })
         .collect();
-    insert_call(&coll, &docs);
+    insert_all(&coll, &docs);
     let s = stats(&coll);
     assert_eq!(s.bucket_count, 3);
     assert_eq!(s.execution.num_buckets_closed_due_to_count, 2);
@@ -541,7 +515,7 @@ fn r_6_5_ceiling_closes_even_below_min_count() {
 #[test]
 fn r_6_2_2_one_call_out_of_order_is_sorted_version_2() {
     let (_d, _db, coll) = setup();
-    insert_call(
+    insert_all(
         &coll,
         &[
             doc! { "t": at(3_000), "m": 1, "x": 3 },
@@ -580,7 +554,7 @@ fn r_6_2_2_one_call_out_of_order_is_sorted_version_2() {
 #[test]
 fn r_6_2_2_sort_is_stable_for_equal_times() {
     let (_d, _db, coll) = setup();
-    insert_call(
+    insert_all(
         &coll,
         &[
             doc! { "t": at(2_000), "m": 1, "x": 0 },
@@ -605,7 +579,7 @@ fn r_6_2_2_sort_is_stable_for_equal_times() {
 #[test]
 fn r_6_2_2_sorting_is_per_series() {
     let (_d, _db, coll) = setup();
-    insert_call(
+    insert_all(
         &coll,
         &[
             doc! { "t": at(3_000), "m": "a", "x": 3 },
@@ -705,7 +679,7 @@ fn r_8_1_2_one_call_into_one_bucket_is_one_commit() {
     let docs: Vec<Document> = (0..5)
         .map(|i| doc! { "t": at(i * 1_000), "m": "a" })
         .collect();
-    insert_call(&coll, &docs);
+    insert_all(&coll, &docs);
     let e = stats(&coll).execution;
     assert_eq!(e.num_commits, 1);
     assert_eq!(e.num_bucket_inserts, 1);
@@ -716,7 +690,7 @@ fn r_8_1_2_one_call_into_one_bucket_is_one_commit() {
     let docs: Vec<Document> = (5..8)
         .map(|i| doc! { "t": at(i * 1_000), "m": "a" })
         .collect();
-    insert_call(&coll, &docs);
+    insert_all(&coll, &docs);
     let e = stats(&coll).execution;
     assert_eq!(e.num_commits, 2);
     assert_eq!(e.num_bucket_inserts, 1);
@@ -746,7 +720,7 @@ fn r_8_1_2_opened_due_to_metadata_once_per_new_series() {
     assert_eq!(e.num_commits, 5);
     assert_eq!(e.num_measurements_committed, 5);
     // One call touching two existing series and one new one: one commit per bucket.
-    insert_call(
+    insert_all(
         &coll,
         &[
             doc! { "t": at(5_000), "m": "a" },
