@@ -54,13 +54,6 @@ pub(crate) struct Frame {
     pub(crate) step: u64,
 }
 
-impl Frame {
-    #[inline(always)]
-    fn apply(self, u: u64) -> i64 {
-        self.base.wrapping_add(u.wrapping_mul(self.step) as i64)
-    }
-}
-
 /// Maps an unpacked value to its output (a frame with or without a divisor, monomorphized so
 /// the common `step == 1` case has no multiply).
 trait Apply: Copy {
@@ -81,7 +74,7 @@ impl Apply for AddBase {
 impl Apply for Frame {
     #[inline(always)]
     fn apply(self, u: u64) -> i64 {
-        Frame::apply(self, u)
+        self.base.wrapping_add(u.wrapping_mul(self.step) as i64)
     }
 }
 

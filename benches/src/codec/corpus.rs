@@ -91,7 +91,12 @@ impl CorpusBuilder<'_> {
             // A valid document always serializes.
             let _ = d.to_writer(&mut self.meta_buf);
         }
-        let series = self.series.entry(self.meta_buf.clone()).or_default();
+        if !self.series.contains_key(&self.meta_buf) {
+            self.series.insert(self.meta_buf.clone(), Series::default());
+        }
+        let Some(series) = self.series.get_mut(&self.meta_buf) else {
+            return;
+        };
         if series.fields.is_empty() {
             series
                 .fields
