@@ -14,7 +14,7 @@ use crate::bucket::{
 use crate::key::BucketKey;
 use crate::minmax::MinMax;
 use crate::options::CatalogOptions;
-use crate::stats::{ExecutionStats, StatsSnapshot};
+use crate::stats::{CatalogGauges, ExecutionStats, StatsSnapshot};
 use crate::sync::{Arc, AtomicU64, Condvar, Mutex, Ordering, lock};
 use crate::value::{element_size, push_value};
 use crate::write_batch::{PreparedBatch, WriteBatch};
@@ -244,16 +244,20 @@ impl BucketCatalog {
         self.archived_buckets.load(Ordering::Relaxed)
     }
 
-    /// Open and idle bucket counts: `(open, idle)`.
+    /// The gauges of SPEC §8.2: active, open, idle and archived buckets, and memory. Takes
+    /// each stripe lock in turn, so the figures are a consistent sum only when no writer runs.
     #[must_use]
-    pub fn open_and_idle_buckets(&self) -> (u64, u64) {
-        let (mut open, mut idle) = (0, 0);
+    pub fn gauges(&self) -> CatalogGauges {
+        let mut g = CatalogGauges::default();
         for s in &self.stripes {
             let s = lock(s);
-            open += s.buckets.len() as u64;
-            idle += s.idle.len() as u64;
+            g.open_buckets += s.buckets.len() as u64;
+            g.idle_buckets += s.idle.len() as u64;
+            g.archived_buckets += s.archived_order.len() as u64;
         }
-        (open, idle)
+        g.active_buckets = self.active_buckets();
+        g.memory_usage = self.memory_usage();
+        g
     }
 
     fn stripe_of(key: &BucketKey) -> usize {

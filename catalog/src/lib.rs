@@ -25,5 +25,5 @@ pub use catalog::{
 pub use key::{BucketKey, write_normalized};
 pub use minmax::MinMax;
 pub use options::{CatalogOptions, LARGE_MEASUREMENTS_MAX_BUCKET_SIZE};
-pub use stats::{ExecutionStats, StatsSnapshot};
+pub use stats::{CatalogGauges, ExecutionStats, StatsSnapshot};
 pub use write_batch::{PreparedBatch, WriteBatch};

@@ -87,6 +87,11 @@ counters! {
     num_buckets_queried => "numBucketsQueried",
     /// Query-based reopen misses (including "no usable index").
     num_bucket_queries_failed => "numBucketQueriesFailed",
+    /// Rehydration failures: the catalog was cleared while the reopening ran. The catalog
+    /// holds the stripe lock across a reopening, so this stays 0 (kept for the output shape).
+    num_bucket_reopenings_failed_due_to_era_mismatch => "numBucketReopeningsFailedDueToEraMismatch",
+    /// Rehydration failures: `_id` is not an ObjectId.
+    num_bucket_reopenings_failed_due_to_malformed_id_field => "numBucketReopeningsFailedDueToMalformedIdField",
     /// Rehydration failures: hash collision.
     num_bucket_reopenings_failed_due_to_hash_collision => "numBucketReopeningsFailedDueToHashCollision",
     /// Rehydration failures: marked frozen.
@@ -97,6 +102,15 @@ counters! {
     num_bucket_reopenings_failed_due_to_marked_closed => "numBucketReopeningsFailedDueToMarkedClosed",
     /// Rehydration failures: min/max rebuild.
     num_bucket_reopenings_failed_due_to_min_max_calculation => "numBucketReopeningsFailedDueToMinMaxCalculation",
+    /// Rehydration failures: schema rebuild.
+    num_bucket_reopenings_failed_due_to_schema_generation => "numBucketReopeningsFailedDueToSchemaGeneration",
+    /// Rehydration failures: time column not compressed (never for tscoll, whose buckets are
+    /// always compressed; kept for the output shape).
+    num_bucket_reopenings_failed_due_to_uncompressed_time_column => "numBucketReopeningsFailedDueToUncompressedTimeColumn",
+    /// Rehydration failures: the stored columns do not decode (the bucket is frozen).
+    num_bucket_reopenings_failed_due_to_compression_failure => "numBucketReopeningsFailedDueToCompressionFailure",
+    /// Rehydration failures: a direct write (SPEC §7.4) holds the bucket.
+    num_bucket_reopenings_failed_due_to_write_conflict => "numBucketReopeningsFailedDueToWriteConflict",
     /// Reopen found the bucket already open.
     num_duplicate_buckets_reopened => "numDuplicateBucketsReopened",
     /// Commits rejected as larger than 16 MiB (new bucket).
@@ -113,4 +127,20 @@ impl ExecutionStats {
     pub(crate) fn add(counter: &AtomicU64, n: u64) {
         counter.fetch_add(n, Ordering::Relaxed);
     }
+}
+
+/// The catalog's gauges at one moment (SPEC §8.2, R-6.1.3).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CatalogGauges {
+    /// `numActiveBuckets`: open buckets plus archived records.
+    pub active_buckets: u64,
+    /// Open buckets held in memory (by `_id`; a series has more than one only while a
+    /// rolled-over bucket waits for its last batch, SPEC ).
+    pub open_buckets: u64,
+    /// Open buckets on the idle list (SPEC ).
+    pub idle_buckets: u64,
+    /// Archived bucket records (SPEC ).
+    pub archived_buckets: u64,
+    /// Bytes held (SPEC ).
+    pub memory_usage: u64,
 }

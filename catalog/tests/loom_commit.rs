@@ -574,7 +574,10 @@ fn two_writers_share_or_split_batches_and_commit_each_measurement_once() {
             n => store.check(false, &format!("{n} commits for two writers")),
         }
         store.check(
-            catalog.open_and_idle_buckets() == (1, 1),
+            {
+                let g = catalog.gauges();
+                (g.open_buckets, g.idle_buckets) == (1, 1)
+            },
             "the bucket stays open, idle",
         );
     });
@@ -758,7 +761,13 @@ fn concurrent_reopening_of_one_series() {
             "no new bucket next to the reopenable one",
         );
         store.check(store.contents(&STORED) == [0, 1, 10, 100], "all in it");
-        store.check(catalog.open_and_idle_buckets() == (1, 1), "one open bucket");
+        store.check(
+            {
+                let g = catalog.gauges();
+                (g.open_buckets, g.idle_buckets) == (1, 1)
+            },
+            "one open bucket",
+        );
         let stats = catalog.stats();
         store.check(stats.num_buckets_reopened == 1, "reopened once");
         store.check(

@@ -6,12 +6,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use bson::{Document, doc};
 use fjall::{KeyspaceCreateOptions, PersistMode};
-use tscoll_catalog::CatalogOptions;
+use tscoll_catalog::{CatalogOptions, StatsSnapshot};
 
 use crate::collection::{Collection, CollectionInner};
 use crate::error::{Error, ErrorCode, Result};
 use crate::keys::{COLLECTIONS_KEYSPACE, keyspace_names};
 use crate::options::{CollectionSpec, TimeseriesOptions};
+use crate::stats::CatalogStats;
 
 /// Options of a [`Database`].
 #[derive(Clone, Debug, Default)]
@@ -25,7 +26,7 @@ pub(crate) struct DbInner {
     pub(crate) fjall: fjall::Database,
     collections_ks: fjall::Keyspace,
     collections: Mutex<HashMap<String, Collection>>,
-    options: DatabaseOptions,
+    options: Mutex<DatabaseOptions>,
 }
 
 /// A tscoll database: a directory holding time-series collections (one process at a time).
@@ -64,7 +65,7 @@ impl Database {
                 fjall,
                 collections_ks,
                 collections: Mutex::new(HashMap::new()),
-                options,
+                options: Mutex::new(options),
             }),
         };
         for item in db.inner.collections_ks.iter() {
@@ -118,7 +119,7 @@ impl Database {
             name.to_owned(),
             id,
             spec,
-            self.inner.options.catalog.clone(),
+            self.catalog_options(),
             fj.clone(),
             data,
             ctl,
@@ -245,6 +246,51 @@ impl Database {
             .persist(PersistMode::SyncAll)
             .map_err(Error::storage("persisting"))?;
         Ok(())
+    }
+
+    /// The catalog parameters every collection uses now.
+    #[must_use]
+    pub fn catalog_options(&self) -> CatalogOptions {
+        self.inner
+            .options
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .catalog
+            .clone()
+    }
+
+    /// Changes the catalog parameters at run time, for every collection (SPEC ):
+    /// e.g. the memory threshold `idle_bucket_expiry_memory_usage_threshold_bytes`. Buckets
+    /// already open keep their contents; the new values apply from the next measurement.
+    /// `cache_size_bytes` changes the cache-pressure sizing (SPEC §6.6) but not fjall's block
+    /// cache, which is sized when the database opens.
+    pub fn set_catalog_options(&self, options: CatalogOptions) {
+        self.inner
+            .options
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .catalog = options.clone();
+        for c in self.lock().values() {
+            c.inner.catalog.set_options(options.clone());
+        }
+    }
+
+    /// Engine-level bucket catalog statistics (SPEC §8.2, `serverStatus.bucketCatalog`): the
+    /// gauges of every collection's catalog and the sum of their execution counters. `None`
+    /// while no collection has catalog state or counters (MongoDB omits the section then).
+    #[must_use]
+    pub fn catalog_stats(&self) -> Option<CatalogStats> {
+        let colls: Vec<Collection> = self.lock().values().cloned().collect();
+        let mut out = CatalogStats::default();
+        let mut any = false;
+        for c in colls {
+            let cat = &c.inner.catalog;
+            let gauges = cat.gauges();
+            let execution = cat.stats();
+            any |= gauges.active_buckets > 0 || execution != StatsSnapshot::default();
+            out.add(&gauges, &execution);
+        }
+        any.then_some(out)
     }
 
     /// Bytes the database occupies on disk (tables and journals).

@@ -46,6 +46,6 @@ mod write;
 pub use collection::Collection;
 pub use db::{Database, DatabaseOptions};
 pub use query::{FindOptions, SortOrder};
-pub use stats::CollectionStats;
-pub use tscoll_catalog::{CatalogOptions, StatsSnapshot};
+pub use stats::{CatalogStats, CollectionStats};
+pub use tscoll_catalog::{CatalogGauges, CatalogOptions, StatsSnapshot};
 pub use write::{Durability, InsertOptions, InsertResult, WriteError};

@@ -1,7 +1,7 @@
 //! Collection statistics (SPEC §8.1) and bucket inspection in MongoDB's bucket shape (§4.1).
 
 use bson::{Bson, Document, doc, oid::ObjectId};
-use tscoll_catalog::{BucketKey, StatsSnapshot};
+use tscoll_catalog::{BucketKey, CatalogGauges, StatsSnapshot};
 
 use crate::collection::Collection;
 use crate::control::Control;
@@ -49,16 +49,7 @@ impl CollectionStats {
             d.insert("avgBucketSize", self.avg_bucket_size as i64);
         }
         d.insert("numActiveBuckets", self.num_active_buckets as i64);
-        let e = &self.execution;
-        for (name, v) in e.named() {
-            d.insert(name, v as i64);
-            if name == "numMeasurementsCommitted" && e.num_commits > 0 {
-                d.insert(
-                    "avgNumMeasurementsPerCommit",
-                    (e.num_measurements_committed / e.num_commits) as i64,
-                );
-            }
-        }
+        append_counters(&mut d, &self.execution);
         d.insert("measurementCount", self.measurement_count as i64);
         d.insert("storedBytes", self.stored_bytes as i64);
         d.insert("uncompressedBytes", self.uncompressed_bytes as i64);
@@ -67,6 +58,65 @@ impl CollectionStats {
         d.insert("numArchivedBuckets", self.num_archived_buckets as i64);
         d.insert("memoryUsage", self.memory_usage as i64);
         d
+    }
+}
+
+/// Engine-level bucket catalog statistics (SPEC §8.2, MongoDB's `serverStatus.bucketCatalog`):
+/// gauges summed over every collection, then the sum of their execution counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CatalogStats {
+    /// `numBuckets`: open buckets plus archived records (`numActiveBuckets`, R-6.1.3).
+    pub num_buckets: u64,
+    /// `numOpenBuckets`: open buckets in memory.
+    pub num_open_buckets: u64,
+    /// `numIdleBuckets`: open buckets with no pending batch, on the idle list.
+    pub num_idle_buckets: u64,
+    /// `numArchivedBuckets` = `numBuckets` − `numOpenBuckets`.
+    pub num_archived_buckets: u64,
+    /// `memoryUsage` (bytes, R-6.9.5).
+    pub memory_usage: u64,
+    /// Every collection's execution counters, summed (SPEC §8.1).
+    pub execution: StatsSnapshot,
+}
+
+impl CatalogStats {
+    pub(crate) fn add(&mut self, gauges: &CatalogGauges, execution: &StatsSnapshot) {
+        self.num_buckets += gauges.active_buckets;
+        self.num_open_buckets += gauges.open_buckets;
+        self.num_idle_buckets += gauges.idle_buckets;
+        self.num_archived_buckets = self.num_buckets.saturating_sub(self.num_open_buckets);
+        self.memory_usage += gauges.memory_usage;
+        self.execution.add(execution);
+    }
+
+    /// The stats as MongoDB prints them (camelCase, SPEC §8.2 order): the gauges, then every
+    /// counter, with `avgNumMeasurementsPerCommit` after `numMeasurementsCommitted` when
+    /// `numCommits > 0`.
+    #[must_use]
+    #[expect(clippy::cast_possible_wrap, reason = "counters are far below 2^63")]
+    pub fn to_document(&self) -> Document {
+        let mut d = doc! {
+            "numBuckets": self.num_buckets as i64,
+            "numOpenBuckets": self.num_open_buckets as i64,
+            "numIdleBuckets": self.num_idle_buckets as i64,
+            "numArchivedBuckets": self.num_archived_buckets as i64,
+            "memoryUsage": self.memory_usage as i64,
+        };
+        append_counters(&mut d, &self.execution);
+        d
+    }
+}
+
+#[expect(clippy::cast_possible_wrap, reason = "counters are far below 2^63")]
+fn append_counters(d: &mut Document, e: &StatsSnapshot) {
+    for (name, v) in e.named() {
+        d.insert(name, v as i64);
+        if name == "numMeasurementsCommitted" && e.num_commits > 0 {
+            d.insert(
+                "avgNumMeasurementsPerCommit",
+                (e.num_measurements_committed / e.num_commits) as i64,
+            );
+        }
     }
 }
 
@@ -110,12 +160,12 @@ impl Collection {
         }
         s.avg_bucket_size = s.stored_bytes.checked_div(s.bucket_count).unwrap_or(0);
         let cat = &inner.catalog;
-        s.num_active_buckets = cat.active_buckets();
-        let (open, idle) = cat.open_and_idle_buckets();
-        s.num_open_buckets = open;
-        s.num_idle_buckets = idle;
-        s.num_archived_buckets = cat.archived_buckets();
-        s.memory_usage = cat.memory_usage();
+        let g = cat.gauges();
+        s.num_active_buckets = g.active_buckets;
+        s.num_open_buckets = g.open_buckets;
+        s.num_idle_buckets = g.idle_buckets;
+        s.num_archived_buckets = g.archived_buckets;
+        s.memory_usage = g.memory_usage;
         s.execution = cat.stats();
         Ok(s)
     }
