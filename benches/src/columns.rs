@@ -9,6 +9,8 @@
 
 use tscoll_codec::{Column, tag};
 
+use crate::rng::SplitMix64;
+
 pub use crate::codec::ColumnKind;
 
 /// 2013-03-01T00:00:00Z in milliseconds since the Unix epoch: the first timestamp of the
@@ -99,49 +101,6 @@ fn kind_salt(kind: ColumnKind) -> u64 {
         .position(|&k| k == kind)
         .unwrap_or_default() as u64;
     (index + 1).wrapping_mul(0xD1B5_4A32_D192_ED03)
-}
-
-/// splitmix64 (Steele, Lea and Flood): small, fast, and good enough for synthetic data.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn new(seed: u64) -> Self {
-        SplitMix64(seed)
-    }
-
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (`n > 0`).
-    fn below(&mut self, n: u64) -> u64 {
-        ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
-    }
-
-    /// Uniform in `lo..=hi`.
-    fn range(&mut self, lo: i64, hi: i64) -> i64 {
-        lo + self.below((hi - lo + 1) as u64) as i64
-    }
-
-    /// Uniform in `(0, 1]` (never 0, so its logarithm is finite).
-    fn unit(&mut self) -> f64 {
-        ((self.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64
-    }
-
-    /// True with probability `1 / n`.
-    fn one_in(&mut self, n: u64) -> bool {
-        self.below(n) == 0
-    }
-
-    /// Standard normal (Box–Muller).
-    fn gauss(&mut self) -> f64 {
-        let (u, v) = (self.unit(), self.unit());
-        (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
-    }
 }
 
 fn timestamps_regular(col: &mut Column, n: usize, seed: u64) {

@@ -1,7 +1,7 @@
 //! The bucket catalog: placement of measurements into buckets (SPEC §6.2), rollover (§6.3),
 //! reopening (§6.8), idle expiry (§6.9) and the commit protocol (§7), over 32 stripes.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{BuildHasher, RandomState};
 
 use bson::{Bson, Document};
@@ -17,7 +17,7 @@ use crate::options::CatalogOptions;
 use crate::stats::{CatalogGauges, ExecutionStats, StatsSnapshot};
 use crate::sync::{Arc, AtomicU64, Condvar, Mutex, Ordering, lock};
 use crate::value::{element_size, push_value};
-use crate::write_batch::{PreparedBatch, WriteBatch};
+use crate::write_batch::{PreparedBatch, WriteBatch, WriterId};
 
 /// Number of independent lock stripes (SPEC §0).
 pub const STRIPES: usize = 32;
@@ -139,6 +139,8 @@ pub struct StageOutcome {
     pub closed: Vec<ClosedBucket>,
     /// Measurements refused: (input index, reason).
     pub rejected: Vec<(usize, StageError)>,
+    /// Staged bytes not yet added to the catalog's memory usage.
+    staged_bytes: u64,
 }
 
 #[derive(Debug, Default)]
@@ -159,6 +161,11 @@ struct Stripe {
     archived_seq: u64,
     idle: BTreeMap<u64, BucketId>,
     idle_seq: u64,
+    /// Direct writes in progress, by bucket (SPEC §6.7, R-7.4.1): such a bucket is not
+    /// reopened.
+    direct_writes: HashMap<BucketId, u32>,
+    /// Frozen buckets (SPEC §6.10): never written or reopened again.
+    frozen: HashSet<BucketId>,
 }
 
 /// The bucket catalog of one collection (SPEC §6).
@@ -170,19 +177,45 @@ pub struct BucketCatalog {
     stripe_cv: Vec<Condvar>,
     stats: ExecutionStats,
     memory: AtomicU64,
+    /// Memory of every catalog sharing the threshold (a database's collections, R-0.1).
+    pool: MemoryPool,
     active_buckets: AtomicU64,
     archived_buckets: AtomicU64,
     id_counter: AtomicU64,
+}
+
+/// Memory usage shared by catalogs under one threshold (SPEC ): cheap to clone,
+/// every clone is the same counter.
+#[derive(Clone, Debug, Default)]
+pub struct MemoryPool(Arc<AtomicU64>);
+
+impl MemoryPool {
+    /// Bytes held by every catalog of the pool (SPEC ).
+    #[must_use]
+    pub fn usage(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
 }
 
 /// Bytes accounted per archived record (SPEC ).
 const ARCHIVED_RECORD_BYTES: u64 = 64;
 
 impl BucketCatalog {
-    /// A catalog for a collection with the given bucketing and parameters.
+    /// A catalog for a collection with the given bucketing and parameters, alone under its
+    /// memory threshold.
     #[must_use]
     pub fn new(spec: BucketingSpec, options: CatalogOptions) -> Self {
+        Self::with_pool(spec, options, MemoryPool::default())
+    }
+
+    /// A catalog whose memory counts toward `pool`, shared with other catalogs: idle expiry
+    /// (SPEC) compares the pool's usage with the threshold, as MongoDB's one catalog
+    /// for all collections does. Expiry takes idle buckets and archived records of this
+    /// catalog only.
+    #[must_use]
+    pub fn with_pool(spec: BucketingSpec, options: CatalogOptions, pool: MemoryPool) -> Self {
         BucketCatalog {
+            pool,
             spec: Mutex::new(spec),
             options: Mutex::new(options),
             stripes: (0..STRIPES)
@@ -260,6 +293,16 @@ impl BucketCatalog {
         g
     }
 
+    fn mem_add(&self, bytes: u64) {
+        self.memory.fetch_add(bytes, Ordering::Relaxed);
+        self.pool.0.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    fn mem_sub(&self, bytes: u64) {
+        self.memory.fetch_sub(bytes, Ordering::Relaxed);
+        self.pool.0.fetch_sub(bytes, Ordering::Relaxed);
+    }
+
     fn stripe_of(key: &BucketKey) -> usize {
         (key.hash % STRIPES as u64) as usize
     }
@@ -279,9 +322,14 @@ impl BucketCatalog {
     }
 
     /// Stages measurements of one series, already sorted by time (SPEC ), into write
-    /// batches, placing each as SPEC §6.2 says. `source` answers reopening requests.
+    /// batches, placing each as SPEC §6.2 says. `writer` identifies the caller in shared
+    /// batches (SPEC ); `source` answers reopening requests.
+    ///
+    /// The staged rows count in [`BucketCatalog::memory_usage`] (by their BSON element sizes)
+    /// until their batch is prepared or aborted (SPEC ).
     pub fn stage(
         &self,
+        writer: WriterId,
         key: &BucketKey,
         measurements: &[Measurement<'_>],
         source: &dyn BucketSource,
@@ -311,12 +359,41 @@ impl BucketCatalog {
             let Some(bucket) = stripe.buckets.get_mut(&id) else {
                 continue;
             };
-            let batch = self.append(bucket, m, &spec, stripe_no, &mut scratch);
+            let (batch, bytes) = self.append(writer, bucket, m, &spec, stripe_no, &mut scratch);
+            out.staged_bytes += bytes;
             if !out.batches.iter().any(|b| Arc::ptr_eq(b, &batch)) {
                 out.batches.push(batch);
             }
         }
+        // The touched buckets' min/max and schema grew.
+        for batch in &out.batches {
+            if let Some(b) = stripe.buckets.get_mut(&batch.bucket_id) {
+                let old = b.memory;
+                let new = b.measure_memory();
+                self.mem_add(new);
+                self.mem_sub(old);
+            }
+        }
+        self.account_staged(&mut out);
         out
+    }
+
+    fn account_staged(&self, out: &mut StageOutcome) {
+        let bytes = std::mem::take(&mut out.staged_bytes);
+        if bytes > 0 {
+            self.mem_add(bytes);
+        }
+    }
+
+    /// Frees the staged rows of a batch leaving the catalog (prepared or aborted) and their
+    /// share of the memory usage. The rows' input indices and writers stay.
+    fn release_staged(&self, batch: &WriteBatch) -> (Vec<Column>, u64) {
+        let mut data = lock(&batch.data);
+        self.mem_sub(std::mem::take(&mut data.accounted));
+        (
+            std::mem::take(&mut data.columns),
+            std::mem::take(&mut data.uncompressed_bytes),
+        )
     }
 
     /// Chooses the bucket for `m`, rolling over, reopening or allocating as needed.
@@ -335,8 +412,25 @@ impl BucketCatalog {
         let meta_field = spec.meta_field.as_deref();
         let series = stripe.series.entry(Arc::clone(key)).or_default();
         let had_open = series.open.is_some();
-        // Candidates: rolling buckets whose window holds the time, then the open bucket.
-        let mut candidates: Vec<BucketId> = series.rolling.clone();
+        // Candidates (§6.2 step 2): buckets marked for soft close, then for archive (fewest
+        // measurements first, each only if its window holds the time), then the open bucket.
+        // A bucket marked for a hard close never takes another measurement.
+        let mut rolling: Vec<(u8, u32, BucketId)> = series
+            .rolling
+            .iter()
+            .filter_map(|id| {
+                let b = stripe.buckets.get(id)?;
+                let rank = match b.rollover.map(RolloverReason::action) {
+                    Some(RolloverAction::SoftClose) => 0,
+                    Some(RolloverAction::Archive) => 1,
+                    _ => return None,
+                };
+                Some((rank, b.count, *id))
+            })
+            .collect();
+        rolling.sort_unstable();
+        let series = stripe.series.entry(Arc::clone(key)).or_default();
+        let mut candidates: Vec<BucketId> = rolling.into_iter().map(|(_, _, id)| id).collect();
         candidates.extend(series.open);
         let mut allow_query = true;
         let mut open_failed_backward_only = !had_open;
@@ -372,8 +466,9 @@ impl BucketCatalog {
                 }
             }
         }
-        // Reopening (SPEC §6.8): archive-based, then query-based.
-        self.expire_idle(stripe, options, out);
+        // Reopening (SPEC §6.8): archive-based, then query-based. Idle expiry runs just before
+        // a bucket is loaded or allocated.
+        self.account_staged(out);
         if let Some(id) = self.try_reopen(
             stripe,
             key,
@@ -387,6 +482,7 @@ impl BucketCatalog {
         ) {
             return id;
         }
+        self.expire_idle(stripe, options, out);
         self.allocate(stripe, key, m, spec, !had_open)
     }
 
@@ -512,10 +608,7 @@ impl BucketCatalog {
             .insert(seq, (Arc::clone(&bucket.key), bucket.min_time));
         self.archived_buckets.fetch_add(1, Ordering::Relaxed);
         self.active_buckets.fetch_add(1, Ordering::Relaxed);
-        self.memory.fetch_add(
-            ARCHIVED_RECORD_BYTES + bucket.key.bytes.len() as u64,
-            Ordering::Relaxed,
-        );
+        self.mem_add(ARCHIVED_RECORD_BYTES + bucket.key.bytes.len() as u64);
     }
 
     fn take_archived(
@@ -534,10 +627,7 @@ impl BucketCatalog {
             .retain(|_, (k, t)| !(k == key && *t == min_time));
         self.archived_buckets.fetch_sub(1, Ordering::Relaxed);
         self.active_buckets.fetch_sub(1, Ordering::Relaxed);
-        self.memory.fetch_sub(
-            ARCHIVED_RECORD_BYTES + key.bytes.len() as u64,
-            Ordering::Relaxed,
-        );
+        self.mem_sub(ARCHIVED_RECORD_BYTES + key.bytes.len() as u64);
         Some(id)
     }
 
@@ -555,7 +645,7 @@ impl BucketCatalog {
                 stripe.series.remove(&bucket.key);
             }
         }
-        self.memory.fetch_sub(bucket.memory, Ordering::Relaxed);
+        self.mem_sub(bucket.memory);
         self.active_buckets.fetch_sub(1, Ordering::Relaxed);
         Some(bucket)
     }
@@ -618,6 +708,14 @@ impl BucketCatalog {
             ExecutionStats::bump(&s.num_duplicate_buckets_reopened);
             return None;
         }
+        if stripe.direct_writes.contains_key(&stored.id) {
+            ExecutionStats::bump(&s.num_bucket_reopenings_failed_due_to_write_conflict);
+            return None;
+        }
+        if stripe.frozen.contains(&stored.id) {
+            ExecutionStats::bump(&s.num_bucket_reopenings_failed_due_to_marked_frozen);
+            return None;
+        }
         // Rehydration checks.
         if stored.key_bytes != key.bytes {
             ExecutionStats::bump(&s.num_bucket_reopenings_failed_due_to_hash_collision);
@@ -665,6 +763,7 @@ impl BucketCatalog {
         {
             return None;
         }
+        self.expire_idle(stripe, options, out);
         // Loading: the reopened bucket becomes the open bucket of its key.
         let id = bucket.id;
         let previous_open = stripe.series.get(key).and_then(|s| s.open);
@@ -687,8 +786,7 @@ impl BucketCatalog {
                 });
             }
         }
-        self.memory
-            .fetch_add(bucket.measure_memory(), Ordering::Relaxed);
+        self.mem_add(bucket.measure_memory());
         self.active_buckets.fetch_add(1, Ordering::Relaxed);
         stripe.buckets.insert(id, bucket);
         stripe.series.entry(Arc::clone(key)).or_default().open = Some(id);
@@ -731,8 +829,7 @@ impl BucketCatalog {
             idle_seq: None,
             memory: 0,
         };
-        self.memory
-            .fetch_add(bucket.measure_memory(), Ordering::Relaxed);
+        self.mem_add(bucket.measure_memory());
         self.active_buckets.fetch_add(1, Ordering::Relaxed);
         stripe.buckets.insert(id, bucket);
         stripe.series.entry(Arc::clone(key)).or_default().open = Some(id);
@@ -742,7 +839,7 @@ impl BucketCatalog {
     /// Archives or closes idle buckets while memory exceeds the threshold (SPEC ).
     fn expire_idle(&self, stripe: &mut Stripe, options: &CatalogOptions, out: &mut StageOutcome) {
         let mut done = 0;
-        while self.memory_usage() > options.idle_bucket_expiry_memory_usage_threshold_bytes
+        while self.pool.usage() > options.idle_bucket_expiry_memory_usage_threshold_bytes
             && done <= options.idle_bucket_expiry_max_count_per_attempt
         {
             done += 1;
@@ -774,10 +871,7 @@ impl BucketCatalog {
                 }
                 self.archived_buckets.fetch_sub(1, Ordering::Relaxed);
                 self.active_buckets.fetch_sub(1, Ordering::Relaxed);
-                self.memory.fetch_sub(
-                    ARCHIVED_RECORD_BYTES + key.bytes.len() as u64,
-                    Ordering::Relaxed,
-                );
+                self.mem_sub(ARCHIVED_RECORD_BYTES + key.bytes.len() as u64);
                 ExecutionStats::bump(&self.stats.num_buckets_closed_due_to_memory_threshold);
             } else {
                 break;
@@ -785,15 +879,17 @@ impl BucketCatalog {
         }
     }
 
-    /// Appends `m` to the bucket's active batch: columns, min/max, size, sortedness.
+    /// Appends `m` to the bucket's active batch: columns, min/max, size, sortedness. Returns
+    /// the batch and the staged bytes to account.
     fn append(
         &self,
+        writer: WriterId,
         bucket: &mut Bucket,
         m: &Measurement<'_>,
         spec: &BucketingSpec,
         stripe_no: usize,
         scratch: &mut Vec<u8>,
-    ) -> Arc<WriteBatch> {
+    ) -> (Arc<WriteBatch>, u64) {
         let meta_field = spec.meta_field.as_deref();
         let delta = size_increment(Some(bucket), m, meta_field);
         bucket.size += delta;
@@ -854,7 +950,9 @@ impl BucketCatalog {
         }
         data.rows += 1;
         data.indices.push(m.index);
+        data.owners.push(writer);
         data.uncompressed_bytes += uncompressed;
+        data.accounted += uncompressed;
         drop(data);
         if m.time < bucket.last_time && bucket.sorted {
             bucket.sorted = false;
@@ -863,7 +961,7 @@ impl BucketCatalog {
         bucket.last_time = m.time;
         bucket.max_time = bucket.max_time.max(m.time);
         bucket.count += 1;
-        batch
+        (batch, uncompressed)
     }
 
     /// Waits for a batch set aside by [`WriteBatch::claim_commit_rights`] to be committed or
@@ -917,10 +1015,10 @@ impl BucketCatalog {
         }
         bucket.prepared = true;
         batch.mark_prepared();
-        let mut data = std::mem::take(&mut *lock(&batch.data));
-        let rows = data.rows;
-        let mut columns = Vec::with_capacity(data.columns.len());
-        for (idx, mut col) in data.columns.drain(..).enumerate() {
+        let rows = lock(&batch.data).rows;
+        let (staged, uncompressed_bytes) = self.release_staged(batch);
+        let mut columns = Vec::with_capacity(staged.len());
+        for (idx, mut col) in staged.into_iter().enumerate() {
             if col.len() < rows {
                 col.push_missing_n(rows - col.len());
             }
@@ -937,10 +1035,6 @@ impl BucketCatalog {
         let committed_before = bucket.committed_count;
         #[expect(clippy::cast_possible_truncation, reason = "rows ≤ bucket_max_count")]
         let count = committed_before + rows as u32;
-        *lock(&batch.data) = crate::write_batch::BatchData {
-            indices: data.indices,
-            ..Default::default()
-        };
         Ok(PreparedBatch {
             batch: Arc::clone(batch),
             bucket_id: bucket.id,
@@ -956,7 +1050,7 @@ impl BucketCatalog {
             control_max,
             columns,
             rows,
-            uncompressed_bytes: data.uncompressed_bytes,
+            uncompressed_bytes,
         })
     }
 
@@ -986,8 +1080,8 @@ impl BucketCatalog {
             }
             let old = bucket.memory;
             let new = bucket.measure_memory();
-            self.memory.fetch_add(new, Ordering::Relaxed);
-            self.memory.fetch_sub(old, Ordering::Relaxed);
+            self.mem_add(new);
+            self.mem_sub(old);
             if !bucket.has_pending() && bucket.state == BucketState::Cleared {
                 // Cleared by an abort while this batch was prepared: it goes now.
                 self.remove_bucket(&mut stripe, &batch.bucket_id);
@@ -1024,35 +1118,141 @@ impl BucketCatalog {
     /// insert goes to it) and leaves when that batch finishes.
     pub fn abort(&self, batch: &Arc<WriteBatch>, reason: &str) {
         let mut stripe = lock(&self.stripes[batch.stripe]);
-        let mut detach = None;
-        if let Some(bucket) = stripe.buckets.get_mut(&batch.bucket_id) {
-            if let Some(active) = bucket.active.take() {
-                active.fulfil(Err(reason.to_owned()));
-            }
-            if bucket.prepared && !batch.is_prepared() {
-                bucket.state = BucketState::Cleared;
-                detach = Some(Arc::clone(&bucket.key));
-            }
-        }
-        match detach {
-            Some(key) => {
-                if let Some(series) = stripe.series.get_mut(&key) {
-                    if series.open == Some(batch.bucket_id) {
-                        series.open = None;
-                    }
-                    series.rolling.retain(|r| *r != batch.bucket_id);
-                    if series.open.is_none() && series.rolling.is_empty() {
-                        stripe.series.remove(&key);
-                    }
-                }
-            }
-            None => {
-                self.remove_bucket(&mut stripe, &batch.bucket_id);
-            }
-        }
+        let prepared_by_other = stripe
+            .buckets
+            .get(&batch.bucket_id)
+            .is_some_and(|b| b.prepared && !batch.is_prepared());
+        self.clear_bucket(
+            &mut stripe,
+            &batch.bucket_id,
+            reason,
+            prepared_by_other,
+            BucketState::Cleared,
+        );
         drop(stripe);
         self.stripe_cv[batch.stripe].notify_all();
+        self.release_staged(batch);
         batch.fulfil(Err(reason.to_owned()));
+    }
+
+    /// Takes a bucket out of the catalog: its unprepared batch fails with `reason` (its
+    /// writers retry, SPEC ). With `keep_prepared` (another writer's batch of it is
+    /// prepared) the bucket is only marked `state` and detached from its series, and leaves
+    /// when that batch finishes; otherwise it is removed now.
+    fn clear_bucket(
+        &self,
+        stripe: &mut Stripe,
+        id: &BucketId,
+        reason: &str,
+        keep_prepared: bool,
+        state: BucketState,
+    ) {
+        let Some(bucket) = stripe.buckets.get_mut(id) else {
+            return;
+        };
+        if let Some(active) = bucket.active.take() {
+            self.release_staged(&active);
+            active.fulfil(Err(reason.to_owned()));
+        }
+        if !keep_prepared {
+            self.remove_bucket(stripe, id);
+            return;
+        }
+        bucket.state = state;
+        let key = Arc::clone(&bucket.key);
+        if let Some(seq) = bucket.idle_seq.take() {
+            stripe.idle.remove(&seq);
+        }
+        if let Some(series) = stripe.series.get_mut(&key) {
+            if series.open == Some(*id) {
+                series.open = None;
+            }
+            series.rolling.retain(|r| r != id);
+            if series.open.is_none() && series.rolling.is_empty() {
+                stripe.series.remove(&key);
+            }
+        }
+    }
+
+    /// Drops the archived record of bucket `id` of series `key`, if any.
+    fn drop_archived(&self, stripe: &mut Stripe, key: &BucketKey, id: &BucketId) {
+        let min_time = stripe
+            .archived
+            .get(key)
+            .and_then(|records| records.iter().find(|(_, r)| *r == id).map(|(t, _)| *t));
+        if let Some(t) = min_time {
+            let key = stripe
+                .archived
+                .get_key_value(key)
+                .map(|(k, _)| Arc::clone(k));
+            if let Some(key) = key {
+                self.take_archived(stripe, &key, t);
+            }
+        }
+    }
+
+    /// Registers a direct write on bucket `id` of series `key` (an update, delete or TTL
+    /// removal outside the insert path, SPEC ): waits while a batch of the bucket is
+    /// prepared (counting `numWaits`), then clears the bucket from the catalog (its
+    /// unprepared batch fails and its writers retry elsewhere) and drops its archived record.
+    /// Until [`BucketCatalog::direct_write_finish`], the bucket is not reopened
+    /// (`numBucketReopeningsFailedDueToWriteConflict`).
+    pub fn direct_write_start(&self, key: &BucketKey, id: &BucketId) {
+        let stripe_no = Self::stripe_of(key);
+        let mut stripe = lock(&self.stripes[stripe_no]);
+        while stripe.buckets.get(id).is_some_and(|b| b.prepared) {
+            ExecutionStats::bump(&self.stats.num_waits);
+            stripe = self.stripe_cv[stripe_no]
+                .wait(stripe)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+        *stripe.direct_writes.entry(*id).or_insert(0) += 1;
+        self.clear_bucket(
+            &mut stripe,
+            id,
+            "bucket was cleared by a direct write",
+            false,
+            BucketState::Cleared,
+        );
+        self.drop_archived(&mut stripe, key, id);
+        drop(stripe);
+        self.stripe_cv[stripe_no].notify_all();
+    }
+
+    /// Ends a direct write started by [`BucketCatalog::direct_write_start`] (committed or
+    /// rolled back): the next insert of the series reopens the bucket from storage or opens a
+    /// new one (SPEC ).
+    pub fn direct_write_finish(&self, key: &BucketKey, id: &BucketId) {
+        let mut stripe = lock(&self.stripes[Self::stripe_of(key)]);
+        if let Some(n) = stripe.direct_writes.get_mut(id) {
+            *n -= 1;
+            if *n == 0 {
+                stripe.direct_writes.remove(id);
+            }
+        }
+    }
+
+    /// Freezes bucket `id` of series `key` after its data failed to encode or decode
+    /// (SPEC §6.10): it is cleared from the catalog, never written by the insert path and
+    /// never reopened again (`numBucketsFrozen`, once per bucket). A batch of it being
+    /// committed now finishes normally.
+    pub fn freeze(&self, key: &BucketKey, id: &BucketId) {
+        let stripe_no = Self::stripe_of(key);
+        let mut stripe = lock(&self.stripes[stripe_no]);
+        if stripe.frozen.insert(*id) {
+            ExecutionStats::bump(&self.stats.num_buckets_frozen);
+        }
+        let prepared = stripe.buckets.get(id).is_some_and(|b| b.prepared);
+        self.clear_bucket(
+            &mut stripe,
+            id,
+            "bucket is frozen",
+            prepared,
+            BucketState::Frozen,
+        );
+        self.drop_archived(&mut stripe, key, id);
+        drop(stripe);
+        self.stripe_cv[stripe_no].notify_all();
     }
 
     /// Removes every bucket and archived record of the collection from memory (drop,
@@ -1063,6 +1263,10 @@ impl BucketCatalog {
             let mut stripe = lock(m);
             let ids: Vec<BucketId> = stripe.buckets.keys().copied().collect();
             for id in ids {
+                if let Some(active) = stripe.buckets.get_mut(&id).and_then(|b| b.active.take()) {
+                    self.release_staged(&active);
+                    active.fulfil(Err("the collection was dropped".to_owned()));
+                }
                 if let Some(b) = self.remove_bucket(&mut stripe, &id) {
                     closed.push(ClosedBucket {
                         id,
@@ -1071,6 +1275,12 @@ impl BucketCatalog {
                     });
                 }
             }
+            let records: u64 = stripe
+                .archived_order
+                .values()
+                .map(|(k, _)| ARCHIVED_RECORD_BYTES + k.bytes.len() as u64)
+                .sum();
+            self.mem_sub(records);
             let archived = stripe.archived_order.len() as u64;
             stripe.archived.clear();
             stripe.archived_order.clear();
@@ -1079,7 +1289,6 @@ impl BucketCatalog {
             drop(stripe);
             self.stripe_cv[i].notify_all();
         }
-        self.memory.store(0, Ordering::Relaxed);
         closed
     }
 

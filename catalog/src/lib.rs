@@ -20,10 +20,10 @@ mod write_batch;
 pub use bucket::{BucketId, BucketState, RolloverAction, RolloverReason, StoredBucket};
 pub use catalog::{
     BucketCatalog, BucketSource, BucketingSpec, ClosedBucket, MAX_BSON_OBJECT_SIZE, Measurement,
-    NoStorage, QueryOutcome, STRIPES, StageError, StageOutcome,
+    MemoryPool, NoStorage, QueryOutcome, STRIPES, StageError, StageOutcome,
 };
 pub use key::{BucketKey, write_normalized};
 pub use minmax::MinMax;
 pub use options::{CatalogOptions, LARGE_MEASUREMENTS_MAX_BUCKET_SIZE};
 pub use stats::{CatalogGauges, ExecutionStats, StatsSnapshot};
-pub use write_batch::{PreparedBatch, WriteBatch};
+pub use write_batch::{PreparedBatch, WriteBatch, WriterId};

@@ -3,7 +3,7 @@
 use bson::Document;
 use tscoll_codec::Column;
 
-use crate::bucket::BucketId;
+use crate::bucket::{BucketId, StoredBucket};
 use crate::key::BucketKey;
 use crate::sync::{Arc, AtomicBool, Condvar, Mutex, Ordering, lock};
 
@@ -22,13 +22,25 @@ pub struct WriteBatch {
     done: Condvar,
 }
 
+/// A writer (one insert call) staging measurements, unique among the concurrent writers of a
+/// catalog. Writers share batches (SPEC, op id 0); a batch records which writer staged
+/// each row, so each learns the fate of its own measurements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct WriterId(pub u64);
+
 /// The staged rows of a batch, one column per bucket field (by field index).
 #[derive(Debug, Default)]
 pub(crate) struct BatchData {
     pub(crate) columns: Vec<Column>,
     pub(crate) rows: usize,
+    /// Input index of each row, in row order.
     pub(crate) indices: Vec<usize>,
+    /// Writer of each row, in row order.
+    pub(crate) owners: Vec<WriterId>,
     pub(crate) uncompressed_bytes: u64,
+    /// Bytes of staged rows counted in the catalog's memory usage (SPEC ), released
+    /// when the rows leave the catalog (prepare or abort).
+    pub(crate) accounted: u64,
 }
 
 impl WriteBatch {
@@ -63,10 +75,32 @@ impl WriteBatch {
         !self.commit_rights.swap(true, Ordering::AcqRel)
     }
 
-    /// Input indices of the measurements staged into this batch.
+    /// Input indices of the measurements staged into this batch, by every writer.
     #[must_use]
     pub fn indices(&self) -> Vec<usize> {
         lock(&self.data).indices.clone()
+    }
+
+    /// Input indices of the measurements `writer` staged into this batch, in row order.
+    #[must_use]
+    pub fn indices_of(&self, writer: WriterId) -> Vec<usize> {
+        let data = lock(&self.data);
+        data.indices
+            .iter()
+            .zip(&data.owners)
+            .filter(|(_, w)| **w == writer)
+            .map(|(i, _)| *i)
+            .collect()
+    }
+
+    /// Number of measurements `writer` staged into this batch.
+    #[must_use]
+    pub fn rows_of(&self, writer: WriterId) -> usize {
+        lock(&self.data)
+            .owners
+            .iter()
+            .filter(|w| **w == writer)
+            .count()
     }
 
     /// Settles the batch's outcome; the first outcome wins (a batch failed by an abort stays
@@ -155,4 +189,26 @@ pub struct PreparedBatch {
     pub rows: usize,
     /// Sum of the measurements' BSON element sizes (bytes), for compression statistics.
     pub uncompressed_bytes: u64,
+}
+
+impl PreparedBatch {
+    /// The stored state this commit leaves (what a [`crate::BucketSource`] reads back to
+    /// reopen the bucket, SPEC §6.8): control min/max and count after the commit, the next
+    /// segment number, not closed.
+    #[must_use]
+    pub fn to_stored(&self) -> StoredBucket {
+        StoredBucket {
+            id: self.bucket_id,
+            key_bytes: self.key.bytes.clone(),
+            min_time: self.min_time,
+            max_time: self.max_time,
+            count: self.count,
+            size_estimate: self.size_estimate,
+            sorted: self.sorted,
+            next_segment: self.segment_no + 1,
+            closed: false,
+            min: self.control_min.clone(),
+            max: self.control_max.clone(),
+        }
+    }
 }

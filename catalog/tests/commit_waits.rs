@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use bson::{Bson, DateTime, doc};
 use tscoll_catalog::{
-    BucketCatalog, BucketKey, BucketingSpec, CatalogOptions, Measurement, NoStorage,
+    BucketCatalog, BucketKey, BucketingSpec, CatalogOptions, Measurement, NoStorage, WriterId,
 };
 
 const HOUR: i64 = 3_600_000;
@@ -39,7 +39,10 @@ fn waiting_on_an_unfinished_batch_counts_num_waits() {
         doc: &d,
         generated_id: None,
     }];
-    let batch = catalog.stage(&key, &m, &NoStorage).batches.remove(0);
+    let batch = catalog
+        .stage(WriterId(1), &key, &m, &NoStorage)
+        .batches
+        .remove(0);
     // Two writers share the batch: this one commits, the other set it aside.
     assert!(batch.claim_commit_rights());
     assert!(!batch.claim_commit_rights());

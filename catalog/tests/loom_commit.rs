@@ -28,7 +28,7 @@ use loom::sync::Arc;
 use loom::thread;
 use tscoll_catalog::{
     BucketCatalog, BucketId, BucketKey, BucketSource, BucketingSpec, CatalogOptions, Measurement,
-    NoStorage, PreparedBatch, QueryOutcome, StoredBucket, WriteBatch,
+    NoStorage, PreparedBatch, QueryOutcome, StoredBucket, WriteBatch, WriterId,
 };
 
 /// The catalog's `Arc` (batches, keys): std's, also under loom (`src/sync.rs`). The threads of
@@ -116,7 +116,8 @@ fn stage(
             generated_id: None,
         })
         .collect();
-    let outcome = catalog.stage(&series(), &measurements, source);
+    let writer = WriterId(ids.first().copied().unwrap_or(0) as u64);
+    let outcome = catalog.stage(writer, &series(), &measurements, source);
     assert!(outcome.rejected.is_empty(), "{:?}", outcome.rejected);
     for b in &outcome.batches {
         let what = format!("stage {:?} into {}", own(b.indices(), ids), store.name(b));
@@ -415,11 +416,11 @@ impl Store {
             g.check(false, &problem);
         }
         let stored = g.buckets.entry(p.bucket_id).or_insert_with(|| Stored {
-            control: control_of(p),
+            control: p.to_stored(),
             segments: BTreeMap::new(),
         });
         stored.segments.insert(p.segment_no, ids);
-        stored.control = control_of(p);
+        stored.control = p.to_stored();
     }
 
     /// How many times measurement `id` is stored.
@@ -447,22 +448,6 @@ impl Store {
             .unwrap_or_default();
         ids.sort_unstable();
         ids
-    }
-}
-
-fn control_of(p: &PreparedBatch) -> StoredBucket {
-    StoredBucket {
-        id: p.bucket_id,
-        key_bytes: p.key.bytes.clone(),
-        min_time: p.min_time,
-        max_time: p.max_time,
-        count: p.count,
-        size_estimate: p.size_estimate,
-        sorted: p.sorted,
-        next_segment: p.segment_no + 1,
-        closed: false,
-        min: p.control_min.clone(),
-        max: p.control_max.clone(),
     }
 }
 

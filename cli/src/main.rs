@@ -37,7 +37,8 @@ enum Command {
     Buckets(cmd::buckets::Args),
     /// Ingest, inspect and query the bundled real data sets in a temporary database.
     Demo(cmd::demo::Args),
-    /// Measure tscoll: `bench codec` compares the codec with pcodec and zstd.
+    /// Measure tscoll: `bench codec` compares the codec with pcodec and zstd, `bench ingest`
+    /// inserts a TSBS-like workload from N threads, `bench gen` writes that workload as ndjson.
     Bench(cmd::bench::Args),
 }
 

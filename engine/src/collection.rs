@@ -1,13 +1,16 @@
 //! A time-series collection: its storage keyspaces, its bucket catalog and its options.
 
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
-use tscoll_catalog::{BucketCatalog, BucketId, BucketingSpec, CatalogOptions};
+use tscoll_catalog::{BucketCatalog, BucketId, BucketingSpec, CatalogOptions, MemoryPool};
 
 use crate::control::Control;
 use crate::error::{Error, Result};
 use crate::keys::{hex, index_key};
 use crate::options::CollectionSpec;
+
+/// Number of locks serializing bucket merges.
+const MERGE_LOCKS: usize = 32;
 
 pub(crate) struct CollectionInner {
     pub(crate) name: String,
@@ -21,6 +24,8 @@ pub(crate) struct CollectionInner {
     pub(crate) ctl: fjall::Keyspace,
     /// Meta+time index: `hash ‖ min time ‖ id` → normalized meta (SPEC ).
     pub(crate) idx: fjall::Keyspace,
+    /// Serializes merges of the same bucket (by the last byte of its `_id`).
+    pub(crate) merge_locks: Vec<Mutex<()>>,
 }
 
 impl CollectionInner {
@@ -30,12 +35,13 @@ impl CollectionInner {
         id: u64,
         spec: CollectionSpec,
         options: CatalogOptions,
+        pool: MemoryPool,
         fjall: fjall::Database,
         data: fjall::Keyspace,
         ctl: fjall::Keyspace,
         idx: fjall::Keyspace,
     ) -> Self {
-        let catalog = BucketCatalog::new(bucketing(&spec), options);
+        let catalog = BucketCatalog::with_pool(bucketing(&spec), options, pool);
         CollectionInner {
             name,
             id,
@@ -45,6 +51,7 @@ impl CollectionInner {
             data,
             ctl,
             idx,
+            merge_locks: (0..MERGE_LOCKS).map(|_| Mutex::new(())).collect(),
         }
     }
 

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use bson::{Document, doc};
 use fjall::{KeyspaceCreateOptions, PersistMode};
-use tscoll_catalog::{CatalogOptions, StatsSnapshot};
+use tscoll_catalog::{CatalogOptions, MemoryPool, StatsSnapshot};
 
 use crate::collection::{Collection, CollectionInner};
 use crate::error::{Error, ErrorCode, Result};
@@ -27,6 +27,8 @@ pub(crate) struct DbInner {
     collections_ks: fjall::Keyspace,
     collections: Mutex<HashMap<String, Collection>>,
     options: Mutex<DatabaseOptions>,
+    /// Catalog memory of every collection, under one threshold (SPEC ).
+    memory: MemoryPool,
 }
 
 /// A tscoll database: a directory holding time-series collections (one process at a time).
@@ -66,6 +68,7 @@ impl Database {
                 collections_ks,
                 collections: Mutex::new(HashMap::new()),
                 options: Mutex::new(options),
+                memory: MemoryPool::default(),
             }),
         };
         for item in db.inner.collections_ks.iter() {
@@ -120,6 +123,7 @@ impl Database {
             id,
             spec,
             self.catalog_options(),
+            self.inner.memory.clone(),
             fj.clone(),
             data,
             ctl,

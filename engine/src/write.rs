@@ -3,12 +3,13 @@
 //! entry in one atomic fjall batch (SPEC §7, §9), then merge the segments of closed buckets.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use bson::{Bson, Document, oid::ObjectId};
 use fjall::PersistMode;
 use tscoll_catalog::value::element_size;
 use tscoll_catalog::{
-    BucketKey, ClosedBucket, MAX_BSON_OBJECT_SIZE, Measurement, PreparedBatch, StageError,
+    BucketKey, ClosedBucket, MAX_BSON_OBJECT_SIZE, Measurement, PreparedBatch, StageError, WriterId,
 };
 use tscoll_codec::{Column, encode_bucket};
 
@@ -16,6 +17,13 @@ use crate::collection::{Collection, CollectionInner};
 use crate::control::Control;
 use crate::error::{Error, ErrorCode, Result};
 use crate::keys::{data_key, index_key};
+
+/// How many times the measurements of an aborted batch are placed again before they are
+/// reported as errors (SPEC R-7.3.2; MongoDB's reopening retry limit is also 16, SPEC §0).
+const MAX_RETRIES: usize = 16;
+
+/// Source of [`WriterId`]s: every insert call is a writer of its own.
+static NEXT_WRITER: AtomicU64 = AtomicU64::new(1);
 
 /// How durable an acknowledged insert is (`docs/durability.md`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -183,15 +191,71 @@ impl CollectionInner {
             .map(|_| Bson::ObjectId(ObjectId::new()))
             .collect();
         let validated = self.validate(docs, &ids, options.ordered);
+        let writer = WriterId(NEXT_WRITER.fetch_add(1, Ordering::Relaxed));
         let mut result = InsertResult {
             inserted: 0,
             errors: validated.errors,
         };
+        let mut closed = Vec::new();
+        let mut todo = validated.groups;
+        // R-7.3.2: measurements of a batch aborted by someone else's failure are placed again
+        // (in another, possibly new or reopened, bucket). An aborted batch was never written,
+        // so a retry cannot duplicate a measurement.
+        for attempt in 0..=MAX_RETRIES {
+            let failed = self.place_and_commit(
+                writer,
+                &validated.keys,
+                &todo,
+                options.durability,
+                &mut result,
+                &mut closed,
+            )?;
+            if failed.is_empty() {
+                break;
+            }
+            if attempt == MAX_RETRIES {
+                for (index, reason) in failed {
+                    result.errors.push(WriteError {
+                        index,
+                        code: ErrorCode::InternalError,
+                        message: format!("{reason} (gave up after {MAX_RETRIES} retries)"),
+                    });
+                }
+                break;
+            }
+            let mut again = vec![false; docs.len()];
+            for (index, _) in &failed {
+                again[*index] = true;
+            }
+            for group in &mut todo {
+                group.retain(|m| again[m.index]);
+            }
+        }
+        self.merge_closed(&closed)?;
+        result.errors.sort_by_key(|e| e.index);
+        Ok(result)
+    }
+
+    /// One pass of the write path: stages every group (SPEC §6.2), commits the batches this
+    /// writer wins the commit rights of and waits for the others (SPEC R-7.2.1). Counts this
+    /// writer's committed measurements into `result` and returns those whose batch was
+    /// aborted, with the reason, for a retry.
+    fn place_and_commit(
+        &self,
+        writer: WriterId,
+        keys: &[BucketKey],
+        groups: &[Vec<Measurement<'_>>],
+        durability: Durability,
+        result: &mut InsertResult,
+        closed: &mut Vec<ClosedBucket>,
+    ) -> Result<Vec<(usize, String)>> {
         let source = crate::reopen::Reopener { coll: self };
         let mut batches = Vec::new();
-        let mut closed = Vec::new();
-        for (key, group) in validated.keys.iter().zip(&validated.groups) {
-            let outcome = self.catalog.stage(key, group, &source);
+        for (key, group) in keys.iter().zip(groups) {
+            if group.is_empty() {
+                continue;
+            }
+            let outcome = self.catalog.stage(writer, key, group, &source);
             for (index, StageError::TooLarge(size)) in outcome.rejected {
                 result.errors.push(WriteError {
                     index,
@@ -202,7 +266,7 @@ impl CollectionInner {
             batches.extend(outcome.batches);
             closed.extend(outcome.closed);
         }
-        // Commit rights (SPEC R-7.2.1): commit what we win, wait for the rest.
+        let mut failed = Vec::new();
         let mut prepared = Vec::new();
         let mut set_aside = Vec::new();
         for batch in batches {
@@ -211,70 +275,79 @@ impl CollectionInner {
                     Ok(p) => prepared.push(p),
                     Err(reason) => {
                         self.catalog.abort(&batch, &reason);
-                        for index in batch.indices() {
-                            result.errors.push(internal(index, &reason));
-                        }
+                        failed.extend(
+                            batch
+                                .indices_of(writer)
+                                .into_iter()
+                                .map(|i| (i, reason.clone())),
+                        );
                     }
                 }
             } else {
                 set_aside.push(batch);
             }
         }
-        match self.commit(&prepared, options.durability) {
-            Ok(()) => {
-                for p in &prepared {
-                    result.inserted += p.rows;
-                    closed.extend(self.catalog.finish(p));
-                }
-            }
-            Err(e) => {
-                for p in &prepared {
-                    self.catalog.abort(&p.batch, &e.to_string());
-                }
-                return Err(e);
-            }
+        let written = self.commit(prepared, durability, writer, &mut failed)?;
+        for p in &written {
+            result.inserted += p.batch.rows_of(writer);
+            closed.extend(self.catalog.finish(p));
         }
         for batch in set_aside {
             match self.catalog.wait(&batch) {
-                Ok(()) => result.inserted += batch.indices().len(),
+                Ok(()) => result.inserted += batch.rows_of(writer),
                 Err(reason) => {
-                    for index in batch.indices() {
-                        result.errors.push(internal(index, &reason));
-                    }
+                    failed.extend(
+                        batch
+                            .indices_of(writer)
+                            .into_iter()
+                            .map(|i| (i, reason.clone())),
+                    );
                 }
             }
         }
-        self.merge_closed(&closed)?;
-        result.errors.sort_by_key(|e| e.index);
-        Ok(result)
+        Ok(failed)
     }
 
     /// Writes prepared batches in one atomic fjall batch (SPEC R-9.2): per bucket, the new
-    /// segment, the control record and, for a new bucket, its index entry.
-    fn commit(&self, prepared: &[PreparedBatch], durability: Durability) -> Result<()> {
+    /// segment, the control record and, for a new bucket, its index entry. A batch whose
+    /// columns fail to encode freezes its bucket (SPEC §6.10) and is aborted; this writer's
+    /// measurements of it go to `failed`. Returns the batches written.
+    ///
+    /// # Errors
+    /// A storage failure: every batch is aborted (its other writers retry, R-7.3.2).
+    fn commit(
+        &self,
+        prepared: Vec<PreparedBatch>,
+        durability: Durability,
+        writer: WriterId,
+        failed: &mut Vec<(usize, String)>,
+    ) -> Result<Vec<PreparedBatch>> {
         if prepared.is_empty() {
-            return Ok(());
+            return Ok(prepared);
         }
         let mut wb = self.fjall.batch();
-        for p in prepared {
-            let columns: Vec<(&str, &Column)> =
-                p.columns.iter().map(|(n, c)| (n.as_str(), c)).collect();
-            let blob = encode_bucket(p.rows, &columns)?;
-            let previous_raw = if p.committed_before == 0 {
-                0
-            } else {
-                self.control(&p.bucket_id)?
-                    .map_or(0, |c| c.uncompressed_bytes)
-            };
-            let control = Control::from_prepared(p, previous_raw);
-            wb.insert(&self.data, data_key(&p.bucket_id, p.segment_no), blob);
-            wb.insert(&self.ctl, p.bucket_id, control.encode());
-            if p.committed_before == 0 {
-                wb.insert(
-                    &self.idx,
-                    index_key(p.key.hash, p.min_time, &p.bucket_id),
-                    p.key.bytes.clone(),
-                );
+        let mut written = Vec::with_capacity(prepared.len());
+        let mut rest = prepared.into_iter();
+        while let Some(p) = rest.next() {
+            match self.stage_write(&mut wb, &p) {
+                Ok(()) => written.push(p),
+                Err(e @ Error::Codec(_)) => {
+                    let reason = format!("bucket frozen: {e}");
+                    self.catalog.freeze(&p.key, &p.bucket_id);
+                    self.catalog.abort(&p.batch, &reason);
+                    failed.extend(
+                        p.batch
+                            .indices_of(writer)
+                            .into_iter()
+                            .map(|i| (i, reason.clone())),
+                    );
+                }
+                Err(e) => {
+                    self.abort_all(&written, &e);
+                    self.catalog.abort(&p.batch, &e.to_string());
+                    self.abort_all(&rest.collect::<Vec<_>>(), &e);
+                    return Err(e);
+                }
             }
         }
         let mode = match durability {
@@ -282,9 +355,45 @@ impl CollectionInner {
             Durability::Flush => Some(PersistMode::Buffer),
             Durability::Sync => Some(PersistMode::SyncAll),
         };
-        wb.durability(mode)
+        if let Err(e) = wb
+            .durability(mode)
             .commit()
             .map_err(Error::storage("committing a write batch"))
+        {
+            self.abort_all(&written, &e);
+            return Err(e);
+        }
+        Ok(written)
+    }
+
+    fn abort_all(&self, prepared: &[PreparedBatch], e: &Error) {
+        for p in prepared {
+            self.catalog.abort(&p.batch, &e.to_string());
+        }
+    }
+
+    /// Adds one prepared batch to the fjall write batch: segment, control, index entry.
+    fn stage_write(&self, wb: &mut fjall::OwnedWriteBatch, p: &PreparedBatch) -> Result<()> {
+        let columns: Vec<(&str, &Column)> =
+            p.columns.iter().map(|(n, c)| (n.as_str(), c)).collect();
+        let blob = encode_bucket(p.rows, &columns)?;
+        let previous_raw = if p.committed_before == 0 {
+            0
+        } else {
+            self.control(&p.bucket_id)?
+                .map_or(0, |c| c.uncompressed_bytes)
+        };
+        let control = Control::from_prepared(p, previous_raw);
+        wb.insert(&self.data, data_key(&p.bucket_id, p.segment_no), blob);
+        wb.insert(&self.ctl, p.bucket_id, control.encode());
+        if p.committed_before == 0 {
+            wb.insert(
+                &self.idx,
+                index_key(p.key.hash, p.min_time, &p.bucket_id),
+                p.key.bytes.clone(),
+            );
+        }
+        Ok(())
     }
 
     /// Merges the segments of buckets that left memory into one blob each (DESIGN "Write path
@@ -296,7 +405,16 @@ impl CollectionInner {
         Ok(())
     }
 
+    /// Merges one bucket's segments. Merges of the same bucket are serialized: a bucket closed
+    /// by one writer may be reopened, continued and closed again by another, and two merges
+    /// reading different segment sets would otherwise each write a blob (duplicating rows).
+    /// Each merge reads the segments inside the lock and writes its blob under the last one
+    /// it read; commits only ever add higher segment numbers, so a concurrent commit is kept.
     fn merge_bucket(&self, id: &tscoll_catalog::BucketId) -> Result<()> {
+        let stripe = usize::from(id[11]) % self.merge_locks.len();
+        let _serialized = self.merge_locks[stripe]
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let Some(control) = self.control(id)? else {
             return Ok(());
         };
@@ -349,13 +467,5 @@ impl CollectionInner {
             out.push((seg, tscoll_codec::decode_bucket_projected(&v, keep)?));
         }
         Ok(out)
-    }
-}
-
-fn internal(index: usize, reason: &str) -> WriteError {
-    WriteError {
-        index,
-        code: ErrorCode::InternalError,
-        message: reason.to_owned(),
     }
 }

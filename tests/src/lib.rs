@@ -127,6 +127,26 @@ pub mod spec {
         }
     }
 
+    /// `control.count` of every stored bucket, sorted.
+    ///
+    /// # Panics
+    /// When the buckets cannot be read or one has no `control.count`.
+    #[must_use]
+    pub fn bucket_counts(coll: &Collection) -> Vec<i64> {
+        let mut v: Vec<i64> = coll
+            .buckets()
+            .expect("buckets")
+            .iter()
+            .map(|b| {
+                b.get_document("control")
+                    .and_then(|c| c.get_i64("count"))
+                    .expect("control.count")
+            })
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
     /// The measurements matching `filter`, in time order.
     ///
     /// # Panics

@@ -8,7 +8,7 @@ use tscoll_engine::{
     CatalogOptions, Collection, CollectionStats, Database, DatabaseOptions, FindOptions,
     TimeseriesOptions,
 };
-use tscoll_tests::spec::{at, find_sorted, insert_all};
+use tscoll_tests::spec::{at, bucket_counts, find_sorted, insert_all};
 
 const MINUTE: i64 = 60_000;
 const HOUR: i64 = 3_600_000;
@@ -54,21 +54,6 @@ fn meta_opts() -> TimeseriesOptions {
     TimeseriesOptions::new("t").meta_field("m")
 }
 
-fn counts(coll: &Collection) -> Vec<i64> {
-    let mut v: Vec<i64> = coll
-        .buckets()
-        .expect("buckets")
-        .iter()
-        .map(|b| {
-            b.get_document("control")
-                .and_then(|c| c.get_i64("count"))
-                .expect("control.count")
-        })
-        .collect();
-    v.sort_unstable();
-    v
-}
-
 #[test]
 fn r_6_8_2_insert_after_reopen_continues_the_same_bucket() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -94,7 +79,7 @@ fn r_6_8_2_insert_after_reopen_continues_the_same_bucket() {
     assert_eq!(s.execution.num_bucket_inserts, 0);
     assert_eq!(s.execution.num_bucket_updates, 1);
     assert_eq!(s.execution.num_buckets_opened_due_to_metadata, 0);
-    assert_eq!(counts(&coll), [6]);
+    assert_eq!(bucket_counts(&coll), [6]);
     let xs: Vec<i64> = all(&coll)
         .iter()
         .map(|d| d.get_i64("x").expect("x"))
@@ -120,7 +105,7 @@ fn r_6_8_4_collection_without_meta_field_cannot_query_reopen() {
     assert_eq!(s.execution.num_buckets_queried, 0);
     assert_eq!(s.execution.num_buckets_reopened, 0);
     assert_eq!(s.execution.num_bucket_inserts, 1);
-    assert_eq!(counts(&coll), [1, 1]);
+    assert_eq!(bucket_counts(&coll), [1, 1]);
     assert_eq!(all(&coll).len(), 2);
 }
 
@@ -212,7 +197,7 @@ fn r_6_8_2_query_reopen_matches_the_series() {
     assert_eq!(s.bucket_count, 2);
     assert_eq!(s.execution.num_buckets_reopened, 1);
     assert_eq!(s.execution.num_buckets_queried, 1);
-    assert_eq!(counts(&coll), [1, 2]);
+    assert_eq!(bucket_counts(&coll), [1, 2]);
 }
 
 #[test]
@@ -232,7 +217,7 @@ fn r_6_8_2_no_meta_series_reopens_in_meta_collection() {
     let s = stats(&coll);
     assert_eq!(s.bucket_count, 2);
     assert_eq!(s.execution.num_buckets_reopened, 2);
-    assert_eq!(counts(&coll), [2, 2]);
+    assert_eq!(bucket_counts(&coll), [2, 2]);
 }
 
 fn null_meta() -> bson::Bson {
@@ -255,7 +240,7 @@ fn r_6_8_full_bucket_is_not_continued_after_reopen() {
     insert_all(&coll, &[doc! { "t": at(5_000), "m": "a" }]);
     let s = stats(&coll);
     assert_eq!(s.bucket_count, 2);
-    assert_eq!(counts(&coll), [1, 3]);
+    assert_eq!(bucket_counts(&coll), [1, 3]);
 }
 
 #[test]
@@ -326,6 +311,6 @@ fn r_6_8_reopen_twice() {
     let s = stats(&coll);
     assert_eq!(s.bucket_count, 1);
     assert_eq!(s.execution.num_buckets_reopened, 1);
-    assert_eq!(counts(&coll), [3]);
+    assert_eq!(bucket_counts(&coll), [3]);
     assert_eq!(all(&coll).len(), 3);
 }

@@ -1,6 +1,10 @@
-//! `tscoll bench`: measurements of tscoll's speed and size, each a subcommand.
+//! `tscoll bench`: measurements of tscoll's speed and size, each a subcommand: `codec`
+//! (the codec against pcodec and zstd), `ingest` (the TSBS cpu-only ingest) and `gen` (that
+//! workload as NDJSON).
 
 pub(crate) mod codec;
+pub(crate) mod r#gen;
+pub(crate) mod ingest;
 
 use std::process::ExitCode;
 
@@ -20,6 +24,12 @@ pub(crate) enum What {
     /// The codec on real columns cut into 1000-value buckets, side by side with pcodec and
     /// zstd: bits per value and encode/decode MB/s by column kind.
     Codec(codec::Args),
+    /// TSBS's "cpu-only" workload (hosts with 10 tags, 10 CPU fields every 10 s) inserted
+    /// into one collection by T threads: measurements/s, disk bytes, write amplification,
+    /// peak RSS.
+    Ingest(ingest::Args),
+    /// Write the TSBS "cpu-only" workload of `bench ingest` as NDJSON (relaxed Extended JSON).
+    Gen(r#gen::Args),
 }
 
 /// Runs `tscoll bench`.
@@ -29,5 +39,7 @@ pub(crate) enum What {
 pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
     match &args.what {
         What::Codec(a) => codec::run(a),
+        What::Ingest(a) => ingest::run(a),
+        What::Gen(a) => r#gen::run(a),
     }
 }

@@ -1,0 +1,268 @@
+//! SPEC §7 and §6.7 at the catalog level: shared batches record each writer's rows
+//! measurements of an aborted batch are placed again without duplicates,
+//! direct writes clear a bucket and block its reopening, frozen buckets are never
+//! reopened (§6.10), and staged rows count in the memory usage until they leave the catalog
+//!
+
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use bson::{Bson, DateTime, Document, doc};
+use tscoll_catalog::{
+    BucketCatalog, BucketId, BucketKey, BucketSource, BucketingSpec, CatalogOptions, Measurement,
+    NoStorage, PreparedBatch, QueryOutcome, StatsSnapshot, StoredBucket, WriteBatch, WriterId,
+};
+
+const HOUR: i64 = 3_600_000;
+const T0: i64 = 1000 * HOUR;
+
+fn catalog() -> BucketCatalog {
+    BucketCatalog::new(
+        BucketingSpec {
+            time_field: "t".to_owned(),
+            meta_field: Some("m".to_owned()),
+            max_span_ms: HOUR,
+            rounding_ms: 60_000,
+        },
+        CatalogOptions::default(),
+    )
+}
+
+fn key() -> BucketKey {
+    BucketKey::from_meta(Some(&Bson::String("s".to_owned())))
+}
+
+fn doc_at(i: i64) -> Document {
+    doc! { "t": DateTime::from_millis(T0 + i * 1000), "m": "s", "v": i }
+}
+
+/// Stages `docs` (input indices `first..`) for `writer` and returns the batches.
+fn stage(
+    catalog: &BucketCatalog,
+    writer: u64,
+    docs: &[Document],
+    first: usize,
+    source: &dyn BucketSource,
+) -> Vec<Arc<WriteBatch>> {
+    let ms: Vec<Measurement<'_>> = docs
+        .iter()
+        .enumerate()
+        .map(|(i, d)| Measurement {
+            index: first + i,
+            time: d.get_datetime("t").expect("t").timestamp_millis(),
+            doc: d,
+            generated_id: None,
+        })
+        .collect();
+    let out = catalog.stage(WriterId(writer), &key(), &ms, source);
+    assert!(out.rejected.is_empty());
+    out.batches
+}
+
+fn commit(catalog: &BucketCatalog, batch: &Arc<WriteBatch>) -> PreparedBatch {
+    assert!(batch.claim_commit_rights(), "commit rights");
+    let p = catalog.prepare_commit(batch).expect("prepare");
+    catalog.finish(&p);
+    p
+}
+
+/// A storage that answers every reopening query with one stored bucket.
+struct OneBucket(Mutex<Option<StoredBucket>>);
+
+impl BucketSource for OneBucket {
+    fn fetch(&self, id: &BucketId) -> Option<StoredBucket> {
+        self.0.lock().ok()?.clone().filter(|b| b.id == *id)
+    }
+    fn query(&self, _: &BucketKey, _: i64, _: i64, _: u32, _: u64) -> QueryOutcome {
+        match self.0.lock().ok().and_then(|g| g.clone()) {
+            Some(b) => QueryOutcome::Hit(Box::new(b)),
+            None => QueryOutcome::Miss,
+        }
+    }
+}
+
+fn stats(catalog: &BucketCatalog) -> StatsSnapshot {
+    catalog.stats()
+}
+
+#[test]
+fn r_7_1_1_shared_batch_records_each_writers_rows() {
+    let c = catalog();
+    let a = stage(&c, 1, &[doc_at(0), doc_at(1)], 0, &NoStorage);
+    let b = stage(&c, 2, &[doc_at(2)], 10, &NoStorage);
+    assert_eq!(a.len(), 1);
+    assert!(
+        Arc::ptr_eq(&a[0], &b[0]),
+        "concurrent writers share the batch"
+    );
+    let batch = &a[0];
+    assert_eq!(batch.indices_of(WriterId(1)), vec![0, 1]);
+    assert_eq!(batch.indices_of(WriterId(2)), vec![10]);
+    assert_eq!(batch.rows_of(WriterId(1)), 2);
+    assert_eq!(batch.rows_of(WriterId(2)), 1);
+    assert_eq!(batch.rows_of(WriterId(3)), 0);
+    let p = commit(&c, batch);
+    assert_eq!(p.rows, 3);
+    // Each writer can still count its rows after the commit.
+    assert_eq!(batch.rows_of(WriterId(2)), 1);
+    assert_eq!(c.wait(batch), Ok(()));
+}
+
+#[test]
+fn r_7_3_2_measurements_of_an_aborted_batch_are_placed_again_once() {
+    let c = catalog();
+    // Writer 1 commits a first batch: the bucket holds 1 measurement.
+    let first = stage(&c, 1, &[doc_at(0)], 0, &NoStorage);
+    let p0 = commit(&c, &first[0]);
+    // Writers 1 and 2 share the next batch; writer 1 wins the commit rights, its storage
+    // write fails, it aborts.
+    let b1 = stage(&c, 1, &[doc_at(1)], 1, &NoStorage);
+    let b2 = stage(&c, 2, &[doc_at(2)], 7, &NoStorage);
+    assert!(Arc::ptr_eq(&b1[0], &b2[0]));
+    assert!(b1[0].claim_commit_rights());
+    let p1 = c.prepare_commit(&b1[0]).expect("prepare");
+    c.abort(&p1.batch, "disk full");
+    // Writer 2 set the batch aside and learns the failure, with its own measurements.
+    assert!(!b2[0].claim_commit_rights());
+    assert_eq!(c.wait(&b2[0]), Err("disk full".to_owned()));
+    assert_eq!(b2[0].indices_of(WriterId(2)), vec![7]);
+    // The bucket left the catalog; both writers retry their own measurement. The stored
+    // bucket (1 measurement) is reopened and continued: nothing is duplicated.
+    let storage = OneBucket(Mutex::new(Some(p0.to_stored())));
+    let r2 = stage(&c, 2, &[doc_at(2)], 7, &storage);
+    let r1 = stage(&c, 1, &[doc_at(1)], 1, &storage);
+    assert!(Arc::ptr_eq(&r1[0], &r2[0]));
+    assert_eq!(
+        r1[0].bucket_id(),
+        p0.bucket_id,
+        "the stored bucket is reopened"
+    );
+    let p = commit(&c, &r2[0]);
+    assert_eq!(p.committed_before, 1);
+    assert_eq!(p.rows, 2);
+    assert_eq!(p.count, 3, "1 committed + the 2 retried, each once");
+    let s = stats(&c);
+    assert_eq!(s.num_commits, 2);
+    assert_eq!(s.num_measurements_committed, 3);
+    assert_eq!(s.num_buckets_reopened, 1);
+}
+
+#[test]
+fn r_7_4_1_direct_write_clears_the_bucket_and_blocks_its_reopening() {
+    let c = catalog();
+    let first = stage(&c, 1, &[doc_at(0)], 0, &NoStorage);
+    let p0 = commit(&c, &first[0]);
+    // A writer has a batch staged, not prepared, when a delete starts on the bucket.
+    let pending = stage(&c, 2, &[doc_at(1)], 1, &NoStorage);
+    assert_eq!(pending[0].bucket_id(), p0.bucket_id);
+    c.direct_write_start(&key(), &p0.bucket_id);
+    assert!(pending[0].claim_commit_rights());
+    assert!(
+        c.prepare_commit(&pending[0]).is_err(),
+        "a batch of a cleared bucket is not committed"
+    );
+    assert!(c.wait(&pending[0]).is_err());
+    assert_eq!(c.gauges().open_buckets, 0);
+    // While the direct write runs, the bucket is not reopened: the retry opens a new one.
+    let storage = OneBucket(Mutex::new(Some(p0.to_stored())));
+    let retry = stage(&c, 2, &[doc_at(1)], 1, &storage);
+    assert_ne!(retry[0].bucket_id(), p0.bucket_id);
+    let s = stats(&c);
+    assert_eq!(s.num_bucket_reopenings_failed_due_to_write_conflict, 1);
+    assert_eq!(s.num_buckets_queried, 1);
+    assert_eq!(s.num_buckets_reopened, 0);
+    commit(&c, &retry[0]);
+    c.direct_write_finish(&key(), &p0.bucket_id);
+    // Once it is done, the series can reopen the bucket from storage: the new
+    // bucket is soft-closed for it.
+    let c2 = catalog();
+    c2.direct_write_start(&key(), &p0.bucket_id);
+    c2.direct_write_finish(&key(), &p0.bucket_id);
+    let again = stage(&c2, 3, &[doc_at(2)], 2, &storage);
+    assert_eq!(again[0].bucket_id(), p0.bucket_id);
+    assert_eq!(stats(&c2).num_buckets_reopened, 1);
+}
+
+#[test]
+fn r_7_4_1_direct_write_waits_for_the_prepared_batch() {
+    let c = Arc::new(catalog());
+    let batch = stage(&c, 1, &[doc_at(0)], 0, &NoStorage).remove(0);
+    assert!(batch.claim_commit_rights());
+    let p = c.prepare_commit(&batch).expect("prepare");
+    let id = batch.bucket_id();
+    let done = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (c, done) = (Arc::clone(&c), Arc::clone(&done));
+        std::thread::spawn(move || {
+            c.direct_write_start(&key(), &id);
+            done.store(true, Ordering::SeqCst);
+        })
+    };
+    // The direct writer counts its wait before blocking.
+    while stats(&c).num_waits == 0 {
+        std::thread::yield_now();
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    assert!(
+        !done.load(Ordering::SeqCst),
+        "a direct write does not start while a batch is prepared"
+    );
+    c.finish(&p);
+    writer.join().expect("direct writer");
+    assert!(done.load(Ordering::SeqCst));
+    assert_eq!(c.gauges().open_buckets, 0, "the bucket was cleared");
+    assert_eq!(stats(&c).num_measurements_committed, 1);
+    c.direct_write_finish(&key(), &p.bucket_id);
+}
+
+#[test]
+fn r_6_10_frozen_bucket_is_never_reopened() {
+    let c = catalog();
+    let first = stage(&c, 1, &[doc_at(0)], 0, &NoStorage);
+    let p0 = commit(&c, &first[0]);
+    let pending = stage(&c, 1, &[doc_at(1)], 1, &NoStorage);
+    c.freeze(&key(), &p0.bucket_id);
+    c.freeze(&key(), &p0.bucket_id);
+    assert!(c.wait(&pending[0]).is_err(), "the staged batch fails");
+    let storage = OneBucket(Mutex::new(Some(p0.to_stored())));
+    let retry = stage(&c, 1, &[doc_at(1)], 1, &storage);
+    assert_ne!(retry[0].bucket_id(), p0.bucket_id);
+    let s = stats(&c);
+    assert_eq!(s.num_buckets_frozen, 1, "once per bucket");
+    assert_eq!(s.num_bucket_reopenings_failed_due_to_marked_frozen, 1);
+}
+
+#[test]
+fn r_6_9_5_staged_rows_count_until_they_leave_the_catalog() {
+    let c = catalog();
+    assert_eq!(c.memory_usage(), 0);
+    let big = "x".repeat(100_000);
+    let d = doc! { "t": DateTime::from_millis(T0), "m": "s", "s": big.as_str() };
+    let batch = stage(&c, 1, std::slice::from_ref(&d), 0, &NoStorage).remove(0);
+    let staged = c.memory_usage();
+    assert!(
+        staged > 300_000,
+        "the staged value and its min and max copies count: {staged}"
+    );
+    commit(&c, &batch);
+    let committed = c.memory_usage();
+    assert!(
+        committed > 200_000 && committed < staged - 99_000,
+        "after the commit the min/max copies stay, the staged row is gone: {committed}"
+    );
+    // An aborted batch frees its rows and its bucket.
+    let c = catalog();
+    let batch = stage(&c, 1, std::slice::from_ref(&d), 0, &NoStorage).remove(0);
+    assert!(c.memory_usage() > 100_000);
+    assert!(batch.claim_commit_rights());
+    c.abort(&batch, "disk full");
+    assert_eq!(c.memory_usage(), 0);
+    // Dropping the collection frees every byte.
+    let c = catalog();
+    let _batches = stage(&c, 1, &[doc_at(0), doc_at(1)], 0, &NoStorage);
+    assert!(c.memory_usage() > 0);
+    c.clear_all();
+    assert_eq!(c.memory_usage(), 0);
+}

@@ -1,0 +1,215 @@
+//! Concurrent writers (SPEC §7): N = 2, 4 and 8 threads insert interleaved measurements of
+//! the same series into one collection of a real database at once. Afterwards every
+//! measurement is stored exactly once, every bucket keeps the invariants of SPEC §4 and §6
+//! (count ≤ max, time span, one series, control min/max equal to the data), and the counters
+//! of SPEC §8.1 add up.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Barrier;
+
+use bson::{Bson, Document, doc};
+use tscoll_engine::{CatalogOptions, Collection, InsertOptions};
+use tscoll_tests::spec::{at, options, temp_collection};
+
+const SERIES: i64 = 12;
+const CALLS: i64 = 12;
+const PER_CALL: i64 = 150;
+const MAX_COUNT: u32 = 64;
+const SPAN_MS: i64 = 3_600_000;
+
+/// Measurement `i` of thread `w`: its own `_id`, a series shared by every thread and a time
+/// that makes the threads overlap (each thread walks the same hour, so one thread's time is
+/// often behind the series' open bucket: time-backward archives and reopening happen).
+fn measurement(w: i64, i: i64) -> Document {
+    let series = (i + w) % SERIES;
+    let step = i / SERIES;
+    doc! {
+        "_id": w * 1_000_000 + i,
+        "t": at(step * 997 + w * 13),
+        "m": format!("s{series}"),
+        "w": w,
+        "v": (w * 31 + i) as f64 / 8.0,
+    }
+}
+
+fn run(threads: i64, memory_threshold: Option<u64>) {
+    let mut catalog = CatalogOptions {
+        bucket_max_count: MAX_COUNT,
+        ..CatalogOptions::default()
+    };
+    if let Some(bytes) = memory_threshold {
+        catalog.idle_bucket_expiry_memory_usage_threshold_bytes = bytes;
+    }
+    let (_dir, _db, coll) = temp_collection(catalog, &options(true));
+    let barrier = Barrier::new(usize::try_from(threads).expect("threads"));
+    let inserted: Vec<usize> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|w| {
+                let (coll, barrier) = (&coll, &barrier);
+                s.spawn(move || {
+                    barrier.wait();
+                    let mut n = 0;
+                    for call in 0..CALLS {
+                        let docs: Vec<Document> = (call * PER_CALL..(call + 1) * PER_CALL)
+                            .map(|i| measurement(w, i))
+                            .collect();
+                        let r = coll
+                            .insert_many(&docs, &InsertOptions::default())
+                            .expect("insert_many");
+                        assert!(r.errors.is_empty(), "thread {w}: {:?}", r.errors);
+                        n += r.inserted;
+                    }
+                    n
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("writer thread"))
+            .collect()
+    });
+    let total = usize::try_from(threads * CALLS * PER_CALL).expect("total");
+    for (w, n) in inserted.iter().enumerate() {
+        assert_eq!(
+            *n,
+            usize::try_from(CALLS * PER_CALL).expect("n"),
+            "thread {w}'s own count"
+        );
+    }
+    check_every_measurement_once(&coll, total);
+    let buckets = check_bucket_invariants(&coll);
+    check_counters(&coll, total, buckets);
+    if memory_threshold.is_some() {
+        let e = coll.stats().expect("stats").execution;
+        assert!(
+            e.num_buckets_archived_due_to_memory_threshold > 0,
+            "idle buckets were archived under memory pressure"
+        );
+    }
+}
+
+fn check_every_measurement_once(coll: &Collection, total: usize) {
+    let found = coll
+        .find(&doc! {}, &tscoll_engine::FindOptions::default())
+        .expect("find");
+    assert_eq!(found.len(), total, "measurements stored");
+    let mut seen: HashMap<i64, Document> = HashMap::new();
+    for d in found {
+        let id = d.get_i64("_id").expect("_id");
+        assert!(
+            seen.insert(id, d.clone()).is_none(),
+            "measurement {id} stored twice"
+        );
+        let expected = measurement(id / 1_000_000, id % 1_000_000);
+        assert_eq!(d, expected, "measurement {id} as inserted");
+    }
+}
+
+/// Checks each stored bucket and returns how many there are.
+fn check_bucket_invariants(coll: &Collection) -> u64 {
+    let buckets = coll.buckets().expect("buckets");
+    for b in &buckets {
+        let control = b.get_document("control").expect("control");
+        let count = control.get_i64("count").expect("count");
+        assert!(count >= 1 && count <= i64::from(MAX_COUNT), "count {count}");
+        let data = b.get_document("data").expect("data");
+        let (min, max) = (
+            control.get_document("min").expect("min"),
+            control.get_document("max").expect("max"),
+        );
+        let times = column(data, "t");
+        assert_eq!(times.len() as i64, count, "control.count = rows");
+        let t = |v: &Bson| v.as_datetime().expect("date").timestamp_millis();
+        let (lo, hi) = (
+            times.values().map(t).min().expect("rows"),
+            times.values().map(t).max().expect("rows"),
+        );
+        let min_t = t(min.get("t").expect("min t"));
+        assert!(
+            min_t <= lo && lo - min_t < 60_000,
+            "control.min.t is the rounded min"
+        );
+        assert_eq!(t(max.get("t").expect("max t")), hi, "control.max.t");
+        assert!(hi - min_t < SPAN_MS, "bucket span");
+        for field in ["w", "v", "_id"] {
+            let col = column(data, field);
+            assert_eq!(col.len() as i64, count, "{field}: a value per row");
+            let lo = col.values().min_by(|a, b| cmp(a, b)).expect("rows");
+            let hi = col.values().max_by(|a, b| cmp(a, b)).expect("rows");
+            assert_eq!(min.get(field), Some(lo), "control.min.{field}");
+            assert_eq!(max.get(field), Some(hi), "control.max.{field}");
+        }
+        // One series per bucket: the meta value and the measurements' own series agree.
+        let meta = b.get_str("meta").expect("meta");
+        for id in column(data, "_id").values() {
+            let id = id.as_i64().expect("id");
+            let expected = measurement(id / 1_000_000, id % 1_000_000);
+            assert_eq!(expected.get_str("m").expect("m"), meta, "series of {id}");
+        }
+    }
+    buckets.len() as u64
+}
+
+fn column(data: &Document, field: &str) -> BTreeMap<usize, Bson> {
+    data.get_document(field)
+        .map(|c| {
+            c.iter()
+                .map(|(k, v)| (k.parse().expect("row key"), v.clone()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn cmp(a: &Bson, b: &Bson) -> std::cmp::Ordering {
+    match (a, b) {
+        (Bson::Int64(x), Bson::Int64(y)) => x.cmp(y),
+        (Bson::Double(x), Bson::Double(y)) => x.total_cmp(y),
+        _ => panic!("unexpected types {a:?} {b:?}"),
+    }
+}
+
+fn check_counters(coll: &Collection, total: usize, buckets: u64) {
+    let s = coll.stats().expect("stats");
+    let e = &s.execution;
+    assert_eq!(e.num_measurements_committed, total as u64);
+    assert_eq!(s.measurement_count, total as u64);
+    assert_eq!(s.bucket_count, buckets);
+    assert_eq!(
+        e.num_bucket_inserts, buckets,
+        "every stored bucket was inserted by exactly one commit"
+    );
+    assert_eq!(e.num_commits, e.num_bucket_inserts + e.num_bucket_updates);
+    assert!(e.num_commits >= buckets);
+    assert_eq!(
+        s.num_active_buckets,
+        s.num_open_buckets + s.num_archived_buckets
+    );
+    assert_eq!(
+        s.num_idle_buckets, s.num_open_buckets,
+        "no writer left: all idle"
+    );
+    // At least one bucket per series, and count rollovers happened.
+    assert!(buckets >= SERIES as u64);
+    assert!(e.num_buckets_closed_due_to_count > 0);
+}
+
+#[test]
+fn two_writers() {
+    run(2, None);
+}
+
+#[test]
+fn four_writers() {
+    run(4, None);
+}
+
+#[test]
+fn eight_writers() {
+    run(8, None);
+}
+
+/// Idle expiry (SPEC §6.9) runs while other writers stage and commit into the same stripes.
+#[test]
+fn eight_writers_under_memory_pressure() {
+    run(8, Some(4 * 1024));
+}
