@@ -73,6 +73,42 @@ fn stats_json_and_table() {
     assert!(table.contains("measurements per bucket"), "{table}");
 }
 
+/// SPEC §8.2: `ingest --stats` prints the engine-level catalog statistics of the ingest; a
+/// fresh `stats` process has no catalog state, so it has no `bucketCatalog` section.
+#[test]
+fn ingest_stats_prints_the_bucket_catalog_section() {
+    let s = Scratch::new();
+    s.create("m");
+    let file = s.file("good.ndjson", good_ndjson().as_bytes());
+    let out = s.run("ingest", &["m", &file, "--stats"]).ok().json_lines();
+    assert_eq!(out.len(), 1);
+    let cat = &out[0]["bucketCatalog"];
+    assert_eq!(cat["numMeasurementsCommitted"], 10, "{cat}");
+    let buckets = cat["numBuckets"].as_i64().expect("numBuckets");
+    assert!(buckets >= 1, "{cat}");
+    assert_eq!(
+        cat["numArchivedBuckets"].as_i64().expect("archived"),
+        buckets - cat["numOpenBuckets"].as_i64().expect("open"),
+    );
+    assert!(
+        cat["memoryUsage"].as_i64().expect("memoryUsage") > 0,
+        "{cat}"
+    );
+    let keys: Vec<&String> = cat.as_object().expect("object").keys().collect();
+    assert_eq!(
+        keys[..5],
+        [
+            "numBuckets",
+            "numOpenBuckets",
+            "numIdleBuckets",
+            "numArchivedBuckets",
+            "memoryUsage"
+        ]
+    );
+    let stats = s.run("stats", &["m", "--json"]).ok().json_lines();
+    assert!(stats[0].get("bucketCatalog").is_none(), "{}", stats[0]);
+}
+
 #[test]
 fn buckets_in_mongodb_shape() {
     let s = loaded();

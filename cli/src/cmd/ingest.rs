@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 
 use bson::Document;
 use indicatif::{ProgressBar, ProgressState, ProgressStyle};
-use tscoll_engine::{Collection, Durability, InsertOptions};
+use tscoll_engine::{Collection, Database, Durability, InsertOptions};
 
-use super::{CmdResult, DbArgs, open_collection};
+use super::{CmdResult, DbArgs, open_collection, to_extjson};
 use crate::input::Record;
 use crate::input::csv::{CsvMapping, CsvReader, TimeFormat, parse_column_list};
 use crate::input::ndjson::NdjsonReader;
@@ -38,6 +38,11 @@ pub(crate) struct Args {
     pub(crate) settings: IngestArgs,
     #[command(flatten)]
     pub(crate) csv: CsvArgs,
+    /// After the ingest, print the bucket catalog statistics of this run (MongoDB's
+    /// `serverStatus.bucketCatalog`, SPEC §8.2) as one JSON line on stdout:
+    /// `{"bucketCatalog": {"numBuckets": …, "memoryUsage": …, "numCommits": …, …}}`.
+    #[arg(long)]
+    pub(crate) stats: bool,
 }
 
 /// Input formats.
@@ -177,7 +182,7 @@ impl Summary {
 /// The database or collection cannot be opened, an input cannot be read, the CSV mapping
 /// does not fit the header, or the engine fails as a whole (not per measurement).
 pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
-    let (_db, coll) = open_collection(&args.db.db, &args.coll)?;
+    let (db, coll) = open_collection(&args.db.db, &args.coll)?;
     let mut total = Summary::default();
     for file in &args.files {
         let summary = ingest_file(&coll, file, args.format, &args.settings, &args.csv)?;
@@ -196,11 +201,24 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
     if args.files.len() > 1 {
         eprintln!("{}", total.line("total"));
     }
+    if args.stats {
+        println!("{}", to_extjson(catalog_stats_document(&db)));
+    }
     Ok(if total.rejected > 0 {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// `{"bucketCatalog": {...}}` with the engine-level catalog statistics (SPEC §8.2), or `{}`
+/// while no collection has any (MongoDB omits the section then).
+pub(crate) fn catalog_stats_document(db: &Database) -> Document {
+    let mut d = Document::new();
+    if let Some(s) = db.catalog_stats() {
+        d.insert("bucketCatalog", s.to_document());
+    }
+    d
 }
 
 /// Ingests one input (path or `-`) into `coll`, with a progress bar when stderr is a

@@ -26,7 +26,10 @@ pub(crate) struct Args {
     /// Collection name.
     pub(crate) coll: String,
     /// Print one JSON object: the MongoDB camelCase counters plus `measurementsPerBucket`,
-    /// `compressionRatio`, `bytesPerMeasurement` and `advice`.
+    /// `compressionRatio`, `bytesPerMeasurement` and `advice`, and `bucketCatalog` (SPEC §8.2)
+    /// when this process's catalog holds anything. Counters and gauges live in the process
+    /// that inserts: a fresh `tscoll stats` process reports them as zero; `tscoll ingest
+    /// --stats` prints those of an ingest.
     #[arg(long)]
     pub(crate) json: bool,
 }
@@ -59,7 +62,7 @@ impl Derived {
 /// # Errors
 /// No such collection, or storage errors.
 pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
-    let (_db, coll) = open_collection(&args.db.db, &args.coll)?;
+    let (db, coll) = open_collection(&args.db.db, &args.coll)?;
     let stats = coll.stats()?;
     let derived = Derived::of(&stats);
     let advice = advice(&coll, &stats)?;
@@ -75,6 +78,8 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
                 .map(|a| Bson::String(a.clone()))
                 .collect::<Vec<_>>(),
         );
+        // Engine-level catalog statistics (SPEC §8.2) of this process, when there are any.
+        doc.extend(super::ingest::catalog_stats_document(&db));
         println!("{}", to_extjson(doc));
     } else {
         print!("{}", table(&args.coll, &coll.spec(), &stats, &derived));
