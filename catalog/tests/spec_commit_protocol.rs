@@ -5,38 +5,18 @@
 //!
 
 use std::sync::Arc;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use bson::{Bson, DateTime, Document, doc};
+use bson::{DateTime, Document, doc};
 use tscoll_catalog::{
-    BucketCatalog, BucketId, BucketKey, BucketSource, BucketingSpec, CatalogOptions, Measurement,
-    NoStorage, PreparedBatch, QueryOutcome, StatsSnapshot, StoredBucket, WriteBatch, WriterId,
+    BucketCatalog, BucketSource, Measurement, NoStorage, PreparedBatch, StatsSnapshot, WriteBatch,
+    WriterId,
 };
 
-const HOUR: i64 = 3_600_000;
-const T0: i64 = 1000 * HOUR;
+mod common;
 
-fn catalog() -> BucketCatalog {
-    BucketCatalog::new(
-        BucketingSpec {
-            time_field: "t".to_owned(),
-            meta_field: Some("m".to_owned()),
-            max_span_ms: HOUR,
-            rounding_ms: 60_000,
-        },
-        CatalogOptions::default(),
-    )
-}
-
-fn key() -> BucketKey {
-    BucketKey::from_meta(Some(&Bson::String("s".to_owned())))
-}
-
-fn doc_at(i: i64) -> Document {
-    doc! { "t": DateTime::from_millis(T0 + i * 1000), "m": "s", "v": i }
-}
+use common::{Finds, T0, catalog, doc_at, key};
 
 /// Stages `docs` (input indices `first..`) for `writer` and returns the batches.
 fn stage(
@@ -68,21 +48,6 @@ fn commit(catalog: &BucketCatalog, batch: &Arc<WriteBatch>) -> PreparedBatch {
     p
 }
 
-/// A storage that answers every reopening query with one stored bucket.
-struct OneBucket(Mutex<Option<StoredBucket>>);
-
-impl BucketSource for OneBucket {
-    fn fetch(&self, id: &BucketId) -> Option<StoredBucket> {
-        self.0.lock().ok()?.clone().filter(|b| b.id == *id)
-    }
-    fn query(&self, _: &BucketKey, _: i64, _: i64, _: u32, _: u64) -> QueryOutcome {
-        match self.0.lock().ok().and_then(|g| g.clone()) {
-            Some(b) => QueryOutcome::Hit(Box::new(b)),
-            None => QueryOutcome::Miss,
-        }
-    }
-}
-
 fn stats(catalog: &BucketCatalog) -> StatsSnapshot {
     catalog.stats()
 }
@@ -90,8 +55,8 @@ fn stats(catalog: &BucketCatalog) -> StatsSnapshot {
 #[test]
 fn r_7_1_1_shared_batch_records_each_writers_rows() {
     let c = catalog();
-    let a = stage(&c, 1, &[doc_at(0), doc_at(1)], 0, &NoStorage);
-    let b = stage(&c, 2, &[doc_at(2)], 10, &NoStorage);
+    let a = stage(&c, 1, &[doc_at(0, 0), doc_at(1000, 1)], 0, &NoStorage);
+    let b = stage(&c, 2, &[doc_at(2000, 2)], 10, &NoStorage);
     assert_eq!(a.len(), 1);
     assert!(
         Arc::ptr_eq(&a[0], &b[0]),
@@ -114,12 +79,12 @@ fn r_7_1_1_shared_batch_records_each_writers_rows() {
 fn r_7_3_2_measurements_of_an_aborted_batch_are_placed_again_once() {
     let c = catalog();
     // Writer 1 commits a first batch: the bucket holds 1 measurement.
-    let first = stage(&c, 1, &[doc_at(0)], 0, &NoStorage);
+    let first = stage(&c, 1, &[doc_at(0, 0)], 0, &NoStorage);
     let p0 = commit(&c, &first[0]);
     // Writers 1 and 2 share the next batch; writer 1 wins the commit rights, its storage
     // write fails, it aborts.
-    let b1 = stage(&c, 1, &[doc_at(1)], 1, &NoStorage);
-    let b2 = stage(&c, 2, &[doc_at(2)], 7, &NoStorage);
+    let b1 = stage(&c, 1, &[doc_at(1000, 1)], 1, &NoStorage);
+    let b2 = stage(&c, 2, &[doc_at(2000, 2)], 7, &NoStorage);
     assert!(Arc::ptr_eq(&b1[0], &b2[0]));
     assert!(b1[0].claim_commit_rights());
     let p1 = c.prepare_commit(&b1[0]).expect("prepare");
@@ -130,9 +95,9 @@ fn r_7_3_2_measurements_of_an_aborted_batch_are_placed_again_once() {
     assert_eq!(b2[0].indices_of(WriterId(2)), vec![7]);
     // The bucket left the catalog; both writers retry their own measurement. The stored
     // bucket (1 measurement) is reopened and continued: nothing is duplicated.
-    let storage = OneBucket(Mutex::new(Some(p0.to_stored())));
-    let r2 = stage(&c, 2, &[doc_at(2)], 7, &storage);
-    let r1 = stage(&c, 1, &[doc_at(1)], 1, &storage);
+    let storage = Finds(Some(p0.to_stored()));
+    let r2 = stage(&c, 2, &[doc_at(2000, 2)], 7, &storage);
+    let r1 = stage(&c, 1, &[doc_at(1000, 1)], 1, &storage);
     assert!(Arc::ptr_eq(&r1[0], &r2[0]));
     assert_eq!(
         r1[0].bucket_id(),
@@ -152,10 +117,10 @@ fn r_7_3_2_measurements_of_an_aborted_batch_are_placed_again_once() {
 #[test]
 fn r_7_4_1_direct_write_clears_the_bucket_and_blocks_its_reopening() {
     let c = catalog();
-    let first = stage(&c, 1, &[doc_at(0)], 0, &NoStorage);
+    let first = stage(&c, 1, &[doc_at(0, 0)], 0, &NoStorage);
     let p0 = commit(&c, &first[0]);
     // A writer has a batch staged, not prepared, when a delete starts on the bucket.
-    let pending = stage(&c, 2, &[doc_at(1)], 1, &NoStorage);
+    let pending = stage(&c, 2, &[doc_at(1000, 1)], 1, &NoStorage);
     assert_eq!(pending[0].bucket_id(), p0.bucket_id);
     c.direct_write_start(&key(), &p0.bucket_id);
     assert!(pending[0].claim_commit_rights());
@@ -166,8 +131,8 @@ fn r_7_4_1_direct_write_clears_the_bucket_and_blocks_its_reopening() {
     assert!(c.wait(&pending[0]).is_err());
     assert_eq!(c.gauges().open_buckets, 0);
     // While the direct write runs, the bucket is not reopened: the retry opens a new one.
-    let storage = OneBucket(Mutex::new(Some(p0.to_stored())));
-    let retry = stage(&c, 2, &[doc_at(1)], 1, &storage);
+    let storage = Finds(Some(p0.to_stored()));
+    let retry = stage(&c, 2, &[doc_at(1000, 1)], 1, &storage);
     assert_ne!(retry[0].bucket_id(), p0.bucket_id);
     let s = stats(&c);
     assert_eq!(s.num_bucket_reopenings_failed_due_to_write_conflict, 1);
@@ -180,7 +145,7 @@ fn r_7_4_1_direct_write_clears_the_bucket_and_blocks_its_reopening() {
     let c2 = catalog();
     c2.direct_write_start(&key(), &p0.bucket_id);
     c2.direct_write_finish(&key(), &p0.bucket_id);
-    let again = stage(&c2, 3, &[doc_at(2)], 2, &storage);
+    let again = stage(&c2, 3, &[doc_at(2000, 2)], 2, &storage);
     assert_eq!(again[0].bucket_id(), p0.bucket_id);
     assert_eq!(stats(&c2).num_buckets_reopened, 1);
 }
@@ -188,7 +153,7 @@ fn r_7_4_1_direct_write_clears_the_bucket_and_blocks_its_reopening() {
 #[test]
 fn r_7_4_1_direct_write_waits_for_the_prepared_batch() {
     let c = Arc::new(catalog());
-    let batch = stage(&c, 1, &[doc_at(0)], 0, &NoStorage).remove(0);
+    let batch = stage(&c, 1, &[doc_at(0, 0)], 0, &NoStorage).remove(0);
     assert!(batch.claim_commit_rights());
     let p = c.prepare_commit(&batch).expect("prepare");
     let id = batch.bucket_id();
@@ -220,14 +185,14 @@ fn r_7_4_1_direct_write_waits_for_the_prepared_batch() {
 #[test]
 fn r_6_10_frozen_bucket_is_never_reopened() {
     let c = catalog();
-    let first = stage(&c, 1, &[doc_at(0)], 0, &NoStorage);
+    let first = stage(&c, 1, &[doc_at(0, 0)], 0, &NoStorage);
     let p0 = commit(&c, &first[0]);
-    let pending = stage(&c, 1, &[doc_at(1)], 1, &NoStorage);
+    let pending = stage(&c, 1, &[doc_at(1000, 1)], 1, &NoStorage);
     c.freeze(&key(), &p0.bucket_id);
     c.freeze(&key(), &p0.bucket_id);
     assert!(c.wait(&pending[0]).is_err(), "the staged batch fails");
-    let storage = OneBucket(Mutex::new(Some(p0.to_stored())));
-    let retry = stage(&c, 1, &[doc_at(1)], 1, &storage);
+    let storage = Finds(Some(p0.to_stored()));
+    let retry = stage(&c, 1, &[doc_at(1000, 1)], 1, &storage);
     assert_ne!(retry[0].bucket_id(), p0.bucket_id);
     let s = stats(&c);
     assert_eq!(s.num_buckets_frozen, 1, "once per bucket");
@@ -261,7 +226,7 @@ fn r_6_9_5_staged_rows_count_until_they_leave_the_catalog() {
     assert_eq!(c.memory_usage(), 0);
     // Dropping the collection frees every byte.
     let c = catalog();
-    let _batches = stage(&c, 1, &[doc_at(0), doc_at(1)], 0, &NoStorage);
+    let _batches = stage(&c, 1, &[doc_at(0, 0), doc_at(1000, 1)], 0, &NoStorage);
     assert!(c.memory_usage() > 0);
     c.clear_all();
     assert_eq!(c.memory_usage(), 0);

@@ -471,3 +471,37 @@ fn r_8_2_catalog_stats_are_the_sums_over_collections() {
     let mem = g.memory_usage as i64;
     assert_eq!(int64(&d, "memoryUsage"), mem);
 }
+
+/// dropping a collection clears its buckets from the catalog (the §8.2 gauges and
+/// memory go back to zero) and its counters go with it: a collection created again under the
+/// same name starts from zero.
+#[test]
+fn r_7_4_2_drop_clears_buckets_and_stats() {
+    let (_dir, db, coll) = setup();
+    let docs: Vec<Document> = (0..6_i64)
+        .map(|i| doc! { "t": at(i * MINUTE), "m": i % 3, "x": i })
+        .collect();
+    insert_all(&coll, &docs);
+    let before = db.catalog_stats().expect("catalog stats");
+    assert_eq!(before.num_buckets, 3);
+    assert!(before.memory_usage > 0);
+    assert!(db.drop_collection("c").expect("drop"));
+    assert!(
+        db.catalog_stats().is_none(),
+        "nothing left in the catalog: {:?}",
+        db.catalog_stats()
+    );
+    let again = db.create_collection("c", &options(true)).expect("create");
+    let s = stats(&again);
+    assert_eq!(s.execution, StatsSnapshot::default());
+    assert_eq!(
+        (s.bucket_count, s.num_active_buckets, s.memory_usage),
+        (0, 0, 0)
+    );
+    assert!(
+        again
+            .find(&doc! {}, &Default::default())
+            .expect("find")
+            .is_empty()
+    );
+}
