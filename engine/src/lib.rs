@@ -47,5 +47,5 @@ pub use collection::Collection;
 pub use db::{Database, DatabaseOptions};
 pub use query::{FindOptions, SortOrder};
 pub use stats::{CatalogStats, CollectionStats};
-pub use tscoll_catalog::{CatalogGauges, CatalogOptions, StatsSnapshot};
+pub use tscoll_catalog::{CatalogOptions, StatsSnapshot};
 pub use write::{Durability, InsertOptions, InsertResult, WriteError};

@@ -9,7 +9,8 @@ use bson::{Bson, Document, oid::ObjectId};
 use fjall::PersistMode;
 use tscoll_catalog::value::element_size;
 use tscoll_catalog::{
-    BucketKey, ClosedBucket, MAX_BSON_OBJECT_SIZE, Measurement, PreparedBatch, StageError, WriterId,
+    BucketKey, ClosedBucket, MAX_BSON_OBJECT_SIZE, Measurement, PreparedBatch, StageError,
+    WriteBatch, WriterId,
 };
 use tscoll_codec::{Column, encode_bucket};
 
@@ -275,12 +276,7 @@ impl CollectionInner {
                     Ok(p) => prepared.push(p),
                     Err(reason) => {
                         self.catalog.abort(&batch, &reason);
-                        failed.extend(
-                            batch
-                                .indices_of(writer)
-                                .into_iter()
-                                .map(|i| (i, reason.clone())),
-                        );
+                        push_failed(&mut failed, &batch, writer, &reason);
                     }
                 }
             } else {
@@ -296,12 +292,7 @@ impl CollectionInner {
             match self.catalog.wait(&batch) {
                 Ok(()) => result.inserted += batch.rows_of(writer),
                 Err(reason) => {
-                    failed.extend(
-                        batch
-                            .indices_of(writer)
-                            .into_iter()
-                            .map(|i| (i, reason.clone())),
-                    );
+                    push_failed(&mut failed, &batch, writer, &reason);
                 }
             }
         }
@@ -335,12 +326,7 @@ impl CollectionInner {
                     let reason = format!("bucket frozen: {e}");
                     self.catalog.freeze(&p.key, &p.bucket_id);
                     self.catalog.abort(&p.batch, &reason);
-                    failed.extend(
-                        p.batch
-                            .indices_of(writer)
-                            .into_iter()
-                            .map(|i| (i, reason.clone())),
-                    );
+                    push_failed(failed, &p.batch, writer, &reason);
                 }
                 Err(e) => {
                     self.abort_all(&written, &e);
@@ -468,4 +454,20 @@ impl CollectionInner {
         }
         Ok(out)
     }
+}
+
+/// Records `writer`'s measurements of a failed batch, with the reason, for a retry
+/// (SPEC ).
+fn push_failed(
+    failed: &mut Vec<(usize, String)>,
+    batch: &WriteBatch,
+    writer: WriterId,
+    reason: &str,
+) {
+    failed.extend(
+        batch
+            .indices_of(writer)
+            .into_iter()
+            .map(|i| (i, reason.to_owned())),
+    );
 }
