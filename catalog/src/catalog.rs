@@ -85,8 +85,8 @@ pub enum QueryOutcome {
 
 /// The engine's side of reopening (SPEC §6.8): the catalog asks, the engine reads storage.
 pub trait BucketSource {
-    /// Reads a bucket's control by `_id` (archive-based reopening, R-6.8.1).
-    fn fetch(&self, id: &BucketId) -> Option<StoredBucket>;
+    /// Reads the control of bucket `id` of series `key` (archive-based reopening, R-6.8.1).
+    fn fetch(&self, key: &BucketKey, id: &BucketId) -> Option<StoredBucket>;
     /// Finds a bucket of `key` with `min_time ≤ time`, `min_time > time − span`, not closed,
     /// count below `max_count` and size estimate below `max_size`.
     fn query(
@@ -104,7 +104,7 @@ pub trait BucketSource {
 pub struct NoStorage;
 
 impl BucketSource for NoStorage {
-    fn fetch(&self, _: &BucketId) -> Option<StoredBucket> {
+    fn fetch(&self, _: &BucketKey, _: &BucketId) -> Option<StoredBucket> {
         None
     }
     fn query(&self, _: &BucketKey, _: i64, _: i64, _: u32, _: u64) -> QueryOutcome {
@@ -672,7 +672,7 @@ impl BucketCatalog {
             .filter(|(t, _)| m.time.saturating_sub(*t) < spec.max_span_ms);
         let stored = if let Some((min_time, id)) = archived {
             self.take_archived(stripe, key, min_time);
-            match source.fetch(&id) {
+            match source.fetch(key, &id) {
                 Some(b) => {
                     ExecutionStats::bump(&s.num_buckets_fetched);
                     Some(b)

@@ -458,7 +458,7 @@ impl Store {
 /// query of over every stored bucket of the series, whether or not it is open in the
 /// catalog (the catalog must recognise duplicates itself, R-6.8.5).
 impl BucketSource for Store {
-    fn fetch(&self, id: &BucketId) -> Option<StoredBucket> {
+    fn fetch(&self, _: &BucketKey, id: &BucketId) -> Option<StoredBucket> {
         self.lock().buckets.get(id).map(|b| b.control.clone())
     }
 

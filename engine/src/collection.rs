@@ -2,11 +2,17 @@
 
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
+use bson::Document;
+
 use tscoll_catalog::{BucketCatalog, BucketId, BucketingSpec, CatalogOptions, MemoryPool};
 
+use bson::doc;
+use fjall::PersistMode;
+
 use crate::control::Control;
-use crate::error::{Error, Result};
-use crate::keys::{hex, index_key};
+use crate::error::{Error, ErrorCode, Result};
+use crate::index::Indexes;
+use crate::keys::hex;
 use crate::options::CollectionSpec;
 
 /// Number of locks serializing bucket merges.
@@ -26,20 +32,30 @@ pub(crate) struct CollectionInner {
     pub(crate) idx: fjall::Keyspace,
     /// Serializes merges of the same bucket (by the last byte of its `_id`).
     pub(crate) merge_locks: Vec<Mutex<()>>,
+    /// Index definitions (SPEC §13).
+    pub(crate) indexes: RwLock<Indexes>,
+    /// The database's collection records (name → `{id, spec, indexes}`).
+    pub(crate) records: fjall::Keyspace,
+}
+
+/// Keyspaces and shared state a collection is opened with.
+pub(crate) struct Storage {
+    pub(crate) fjall: fjall::Database,
+    pub(crate) data: fjall::Keyspace,
+    pub(crate) ctl: fjall::Keyspace,
+    pub(crate) idx: fjall::Keyspace,
+    pub(crate) records: fjall::Keyspace,
 }
 
 impl CollectionInner {
-    #[expect(clippy::too_many_arguments, reason = "plain constructor")]
     pub(crate) fn new(
         name: String,
         id: u64,
         spec: CollectionSpec,
+        indexes: Indexes,
         options: CatalogOptions,
         pool: MemoryPool,
-        fjall: fjall::Database,
-        data: fjall::Keyspace,
-        ctl: fjall::Keyspace,
-        idx: fjall::Keyspace,
+        storage: Storage,
     ) -> Self {
         let catalog = BucketCatalog::with_pool(bucketing(&spec), options, pool);
         CollectionInner {
@@ -47,12 +63,48 @@ impl CollectionInner {
             id,
             spec: RwLock::new(spec),
             catalog,
-            fjall,
-            data,
-            ctl,
-            idx,
+            fjall: storage.fjall,
+            data: storage.data,
+            ctl: storage.ctl,
+            idx: storage.idx,
             merge_locks: (0..MERGE_LOCKS).map(|_| Mutex::new(())).collect(),
+            indexes: RwLock::new(indexes),
+            records: storage.records,
         }
+    }
+
+    /// The collection record: `{id, spec, indexes}` (`docs/keys.md`).
+    pub(crate) fn record(&self) -> Document {
+        doc! {
+            "id": self.id.cast_signed(),
+            "spec": self.spec().to_stored(),
+            "indexes": self.indexes().to_record(),
+        }
+    }
+
+    /// Saves the collection record durably (after collMod or an index change).
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when fjall fails.
+    pub(crate) fn save_record(&self) -> Result<()> {
+        let bytes = self
+            .record()
+            .to_vec()
+            .map_err(|e| Error::rejected(ErrorCode::InternalError, e.to_string()))?;
+        self.records
+            .insert(self.name.as_bytes(), bytes)
+            .map_err(Error::storage("saving a collection record"))?;
+        self.fjall
+            .persist(PersistMode::SyncAll)
+            .map_err(Error::storage("saving a collection record"))
+    }
+
+    /// The index definitions now.
+    pub(crate) fn indexes(&self) -> Indexes {
+        self.indexes
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     pub(crate) fn keyspaces(&self) -> [fjall::Keyspace; 3] {
@@ -82,16 +134,6 @@ impl CollectionInner {
                 key: hex(id),
                 reason,
             })
-    }
-
-    /// The normalized meta bytes of a bucket, from its index entry.
-    pub(crate) fn meta_bytes(&self, id: &BucketId, control: &Control) -> Result<Option<Vec<u8>>> {
-        let k = index_key(control.meta_hash, control.min_time, id);
-        Ok(self
-            .idx
-            .get(k)
-            .map_err(Error::storage("reading the meta+time index"))?
-            .map(|v| v.to_vec()))
     }
 }
 

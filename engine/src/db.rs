@@ -4,12 +4,13 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use bson::{Document, doc};
+use bson::Document;
 use fjall::{KeyspaceCreateOptions, PersistMode};
 use tscoll_catalog::{CatalogOptions, MemoryPool, StatsSnapshot};
 
-use crate::collection::{Collection, CollectionInner};
+use crate::collection::{Collection, CollectionInner, Storage};
 use crate::error::{Error, ErrorCode, Result};
+use crate::index::Indexes;
 use crate::keys::{COLLECTIONS_KEYSPACE, keyspace_names};
 use crate::options::{CollectionSpec, TimeseriesOptions};
 use crate::stats::CatalogStats;
@@ -88,7 +89,8 @@ impl Database {
                 .ok()
                 .and_then(CollectionSpec::from_stored)
                 .ok_or_else(|| corrupt("bad options"))?;
-            let coll = db.open_collection(&name, id.cast_unsigned(), spec)?;
+            let indexes = Indexes::from_record(&record);
+            let coll = db.open_collection(&name, id.cast_unsigned(), spec, indexes)?;
             db.lock().insert(name, coll);
         }
         Ok(db)
@@ -101,7 +103,13 @@ impl Database {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn open_collection(&self, name: &str, id: u64, spec: CollectionSpec) -> Result<Collection> {
+    fn open_collection(
+        &self,
+        name: &str,
+        id: u64,
+        spec: CollectionSpec,
+        indexes: Indexes,
+    ) -> Result<Collection> {
         let [data, ctl, idx] = keyspace_names(id);
         let blob_options = || {
             KeyspaceCreateOptions::default().data_block_compression_policy(
@@ -122,12 +130,16 @@ impl Database {
             name.to_owned(),
             id,
             spec,
+            indexes,
             self.catalog_options(),
             self.inner.memory.clone(),
-            fj.clone(),
-            data,
-            ctl,
-            idx,
+            Storage {
+                fjall: fj.clone(),
+                data,
+                ctl,
+                idx,
+                records: self.inner.collections_ks.clone(),
+            },
         )))
     }
 
@@ -164,19 +176,8 @@ impl Database {
             .map(Collection::id)
             .max()
             .map_or(1, |m| m + 1);
-        let record = doc! { "id": id.cast_signed(), "spec": spec.to_stored() };
-        let bytes = record
-            .to_vec()
-            .map_err(|e| Error::rejected(ErrorCode::InternalError, e.to_string()))?;
-        let coll = self.open_collection(name, id, spec)?;
-        self.inner
-            .collections_ks
-            .insert(name.as_bytes(), bytes)
-            .map_err(Error::storage("saving collection options"))?;
-        self.inner
-            .fjall
-            .persist(PersistMode::SyncAll)
-            .map_err(Error::storage("saving collection options"))?;
+        let coll = self.open_collection(name, id, spec, Indexes::default())?;
+        coll.inner.save_record()?;
         colls.insert(name.to_owned(), coll.clone());
         Ok(coll)
     }

@@ -45,10 +45,19 @@ pub(crate) fn index_key(hash: u64, min_time: i64, id: &BucketId) -> [u8; 28] {
     k
 }
 
+/// Marker in the index keyspace: more than one series has used meta hash `hash`. It sorts
+/// before every entry of the hash and is 8 bytes long, so entry scans skip it.
+pub(crate) fn collision_marker_key(hash: u64) -> [u8; 8] {
+    hash.to_be_bytes()
+}
+
 /// Splits an index key into `(hash, min time, bucket id)`.
 pub(crate) fn parse_index_key(k: &[u8]) -> Option<(u64, i64, BucketId)> {
     let hash = u64::from_be_bytes(k.get(..8)?.try_into().ok()?);
     let t = time_from_bytes(k.get(8..16)?.try_into().ok()?);
+    if k.len() != 28 {
+        return None;
+    }
     let id: BucketId = k.get(16..28)?.try_into().ok()?;
     Some((hash, t, id))
 }

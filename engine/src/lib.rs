@@ -37,10 +37,12 @@ mod collection;
 mod control;
 mod db;
 mod filter;
+mod index;
 mod keys;
 mod query;
 mod reopen;
 mod stats;
+mod store;
 mod write;
 
 pub use collection::Collection;

@@ -142,6 +142,21 @@ impl CollectionInner {
         let Some((lo, hi)) = filter.min_time_bounds(spec.bucket_max_span_seconds * 1000) else {
             return Ok(Vec::new());
         };
+        if let Some(entries) = self.secondary_candidates(filter)? {
+            return Ok(entries
+                .into_iter()
+                .filter(|e| e.min_time >= lo && e.min_time <= hi)
+                .filter(|e| {
+                    e.key
+                        .meta_value()
+                        .is_ok_and(|m| filter.matches_meta(m.as_ref()))
+                })
+                .map(|e| Candidate {
+                    id: e.id,
+                    meta: e.key.bytes,
+                })
+                .collect());
+        }
         let mut out = Vec::new();
         let mut scan = |range: (Vec<u8>, Vec<u8>)| -> Result<()> {
             for item in self.idx.range(range.0..=range.1) {

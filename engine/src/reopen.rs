@@ -11,10 +11,9 @@ pub(crate) struct Reopener<'a> {
 }
 
 impl BucketSource for Reopener<'_> {
-    fn fetch(&self, id: &BucketId) -> Option<StoredBucket> {
+    fn fetch(&self, key: &BucketKey, id: &BucketId) -> Option<StoredBucket> {
         let control = self.coll.control(id).ok()??;
-        let meta = self.coll.meta_bytes(id, &control).ok()??;
-        Some(control.to_stored(*id, meta))
+        (control.meta_hash == key.hash).then(|| control.to_stored(*id, key.bytes.clone()))
     }
 
     fn query(

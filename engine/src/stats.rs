@@ -1,7 +1,7 @@
 //! Collection statistics (SPEC §8.1) and bucket inspection in MongoDB's bucket shape (§4.1).
 
 use bson::{Bson, Document, doc, oid::ObjectId};
-use tscoll_catalog::{BucketKey, CatalogGauges, StatsSnapshot};
+use tscoll_catalog::{CatalogGauges, StatsSnapshot};
 
 use crate::collection::Collection;
 use crate::control::Control;
@@ -181,23 +181,19 @@ impl Collection {
         let inner = &self.inner;
         let spec = inner.spec();
         let mut out = Vec::new();
-        for item in inner.ctl.iter() {
-            let (k, v) = item
-                .into_inner()
-                .map_err(Error::storage("reading control records"))?;
+        for entry in inner.all_buckets()? {
+            let id = entry.id;
             let corrupt = |reason: String| Error::Corruption {
-                keyspace: format!("c{}_ctl", inner.id),
-                key: hex(&k),
+                keyspace: format!("c{}_idx", inner.id),
+                key: hex(&id),
                 reason,
             };
-            let c = Control::decode(&v).map_err(corrupt)?;
-            let id: [u8; 12] = k[..]
-                .try_into()
-                .map_err(|_| corrupt("bucket id is not 12 bytes".to_owned()))?;
-            let meta_bytes = inner.meta_bytes(&id, &c)?.unwrap_or_default();
-            let meta = BucketKey::from_bytes(meta_bytes)
-                .meta_value()
-                .map_err(corrupt)?;
+            let Some(c) = inner.control(&id)? else {
+                return Err(corrupt(
+                    "indexed bucket without a control record".to_owned(),
+                ));
+            };
+            let meta = entry.key.meta_value().map_err(corrupt)?;
             let rows = inner.unpack_bucket(&id, &c, None, &mut |_| true)?;
             let mut data = Document::new();
             for name in c.min.keys() {

@@ -17,7 +17,7 @@ use tscoll_codec::{Column, encode_bucket};
 use crate::collection::{Collection, CollectionInner};
 use crate::control::Control;
 use crate::error::{Error, ErrorCode, Result};
-use crate::keys::{data_key, index_key};
+use crate::keys::data_key;
 
 /// How many times the measurements of an aborted batch are placed again before they are
 /// reported as errors (SPEC R-7.3.2; MongoDB's reopening retry limit is also 16, SPEC §0).
@@ -363,23 +363,19 @@ impl CollectionInner {
         let columns: Vec<(&str, &Column)> =
             p.columns.iter().map(|(n, c)| (n.as_str(), c)).collect();
         let blob = encode_bucket(p.rows, &columns)?;
-        let previous_raw = if p.committed_before == 0 {
-            0
+        let previous = if p.committed_before == 0 {
+            None
         } else {
             self.control(&p.bucket_id)?
-                .map_or(0, |c| c.uncompressed_bytes)
         };
-        let control = Control::from_prepared(p, previous_raw);
+        let control =
+            Control::from_prepared(p, previous.as_ref().map_or(0, |c| c.uncompressed_bytes));
         wb.insert(&self.data, data_key(&p.bucket_id, p.segment_no), blob);
         wb.insert(&self.ctl, p.bucket_id, control.encode());
         if p.committed_before == 0 {
-            wb.insert(
-                &self.idx,
-                index_key(p.key.hash, p.min_time, &p.bucket_id),
-                p.key.bytes.clone(),
-            );
+            self.put_index_entry(wb, &p.key, p.min_time, &p.bucket_id)?;
         }
-        Ok(())
+        self.index_bucket_change(wb, &p.bucket_id, &p.key, previous.as_ref(), Some(&control))
     }
 
     /// Merges the segments of buckets that left memory into one blob each (DESIGN "Write path

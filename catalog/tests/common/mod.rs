@@ -40,7 +40,7 @@ pub(crate) fn doc_at(ms: i64, v: i64) -> Document {
 pub(crate) struct Finds(pub(crate) Option<StoredBucket>);
 
 impl BucketSource for Finds {
-    fn fetch(&self, id: &BucketId) -> Option<StoredBucket> {
+    fn fetch(&self, _: &BucketKey, id: &BucketId) -> Option<StoredBucket> {
         self.0.clone().filter(|b| b.id == *id)
     }
     fn query(&self, _: &BucketKey, _: i64, _: i64, _: u32, _: u64) -> QueryOutcome {

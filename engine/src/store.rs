@@ -1,0 +1,197 @@
+//! Stored buckets outside the insert path: listing them through the meta+time index, and the
+//! direct writes that remove or rewrite a bucket (deletes, meta updates, TTL; SPEC §10, §11).
+//!
+//! Every direct write follows SPEC: the bucket is cleared from the catalog first
+//! ([`BucketCatalog::direct_write_start`](tscoll_catalog::BucketCatalog::direct_write_start)
+//! waits while a batch of it is being committed), the change is written in one atomic fjall
+//! batch, then reopening is allowed again.
+
+use tscoll_catalog::{BucketId, BucketKey};
+use tscoll_codec::Column;
+
+use crate::collection::CollectionInner;
+use crate::control::Control;
+use crate::error::{Error, Result};
+use crate::keys::{collision_marker_key, data_key, hex, index_key, parse_index_key};
+
+/// One entry of the meta+time index: a stored bucket with its series.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct IndexEntry {
+    /// Bucket `_id`.
+    pub(crate) id: BucketId,
+    /// `control.min.<time>` (ms, rounded; SPEC §4.3).
+    pub(crate) min_time: i64,
+    /// The series: normalized meta bytes and their hash.
+    pub(crate) key: BucketKey,
+}
+
+impl CollectionInner {
+    /// Decodes one raw index item; `None` for non-entry keys (collision markers).
+    pub(crate) fn index_entry(&self, k: &[u8], v: &[u8]) -> Option<IndexEntry> {
+        let (hash, min_time, id) = parse_index_key(k)?;
+        let mut key = BucketKey::from_bytes(v.to_vec());
+        // The stored hash is authoritative (it is what the key sorts by).
+        key.hash = hash;
+        Some(IndexEntry { id, min_time, key })
+    }
+
+    /// Every stored bucket, in index order (series hash, then min time).
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when the scan fails.
+    pub(crate) fn all_buckets(&self) -> Result<Vec<IndexEntry>> {
+        let mut out = Vec::new();
+        for item in self.idx.iter() {
+            let (k, v) = item
+                .into_inner()
+                .map_err(Error::storage("scanning the meta+time index"))?;
+            if let Some(e) = self.index_entry(&k, &v) {
+                out.push(e);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Whether more than one series has ever been stored under this meta hash (then scans of
+    /// one series must check the meta bytes of every entry of the hash prefix).
+    pub(crate) fn hash_shared(&self, hash: u64) -> Result<bool> {
+        self.idx
+            .contains_key(collision_marker_key(hash))
+            .map_err(Error::storage("reading the meta+time index"))
+    }
+
+    /// Adds the index entry of a new bucket to `wb`, and a collision marker when another
+    /// series already uses the same meta hash.
+    pub(crate) fn put_index_entry(
+        &self,
+        wb: &mut fjall::OwnedWriteBatch,
+        key: &BucketKey,
+        min_time: i64,
+        id: &BucketId,
+    ) -> Result<()> {
+        let prefix = key.hash.to_be_bytes();
+        let first = self
+            .idx
+            .prefix(prefix)
+            .find_map(|item| match item.into_inner() {
+                Ok((k, v)) if k.len() > prefix.len() => Some(Ok(v)),
+                Ok(_) => None,
+                Err(e) => Some(Err(e)),
+            })
+            .transpose()
+            .map_err(Error::storage("reading the meta+time index"))?;
+        if first.is_some_and(|v| v[..] != key.bytes[..]) {
+            wb.insert(&self.idx, collision_marker_key(key.hash), []);
+        }
+        wb.insert(
+            &self.idx,
+            index_key(key.hash, min_time, id),
+            key.bytes.clone(),
+        );
+        Ok(())
+    }
+
+    /// The keys of every stored segment of a bucket.
+    fn segment_keys(&self, id: &BucketId) -> Result<Vec<Vec<u8>>> {
+        let mut out = Vec::new();
+        for item in self.data.prefix(id) {
+            let k = item
+                .key()
+                .map_err(Error::storage("listing bucket segments"))?;
+            out.push(k.to_vec());
+        }
+        Ok(out)
+    }
+
+    /// Removes a stored bucket whole (segments, control record, index entries) in one atomic
+    /// batch, after clearing it from the catalog (SPEC ).
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when fjall fails.
+    pub(crate) fn remove_bucket(&self, entry: &IndexEntry) -> Result<()> {
+        self.catalog.direct_write_start(&entry.key, &entry.id);
+        let result = (|| {
+            let control = self.control(&entry.id)?;
+            let mut wb = self.fjall.batch();
+            for k in self.segment_keys(&entry.id)? {
+                wb.remove(&self.data, k);
+            }
+            wb.remove(&self.ctl, entry.id);
+            wb.remove(
+                &self.idx,
+                index_key(entry.key.hash, entry.min_time, &entry.id),
+            );
+            self.index_bucket_change(&mut wb, &entry.id, &entry.key, control.as_ref(), None)?;
+            wb.commit().map_err(Error::storage("removing a bucket"))
+        })();
+        self.catalog.direct_write_finish(&entry.key, &entry.id);
+        result
+    }
+
+    /// Replaces a stored bucket's rows by `columns` (`rows` rows, time order kept) under the
+    /// same `_id` and `control.min.<time>` (SPEC §11.1), with `control` recomputed by the
+    /// caller. One atomic batch; the bucket is cleared from the catalog first.
+    ///
+    /// # Errors
+    /// [`Error::Codec`] when the columns cannot be encoded; [`Error::Storage`] when fjall fails.
+    pub(crate) fn rewrite_bucket(
+        &self,
+        entry: &IndexEntry,
+        rows: usize,
+        columns: &[(String, Column)],
+        control: &Control,
+    ) -> Result<()> {
+        self.catalog.direct_write_start(&entry.key, &entry.id);
+        let result = (|| {
+            let old = self.control(&entry.id)?;
+            let refs: Vec<(&str, &Column)> = columns.iter().map(|(n, c)| (n.as_str(), c)).collect();
+            let blob = tscoll_codec::encode_bucket(rows, &refs)?;
+            let mut wb = self.fjall.batch();
+            let keys = self.segment_keys(&entry.id)?;
+            for k in &keys {
+                wb.remove(&self.data, k.clone());
+            }
+            let mut control = control.clone();
+            control.next_segment = 1;
+            wb.insert(&self.data, data_key(&entry.id, 0), blob);
+            wb.insert(&self.ctl, entry.id, control.encode());
+            self.index_bucket_change(&mut wb, &entry.id, &entry.key, old.as_ref(), Some(&control))?;
+            wb.commit().map_err(Error::storage("rewriting a bucket"))
+        })();
+        self.catalog.direct_write_finish(&entry.key, &entry.id);
+        result
+    }
+
+    /// Moves a stored bucket to another series (a meta update, SPEC §11.2): its index entry
+    /// and control record take the new meta; the column data does not hold the meta and stays.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when fjall fails.
+    pub(crate) fn move_bucket(&self, entry: &IndexEntry, new_key: &BucketKey) -> Result<()> {
+        self.catalog.direct_write_start(&entry.key, &entry.id);
+        let result = (|| {
+            let Some(old) = self.control(&entry.id)? else {
+                return Err(Error::Corruption {
+                    keyspace: format!("c{}_ctl", self.id),
+                    key: hex(&entry.id),
+                    reason: "indexed bucket without a control record".to_owned(),
+                });
+            };
+            let mut control = old.clone();
+            control.meta_hash = new_key.hash;
+            let mut wb = self.fjall.batch();
+            wb.remove(
+                &self.idx,
+                index_key(entry.key.hash, entry.min_time, &entry.id),
+            );
+            self.put_index_entry(&mut wb, new_key, entry.min_time, &entry.id)?;
+            wb.insert(&self.ctl, entry.id, control.encode());
+            self.index_bucket_change(&mut wb, &entry.id, &entry.key, Some(&old), None)?;
+            self.index_bucket_change(&mut wb, &entry.id, new_key, None, Some(&control))?;
+            wb.commit()
+                .map_err(Error::storage("updating a bucket's meta"))
+        })();
+        self.catalog.direct_write_finish(&entry.key, &entry.id);
+        result
+    }
+}
