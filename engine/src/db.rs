@@ -37,7 +37,7 @@ pub(crate) struct DbInner {
 /// Cheap to clone; every clone is the same database.
 #[derive(Clone)]
 pub struct Database {
-    inner: Arc<DbInner>,
+    pub(crate) inner: Arc<DbInner>,
 }
 
 impl std::fmt::Debug for Database {
@@ -94,6 +94,11 @@ impl Database {
             db.lock().insert(name, coll);
         }
         Ok(db)
+    }
+
+    /// Every open collection handle (unordered).
+    pub(crate) fn collections(&self) -> Vec<Collection> {
+        self.lock().values().cloned().collect()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Collection>> {

@@ -34,8 +34,10 @@ pub use options::{
 };
 
 mod collection;
+mod collmod;
 mod control;
 mod db;
+mod delete;
 mod filter;
 mod index;
 mod keys;
@@ -43,11 +45,16 @@ mod query;
 mod reopen;
 mod stats;
 mod store;
+mod ttl;
+mod update;
 mod write;
 
 pub use collection::Collection;
 pub use db::{Database, DatabaseOptions};
+pub use delete::DeleteResult;
 pub use query::{FindOptions, SortOrder};
 pub use stats::{CatalogStats, CollectionStats};
 pub use tscoll_catalog::{CatalogOptions, StatsSnapshot};
+pub use ttl::{ExpireResult, TtlMonitor};
+pub use update::UpdateResult;
 pub use write::{Durability, InsertOptions, InsertResult, WriteError};

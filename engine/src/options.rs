@@ -464,7 +464,7 @@ fn check_expire_after_seconds(e: i64) -> Result<()> {
     Ok(())
 }
 
-fn string_option(name: &str, value: &Bson) -> Result<String> {
+pub(crate) fn string_option(name: &str, value: &Bson) -> Result<String> {
     match value {
         Bson::String(s) => Ok(s.clone()),
         _ => Err(Error::rejected(
@@ -474,7 +474,7 @@ fn string_option(name: &str, value: &Bson) -> Result<String> {
     }
 }
 
-fn int_option(name: &str, value: &Bson) -> Result<i64> {
+pub(crate) fn int_option(name: &str, value: &Bson) -> Result<i64> {
     let v = match value {
         Bson::Int32(v) => i64::from(*v),
         Bson::Int64(v) => *v,

@@ -12,7 +12,7 @@ use tscoll_codec::Column;
 use crate::collection::CollectionInner;
 use crate::control::Control;
 use crate::error::{Error, Result};
-use crate::keys::{collision_marker_key, data_key, hex, index_key, parse_index_key};
+use crate::keys::{collision_marker_key, data_key, index_key, parse_index_key};
 
 /// One entry of the meta+time index: a stored bucket with its series.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -103,95 +103,139 @@ impl CollectionInner {
         Ok(out)
     }
 
-    /// Removes a stored bucket whole (segments, control record, index entries) in one atomic
-    /// batch, after clearing it from the catalog (SPEC ).
-    ///
-    /// # Errors
-    /// [`Error::Storage`] when fjall fails.
-    pub(crate) fn remove_bucket(&self, entry: &IndexEntry) -> Result<()> {
+    /// Runs `f` as a direct write of one stored bucket (SPEC ): the bucket is cleared
+    /// from the catalog first (waiting while a batch of it is being committed), merges of it
+    /// are held off, and reopening it is blocked until `f` returns. `f` must read the bucket
+    /// itself, inside, so that no commit slips between its read and its write.
+    pub(crate) fn direct_write<T>(
+        &self,
+        entry: &IndexEntry,
+        f: impl FnOnce() -> Result<T>,
+    ) -> Result<T> {
         self.catalog.direct_write_start(&entry.key, &entry.id);
-        let result = (|| {
-            let control = self.control(&entry.id)?;
-            let mut wb = self.fjall.batch();
-            for k in self.segment_keys(&entry.id)? {
-                wb.remove(&self.data, k);
-            }
-            wb.remove(&self.ctl, entry.id);
-            wb.remove(
-                &self.idx,
-                index_key(entry.key.hash, entry.min_time, &entry.id),
-            );
-            self.index_bucket_change(&mut wb, &entry.id, &entry.key, control.as_ref(), None)?;
-            wb.commit().map_err(Error::storage("removing a bucket"))
-        })();
+        let result = {
+            let _merges = self.merge_lock(&entry.id);
+            f()
+        };
         self.catalog.direct_write_finish(&entry.key, &entry.id);
         result
     }
 
-    /// Replaces a stored bucket's rows by `columns` (`rows` rows, time order kept) under the
-    /// same `_id` and `control.min.<time>` (SPEC §11.1), with `control` recomputed by the
-    /// caller. One atomic batch; the bucket is cleared from the catalog first.
+    /// The lock serializing merges and direct writes of bucket `id`.
+    pub(crate) fn merge_lock(&self, id: &BucketId) -> std::sync::MutexGuard<'_, ()> {
+        let stripe = usize::from(id[11]) % self.merge_locks.len();
+        self.merge_locks[stripe]
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Every segment of a bucket concatenated: `(rows, columns)` in `control.min` field order
+    /// (the bucket's column order), a column missing from a segment filled with skips.
+    pub(crate) fn read_columns(
+        &self,
+        id: &BucketId,
+        control: &Control,
+    ) -> Result<(usize, Vec<(String, Column)>)> {
+        let segments = self.read_segments(id, &mut |_| true)?;
+        Ok(concat_segments(&segments, control))
+    }
+
+    /// Removes a stored bucket whole (segments, control record, index entries) in one atomic
+    /// batch. Call inside [`CollectionInner::direct_write`].
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when fjall fails.
+    pub(crate) fn write_removal(
+        &self,
+        entry: &IndexEntry,
+        control: Option<&Control>,
+    ) -> Result<()> {
+        let mut wb = self.fjall.batch();
+        for k in self.segment_keys(&entry.id)? {
+            wb.remove(&self.data, k);
+        }
+        wb.remove(&self.ctl, entry.id);
+        wb.remove(
+            &self.idx,
+            index_key(entry.key.hash, entry.min_time, &entry.id),
+        );
+        self.index_bucket_change(&mut wb, &entry.id, &entry.key, control, None)?;
+        wb.commit().map_err(Error::storage("removing a bucket"))
+    }
+
+    /// Replaces a stored bucket's rows by `columns` (`rows` rows, stored order kept) under the
+    /// same `_id` (SPEC §11.1), with `control` recomputed by the caller (`old` is the control
+    /// record before). One atomic batch. Call inside [`CollectionInner::direct_write`].
     ///
     /// # Errors
     /// [`Error::Codec`] when the columns cannot be encoded; [`Error::Storage`] when fjall fails.
-    pub(crate) fn rewrite_bucket(
+    pub(crate) fn write_rewrite(
         &self,
         entry: &IndexEntry,
         rows: usize,
         columns: &[(String, Column)],
+        old: &Control,
         control: &Control,
     ) -> Result<()> {
-        self.catalog.direct_write_start(&entry.key, &entry.id);
-        let result = (|| {
-            let old = self.control(&entry.id)?;
-            let refs: Vec<(&str, &Column)> = columns.iter().map(|(n, c)| (n.as_str(), c)).collect();
-            let blob = tscoll_codec::encode_bucket(rows, &refs)?;
-            let mut wb = self.fjall.batch();
-            let keys = self.segment_keys(&entry.id)?;
-            for k in &keys {
-                wb.remove(&self.data, k.clone());
-            }
-            let mut control = control.clone();
-            control.next_segment = 1;
-            wb.insert(&self.data, data_key(&entry.id, 0), blob);
-            wb.insert(&self.ctl, entry.id, control.encode());
-            self.index_bucket_change(&mut wb, &entry.id, &entry.key, old.as_ref(), Some(&control))?;
-            wb.commit().map_err(Error::storage("rewriting a bucket"))
-        })();
-        self.catalog.direct_write_finish(&entry.key, &entry.id);
-        result
+        let refs: Vec<(&str, &Column)> = columns.iter().map(|(n, c)| (n.as_str(), c)).collect();
+        let blob = tscoll_codec::encode_bucket(rows, &refs)?;
+        let mut wb = self.fjall.batch();
+        for k in self.segment_keys(&entry.id)? {
+            wb.remove(&self.data, k);
+        }
+        let mut control = control.clone();
+        control.next_segment = 1;
+        wb.insert(&self.data, data_key(&entry.id, 0), blob);
+        wb.insert(&self.ctl, entry.id, control.encode());
+        self.index_bucket_change(&mut wb, &entry.id, &entry.key, Some(old), Some(&control))?;
+        wb.commit().map_err(Error::storage("rewriting a bucket"))
     }
 
     /// Moves a stored bucket to another series (a meta update, SPEC §11.2): its index entry
-    /// and control record take the new meta; the column data does not hold the meta and stays.
+    /// and control record take the new meta; the column data does not hold the meta and
+    /// stays. Call inside [`CollectionInner::direct_write`].
     ///
     /// # Errors
     /// [`Error::Storage`] when fjall fails.
-    pub(crate) fn move_bucket(&self, entry: &IndexEntry, new_key: &BucketKey) -> Result<()> {
-        self.catalog.direct_write_start(&entry.key, &entry.id);
-        let result = (|| {
-            let Some(old) = self.control(&entry.id)? else {
-                return Err(Error::Corruption {
-                    keyspace: format!("c{}_ctl", self.id),
-                    key: hex(&entry.id),
-                    reason: "indexed bucket without a control record".to_owned(),
-                });
-            };
-            let mut control = old.clone();
-            control.meta_hash = new_key.hash;
-            let mut wb = self.fjall.batch();
-            wb.remove(
-                &self.idx,
-                index_key(entry.key.hash, entry.min_time, &entry.id),
-            );
-            self.put_index_entry(&mut wb, new_key, entry.min_time, &entry.id)?;
-            wb.insert(&self.ctl, entry.id, control.encode());
-            self.index_bucket_change(&mut wb, &entry.id, &entry.key, Some(&old), None)?;
-            self.index_bucket_change(&mut wb, &entry.id, new_key, None, Some(&control))?;
-            wb.commit()
-                .map_err(Error::storage("updating a bucket's meta"))
-        })();
-        self.catalog.direct_write_finish(&entry.key, &entry.id);
-        result
+    pub(crate) fn write_move(
+        &self,
+        entry: &IndexEntry,
+        old: &Control,
+        new_key: &BucketKey,
+    ) -> Result<()> {
+        let mut control = old.clone();
+        control.meta_hash = new_key.hash;
+        let mut wb = self.fjall.batch();
+        wb.remove(
+            &self.idx,
+            index_key(entry.key.hash, entry.min_time, &entry.id),
+        );
+        self.put_index_entry(&mut wb, new_key, entry.min_time, &entry.id)?;
+        wb.insert(&self.ctl, entry.id, control.encode());
+        self.index_bucket_change(&mut wb, &entry.id, &entry.key, Some(old), None)?;
+        self.index_bucket_change(&mut wb, &entry.id, new_key, None, Some(&control))?;
+        wb.commit()
+            .map_err(Error::storage("updating a bucket's meta"))
     }
+}
+
+/// Concatenates decoded segments into whole-bucket columns: `(rows, columns)` in
+/// `control.min` field order, a column missing from a segment filled with skips.
+pub(crate) fn concat_segments(
+    segments: &[(u32, tscoll_codec::Bucket)],
+    control: &Control,
+) -> (usize, Vec<(String, Column)>) {
+    let rows: usize = segments.iter().map(|(_, b)| b.row_count).sum();
+    let mut merged = Vec::with_capacity(control.min.len());
+    for name in control.min.keys() {
+        let mut col = Column::with_capacity(rows);
+        for (_, seg) in segments {
+            match seg.columns.iter().find(|(n, _)| n == name) {
+                Some((_, c)) => col.extend_from(c),
+                None => col.push_missing_n(seg.row_count),
+            }
+        }
+        merged.push((name.clone(), col));
+    }
+    (rows, merged)
 }

@@ -393,10 +393,7 @@ impl CollectionInner {
     /// Each merge reads the segments inside the lock and writes its blob under the last one
     /// it read; commits only ever add higher segment numbers, so a concurrent commit is kept.
     fn merge_bucket(&self, id: &tscoll_catalog::BucketId) -> Result<()> {
-        let stripe = usize::from(id[11]) % self.merge_locks.len();
-        let _serialized = self.merge_locks[stripe]
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _serialized = self.merge_lock(id);
         let Some(control) = self.control(id)? else {
             return Ok(());
         };
@@ -404,19 +401,7 @@ impl CollectionInner {
         if segments.len() <= 1 {
             return Ok(());
         }
-        let rows: usize = segments.iter().map(|(_, b)| b.row_count).sum();
-        let order: Vec<&str> = control.min.keys().map(String::as_str).collect();
-        let mut merged: Vec<(String, Column)> = Vec::with_capacity(order.len());
-        for name in &order {
-            let mut col = Column::with_capacity(rows);
-            for (_, seg) in &segments {
-                match seg.columns.iter().find(|(n, _)| n == name) {
-                    Some((_, c)) => col.extend_from(c),
-                    None => col.push_missing_n(seg.row_count),
-                }
-            }
-            merged.push(((*name).to_owned(), col));
-        }
+        let (rows, merged) = crate::store::concat_segments(&segments, &control);
         let refs: Vec<(&str, &Column)> = merged.iter().map(|(n, c)| (n.as_str(), c)).collect();
         let blob = encode_bucket(rows, &refs)?;
         let last = segments.last().map_or(0, |(s, _)| *s);

@@ -1,0 +1,243 @@
+//! Deletes (SPEC §11.1, 7.0+ semantics): a filter on the meta field only deletes whole
+//! buckets; any other filter unpacks each candidate bucket, removes the matching
+//! measurements and writes the rest back under the same `_id`, keeping its
+//! `control.min.<time>`; a bucket left empty is removed. The result counts measurements.
+
+use bson::{Bson, DateTime, Document};
+use tscoll_catalog::MinMax;
+use tscoll_catalog::value::to_bson;
+use tscoll_codec::Column;
+
+use crate::collection::{Collection, CollectionInner};
+use crate::control::Control;
+use crate::error::{Error, Result};
+use crate::filter::{Filter, Pred};
+use crate::keys::hex;
+use crate::store::IndexEntry;
+
+/// Outcome of [`Collection::delete_many`] / [`Collection::delete_one`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeleteResult {
+    /// Measurements deleted (`n`, SPEC §11.1 [7.0+]).
+    pub deleted: u64,
+    /// Buckets removed whole.
+    pub buckets_removed: u64,
+    /// Buckets rewritten with their remaining measurements.
+    pub buckets_rewritten: u64,
+}
+
+impl Collection {
+    /// Deletes every measurement matching `filter` (SPEC §11.1; the filter language of
+    /// [`Collection::find`]). A filter on the meta field only (and its sub-fields) removes
+    /// whole buckets without reading them; otherwise each bucket that may match (control
+    /// pruning, SPEC §14.4) is unpacked, its matching measurements removed and the rest
+    /// written back under the same `_id` with the same `control.min.<time>` and the other
+    /// control min/max recomputed; a bucket left empty is removed. Every bucket changed is
+    /// cleared from the catalog first (R-7.4.1). Each bucket changes atomically; a failure
+    /// leaves the buckets changed before it changed.
+    ///
+    /// ```
+    /// # use bson::{DateTime, doc};
+    /// # use tscoll_engine::*;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = Database::open(dir.path(), DatabaseOptions::default())?;
+    /// let coll = db.create_collection("c", &TimeseriesOptions::new("t").meta_field("m"))?;
+    /// let docs: Vec<_> = (0..10).map(|i| doc! { "t": DateTime::from_millis(i * 1000), "m": "a", "v": i }).collect();
+    /// coll.insert_many(&docs, &InsertOptions::default())?;
+    /// assert_eq!(coll.delete_many(&doc! { "v": { "$gte": 7 } })?.deleted, 3);
+    /// assert_eq!(coll.delete_many(&doc! { "m": "a" })?.deleted, 7);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// `BadValue` for a filter [`Collection::find`] does not support; [`Error::Storage`],
+    /// [`Error::Codec`] or [`Error::Corruption`] when stored data cannot be read or written.
+    pub fn delete_many(&self, filter: &Document) -> Result<DeleteResult> {
+        self.inner.delete(filter, false)
+    }
+
+    /// Deletes one measurement matching `filter` (SPEC §11.1 [7.0+] `deleteOne`): the first
+    /// found, in no particular order.
+    ///
+    /// # Errors
+    /// As [`Collection::delete_many`].
+    pub fn delete_one(&self, filter: &Document) -> Result<DeleteResult> {
+        self.inner.delete(filter, true)
+    }
+}
+
+/// Whether a filter reads the meta field only (then whole buckets match or not, SPEC §14.2).
+pub(crate) fn meta_only(filter: &Filter) -> bool {
+    filter
+        .preds
+        .iter()
+        .all(|p| matches!(p, Pred::Meta { .. } | Pred::MetaIn { .. }))
+}
+
+impl CollectionInner {
+    fn delete(&self, filter_doc: &Document, just_one: bool) -> Result<DeleteResult> {
+        let spec = self.spec();
+        let filter = Filter::parse(filter_doc, &spec.time_field, spec.meta_field.as_deref())?;
+        let whole_only = meta_only(&filter) && !just_one;
+        let mut out = DeleteResult::default();
+        let Some((lo, hi)) = filter.min_time_bounds(spec.bucket_max_span_seconds * 1000) else {
+            return Ok(out);
+        };
+        for entry in self.all_buckets()? {
+            if entry.min_time < lo || entry.min_time > hi {
+                continue;
+            }
+            let meta = entry.key.meta_value().map_err(|reason| Error::Corruption {
+                keyspace: format!("c{}_idx", self.id),
+                key: hex(&entry.id),
+                reason,
+            })?;
+            if !filter.matches_meta(meta.as_ref()) {
+                continue;
+            }
+            let deleted = self.direct_write(&entry, || {
+                let Some(control) = self.control(&entry.id)? else {
+                    return Ok((0, false)); // removed meanwhile
+                };
+                if whole_only
+                    || (!just_one
+                        && filter.whole_bucket_matches(control.min_time, control.max_time))
+                {
+                    self.write_removal(&entry, Some(&control))?;
+                    return Ok((u64::from(control.count), true));
+                }
+                if !filter.bucket_may_match(
+                    control.min_time,
+                    control.max_time,
+                    &control.min,
+                    &control.max,
+                ) {
+                    return Ok((0, false));
+                }
+                self.delete_rows(&entry, &control, &filter, just_one, &spec.time_field)
+            })?;
+            let (deleted, whole) = deleted;
+            if deleted > 0 {
+                out.deleted += deleted;
+                if whole {
+                    out.buckets_removed += 1;
+                } else {
+                    out.buckets_rewritten += 1;
+                }
+                if just_one {
+                    break;
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Removes the matching rows of one bucket (inside a direct write); returns how many and
+    /// whether the bucket went whole.
+    fn delete_rows(
+        &self,
+        entry: &IndexEntry,
+        control: &Control,
+        filter: &Filter,
+        just_one: bool,
+        time_field: &str,
+    ) -> Result<(u64, bool)> {
+        let (rows, columns) = self.read_columns(&entry.id, control)?;
+        let corrupt = |reason: String| Error::Corruption {
+            keyspace: format!("c{}_data", self.id),
+            key: hex(&entry.id),
+            reason,
+        };
+        // One document per row with the bucket's fields, for the row predicates.
+        let mut docs: Vec<Document> = vec![Document::new(); rows];
+        let mut times = vec![i64::MIN; rows];
+        for (name, col) in &columns {
+            for (i, v) in col.iter().enumerate().take(rows) {
+                if let Some(b) = to_bson(v).map_err(corrupt)? {
+                    if name == time_field
+                        && let Bson::DateTime(t) = &b
+                    {
+                        times[i] = t.timestamp_millis();
+                    }
+                    docs[i].insert(name.clone(), b);
+                }
+            }
+        }
+        let mut remove = vec![false; rows];
+        let mut removed = 0u64;
+        for (i, doc) in docs.iter().enumerate() {
+            if filter.matches_row(doc, times[i]) {
+                remove[i] = true;
+                removed += 1;
+                if just_one {
+                    break;
+                }
+            }
+        }
+        if removed == 0 {
+            return Ok((0, false));
+        }
+        if removed as usize == rows {
+            self.write_removal(entry, Some(control))?;
+            return Ok((removed, true));
+        }
+        let kept = rows - removed as usize;
+        let mut new_columns = Vec::with_capacity(columns.len());
+        let mut min = Document::new();
+        let mut max = Document::new();
+        let mut max_time = i64::MIN;
+        for (i, r) in remove.iter().enumerate() {
+            if !r {
+                max_time = max_time.max(times[i]);
+            }
+        }
+        for (name, col) in &columns {
+            let mut new_col = Column::with_capacity(kept);
+            let mut mm: Option<MinMax> = None;
+            for (i, v) in col.iter().enumerate().take(rows) {
+                if remove[i] {
+                    continue;
+                }
+                new_col.push(v);
+                if name != time_field
+                    && let Some(b) = docs[i].get(name)
+                {
+                    match &mut mm {
+                        Some(m) => m.update(b),
+                        None => mm = Some(MinMax::new(b)),
+                    }
+                }
+            }
+            if name == time_field {
+                // SPEC §11.1 [master]: the rewritten bucket keeps its control.min time.
+                let original = control
+                    .min
+                    .get(time_field)
+                    .cloned()
+                    .unwrap_or(Bson::DateTime(DateTime::from_millis(control.min_time)));
+                min.insert(name.clone(), original);
+                max.insert(name.clone(), DateTime::from_millis(max_time));
+            } else if let Some(m) = mm {
+                min.insert(name.clone(), m.min());
+                max.insert(name.clone(), m.max());
+            } else {
+                continue; // no remaining measurement has this field
+            }
+            new_columns.push((name.clone(), new_col));
+        }
+        let scale = |v: u64| -> u64 {
+            u64::try_from(u128::from(v) * kept as u128 / rows as u128).unwrap_or(v)
+        };
+        let new_control = Control {
+            count: u32::try_from(kept).unwrap_or(u32::MAX),
+            max_time,
+            size_estimate: scale(control.size_estimate),
+            uncompressed_bytes: scale(control.uncompressed_bytes),
+            min,
+            max,
+            ..control.clone()
+        };
+        self.write_rewrite(entry, kept, &new_columns, control, &new_control)?;
+        Ok((removed, false))
+    }
+}
