@@ -35,6 +35,16 @@ enum Command {
     Stats(cmd::stats::Args),
     /// Print a collection's buckets in MongoDB's bucket shape.
     Buckets(cmd::buckets::Args),
+    /// Run one TTL pass: delete whole buckets past `expireAfterSeconds` (SPEC §10).
+    Expire(cmd::expire::Args),
+    /// Delete measurements matching a filter (SPEC §11.1).
+    Delete(cmd::delete::Args),
+    /// Update the meta field of measurements matching a meta filter (SPEC §11.2).
+    Update(cmd::update::Args),
+    /// Change a collection's options: granularity, bucket seconds, expireAfterSeconds (SPEC §12).
+    Collmod(cmd::collmod::Args),
+    /// Create, drop or list a collection's indexes (`index create|drop|list`).
+    Index(cmd::index::Args),
     /// Ingest, inspect and query the bundled real data sets in a temporary database.
     Demo(cmd::demo::Args),
     /// Measure tscoll: `bench codec` compares the codec with pcodec and zstd, `bench ingest`
@@ -50,6 +60,11 @@ fn main() -> ExitCode {
         Command::Find(args) => cmd::find::run(&args),
         Command::Stats(args) => cmd::stats::run(&args),
         Command::Buckets(args) => cmd::buckets::run(&args),
+        Command::Expire(args) => cmd::expire::run(&args),
+        Command::Delete(args) => cmd::delete::run(&args),
+        Command::Update(args) => cmd::update::run(&args),
+        Command::Collmod(args) => cmd::collmod::run(&args),
+        Command::Index(args) => cmd::index::run(&args),
         Command::Demo(args) => cmd::demo::run(&args),
         Command::Bench(args) => cmd::bench::run(&args),
     };

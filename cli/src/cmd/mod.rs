@@ -3,11 +3,16 @@
 
 pub(crate) mod bench;
 pub(crate) mod buckets;
+pub(crate) mod collmod;
 pub(crate) mod create;
+pub(crate) mod delete;
 pub(crate) mod demo;
+pub(crate) mod expire;
 pub(crate) mod find;
+pub(crate) mod index;
 pub(crate) mod ingest;
 pub(crate) mod stats;
+pub(crate) mod update;
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
