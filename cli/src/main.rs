@@ -31,6 +31,8 @@ enum Command {
     Ingest(cmd::ingest::Args),
     /// Query a collection; prints one relaxed Extended JSON document per line.
     Find(cmd::find::Args),
+    /// Group measurements by time window (and series): count, min, max, sum, avg, first, last.
+    Aggregate(cmd::aggregate::Args),
     /// Show a collection's statistics, compression ratio and bucketing advice.
     Stats(cmd::stats::Args),
     /// Print a collection's buckets in MongoDB's bucket shape.
@@ -58,6 +60,7 @@ fn main() -> ExitCode {
         Command::Create(args) => cmd::create::run(&args),
         Command::Ingest(args) => cmd::ingest::run(&args),
         Command::Find(args) => cmd::find::run(&args),
+        Command::Aggregate(args) => cmd::aggregate::run(&args),
         Command::Stats(args) => cmd::stats::run(&args),
         Command::Buckets(args) => cmd::buckets::run(&args),
         Command::Expire(args) => cmd::expire::run(&args),

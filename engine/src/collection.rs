@@ -107,8 +107,12 @@ impl CollectionInner {
             .clone()
     }
 
-    pub(crate) fn keyspaces(&self) -> [fjall::Keyspace; 3] {
-        [self.data.clone(), self.ctl.clone(), self.idx.clone()]
+    /// Every keyspace of the collection: data, control, meta+time index and the secondary
+    /// indexes (SPEC §13), e.g. to delete them when the collection is dropped.
+    pub(crate) fn keyspaces(&self) -> Vec<fjall::Keyspace> {
+        let mut out = vec![self.data.clone(), self.ctl.clone(), self.idx.clone()];
+        out.extend(self.secondary_keyspaces());
+        out
     }
 
     pub(crate) fn spec(&self) -> CollectionSpec {

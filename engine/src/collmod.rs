@@ -44,6 +44,7 @@ impl Collection {
     ///   use the new span from now on (R-12.5, R-14.4.5); a changed collection is no longer
     ///   fixed bucketing (R-12.6).
     /// - `expireAfterSeconds` applies at the next TTL pass (R-10.3).
+    /// - `index: {name, hidden}` hides or unhides an index (allowed alone, R-12.4).
     ///
     /// ```
     /// # use bson::doc;
@@ -64,12 +65,42 @@ impl Collection {
     /// `TypeMismatch` for values of the wrong type; `IDLUnknownField` for an unknown option
     /// inside `timeseries` or at the top level; [`Error::Storage`] when saving fails.
     pub fn coll_mod(&self, command: &Document) -> Result<CollectionSpec> {
-        self.inner.coll_mod(command)
+        let (spec, hide) = self.inner.coll_mod(command)?;
+        if let Some((name, hidden)) = hide {
+            self.hide_index(&name, hidden)?;
+        }
+        Ok(spec)
+    }
+}
+
+/// `index: {name, hidden}` of a collMod (SPEC R-12.4: allowed alone): the index name and
+/// whether to hide it.
+fn index_hiding(ix: &Document) -> Result<(String, bool)> {
+    let name = match ix.get("name") {
+        Some(Bson::String(n)) => n.clone(),
+        _ => {
+            return Err(invalid(
+                "collMod 'index' needs the index 'name' (a key pattern is not supported)",
+            ));
+        }
+    };
+    for (k, _) in ix {
+        if k != "name" && k != "hidden" {
+            return Err(invalid(format!(
+                "collMod 'index.{k}' cannot be changed on a time-series collection"
+            )));
+        }
+    }
+    match ix.get("hidden") {
+        Some(Bson::Boolean(h)) => Ok((name, *h)),
+        _ => Err(invalid("collMod 'index' needs 'hidden': true or false")),
     }
 }
 
 impl CollectionInner {
-    fn coll_mod(&self, command: &Document) -> Result<CollectionSpec> {
+    /// Validates and applies the collection options of a collMod; returns the new spec and
+    /// the index hiding to apply, if any.
+    fn coll_mod(&self, command: &Document) -> Result<(CollectionSpec, Option<(String, bool)>)> {
         let options: Vec<(&String, &Bson)> = command
             .iter()
             .filter(|(k, _)| !IGNORED.contains(&k.as_str()))
@@ -101,11 +132,16 @@ impl CollectionInner {
                 "'timeseries' cannot be modified with other options in the same collMod",
             ));
         }
-        if has("index") {
-            return Err(invalid(
-                "hiding or changing indexes with collMod is not supported by tscoll",
-            ));
-        }
+        let hide = match command.get("index") {
+            None => None,
+            Some(Bson::Document(ix)) => Some(index_hiding(ix)?),
+            Some(_) => {
+                return Err(Error::rejected(
+                    ErrorCode::TypeMismatch,
+                    "BSON field 'collMod.index' is the wrong type, expected an object",
+                ));
+            }
+        };
         let mut spec = self
             .spec
             .write()
@@ -152,7 +188,7 @@ impl CollectionInner {
                 self.catalog.set_spec(bucketing(&next));
             }
         }
-        Ok(next)
+        Ok((next, hide))
     }
 }
 

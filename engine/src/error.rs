@@ -10,12 +10,22 @@ pub enum ErrorCode {
     TypeMismatch,
     /// `NamespaceNotFound` (26): no such collection.
     NamespaceNotFound,
+    /// `IndexNotFound` (27): no index of that name or key (SPEC §13; also `_id_`, R-13.1).
+    IndexNotFound,
     /// `NamespaceExists` (48): a collection of that name exists with other options.
     NamespaceExists,
+    /// `CannotCreateIndex` (67): a malformed index specification, or an index type tscoll
+    /// does not support (SPEC ).
+    CannotCreateIndex,
     /// `InvalidOptions` (72): options that do not go together.
     InvalidOptions,
     /// `InvalidNamespace` (73): a collection name that cannot be used.
     InvalidNamespace,
+    /// `IndexOptionsConflict` (85): an index with that key exists under another name, or
+    /// with that name and other options.
+    IndexOptionsConflict,
+    /// `IndexKeySpecsConflict` (86): an index of that name exists with another key.
+    IndexKeySpecsConflict,
     /// `BSONObjectTooLarge` (10334): a bucket would exceed 16 MiB (SPEC ).
     BsonObjectTooLarge,
     /// `IDLFailedToParse` (40414): a required option is missing.
@@ -34,9 +44,13 @@ impl ErrorCode {
             ErrorCode::BadValue => 2,
             ErrorCode::TypeMismatch => 14,
             ErrorCode::NamespaceNotFound => 26,
+            ErrorCode::IndexNotFound => 27,
             ErrorCode::NamespaceExists => 48,
+            ErrorCode::CannotCreateIndex => 67,
             ErrorCode::InvalidOptions => 72,
             ErrorCode::InvalidNamespace => 73,
+            ErrorCode::IndexOptionsConflict => 85,
+            ErrorCode::IndexKeySpecsConflict => 86,
             ErrorCode::BsonObjectTooLarge => 10334,
             ErrorCode::IdlFailedToParse => 40414,
             ErrorCode::IdlUnknownField => 40415,
@@ -51,9 +65,13 @@ impl ErrorCode {
             ErrorCode::BadValue => "BadValue",
             ErrorCode::TypeMismatch => "TypeMismatch",
             ErrorCode::NamespaceNotFound => "NamespaceNotFound",
+            ErrorCode::IndexNotFound => "IndexNotFound",
             ErrorCode::NamespaceExists => "NamespaceExists",
+            ErrorCode::CannotCreateIndex => "CannotCreateIndex",
             ErrorCode::InvalidOptions => "InvalidOptions",
             ErrorCode::InvalidNamespace => "InvalidNamespace",
+            ErrorCode::IndexOptionsConflict => "IndexOptionsConflict",
+            ErrorCode::IndexKeySpecsConflict => "IndexKeySpecsConflict",
             ErrorCode::BsonObjectTooLarge => "BSONObjectTooLarge",
             ErrorCode::IdlFailedToParse => "IDLFailedToParse",
             ErrorCode::IdlUnknownField => "IDLUnknownField",
@@ -143,3 +161,35 @@ impl Error {
 
 /// Result alias of the engine.
 pub type Result<T> = std::result::Result<T, Error>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fjall_locked_and_poisoned_get_their_own_variants() {
+        let locked = Error::storage("opening the database")(fjall::Error::Locked);
+        assert!(matches!(locked, Error::Locked), "{locked:?}");
+        assert_eq!(locked.code(), ErrorCode::InternalError);
+        let text = locked.to_string();
+        assert!(text.contains("locked by another process"), "{text}");
+
+        let poisoned = Error::storage("committing a write batch")(fjall::Error::Poisoned);
+        assert!(matches!(poisoned, Error::Poisoned), "{poisoned:?}");
+        assert_eq!(poisoned.code(), ErrorCode::InternalError);
+        let text = poisoned.to_string();
+        assert!(text.contains("fsync"), "{text}");
+        assert!(text.contains("reopen the database"), "{text}");
+    }
+
+    #[test]
+    fn other_fjall_errors_keep_their_context() {
+        let e = Error::storage("reading collections")(fjall::Error::KeyspaceDeleted);
+        assert!(matches!(e, Error::Storage { .. }), "{e:?}");
+        let text = e.to_string();
+        assert!(
+            text.starts_with("storage error while reading collections: "),
+            "{text}"
+        );
+    }
+}

@@ -4,7 +4,8 @@
 use std::cmp::Ordering;
 
 use bson::{Bson, Document};
-use tscoll_catalog::value::{canonical_rank, compare};
+use tscoll_catalog::value::{canonical_rank, compare, to_bson};
+use tscoll_codec::{ValueRef, tag};
 
 use crate::error::{Error, ErrorCode, Result};
 
@@ -142,14 +143,6 @@ impl Filter {
         Ok(())
     }
 
-    /// Top-level field names the predicates read (for projected decoding).
-    pub(crate) fn fields(&self) -> impl Iterator<Item = &str> {
-        self.preds.iter().filter_map(|p| match p {
-            Pred::Field { path, .. } | Pred::FieldIn { path, .. } => Some(path[0].as_str()),
-            _ => None,
-        })
-    }
-
     /// Whether a bucket's meta value passes every meta predicate (SPEC §14.2).
     pub(crate) fn matches_meta(&self, meta: Option<&Bson>) -> bool {
         self.preds.iter().all(|p| match p {
@@ -178,16 +171,31 @@ impl Filter {
     /// Time bounds on `control.min.<time>` for the index scan, given the span:
     /// `(lowest min time, highest min time)`, inclusive; `None` when nothing can match.
     pub(crate) fn min_time_bounds(&self, span_ms: i64) -> Option<(i64, i64)> {
+        self.min_time_bounds_fixed(span_ms, false)
+    }
+
+    /// As [`Filter::min_time_bounds`]; with `fixed` (SPEC: span = rounding, never
+    /// changed) every bucket's min time is a multiple of the span and its rows lie in
+    /// `[min, min + span)`, so a `$gt`/`$gte` operand that is a multiple of the span bounds the
+    /// min time by the operand itself instead of `operand − span`.
+    pub(crate) fn min_time_bounds_fixed(&self, span_ms: i64, fixed: bool) -> Option<(i64, i64)> {
         let (mut lo, mut hi) = (i64::MIN, i64::MAX);
+        let below = |v: i64| {
+            if fixed && aligned(v, span_ms) {
+                v
+            } else {
+                v.saturating_sub(span_ms.saturating_sub(1))
+            }
+        };
         for p in &self.preds {
             if let Pred::Time { op, value } = p {
                 let v = (*value)?;
                 match op {
-                    Cmp::Gt | Cmp::Gte => lo = lo.max(v.saturating_sub(span_ms.saturating_sub(1))),
+                    Cmp::Gt | Cmp::Gte => lo = lo.max(below(v)),
                     Cmp::Lt => hi = hi.min(v.saturating_sub(1)),
                     Cmp::Lte => hi = hi.min(v),
                     Cmp::Eq => {
-                        lo = lo.max(v.saturating_sub(span_ms.saturating_sub(1)));
+                        lo = lo.max(below(v));
                         hi = hi.min(v);
                     }
                 }
@@ -205,6 +213,19 @@ impl Filter {
         min: &Document,
         max: &Document,
     ) -> bool {
+        self.control_may_match(min_time, max_time, &(min, max))
+    }
+
+    /// Whether a bucket may hold matching measurements, judged by its time range and its
+    /// control min/max (SPEC ). `false` only when control proves
+    /// that no measurement matches; meta predicates are not looked at (§14.2: they are
+    /// evaluated on the index entry).
+    pub(crate) fn control_may_match(
+        &self,
+        min_time: i64,
+        max_time: i64,
+        control: &dyn ControlBounds,
+    ) -> bool {
         self.preds.iter().all(|p| match p {
             Pred::Time { op, value } => value.is_some_and(|v| match op {
                 Cmp::Eq => min_time <= v && v <= max_time,
@@ -213,27 +234,55 @@ impl Filter {
                 Cmp::Lt => min_time < v,
                 Cmp::Lte => min_time <= v,
             }),
-            Pred::Field { path, op, value } if path.len() == 1 => {
-                field_may_match(min.get(&path[0]), max.get(&path[0]), *op, value)
+            Pred::Field { path, op, value } => {
+                let (min, max) = control.bounds(&path[0]);
+                path_may_match(min.as_ref(), max.as_ref(), &path[1..], *op, value)
             }
-            _ => true,
+            Pred::FieldIn { path, values } => {
+                let (min, max) = control.bounds(&path[0]);
+                values
+                    .iter()
+                    .any(|v| path_may_match(min.as_ref(), max.as_ref(), &path[1..], Cmp::Eq, v))
+            }
+            Pred::Meta { .. } | Pred::MetaIn { .. } => true,
         })
     }
 
     /// Whether every row of a bucket matches without evaluating rows: only time
     /// predicates, all satisfied by the whole bucket.
     pub(crate) fn whole_bucket_matches(&self, min_time: i64, max_time: i64) -> bool {
+        self.whole_bucket_matches_fixed(min_time, max_time, None)
+    }
+
+    /// As [`Filter::whole_bucket_matches`]; `fixed_span` is the span (ms) of a collection with
+    /// fixed bucketing (SPEC ), where a `$gte`/`$lt` operand that is a multiple of the
+    /// span is decided by the bucket's min time alone (its rows lie in `[min, min + span)` and
+    /// never cross the operand).
+    pub(crate) fn whole_bucket_matches_fixed(
+        &self,
+        min_time: i64,
+        max_time: i64,
+        fixed_span: Option<i64>,
+    ) -> bool {
+        let on_boundary = |v: i64| fixed_span.is_some_and(|s| aligned(v, s));
         self.preds.iter().all(|p| match p {
             Pred::Time { op, value } => value.is_some_and(|v| match op {
                 Cmp::Eq => min_time == v && max_time == v,
                 Cmp::Gt => min_time > v,
                 Cmp::Gte => min_time >= v,
-                Cmp::Lt => max_time < v,
+                Cmp::Lt => max_time < v || (on_boundary(v) && min_time < v),
                 Cmp::Lte => max_time <= v,
             }),
             Pred::Meta { .. } | Pred::MetaIn { .. } => true,
             _ => false,
         })
+    }
+
+    /// Whether the filter has predicates on the meta field (SPEC §14.2).
+    pub(crate) fn has_meta_preds(&self) -> bool {
+        self.preds
+            .iter()
+            .any(|p| matches!(p, Pred::Meta { .. } | Pred::MetaIn { .. }))
     }
 
     /// The whole-meta equality operands, if the filter has one (for an index prefix scan).
@@ -250,20 +299,61 @@ impl Filter {
     }
 }
 
-/// keep a bucket unless control proves no measurement can match.
-fn field_may_match(min: Option<&Bson>, max: Option<&Bson>, op: Cmp, v: &Bson) -> bool {
+/// What a query needs from a bucket's control record to prune it (SPEC §14.4): the
+/// `control.min` and `control.max` values of a top-level field (`None` when absent).
+pub(crate) trait ControlBounds {
+    /// `(control.min.<field>, control.max.<field>)`.
+    fn bounds(&self, field: &str) -> (Option<Bson>, Option<Bson>);
+}
+
+impl ControlBounds for (&Document, &Document) {
+    fn bounds(&self, field: &str) -> (Option<Bson>, Option<Bson>) {
+        (self.0.get(field).cloned(), self.1.get(field).cloned())
+    }
+}
+
+/// on a (possibly dotted) path: keep a bucket unless control proves that no
+/// measurement can match. `min`/`max` are the control values of the path's first field;
+/// `rest` the remaining path. Objects in control hold per-sub-field extremes, so a
+/// dotted path descends while min and max are both documents; any prefix where their types
+/// differ (mixed schema) or that is an array keeps the bucket.
+fn path_may_match(
+    min: Option<&Bson>,
+    max: Option<&Bson>,
+    rest: &[String],
+    op: Cmp,
+    v: &Bson,
+) -> bool {
+    // objects, arrays and null are not pushed down (`null` also matches a missing
+    // field); neither are MinKey/MaxKey/undefined.
+    if matches!(
+        v,
+        Bson::Document(_) | Bson::Array(_) | Bson::Null | Bson::Undefined | Bson::MinKey | Bson::MaxKey
+    ) {
+        return true;
+    }
     let (Some(min), Some(max)) = (min, max) else {
-        // The field is absent from every measurement: only `$eq: null` could match.
-        return op == Cmp::Eq && matches!(v, Bson::Null);
+        // No measurement has the path: only a null operand could match a missing field.
+        return min.is_some() || max.is_some();
     };
-    if matches!(v, Bson::Document(_) | Bson::Array(_) | Bson::Null)
-        || matches!(min, Bson::Document(_) | Bson::Array(_))
-        || canonical_rank(min) != canonical_rank(max)
-    {
-        return true; // mixed types: not pushed down.
+    if canonical_rank(min) != canonical_rank(max) {
+        return true; // mixed types: not pushed down
+    }
+    if let Some((first, tail)) = rest.split_first() {
+        return match (min, max) {
+            (Bson::Document(a), Bson::Document(b)) => {
+                path_may_match(a.get(first), b.get(first), tail, op, v)
+            }
+            // A scalar has no sub-field: every measurement lacks the path.
+            (a, _) if !matches!(a, Bson::Array(_)) => false,
+            _ => true,
+        };
+    }
+    if matches!(min, Bson::Document(_) | Bson::Array(_)) {
+        return true; // per-path extremes, not whole values
     }
     if canonical_rank(v) != canonical_rank(min) {
-        return false; // type bracketing
+        return false; // type bracketing: every value has the other type
     }
     match op {
         Cmp::Eq => compare(min, v) != Ordering::Greater && compare(v, max) != Ordering::Greater,
@@ -274,7 +364,46 @@ fn field_may_match(min: Option<&Bson>, max: Option<&Bson>, op: Cmp, v: &Bson) ->
     }
 }
 
-fn cmp_holds(o: Ordering, op: Cmp) -> bool {
+/// Whether `v` is a multiple of `span` (ms), the boundary of a fixed-bucketing bucket.
+fn aligned(v: i64, span: i64) -> bool {
+    span > 0 && v.rem_euclid(span) == 0
+}
+
+/// Whether a stored value (one row of a decoded column; `rest` = the rest of a dotted path)
+/// passes `op operand`, with exactly the semantics of [`Filter::matches_row`] on the unpacked
+/// measurement. Strings and scalars are compared without building a `Bson` (no allocation);
+/// documents and arrays are converted.
+///
+/// # Errors
+/// A message when the stored value is corrupt.
+pub(crate) fn value_ref_matches(
+    v: ValueRef<'_>,
+    rest: &[String],
+    op: Cmp,
+    operand: &Bson,
+) -> std::result::Result<bool, String> {
+    if rest.is_empty() {
+        match v {
+            ValueRef::Missing => return Ok(matches_value(None, op, operand)),
+            ValueRef::Bytes(tag::STRING | tag::SYMBOL, bytes) => {
+                return Ok(match operand {
+                    Bson::String(s) | Bson::Symbol(s) => cmp_holds(bytes.cmp(s.as_bytes()), op),
+                    _ => false, // type bracketing
+                });
+            }
+            ValueRef::Bytes(tag::DOCUMENT | tag::ARRAY, _) => {}
+            ValueRef::Bytes(..) | ValueRef::Empty(_) | ValueRef::Int(..) | ValueRef::Float(_) => {
+                // No allocation for these types except code/regex/binary (rare).
+                let b = to_bson(v)?;
+                return Ok(matches_value(b.as_ref(), op, operand));
+            }
+        }
+    }
+    let b = to_bson(v)?;
+    Ok(matches_value(lookup(b.as_ref(), rest), op, operand))
+}
+
+pub(crate) fn cmp_holds(o: Ordering, op: Cmp) -> bool {
     match op {
         Cmp::Eq => o == Ordering::Equal,
         Cmp::Gt => o == Ordering::Greater,
@@ -286,7 +415,7 @@ fn cmp_holds(o: Ordering, op: Cmp) -> bool {
 
 /// MongoDB comparison semantics for one value: type-bracketed comparison, `null` matching a
 /// missing field, arrays matching when any element does.
-fn matches_value(v: Option<&Bson>, op: Cmp, operand: &Bson) -> bool {
+pub(crate) fn matches_value(v: Option<&Bson>, op: Cmp, operand: &Bson) -> bool {
     match v {
         None => matches!(op, Cmp::Eq | Cmp::Gte | Cmp::Lte) && matches!(operand, Bson::Null),
         Some(Bson::Array(items)) if !matches!(operand, Bson::Array(_)) => {
@@ -304,7 +433,7 @@ fn matches_value(v: Option<&Bson>, op: Cmp, operand: &Bson) -> bool {
     }
 }
 
-fn lookup<'a>(v: Option<&'a Bson>, path: &[String]) -> Option<&'a Bson> {
+pub(crate) fn lookup<'a>(v: Option<&'a Bson>, path: &[String]) -> Option<&'a Bson> {
     let mut cur = v?;
     for p in path {
         cur = match cur {
@@ -321,4 +450,145 @@ fn lookup_doc<'a>(doc: &'a Document, path: &[String]) -> Option<&'a Bson> {
 
 fn bad(msg: &str) -> Error {
     Error::rejected(ErrorCode::BadValue, msg)
+}
+
+#[cfg(test)]
+mod tests {
+    use bson::{DateTime, doc};
+
+    use super::*;
+
+    fn parse(f: Document) -> Filter {
+        Filter::parse(&f, "t", Some("m")).expect("parse")
+    }
+
+    fn may(f: Document, min: &Document, max: &Document) -> bool {
+        parse(f).control_may_match(0, 10, &(min, max))
+    }
+
+    #[test]
+    fn r_14_4_1_bracketing_and_mixed_types() {
+        let (min, max) = (doc! { "v": 5, "s": "b" }, doc! { "v": 9, "s": "d" });
+        assert!(may(doc! { "v": { "$gt": 8 } }, &min, &max));
+        assert!(!may(doc! { "v": { "$gt": 9 } }, &min, &max));
+        assert!(!may(doc! { "v": { "$lt": 5.0 } }, &min, &max));
+        assert!(may(doc! { "v": 7_i64 }, &min, &max));
+        assert!(!may(doc! { "v": 10 }, &min, &max));
+        assert!(!may(doc! { "v": { "$gt": "a" } }, &min, &max), "type bracketing");
+        assert!(!may(doc! { "s": { "$lt": 100 } }, &min, &max), "type bracketing");
+        assert!(may(doc! { "s": { "$in": ["a", "c"] } }, &min, &max));
+        assert!(!may(doc! { "s": { "$in": ["a", "e", 1] } }, &min, &max));
+        // Mixed canonical types in min and max: always kept.
+        let (min, max) = (doc! { "v": 5 }, doc! { "v": "x" });
+        assert!(may(doc! { "v": { "$gt": 1000 } }, &min, &max));
+        assert!(may(doc! { "v": { "$lt": "a" } }, &min, &max));
+        // An absent field matches only null.
+        assert!(!may(doc! { "w": 1 }, &min, &max));
+        assert!(may(doc! { "w": Bson::Null }, &min, &max));
+        assert!(may(doc! { "w": { "$gte": Bson::Null } }, &min, &max));
+    }
+
+    #[test]
+    fn r_14_4_2_objects_arrays_and_null_are_not_pushed_down() {
+        let (min, max) = (doc! { "o": { "x": 1 }, "a": [1, 2] }, doc! { "o": { "x": 3 }, "a": [4, 5] });
+        assert!(may(doc! { "o": { "x": 100 } }, &min, &max));
+        assert!(may(doc! { "a": [100] }, &min, &max));
+        assert!(may(doc! { "a": 100 }, &min, &max), "array control values are per position");
+        assert!(may(doc! { "o": Bson::Null }, &min, &max));
+        // Dotted paths descend per sub-field.
+        assert!(!may(doc! { "o.x": { "$gt": 3 } }, &min, &max));
+        assert!(may(doc! { "o.x": { "$gte": 3 } }, &min, &max));
+        assert!(!may(doc! { "o.y": 1 }, &min, &max));
+        assert!(may(doc! { "a.0": 100 }, &min, &max), "below an array: kept");
+        // Mixed types at a prefix: kept.
+        let (min, max) = (doc! { "o": 1 }, doc! { "o": { "x": 3 } });
+        assert!(may(doc! { "o.x": 100 }, &min, &max));
+    }
+
+    #[test]
+    fn r_14_4_3_time_bounds_and_non_date_operands() {
+        let span = 3_600_000;
+        let at = DateTime::from_millis;
+        let f = parse(doc! { "t": { "$gte": at(10 * span), "$lt": at(12 * span) } });
+        assert_eq!(f.min_time_bounds(span), Some((9 * span + 1, 12 * span - 1)));
+        assert_eq!(f.min_time_bounds_fixed(span, true), Some((10 * span, 12 * span - 1)));
+        let f = parse(doc! { "t": { "$eq": at(5) } });
+        assert_eq!(f.min_time_bounds(span), Some((5 - span + 1, 5)));
+        assert_eq!(parse(doc! { "t": { "$gte": 5 } }).min_time_bounds(span), None);
+        assert!(!parse(doc! { "t": "x" }).control_may_match(0, 10, &(&doc! {}, &doc! {})));
+    }
+
+    #[test]
+    fn r_14_4_4_and_r_14_4_6_whole_buckets() {
+        let span = 100;
+        let at = DateTime::from_millis;
+        let f = parse(doc! { "m": "a", "t": { "$gte": at(100), "$lt": at(300) } });
+        assert!(f.whole_bucket_matches(100, 299));
+        assert!(!f.whole_bucket_matches(100, 300));
+        assert!(!f.whole_bucket_matches(99, 150));
+        // Fixed bucketing: a bucket that starts before an aligned `$lt` ends before it.
+        assert!(f.whole_bucket_matches_fixed(200, 300, Some(span)));
+        assert!(!f.whole_bucket_matches_fixed(200, 300, None));
+        assert!(!parse(doc! { "v": 1 }).whole_bucket_matches(0, 1));
+        assert!(parse(doc! { "m.x": 1 }).whole_bucket_matches(0, 1));
+    }
+
+    #[test]
+    fn value_refs_match_like_documents() {
+        let values = [
+            Bson::Int32(3),
+            Bson::Int64(3),
+            Bson::Double(2.5),
+            Bson::Double(f64::NAN),
+            Bson::String("abc".into()),
+            Bson::Boolean(true),
+            Bson::Null,
+            Bson::DateTime(DateTime::from_millis(7)),
+            Bson::Array(vec![Bson::Int32(1), Bson::Int32(9)]),
+            Bson::Document(doc! { "x": 4 }),
+        ];
+        let operands = [
+            Bson::Int32(3),
+            Bson::Double(2.9),
+            Bson::String("abd".into()),
+            Bson::Null,
+            Bson::Int64(5),
+            Bson::DateTime(DateTime::from_millis(7)),
+            Bson::Boolean(false),
+        ];
+        let mut col = tscoll_codec::Column::new();
+        let mut scratch = Vec::new();
+        for v in &values {
+            tscoll_catalog::value::push_value(&mut col, v, &mut scratch);
+        }
+        col.push_missing();
+        let stored: Vec<ValueRef<'_>> = col.iter().collect();
+        for (i, v) in stored.iter().enumerate() {
+            let doc = match values.get(i) {
+                Some(b) => doc! { "f": b.clone() },
+                None => doc! {},
+            };
+            for op in [Cmp::Eq, Cmp::Gt, Cmp::Gte, Cmp::Lt, Cmp::Lte] {
+                for o in &operands {
+                    let f = Filter {
+                        preds: vec![Pred::Field {
+                            path: vec!["f".into()],
+                            op,
+                            value: o.clone(),
+                        }],
+                    };
+                    assert_eq!(
+                        value_ref_matches(*v, &[], op, o),
+                        Ok(f.matches_row(&doc, 0)),
+                        "{doc} {op:?} {o}"
+                    );
+                }
+            }
+            let rest = ["x".to_owned()];
+            assert_eq!(
+                value_ref_matches(*v, &rest, Cmp::Eq, &Bson::Int32(4)),
+                Ok(matches!(values.get(i), Some(Bson::Document(_))))
+            );
+        }
+    }
 }

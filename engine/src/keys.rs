@@ -15,6 +15,12 @@ pub(crate) fn keyspace_names(id: u64) -> [String; 3] {
     ]
 }
 
+/// Keyspace name of secondary index number `no` of collection `id` (SPEC §13,
+/// `docs/keys.md` "Secondary indexes").
+pub(crate) fn secondary_index_keyspace(id: u64, no: u32) -> String {
+    format!("c{id}_i{no}")
+}
+
 /// A time (ms) as 8 bytes that sort like the signed value: sign bit flipped, big-endian.
 #[expect(clippy::cast_sign_loss, reason = "order-preserving bit pattern")]
 pub(crate) fn time_bytes(t: i64) -> [u8; 8] {

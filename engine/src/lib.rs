@@ -52,7 +52,10 @@ mod write;
 pub use collection::Collection;
 pub use db::{Database, DatabaseOptions};
 pub use delete::DeleteResult;
-pub use query::{FindOptions, SortOrder};
+pub use index::IndexOptions;
+pub use query::{
+    Accumulator, AggregateSpec, ColumnBatch, FindOptions, QueryStats, SortOrder,
+};
 pub use stats::{CatalogStats, CollectionStats};
 pub use tscoll_catalog::{CatalogOptions, StatsSnapshot};
 pub use ttl::{ExpireResult, TtlMonitor};

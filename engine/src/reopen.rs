@@ -24,9 +24,11 @@ impl BucketSource for Reopener<'_> {
         max_count: u32,
         max_size: u64,
     ) -> QueryOutcome {
-        // the default meta+time index qualifies; a collection without metaField has
-        // no index starting with the time field.
-        if self.coll.spec().meta_field.is_none() {
+        // the default meta+time index qualifies, or an index without a partial
+        // filter whose bucket key starts with `meta, control.min.<time>` (`control.min.<time>`
+        // without a metaField). The query itself reads the meta+time keyspace, which lists
+        // every bucket (it is kept when the default index is dropped).
+        if !self.coll.reopening_index_exists() {
             return QueryOutcome::NoIndex;
         }
         let prefix = key.hash.to_be_bytes();

@@ -348,3 +348,32 @@ fn r_12_6_changed_bucketing_is_no_longer_fixed_and_survives_reopening() {
         (1200, 1200, false, Some(99))
     );
 }
+
+#[test]
+fn r_12_4_index_hiding_is_allowed_alone() {
+    let (_d, _db, coll) = coll_with(&with_granularity("seconds"));
+    let name = coll
+        .create_index(&doc! { "v": 1 }, &tscoll_engine::IndexOptions::default())
+        .expect("index");
+    coll.coll_mod(&doc! { "index": { "name": &name, "hidden": true } })
+        .expect("hide");
+    let listed = coll.list_indexes().expect("list");
+    let ix = listed
+        .iter()
+        .find(|d| d.get_str("name").ok() == Some(name.as_str()))
+        .expect("listed");
+    assert_eq!(ix.get_bool("hidden").ok(), Some(true));
+    coll.coll_mod(&doc! { "index": { "name": &name, "hidden": false } })
+        .expect("unhide");
+    assert_eq!(
+        code(&coll, doc! { "index": { "name": "_id_", "hidden": true } }),
+        ErrorCode::IndexNotFound
+    );
+    assert_eq!(
+        code(
+            &coll,
+            doc! { "timeseries": {}, "index": { "name": &name, "hidden": true } }
+        ),
+        ErrorCode::InvalidOptions
+    );
+}

@@ -1,10 +1,11 @@
 //! `tscoll find`: queries a collection and prints the measurements as relaxed Extended JSON,
-//! one per line.
+//! one per line; `--count` prints their number, `--last` the last measurement of each series,
+//! `--stats` the query's work counters (SPEC §14).
 
 use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
 
-use tscoll_engine::{FindOptions, SortOrder};
+use tscoll_engine::{FindOptions, QueryStats, SortOrder};
 
 use super::{
     CmdResult, DbArgs, open_collection, parse_json_arg, stdout_result, write_extjson_line,
@@ -30,6 +31,18 @@ pub(crate) struct Args {
     /// Print at most N measurements.
     #[arg(long, value_name = "N")]
     pub(crate) limit: Option<usize>,
+    /// Print only the number of matching measurements (buckets that match whole are counted
+    /// from their control record, SPEC ).
+    #[arg(long, conflicts_with_all = ["projection", "sort", "limit", "last"])]
+    pub(crate) count: bool,
+    /// Print the last measurement (greatest time) of each series among those matching the
+    /// filter, ordered by meta value.
+    #[arg(long, conflicts_with_all = ["projection", "sort", "limit"])]
+    pub(crate) last: bool,
+    /// Also print the query's work counters (index entries, buckets read, pruned, unpacked,
+    /// answered from control, rows) on stderr as one JSON object.
+    #[arg(long)]
+    pub(crate) stats: bool,
 }
 
 /// Parses `--sort FIELD:1|FIELD:-1`; the field must be the collection's time field.
@@ -68,21 +81,43 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
         .as_deref()
         .map(|s| parse_sort(s, &coll.spec().time_field))
         .transpose()?;
-    let options = FindOptions {
-        projection,
-        sort,
-        limit: args.limit,
-    };
-    let docs = coll
-        .find(&filter, &options)
-        .map_err(|e| format!("find failed: {e}"))?;
     let mut out = BufWriter::with_capacity(256 * 1024, io::stdout().lock());
-    let written = docs
-        .into_iter()
-        .try_for_each(|doc| write_extjson_line(&mut out, doc))
-        .and_then(|()| out.flush());
-    stdout_result(written)?;
+    let query_stats = if args.count {
+        let (n, stats) = coll
+            .count_with_stats(&filter)
+            .map_err(|e| format!("count failed: {e}"))?;
+        stdout_result(writeln!(out, "{n}").and_then(|()| out.flush()))?;
+        stats
+    } else {
+        let (docs, stats) = if args.last {
+            coll.last_points_with_stats(&filter)
+                .map_err(|e| format!("find --last failed: {e}"))?
+        } else {
+            let options = FindOptions {
+                projection,
+                sort,
+                limit: args.limit,
+            };
+            coll.find_with_stats(&filter, &options)
+                .map_err(|e| format!("find failed: {e}"))?
+        };
+        let written = docs
+            .into_iter()
+            .try_for_each(|doc| write_extjson_line(&mut out, doc))
+            .and_then(|()| out.flush());
+        stdout_result(written)?;
+        stats
+    };
+    if args.stats {
+        print_stats(&query_stats);
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Prints a query's counters on stderr as one JSON object (`QueryStats::to_document`).
+pub(crate) fn print_stats(stats: &QueryStats) {
+    let json = bson::Bson::Document(stats.to_document()).into_relaxed_extjson();
+    eprintln!("{json}");
 }
 
 #[cfg(test)]

@@ -6,8 +6,10 @@
 //! line. Both are reported as `FILE:LINE: reason` on stderr. With `--ordered` (the default)
 //! ingestion stops at the first bad line, keeping everything before it; with `--unordered`
 //! every good line is stored. Either way the exit code is non-zero when a line was bad.
+//! With `--report-acks`, every acknowledged batch is announced on stdout as
+//! `ack FIRST LAST INSERTED` (`docs/durability.md`).
 
-use std::io::{self, IsTerminal};
+use std::io::{self, IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -65,14 +67,21 @@ pub(crate) struct IngestArgs {
     /// Store every good line and report every bad one.
     #[arg(long, overrides_with = "ordered")]
     pub(crate) unordered: bool,
-    /// When an insert is acknowledged: buffered (OS buffers at some point), flush (written
-    /// to the OS) or sync (fsync'd, survives power loss).
+    /// When an insert is acknowledged: buffered (in the process's journal buffer; survives a
+    /// clean exit), flush (written to the OS; survives a crash) or sync (fsync'd; survives
+    /// power loss). See docs/durability.md.
     #[arg(long, value_enum, default_value_t = DurabilityArg::Buffered)]
     pub(crate) durability: DurabilityArg,
     /// Measurements per `insert_many` call.
     #[arg(long, value_name = "N", default_value_t = 5000,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) batch_size: u32,
+    /// Print `ack FIRST LAST INSERTED` on stdout, flushed at once, after each `insert_many`
+    /// call returns: the batch of lines FIRST..=LAST of the current input (line numbers of
+    /// that file) is acknowledged with INSERTED measurements stored, as durable as
+    /// `--durability` says (`docs/durability.md`).
+    #[arg(long)]
+    pub(crate) report_acks: bool,
 }
 
 impl Default for IngestArgs {
@@ -82,6 +91,7 @@ impl Default for IngestArgs {
             unordered: false,
             durability: DurabilityArg::Buffered,
             batch_size: 5000,
+            report_acks: false,
         }
     }
 }
@@ -99,11 +109,11 @@ impl IngestArgs {
 /// `--durability` values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum DurabilityArg {
-    /// Written to OS buffers eventually.
+    /// In the process's journal buffer: survives a clean exit, not a crash.
     Buffered,
-    /// Flushed to the OS before acknowledging.
+    /// Written to the OS before acknowledging: survives a process crash.
     Flush,
-    /// Synced to disk before acknowledging.
+    /// fsync'd before acknowledging: survives a crash and power loss (SPEC ).
     Sync,
 }
 
@@ -254,6 +264,7 @@ pub(crate) fn ingest_file(
         name: &name,
         options: settings.insert_options(),
         batch_size: settings.batch_size as usize,
+        report_acks: settings.report_acks,
         progress: &progress,
         docs: Vec::new(),
         lines: Vec::new(),
@@ -328,6 +339,7 @@ struct Loader<'a> {
     name: &'a str,
     options: InsertOptions,
     batch_size: usize,
+    report_acks: bool,
     progress: &'a ProgressBar,
     docs: Vec<Document>,
     lines: Vec<u64>,
@@ -370,6 +382,9 @@ impl Loader<'_> {
             .coll
             .insert_many(&self.docs, &self.options)
             .map_err(|e| format!("insert failed: {e}"))?;
+        if self.report_acks {
+            self.ack(result.inserted)?;
+        }
         self.summary.inserted += result.inserted as u64;
         self.progress.inc(result.inserted as u64);
         for error in &result.errors {
@@ -383,6 +398,18 @@ impl Loader<'_> {
             return Ok(false);
         }
         Ok(true)
+    }
+
+    /// Prints `ack FIRST LAST INSERTED` for the batch `insert_many` just acknowledged and
+    /// flushes stdout, so a reader learns of the acknowledgement even if this process dies
+    /// right after (the crash test `cli/tests/crash_kill.rs` relies on it, SPEC ).
+    fn ack(&self, inserted: usize) -> CmdResult<()> {
+        let first = self.lines.first().copied().unwrap_or(0);
+        let last = self.lines.last().copied().unwrap_or(0);
+        let mut out = io::stdout().lock();
+        writeln!(out, "ack {first} {last} {inserted}")
+            .and_then(|()| out.flush())
+            .map_err(|e| format!("writing an acknowledgement to stdout: {e}").into())
     }
 
     fn report(&mut self, line: u64, reason: &str) {

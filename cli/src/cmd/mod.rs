@@ -1,6 +1,7 @@
 //! One module per command, plus helpers they share: opening the database, parsing JSON
 //! arguments, printing documents as Extended JSON.
 
+pub(crate) mod aggregate;
 pub(crate) mod bench;
 pub(crate) mod buckets;
 pub(crate) mod collmod;

@@ -5,6 +5,7 @@
 pub(crate) mod codec;
 pub(crate) mod r#gen;
 pub(crate) mod ingest;
+pub(crate) mod query;
 
 use std::process::ExitCode;
 
@@ -30,6 +31,9 @@ pub(crate) enum What {
     Ingest(ingest::Args),
     /// Write the TSBS "cpu-only" workload of `bench ingest` as NDJSON (relaxed Extended JSON).
     Gen(r#gen::Args),
+    /// Query latency on the TSBS "cpu-only" workload: one host over one hour, the last point
+    /// of every host, and max(usage_user) per host per hour (median and p90 of N runs).
+    Query(query::Args),
 }
 
 /// Runs `tscoll bench`.
@@ -41,5 +45,6 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
         What::Codec(a) => codec::run(a),
         What::Ingest(a) => ingest::run(a),
         What::Gen(a) => r#gen::run(a),
+        What::Query(a) => query::run(a),
     }
 }

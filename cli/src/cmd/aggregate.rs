@@ -1,0 +1,160 @@
+//! `tscoll aggregate`: measurements grouped by time window (and series), with count, min,
+//! max, sum, avg, first and last outputs (`Collection::aggregate`, SPEC ); prints one
+//! relaxed Extended JSON document per group.
+
+use std::io::{self, BufWriter, Write};
+use std::process::ExitCode;
+
+use tscoll_engine::{Accumulator, AggregateSpec};
+
+use super::find::print_stats;
+use super::{CmdResult, DbArgs, open_collection, parse_json_arg, stdout_result, write_extjson_line};
+
+/// Arguments of `tscoll aggregate`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    #[command(flatten)]
+    pub(crate) db: DbArgs,
+    /// Collection name.
+    pub(crate) coll: String,
+    /// MongoDB-style filter in Extended JSON, applied before grouping (as for `find`).
+    #[arg(long, value_name = "JSON", default_value = "{}")]
+    pub(crate) filter: String,
+    /// Window length: a number with a unit, `ms`, `s`, `m`, `h` or `d` (`15m`, `1h`, `1d`);
+    /// windows start at multiples of it from the Unix epoch.
+    #[arg(long, value_name = "DURATION", value_parser = parse_window)]
+    pub(crate) window: i64,
+    /// One group per series and window (default: per window over all series).
+    #[arg(long)]
+    pub(crate) by_series: bool,
+    /// An output: `NAME=count`, or `NAME=OP:FIELD` with OP one of min, max, sum, avg, first,
+    /// last (e.g. `--out peak=max:usage_user`). Repeatable; default `count=count`.
+    #[arg(long = "out", value_name = "NAME=OP[:FIELD]", value_parser = parse_output)]
+    pub(crate) outputs: Vec<(String, Accumulator)>,
+    /// Also print the query's work counters on stderr as one JSON object.
+    #[arg(long)]
+    pub(crate) stats: bool,
+}
+
+/// Parses `--window`: a positive number of ms, s, m, h or d.
+///
+/// # Errors
+/// No unit, an unknown unit, or a value that is not a positive integer (or overflows).
+pub(crate) fn parse_window(text: &str) -> Result<i64, String> {
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .ok_or_else(|| format!("'{text}': give a unit (ms, s, m, h, d)"))?;
+    let (number, unit) = text.split_at(split);
+    let n: i64 = number
+        .parse()
+        .map_err(|_| format!("'{text}': not a whole number of {unit}"))?;
+    let scale = match unit {
+        "ms" => 1,
+        "s" => 1_000,
+        "m" | "min" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
+        other => return Err(format!("'{text}': unknown unit '{other}' (ms, s, m, h, d)")),
+    };
+    match n.checked_mul(scale) {
+        Some(ms) if ms > 0 => Ok(ms),
+        _ => Err(format!("'{text}': must be positive and at most 2^63 ms")),
+    }
+}
+
+/// Parses `--out NAME=OP[:FIELD]`.
+///
+/// # Errors
+/// No `=`, an unknown operator, or a field missing (or given to `count`).
+pub(crate) fn parse_output(text: &str) -> Result<(String, Accumulator), String> {
+    let (name, op) = text
+        .split_once('=')
+        .ok_or_else(|| format!("'{text}': expected NAME=OP[:FIELD]"))?;
+    let (op, field) = match op.split_once(':') {
+        Some((op, field)) => (op, Some(field.to_owned())),
+        None => (op, None),
+    };
+    let acc = match (op, field) {
+        ("count", None) => Accumulator::Count,
+        ("count", Some(_)) => return Err(format!("'{text}': count takes no field")),
+        (_, None) => return Err(format!("'{text}': {op} needs a field (NAME={op}:FIELD)")),
+        ("min", Some(f)) => Accumulator::Min(f),
+        ("max", Some(f)) => Accumulator::Max(f),
+        ("sum", Some(f)) => Accumulator::Sum(f),
+        ("avg", Some(f)) => Accumulator::Avg(f),
+        ("first", Some(f)) => Accumulator::First(f),
+        ("last", Some(f)) => Accumulator::Last(f),
+        (other, Some(_)) => {
+            return Err(format!(
+                "'{text}': unknown operator '{other}' (count, min, max, sum, avg, first, last)"
+            ));
+        }
+    };
+    Ok((name.to_owned(), acc))
+}
+
+/// Runs `tscoll aggregate`.
+///
+/// # Errors
+/// Bad arguments, no such collection, a filter or spec the engine rejects, storage errors.
+pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
+    let filter = parse_json_arg("--filter", &args.filter)?;
+    let (_db, coll) = open_collection(&args.db.db, &args.coll)?;
+    let outputs = if args.outputs.is_empty() {
+        vec![("count".to_owned(), Accumulator::Count)]
+    } else {
+        args.outputs.clone()
+    };
+    let spec = AggregateSpec {
+        window_ms: args.window,
+        by_series: args.by_series,
+        outputs,
+    };
+    let (groups, stats) = coll
+        .aggregate_with_stats(&filter, &spec)
+        .map_err(|e| format!("aggregate failed: {e}"))?;
+    let mut out = BufWriter::with_capacity(256 * 1024, io::stdout().lock());
+    let written = groups
+        .into_iter()
+        .try_for_each(|doc| write_extjson_line(&mut out, doc))
+        .and_then(|()| out.flush());
+    stdout_result(written)?;
+    if args.stats {
+        print_stats(&stats);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows() {
+        assert_eq!(parse_window("500ms"), Ok(500));
+        assert_eq!(parse_window("15m"), Ok(900_000));
+        assert_eq!(parse_window("1h"), Ok(3_600_000));
+        assert_eq!(parse_window("2d"), Ok(172_800_000));
+        assert!(parse_window("0s").is_err());
+        assert!(parse_window("10").is_err());
+        assert!(parse_window("1w").is_err());
+        assert!(parse_window("99999999999999999d").is_err());
+    }
+
+    #[test]
+    fn outputs() {
+        assert_eq!(parse_output("n=count"), Ok(("n".into(), Accumulator::Count)));
+        assert_eq!(
+            parse_output("peak=max:usage_user"),
+            Ok(("peak".into(), Accumulator::Max("usage_user".into())))
+        );
+        assert_eq!(
+            parse_output("a=avg:x.y"),
+            Ok(("a".into(), Accumulator::Avg("x.y".into())))
+        );
+        assert!(parse_output("n").is_err());
+        assert!(parse_output("n=count:x").is_err());
+        assert!(parse_output("n=max").is_err());
+        assert!(parse_output("n=median:x").is_err());
+    }
+}

@@ -1,0 +1,334 @@
+//! A columnar result: the measurements a query finds as one vector per field, built straight
+//! from the decoded bucket columns without a document per measurement.
+
+use std::collections::HashMap;
+
+use bson::{Bson, DateTime, Document};
+use tscoll_catalog::value::to_bson;
+
+use super::plan::{Candidate, Plan, Verdict};
+use super::projection::Projection;
+use super::rowfilter::RowFilter;
+use super::topk::{TopK, order_candidates};
+use super::unpack::SegmentView;
+use super::{FindOptions, QueryStats, SortOrder};
+use crate::collection::{Collection, CollectionInner};
+use crate::error::Result;
+
+/// The measurements a query found, column by column (row `i` of every vector is the same
+/// measurement).
+///
+/// * `times[i]`: the time, in ms since the Unix epoch (always present, whatever the
+///   projection).
+/// * `series[i]`: the measurement's series, an index into `metas`.
+/// * `metas`: the meta value of each series in the result (`None` for the series without a
+///   meta value), in order of first appearance.
+/// * `fields`: `(name, values)` per measurement field the result holds (the time and meta
+///   fields excluded), in order of first appearance; `values[i]` is `None` when measurement
+///   `i` lacks the field (SPEC §4.8 skips).
+///
+/// Row order follows [`FindOptions`] as for [`Collection::find`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ColumnBatch {
+    /// Time of each measurement (ms since the epoch).
+    pub times: Vec<i64>,
+    /// Series of each measurement: an index into [`ColumnBatch::metas`].
+    pub series: Vec<u32>,
+    /// Meta value of each series (`None` = no meta value).
+    pub metas: Vec<Option<Bson>>,
+    /// `(field name, value per measurement)`; `None` = missing.
+    pub fields: Vec<(String, Vec<Option<Bson>>)>,
+}
+
+impl ColumnBatch {
+    /// Number of measurements.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.times.len()
+    }
+
+    /// Whether there is no measurement.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.times.is_empty()
+    }
+
+    /// The values of one field, if the result holds it.
+    #[must_use]
+    pub fn field(&self, name: &str) -> Option<&[Option<Bson>]> {
+        self.fields
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_slice())
+    }
+
+    /// Measurement `row` as a document: `time_field`, `meta_field` (when the series has a meta
+    /// value), then the fields it has in [`ColumnBatch::fields`] order (which may differ from
+    /// a bucket's column order).
+    ///
+    /// # Panics
+    /// When `row` is out of range.
+    #[must_use]
+    pub fn document(&self, row: usize, time_field: &str, meta_field: Option<&str>) -> Document {
+        let mut d = Document::new();
+        d.insert(time_field, DateTime::from_millis(self.times[row]));
+        if let (Some(name), Some(Some(m))) = (meta_field, self.metas.get(self.series[row] as usize)) {
+            d.insert(name, m.clone());
+        }
+        for (name, values) in &self.fields {
+            if let Some(v) = &values[row] {
+                d.insert(name.clone(), v.clone());
+            }
+        }
+        d
+    }
+}
+
+impl Collection {
+    /// As [`Collection::find`] (same filter, projection, sort and limit), with the result as
+    /// columns ([`ColumnBatch`]) built from the decoded bucket columns: no document is made
+    /// per measurement, and only the columns the projection and filter need are decoded.
+    ///
+    /// ```
+    /// # use bson::{Bson, DateTime, doc};
+    /// # use tscoll_engine::*;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = Database::open(dir.path(), DatabaseOptions::default())?;
+    /// let coll = db.create_collection("c", &TimeseriesOptions::new("t").meta_field("m"))?;
+    /// let docs: Vec<_> = (0..4).map(|i| doc! { "t": DateTime::from_millis(i), "m": "a", "v": i }).collect();
+    /// coll.insert_many(&docs, &InsertOptions::default())?;
+    /// let opts = FindOptions { projection: Some(doc! { "v": 1 }), ..Default::default() };
+    /// let batch = coll.find_columns(&doc! { "v": { "$gte": 2 } }, &opts)?;
+    /// assert_eq!(batch.times, [2, 3]);
+    /// assert_eq!(batch.field("v").unwrap(), [Some(Bson::Int64(2)), Some(Bson::Int64(3))]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Collection::find`].
+    pub fn find_columns(&self, filter: &Document, options: &FindOptions) -> Result<ColumnBatch> {
+        self.find_columns_with_stats(filter, options).map(|(b, _)| b)
+    }
+
+    /// As [`Collection::find_columns`], also returning what the query did ([`QueryStats`]).
+    ///
+    /// # Errors
+    /// As [`Collection::find`].
+    pub fn find_columns_with_stats(
+        &self,
+        filter: &Document,
+        options: &FindOptions,
+    ) -> Result<(ColumnBatch, QueryStats)> {
+        let mut stats = QueryStats::default();
+        let batch = self.inner.find_columns(filter, options, &mut stats)?;
+        Ok((batch, stats))
+    }
+}
+
+/// Which rows are kept while buckets are visited.
+enum Keep {
+    All,
+    First(usize),
+    Top(TopK<usize>),
+}
+
+/// A batch being built.
+struct Builder {
+    batch: ColumnBatch,
+    /// Batch series index by candidate series.
+    series: HashMap<usize, u32>,
+    /// Position in `batch.fields` by name.
+    fields: HashMap<String, usize>,
+}
+
+impl Builder {
+    fn field(&mut self, name: &str) -> usize {
+        if let Some(&i) = self.fields.get(name) {
+            return i;
+        }
+        let i = self.batch.fields.len();
+        self.batch
+            .fields
+            .push((name.to_owned(), vec![None; self.batch.times.len()]));
+        self.fields.insert(name.to_owned(), i);
+        i
+    }
+}
+
+impl CollectionInner {
+    fn find_columns(
+        &self,
+        filter: &Document,
+        options: &FindOptions,
+        stats: &mut QueryStats,
+    ) -> Result<ColumnBatch> {
+        let plan = Plan::new(self, filter)?;
+        let projection = Projection::parse(options.projection.as_ref())?;
+        if options.limit == Some(0) {
+            return Ok(ColumnBatch::default());
+        }
+        let rows = RowFilter::new(&plan.filter, &plan.spec.time_field);
+        let mut cands = self.candidates(&plan, stats)?;
+        let mut keep = match (options.sort, options.limit) {
+            (Some(order), Some(k)) => {
+                order_candidates(&mut cands.buckets, order);
+                Keep::Top(TopK::new(k, order))
+            }
+            (None, Some(n)) => Keep::First(n),
+            _ => Keep::All,
+        };
+        let mut b = Builder {
+            batch: ColumnBatch::default(),
+            series: HashMap::new(),
+            fields: HashMap::new(),
+        };
+        for cand in &cands.buckets {
+            match &keep {
+                Keep::First(n) if b.batch.len() >= *n => break,
+                Keep::Top(top) if top.closed_to(cand.min_time, plan.last_possible_time(cand.min_time)) => {
+                    break;
+                }
+                _ => {}
+            }
+            let Some(bytes) = self.control_bytes(&cand.id)? else {
+                continue;
+            };
+            stats.buckets_read += 1;
+            let control = bytes.view().map_err(|r| self.corrupt_control(&cand.id, r))?;
+            let verdict = plan.judge(&control, stats);
+            if verdict == Verdict::Pruned {
+                continue;
+            }
+            if let Keep::Top(top) = &keep
+                && options.sort == Some(SortOrder::Descending)
+                && top.kth().is_some_and(|kth| control.max_time <= kth)
+            {
+                stats.buckets_skipped += 1;
+                continue;
+            }
+            let fields: Vec<&str> = control.field_names().collect();
+            let meta = cands.series[cand.series].meta(self)?;
+            let ctx = (&plan, &projection, &rows);
+            self.columns_of_bucket(ctx, cand, meta, &fields, verdict, &mut b, &mut keep, stats)?;
+        }
+        let mut batch = b.batch;
+        let order: Option<Vec<usize>> = match keep {
+            Keep::Top(top) => Some(top.into_sorted().into_iter().map(|(_, r)| r).collect()),
+            Keep::All if options.sort.is_some() => {
+                let mut idx: Vec<usize> = (0..batch.len()).collect();
+                match options.sort {
+                    Some(SortOrder::Descending) => {
+                        idx.sort_by_key(|&i| std::cmp::Reverse(batch.times[i]));
+                    }
+                    _ => idx.sort_by_key(|&i| batch.times[i]),
+                }
+                Some(idx)
+            }
+            _ => None,
+        };
+        if let Some(order) = order {
+            batch = gather(batch, &order);
+        }
+        stats.rows_returned = batch.len() as u64;
+        Ok(batch)
+    }
+
+    #[expect(clippy::too_many_arguments, reason = "one bucket's context")]
+    fn columns_of_bucket(
+        &self,
+        (plan, projection, rows): (&Plan, &Projection, &RowFilter<'_>),
+        cand: &Candidate,
+        meta: Option<&Bson>,
+        fields: &[&str],
+        verdict: Verdict,
+        b: &mut Builder,
+        keep: &mut Keep,
+        stats: &mut QueryStats,
+    ) -> Result<()> {
+        let time_field = plan.spec.time_field.as_str();
+        let whole = verdict == Verdict::Whole || rows.is_empty();
+        let segments = self.decode_bucket(
+            &cand.id,
+            &mut |n| projection.keeps(n) || (!whole && rows.reads(n)),
+            stats,
+        )?;
+        let corrupt = |r| self.corrupt_data(&cand.id, r);
+        let series = match b.series.get(&cand.series) {
+            Some(&s) => s,
+            None => {
+                let s = u32::try_from(b.batch.metas.len()).unwrap_or(u32::MAX);
+                b.batch.metas.push(meta.cloned());
+                b.series.insert(cand.series, s);
+                s
+            }
+        };
+        for seg in &segments {
+            let view = SegmentView::new(seg, time_field).map_err(corrupt)?;
+            let bound = (!whole).then(|| rows.bind(&view, time_field));
+            // (batch field, column position) of the projected fields this segment has.
+            let cols: Vec<(usize, usize)> = fields
+                .iter()
+                .filter(|n| **n != time_field && projection.keeps(n))
+                .filter_map(|n| view.position(n).map(|p| (b.field(n), p)))
+                .collect();
+            let absent: Vec<usize> = (0..b.batch.fields.len())
+                .filter(|f| !cols.iter().any(|(c, _)| c == f))
+                .collect();
+            for row in 0..view.rows() {
+                stats.rows_examined += 1;
+                if let Some(bf) = &bound {
+                    stats.rows_filtered += 1;
+                    if !bf.matches(&view, row).map_err(corrupt)? {
+                        continue;
+                    }
+                }
+                let t = view.times[row];
+                match keep {
+                    Keep::First(n) if b.batch.len() >= *n => return Ok(()),
+                    Keep::Top(top) if !top.accepts(t) => continue,
+                    Keep::Top(top) => top.push(t, b.batch.len()),
+                    _ => {}
+                }
+                b.batch.times.push(t);
+                b.batch.series.push(series);
+                for &(f, c) in &cols {
+                    let v = to_bson(view.value(c, row)).map_err(corrupt)?;
+                    b.batch.fields[f].1.push(v);
+                }
+                for &f in &absent {
+                    b.batch.fields[f].1.push(None);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The rows `order` selects, in that order; series renumbered by first appearance.
+fn gather(mut batch: ColumnBatch, order: &[usize]) -> ColumnBatch {
+    let mut renumber: HashMap<u32, u32> = HashMap::new();
+    let mut metas = Vec::new();
+    let series = order
+        .iter()
+        .map(|&i| {
+            let s = batch.series[i];
+            *renumber.entry(s).or_insert_with(|| {
+                metas.push(std::mem::take(&mut batch.metas[s as usize]));
+                u32::try_from(metas.len() - 1).unwrap_or(u32::MAX)
+            })
+        })
+        .collect();
+    ColumnBatch {
+        times: order.iter().map(|&i| batch.times[i]).collect(),
+        series,
+        metas,
+        fields: batch
+            .fields
+            .into_iter()
+            .map(|(name, mut values)| {
+                let v = order.iter().map(|&i| values[i].take()).collect();
+                (name, v)
+            })
+            .collect(),
+    }
+}

@@ -1,0 +1,421 @@
+//! Last point per series (SPEC R-14.4.7 "last-point queries"): for each series, the
+//! measurement with the greatest time, reading O(series) buckets instead of O(buckets).
+//!
+//! The meta+time index is read backwards, one hash prefix at a time: the newest entry of a
+//! prefix is found with a reverse scan, and the scan then jumps to the previous prefix with a
+//! new reverse range ending before it. Within a series, buckets may overlap in time (a
+//! measurement older than its bucket's start goes to another bucket), so earlier buckets are
+//! looked at while their possible rows (`min time + span`) could still beat the best time
+//! found; their control records (`control.max`) usually settle it, and only the bucket
+//! holding the best measurement is unpacked. Series that share a meta hash (a collision
+//! marker exists, `docs/keys.md`) have the entries of their prefix grouped by meta bytes.
+
+use std::collections::HashMap;
+
+use bson::{Bson, Document};
+use tscoll_catalog::BucketId;
+use tscoll_catalog::value::compare;
+
+use super::QueryStats;
+use super::control_view::ControlBytes;
+use super::plan::{Plan, Series, Verdict, hash_time_range, prefix_hashes};
+use super::rowfilter::RowFilter;
+use super::unpack::{SegmentView, Shape, build_row};
+use crate::collection::{Collection, CollectionInner};
+use crate::error::{Error, Result};
+use crate::keys::parse_index_key;
+
+impl Collection {
+    /// The last point of every series: per series (meta value, SPEC §3), the measurement
+    /// with the greatest time among those matching `filter`, in the shape of SPEC R-14.1.2.
+    /// Results are ordered by meta value (BSON order, R-4.3.4; the no-meta series first).
+    /// Which of several measurements of one series sharing the greatest time is returned is
+    /// not specified.
+    ///
+    /// Meant for filters on the meta field and a time upper bound (`$lt`/`$lte`): then it
+    /// reads about one control record and unpacks one bucket per series, whatever the number
+    /// of buckets. Any filter [`Collection::find`] accepts works; buckets that straddle a
+    /// time bound or are filtered on measurement fields are unpacked until a match is found.
+    ///
+    /// ```
+    /// # use bson::{DateTime, doc};
+    /// # use tscoll_engine::*;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = Database::open(dir.path(), DatabaseOptions::default())?;
+    /// let coll = db.create_collection("c", &TimeseriesOptions::new("t").meta_field("m"))?;
+    /// let docs: Vec<_> = (0..48).map(|h| doc! { "t": DateTime::from_millis(h * 1_800_000), "m": h % 2, "v": h }).collect();
+    /// coll.insert_many(&docs, &InsertOptions::default())?;
+    /// let (last, stats) = coll.last_points_with_stats(&doc! {})?;
+    /// assert_eq!(last.iter().map(|d| d.get_i64("v").unwrap()).collect::<Vec<_>>(), [46, 47]);
+    /// assert_eq!(stats.buckets_unpacked, 2); // one per series, of 48 buckets
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Collection::find`].
+    pub fn last_points(&self, filter: &Document) -> Result<Vec<Document>> {
+        self.last_points_with_stats(filter).map(|(docs, _)| docs)
+    }
+
+    /// As [`Collection::last_points`], also returning what the query did ([`QueryStats`]).
+    ///
+    /// # Errors
+    /// As [`Collection::find`].
+    pub fn last_points_with_stats(&self, filter: &Document) -> Result<(Vec<Document>, QueryStats)> {
+        let mut stats = QueryStats::default();
+        let docs = self.inner.last_points(filter, &mut stats)?;
+        Ok((docs, stats))
+    }
+}
+
+/// One index entry.
+struct Entry {
+    id: BucketId,
+    min_time: i64,
+    hash: u64,
+    meta: fjall::Slice,
+}
+
+/// The best measurement of a series so far.
+enum Best {
+    /// The latest measurement of a bucket that matches whole: its time is `control.max`.
+    Bucket {
+        id: BucketId,
+        time: i64,
+        control: ControlBytes,
+    },
+    /// A measurement found by unpacking a bucket that did not match whole.
+    Row { time: i64, doc: Document },
+}
+
+impl Best {
+    fn time(&self) -> i64 {
+        match self {
+            Best::Bucket { time, .. } | Best::Row { time, .. } => *time,
+        }
+    }
+}
+
+/// The query's state.
+struct Scan<'p> {
+    plan: &'p Plan,
+    rows: RowFilter<'p>,
+    bounds: (i64, i64),
+    /// `(meta value, last point)` per series.
+    out: Vec<(Option<Bson>, Document)>,
+}
+
+impl CollectionInner {
+    fn last_points(&self, filter: &Document, stats: &mut QueryStats) -> Result<Vec<Document>> {
+        let plan = Plan::new(self, filter)?;
+        let secondary = self.secondary_candidates(&plan.filter)?;
+        let Some(bounds) = plan.min_time_bounds() else {
+            return Ok(Vec::new());
+        };
+        let mut scan = Scan {
+            plan: &plan,
+            rows: RowFilter::new(&plan.filter, &plan.spec.time_field),
+            bounds,
+            out: Vec::new(),
+        };
+        let prefix_usable = !self.indexes().default_dropped;
+        if let Some(entries) = secondary {
+            let entries = entries.into_iter().map(|e| Entry {
+                id: e.id,
+                min_time: e.min_time,
+                hash: e.key.hash,
+                meta: fjall::Slice::from(&e.key.bytes[..]),
+            });
+            self.grouped(&mut scan, entries, stats)?;
+        } else if !prefix_usable {
+            // R-13.2: without the default index, read the whole bucket directory.
+            let mut entries = Vec::new();
+            for item in self.idx.iter() {
+                if let Some(e) = index_item(item)? {
+                    entries.push(e);
+                }
+            }
+            self.grouped(&mut scan, entries.into_iter(), stats)?;
+        } else if let Some(hashes) = prefix_hashes(&plan) {
+            for hash in hashes {
+                self.one_hash(&mut scan, hash, stats)?;
+            }
+        } else {
+            self.every_hash(&mut scan, stats)?;
+        }
+        let mut out = scan.out;
+        out.sort_by(|(a, _), (b, _)| match (a, b) {
+            (None, None) => std::cmp::Ordering::Equal,
+            (None, Some(_)) => std::cmp::Ordering::Less,
+            (Some(_), None) => std::cmp::Ordering::Greater,
+            (Some(a), Some(b)) => compare(a, b),
+        });
+        stats.rows_returned = out.len() as u64;
+        Ok(out.into_iter().map(|(_, d)| d).collect())
+    }
+
+    /// Every hash prefix, newest first, jumping from one prefix to the previous one.
+    fn every_hash(&self, scan: &mut Scan<'_>, stats: &mut QueryStats) -> Result<()> {
+        let mut upper: Option<[u8; 8]> = None;
+        loop {
+            let mut iter = match upper {
+                None => self.idx.iter().rev(),
+                Some(p) => self.idx.range(..p).rev(),
+            };
+            let mut first = None;
+            for item in iter.by_ref() {
+                if let Some(e) = index_item(item)? {
+                    first = Some(e);
+                    break;
+                }
+            }
+            let Some(first) = first else {
+                return Ok(());
+            };
+            let hash = first.hash;
+            upper = Some(hash.to_be_bytes());
+            let (lo, hi) = scan.bounds;
+            if self.hash_shared(hash)? || first.min_time > hi {
+                drop(iter);
+                self.one_hash(scan, hash, stats)?;
+                continue;
+            }
+            // Continue the same scan through this prefix.
+            let rest = iter.map(index_item).filter_map(Result::transpose);
+            let entries = std::iter::once(Ok(first))
+                .chain(rest)
+                .take_while(|e| match e {
+                    Ok(e) => e.hash == hash && e.min_time >= lo,
+                    Err(_) => true,
+                });
+            self.series_last(scan, entries, stats)?;
+        }
+    }
+
+    /// The series of one hash prefix.
+    fn one_hash(&self, scan: &mut Scan<'_>, hash: u64, stats: &mut QueryStats) -> Result<()> {
+        let (lo, hi) = scan.bounds;
+        let (a, b) = hash_time_range(hash, lo, hi);
+        let range = self.idx.range(&a[..]..=&b[..]);
+        if self.hash_shared(hash)? {
+            let mut entries = Vec::new();
+            for item in range {
+                if let Some(e) = index_item(item)? {
+                    entries.push(e);
+                }
+            }
+            return self.grouped(scan, entries.into_iter(), stats);
+        }
+        let entries = range
+            .rev()
+            .map(index_item)
+            .filter_map(Result::transpose);
+        self.series_last(scan, entries, stats)
+    }
+
+    /// Entries in any order: grouped by series, each group newest first.
+    fn grouped(
+        &self,
+        scan: &mut Scan<'_>,
+        entries: impl Iterator<Item = Entry>,
+        stats: &mut QueryStats,
+    ) -> Result<()> {
+        let mut groups: Vec<Vec<Entry>> = Vec::new();
+        let mut by_meta: HashMap<fjall::Slice, usize> = HashMap::new();
+        let (lo, hi) = scan.bounds;
+        for e in entries.filter(|e| e.min_time >= lo && e.min_time <= hi) {
+            let g = *by_meta.entry(e.meta.clone()).or_insert_with(|| {
+                groups.push(Vec::new());
+                groups.len() - 1
+            });
+            groups[g].push(e);
+        }
+        for mut group in groups {
+            group.sort_unstable_by_key(|e| std::cmp::Reverse((e.min_time, e.id)));
+            self.series_last(scan, group.into_iter().map(Ok), stats)?;
+        }
+        Ok(())
+    }
+
+    /// The last point of one series from its entries, newest min time first.
+    fn series_last(
+        &self,
+        scan: &mut Scan<'_>,
+        entries: impl Iterator<Item = Result<Entry>>,
+        stats: &mut QueryStats,
+    ) -> Result<()> {
+        let plan = scan.plan;
+        let mut series: Option<Series> = None;
+        let mut best: Option<Best> = None;
+        for e in entries {
+            let e = e?;
+            stats.index_entries_scanned += 1;
+            if series.is_none() {
+                let s = Series::new(e.meta.to_vec(), e.hash);
+                if plan.filter.has_meta_preds() && !plan.filter.matches_meta(s.meta(self)?) {
+                    return Ok(());
+                }
+                series = Some(s);
+            }
+            if best
+                .as_ref()
+                .is_some_and(|b| plan.last_possible_time(e.min_time) <= b.time())
+            {
+                break; // no earlier bucket can hold a later measurement
+            }
+            let Some(bytes) = self.control_bytes(&e.id)? else {
+                continue;
+            };
+            stats.buckets_read += 1;
+            let control = bytes.view().map_err(|r| self.corrupt_control(&e.id, r))?;
+            let verdict = plan.judge(&control, stats);
+            if verdict == Verdict::Pruned {
+                continue;
+            }
+            if best.as_ref().is_some_and(|b| control.max_time <= b.time()) {
+                stats.buckets_skipped += 1;
+                continue;
+            }
+            if verdict == Verdict::Whole {
+                let time = control.max_time;
+                drop(control);
+                best = Some(Best::Bucket {
+                    id: e.id,
+                    time,
+                    control: bytes,
+                });
+            } else {
+                let meta = series.as_ref().map_or(Ok(None), |s| s.meta(self))?;
+                let fields: Vec<&str> = control.field_names().collect();
+                if let Some((time, doc)) = self.latest_match(scan, &e.id, &fields, meta, stats)? {
+                    best = Some(Best::Row { time, doc });
+                }
+            }
+        }
+        let (Some(series), Some(best)) = (series, best) else {
+            return Ok(());
+        };
+        let meta = series.meta(self)?;
+        let doc = match best {
+            Best::Row { doc, .. } => doc,
+            Best::Bucket { id, time, control } => {
+                let control = control.view().map_err(|r| self.corrupt_control(&id, r))?;
+                let fields: Vec<&str> = control.field_names().collect();
+                match self.row_at(scan, &id, time, control.sorted, &fields, meta, stats)? {
+                    Some(doc) => doc,
+                    None => return Err(self.corrupt_data(&id, format!("no measurement at control.max {time}"))),
+                }
+            }
+        };
+        scan.out.push((meta.cloned(), doc));
+        Ok(())
+    }
+
+    /// The latest measurement of a bucket that passes the row filter.
+    fn latest_match(
+        &self,
+        scan: &Scan<'_>,
+        id: &BucketId,
+        fields: &[&str],
+        meta: Option<&Bson>,
+        stats: &mut QueryStats,
+    ) -> Result<Option<(i64, Document)>> {
+        let time_field = scan.plan.spec.time_field.as_str();
+        let segments = self.decode_bucket(id, &mut |_| true, stats)?;
+        let corrupt = |r| self.corrupt_data(id, r);
+        let mut views = Vec::with_capacity(segments.len());
+        for seg in &segments {
+            views.push(SegmentView::new(seg, time_field).map_err(corrupt)?);
+        }
+        let mut best: Option<(usize, usize, i64)> = None;
+        for (s, view) in views.iter().enumerate() {
+            let bound = scan.rows.bind(view, time_field);
+            stats.rows_examined += view.rows() as u64;
+            stats.rows_filtered += view.rows() as u64;
+            for row in 0..view.rows() {
+                let t = view.times[row];
+                if best.is_some_and(|(_, _, b)| t < b) {
+                    continue;
+                }
+                if bound.matches(view, row).map_err(corrupt)? {
+                    best = Some((s, row, t));
+                }
+            }
+        }
+        let Some((s, row, t)) = best else {
+            return Ok(None);
+        };
+        let doc = self.shape_row(scan, &views[s], row, fields, meta).map_err(corrupt)?;
+        Ok(Some((t, doc)))
+    }
+
+    /// The (last stored) measurement at `time` of a bucket: for a time-sorted bucket only its
+    /// last segment is decoded.
+    #[expect(clippy::too_many_arguments, reason = "one bucket's context")]
+    fn row_at(
+        &self,
+        scan: &Scan<'_>,
+        id: &BucketId,
+        time: i64,
+        sorted: bool,
+        fields: &[&str],
+        meta: Option<&Bson>,
+        stats: &mut QueryStats,
+    ) -> Result<Option<Document>> {
+        let time_field = scan.plan.spec.time_field.as_str();
+        let corrupt = |r| self.corrupt_data(id, r);
+        if sorted && let Some(seg) = self.decode_last_segment(id, stats)? {
+            let view = SegmentView::new(&seg, time_field).map_err(corrupt)?;
+            stats.rows_examined += view.rows() as u64;
+            if let Some(row) = view.times.iter().rposition(|&t| t == time) {
+                return Ok(Some(self.shape_row(scan, &view, row, fields, meta).map_err(corrupt)?));
+            }
+            stats.buckets_unpacked -= 1; // decoded again below
+        }
+        let segments = self.decode_bucket(id, &mut |_| true, stats)?;
+        for seg in segments.iter().rev() {
+            let view = SegmentView::new(seg, time_field).map_err(corrupt)?;
+            stats.rows_examined += view.rows() as u64;
+            if let Some(row) = view.times.iter().rposition(|&t| t == time) {
+                return Ok(Some(self.shape_row(scan, &view, row, fields, meta).map_err(corrupt)?));
+            }
+        }
+        Ok(None)
+    }
+
+    /// A whole measurement (SPEC R-14.1.2).
+    fn shape_row(
+        &self,
+        scan: &Scan<'_>,
+        view: &SegmentView<'_>,
+        row: usize,
+        fields: &[&str],
+        meta: Option<&Bson>,
+    ) -> std::result::Result<Document, String> {
+        let spec = &scan.plan.spec;
+        let time_field = spec.time_field.as_str();
+        let shape = Shape {
+            time: Some(time_field),
+            meta: meta.zip(spec.meta_field.as_deref()).map(|(m, n)| (n, m)),
+        };
+        let cols: Vec<(&str, usize)> = fields
+            .iter()
+            .filter(|n| **n != time_field)
+            .filter_map(|n| view.position(n).map(|p| (*n, p)))
+            .collect();
+        build_row(view, row, shape, &cols)
+    }
+}
+
+/// Reads one raw index item; `None` for a collision marker.
+fn index_item(item: fjall::Guard) -> Result<Option<Entry>> {
+    let (k, v) = item
+        .into_inner()
+        .map_err(Error::storage("scanning the meta+time index"))?;
+    Ok(parse_index_key(&k).map(|(hash, min_time, id)| Entry {
+        id,
+        min_time,
+        hash,
+        meta: v,
+    }))
+}

@@ -1,0 +1,303 @@
+//! The read path (SPEC §14): index scan → bucket pruning with control (§14.4) → decode only
+//! the needed columns → per-row filter (skipped for whole buckets, R-14.4.4) → unpack (§14.1)
+//! → sort on time → limit; plus the queries answered partly or wholly from control: `count`
+//! (R-14.1.4), last point per series, windowed aggregates, and a columnar result.
+//!
+//! | file | concept |
+//! |---|---|
+//! | `plan.rs` | the filter with the collection's bucketing; candidate buckets from the index; the verdict of a control record |
+//! | `control_view.rs` | a control record read in place |
+//! | `unpack.rs` | decoding a bucket's segments and building measurements |
+//! | `rowfilter.rs` | the per-measurement filter on decoded columns |
+//! | `projection.rs` | inclusion / exclusion projections |
+//! | `topk.rs` | sort on time with a limit that stops early |
+//! | `count.rs`, `last_point.rs`, `aggregate.rs`, `columnar.rs` | the other query kinds |
+//! | `stats.rs` | the work counters |
+
+mod aggregate;
+mod columnar;
+mod control_view;
+mod count;
+mod last_point;
+mod plan;
+mod projection;
+mod rowfilter;
+mod stats;
+mod topk;
+mod unpack;
+
+use bson::{Bson, Document};
+
+pub use aggregate::{Accumulator, AggregateSpec};
+pub use columnar::ColumnBatch;
+pub use stats::QueryStats;
+
+use crate::collection::{Collection, CollectionInner};
+use crate::error::Result;
+use plan::{Candidate, Plan, Verdict};
+use projection::Projection;
+use rowfilter::RowFilter;
+use topk::{TopK, order_candidates};
+use unpack::{SegmentView, Shape, build_row};
+
+/// Order of results on the time field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SortOrder {
+    /// Oldest first.
+    Ascending,
+    /// Newest first.
+    Descending,
+}
+
+/// Options of [`Collection::find`] and [`Collection::find_columns`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FindOptions {
+    /// A MongoDB projection on top-level fields: inclusion (`{a: 1}`, `_id` kept unless
+    /// `_id: 0`) or exclusion (`{a: 0}`). Default = every field (SPEC §14.3).
+    pub projection: Option<Document>,
+    /// Sort on the time field. Default = bucket order, rows in stored order (SPEC R-14.1.3).
+    /// Measurements with equal times come in no specified order.
+    pub sort: Option<SortOrder>,
+    /// At most this many measurements (`Some(0)` returns none). Default = all. With a sort,
+    /// buckets are visited in min-time order and the visit stops once no remaining bucket can
+    /// hold a better measurement (SPEC R-14.4.7).
+    pub limit: Option<usize>,
+}
+
+impl Collection {
+    /// Finds measurements matching a MongoDB-style filter (SPEC §14).
+    ///
+    /// Supported: equality and `$in` on the meta field and its sub-fields (`"meta.series"`);
+    /// `$eq/$gt/$gte/$lt/$lte` on the time field (date operands; others match nothing) and on
+    /// measurement fields (dotted paths too); `$in` on measurement fields; `$and`. Whole-meta
+    /// equality is field-order sensitive (SPEC R-3.4). Each result has the shape of SPEC §14.1:
+    /// time field, meta field, then the bucket's other columns.
+    ///
+    /// Buckets are chosen through the meta+time index and pruned with their control record
+    /// (SPEC §14.4); a bucket that matches whole by time and meta is returned without
+    /// evaluating the filter per measurement (R-14.4.4, R-14.4.6).
+    ///
+    /// ```
+    /// # use bson::{DateTime, doc};
+    /// # use tscoll_engine::*;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = Database::open(dir.path(), DatabaseOptions::default())?;
+    /// let coll = db.create_collection("c", &TimeseriesOptions::new("t").meta_field("m"))?;
+    /// let docs: Vec<_> = (0..10).map(|i| doc! { "t": DateTime::from_millis(i * 1000), "m": "a", "v": i }).collect();
+    /// coll.insert_many(&docs, &InsertOptions::default())?;
+    /// let opts = FindOptions { sort: Some(SortOrder::Descending), limit: Some(3), ..Default::default() };
+    /// let last = coll.find(&doc! { "m": "a", "t": { "$gte": DateTime::from_millis(5000) } }, &opts)?;
+    /// assert_eq!(last.iter().map(|d| d.get_i64("v").unwrap()).collect::<Vec<_>>(), [9, 8, 7]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// `BadValue` for an unsupported operator or projection; [`Error::Storage`](crate::Error::Storage),
+    /// [`Error::Codec`](crate::Error::Codec) or [`Error::Corruption`](crate::Error::Corruption)
+    /// when stored data cannot be read.
+    pub fn find(&self, filter: &Document, options: &FindOptions) -> Result<Vec<Document>> {
+        self.find_with_stats(filter, options).map(|(docs, _)| docs)
+    }
+
+    /// As [`Collection::find`], also returning what the query did ([`QueryStats`]).
+    ///
+    /// ```
+    /// # use bson::{DateTime, doc};
+    /// # use tscoll_engine::*;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = Database::open(dir.path(), DatabaseOptions::default())?;
+    /// let coll = db.create_collection("c", &TimeseriesOptions::new("t").meta_field("m"))?;
+    /// let docs: Vec<_> = (0..10).map(|h| doc! { "t": DateTime::from_millis(h * 3_600_000), "m": "a" }).collect();
+    /// coll.insert_many(&docs, &InsertOptions::default())?; // one bucket per hour
+    /// let opts = FindOptions { sort: Some(SortOrder::Descending), limit: Some(1), ..Default::default() };
+    /// let (last, stats) = coll.find_with_stats(&doc! {}, &opts)?;
+    /// assert_eq!(last[0].get_datetime("t")?.timestamp_millis(), 9 * 3_600_000);
+    /// assert_eq!(stats.buckets_unpacked, 1); // the newest bucket only
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Collection::find`].
+    pub fn find_with_stats(
+        &self,
+        filter: &Document,
+        options: &FindOptions,
+    ) -> Result<(Vec<Document>, QueryStats)> {
+        let mut stats = QueryStats::default();
+        let docs = self.inner.find(filter, options, &mut stats)?;
+        Ok((docs, stats))
+    }
+}
+
+/// Where the rows of `find` go.
+enum Sink {
+    /// Every row.
+    All(Vec<(i64, Document)>),
+    /// The first `n` rows met (a limit without a sort).
+    First(usize, Vec<(i64, Document)>),
+    /// The best `k` rows by time (a sort with a limit).
+    Top(TopK<Document>),
+}
+
+impl Sink {
+    fn accepts(&self, time: i64) -> bool {
+        match self {
+            Sink::All(_) => true,
+            Sink::First(n, rows) => rows.len() < *n,
+            Sink::Top(top) => top.accepts(time),
+        }
+    }
+
+    fn push(&mut self, time: i64, doc: Document) {
+        match self {
+            Sink::All(rows) | Sink::First(_, rows) => rows.push((time, doc)),
+            Sink::Top(top) => top.push(time, doc),
+        }
+    }
+
+    fn done(&self) -> bool {
+        matches!(self, Sink::First(n, rows) if rows.len() >= *n)
+    }
+
+    fn finish(self, sort: Option<SortOrder>) -> Vec<Document> {
+        let mut rows = match self {
+            Sink::All(rows) | Sink::First(_, rows) => rows,
+            Sink::Top(top) => top.into_sorted(),
+        };
+        match sort {
+            Some(SortOrder::Ascending) => rows.sort_by_key(|(t, _)| *t),
+            Some(SortOrder::Descending) => rows.sort_by_key(|(t, _)| std::cmp::Reverse(*t)),
+            None => {}
+        }
+        rows.into_iter().map(|(_, d)| d).collect()
+    }
+}
+
+/// What `find` needs while visiting buckets.
+struct FindCtx<'a> {
+    plan: &'a Plan,
+    projection: &'a Projection,
+    rows: &'a RowFilter<'a>,
+}
+
+impl CollectionInner {
+    fn find(
+        &self,
+        filter: &Document,
+        options: &FindOptions,
+        stats: &mut QueryStats,
+    ) -> Result<Vec<Document>> {
+        let plan = Plan::new(self, filter)?;
+        let projection = Projection::parse(options.projection.as_ref())?;
+        if options.limit == Some(0) {
+            return Ok(Vec::new());
+        }
+        let rows = RowFilter::new(&plan.filter, &plan.spec.time_field);
+        let mut cands = self.candidates(&plan, stats)?;
+        let mut sink = match (options.sort, options.limit) {
+            (Some(order), Some(k)) => {
+                order_candidates(&mut cands.buckets, order);
+                Sink::Top(TopK::new(k, order))
+            }
+            (None, Some(n)) => Sink::First(n, Vec::new()),
+            _ => Sink::All(Vec::new()),
+        };
+        let ctx = FindCtx {
+            plan: &plan,
+            projection: &projection,
+            rows: &rows,
+        };
+        for cand in &cands.buckets {
+            if sink.done() {
+                break;
+            }
+            if let Sink::Top(top) = &sink
+                && top.closed_to(cand.min_time, plan.last_possible_time(cand.min_time))
+            {
+                break;
+            }
+            let Some(bytes) = self.control_bytes(&cand.id)? else {
+                continue; // removed since the index was read
+            };
+            stats.buckets_read += 1;
+            let control = bytes
+                .view()
+                .map_err(|r| self.corrupt_control(&cand.id, r))?;
+            let verdict = plan.judge(&control, stats);
+            if verdict == Verdict::Pruned {
+                continue;
+            }
+            if let Sink::Top(top) = &sink
+                && options.sort == Some(SortOrder::Descending)
+                && top.kth().is_some_and(|kth| control.max_time <= kth)
+            {
+                stats.buckets_skipped += 1;
+                continue;
+            }
+            let meta = cands.series[cand.series].meta(self)?;
+            let fields: Vec<&str> = control.field_names().collect();
+            self.find_in_bucket(&ctx, cand, &fields, verdict, meta, &mut sink, stats)?;
+        }
+        let docs = sink.finish(options.sort);
+        stats.rows_returned = docs.len() as u64;
+        Ok(docs)
+    }
+
+    /// Unpacks one candidate bucket into `sink`. `fields` = the bucket's fields in column
+    /// order.
+    #[expect(clippy::too_many_arguments, reason = "one bucket's context")]
+    fn find_in_bucket(
+        &self,
+        ctx: &FindCtx<'_>,
+        cand: &Candidate,
+        fields: &[&str],
+        verdict: Verdict,
+        meta: Option<&Bson>,
+        sink: &mut Sink,
+        stats: &mut QueryStats,
+    ) -> Result<()> {
+        let spec = &ctx.plan.spec;
+        let time_field = spec.time_field.as_str();
+        let whole = verdict == Verdict::Whole || ctx.rows.is_empty();
+        let segments = self.decode_bucket(
+            &cand.id,
+            &mut |n| ctx.projection.keeps(n) || (!whole && ctx.rows.reads(n)),
+            stats,
+        )?;
+        let shape = Shape {
+            time: ctx.projection.keeps(time_field).then_some(time_field),
+            meta: match (meta, spec.meta_field.as_deref()) {
+                (Some(m), Some(name)) if ctx.projection.keeps(name) => Some((name, m)),
+                _ => None,
+            },
+        };
+        let corrupt = |r| self.corrupt_data(&cand.id, r);
+        for seg in &segments {
+            let view = SegmentView::new(seg, time_field).map_err(corrupt)?;
+            let bound = (!whole).then(|| ctx.rows.bind(&view, time_field));
+            let cols: Vec<(&str, usize)> = fields
+                .iter()
+                .filter(|n| **n != time_field && ctx.projection.keeps(n))
+                .filter_map(|n| view.position(n).map(|p| (*n, p)))
+                .collect();
+            for row in 0..view.rows() {
+                stats.rows_examined += 1;
+                if let Some(b) = &bound {
+                    stats.rows_filtered += 1;
+                    if !b.matches(&view, row).map_err(corrupt)? {
+                        continue;
+                    }
+                }
+                let t = view.times[row];
+                if !sink.accepts(t) {
+                    continue;
+                }
+                sink.push(t, build_row(&view, row, shape, &cols).map_err(corrupt)?);
+                if sink.done() {
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
+    }
+}

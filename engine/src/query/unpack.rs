@@ -1,0 +1,202 @@
+//! Unpacking buckets into measurements (SPEC §14.1): a bucket's segments are decoded (only
+//! the columns a query needs, `decode_bucket_projected`) and read as rows; a measurement is
+//! built as the time field, the meta field, then the bucket's other columns in column order
+//! rows in stored order.
+
+use bson::{Bson, DateTime, Document};
+use tscoll_catalog::BucketId;
+use tscoll_catalog::value::to_bson;
+use tscoll_codec::{Bucket, ValueRef, tag};
+
+use super::QueryStats;
+use crate::collection::CollectionInner;
+use crate::control::Control;
+use crate::error::{Error, Result};
+use crate::keys::hex;
+
+/// The rows of one decoded segment: times, and every decoded column but time as values that
+/// can be read in any order.
+pub(crate) struct SegmentView<'a> {
+    /// Time of each row (ms).
+    pub(crate) times: &'a [i64],
+    /// `(field, value per row)`, in the segment's column order.
+    cols: Vec<(&'a str, Vec<ValueRef<'a>>)>,
+}
+
+impl<'a> SegmentView<'a> {
+    /// Reads a decoded segment.
+    ///
+    /// # Errors
+    /// A message when the segment has no time column or it holds a non-date.
+    pub(crate) fn new(seg: &'a Bucket, time_field: &str) -> std::result::Result<Self, String> {
+        let mut times: Option<&'a [i64]> = None;
+        let mut cols = Vec::with_capacity(seg.columns.len());
+        for (name, col) in &seg.columns {
+            if name == time_field {
+                if col.types().iter().any(|&t| t != tag::DATETIME)
+                    || col.ints().len() != seg.row_count
+                {
+                    return Err("time column holds a non-date".to_owned());
+                }
+                times = Some(col.ints());
+            } else {
+                let mut values = Vec::with_capacity(seg.row_count);
+                values.extend(col.iter());
+                if values.len() != seg.row_count {
+                    return Err(format!("column '{name}' has the wrong length"));
+                }
+                cols.push((name.as_str(), values));
+            }
+        }
+        let times = times.ok_or_else(|| "segment without a time column".to_owned())?;
+        Ok(SegmentView { times, cols })
+    }
+
+    /// Number of rows.
+    pub(crate) fn rows(&self) -> usize {
+        self.times.len()
+    }
+
+    /// Position of a decoded column.
+    pub(crate) fn position(&self, field: &str) -> Option<usize> {
+        self.cols.iter().position(|(n, _)| *n == field)
+    }
+
+    /// Value of column `col` (a [`SegmentView::position`]) at `row`.
+    pub(crate) fn value(&self, col: usize, row: usize) -> ValueRef<'a> {
+        self.cols
+            .get(col)
+            .and_then(|(_, v)| v.get(row).copied())
+            .unwrap_or(ValueRef::Missing)
+    }
+}
+
+/// What a built measurement holds besides its columns (SPEC ).
+#[derive(Clone, Copy)]
+pub(crate) struct Shape<'a> {
+    /// The time field's name, when the time is part of the result.
+    pub(crate) time: Option<&'a str>,
+    /// `(meta field name, meta value)`, when the bucket has a meta value and it is part of
+    /// the result.
+    pub(crate) meta: Option<(&'a str, &'a Bson)>,
+}
+
+/// Builds one measurement: time, meta, then `cols` (`(name, position)`, column order) where
+/// the row has a value.
+///
+/// # Errors
+/// A message when a stored value is corrupt.
+pub(crate) fn build_row(
+    seg: &SegmentView<'_>,
+    row: usize,
+    shape: Shape<'_>,
+    cols: &[(&str, usize)],
+) -> std::result::Result<Document, String> {
+    let mut doc = Document::new();
+    if let Some(name) = shape.time {
+        doc.insert(name, DateTime::from_millis(seg.times[row]));
+    }
+    if let Some((name, m)) = shape.meta {
+        doc.insert(name, m.clone());
+    }
+    for &(name, c) in cols {
+        if let Some(v) = to_bson(seg.value(c, row))? {
+            doc.insert(name, v);
+        }
+    }
+    Ok(doc)
+}
+
+impl CollectionInner {
+    /// Decodes every segment of a bucket, in stored order, with the time column and the
+    /// columns `keep` accepts; counts the bucket as unpacked.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] or [`Error::Codec`] when a segment cannot be read.
+    pub(crate) fn decode_bucket(
+        &self,
+        id: &BucketId,
+        keep: &mut dyn FnMut(&str) -> bool,
+        stats: &mut QueryStats,
+    ) -> Result<Vec<Bucket>> {
+        let time_field = self.spec().time_field;
+        stats.buckets_unpacked += 1;
+        let segments = self.read_segments(id, &mut |n| n == time_field || keep(n))?;
+        Ok(segments.into_iter().map(|(_, b)| b).collect())
+    }
+
+    /// Decodes only the last segment of a bucket (where a time-sorted bucket keeps its latest
+    /// measurement); counts the bucket as unpacked.
+    ///
+    /// # Errors
+    /// As [`CollectionInner::decode_bucket`].
+    pub(crate) fn decode_last_segment(
+        &self,
+        id: &BucketId,
+        stats: &mut QueryStats,
+    ) -> Result<Option<Bucket>> {
+        stats.buckets_unpacked += 1;
+        let Some(item) = self.data.prefix(id).next_back() else {
+            return Ok(None);
+        };
+        let (_, v) = item
+            .into_inner()
+            .map_err(Error::storage("reading bucket segments"))?;
+        Ok(Some(tscoll_codec::decode_bucket(&v)?))
+    }
+
+    /// The [`Error::Corruption`] of a bad bucket segment.
+    pub(crate) fn corrupt_data(&self, id: &BucketId, reason: String) -> Error {
+        Error::Corruption {
+            keyspace: format!("c{}_data", self.id),
+            key: hex(id),
+            reason,
+        }
+    }
+
+    /// Unpacks a bucket into measurements (SPEC §14.1): time, meta, then the other columns in
+    /// the bucket's column order (the order of `control.min`); rows in stored order. Only the
+    /// fields `keep` accepts are decoded and put in the documents; `meta` is added under the
+    /// meta field's name when given. Returns `(time in ms, document)` pairs.
+    ///
+    /// # Errors
+    /// [`Error::Storage`], [`Error::Codec`] or [`Error::Corruption`] when stored data cannot be
+    /// read.
+    pub(crate) fn unpack_bucket(
+        &self,
+        id: &BucketId,
+        control: &Control,
+        meta: Option<&Bson>,
+        keep: &mut dyn FnMut(&str) -> bool,
+    ) -> Result<Vec<(i64, Document)>> {
+        let spec = self.spec();
+        let time_field = spec.time_field.as_str();
+        let order: Vec<&str> = control
+            .min
+            .keys()
+            .map(String::as_str)
+            .filter(|n| *n != time_field && keep(n))
+            .collect();
+        let shape = Shape {
+            time: keep(time_field).then_some(time_field),
+            meta: match (meta, spec.meta_field.as_deref()) {
+                (Some(m), Some(name)) if keep(name) => Some((name, m)),
+                _ => None,
+            },
+        };
+        let segments = self.read_segments(id, &mut |n| n == time_field || keep(n))?;
+        let mut out = Vec::with_capacity(control.count as usize);
+        for (_, seg) in &segments {
+            let view = SegmentView::new(seg, time_field).map_err(|r| self.corrupt_data(id, r))?;
+            let cols: Vec<(&str, usize)> = order
+                .iter()
+                .filter_map(|n| view.position(n).map(|p| (*n, p)))
+                .collect();
+            for row in 0..view.rows() {
+                let doc = build_row(&view, row, shape, &cols).map_err(|r| self.corrupt_data(id, r))?;
+                out.push((view.times[row], doc));
+            }
+        }
+        Ok(out)
+    }
+}

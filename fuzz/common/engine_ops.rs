@@ -1,0 +1,1806 @@
+//! Model-based check of the engine: a sequence of operations (inserts, queries, deletes,
+//! meta-only updates, TTL passes, collMod, close and reopen) is applied to one collection and
+//! to a plain in-memory model (a map `_id → measurement`), and after every operation the two
+//! must agree.
+//!
+//! What is checked, by SPEC section:
+//! * an insert stores exactly the good measurements (ordered: those before the first
+//!   bad one) and reports each bad one (no time field, or a time that is not a date) with its
+//!   index and `BadValue`.
+//! * §14: `find` returns exactly the model's matches — filters on the meta field (equality,
+//!   `$in`, a sub-field, `null` matching both a `null` and a missing meta value), on the time
+//!   field (date and non-date operands, R-14.4.3) and on a measurement field (numbers of two
+//!   types, strings and missing values, type bracketing) —, honours `sort`, `limit`
+//!   and projections (§14.3), and every result has the shape of with the normalized
+//!   meta value. `count` and the last point per series
+//!   agree with the model.
+//! * §11.1: `delete_many` removes exactly the matches and reports their number; `delete_one`
+//!   removes one of them.
+//! * §11.2: a meta-only update moves exactly the matching measurements to the new (normalized)
+//!   series and reports `matched`/`modified`; updates outside the meta field are refused with
+//!   `InvalidOptions` and change nothing.
+//! * §10: a TTL pass removes whole buckets only. The model cannot know bucket boundaries, so
+//!   it checks the guarantees of — every measurement of a bucket lies in
+//!   `[min, min + span)` of the bucket's rounded min time, hence a measurement with
+//!   `t ≥ now − E` survives and one with `t < now − E − span` is gone (each bound kept one
+//!   second away from the cutoff, where leaves the behaviour open) — and resyncs the
+//!   model from the engine for the measurements in between. The buckets the engine reports
+//!   (`Collection::buckets`) are also checked: each went whole, exactly when its min time is
+//!   before the cutoff.
+//! * §12: collMod transitions give the expected options or the
+//!   expected typed error (`InvalidOptions`, `TypeMismatch`) with the options unchanged;
+//!   options survive a reopen.
+//! * After every operation: the whole collection (found with an empty filter) equals the
+//!   model, and every stored bucket is consistent with it (count, meta, every time in
+//!   `[min, min + span)` with the current span, R-6.3.1 and ).
+//!
+//! Shared (with `#[path]`) by the cargo-fuzz target `fuzz/fuzz_targets/engine_ops.rs`, which
+//! decodes the operations from its input ([`decode`]), and by `tests/tests/model_ops.rs`,
+//! which runs random sequences on stable and replays the committed corpus
+//! `fuzz/corpus/engine_ops/`.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use bson::{Bson, DateTime, Document, doc};
+use tscoll_engine::{
+    CatalogOptions, Collection, Database, DatabaseOptions, ErrorCode, FindOptions, Granularity,
+    InsertOptions, SortOrder, TimeseriesOptions,
+};
+
+/// Base time (ms): a midnight UTC, so minute offsets sit on every rounding boundary up to a day.
+pub const T0: i64 = 1_700_006_400_000;
+const MINUTE_MS: i64 = 60_000;
+/// Minute offsets of measurements and query bounds are below this (about four days).
+pub const MINUTES: u16 = 6_000;
+/// Most operations decoded from one input.
+pub const MAX_OPS: usize = 40;
+/// Most measurements in one insert call.
+pub const MAX_INSERT: usize = 8;
+/// Number of series: 0 → `0` (int), 1 → `"b"`, 2 → `{a: 2, b: "x"}` (inserted with its fields
+/// in the other order, SPEC ), 3 → no meta field, 4 → `null` (distinct series, R-2.2).
+pub const SERIES: u8 = 5;
+/// Measurement values are in `-VALUE_RANGE..=VALUE_RANGE`.
+pub const VALUE_RANGE: i16 = 20;
+
+/// `bucket_max_count` choices (SPEC §0): small counts make many buckets.
+pub const MAX_COUNTS: [u32; 8] = [1000, 1, 2, 3, 4, 6, 10, 1000];
+/// Bucketing choices at creation (SPEC ).
+pub const BUCKETINGS: [Bucketing; 7] = [
+    Bucketing::Granularity(Granularity::Seconds),
+    Bucketing::Granularity(Granularity::Minutes),
+    Bucketing::Granularity(Granularity::Hours),
+    Bucketing::Fixed(60),
+    Bucketing::Fixed(600),
+    Bucketing::Fixed(3_600),
+    Bucketing::Fixed(7_200),
+];
+/// `expireAfterSeconds` choices at creation.
+pub const CREATE_EXPIRES: [Option<i64>; 5] = [None, Some(0), Some(60), Some(3_600), Some(86_400)];
+/// `expireAfterSeconds` values collMod sets.
+pub const EXPIRES: [i64; 4] = [0, 60, 3_600, 86_400];
+/// Fixed-bucketing spans collMod asks for (SPEC ).
+pub const SPANS: [i64; 5] = [60, 600, 3_600, 7_200, 86_400];
+/// Kinds of refused updates ([`Op::BadUpdate`]).
+pub const BAD_UPDATES: u8 = 5;
+/// Kinds of refused `expireAfterSeconds` values ([`CollModOp::BadExpire`]).
+pub const BAD_EXPIRES: u8 = 3;
+
+/// How the collection buckets at creation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bucketing {
+    /// A granularity preset.
+    Granularity(Granularity),
+    /// `bucketMaxSpanSeconds = bucketRoundingSeconds` = this.
+    Fixed(i64),
+}
+
+/// The database and collection a sequence starts with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Setup {
+    /// Catalog `bucket_max_count`.
+    pub max_count: u32,
+    /// Bucketing options of the collection.
+    pub bucketing: Bucketing,
+    /// `expireAfterSeconds` at creation.
+    pub expire: Option<i64>,
+}
+
+/// The `v` field of a measurement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Val {
+    /// `Int32(n)`.
+    Int(i16),
+    /// `Double(n + 0.5)`.
+    Double(i16),
+    /// `"s<n>"`.
+    Str(u8),
+    /// No `v` field.
+    Missing,
+}
+
+/// The time field of a measurement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeKind {
+    /// A BSON date.
+    Date,
+    /// No time field: rejected (SPEC ).
+    Missing,
+    /// A string in the time field: rejected (SPEC ).
+    NotADate,
+}
+
+/// One measurement of an insert.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Meas {
+    /// Series (see [`SERIES`]).
+    pub series: u8,
+    /// Minutes after [`T0`].
+    pub minute: u16,
+    /// Seconds within the minute.
+    pub second: u8,
+    /// The `v` field.
+    pub value: Val,
+    /// The time field.
+    pub time: TimeKind,
+}
+
+/// A comparison operator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cmp {
+    /// `$eq`.
+    Eq,
+    /// `$gt`.
+    Gt,
+    /// `$gte`.
+    Gte,
+    /// `$lt`.
+    Lt,
+    /// `$lte`.
+    Lte,
+}
+
+const CMPS: [Cmp; 5] = [Cmp::Eq, Cmp::Gt, Cmp::Gte, Cmp::Lt, Cmp::Lte];
+
+impl Cmp {
+    fn name(self) -> &'static str {
+        match self {
+            Cmp::Eq => "$eq",
+            Cmp::Gt => "$gt",
+            Cmp::Gte => "$gte",
+            Cmp::Lt => "$lt",
+            Cmp::Lte => "$lte",
+        }
+    }
+
+    fn holds<T: PartialOrd>(self, a: T, b: T) -> bool {
+        match self {
+            Cmp::Eq => a == b,
+            Cmp::Gt => a > b,
+            Cmp::Gte => a >= b,
+            Cmp::Lt => a < b,
+            Cmp::Lte => a <= b,
+        }
+    }
+}
+
+/// A predicate on the time field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TimePred {
+    /// The operator.
+    pub op: Cmp,
+    /// Operand: minutes after [`T0`] ...
+    pub minute: u16,
+    /// ... plus 30 s.
+    pub half: bool,
+    /// The operand is that time as a number, not a date: matches nothing (SPEC ).
+    pub number: bool,
+}
+
+/// A predicate on the meta field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MetaPred {
+    /// `{m: <series value>}` (`null` for series 3 and 4: matches both).
+    Eq(u8),
+    /// `{m: {$in: [a, b]}}`.
+    In(u8, u8),
+    /// `{"m.a": 2}`: series 2 only.
+    Sub,
+}
+
+/// A predicate on the measurement field `v`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ValPred {
+    /// `{v: {op: n}}` (`{v: n}` for `$eq`); with `true` the operand is `Double(n + 0.5)`.
+    Cmp(Cmp, i16, bool),
+    /// `{v: {$in: [...]}}` of ints.
+    In(Vec<i16>),
+}
+
+/// A filter: the conjunction of its parts.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Filter {
+    /// On the meta field.
+    pub meta: Option<MetaPred>,
+    /// On the time field (0 to 2 predicates).
+    pub time: Vec<TimePred>,
+    /// On `v`.
+    pub value: Option<ValPred>,
+}
+
+/// A projection (SPEC §14.3); `_id` is always kept so results can be matched to the model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Proj {
+    /// Every field.
+    All,
+    /// `{v: 0}`.
+    ExcludeV,
+    /// `{v: 1}`: `_id` and `v`.
+    IncludeV,
+    /// `{m: 1, t: 1}`: time, meta and `_id`.
+    IncludeMeta,
+}
+
+const PROJS: [Proj; 4] = [Proj::All, Proj::ExcludeV, Proj::IncludeV, Proj::IncludeMeta];
+
+/// A collMod command (SPEC §12).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CollModOp {
+    /// `{timeseries: {granularity}}`.
+    Granularity(Granularity),
+    /// `{timeseries: {bucketMaxSpanSeconds: s, bucketRoundingSeconds: s}}`.
+    Span(i64),
+    /// `{expireAfterSeconds: n}`.
+    Expire(i64),
+    /// `{expireAfterSeconds: "off"}`.
+    ExpireOff,
+    /// A refused `expireAfterSeconds`: 0 → `-1`, 1 → `"on"` (`InvalidOptions`), 2 → `{}`
+    /// (`TypeMismatch`) (SPEC §1.5).
+    BadExpire(u8),
+}
+
+/// One operation of a sequence.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// `insert_many` with fresh `_id`s.
+    Insert {
+        /// The measurements.
+        docs: Vec<Meas>,
+        /// `InsertOptions::ordered`.
+        ordered: bool,
+    },
+    /// `find`, compared with the model's matches.
+    Find {
+        /// The filter.
+        filter: Filter,
+        /// `None`, `Some(false)` ascending, `Some(true)` descending.
+        sort: Option<bool>,
+        /// `FindOptions::limit`.
+        limit: Option<u8>,
+        /// The projection.
+        projection: Proj,
+    },
+    /// `count`.
+    Count {
+        /// The filter.
+        filter: Filter,
+    },
+    /// `last_points`.
+    LastPoints {
+        /// The filter.
+        filter: Filter,
+    },
+    /// `delete_many` or `delete_one`.
+    Delete {
+        /// The filter.
+        filter: Filter,
+        /// `delete_one`.
+        one: bool,
+    },
+    /// `update_many(<meta filter>, {$set: {m: <series to>}})` (`$unset` for series 3).
+    UpdateMeta {
+        /// The filter (`None` = every measurement).
+        filter: Option<MetaPred>,
+        /// The new series.
+        to: u8,
+    },
+    /// An update outside the meta field, refused with `InvalidOptions` (SPEC §11.2).
+    BadUpdate(u8),
+    /// `expire(T0 + minute)`.
+    Expire {
+        /// Minutes after [`T0`].
+        minute: u16,
+    },
+    /// `coll_mod`.
+    CollMod(CollModOp),
+    /// Drop the database (after `close` when `clean`) and open it again.
+    CloseReopen {
+        /// Call `Database::close` first.
+        clean: bool,
+    },
+}
+
+// ---------------------------------------------------------------------------------------------
+// Decoding from bytes (the fuzz input) and encoding back (for seeds and regression inputs).
+
+/// Reads bytes; past the end every byte is 0, so any input decodes.
+struct Reader<'a> {
+    data: &'a [u8],
+    pos: usize,
+}
+
+impl Reader<'_> {
+    fn byte(&mut self) -> u8 {
+        let b = self.data.get(self.pos).copied().unwrap_or(0);
+        self.pos += 1;
+        b
+    }
+
+    fn done(&self) -> bool {
+        self.pos >= self.data.len()
+    }
+
+    fn pick(&mut self, n: usize) -> usize {
+        usize::from(self.byte()) % n
+    }
+
+    fn flag(&mut self) -> bool {
+        self.byte() & 1 == 1
+    }
+
+    fn u16(&mut self) -> u16 {
+        u16::from_be_bytes([self.byte(), self.byte()])
+    }
+
+    fn minute(&mut self) -> u16 {
+        self.u16() % MINUTES
+    }
+
+    fn series(&mut self) -> u8 {
+        self.byte() % SERIES
+    }
+
+    fn value(&mut self) -> i16 {
+        let span = u8::try_from(2 * VALUE_RANGE + 1).unwrap_or(u8::MAX);
+        i16::from(self.byte() % span) - VALUE_RANGE
+    }
+}
+
+/// Decodes a setup and up to [`MAX_OPS`] operations from arbitrary bytes.
+#[must_use]
+pub fn decode(data: &[u8]) -> (Setup, Vec<Op>) {
+    let mut r = Reader { data, pos: 0 };
+    let setup = Setup {
+        max_count: MAX_COUNTS[r.pick(MAX_COUNTS.len())],
+        bucketing: BUCKETINGS[r.pick(BUCKETINGS.len())],
+        expire: CREATE_EXPIRES[r.pick(CREATE_EXPIRES.len())],
+    };
+    let mut ops = Vec::new();
+    while !r.done() && ops.len() < MAX_OPS {
+        ops.push(decode_op(&mut r));
+    }
+    (setup, ops)
+}
+
+fn decode_op(r: &mut Reader<'_>) -> Op {
+    match r.byte() % 32 {
+        0..=7 => {
+            let n = 1 + r.pick(MAX_INSERT);
+            let ordered = r.flag();
+            Op::Insert {
+                docs: (0..n).map(|_| decode_meas(r)).collect(),
+                ordered,
+            }
+        }
+        8..=12 | 31 => Op::Find {
+            filter: decode_filter(r),
+            sort: [None, Some(false), Some(true)][r.pick(3)],
+            limit: {
+                let b = r.byte() % 8;
+                (b > 0).then(|| b - 1)
+            },
+            projection: PROJS[r.pick(PROJS.len())],
+        },
+        13..=14 => Op::Count {
+            filter: decode_filter(r),
+        },
+        15..=16 => Op::LastPoints {
+            filter: decode_filter(r),
+        },
+        17..=19 => Op::Delete {
+            filter: decode_filter(r),
+            one: r.flag(),
+        },
+        20..=21 => Op::UpdateMeta {
+            filter: decode_meta_pred(r),
+            to: r.series(),
+        },
+        22 => Op::BadUpdate(r.byte() % BAD_UPDATES),
+        23..=25 => Op::Expire { minute: r.u16() },
+        26..=28 => Op::CollMod(match r.byte() % 8 {
+            0 => CollModOp::Granularity(Granularity::Seconds),
+            1 => CollModOp::Granularity(Granularity::Minutes),
+            2 => CollModOp::Granularity(Granularity::Hours),
+            3 | 7 => CollModOp::Span(SPANS[r.pick(SPANS.len())]),
+            4 => CollModOp::Expire(EXPIRES[r.pick(EXPIRES.len())]),
+            5 => CollModOp::ExpireOff,
+            _ => CollModOp::BadExpire(r.byte() % BAD_EXPIRES),
+        }),
+        _ => Op::CloseReopen { clean: r.flag() },
+    }
+}
+
+fn decode_meas(r: &mut Reader<'_>) -> Meas {
+    Meas {
+        series: r.series(),
+        minute: r.minute(),
+        second: r.byte() % 60,
+        value: match r.byte() % 16 {
+            0..=11 => Val::Int(r.value()),
+            12 | 13 => Val::Double(r.value()),
+            14 => Val::Str(r.byte() % 4),
+            _ => Val::Missing,
+        },
+        time: match r.byte() % 16 {
+            0 => TimeKind::Missing,
+            1 => TimeKind::NotADate,
+            _ => TimeKind::Date,
+        },
+    }
+}
+
+fn decode_meta_pred(r: &mut Reader<'_>) -> Option<MetaPred> {
+    match r.byte() % 4 {
+        0 => None,
+        1 => Some(MetaPred::Eq(r.series())),
+        2 => {
+            let a = r.series();
+            Some(MetaPred::In(a, r.series()))
+        }
+        _ => Some(MetaPred::Sub),
+    }
+}
+
+fn decode_filter(r: &mut Reader<'_>) -> Filter {
+    let meta = decode_meta_pred(r);
+    let n = r.pick(3);
+    let time = (0..n)
+        .map(|_| {
+            let op = CMPS[r.pick(CMPS.len())];
+            let minute = r.minute();
+            let flags = r.byte();
+            TimePred {
+                op,
+                minute,
+                half: flags & 1 == 1,
+                number: (flags >> 1) % 8 == 7,
+            }
+        })
+        .collect();
+    let value = match r.byte() % 4 {
+        0 => None,
+        1 | 2 => {
+            let double = r.byte() % 4 == 3;
+            let op = CMPS[r.pick(CMPS.len())];
+            Some(ValPred::Cmp(op, r.value(), double))
+        }
+        _ => {
+            let n = 1 + r.pick(3);
+            Some(ValPred::In((0..n).map(|_| r.value()).collect()))
+        }
+    };
+    Filter { meta, time, value }
+}
+
+/// Encodes a setup and operations so that [`decode`] gives them back (for seed and regression
+/// inputs). Values must lie in the decoded ranges (series < [`SERIES`], minutes < [`MINUTES`],
+/// ...) and there must be at most [`MAX_OPS`] operations.
+#[must_use]
+pub fn encode(setup: &Setup, ops: &[Op]) -> Vec<u8> {
+    let index = |found: Option<usize>| u8::try_from(found.unwrap_or(0)).unwrap_or(0);
+    let mut w = vec![
+        index(MAX_COUNTS.iter().position(|c| *c == setup.max_count)),
+        index(BUCKETINGS.iter().position(|b| *b == setup.bucketing)),
+        index(CREATE_EXPIRES.iter().position(|e| *e == setup.expire)),
+    ];
+    for op in ops {
+        encode_op(&mut w, op);
+    }
+    w
+}
+
+fn cmp_index(c: Cmp) -> u8 {
+    match c {
+        Cmp::Eq => 0,
+        Cmp::Gt => 1,
+        Cmp::Gte => 2,
+        Cmp::Lt => 3,
+        Cmp::Lte => 4,
+    }
+}
+
+fn value_byte(v: i16) -> u8 {
+    u8::try_from(v + VALUE_RANGE).unwrap_or(0)
+}
+
+fn small(n: usize) -> u8 {
+    u8::try_from(n).unwrap_or(0)
+}
+
+fn encode_op(w: &mut Vec<u8>, op: &Op) {
+    match op {
+        Op::Insert { docs, ordered } => {
+            w.extend([0, small(docs.len().saturating_sub(1)), u8::from(*ordered)]);
+            for m in docs {
+                w.push(m.series);
+                w.extend(m.minute.to_be_bytes());
+                w.push(m.second);
+                match m.value {
+                    Val::Int(v) => w.extend([0, value_byte(v)]),
+                    Val::Double(v) => w.extend([12, value_byte(v)]),
+                    Val::Str(k) => w.extend([14, k]),
+                    Val::Missing => w.push(15),
+                }
+                w.push(match m.time {
+                    TimeKind::Missing => 0,
+                    TimeKind::NotADate => 1,
+                    TimeKind::Date => 2,
+                });
+            }
+        }
+        Op::Find {
+            filter,
+            sort,
+            limit,
+            projection,
+        } => {
+            w.push(8);
+            encode_filter(w, filter);
+            w.push(match sort {
+                None => 0,
+                Some(false) => 1,
+                Some(true) => 2,
+            });
+            w.push(limit.map_or(0, |l| l + 1));
+            w.push(small(
+                PROJS.iter().position(|p| p == projection).unwrap_or(0),
+            ));
+        }
+        Op::Count { filter } => {
+            w.push(13);
+            encode_filter(w, filter);
+        }
+        Op::LastPoints { filter } => {
+            w.push(15);
+            encode_filter(w, filter);
+        }
+        Op::Delete { filter, one } => {
+            w.push(17);
+            encode_filter(w, filter);
+            w.push(u8::from(*one));
+        }
+        Op::UpdateMeta { filter, to } => {
+            w.push(20);
+            encode_meta_pred(w, filter.as_ref());
+            w.push(*to);
+        }
+        Op::BadUpdate(k) => w.extend([22, *k]),
+        Op::Expire { minute } => {
+            w.push(23);
+            w.extend(minute.to_be_bytes());
+        }
+        Op::CollMod(c) => {
+            w.push(26);
+            match c {
+                CollModOp::Granularity(Granularity::Seconds) => w.push(0),
+                CollModOp::Granularity(Granularity::Minutes) => w.push(1),
+                CollModOp::Granularity(Granularity::Hours) => w.push(2),
+                CollModOp::Span(s) => {
+                    w.extend([3, small(SPANS.iter().position(|x| x == s).unwrap_or(0))]);
+                }
+                CollModOp::Expire(e) => {
+                    w.extend([4, small(EXPIRES.iter().position(|x| x == e).unwrap_or(0))]);
+                }
+                CollModOp::ExpireOff => w.push(5),
+                CollModOp::BadExpire(k) => w.extend([6, *k]),
+            }
+        }
+        Op::CloseReopen { clean } => w.extend([29, u8::from(*clean)]),
+    }
+}
+
+fn encode_meta_pred(w: &mut Vec<u8>, p: Option<&MetaPred>) {
+    match p {
+        None => w.push(0),
+        Some(MetaPred::Eq(s)) => w.extend([1, *s]),
+        Some(MetaPred::In(a, b)) => w.extend([2, *a, *b]),
+        Some(MetaPred::Sub) => w.push(3),
+    }
+}
+
+fn encode_filter(w: &mut Vec<u8>, f: &Filter) {
+    encode_meta_pred(w, f.meta.as_ref());
+    w.push(small(f.time.len()));
+    for p in &f.time {
+        w.push(cmp_index(p.op));
+        w.extend(p.minute.to_be_bytes());
+        w.push(u8::from(p.half) | if p.number { 14 } else { 0 });
+    }
+    match &f.value {
+        None => w.push(0),
+        Some(ValPred::Cmp(op, v, double)) => {
+            w.extend([
+                1,
+                if *double { 3 } else { 0 },
+                cmp_index(*op),
+                value_byte(*v),
+            ]);
+        }
+        Some(ValPred::In(vs)) => {
+            w.extend([3, small(vs.len().saturating_sub(1))]);
+            w.extend(vs.iter().map(|v| value_byte(*v)));
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Values of the model and the documents they stand for.
+
+/// The stored (normalized, SPEC) meta value of a series; `None` = no meta field.
+fn meta_value(series: u8) -> Option<Bson> {
+    match series {
+        0 => Some(Bson::Int32(0)),
+        1 => Some(Bson::String("b".to_owned())),
+        2 => Some(Bson::Document(doc! { "a": 2, "b": "x" })),
+        3 => None,
+        _ => Some(Bson::Null),
+    }
+}
+
+/// The meta value as inserted or `$set`: series 2 with its fields out of order (SPEC ).
+fn meta_written(series: u8) -> Option<Bson> {
+    match series {
+        2 => Some(Bson::Document(doc! { "b": "x", "a": 2 })),
+        s => meta_value(s),
+    }
+}
+
+/// The operand a filter uses for a series: `null` for series 3 and 4 (it matches a missing
+/// field and a `null` value alike).
+fn meta_operand(series: u8) -> Bson {
+    meta_value(series).unwrap_or(Bson::Null)
+}
+
+fn meta_operand_matches(row_series: u8, operand_series: u8) -> bool {
+    let null = |s: u8| s == 3 || s == 4;
+    if null(operand_series) {
+        null(row_series)
+    } else {
+        row_series == operand_series
+    }
+}
+
+/// Last-point order of the series: no meta first, then by BSON order of the meta values
+/// (null < numbers < strings < objects).
+const SERIES_ORDER: [u8; 5] = [3, 4, 0, 1, 2];
+
+fn val_bson(v: Val) -> Option<Bson> {
+    match v {
+        Val::Int(i) => Some(Bson::Int32(i32::from(i))),
+        Val::Double(i) => Some(Bson::Double(f64::from(i) + 0.5)),
+        Val::Str(k) => Some(Bson::String(format!("s{k}"))),
+        Val::Missing => None,
+    }
+}
+
+fn val_number(v: Val) -> Option<f64> {
+    match v {
+        Val::Int(i) => Some(f64::from(i)),
+        Val::Double(i) => Some(f64::from(i) + 0.5),
+        Val::Str(_) | Val::Missing => None,
+    }
+}
+
+fn time_ms(minute: u16, second: u8) -> i64 {
+    T0 + i64::from(minute) * MINUTE_MS + i64::from(second) * 1000
+}
+
+impl TimePred {
+    fn operand_ms(&self) -> i64 {
+        time_ms(self.minute, if self.half { 30 } else { 0 })
+    }
+
+    fn operand(&self) -> Bson {
+        if self.number {
+            Bson::Int64(self.operand_ms())
+        } else {
+            Bson::DateTime(DateTime::from_millis(self.operand_ms()))
+        }
+    }
+}
+
+impl MetaPred {
+    fn to_doc(self) -> Document {
+        match self {
+            MetaPred::Eq(s) => doc! { "m": meta_operand(s) },
+            MetaPred::In(a, b) => doc! { "m": { "$in": [meta_operand(a), meta_operand(b)] } },
+            MetaPred::Sub => doc! { "m.a": 2 },
+        }
+    }
+
+    /// Whether an operand is `null` (series 3 or 4).
+    #[must_use]
+    pub fn has_null_operand(self) -> bool {
+        let null = |s: u8| s == 3 || s == 4;
+        match self {
+            MetaPred::Eq(s) => null(s),
+            MetaPred::In(a, b) => null(a) || null(b),
+            MetaPred::Sub => false,
+        }
+    }
+
+    fn matches(self, series: u8) -> bool {
+        match self {
+            MetaPred::Eq(s) => meta_operand_matches(series, s),
+            MetaPred::In(a, b) => {
+                meta_operand_matches(series, a) || meta_operand_matches(series, b)
+            }
+            MetaPred::Sub => series == 2,
+        }
+    }
+}
+
+impl Filter {
+    /// The filter document (SPEC §14).
+    #[must_use]
+    pub fn to_doc(&self) -> Document {
+        let mut d = self.meta.map(MetaPred::to_doc).unwrap_or_default();
+        let distinct: BTreeSet<&str> = self.time.iter().map(|p| p.op.name()).collect();
+        if distinct.len() == self.time.len() {
+            if !self.time.is_empty() {
+                let mut t = Document::new();
+                for p in &self.time {
+                    t.insert(p.op.name(), p.operand());
+                }
+                d.insert("t", t);
+            }
+        } else {
+            let parts: Vec<Bson> = self
+                .time
+                .iter()
+                .map(|p| {
+                    let mut t = Document::new();
+                    t.insert(p.op.name(), p.operand());
+                    Bson::Document(doc! { "t": t })
+                })
+                .collect();
+            d.insert("$and", parts);
+        }
+        match &self.value {
+            None => {}
+            Some(ValPred::Cmp(op, v, double)) => {
+                let operand = if *double {
+                    Bson::Double(f64::from(*v) + 0.5)
+                } else {
+                    Bson::Int32(i32::from(*v))
+                };
+                if *op == Cmp::Eq {
+                    d.insert("v", operand);
+                } else {
+                    let mut v = Document::new();
+                    v.insert(op.name(), operand);
+                    d.insert("v", v);
+                }
+            }
+            Some(ValPred::In(vs)) => {
+                let vs: Vec<Bson> = vs.iter().map(|v| Bson::Int32(i32::from(*v))).collect();
+                d.insert("v", doc! { "$in": vs });
+            }
+        }
+        d
+    }
+
+    fn matches(&self, row: &Row) -> bool {
+        if let Some(m) = self.meta
+            && !m.matches(row.series)
+        {
+            return false;
+        }
+        if !self
+            .time
+            .iter()
+            .all(|p| !p.number && p.op.holds(row.t, p.operand_ms()))
+        {
+            return false;
+        }
+        match &self.value {
+            None => true,
+            Some(ValPred::Cmp(op, v, double)) => {
+                let operand = f64::from(*v) + if *double { 0.5 } else { 0.0 };
+                val_number(row.v).is_some_and(|x| op.holds(x, operand))
+            }
+            Some(ValPred::In(vs)) => {
+                val_number(row.v).is_some_and(|x| vs.iter().any(|v| f64::from(*v) == x))
+            }
+        }
+    }
+}
+
+impl Proj {
+    fn to_doc(self) -> Option<Document> {
+        match self {
+            Proj::All => None,
+            Proj::ExcludeV => Some(doc! { "v": 0 }),
+            Proj::IncludeV => Some(doc! { "v": 1 }),
+            Proj::IncludeMeta => Some(doc! { "m": 1, "t": 1 }),
+        }
+    }
+
+    fn keeps(self, field: &str) -> bool {
+        match self {
+            Proj::All => true,
+            Proj::ExcludeV => field != "v",
+            Proj::IncludeV => field == "v" || field == "_id",
+            Proj::IncludeMeta => field != "v",
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The model.
+
+/// One stored measurement of the model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Row {
+    t: i64,
+    series: u8,
+    v: Val,
+}
+
+impl Row {
+    /// The measurement as `find` returns it (SPEC ): time, meta, `_id`, `v`.
+    fn document(&self, id: i64) -> Document {
+        let mut d = doc! { "t": DateTime::from_millis(self.t) };
+        if let Some(m) = meta_value(self.series) {
+            d.insert("m", m);
+        }
+        d.insert("_id", id);
+        if let Some(v) = val_bson(self.v) {
+            d.insert("v", v);
+        }
+        d
+    }
+}
+
+/// The collection options the model expects (SPEC §1.2, §12).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct SpecModel {
+    granularity: Option<Granularity>,
+    span: i64,
+    rounding: i64,
+    expire: Option<i64>,
+}
+
+fn rank(g: Granularity) -> u8 {
+    match g {
+        Granularity::Seconds => 0,
+        Granularity::Minutes => 1,
+        Granularity::Hours => 2,
+    }
+}
+
+fn presets(g: Granularity) -> (i64, i64) {
+    match g {
+        Granularity::Seconds => (3_600, 60),
+        Granularity::Minutes => (86_400, 3_600),
+        Granularity::Hours => (2_592_000, 86_400),
+    }
+}
+
+impl SpecModel {
+    fn new(setup: &Setup) -> Self {
+        let (granularity, span, rounding) = match setup.bucketing {
+            Bucketing::Granularity(g) => {
+                let (s, r) = presets(g);
+                (Some(g), s, r)
+            }
+            Bucketing::Fixed(s) => (None, s, s),
+        };
+        SpecModel {
+            granularity,
+            span,
+            rounding,
+            expire: setup.expire,
+        }
+    }
+
+    /// The options after a collMod, or the error it must give (SPEC, §1.5).
+    fn after(self, op: CollModOp) -> Result<SpecModel, ErrorCode> {
+        let mut next = self;
+        match op {
+            CollModOp::Granularity(g) => {
+                let (span, rounding) = presets(g);
+                let allowed = match self.granularity {
+                    Some(c) if c == g => return Ok(self),
+                    Some(c) => rank(c) < rank(g),
+                    None => span >= self.span && rounding >= self.rounding,
+                };
+                if !allowed {
+                    return Err(ErrorCode::InvalidOptions);
+                }
+                next.granularity = Some(g);
+                next.span = span;
+                next.rounding = rounding;
+            }
+            CollModOp::Span(s) => {
+                if s < self.span || s < self.rounding {
+                    return Err(ErrorCode::InvalidOptions);
+                }
+                if s == self.span && s == self.rounding {
+                    return Ok(self);
+                }
+                next.granularity = None;
+                next.span = s;
+                next.rounding = s;
+            }
+            CollModOp::Expire(e) => next.expire = Some(e),
+            CollModOp::ExpireOff => next.expire = None,
+            CollModOp::BadExpire(2) => return Err(ErrorCode::TypeMismatch),
+            CollModOp::BadExpire(_) => return Err(ErrorCode::InvalidOptions),
+        }
+        Ok(next)
+    }
+
+    fn check(&self, coll: &Collection) -> Result<(), String> {
+        let s = coll.spec();
+        let got = SpecModel {
+            granularity: s.granularity,
+            span: s.bucket_max_span_seconds,
+            rounding: s.bucket_rounding_seconds,
+            expire: s.expire_after_seconds,
+        };
+        if got == *self {
+            Ok(())
+        } else {
+            Err(format!("options: expected {self:?}, got {got:?}"))
+        }
+    }
+}
+
+fn collmod_command(op: CollModOp) -> Document {
+    let mut d = doc! { "collMod": "c" };
+    match op {
+        CollModOp::Granularity(g) => {
+            let name = match g {
+                Granularity::Seconds => "seconds",
+                Granularity::Minutes => "minutes",
+                Granularity::Hours => "hours",
+            };
+            d.insert("timeseries", doc! { "granularity": name });
+        }
+        CollModOp::Span(s) => {
+            d.insert(
+                "timeseries",
+                doc! { "bucketMaxSpanSeconds": s, "bucketRoundingSeconds": s },
+            );
+        }
+        CollModOp::Expire(e) => {
+            d.insert("expireAfterSeconds", e);
+        }
+        CollModOp::ExpireOff => {
+            d.insert("expireAfterSeconds", "off");
+        }
+        CollModOp::BadExpire(k) => {
+            let v = match k {
+                0 => Bson::Int64(-1),
+                1 => Bson::String("on".to_owned()),
+                _ => Bson::Document(Document::new()),
+            };
+            d.insert("expireAfterSeconds", v);
+        }
+    }
+    d
+}
+
+/// Engine bugs the checks step around until they are fixed; each has an ignored regression
+/// test in `tests/tests/model_ops.rs` that runs with [`Avoid::NOTHING`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Avoid {
+    /// `find`, `count` and `last_points` with a `null` meta operand (`{m: null}`, or `null`
+    /// in `$in`) miss the measurements without a meta field (SPEC §14.2: `null` matches a
+    /// missing field, as `delete_many` and `update_many` do): such queries are skipped.
+    pub null_meta_queries: bool,
+    /// `last_points` may return an older match than the best one when a bucket that does not
+    /// match whole is unpacked after a better bucket (SPEC ): `last_points` with a
+    /// time or `v` predicate is skipped.
+    pub last_points_row_filters: bool,
+}
+
+impl Avoid {
+    /// The known bugs, stepped around by [`run_ops`] and the fuzz target.
+    pub const KNOWN: Avoid = Avoid {
+        null_meta_queries: true,
+        last_points_row_filters: true,
+    };
+    /// Nothing stepped around: every operation is checked.
+    pub const NOTHING: Avoid = Avoid {
+        null_meta_queries: false,
+        last_points_row_filters: false,
+    };
+}
+
+/// What a sequence exercised (to check that random sequences reach every behaviour).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Operations applied.
+    pub ops: usize,
+    /// Measurements stored by inserts.
+    pub inserted: usize,
+    /// Measurements rejected by inserts.
+    pub rejected: usize,
+    /// `Find` operations run, and those that returned at least one measurement.
+    pub finds: (usize, usize),
+    /// Measurements returned by `Find` operations.
+    pub found: usize,
+    /// Measurements removed by deletes.
+    pub deleted: usize,
+    /// Measurements moved to another series by updates.
+    pub updated: usize,
+    /// Measurements removed by TTL passes.
+    pub expired: usize,
+    /// Measurements a TTL pass could go either way on (between the two bounds).
+    pub expire_uncertain: usize,
+    /// collMod commands accepted with a change.
+    pub collmods_changed: usize,
+    /// Commands refused with the expected error (collMod, updates).
+    pub refused: usize,
+    /// Close-and-reopen cycles.
+    pub reopens: usize,
+    /// Most buckets stored at once.
+    pub max_buckets: usize,
+    /// Operations skipped because of a known bug ([`Avoid`]).
+    pub skipped: usize,
+}
+
+impl Summary {
+    /// Adds another sequence's figures (`max_buckets` takes the maximum).
+    pub fn add(&mut self, o: &Summary) {
+        self.ops += o.ops;
+        self.inserted += o.inserted;
+        self.rejected += o.rejected;
+        self.finds.0 += o.finds.0;
+        self.finds.1 += o.finds.1;
+        self.found += o.found;
+        self.deleted += o.deleted;
+        self.updated += o.updated;
+        self.expired += o.expired;
+        self.expire_uncertain += o.expire_uncertain;
+        self.collmods_changed += o.collmods_changed;
+        self.refused += o.refused;
+        self.reopens += o.reopens;
+        self.max_buckets = self.max_buckets.max(o.max_buckets);
+        self.skipped += o.skipped;
+    }
+}
+
+/// A stored bucket as far as the checks need it.
+struct BucketView {
+    min_t: i64,
+    /// `(_id, t)` of each row.
+    rows: Vec<(i64, i64)>,
+}
+
+macro_rules! ensure {
+    ($cond:expr, $($fmt:tt)+) => {
+        if !$cond {
+            return Err(format!($($fmt)+));
+        }
+    };
+}
+
+fn engine<T>(what: &str, r: tscoll_engine::Result<T>) -> Result<T, String> {
+    r.map_err(|e| format!("{what} failed: {e} ({})", e.code()))
+}
+
+fn expect_error<T: std::fmt::Debug>(
+    what: &str,
+    r: tscoll_engine::Result<T>,
+    code: ErrorCode,
+) -> Result<(), String> {
+    match r {
+        Ok(v) => Err(format!("{what}: expected {code}, got Ok({v:?})")),
+        Err(e) if e.code() == code => Ok(()),
+        Err(e) => Err(format!("{what}: expected {code}, got {e}")),
+    }
+}
+
+/// Identical documents: same fields in the same order, same types and values.
+fn same(a: &Document, b: &Document) -> bool {
+    match (a.to_vec(), b.to_vec()) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => false,
+    }
+}
+
+fn id_of(d: &Document) -> Result<i64, String> {
+    d.get_i64("_id")
+        .map_err(|_| format!("result without an Int64 _id: {d}"))
+}
+
+struct Harness<'a> {
+    dir: &'a Path,
+    avoid: Avoid,
+    options: DatabaseOptions,
+    db: Option<Database>,
+    coll: Option<Collection>,
+    rows: BTreeMap<i64, Row>,
+    spec: SpecModel,
+    next_id: i64,
+    summary: Summary,
+}
+
+/// Applies `ops` to a new collection in database directory `dir` (empty or absent) and to the
+/// model, checking after each operation, stepping around the known bugs ([`Avoid::KNOWN`]).
+/// Returns what the sequence exercised, or a description of the first divergence (the
+/// operation, what was expected and what the engine gave).
+///
+/// # Errors
+/// The first divergence, an engine error where none was expected, or an unexpected error code.
+pub fn run_ops(dir: &Path, setup: &Setup, ops: &[Op]) -> Result<Summary, String> {
+    run_ops_avoiding(dir, setup, ops, Avoid::KNOWN)
+}
+
+/// As [`run_ops`], stepping around the bugs `avoid` names only.
+///
+/// # Errors
+/// As [`run_ops`].
+pub fn run_ops_avoiding(
+    dir: &Path,
+    setup: &Setup,
+    ops: &[Op],
+    avoid: Avoid,
+) -> Result<Summary, String> {
+    let options = DatabaseOptions {
+        catalog: CatalogOptions {
+            bucket_max_count: setup.max_count,
+            ..CatalogOptions::default()
+        },
+    };
+    let db = engine("Database::open", Database::open(dir, options.clone()))?;
+    let mut opts = TimeseriesOptions::new("t").meta_field("m");
+    opts = match setup.bucketing {
+        Bucketing::Granularity(g) => opts.granularity(g),
+        Bucketing::Fixed(s) => opts.bucket_seconds(s, s),
+    };
+    if let Some(e) = setup.expire {
+        opts = opts.expire_after_seconds(e);
+    }
+    let coll = engine("create_collection", db.create_collection("c", &opts))?;
+    let mut h = Harness {
+        dir,
+        avoid,
+        options,
+        db: Some(db),
+        coll: Some(coll),
+        rows: BTreeMap::new(),
+        spec: SpecModel::new(setup),
+        next_id: 0,
+        summary: Summary::default(),
+    };
+    h.spec
+        .check(h.coll())
+        .map_err(|e| format!("at creation: {e}"))?;
+    for (i, op) in ops.iter().enumerate() {
+        h.apply(op).map_err(|e| format!("op #{i} {op:?}: {e}"))?;
+        h.check_all()
+            .map_err(|e| format!("after op #{i} {op:?}: {e}"))?;
+        h.summary.ops += 1;
+    }
+    Ok(h.summary)
+}
+
+/// Decodes `data` ([`decode`]) and runs it in a new temporary directory; panics on a
+/// divergence, naming the setup and the operations.
+pub fn run_bytes(data: &[u8]) -> Summary {
+    let (setup, ops) = decode(data);
+    let dir = tempfile::tempdir().expect("temporary directory");
+    match run_ops(dir.path(), &setup, &ops) {
+        Ok(s) => s,
+        Err(e) => panic!("divergence: {e}\nsetup: {setup:?}\nops: {ops:?}"),
+    }
+}
+
+impl Harness<'_> {
+    fn coll(&self) -> &Collection {
+        self.coll.as_ref().expect("the collection is open")
+    }
+
+    fn matching(&self, filter: &Filter) -> Vec<(i64, Row)> {
+        self.rows
+            .iter()
+            .filter(|(_, r)| filter.matches(r))
+            .map(|(id, r)| (*id, *r))
+            .collect()
+    }
+
+    fn apply(&mut self, op: &Op) -> Result<(), String> {
+        if let Op::Find { filter, .. } | Op::Count { filter } | Op::LastPoints { filter } = op
+            && self.avoid.null_meta_queries
+            && filter.meta.is_some_and(MetaPred::has_null_operand)
+        {
+            self.summary.skipped += 1;
+            return Ok(());
+        }
+        if let Op::LastPoints { filter } = op
+            && self.avoid.last_points_row_filters
+            && (!filter.time.is_empty() || filter.value.is_some())
+        {
+            self.summary.skipped += 1;
+            return Ok(());
+        }
+        match op {
+            Op::Insert { docs, ordered } => self.insert(docs, *ordered),
+            Op::Find {
+                filter,
+                sort,
+                limit,
+                projection,
+            } => self.find(filter, *sort, *limit, *projection),
+            Op::Count { filter } => {
+                let expected = self.matching(filter).len();
+                let got = engine("count", self.coll().count(&filter.to_doc()))?;
+                ensure!(
+                    got == expected as u64,
+                    "count {}: expected {expected}, got {got}",
+                    filter.to_doc()
+                );
+                Ok(())
+            }
+            Op::LastPoints { filter } => self.last_points(filter),
+            Op::Delete { filter, one } => self.delete(filter, *one),
+            Op::UpdateMeta { filter, to } => self.update(*filter, *to),
+            Op::BadUpdate(k) => {
+                let date = DateTime::from_millis(T0);
+                let (filter, update) = match k {
+                    0 => (doc! { "v": 1 }, doc! { "$set": { "m": 0 } }),
+                    1 => (doc! {}, doc! { "$set": { "v": 1 } }),
+                    2 => (doc! {}, doc! { "m": 1 }),
+                    3 => (doc! { "t": { "$gt": date } }, doc! { "$set": { "m": 0 } }),
+                    _ => (doc! {}, doc! { "$rename": { "m": "x" } }),
+                };
+                let r = self.coll().update_many(&filter, &update);
+                expect_error(
+                    &format!("update_many({filter}, {update})"),
+                    r,
+                    ErrorCode::InvalidOptions,
+                )?;
+                self.summary.refused += 1;
+                Ok(())
+            }
+            Op::Expire { minute } => self.expire(*minute),
+            Op::CollMod(c) => self.coll_mod(*c),
+            Op::CloseReopen { clean } => self.reopen(*clean),
+        }
+    }
+
+    fn insert(&mut self, ms: &[Meas], ordered: bool) -> Result<(), String> {
+        let mut docs = Vec::with_capacity(ms.len());
+        let mut stored = Vec::new();
+        let mut bad = Vec::new();
+        let mut stopped = false;
+        for (i, m) in ms.iter().enumerate() {
+            let id = self.next_id;
+            self.next_id += 1;
+            let t = time_ms(m.minute, m.second);
+            let mut d = doc! { "_id": id };
+            match m.time {
+                TimeKind::Date => {
+                    d.insert("t", DateTime::from_millis(t));
+                }
+                TimeKind::Missing => {}
+                TimeKind::NotADate => {
+                    d.insert("t", format!("{t}"));
+                }
+            }
+            if let Some(meta) = meta_written(m.series) {
+                d.insert("m", meta);
+            }
+            if let Some(v) = val_bson(m.value) {
+                d.insert("v", v);
+            }
+            docs.push(d);
+            if stopped {
+                continue;
+            }
+            if m.time == TimeKind::Date {
+                stored.push((
+                    id,
+                    Row {
+                        t,
+                        series: m.series,
+                        v: m.value,
+                    },
+                ));
+            } else {
+                bad.push(i);
+                stopped = ordered; // ordered stops at the first bad measurement
+            }
+        }
+        let options = InsertOptions {
+            ordered,
+            ..InsertOptions::default()
+        };
+        let r = engine("insert_many", self.coll().insert_many(&docs, &options))?;
+        let got_bad: Vec<usize> = r.errors.iter().map(|e| e.index).collect();
+        ensure!(
+            r.inserted == stored.len() && got_bad == bad,
+            "insert (ordered {ordered}): expected {} stored and errors at {bad:?}, got {} stored and {:?}",
+            stored.len(),
+            r.inserted,
+            r.errors
+        );
+        if let Some(e) = r.errors.iter().find(|e| e.code != ErrorCode::BadValue) {
+            return Err(format!("insert: error of the wrong kind: {e:?}"));
+        }
+        self.summary.inserted += stored.len();
+        self.summary.rejected += bad.len();
+        self.rows.extend(stored);
+        Ok(())
+    }
+
+    #[allow(
+        clippy::field_reassign_with_default,
+        reason = "FindOptions may gain fields; only these three are set"
+    )]
+    fn find(
+        &mut self,
+        filter: &Filter,
+        sort: Option<bool>,
+        limit: Option<u8>,
+        projection: Proj,
+    ) -> Result<(), String> {
+        let mut options = FindOptions::default();
+        options.sort = sort.map(|desc| {
+            if desc {
+                SortOrder::Descending
+            } else {
+                SortOrder::Ascending
+            }
+        });
+        options.limit = limit.map(usize::from);
+        options.projection = projection.to_doc();
+        let fdoc = filter.to_doc();
+        let got = engine("find", self.coll().find(&fdoc, &options))?;
+        let matches: BTreeMap<i64, Row> = self.matching(filter).into_iter().collect();
+        let n = limit.map_or(matches.len(), |l| matches.len().min(usize::from(l)));
+        let what = || format!("find {fdoc} {options:?}");
+        ensure!(
+            got.len() == n,
+            "{}: expected {n} of {} matches, got {}",
+            what(),
+            matches.len(),
+            got.len()
+        );
+        let mut seen = BTreeSet::new();
+        let mut times = Vec::with_capacity(got.len());
+        for d in &got {
+            let id = id_of(d)?;
+            let Some(row) = matches.get(&id) else {
+                return Err(format!("{}: {d} does not match (model)", what()));
+            };
+            ensure!(seen.insert(id), "{}: _id {id} returned twice", what());
+            let expected: Document = row
+                .document(id)
+                .into_iter()
+                .filter(|(k, _)| projection.keeps(k))
+                .collect();
+            ensure!(
+                same(d, &expected),
+                "{}: expected {expected}, got {d}",
+                what()
+            );
+            times.push(row.t);
+        }
+        if let Some(desc) = sort {
+            let mut all: Vec<i64> = matches.values().map(|r| r.t).collect();
+            all.sort_unstable();
+            if desc {
+                all.reverse();
+            }
+            all.truncate(n);
+            ensure!(
+                times == all,
+                "{}: times {times:?}, expected {all:?}",
+                what()
+            );
+        }
+        self.summary.finds.0 += 1;
+        self.summary.finds.1 += usize::from(!got.is_empty());
+        self.summary.found += got.len();
+        Ok(())
+    }
+
+    fn last_points(&mut self, filter: &Filter) -> Result<(), String> {
+        let fdoc = filter.to_doc();
+        let got = engine("last_points", self.coll().last_points(&fdoc))?;
+        let matches = self.matching(filter);
+        let groups: Vec<Vec<(i64, Row)>> = SERIES_ORDER
+            .iter()
+            .map(|s| {
+                matches
+                    .iter()
+                    .filter(|(_, r)| r.series == *s)
+                    .copied()
+                    .collect::<Vec<_>>()
+            })
+            .filter(|g| !g.is_empty())
+            .collect();
+        ensure!(
+            got.len() == groups.len(),
+            "last_points {fdoc}: expected {} series, got {}: {got:?}",
+            groups.len(),
+            got.len()
+        );
+        for (d, group) in got.iter().zip(&groups) {
+            let id = id_of(d)?;
+            let best = group.iter().map(|(_, r)| r.t).max().unwrap_or(i64::MIN);
+            let Some((_, row)) = group.iter().find(|(i, _)| *i == id) else {
+                return Err(format!(
+                    "last_points {fdoc}: {d} is not of series {} (model: {group:?})",
+                    group[0].1.series
+                ));
+            };
+            ensure!(
+                row.t == best,
+                "last_points {fdoc}: {d} is not the latest of its series (latest at {best})"
+            );
+            let expected = row.document(id);
+            ensure!(
+                same(d, &expected),
+                "last_points {fdoc}: expected {expected}, got {d}"
+            );
+        }
+        Ok(())
+    }
+
+    fn delete(&mut self, filter: &Filter, one: bool) -> Result<(), String> {
+        let fdoc = filter.to_doc();
+        let matches = self.matching(filter);
+        if !one {
+            let r = engine("delete_many", self.coll().delete_many(&fdoc))?;
+            ensure!(
+                r.deleted == matches.len() as u64,
+                "delete_many {fdoc}: expected {} deleted, got {r:?}",
+                matches.len()
+            );
+            ensure!(
+                (r.deleted > 0) == (r.buckets_removed + r.buckets_rewritten > 0),
+                "delete_many {fdoc}: bucket figures do not fit: {r:?}"
+            );
+            for (id, _) in &matches {
+                self.rows.remove(id);
+            }
+            self.summary.deleted += matches.len();
+            return Ok(());
+        }
+        let r = engine("delete_one", self.coll().delete_one(&fdoc))?;
+        let expected = u64::from(!matches.is_empty());
+        ensure!(
+            r.deleted == expected && r.buckets_removed + r.buckets_rewritten == expected,
+            "delete_one {fdoc}: expected {expected} deleted of {} matches, got {r:?}",
+            matches.len()
+        );
+        if expected == 1 {
+            // Which one went is the engine's choice: it must be one of the matches.
+            let now = self.engine_ids()?;
+            let gone: Vec<i64> = self
+                .rows
+                .keys()
+                .filter(|id| !now.contains(id))
+                .copied()
+                .collect();
+            ensure!(
+                gone.len() == 1 && matches.iter().any(|(id, _)| *id == gone[0]),
+                "delete_one {fdoc}: removed {gone:?}, expected one of {:?}",
+                matches.iter().map(|(id, _)| id).collect::<Vec<_>>()
+            );
+            self.rows.remove(&gone[0]);
+            self.summary.deleted += 1;
+        }
+        Ok(())
+    }
+
+    fn update(&mut self, filter: Option<MetaPred>, to: u8) -> Result<(), String> {
+        let fdoc = filter.map(MetaPred::to_doc).unwrap_or_default();
+        let update = match meta_written(to) {
+            Some(m) => doc! { "$set": { "m": m } },
+            None => doc! { "$unset": { "m": "" } },
+        };
+        let matched: Vec<i64> = self
+            .rows
+            .iter()
+            .filter(|(_, r)| filter.is_none_or(|f| f.matches(r.series)))
+            .map(|(id, _)| *id)
+            .collect();
+        let modified = matched
+            .iter()
+            .filter(|id| self.rows[*id].series != to)
+            .count();
+        let r = engine("update_many", self.coll().update_many(&fdoc, &update))?;
+        ensure!(
+            r.matched == matched.len() as u64 && r.modified == modified as u64,
+            "update_many({fdoc}, {update}): expected matched {} modified {modified}, got {r:?}",
+            matched.len()
+        );
+        for id in matched {
+            if let Some(row) = self.rows.get_mut(&id) {
+                row.series = to;
+            }
+        }
+        self.summary.updated += modified;
+        Ok(())
+    }
+
+    /// A TTL pass (SPEC §10); see the module documentation for what is checked.
+    fn expire(&mut self, minute: u16) -> Result<(), String> {
+        let now = T0 + i64::from(minute) * MINUTE_MS;
+        let Some(e) = self.spec.expire else {
+            let r = engine("expire", self.coll().expire(now))?;
+            ensure!(
+                r.buckets == 0 && r.measurements == 0,
+                "expire without expireAfterSeconds removed {r:?}"
+            );
+            return Ok(());
+        };
+        let span_ms = self.spec.span * 1000;
+        let cutoff = now - e * 1000 - span_ms;
+        let before = self.buckets()?;
+        let r = engine("expire", self.coll().expire(now))?;
+        let after = self.engine_ids()?;
+        let mut removed = 0usize;
+        for (id, row) in &self.rows {
+            let kept = after.contains(id);
+            // Its bucket's min time lies in (t − span, t]: keeps it while t ≥ now − E
+            // and removes it once t < now − E − span (one second of slack at the boundary).
+            ensure!(
+                kept || row.t < now - e * 1000 + 1000,
+                "expire({now}) with E = {e} s, span {} s removed _id {id} at t = {} (must stay: t ≥ now − E)",
+                self.spec.span,
+                row.t
+            );
+            ensure!(
+                !kept || row.t >= cutoff - 1000,
+                "expire({now}) with E = {e} s, span {} s kept _id {id} at t = {} (must go: t < now − E − span)",
+                self.spec.span,
+                row.t
+            );
+            if !kept {
+                removed += 1;
+            } else if row.t < now - e * 1000 + 1000 {
+                self.summary.expire_uncertain += 1;
+            }
+        }
+        ensure!(
+            after.len() + removed == self.rows.len(),
+            "expire({now}): the engine holds measurements the model does not"
+        );
+        // on the buckets themselves: whole buckets go, those whose min time is before
+        // the cutoff (one second of slack either side).
+        let mut removed_buckets = 0u64;
+        for b in &before {
+            let gone = b.rows.iter().filter(|(id, _)| !after.contains(id)).count();
+            ensure!(
+                gone == 0 || gone == b.rows.len(),
+                "expire({now}): a bucket (min {}) lost {gone} of its {} measurements",
+                b.min_time_str(),
+                b.rows.len()
+            );
+            let whole = gone > 0 && gone == b.rows.len();
+            ensure!(
+                !(whole && b.min_t >= cutoff + 1000) && !(!whole && b.min_t < cutoff - 1000),
+                "expire({now}): bucket with min {} (cutoff {cutoff}) {}",
+                b.min_time_str(),
+                if whole { "removed" } else { "kept" }
+            );
+            removed_buckets += u64::from(whole);
+        }
+        ensure!(
+            r.measurements == removed as u64 && r.buckets == removed_buckets,
+            "expire({now}): reported {r:?}, removed {removed} measurements in {removed_buckets} buckets"
+        );
+        self.rows.retain(|id, _| after.contains(id));
+        self.summary.expired += removed;
+        Ok(())
+    }
+
+    fn coll_mod(&mut self, op: CollModOp) -> Result<(), String> {
+        let command = collmod_command(op);
+        let r = self.coll().coll_mod(&command);
+        match self.spec.after(op) {
+            Ok(next) => {
+                let spec = engine(&format!("coll_mod {command}"), r)?;
+                let got = SpecModel {
+                    granularity: spec.granularity,
+                    span: spec.bucket_max_span_seconds,
+                    rounding: spec.bucket_rounding_seconds,
+                    expire: spec.expire_after_seconds,
+                };
+                ensure!(
+                    got == next,
+                    "coll_mod {command} on {:?}: expected {next:?}, returned {got:?}",
+                    self.spec
+                );
+                if next != self.spec {
+                    self.summary.collmods_changed += 1;
+                }
+                self.spec = next;
+            }
+            Err(code) => {
+                expect_error(&format!("coll_mod {command} on {:?}", self.spec), r, code)?;
+                self.summary.refused += 1;
+            }
+        }
+        self.spec.check(self.coll())
+    }
+
+    fn reopen(&mut self, clean: bool) -> Result<(), String> {
+        drop(self.coll.take());
+        if let Some(db) = self.db.take() {
+            if clean {
+                engine("close", db.close())?;
+            }
+            drop(db);
+        }
+        let db = engine(
+            "Database::open (reopen)",
+            Database::open(self.dir, self.options.clone()),
+        )?;
+        let coll = engine("collection (reopen)", db.collection("c"))?;
+        self.db = Some(db);
+        self.coll = Some(coll);
+        self.summary.reopens += 1;
+        self.spec
+            .check(self.coll())
+            .map_err(|e| format!("after reopening: {e}"))
+    }
+
+    /// Every `_id` the engine holds (an empty filter).
+    fn engine_ids(&self) -> Result<BTreeSet<i64>, String> {
+        let all = engine(
+            "find {}",
+            self.coll().find(&doc! {}, &FindOptions::default()),
+        )?;
+        all.iter().map(id_of).collect()
+    }
+
+    /// The stored buckets (`Collection::buckets`), reduced to min time and rows.
+    fn buckets(&self) -> Result<Vec<BucketView>, String> {
+        let docs = engine("buckets", self.coll().buckets())?;
+        let mut out = Vec::with_capacity(docs.len());
+        for b in &docs {
+            let bad = |what: &str| format!("bucket {what}: {b}");
+            let control = b.get_document("control").map_err(|_| bad("no control"))?;
+            let min_t = control
+                .get_document("min")
+                .and_then(|m| m.get_datetime("t"))
+                .map_err(|_| bad("no control.min.t"))?
+                .timestamp_millis();
+            let max_t = control
+                .get_document("max")
+                .and_then(|m| m.get_datetime("t"))
+                .map_err(|_| bad("no control.max.t"))?
+                .timestamp_millis();
+            let count = control.get_i64("count").map_err(|_| bad("no count"))?;
+            let data = b.get_document("data").map_err(|_| bad("no data"))?;
+            let ids = data.get_document("_id").map_err(|_| bad("no _id column"))?;
+            let ts = data.get_document("t").map_err(|_| bad("no t column"))?;
+            ensure!(
+                ids.len() == ts.len() && ids.len() as i64 == count,
+                "bucket: control.count {count}, {} _id and {} t values: {b}",
+                ids.len(),
+                ts.len()
+            );
+            let mut rows = Vec::with_capacity(ids.len());
+            for (k, v) in ids {
+                let id = match v {
+                    Bson::Int64(i) => *i,
+                    _ => return Err(bad("non-Int64 _id")),
+                };
+                let t = ts
+                    .get_datetime(k)
+                    .map_err(|_| bad("row without a time"))?
+                    .timestamp_millis();
+                rows.push((id, t));
+            }
+            let latest = rows.iter().map(|(_, t)| *t).max();
+            ensure!(
+                latest == Some(max_t),
+                "bucket: control.max.t {max_t}, latest row {latest:?}: {b}"
+            );
+            let meta = b.get("meta");
+            for (id, t) in &rows {
+                let Some(row) = self.rows.get(id) else {
+                    return Err(format!("bucket holds _id {id}, which the model does not"));
+                };
+                ensure!(row.t == *t, "bucket: _id {id} at {t}, model at {}", row.t);
+                ensure!(
+                    meta == meta_value(row.series).as_ref(),
+                    "bucket meta {meta:?} holds _id {id} of series {}",
+                    row.series
+                );
+            }
+            out.push(BucketView { min_t, rows });
+        }
+        Ok(out)
+    }
+
+    /// After every operation: the collection equals the model, and every bucket is consistent
+    /// with it (SPEC: every time in `[min, min + span)`, with the span now, R-12.5).
+    fn check_all(&mut self) -> Result<(), String> {
+        let mut all = engine(
+            "find {}",
+            self.coll().find(&doc! {}, &FindOptions::default()),
+        )?;
+        let mut keyed = Vec::with_capacity(all.len());
+        for d in all.drain(..) {
+            keyed.push((id_of(&d)?, d));
+        }
+        keyed.sort_by_key(|(id, _)| *id);
+        let got: Vec<i64> = keyed.iter().map(|(id, _)| *id).collect();
+        let expected: Vec<i64> = self.rows.keys().copied().collect();
+        if got != expected {
+            let missing: Vec<_> = expected.iter().filter(|i| !got.contains(i)).collect();
+            let extra: Vec<_> = got.iter().filter(|i| !expected.contains(i)).collect();
+            return Err(format!(
+                "contents: {} measurements, model {}; missing {missing:?}, extra or repeated {extra:?}",
+                got.len(),
+                expected.len()
+            ));
+        }
+        for (id, d) in &keyed {
+            let e = self.rows[id].document(*id);
+            ensure!(same(d, &e), "contents: expected {e}, got {d}");
+        }
+        let n = engine("count {}", self.coll().count(&doc! {}))?;
+        ensure!(
+            n == self.rows.len() as u64,
+            "count {{}}: {n}, model {}",
+            self.rows.len()
+        );
+        let span_ms = self.spec.span * 1000;
+        let buckets = self.buckets()?;
+        let mut ids = BTreeSet::new();
+        for b in &buckets {
+            ensure!(
+                b.min_t % 1000 == 0,
+                "bucket min time {} is not whole seconds",
+                b.min_t
+            );
+            for (id, t) in &b.rows {
+                ensure!(ids.insert(*id), "_id {id} stored in two buckets");
+                ensure!(
+                    b.min_t <= *t && *t - b.min_t < span_ms,
+                    "bucket with min {} holds _id {id} at {t}, outside [min, min + {} s)",
+                    b.min_time_str(),
+                    self.spec.span
+                );
+            }
+        }
+        ensure!(
+            ids.len() == self.rows.len(),
+            "buckets hold {} measurements, model {}",
+            ids.len(),
+            self.rows.len()
+        );
+        self.summary.max_buckets = self.summary.max_buckets.max(buckets.len());
+        Ok(())
+    }
+}
+
+impl BucketView {
+    fn min_time_str(&self) -> String {
+        format!("T0{:+} ms", self.min_t - T0)
+    }
+}
