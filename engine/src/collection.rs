@@ -34,6 +34,9 @@ pub(crate) struct CollectionInner {
     pub(crate) merge_locks: Vec<Mutex<()>>,
     /// Index definitions (SPEC §13).
     pub(crate) indexes: RwLock<Indexes>,
+    /// Held (shared) by every write from computing its index changes until its batch
+    /// commits; taken exclusively by index creation and removal to wait for those writes.
+    pub(crate) commit_gate: RwLock<()>,
     /// The database's collection records (name → `{id, spec, indexes}`).
     pub(crate) records: fjall::Keyspace,
 }
@@ -69,6 +72,7 @@ impl CollectionInner {
             idx: storage.idx,
             merge_locks: (0..MERGE_LOCKS).map(|_| Mutex::new(())).collect(),
             indexes: RwLock::new(indexes),
+            commit_gate: RwLock::new(()),
             records: storage.records,
         }
     }

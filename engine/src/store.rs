@@ -115,6 +115,10 @@ impl CollectionInner {
         self.catalog.direct_write_start(&entry.key, &entry.id);
         let result = {
             let _merges = self.merge_lock(&entry.id);
+            let _gate = self
+                .commit_gate
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             f()
         };
         self.catalog.direct_write_finish(&entry.key, &entry.id);

@@ -316,6 +316,10 @@ impl CollectionInner {
         if prepared.is_empty() {
             return Ok(prepared);
         }
+        let _gate = self
+            .commit_gate
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut wb = self.fjall.batch();
         let mut written = Vec::with_capacity(prepared.len());
         let mut rest = prepared.into_iter();

@@ -48,10 +48,21 @@ impl CollectionInner {
         f(&mut self.indexes.write().unwrap_or_else(PoisonError::into_inner));
     }
 
+    /// Waits until every commit that may have computed its index changes under the previous
+    /// index definitions has landed (they hold the commit gate from computing to committing).
+    fn drain_commits(&self) {
+        drop(
+            self.commit_gate
+                .write()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+    }
+
     /// Removes secondary index `ix` from the definitions and deletes its keyspace.
     fn remove_secondary(&self, ix: &Arc<SecondaryIndex>) -> Result<()> {
         let ks = ix.keyspace(&self.fjall, self.id)?;
         self.update_indexes(|i| i.secondary.retain(|s| !Arc::ptr_eq(s, ix)));
+        self.drain_commits();
         self.fjall
             .delete_keyspace(ks)
             .map_err(Error::storage("deleting a secondary index keyspace"))
@@ -190,6 +201,8 @@ impl Collection {
             i.next_no = no + 1;
             i.secondary.push(Arc::clone(&building));
         });
+        // Commits from now on maintain it; the build then sees every earlier commit.
+        inner.drain_commits();
         if let Err(e) = inner.build_index(&building) {
             let _ = inner.remove_secondary(&building);
             return Err(e);

@@ -319,46 +319,37 @@ impl CollectionInner {
         Ok(())
     }
 
-    /// Writes the entries of every stored bucket into a new index, which commits already
-    /// maintain (it is registered before the build). Two passes: the second re-reads every
-    /// control record and adds the entries of buckets created or changed by commits that
-    /// were being written when the index was registered (and so did not maintain it). Entries
-    /// are only added: an entry made stale meanwhile only costs a bucket read in a query.
+    /// Writes the entries of every stored bucket into a new index. The index is registered
+    /// and the commits computed under the old definitions have landed (the commit gate)
+    /// before the build starts, so every later commit maintains it and one pass over the
+    /// stored buckets covers the rest. Entries are only added: an entry made stale by a
+    /// concurrent commit (the build read the control record just before) only costs a bucket
+    /// read in a query, never a missed bucket.
     ///
     /// # Errors
     /// [`Error::Storage`] when fjall fails; [`Error::Corruption`] for undecodable records.
     pub(crate) fn build_index(&self, ix: &SecondaryIndex) -> Result<()> {
         let ks = ix.keyspace(&self.fjall, self.id)?;
-        let mut indexed: HashMap<BucketId, u64> = HashMap::new();
-        for pass in 0..2 {
-            let mut wb = self.fjall.batch();
-            let mut pending = 0;
-            for e in self.all_buckets()? {
-                let Some(control) = self.control(&e.id)? else {
-                    continue; // removed meanwhile
-                };
-                let fingerprint = xxhash_rust::xxh3::xxh3_64(&control.encode());
-                if pass == 1 && indexed.get(&e.id) == Some(&fingerprint) {
-                    continue;
-                }
-                indexed.insert(e.id, fingerprint);
-                let meta = self.entry_meta(&e.key)?;
-                for (k, v) in bucket_entries(&ix.def, &e.id, &e.key.bytes, meta.as_ref(), &control)
-                {
-                    wb.insert(&ks, k, v);
-                    pending += 1;
-                }
-                if pending >= BUILD_BATCH {
-                    let full = std::mem::replace(&mut wb, self.fjall.batch());
-                    full.commit()
-                        .map_err(Error::storage("building a secondary index"))?;
-                    pending = 0;
-                }
+        let mut wb = self.fjall.batch();
+        let mut pending = 0;
+        for e in self.all_buckets()? {
+            let Some(control) = self.control(&e.id)? else {
+                continue; // removed meanwhile
+            };
+            let meta = self.entry_meta(&e.key)?;
+            for (k, v) in bucket_entries(&ix.def, &e.id, &e.key.bytes, meta.as_ref(), &control) {
+                wb.insert(&ks, k, v);
+                pending += 1;
             }
-            wb.commit()
-                .map_err(Error::storage("building a secondary index"))?;
+            if pending >= BUILD_BATCH {
+                let full = std::mem::replace(&mut wb, self.fjall.batch());
+                full.commit()
+                    .map_err(Error::storage("building a secondary index"))?;
+                pending = 0;
+            }
         }
-        Ok(())
+        wb.commit()
+            .map_err(Error::storage("building a secondary index"))
     }
 }
 
