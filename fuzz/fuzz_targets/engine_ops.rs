@@ -1,0 +1,13 @@
+//! Operations on a collection decoded from the input (inserts, queries, deletes, meta-only
+//! updates, TTL passes, collMod, close and reopen), applied to the engine in a temporary
+//! directory and to an in-memory model; any divergence panics (SPEC §10, §11, §12, §14). Logic
+//! in `fuzz/common/engine_ops.rs`, run on stable by `tests/tests/model_ops.rs`, which also
+//! replays the committed corpus.
+#![no_main]
+
+#[path = "../common/engine_ops.rs"]
+mod engine_ops;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    engine_ops::run_bytes(data);
+});
