@@ -328,7 +328,12 @@ fn path_may_match(
     // field); neither are MinKey/MaxKey/undefined.
     if matches!(
         v,
-        Bson::Document(_) | Bson::Array(_) | Bson::Null | Bson::Undefined | Bson::MinKey | Bson::MaxKey
+        Bson::Document(_)
+            | Bson::Array(_)
+            | Bson::Null
+            | Bson::Undefined
+            | Bson::MinKey
+            | Bson::MaxKey
     ) {
         return true;
     }
@@ -474,8 +479,14 @@ mod tests {
         assert!(!may(doc! { "v": { "$lt": 5.0 } }, &min, &max));
         assert!(may(doc! { "v": 7_i64 }, &min, &max));
         assert!(!may(doc! { "v": 10 }, &min, &max));
-        assert!(!may(doc! { "v": { "$gt": "a" } }, &min, &max), "type bracketing");
-        assert!(!may(doc! { "s": { "$lt": 100 } }, &min, &max), "type bracketing");
+        assert!(
+            !may(doc! { "v": { "$gt": "a" } }, &min, &max),
+            "type bracketing"
+        );
+        assert!(
+            !may(doc! { "s": { "$lt": 100 } }, &min, &max),
+            "type bracketing"
+        );
         assert!(may(doc! { "s": { "$in": ["a", "c"] } }, &min, &max));
         assert!(!may(doc! { "s": { "$in": ["a", "e", 1] } }, &min, &max));
         // Mixed canonical types in min and max: always kept.
@@ -490,10 +501,16 @@ mod tests {
 
     #[test]
     fn r_14_4_2_objects_arrays_and_null_are_not_pushed_down() {
-        let (min, max) = (doc! { "o": { "x": 1 }, "a": [1, 2] }, doc! { "o": { "x": 3 }, "a": [4, 5] });
+        let (min, max) = (
+            doc! { "o": { "x": 1 }, "a": [1, 2] },
+            doc! { "o": { "x": 3 }, "a": [4, 5] },
+        );
         assert!(may(doc! { "o": { "x": 100 } }, &min, &max));
         assert!(may(doc! { "a": [100] }, &min, &max));
-        assert!(may(doc! { "a": 100 }, &min, &max), "array control values are per position");
+        assert!(
+            may(doc! { "a": 100 }, &min, &max),
+            "array control values are per position"
+        );
         assert!(may(doc! { "o": Bson::Null }, &min, &max));
         // Dotted paths descend per sub-field.
         assert!(!may(doc! { "o.x": { "$gt": 3 } }, &min, &max));
@@ -511,10 +528,16 @@ mod tests {
         let at = DateTime::from_millis;
         let f = parse(doc! { "t": { "$gte": at(10 * span), "$lt": at(12 * span) } });
         assert_eq!(f.min_time_bounds(span), Some((9 * span + 1, 12 * span - 1)));
-        assert_eq!(f.min_time_bounds_fixed(span, true), Some((10 * span, 12 * span - 1)));
+        assert_eq!(
+            f.min_time_bounds_fixed(span, true),
+            Some((10 * span, 12 * span - 1))
+        );
         let f = parse(doc! { "t": { "$eq": at(5) } });
         assert_eq!(f.min_time_bounds(span), Some((5 - span + 1, 5)));
-        assert_eq!(parse(doc! { "t": { "$gte": 5 } }).min_time_bounds(span), None);
+        assert_eq!(
+            parse(doc! { "t": { "$gte": 5 } }).min_time_bounds(span),
+            None
+        );
         assert!(!parse(doc! { "t": "x" }).control_may_match(0, 10, &(&doc! {}, &doc! {})));
     }
 

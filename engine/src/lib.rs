@@ -54,7 +54,7 @@ pub use db::{Database, DatabaseOptions};
 pub use delete::DeleteResult;
 pub use index::IndexOptions;
 pub use query::{
-    Accumulator, AggregateSpec, ColumnBatch, FindOptions, QueryStats, SortOrder,
+    Accumulator, AggregateBatch, AggregateSpec, ColumnBatch, FindOptions, QueryStats, SortOrder,
 };
 pub use stats::{CatalogStats, CollectionStats};
 pub use tscoll_catalog::{CatalogOptions, StatsSnapshot};

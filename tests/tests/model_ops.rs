@@ -284,10 +284,9 @@ fn on_meta(p: MetaPred) -> Filter {
 }
 
 /// `{m: null}` matches a missing meta field (SPEC §14.2; `delete_many` and `update_many` do
-/// match it), but `find` scans only the index prefix of the `null` value's hash and misses
-/// the no-meta series: expected 1 measurement, got 0.
+/// match it), and `find` must not scan only the index prefix of the `null` value's hash (a
+/// regression test: that missed the no-meta series).
 #[test]
-#[ignore = "engine bug: find {m: null} misses measurements without a meta field"]
 fn find_null_meta_matches_no_meta_series() {
     let find = Op::Find {
         filter: on_meta(MetaPred::Eq(3)),
@@ -298,10 +297,9 @@ fn find_null_meta_matches_no_meta_series() {
     replay(seconds(), &[one(3), find]);
 }
 
-/// As above for `count`, through `$in`: `count({m: {$in: [null, "b"]}})` gives 0, expected 1
-/// (`count({m: null})` likewise).
+/// As above for `count`, through `$in`: `count({m: {$in: [null, "b"]}})` must be 1
+/// (`count({m: null})` likewise; a regression test).
 #[test]
-#[ignore = "engine bug: count {m: null} misses measurements without a meta field"]
 fn count_null_meta_matches_no_meta_series() {
     let count = Op::Count {
         filter: on_meta(MetaPred::In(3, 1)),
@@ -309,10 +307,9 @@ fn count_null_meta_matches_no_meta_series() {
     replay(seconds(), &[one(3), count]);
 }
 
-/// As above for `last_points`: `last_points({m: null})` returns no series, expected the
-/// no-meta series' measurement.
+/// As above for `last_points`: `last_points({m: null})` must give the no-meta series'
+/// measurement (a regression test).
 #[test]
-#[ignore = "engine bug: last_points {m: null} misses the series without a meta field"]
 fn last_points_null_meta_matches_no_meta_series() {
     let last = Op::LastPoints {
         filter: on_meta(MetaPred::Eq(4)),
@@ -336,11 +333,10 @@ fn at(series: u8, minute: u16) -> Op {
 
 /// `last_points` with a time bound: series 0 gets 0:09 (bucket A, min 0:09), then 0:00
 /// (time-backward: bucket B, min 0:00), then 0:30 (joins B). `last_points({t: {$lt: 0:09:30}})`
-/// must give 0:09 (A matches whole), but B — visited next since it could hold later rows,
-/// its max 0:30 straddling the bound — is unpacked, its latest match 0:00 replaces the better
-/// 0:09 and is returned.
+/// must give 0:09 (A matches whole), although B is visited next since it could hold later
+/// rows (its max 0:30 straddles the bound) and its latest match is only 0:00 (a regression
+/// test: that match once replaced the better one).
 #[test]
-#[ignore = "engine bug: last_points keeps an older match from a bucket unpacked after a better one"]
 fn last_points_keeps_the_latest_across_overlapping_buckets() {
     let last = Op::LastPoints {
         filter: Filter {

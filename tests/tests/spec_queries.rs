@@ -12,8 +12,8 @@ use std::collections::{BTreeMap, HashMap};
 use bson::{Bson, DateTime, Document, doc};
 use proptest::prelude::*;
 use tscoll_engine::{
-    Accumulator, AggregateSpec, CatalogOptions, Collection, Database, FindOptions, QueryStats,
-    SortOrder, TimeseriesOptions,
+    Accumulator, AggregateSpec, CatalogOptions, Collection, Database, FindOptions, IndexOptions,
+    QueryStats, SortOrder, TimeseriesOptions,
 };
 use tscoll_tests::spec::{insert_all, temp_collection};
 
@@ -125,7 +125,9 @@ fn reference_match(doc: &Document, filter: &Document) -> bool {
             let Bson::Array(items) = cond else {
                 panic!("$and")
             };
-            return items.iter().all(|i| reference_match(doc, i.as_document().expect("doc")));
+            return items
+                .iter()
+                .all(|i| reference_match(doc, i.as_document().expect("doc")));
         }
         let v = get_path(doc, k);
         match cond {
@@ -163,11 +165,15 @@ fn same_measurement(found: &Document, inserted: &Document) -> bool {
         .filter(|k| *k != "_id" && !inserted.contains_key(*k))
         .count();
     extra == 0
-        && inserted
-            .iter()
-            .all(|(k, v)| found.get(k).is_some_and(|f| order(f, v) == Ordering::Equal && rank(f) == rank(v)))
+        && inserted.iter().all(|(k, v)| {
+            found
+                .get(k)
+                .is_some_and(|f| order(f, v) == Ordering::Equal && rank(f) == rank(v))
+        })
 }
 
+/// The found measurements are the expected ones, in the same order except among equal times
+/// (compared ordered by time, then series).
 fn assert_same_rows(found: &[Document], expected: &[&Document], ctx: &str) {
     assert_eq!(
         found.len(),
@@ -176,8 +182,16 @@ fn assert_same_rows(found: &[Document], expected: &[&Document], ctx: &str) {
         found.len(),
         expected.len()
     );
-    for (f, e) in found.iter().zip(expected) {
-        assert!(same_measurement(f, e), "{ctx}:\n found    {f}\n expected {e}");
+    let key = |d: &Document| (time_of(d), d.get_str("m").unwrap_or_default().to_owned());
+    let mut found: Vec<&Document> = found.iter().collect();
+    let mut expected = expected.to_vec();
+    found.sort_by_key(|d| key(d));
+    expected.sort_by_key(|d| key(d));
+    for (f, e) in found.iter().zip(&expected) {
+        assert!(
+            same_measurement(f, e),
+            "{ctx}:\n found    {f}\n expected {e}"
+        );
     }
 }
 
@@ -189,6 +203,13 @@ fn sorted_find(coll: &Collection, filter: Document) -> (Vec<Document>, QueryStat
             ..FindOptions::default()
         },
     )
+    .map(|(docs, stats)| {
+        assert!(
+            docs.windows(2).all(|w| time_of(&w[0]) <= time_of(&w[1])),
+            "not in time order"
+        );
+        (docs, stats)
+    })
     .expect("find")
 }
 
@@ -213,12 +234,20 @@ fn hourly(series: &[&str], hours: i64, per_hour: i64) -> Vec<Document> {
 #[test]
 fn r_14_1_2_shape_time_meta_then_columns() {
     let (_d, _db, coll) = setup(&meta_opts());
-    insert_all(&coll, &[doc! { "_id": 1, "x": "a", "t": at(0), "m": { "b": 1, "a": 2 }, "y": 2.5 }]);
+    insert_all(
+        &coll,
+        &[doc! { "_id": 1, "x": "a", "t": at(0), "m": { "b": 1, "a": 2 }, "y": 2.5 }],
+    );
     let found = coll.find(&doc! {}, &FindOptions::default()).expect("find");
     let keys: Vec<&str> = found[0].keys().map(String::as_str).collect();
     assert_eq!(keys, ["t", "m", "_id", "x", "y"]);
-    assert_eq!(found[0].get_document("m").expect("m"), &doc! { "a": 2, "b": 1 });
-    let columns = coll.find_columns(&doc! {}, &FindOptions::default()).expect("columns");
+    assert_eq!(
+        found[0].get_document("m").expect("m"),
+        &doc! { "a": 2, "b": 1 }
+    );
+    let columns = coll
+        .find_columns(&doc! {}, &FindOptions::default())
+        .expect("columns");
     assert_eq!(columns.document(0, "t", Some("m")), found[0]);
 }
 
@@ -233,16 +262,27 @@ fn r_14_4_1_measurement_predicates_prune_with_control_min_max() {
         // v = minutes since H0: hour h holds v in [60h, 60h + 50].
         (doc! { "v": { "$gt": 1000 } }, 8), // hours 16..23
         (doc! { "v": { "$gte": 600, "$lt": 660 } }, 1),
-        (doc! { "v": 125 }, 0),                     // inside hour 2's range: unpacked, no match
+        (doc! { "v": 125 }, 0), // inside hour 2's range: unpacked, no match
         (doc! { "v": { "$in": [5, 1390] } }, 2),
         (doc! { "v": { "$lt": 0 } }, 0),
     ] {
         let (found, stats) = sorted_find(&coll, filter.clone());
         assert_same_rows(&found, &reference_find(&docs, &filter), &filter.to_string());
-        let expected_unpacked = if filter == doc! { "v": 125 } { 1 } else { unpacked };
+        let expected_unpacked = if filter == doc! { "v": 125 } {
+            1
+        } else {
+            unpacked
+        };
         assert_eq!(stats.buckets_read, 24, "{filter}: {stats:?}");
-        assert_eq!(stats.buckets_unpacked, expected_unpacked, "{filter}: {stats:?}");
-        assert_eq!(stats.buckets_pruned, 24 - expected_unpacked, "{filter}: {stats:?}");
+        assert_eq!(
+            stats.buckets_unpacked, expected_unpacked,
+            "{filter}: {stats:?}"
+        );
+        assert_eq!(
+            stats.buckets_pruned,
+            24 - expected_unpacked,
+            "{filter}: {stats:?}"
+        );
     }
 }
 
@@ -271,7 +311,10 @@ fn r_14_4_1_comparisons_are_type_bracketed() {
         assert_same_rows(&found, &expected, &filter.to_string());
         let types_hit = usize::from(expected.iter().any(|d| rank(d.get("v").expect("v")) == 10))
             + usize::from(expected.iter().any(|d| rank(d.get("v").expect("v")) == 15));
-        assert_eq!(stats.buckets_unpacked as usize, types_hit, "{filter}: {stats:?}");
+        assert_eq!(
+            stats.buckets_unpacked as usize, types_hit,
+            "{filter}: {stats:?}"
+        );
     }
 }
 
@@ -303,8 +346,48 @@ fn r_14_4_2_null_objects_and_arrays_are_not_pushed_down() {
         }
         assert_same_rows(&found, &expected, &filter.to_string());
         if matches!(filter.get("v"), Some(Bson::Null)) {
-            assert_eq!(stats.buckets_pruned, 0, "null is not pushed down: {stats:?}");
+            assert_eq!(
+                stats.buckets_pruned, 0,
+                "null is not pushed down: {stats:?}"
+            );
         }
+    }
+}
+
+// ---- §14.2 ---------------------------------------------------------------------------------------
+
+#[test]
+fn r_14_2_meta_null_matches_the_series_without_a_meta_value() {
+    let (_d, _db, coll) = setup(&meta_opts());
+    let docs = vec![
+        doc! { "t": at(0), "m": "a", "v": 1 },
+        doc! { "t": at(MIN), "v": 2 },
+        doc! { "t": at(2 * MIN), "m": Bson::Null, "v": 3 },
+        doc! { "t": at(3 * MIN), "m": { "x": 1 }, "v": 4 },
+    ];
+    insert_all(&coll, &docs);
+    for filter in [
+        doc! { "m": Bson::Null },
+        doc! { "m": { "$in": [Bson::Null, "a"] } },
+        doc! { "m.x": Bson::Null },
+        doc! { "m.x": 1 },
+        doc! { "m": { "x": 1 } },
+        doc! { "m": { "$gte": "a" } },
+    ] {
+        let (found, _) = sorted_find(&coll, filter.clone());
+        let expected = reference_find(&docs, &filter);
+        assert_same_rows(&found, &expected, &filter.to_string());
+        assert_eq!(
+            coll.count(&filter).expect("count"),
+            expected.len() as u64,
+            "{filter}"
+        );
+        let last = coll.last_points(&filter).expect("last points");
+        assert_eq!(
+            last.len(),
+            expected.len(),
+            "{filter}: one measurement per series here"
+        );
     }
 }
 
@@ -320,8 +403,15 @@ fn r_14_4_3_time_bounds_with_the_span_bound_the_index_scan() {
     let filter = doc! { "t": { "$gte": at(10 * HOUR + 30 * MIN) } };
     let (found, stats) = sorted_find(&coll, filter.clone());
     assert_same_rows(&found, &reference_find(&docs, &filter), "gte");
-    assert!((14..=15).contains(&stats.index_entries_scanned), "{stats:?}");
-    assert_eq!((stats.buckets_read, stats.buckets_whole), (14, 13), "{stats:?}");
+    assert!(
+        (14..=15).contains(&stats.index_entries_scanned),
+        "{stats:?}"
+    );
+    assert_eq!(
+        (stats.buckets_read, stats.buckets_whole),
+        (14, 13),
+        "{stats:?}"
+    );
     // $lt 5:30: min time < 5:30: buckets 0..5.
     let filter = doc! { "m": "a", "t": { "$lt": at(5 * HOUR + 30 * MIN) } };
     let (found, stats) = sorted_find(&coll, filter.clone());
@@ -337,7 +427,10 @@ fn r_14_4_3_time_bounds_with_the_span_bound_the_index_scan() {
     assert_eq!(stats.buckets_read, 1, "{stats:?}");
     assert!(stats.index_entries_scanned <= 3, "{stats:?}");
     let (_, stats) = sorted_find(&coll, doc! { "m": "a", "t": at(7 * HOUR + 20 * MIN) });
-    assert_eq!(stats.index_entries_scanned, 1, "a meta equality scans the exact range: {stats:?}");
+    assert_eq!(
+        stats.index_entries_scanned, 1,
+        "a meta equality scans the exact range: {stats:?}"
+    );
     // $gt / $lte on bucket edges.
     for filter in [
         doc! { "t": { "$gt": at(3 * HOUR + 50 * MIN), "$lte": at(6 * HOUR) } },
@@ -381,14 +474,19 @@ fn r_14_4_4_whole_buckets_are_returned_without_filtering_rows() {
     assert_eq!(stats.rows_filtered, 0, "{stats:?}");
     assert_eq!(stats.rows_returned, 30);
     // Bounds inside buckets: only the two edge buckets are filtered row by row.
-    let filter = doc! { "m": "a", "t": { "$gt": at(2 * HOUR + 10 * MIN), "$lte": at(6 * HOUR + 20 * MIN) } };
+    let filter =
+        doc! { "m": "a", "t": { "$gt": at(2 * HOUR + 10 * MIN), "$lte": at(6 * HOUR + 20 * MIN) } };
     let (found, stats) = sorted_find(&coll, filter.clone());
     assert_same_rows(&found, &reference_find(&docs, &filter), "edges");
     assert_eq!(stats.buckets_whole, 3, "{stats:?}");
     assert_eq!(stats.rows_filtered, 12, "{stats:?}");
     // A meta sub-field predicate alone keeps buckets whole.
     let (_, stats) = sorted_find(&coll, doc! { "m": { "$in": ["b"] } });
-    assert_eq!((stats.buckets_whole, stats.rows_filtered), (10, 0), "{stats:?}");
+    assert_eq!(
+        (stats.buckets_whole, stats.rows_filtered),
+        (10, 0),
+        "{stats:?}"
+    );
 }
 
 // ---- R-14.4.5 -----------------------------------------------------------------------------------
@@ -412,7 +510,12 @@ fn r_14_4_5_the_span_after_coll_mod_bounds_queries() {
     assert_same_rows(&found, &reference_find(&docs, &filter), "after collMod");
     assert_eq!(stats.index_entries_scanned, 1, "{stats:?}");
     assert_eq!(coll.count(&filter).expect("count"), 1);
-    assert_eq!(coll.last_points(&doc! {}).expect("last")[0].get_i32("v").ok(), Some(1));
+    assert_eq!(
+        coll.last_points(&doc! {}).expect("last")[0]
+            .get_i32("v")
+            .ok(),
+        Some(1)
+    );
 }
 
 // ---- R-14.4.6 -----------------------------------------------------------------------------------
@@ -431,9 +534,19 @@ fn r_14_4_6_fixed_bucketing_needs_no_row_filter_on_span_multiples() {
     let (found, stats) = sorted_find(&coll, filter.clone());
     assert_same_rows(&found, &reference_find(&docs, &filter), "fixed");
     assert_eq!(stats.index_entries_scanned, 4, "{stats:?}");
-    assert_eq!((stats.buckets_read, stats.buckets_whole), (4, 4), "{stats:?}");
+    assert_eq!(
+        (stats.buckets_read, stats.buckets_whole),
+        (4, 4),
+        "{stats:?}"
+    );
     assert_eq!(stats.rows_filtered, 0, "{stats:?}");
-    assert_eq!(coll.count_with_stats(&filter).expect("count").1.buckets_unpacked, 0);
+    assert_eq!(
+        coll.count_with_stats(&filter)
+            .expect("count")
+            .1
+            .buckets_unpacked,
+        0
+    );
     // The same data with granularity seconds (rounding 1 min): buckets start at 0:30, 1:30,
     // ... and the two at the bounds are filtered row by row.
     let (_d2, _db2, coll2) = setup(&meta_opts());
@@ -443,12 +556,17 @@ fn r_14_4_6_fixed_bucketing_needs_no_row_filter_on_span_multiples() {
     assert_same_rows(&found, &reference_find(&docs, &filter), "seconds");
     assert!(stats.rows_filtered > 0, "{stats:?}");
     // After collMod the collection is no longer fixed bucketing.
-    coll.coll_mod(&doc! { "timeseries": { "bucketMaxSpanSeconds": 7200, "bucketRoundingSeconds": 7200 } })
-        .expect("collMod");
+    coll.coll_mod(
+        &doc! { "timeseries": { "bucketMaxSpanSeconds": 7200, "bucketRoundingSeconds": 7200 } },
+    )
+    .expect("collMod");
     assert!(!coll.spec().fixed_bucketing);
     let (found, stats) = sorted_find(&coll, filter.clone());
     assert_same_rows(&found, &reference_find(&docs, &filter), "after collMod");
-    assert_eq!(stats.index_entries_scanned, 5, "span 2 h: one more bucket: {stats:?}");
+    assert_eq!(
+        stats.index_entries_scanned, 5,
+        "span 2 h: one more bucket: {stats:?}"
+    );
 }
 
 // ---- R-14.1.4 -----------------------------------------------------------------------------------
@@ -468,19 +586,30 @@ fn r_14_1_4_count_from_control() {
         let (n, stats) = coll.count_with_stats(&filter).expect("count");
         assert_eq!(n, count(&filter), "{filter}");
         assert_eq!(stats.buckets_unpacked, 0, "{filter}: {stats:?}");
-        assert_eq!(stats.buckets_from_control, stats.buckets_read, "{filter}: {stats:?}");
+        assert_eq!(
+            stats.buckets_from_control, stats.buckets_read,
+            "{filter}: {stats:?}"
+        );
     }
     // Bounds inside buckets: those buckets are unpacked (time column only).
     let filter = doc! { "t": { "$gt": at(HOUR + 5 * MIN), "$lt": at(4 * HOUR + 25 * MIN) } };
     let (n, stats) = coll.count_with_stats(&filter).expect("count");
     assert_eq!(n, count(&filter));
-    assert_eq!((stats.buckets_unpacked, stats.buckets_from_control), (6, 6), "{stats:?}");
+    assert_eq!(
+        (stats.buckets_unpacked, stats.buckets_from_control),
+        (6, 6),
+        "{stats:?}"
+    );
     // A measurement predicate: unpacked, rows counted.
     // v = minutes since H0: hours 1, 2 and 3 hold values in [100, 200).
     let filter = doc! { "m": "a", "v": { "$gte": 100, "$lt": 200 } };
     let (n, stats) = coll.count_with_stats(&filter).expect("count");
     assert_eq!(n, count(&filter));
-    assert_eq!((stats.buckets_unpacked, stats.buckets_pruned), (3, 9), "{stats:?}");
+    assert_eq!(
+        (stats.buckets_unpacked, stats.buckets_pruned),
+        (3, 9),
+        "{stats:?}"
+    );
 }
 
 // ---- last point per series ----------------------------------------------------------------------
@@ -517,7 +646,9 @@ fn last_point_reads_one_bucket_per_series() {
     let mut extra = Vec::new();
     for (i, s) in refs.iter().enumerate().filter(|(i, _)| i % 10 == 0) {
         extra.push(doc! { "t": at(11 * HOUR - 5 * MIN), "m": *s, "v": -1 });
-        extra.push(doc! { "t": at(11 * HOUR + 45 * MIN + i64::try_from(i).expect("i")), "m": *s, "v": -2 });
+        extra.push(
+            doc! { "t": at(11 * HOUR + 45 * MIN + i64::try_from(i).expect("i")), "m": *s, "v": -2 },
+        );
     }
     for d in &extra {
         insert_all(&coll, std::slice::from_ref(d));
@@ -546,7 +677,10 @@ fn last_point_reads_one_bucket_per_series() {
         let expected = reference_last(&docs, &filter);
         assert_last_points(&found, &expected);
         assert_eq!(stats.buckets_unpacked as usize, expected.len(), "{stats:?}");
-        assert!(stats.index_entries_scanned <= 3 * expected.len() as u64, "{stats:?}");
+        assert!(
+            stats.index_entries_scanned <= 3 * expected.len() as u64,
+            "{stats:?}"
+        );
     }
 }
 
@@ -559,11 +693,33 @@ fn last_point_with_measurement_filters_and_no_meta_series() {
     let filter = doc! { "v": { "$lt": 200 } };
     let (found, stats) = coll.last_points_with_stats(&filter).expect("last points");
     assert_eq!(found.len(), 3);
-    assert!(!found[0].contains_key("m"), "the no-meta series first: {found:?}");
+    assert!(
+        !found[0].contains_key("m"),
+        "the no-meta series first: {found:?}"
+    );
     assert_eq!(found[0].get_i32("v").ok(), Some(7));
     let expected = reference_last(&docs[..docs.len() - 1], &filter);
     assert_last_points(&found[1..], &expected);
     assert!(stats.buckets_pruned > 0, "{stats:?}");
+    // Overlapping buckets of one series (a time-backward measurement opens another bucket):
+    // the newest bucket's latest match is not the series' latest match.
+    let (_d2, _db2, coll) = setup(&meta_opts());
+    let docs = vec![
+        doc! { "t": at(10 * HOUR), "m": "a", "v": 1 },
+        doc! { "t": at(10 * HOUR + 45 * MIN), "m": "a", "v": 1 },
+        doc! { "t": at(9 * HOUR + 50 * MIN), "m": "a", "v": 1 },
+        doc! { "t": at(10 * HOUR + 49 * MIN), "m": "a", "v": -1 },
+    ];
+    tscoll_tests::spec::insert_each(&coll, &docs);
+    assert!(coll.buckets().expect("buckets").len() >= 2);
+    for filter in [
+        doc! {},
+        doc! { "v": { "$gte": 0 } },
+        doc! { "t": { "$lt": at(10 * HOUR + 46 * MIN) } },
+    ] {
+        let found = coll.last_points(&filter).expect("last points");
+        assert_last_points(&found, &reference_last(&docs, &filter));
+    }
 }
 
 // ---- sort on time with a limit --------------------------------------------------------------------
@@ -595,14 +751,20 @@ fn sort_with_limit_stops_early() {
             times.reverse();
         }
         times.truncate(limit);
-        assert_eq!(found.iter().map(time_of).collect::<Vec<_>>(), times, "{order:?} {limit}");
+        assert_eq!(
+            found.iter().map(time_of).collect::<Vec<_>>(),
+            times,
+            "{order:?} {limit}"
+        );
         assert!(
             stats.buckets_unpacked <= max_unpacked,
             "{order:?} {limit}: {stats:?} of {} buckets",
             20 * 48
         );
         assert!(stats.buckets_read <= 40, "{stats:?}");
-        let columns = coll.find_columns_with_stats(&doc! {}, &opts).expect("columns");
+        let columns = coll
+            .find_columns_with_stats(&doc! {}, &opts)
+            .expect("columns");
         assert_eq!(columns.0.times, times);
         assert_eq!(columns.1.buckets_unpacked, stats.buckets_unpacked);
     }
@@ -613,10 +775,17 @@ fn sort_with_limit_stops_early() {
 type Key = (Option<String>, i64);
 
 /// Reference aggregate over `docs`: groups by (series?, window) with the outputs of `spec`.
-fn reference_aggregate(docs: &[Document], filter: &Document, spec: &AggregateSpec) -> Vec<Document> {
+fn reference_aggregate(
+    docs: &[Document],
+    filter: &Document,
+    spec: &AggregateSpec,
+) -> Vec<Document> {
     let mut groups: BTreeMap<Key, Vec<&Document>> = BTreeMap::new();
     for d in docs.iter().filter(|d| reference_match(d, filter)) {
-        let series = spec.by_series.then(|| d.get_str("m").ok().map(str::to_owned)).flatten();
+        let series = spec
+            .by_series
+            .then(|| d.get_str("m").ok().map(str::to_owned))
+            .flatten();
         let w = time_of(d).div_euclid(spec.window_ms) * spec.window_ms;
         groups.entry((series, w)).or_default().push(d);
     }
@@ -632,18 +801,31 @@ fn reference_aggregate(docs: &[Document], filter: &Document, spec: &AggregateSpe
             let mut out = doc! { "_id": id };
             for (name, acc) in &spec.outputs {
                 let values = |f: &str| -> Vec<Bson> {
-                    rows.iter().filter_map(|d| get_path(d, f).cloned()).collect()
+                    rows.iter()
+                        .filter_map(|d| get_path(d, f).cloned())
+                        .collect()
                 };
                 let present = |f: &str| -> Vec<Bson> {
-                    values(f).into_iter().filter(|v| !matches!(v, Bson::Null)).collect()
+                    values(f)
+                        .into_iter()
+                        .filter(|v| !matches!(v, Bson::Null))
+                        .collect()
                 };
                 let numbers = |f: &str| -> Vec<f64> {
-                    values(f).iter().filter(|v| rank(v) == 10).map(num).collect()
+                    values(f)
+                        .iter()
+                        .filter(|v| rank(v) == 10)
+                        .map(num)
+                        .collect()
                 };
                 let v = match acc {
                     Accumulator::Count => Bson::Int64(rows.len() as i64),
-                    Accumulator::Min(f) => present(f).into_iter().min_by(order).unwrap_or(Bson::Null),
-                    Accumulator::Max(f) => present(f).into_iter().max_by(order).unwrap_or(Bson::Null),
+                    Accumulator::Min(f) => {
+                        present(f).into_iter().min_by(order).unwrap_or(Bson::Null)
+                    }
+                    Accumulator::Max(f) => {
+                        present(f).into_iter().max_by(order).unwrap_or(Bson::Null)
+                    }
                     Accumulator::Sum(f) => Bson::Double(numbers(f).iter().sum()),
                     Accumulator::Avg(f) => {
                         let n = numbers(f);
@@ -653,8 +835,14 @@ fn reference_aggregate(docs: &[Document], filter: &Document, spec: &AggregateSpe
                             Bson::Double(n.iter().sum::<f64>() / n.len() as f64)
                         }
                     }
-                    Accumulator::First(f) => rows.first().and_then(|d| get_path(d, f).cloned()).unwrap_or(Bson::Null),
-                    Accumulator::Last(f) => rows.last().and_then(|d| get_path(d, f).cloned()).unwrap_or(Bson::Null),
+                    Accumulator::First(f) => rows
+                        .first()
+                        .and_then(|d| get_path(d, f).cloned())
+                        .unwrap_or(Bson::Null),
+                    Accumulator::Last(f) => rows
+                        .last()
+                        .and_then(|d| get_path(d, f).cloned())
+                        .unwrap_or(Bson::Null),
                 };
                 out.insert(name.clone(), v);
             }
@@ -666,7 +854,11 @@ fn reference_aggregate(docs: &[Document], filter: &Document, spec: &AggregateSpe
 /// Aggregate results equal: same groups in the same order, numbers compared by value
 /// (sums and means within 1e-9).
 fn assert_same_groups(found: &[Document], expected: &[Document], ctx: &str) {
-    assert_eq!(found.len(), expected.len(), "{ctx}:\n found {found:?}\n expected {expected:?}");
+    assert_eq!(
+        found.len(),
+        expected.len(),
+        "{ctx}:\n found {found:?}\n expected {expected:?}"
+    );
     for (f, e) in found.iter().zip(expected) {
         assert_eq!(f.get("_id"), e.get("_id"), "{ctx}");
         for (k, ev) in e.iter().skip(1) {
@@ -675,7 +867,10 @@ fn assert_same_groups(found: &[Document], expected: &[Document], ctx: &str) {
                 (Bson::Double(a), Bson::Double(b)) => (a - b).abs() <= 1e-9 * b.abs().max(1.0),
                 _ => rank(fv) == rank(ev) && order(fv, ev) == Ordering::Equal,
             };
-            assert!(same, "{ctx}: {k}: found {fv}, expected {ev}\n found {f}\n expected {e}");
+            assert!(
+                same,
+                "{ctx}: {k}: found {fv}, expected {ev}\n found {f}\n expected {e}"
+            );
         }
     }
 }
@@ -695,21 +890,54 @@ fn aggregate_whole_buckets_in_one_window_come_from_control() {
             ("last".into(), Accumulator::Max("t".into())),
         ],
     };
-    let (found, stats) = coll.aggregate_with_stats(&doc! {}, &spec).expect("aggregate");
-    assert_same_groups(&found, &reference_aggregate(&docs, &doc! {}, &spec), "hourly");
+    let (found, stats) = coll
+        .aggregate_with_stats(&doc! {}, &spec)
+        .expect("aggregate");
+    assert_same_groups(
+        &found,
+        &reference_aggregate(&docs, &doc! {}, &spec),
+        "hourly",
+    );
     assert_eq!(found.len(), 72);
-    assert_eq!((stats.buckets_from_control, stats.buckets_unpacked), (72, 0), "{stats:?}");
+    assert_eq!(
+        (stats.buckets_from_control, stats.buckets_unpacked),
+        (72, 0),
+        "{stats:?}"
+    );
     // Daily windows over all series: still one window per bucket.
-    let daily = AggregateSpec { window_ms: 24 * HOUR, by_series: false, ..spec.clone() };
+    let daily = AggregateSpec {
+        window_ms: 24 * HOUR,
+        by_series: false,
+        ..spec.clone()
+    };
     let filter = doc! { "m": { "$in": ["a", "b"] }, "t": { "$gte": at(2 * HOUR) } };
-    let (found, stats) = coll.aggregate_with_stats(&filter, &daily).expect("aggregate");
-    assert_same_groups(&found, &reference_aggregate(&docs, &filter, &daily), "daily");
+    let (found, stats) = coll
+        .aggregate_with_stats(&filter, &daily)
+        .expect("aggregate");
+    assert_same_groups(
+        &found,
+        &reference_aggregate(&docs, &filter, &daily),
+        "daily",
+    );
     assert_eq!(stats.buckets_unpacked, 0, "{stats:?}");
     // Half-hour windows cut every bucket: unpacked.
-    let half = AggregateSpec { window_ms: 30 * MIN, ..spec.clone() };
-    let (found, stats) = coll.aggregate_with_stats(&doc! { "m": "c" }, &half).expect("aggregate");
-    assert_same_groups(&found, &reference_aggregate(&docs, &doc! { "m": "c" }, &half), "half");
-    assert_eq!((stats.buckets_from_control, stats.buckets_unpacked), (0, 24), "{stats:?}");
+    let half = AggregateSpec {
+        window_ms: 30 * MIN,
+        ..spec.clone()
+    };
+    let (found, stats) = coll
+        .aggregate_with_stats(&doc! { "m": "c" }, &half)
+        .expect("aggregate");
+    assert_same_groups(
+        &found,
+        &reference_aggregate(&docs, &doc! { "m": "c" }, &half),
+        "half",
+    );
+    assert_eq!(
+        (stats.buckets_from_control, stats.buckets_unpacked),
+        (0, 24),
+        "{stats:?}"
+    );
     // Sums, means, first and last need the rows; a time bound inside buckets too.
     let rows = AggregateSpec {
         window_ms: 6 * HOUR,
@@ -723,7 +951,9 @@ fn aggregate_whole_buckets_in_one_window_come_from_control() {
         ],
     };
     let filter = doc! { "t": { "$lt": at(20 * HOUR + 25 * MIN) } };
-    let (found, stats) = coll.aggregate_with_stats(&filter, &rows).expect("aggregate");
+    let (found, stats) = coll
+        .aggregate_with_stats(&filter, &rows)
+        .expect("aggregate");
     assert_same_groups(&found, &reference_aggregate(&docs, &filter, &rows), "rows");
     assert_eq!(stats.buckets_unpacked, 63, "{stats:?}");
 }
@@ -732,18 +962,126 @@ fn aggregate_whole_buckets_in_one_window_come_from_control() {
 fn aggregate_rejects_bad_specs() {
     let (_d, _db, coll) = setup(&meta_opts());
     let bad = [
-        AggregateSpec { window_ms: 0, by_series: false, outputs: vec![] },
-        AggregateSpec { window_ms: 1, by_series: false, outputs: vec![("_id".into(), Accumulator::Count)] },
+        AggregateSpec {
+            window_ms: 0,
+            by_series: false,
+            outputs: vec![],
+        },
         AggregateSpec {
             window_ms: 1,
             by_series: false,
-            outputs: vec![("a".into(), Accumulator::Count), ("a".into(), Accumulator::Count)],
+            outputs: vec![("_id".into(), Accumulator::Count)],
         },
-        AggregateSpec { window_ms: 1, by_series: false, outputs: vec![("a".into(), Accumulator::Min("x.".into()))] },
+        AggregateSpec {
+            window_ms: 1,
+            by_series: false,
+            outputs: vec![
+                ("a".into(), Accumulator::Count),
+                ("a".into(), Accumulator::Count),
+            ],
+        },
+        AggregateSpec {
+            window_ms: 1,
+            by_series: false,
+            outputs: vec![("a".into(), Accumulator::Min("x.".into()))],
+        },
     ];
     for spec in bad {
         let err = coll.aggregate(&doc! {}, &spec).expect_err("rejected");
         assert_eq!(err.code(), tscoll_engine::ErrorCode::BadValue, "{spec:?}");
+    }
+}
+
+#[test]
+fn aggregate_columns_hold_the_same_groups() {
+    let (_d, _db, coll) = setup(&meta_opts());
+    let mut docs = hourly(&["b", "a"], 5, 4);
+    docs.push(doc! { "t": at(90 * MIN), "v": 3 }); // no meta
+    insert_all(&coll, &docs);
+    let spec = AggregateSpec {
+        window_ms: 2 * HOUR,
+        by_series: true,
+        outputs: vec![
+            ("n".into(), Accumulator::Count),
+            ("first".into(), Accumulator::First("v".into())),
+        ],
+    };
+    let docs_form = coll.aggregate(&doc! {}, &spec).expect("aggregate");
+    let batch = coll.aggregate_columns(&doc! {}, &spec).expect("columns");
+    assert_eq!(batch.len(), docs_form.len());
+    assert_eq!(
+        batch.metas,
+        [None, Some(Bson::from("a")), Some(Bson::from("b"))]
+    );
+    for (i, d) in docs_form.iter().enumerate() {
+        assert_eq!(&batch.document(i, "t", Some("m")), d);
+    }
+    assert_eq!(batch.output("n").map(<[Bson]>::len), Some(batch.len()));
+    assert_same_groups(
+        &docs_form,
+        &reference_aggregate(&docs, &doc! {}, &spec),
+        "columns",
+    );
+}
+
+// ---- indexes (SPEC §13) ------------------------------------------------------------------------------
+
+#[test]
+fn r_13_2_without_the_default_index_queries_read_the_whole_bucket_directory() {
+    let (_d, _db, coll) = setup(&meta_opts());
+    let names: Vec<String> = (0..10).map(|i| format!("s{i}")).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let docs = hourly(&refs, 6, 3);
+    insert_all(&coll, &docs);
+    let filter = doc! { "m": "s3", "t": { "$gte": at(2 * HOUR), "$lt": at(4 * HOUR) } };
+    let (_, with_index) = sorted_find(&coll, filter.clone());
+    assert_eq!(with_index.index_entries_scanned, 2, "{with_index:?}");
+    coll.drop_index("m_1_t_1").expect("drop the default index");
+    let (found, stats) = sorted_find(&coll, filter.clone());
+    assert_same_rows(&found, &reference_find(&docs, &filter), "dropped");
+    assert_eq!(stats.index_entries_scanned, 60, "every bucket: {stats:?}");
+    assert_eq!(stats.buckets_read, 2, "{stats:?}");
+    assert_eq!(coll.count(&filter).expect("count"), 6);
+    let (last, stats) = coll
+        .last_points_with_stats(&doc! { "m": { "$in": ["s1", "s2"] } })
+        .expect("last");
+    assert_last_points(
+        &last,
+        &reference_last(&docs, &doc! { "m": { "$in": ["s1", "s2"] } }),
+    );
+    assert_eq!(stats.index_entries_scanned, 60, "{stats:?}");
+    let spec = AggregateSpec {
+        window_ms: HOUR,
+        by_series: true,
+        outputs: vec![("n".into(), Accumulator::Count)],
+    };
+    let groups = coll.aggregate(&filter, &spec).expect("aggregate");
+    assert_same_groups(
+        &groups,
+        &reference_aggregate(&docs, &filter, &spec),
+        "aggregate",
+    );
+}
+
+#[test]
+fn secondary_index_candidates_give_the_same_answers() {
+    let (_d, _db, coll) = setup(&meta_opts());
+    let names: Vec<String> = (0..5).map(|i| format!("s{i}")).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let docs = hourly(&refs, 8, 3);
+    insert_all(&coll, &docs);
+    coll.create_index(&doc! { "v": 1 }, &IndexOptions::default())
+        .expect("create index");
+    for filter in [
+        doc! { "v": { "$gte": 200, "$lt": 260 } },
+        doc! { "v": { "$gt": 400 }, "m": { "$in": ["s1", "s4"] } },
+    ] {
+        let (found, _) = sorted_find(&coll, filter.clone());
+        assert_same_rows(&found, &reference_find(&docs, &filter), &filter.to_string());
+        let n = docs.iter().filter(|d| reference_match(d, &filter)).count() as u64;
+        assert_eq!(coll.count(&filter).expect("count"), n);
+        let last = coll.last_points(&filter).expect("last");
+        assert_last_points(&last, &reference_last(&docs, &filter));
     }
 }
 
@@ -757,12 +1095,24 @@ fn columnar_result_equals_find() {
     insert_all(&coll, &docs);
     for (filter, projection) in [
         (doc! {}, None),
-        (doc! { "m": "a", "v": { "$gte": 1 } }, Some(doc! { "extra": 1 })),
-        (doc! { "t": { "$gte": at(HOUR + 10 * MIN) } }, Some(doc! { "v": 0 })),
+        (
+            doc! { "m": "a", "v": { "$gte": 1 } },
+            Some(doc! { "extra": 1 }),
+        ),
+        (
+            doc! { "t": { "$gte": at(HOUR + 10 * MIN) } },
+            Some(doc! { "v": 0 }),
+        ),
     ] {
-        let opts = FindOptions { projection, sort: Some(SortOrder::Ascending), limit: None };
+        let opts = FindOptions {
+            projection,
+            sort: Some(SortOrder::Ascending),
+            limit: None,
+        };
         let rows = coll.find(&filter, &opts).expect("find");
-        let (batch, stats) = coll.find_columns_with_stats(&filter, &opts).expect("columns");
+        let (batch, stats) = coll
+            .find_columns_with_stats(&filter, &opts)
+            .expect("columns");
         assert_eq!(batch.len(), rows.len());
         assert_eq!(stats.rows_returned as usize, rows.len());
         for (i, row) in rows.iter().enumerate() {
@@ -778,7 +1128,10 @@ fn columnar_result_equals_find() {
             b.sort_by(|x, y| x.0.cmp(y.0));
             assert_eq!(a, b, "{filter}");
         }
-        assert_eq!(batch.metas.len(), batch.series.iter().max().map_or(0, |m| *m as usize + 1));
+        assert_eq!(
+            batch.metas.len(),
+            batch.series.iter().max().map_or(0, |m| *m as usize + 1)
+        );
     }
 }
 
@@ -799,34 +1152,48 @@ fn value_strategy() -> BoxedStrategy<Option<Bson>> {
 /// Measurements with distinct times (minute `k` of the first two days), three series and a
 /// no-meta series, fields `v` (mixed types, sometimes missing) and `w` (int, sometimes missing).
 fn docs_strategy() -> impl Strategy<Value = Vec<Document>> {
-    proptest::collection::btree_map(0i64..2880, (0usize..4, value_strategy(), proptest::option::of(0i32..100)), 1..160)
-        .prop_map(|m| {
-            m.into_iter()
-                .map(|(k, (s, v, w))| {
-                    let mut d = doc! { "t": at(k * MIN) };
-                    if s < 3 {
-                        d.insert("m", ["a", "b", "c"][s]);
-                    }
-                    if let Some(v) = v {
-                        d.insert("v", v);
-                    }
-                    if let Some(w) = w {
-                        d.insert("w", w);
-                    }
-                    d
-                })
-                .collect()
-        })
-        .prop_shuffle()
+    proptest::collection::btree_map(
+        0i64..2880,
+        (0usize..4, value_strategy(), proptest::option::of(0i32..100)),
+        1..160,
+    )
+    .prop_map(|m| {
+        m.into_iter()
+            .map(|(k, (s, v, w))| {
+                let mut d = doc! { "t": at(k * MIN) };
+                if s < 3 {
+                    d.insert("m", ["a", "b", "c"][s]);
+                }
+                if let Some(v) = v {
+                    d.insert("v", v);
+                }
+                if let Some(w) = w {
+                    d.insert("w", w);
+                }
+                d
+            })
+            .collect()
+    })
+    .prop_shuffle()
 }
 
 fn pred_strategy() -> impl Strategy<Value = (String, Bson)> {
-    let op = prop_oneof![Just("$eq"), Just("$gt"), Just("$gte"), Just("$lt"), Just("$lte")];
+    let op = prop_oneof![
+        Just("$eq"),
+        Just("$gt"),
+        Just("$gte"),
+        Just("$lt"),
+        Just("$lte")
+    ];
     let operand = value_strategy().prop_map(|v| v.unwrap_or(Bson::Int32(0)));
     prop_oneof![
         2 => (0usize..3).prop_map(|s| ("m".to_owned(), Bson::String(["a", "b", "c"][s].into()))),
-        1 => proptest::collection::vec(0usize..4, 1..3).prop_map(|v| {
-            let values: Vec<Bson> = v.into_iter().map(|s| Bson::String(["a", "b", "c", "z"][s].into())).collect();
+        1 => Just(("m".to_owned(), Bson::Null)),
+        1 => proptest::collection::vec(0usize..5, 1..3).prop_map(|v| {
+            let values: Vec<Bson> = v
+                .into_iter()
+                .map(|s| if s == 4 { Bson::Null } else { Bson::String(["a", "b", "c", "z"][s].into()) })
+                .collect();
             ("m".to_owned(), Bson::Document(doc! { "$in": values }))
         }),
         3 => (op.clone(), 0i64..2880).prop_map(|(op, k)| ("t".to_owned(), Bson::Document(doc! { op: at(k * MIN) }))),
@@ -838,14 +1205,24 @@ fn pred_strategy() -> impl Strategy<Value = (String, Bson)> {
 
 fn filter_strategy() -> impl Strategy<Value = Document> {
     proptest::collection::vec(pred_strategy(), 0..4).prop_map(|preds| {
-        let items: Vec<Bson> = preds.into_iter().map(|(k, v)| Bson::Document(doc! { k: v })).collect();
-        if items.is_empty() { doc! {} } else { doc! { "$and": items } }
+        let items: Vec<Bson> = preds
+            .into_iter()
+            .map(|(k, v)| Bson::Document(doc! { k: v }))
+            .collect();
+        if items.is_empty() {
+            doc! {}
+        } else {
+            doc! { "$and": items }
+        }
     })
 }
 
 fn spec_strategy() -> impl Strategy<Value = AggregateSpec> {
-    (prop_oneof![Just(7 * MIN), Just(HOUR), Just(5 * HOUR), Just(48 * HOUR)], any::<bool>()).prop_map(
-        |(window_ms, by_series)| AggregateSpec {
+    (
+        prop_oneof![Just(7 * MIN), Just(HOUR), Just(5 * HOUR), Just(48 * HOUR)],
+        any::<bool>(),
+    )
+        .prop_map(|(window_ms, by_series)| AggregateSpec {
             window_ms,
             by_series,
             outputs: vec![
@@ -859,8 +1236,7 @@ fn spec_strategy() -> impl Strategy<Value = AggregateSpec> {
                 ("last".into(), Accumulator::Last("v".into())),
                 ("tmax".into(), Accumulator::Max("t".into())),
             ],
-        },
-    )
+        })
 }
 
 proptest! {

@@ -8,7 +8,9 @@ use std::process::ExitCode;
 use tscoll_engine::{Accumulator, AggregateSpec};
 
 use super::find::print_stats;
-use super::{CmdResult, DbArgs, open_collection, parse_json_arg, stdout_result, write_extjson_line};
+use super::{
+    CmdResult, DbArgs, open_collection, parse_json_arg, stdout_result, write_extjson_line,
+};
 
 /// Arguments of `tscoll aggregate`.
 #[derive(Debug, clap::Args)]
@@ -143,7 +145,10 @@ mod tests {
 
     #[test]
     fn outputs() {
-        assert_eq!(parse_output("n=count"), Ok(("n".into(), Accumulator::Count)));
+        assert_eq!(
+            parse_output("n=count"),
+            Ok(("n".into(), Accumulator::Count))
+        );
         assert_eq!(
             parse_output("peak=max:usage_user"),
             Ok(("peak".into(), Accumulator::Max("usage_user".into())))

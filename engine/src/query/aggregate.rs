@@ -14,7 +14,10 @@ use bson::{Bson, DateTime, Document};
 use tscoll_catalog::value::{compare, to_bson};
 use tscoll_codec::{ValueRef, tag};
 
+use tscoll_catalog::BucketId;
+
 use super::QueryStats;
+use super::bulk::dense;
 use super::control_view::ControlView;
 use super::plan::{Plan, Verdict};
 use super::rowfilter::RowFilter;
@@ -126,16 +129,111 @@ impl Collection {
         filter: &Document,
         spec: &AggregateSpec,
     ) -> Result<(Vec<Document>, QueryStats)> {
-        let mut stats = QueryStats::default();
-        let docs = self.inner.aggregate(filter, spec, &mut stats)?;
+        let (batch, stats) = self.aggregate_columns_with_stats(filter, spec)?;
+        let spec_now = self.inner.spec();
+        let docs = (0..batch.len())
+            .map(|i| batch.document(i, &spec_now.time_field, spec_now.meta_field.as_deref()))
+            .collect();
         Ok((docs, stats))
+    }
+
+    /// As [`Collection::aggregate`], with the groups as columns ([`AggregateBatch`]): each
+    /// series' meta value once instead of once per group, no document per group.
+    ///
+    /// # Errors
+    /// As [`Collection::aggregate`].
+    pub fn aggregate_columns(
+        &self,
+        filter: &Document,
+        spec: &AggregateSpec,
+    ) -> Result<AggregateBatch> {
+        self.aggregate_columns_with_stats(filter, spec)
+            .map(|(b, _)| b)
+    }
+
+    /// As [`Collection::aggregate_columns`], also returning what the query did
+    /// ([`QueryStats`]).
+    ///
+    /// # Errors
+    /// As [`Collection::aggregate`].
+    pub fn aggregate_columns_with_stats(
+        &self,
+        filter: &Document,
+        spec: &AggregateSpec,
+    ) -> Result<(AggregateBatch, QueryStats)> {
+        let mut stats = QueryStats::default();
+        let batch = self.inner.aggregate(filter, spec, &mut stats)?;
+        Ok((batch, stats))
+    }
+}
+
+/// The groups of an aggregate as columns: group `i` is series `series[i]`, window
+/// `windows[i]`, output values `outputs[k].1[i]`. Same groups, order and values as
+/// [`Collection::aggregate`] (see [`AggregateSpec`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct AggregateBatch {
+    /// Series of each group: an index into [`AggregateBatch::metas`] (0 when not grouped by
+    /// series).
+    pub series: Vec<u32>,
+    /// Meta value of each series in the result, in result order (`None` = no meta value, or
+    /// not grouped by series).
+    pub metas: Vec<Option<Bson>>,
+    /// Start of each group's window, ms since the epoch.
+    pub windows: Vec<i64>,
+    /// `(output name, value per group)`, in the order of [`AggregateSpec::outputs`].
+    pub outputs: Vec<(String, Vec<Bson>)>,
+}
+
+impl AggregateBatch {
+    /// Number of groups.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.windows.len()
+    }
+
+    /// Whether there is no group.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.windows.is_empty()
+    }
+
+    /// The values of one output, if the spec has it.
+    #[must_use]
+    pub fn output(&self, name: &str) -> Option<&[Bson]> {
+        self.outputs
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_slice())
+    }
+
+    /// Group `i` as [`Collection::aggregate`] returns it: `{_id: {<meta_field>: <meta>,
+    /// <time_field>: <window start>}, <output>: <value>, ...}`.
+    ///
+    /// # Panics
+    /// When `i` is out of range.
+    #[must_use]
+    pub fn document(&self, i: usize, time_field: &str, meta_field: Option<&str>) -> Document {
+        let mut id = Document::new();
+        if let (Some(name), Some(Some(m))) = (meta_field, self.metas.get(self.series[i] as usize)) {
+            id.insert(name, m.clone());
+        }
+        id.insert(time_field, DateTime::from_millis(self.windows[i]));
+        let mut d = Document::new();
+        d.insert("_id", id);
+        for (name, values) in &self.outputs {
+            d.insert(name.clone(), values[i].clone());
+        }
+        d
     }
 }
 
 fn validate(spec: &AggregateSpec) -> Result<()> {
     let bad = |m: String| Err(Error::rejected(ErrorCode::BadValue, m));
     if spec.window_ms <= 0 {
-        return bad(format!("window_ms must be positive, not {}", spec.window_ms));
+        return bad(format!(
+            "window_ms must be positive, not {}",
+            spec.window_ms
+        ));
     }
     for (i, (name, acc)) in spec.outputs.iter().enumerate() {
         if name.is_empty() || name == "_id" || name.starts_with('$') {
@@ -144,7 +242,10 @@ fn validate(spec: &AggregateSpec) -> Result<()> {
         if spec.outputs[..i].iter().any(|(n, _)| n == name) {
             return bad(format!("output '{name}' given twice"));
         }
-        if acc.field().is_some_and(|f| f.is_empty() || f.split('.').any(str::is_empty)) {
+        if acc
+            .field()
+            .is_some_and(|f| f.is_empty() || f.split('.').any(str::is_empty))
+        {
             return bad(format!("output '{name}': empty field path"));
         }
     }
@@ -247,7 +348,9 @@ impl Value<'_> {
         Ok(match self {
             Value::Stored(ValueRef::Int(tag::INT32 | tag::INT64, i)) => Some(i as f64),
             Value::Stored(ValueRef::Float(d)) => Some(d),
-            Value::Stored(v @ ValueRef::Bytes(tag::DECIMAL128, _)) => to_bson(v)?.as_ref().and_then(number),
+            Value::Stored(v @ ValueRef::Bytes(tag::DECIMAL128, _)) => {
+                to_bson(v)?.as_ref().and_then(number)
+            }
             Value::Stored(_) => None,
             Value::Looked(b) => b.and_then(number),
         })
@@ -267,7 +370,11 @@ fn number(b: &Bson) -> Option<f64> {
 
 /// `$min`/`$max`: keeps `v` if it is `want` (less / greater) than the kept value; missing,
 /// null and undefined are ignored; on a tie the kept value stays.
-fn extreme(slot: &mut Option<Bson>, v: Value<'_>, want: Ordering) -> std::result::Result<(), String> {
+fn extreme(
+    slot: &mut Option<Bson>,
+    v: Value<'_>,
+    want: Ordering,
+) -> std::result::Result<(), String> {
     // Strings against a string: compared in place, converted only when kept.
     if let Value::Stored(r @ ValueRef::Bytes(tag::STRING, bytes)) = v
         && let Some(Bson::String(cur)) = &*slot
@@ -341,11 +448,232 @@ fn exact_extremes(min: &Bson, max: &Bson) -> bool {
 
 /// Where an accumulator reads its field in a segment.
 #[derive(Clone, Copy)]
-enum Source {
+enum Source<'a> {
+    /// `Count`: no field.
     None,
+    /// The time field.
     Time,
+    /// A column whose every row is an int32 or int64 of this type: its int lane.
+    Ints(u8, &'a [i64]),
+    /// A column whose every row is a double, none NaN: its float lane.
+    Floats(&'a [f64]),
+    /// A (materialized) column read row by row, or a dotted path into it.
     Column(usize),
+    /// A field this segment does not have.
     Absent,
+}
+
+/// The source of each accumulator's field in a segment. Lanes are used only for top-level
+/// fields and when `row_by_row` is false; other columns are materialized.
+fn sources_of<'a>(
+    view: &mut SegmentView<'a>,
+    paths: &[Option<Vec<String>>],
+    time_field: &str,
+    row_by_row: bool,
+) -> Vec<Source<'a>> {
+    paths
+        .iter()
+        .map(|p| {
+            let Some(p) = p else {
+                return Source::None;
+            };
+            if p[0] == time_field {
+                return if p.len() == 1 {
+                    Source::Time
+                } else {
+                    Source::Absent
+                };
+            }
+            let Some(c) = view.position(&p[0]) else {
+                return Source::Absent;
+            };
+            if !row_by_row
+                && p.len() == 1
+                && let Some(col) = view.column(c)
+                && let Some(&t) = col.types().first()
+                && col.types().iter().all(|&x| x == t)
+            {
+                if matches!(t, tag::INT32 | tag::INT64) && col.ints().len() == col.len() {
+                    return Source::Ints(t, col.ints());
+                }
+                if t == tag::DOUBLE
+                    && col.floats().len() == col.len()
+                    && !col.floats().iter().any(|f| f.is_nan())
+                {
+                    return Source::Floats(col.floats());
+                }
+            }
+            view.materialize(c);
+            Source::Column(c)
+        })
+        .collect()
+}
+
+/// Adds row `row` to an accumulator.
+fn add_row(
+    acc: &mut Acc,
+    source: Source<'_>,
+    path: &Option<Vec<String>>,
+    view: &SegmentView<'_>,
+    row: usize,
+) -> std::result::Result<(), String> {
+    let t = view.times[row];
+    let stored = match source {
+        Source::None | Source::Absent => ValueRef::Missing,
+        Source::Time => ValueRef::Int(tag::DATETIME, t),
+        Source::Ints(ty, v) => ValueRef::Int(ty, v[row]),
+        Source::Floats(v) => ValueRef::Float(v[row]),
+        Source::Column(c) => view.value(c, row),
+    };
+    let rest = path.as_deref().map_or(&[][..], |p| &p[1..]);
+    if rest.is_empty() {
+        acc.add(t, Value::Stored(stored))
+    } else {
+        let b = to_bson(stored)?;
+        acc.add(t, Value::Looked(lookup(b.as_ref(), rest)))
+    }
+}
+
+/// Adds the rows `range` (all in one group) to an accumulator: counts, sums, minimums and
+/// maximums of int or double lanes in one pass over the slice, the rest row by row.
+fn add_run(
+    acc: &mut Acc,
+    source: Source<'_>,
+    path: &Option<Vec<String>>,
+    view: &SegmentView<'_>,
+    range: std::ops::Range<usize>,
+) -> std::result::Result<(), String> {
+    let times = &view.times[range.clone()];
+    #[expect(clippy::cast_precision_loss, reason = "sums and means are doubles")]
+    match (&mut *acc, source) {
+        (Acc::Count(n), _) => *n += times.len() as u64,
+        (Acc::Sum(s), Source::Ints(_, v)) => v[range].iter().for_each(|x| *s += *x as f64),
+        (Acc::Sum(s), Source::Floats(v)) => v[range].iter().for_each(|x| *s += *x),
+        (Acc::Avg(s, n), Source::Ints(_, v)) => {
+            v[range].iter().for_each(|x| *s += *x as f64);
+            *n += times.len() as u64;
+        }
+        (Acc::Avg(s, n), Source::Floats(v)) => {
+            v[range].iter().for_each(|x| *s += *x);
+            *n += times.len() as u64;
+        }
+        (Acc::Min(slot), Source::Ints(ty, v)) => {
+            if let Some(m) = v[range]
+                .iter()
+                .copied()
+                .reduce(|m, x| if x < m { x } else { m })
+            {
+                offer_extreme(slot, int_bson(ty, m)?, Ordering::Less);
+            }
+        }
+        (Acc::Max(slot), Source::Ints(ty, v)) => {
+            if let Some(m) = v[range]
+                .iter()
+                .copied()
+                .reduce(|m, x| if x > m { x } else { m })
+            {
+                offer_extreme(slot, int_bson(ty, m)?, Ordering::Greater);
+            }
+        }
+        (Acc::Min(slot), Source::Floats(v)) => {
+            if let Some(m) = v[range]
+                .iter()
+                .copied()
+                .reduce(|m, x| if x < m { x } else { m })
+            {
+                offer_extreme(slot, Bson::Double(m), Ordering::Less);
+            }
+        }
+        (Acc::Max(slot), Source::Floats(v)) => {
+            if let Some(m) = v[range]
+                .iter()
+                .copied()
+                .reduce(|m, x| if x > m { x } else { m })
+            {
+                offer_extreme(slot, Bson::Double(m), Ordering::Greater);
+            }
+        }
+        _ => {
+            for row in range {
+                add_row(acc, source, path, view, row)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Adds the rows of a segment that pass the row filter, one by one.
+fn add_filtered(
+    groups: &mut Groups<'_>,
+    series: usize,
+    view: &mut SegmentView<'_>,
+    rows: &RowFilter<'_>,
+    paths: &[Option<Vec<String>>],
+    time_field: &str,
+) -> std::result::Result<(), String> {
+    let bound = rows.bind(view, time_field);
+    let sources = sources_of(view, paths, time_field, true);
+    let view = &*view;
+    let window_ms = groups.spec.window_ms;
+    let mut current: Option<(i64, usize)> = None; // (window, group)
+    for row in 0..view.rows() {
+        if !bound.matches(view, row)? {
+            continue;
+        }
+        let t = view.times[row];
+        let window = t.div_euclid(window_ms);
+        let g = match current {
+            Some((w, g)) if w == window => g,
+            _ => {
+                let g = groups.get(series, t);
+                current = Some((window, g));
+                g
+            }
+        };
+        let accs = &mut groups.groups[g].accs;
+        for ((acc, source), path) in accs.iter_mut().zip(&sources).zip(paths) {
+            add_row(acc, *source, path, view, row)?;
+        }
+    }
+    Ok(())
+}
+
+/// Adds every row of a segment: runs of rows in one window at once.
+fn add_whole(
+    groups: &mut Groups<'_>,
+    series: usize,
+    view: &mut SegmentView<'_>,
+    paths: &[Option<Vec<String>>],
+    time_field: &str,
+) -> std::result::Result<(), String> {
+    let sources = sources_of(view, paths, time_field, false);
+    let view = &*view;
+    let window_ms = groups.spec.window_ms;
+    let times = view.times;
+    let mut start = 0;
+    while start < times.len() {
+        let from = times[start].div_euclid(window_ms) * window_ms;
+        let to = from.saturating_add(window_ms);
+        let end = times[start..]
+            .iter()
+            .position(|&t| t < from || t >= to)
+            .map_or(times.len(), |n| start + n);
+        let g = groups.get(series, times[start]);
+        let accs = &mut groups.groups[g].accs;
+        for ((acc, source), path) in accs.iter_mut().zip(&sources).zip(paths) {
+            add_run(acc, *source, path, view, start..end)?;
+        }
+        start = end;
+    }
+    Ok(())
+}
+
+fn int_bson(ty: u8, v: i64) -> std::result::Result<Bson, String> {
+    Ok(if ty == tag::INT32 {
+        Bson::Int32(i32::try_from(v).map_err(|_| "int32 out of range".to_owned())?)
+    } else {
+        Bson::Int64(v)
+    })
 }
 
 impl CollectionInner {
@@ -354,7 +682,7 @@ impl CollectionInner {
         filter: &Document,
         spec: &AggregateSpec,
         stats: &mut QueryStats,
-    ) -> Result<Vec<Document>> {
+    ) -> Result<AggregateBatch> {
         validate(spec)?;
         let plan = Plan::new(self, filter)?;
         let time_field = plan.spec.time_field.as_str();
@@ -370,176 +698,169 @@ impl CollectionInner {
             index: HashMap::new(),
             groups: Vec::new(),
         };
-        for cand in &cands.buckets {
-            let Some(bytes) = self.control_bytes(&cand.id)? else {
-                continue;
-            };
+        let ids: Vec<BucketId> = cands.buckets.iter().map(|c| c.id).collect();
+        // Pass 1: control records. Buckets answered from control are added now; the others
+        // (id position, partial or not) are unpacked in pass 2.
+        let mut unpack: Vec<(usize, bool)> = Vec::new();
+        self.for_each_control(&ids, dense(ids.len(), cands.in_range), &mut |i, bytes| {
             stats.buckets_read += 1;
-            let control = bytes.view().map_err(|r| self.corrupt_control(&cand.id, r))?;
+            let control = bytes.view().map_err(|r| self.corrupt_control(&ids[i], r))?;
             let verdict = plan.judge(&control, stats);
-            if verdict == Verdict::Pruned {
-                continue;
+            if verdict == Verdict::Pruned || control.count == 0 {
+                return Ok(());
             }
-            let series = if spec.by_series { cand.series } else { 0 };
+            let series = if spec.by_series {
+                cands.buckets[i].series
+            } else {
+                0
+            };
             let one_window = control.min_time.div_euclid(spec.window_ms)
                 == control.max_time.div_euclid(spec.window_ms);
             if verdict == Verdict::Whole
                 && one_window
-                && self.from_control(&mut groups, series, &control, &paths, time_field)
+                && from_control(&mut groups, series, &control, &paths, time_field)
             {
                 stats.buckets_from_control += 1;
-                continue;
+            } else {
+                unpack.push((i, verdict == Verdict::Partial));
             }
-            let partial = verdict == Verdict::Partial;
-            let segments = self.decode_bucket(
-                &cand.id,
-                &mut |n| {
-                    paths.iter().flatten().any(|p| p[0] == n) || (partial && rows.reads(n))
-                },
-                stats,
-            )?;
-            let corrupt = |r| self.corrupt_data(&cand.id, r);
+            Ok(())
+        })?;
+        // Pass 2: the other buckets, decoding the accumulators' and the filter's columns.
+        let unpack_ids: Vec<BucketId> = unpack.iter().map(|(i, _)| ids[*i]).collect();
+        let dense_unpack = dense(unpack_ids.len(), cands.in_range);
+        let mut keep = |n: &str| paths.iter().flatten().any(|p| p[0] == n) || rows.reads(n);
+        self.for_each_bucket(&unpack_ids, dense_unpack, &mut keep, &mut |u, segments| {
+            stats.buckets_unpacked += 1;
+            let (i, partial) = unpack[u];
+            let series = if spec.by_series {
+                cands.buckets[i].series
+            } else {
+                0
+            };
+            let corrupt = |r| self.corrupt_data(&ids[i], r);
             for seg in &segments {
-                let view = SegmentView::new(seg, time_field).map_err(corrupt)?;
-                let bound = partial.then(|| rows.bind(&view, time_field));
-                let sources: Vec<Source> = paths
-                    .iter()
-                    .map(|p| match p {
-                        None => Source::None,
-                        Some(p) if p[0] == time_field => Source::Time,
-                        Some(p) => view.position(&p[0]).map_or(Source::Absent, Source::Column),
-                    })
-                    .collect();
+                let mut view = SegmentView::lazy(seg, time_field).map_err(corrupt)?;
                 stats.rows_examined += view.rows() as u64;
-                let mut current: Option<(i64, usize)> = None; // (window, group)
-                for row in 0..view.rows() {
-                    if let Some(b) = &bound {
-                        stats.rows_filtered += 1;
-                        if !b.matches(&view, row).map_err(corrupt)? {
-                            continue;
-                        }
-                    }
-                    let t = view.times[row];
-                    let window = t.div_euclid(spec.window_ms);
-                    let g = match current {
-                        Some((w, g)) if w == window => g,
-                        _ => {
-                            let g = groups.get(series, t);
-                            current = Some((window, g));
-                            g
-                        }
-                    };
-                    let accs = &mut groups.groups[g].accs;
-                    for ((acc, source), path) in accs.iter_mut().zip(&sources).zip(&paths) {
-                        let stored = match source {
-                            Source::None | Source::Absent => ValueRef::Missing,
-                            Source::Time => ValueRef::Int(tag::DATETIME, t),
-                            Source::Column(c) => view.value(*c, row),
-                        };
-                        let rest = path.as_deref().map_or(&[][..], |p| &p[1..]);
-                        if rest.is_empty() {
-                            acc.add(t, Value::Stored(stored)).map_err(corrupt)?;
-                        } else {
-                            let b = to_bson(stored).map_err(corrupt)?;
-                            acc.add(t, Value::Looked(lookup(b.as_ref(), rest)))
-                                .map_err(corrupt)?;
-                        }
-                    }
+                if partial {
+                    stats.rows_filtered += view.rows() as u64;
+                    add_filtered(&mut groups, series, &mut view, &rows, &paths, time_field)
+                        .map_err(corrupt)?;
+                } else {
+                    add_whole(&mut groups, series, &mut view, &paths, time_field)
+                        .map_err(corrupt)?;
                 }
             }
-        }
-        let mut out: Vec<(Option<&Bson>, Group)> = Vec::with_capacity(groups.groups.len());
-        for g in groups.groups {
+            Ok(())
+        })?;
+        // Groups by series (meta value in BSON order, the no-meta series first), then window.
+        let mut used: Vec<usize> = groups.groups.iter().map(|g| g.series).collect();
+        used.sort_unstable();
+        used.dedup();
+        let mut metas: Vec<(usize, Option<&Bson>)> = Vec::with_capacity(used.len());
+        for s in used {
             let meta = if spec.by_series {
-                cands.series[g.series].meta(self)?
+                cands.series[s].meta(self)?
             } else {
                 None
             };
-            out.push((meta, g));
+            metas.push((s, meta));
         }
-        out.sort_by(|(ma, a), (mb, b)| {
-            let by_meta = match (ma, mb) {
-                (None, None) => Ordering::Equal,
-                (None, Some(_)) => Ordering::Less,
-                (Some(_), None) => Ordering::Greater,
-                (Some(x), Some(y)) => compare(x, y),
-            };
-            by_meta.then(a.window.cmp(&b.window))
+        metas.sort_by(|(_, a), (_, b)| match (a, b) {
+            (None, None) => Ordering::Equal,
+            (None, Some(_)) => Ordering::Less,
+            (Some(_), None) => Ordering::Greater,
+            (Some(x), Some(y)) => compare(x, y),
         });
-        stats.rows_returned = out.len() as u64;
-        let meta_field = plan.spec.meta_field.as_deref();
-        Ok(out
+        let rank: HashMap<usize, usize> = metas
+            .iter()
+            .enumerate()
+            .map(|(r, (s, _))| (*s, r))
+            .collect();
+        let mut out: Vec<(usize, Group)> = groups
+            .groups
             .into_iter()
-            .map(|(meta, g)| {
-                let mut id = Document::new();
-                if let (Some(m), Some(name)) = (meta, meta_field) {
-                    id.insert(name, m.clone());
-                }
-                id.insert(time_field, DateTime::from_millis(g.window));
-                let mut d = Document::new();
-                d.insert("_id", id);
-                for ((name, _), acc) in spec.outputs.iter().zip(g.accs) {
-                    d.insert(name.clone(), acc.result());
-                }
-                d
-            })
-            .collect())
-    }
-
-    /// Adds a whole bucket lying in one window from its control record alone, if every
-    /// accumulator allows it; `false` (nothing added) otherwise.
-    fn from_control(
-        &self,
-        groups: &mut Groups<'_>,
-        series: usize,
-        control: &ControlView<'_>,
-        paths: &[Option<Vec<String>>],
-        time_field: &str,
-    ) -> bool {
-        let mut updates: Vec<Option<Bson>> = Vec::with_capacity(paths.len());
-        for ((_, acc), path) in groups.spec.outputs.iter().zip(paths) {
-            let field = match path.as_deref() {
-                None => {
-                    updates.push(None);
-                    continue;
-                }
-                Some([f]) => f.as_str(),
-                Some(_) => return false, // dotted: unpack
-            };
-            let update = match acc {
-                Accumulator::Max(_) if field == time_field => {
-                    Some(Bson::DateTime(DateTime::from_millis(control.max_time)))
-                }
-                Accumulator::Min(_) | Accumulator::Max(_) if field != time_field => {
-                    match (control.min_of(field), control.max_of(field)) {
-                        (None, None) => None, // no measurement has the field
-                        (Some(a), Some(b)) if exact_extremes(&a, &b) => {
-                            Some(if matches!(acc, Accumulator::Min(_)) { a } else { b })
-                        }
-                        _ => return false,
-                    }
-                }
-                _ => return false,
-            };
-            updates.push(update);
-        }
-        let g = groups.get(series, control.min_time);
-        for (acc, update) in groups.groups[g].accs.iter_mut().zip(updates) {
-            match acc {
-                Acc::Count(n) => *n += control.count,
-                Acc::Min(slot) => {
-                    if let Some(b) = update {
-                        offer_extreme(slot, b, Ordering::Less);
-                    }
-                }
-                Acc::Max(slot) => {
-                    if let Some(b) = update {
-                        offer_extreme(slot, b, Ordering::Greater);
-                    }
-                }
-                _ => {}
+            .map(|g| (rank.get(&g.series).copied().unwrap_or(0), g))
+            .collect();
+        out.sort_unstable_by_key(|(r, g)| (*r, g.window));
+        stats.rows_returned = out.len() as u64;
+        let mut batch = AggregateBatch {
+            series: Vec::with_capacity(out.len()),
+            metas: metas.into_iter().map(|(_, m)| m.cloned()).collect(),
+            windows: Vec::with_capacity(out.len()),
+            outputs: spec
+                .outputs
+                .iter()
+                .map(|(name, _)| (name.clone(), Vec::with_capacity(out.len())))
+                .collect(),
+        };
+        for (r, g) in out {
+            batch.series.push(u32::try_from(r).unwrap_or(u32::MAX));
+            batch.windows.push(g.window);
+            for ((_, values), acc) in batch.outputs.iter_mut().zip(g.accs) {
+                values.push(acc.result());
             }
         }
-        true
+        Ok(batch)
     }
+}
+
+/// Adds a whole bucket lying in one window from its control record alone, if every
+/// accumulator allows it; `false` (nothing added) otherwise.
+fn from_control(
+    groups: &mut Groups<'_>,
+    series: usize,
+    control: &ControlView<'_>,
+    paths: &[Option<Vec<String>>],
+    time_field: &str,
+) -> bool {
+    let mut updates: Vec<Option<Bson>> = Vec::with_capacity(paths.len());
+    for ((_, acc), path) in groups.spec.outputs.iter().zip(paths) {
+        let field = match path.as_deref() {
+            None => {
+                updates.push(None);
+                continue;
+            }
+            Some([f]) => f.as_str(),
+            Some(_) => return false, // dotted: unpack
+        };
+        let update = match acc {
+            Accumulator::Max(_) if field == time_field => {
+                Some(Bson::DateTime(DateTime::from_millis(control.max_time)))
+            }
+            Accumulator::Min(_) | Accumulator::Max(_) if field != time_field => {
+                match (control.min_of(field), control.max_of(field)) {
+                    (None, None) => None, // no measurement has the field
+                    (Some(a), Some(b)) if exact_extremes(&a, &b) => {
+                        Some(if matches!(acc, Accumulator::Min(_)) {
+                            a
+                        } else {
+                            b
+                        })
+                    }
+                    _ => return false,
+                }
+            }
+            _ => return false,
+        };
+        updates.push(update);
+    }
+    let g = groups.get(series, control.min_time);
+    for (acc, update) in groups.groups[g].accs.iter_mut().zip(updates) {
+        match acc {
+            Acc::Count(n) => *n += control.count,
+            Acc::Min(slot) => {
+                if let Some(b) = update {
+                    offer_extreme(slot, b, Ordering::Less);
+                }
+            }
+            Acc::Max(slot) => {
+                if let Some(b) = update {
+                    offer_extreme(slot, b, Ordering::Greater);
+                }
+            }
+            _ => {}
+        }
+    }
+    true
 }

@@ -72,7 +72,8 @@ impl ColumnBatch {
     pub fn document(&self, row: usize, time_field: &str, meta_field: Option<&str>) -> Document {
         let mut d = Document::new();
         d.insert(time_field, DateTime::from_millis(self.times[row]));
-        if let (Some(name), Some(Some(m))) = (meta_field, self.metas.get(self.series[row] as usize)) {
+        if let (Some(name), Some(Some(m))) = (meta_field, self.metas.get(self.series[row] as usize))
+        {
             d.insert(name, m.clone());
         }
         for (name, values) in &self.fields {
@@ -107,7 +108,8 @@ impl Collection {
     /// # Errors
     /// As [`Collection::find`].
     pub fn find_columns(&self, filter: &Document, options: &FindOptions) -> Result<ColumnBatch> {
-        self.find_columns_with_stats(filter, options).map(|(b, _)| b)
+        self.find_columns_with_stats(filter, options)
+            .map(|(b, _)| b)
     }
 
     /// As [`Collection::find_columns`], also returning what the query did ([`QueryStats`]).
@@ -185,7 +187,9 @@ impl CollectionInner {
         for cand in &cands.buckets {
             match &keep {
                 Keep::First(n) if b.batch.len() >= *n => break,
-                Keep::Top(top) if top.closed_to(cand.min_time, plan.last_possible_time(cand.min_time)) => {
+                Keep::Top(top)
+                    if top.closed_to(cand.min_time, plan.last_possible_time(cand.min_time)) =>
+                {
                     break;
                 }
                 _ => {}
@@ -194,7 +198,9 @@ impl CollectionInner {
                 continue;
             };
             stats.buckets_read += 1;
-            let control = bytes.view().map_err(|r| self.corrupt_control(&cand.id, r))?;
+            let control = bytes
+                .view()
+                .map_err(|r| self.corrupt_control(&cand.id, r))?;
             let verdict = plan.judge(&control, stats);
             if verdict == Verdict::Pruned {
                 continue;
@@ -263,8 +269,8 @@ impl CollectionInner {
             }
         };
         for seg in &segments {
-            let view = SegmentView::new(seg, time_field).map_err(corrupt)?;
-            let bound = (!whole).then(|| rows.bind(&view, time_field));
+            let mut view = SegmentView::new(seg, time_field).map_err(corrupt)?;
+            let bound = (!whole).then(|| rows.bind(&mut view, time_field));
             // (batch field, column position) of the projected fields this segment has.
             let cols: Vec<(usize, usize)> = fields
                 .iter()

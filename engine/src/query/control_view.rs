@@ -30,26 +30,41 @@ pub(crate) struct ControlView<'a> {
 }
 
 impl ControlBytes {
+    /// Wraps a stored control record.
+    pub(crate) fn from_slice(bytes: fjall::Slice) -> ControlBytes {
+        ControlBytes(bytes)
+    }
+
     /// Parses the view.
     ///
     /// # Errors
     /// A message when the record is not a control record.
     pub(crate) fn view(&self) -> std::result::Result<ControlView<'_>, String> {
         let d = RawDocument::from_bytes(&self.0[..]).map_err(|e| format!("control record: {e}"))?;
+        let (mut version, mut min_time, mut max_time, mut count, mut min, mut max) =
+            (None, None, None, None, None, None);
+        // One pass over the top-level fields.
+        for element in d {
+            let (k, v) = element.map_err(|e| format!("control record: {e}"))?;
+            match k.as_str() {
+                "version" => version = v.as_i32(),
+                "minTime" => min_time = v.as_datetime().map(|t| t.timestamp_millis()),
+                "maxTime" => max_time = v.as_datetime().map(|t| t.timestamp_millis()),
+                "count" => count = v.as_i64(),
+                "min" => min = v.as_document(),
+                "max" => max = v.as_document(),
+                _ => {}
+            }
+        }
         let lacks = |k: &str| format!("control record lacks '{k}'");
-        let date = |k: &str| {
-            d.get_datetime(k)
-                .map(|t| t.timestamp_millis())
-                .map_err(|_| lacks(k))
-        };
-        let count = d.get_i64("count").map_err(|_| lacks("count"))?;
         Ok(ControlView {
-            min_time: date("minTime")?,
-            max_time: date("maxTime")?,
-            count: u64::try_from(count).map_err(|_| "bad count".to_owned())?,
-            sorted: d.get_i32("version").map_err(|_| lacks("version"))? == 2,
-            min: d.get_document("min").map_err(|_| lacks("min"))?,
-            max: d.get_document("max").map_err(|_| lacks("max"))?,
+            min_time: min_time.ok_or_else(|| lacks("minTime"))?,
+            max_time: max_time.ok_or_else(|| lacks("maxTime"))?,
+            count: u64::try_from(count.ok_or_else(|| lacks("count"))?)
+                .map_err(|_| "bad count".to_owned())?,
+            sorted: version.ok_or_else(|| lacks("version"))? == 2,
+            min: min.ok_or_else(|| lacks("min"))?,
+            max: max.ok_or_else(|| lacks("max"))?,
         })
     }
 }

@@ -3,8 +3,10 @@
 //! columns the filter reads.
 
 use bson::Document;
+use tscoll_catalog::BucketId;
 
 use super::QueryStats;
+use super::bulk::dense;
 use super::plan::{Plan, Verdict};
 use super::rowfilter::RowFilter;
 use super::unpack::SegmentView;
@@ -55,38 +57,44 @@ impl CollectionInner {
         let time_field = plan.spec.time_field.as_str();
         let rows = RowFilter::new(&plan.filter, time_field);
         let cands = self.candidates(&plan, stats)?;
+        let ids: Vec<BucketId> = cands.buckets.iter().map(|c| c.id).collect();
         let mut total = 0u64;
-        for cand in &cands.buckets {
-            let Some(bytes) = self.control_bytes(&cand.id)? else {
-                continue;
-            };
+        let mut partial: Vec<BucketId> = Vec::new();
+        self.for_each_control(&ids, dense(ids.len(), cands.in_range), &mut |i, bytes| {
             stats.buckets_read += 1;
-            let control = bytes
-                .view()
-                .map_err(|r| self.corrupt_control(&cand.id, r))?;
+            let control = bytes.view().map_err(|r| self.corrupt_control(&ids[i], r))?;
             match plan.judge(&control, stats) {
                 Verdict::Pruned => {}
                 Verdict::Whole => {
                     stats.buckets_from_control += 1;
                     total += control.count;
                 }
-                Verdict::Partial => {
-                    let segments = self.decode_bucket(&cand.id, &mut |n| rows.reads(n), stats)?;
-                    let corrupt = |r| self.corrupt_data(&cand.id, r);
-                    for seg in &segments {
-                        let view = SegmentView::new(seg, time_field).map_err(corrupt)?;
-                        let bound = rows.bind(&view, time_field);
-                        stats.rows_examined += view.rows() as u64;
-                        stats.rows_filtered += view.rows() as u64;
-                        for row in 0..view.rows() {
-                            if bound.matches(&view, row).map_err(corrupt)? {
-                                total += 1;
-                            }
+                Verdict::Partial => partial.push(ids[i]),
+            }
+            Ok(())
+        })?;
+        let dense_unpack = dense(partial.len(), cands.in_range);
+        self.for_each_bucket(
+            &partial,
+            dense_unpack,
+            &mut |n| rows.reads(n),
+            &mut |i, segments| {
+                stats.buckets_unpacked += 1;
+                let corrupt = |r| self.corrupt_data(&partial[i], r);
+                for seg in &segments {
+                    let mut view = SegmentView::lazy(seg, time_field).map_err(corrupt)?;
+                    let bound = rows.bind(&mut view, time_field);
+                    stats.rows_examined += view.rows() as u64;
+                    stats.rows_filtered += view.rows() as u64;
+                    for row in 0..view.rows() {
+                        if bound.matches(&view, row).map_err(corrupt)? {
+                            total += 1;
                         }
                     }
                 }
-            }
-        }
+                Ok(())
+            },
+        )?;
         stats.rows_returned = total;
         Ok(total)
     }

@@ -118,8 +118,10 @@ impl CollectionInner {
             bounds,
             out: Vec::new(),
         };
-        let prefix_usable = !self.indexes().default_dropped;
+        let indexes = self.indexes();
+        let prefix_usable = !indexes.default_dropped && !indexes.default_hidden;
         if let Some(entries) = secondary {
+            stats.index_entries_scanned += entries.len() as u64;
             let entries = entries.into_iter().map(|e| Entry {
                 id: e.id,
                 min_time: e.min_time,
@@ -128,10 +130,12 @@ impl CollectionInner {
             });
             self.grouped(&mut scan, entries, stats)?;
         } else if !prefix_usable {
-            // without the default index, read the whole bucket directory.
+            // without the default index (or with it hidden), read the whole bucket
+            // directory.
             let mut entries = Vec::new();
             for item in self.idx.iter() {
                 if let Some(e) = index_item(item)? {
+                    stats.index_entries_scanned += 1;
                     entries.push(e);
                 }
             }
@@ -188,7 +192,7 @@ impl CollectionInner {
                     Ok(e) => e.hash == hash && e.min_time >= lo,
                     Err(_) => true,
                 });
-            self.series_last(scan, entries, stats)?;
+            self.series_last(scan, entries, true, stats)?;
         }
     }
 
@@ -201,16 +205,14 @@ impl CollectionInner {
             let mut entries = Vec::new();
             for item in range {
                 if let Some(e) = index_item(item)? {
+                    stats.index_entries_scanned += 1;
                     entries.push(e);
                 }
             }
             return self.grouped(scan, entries.into_iter(), stats);
         }
-        let entries = range
-            .rev()
-            .map(index_item)
-            .filter_map(Result::transpose);
-        self.series_last(scan, entries, stats)
+        let entries = range.rev().map(index_item).filter_map(Result::transpose);
+        self.series_last(scan, entries, true, stats)
     }
 
     /// Entries in any order: grouped by series, each group newest first.
@@ -232,16 +234,18 @@ impl CollectionInner {
         }
         for mut group in groups {
             group.sort_unstable_by_key(|e| std::cmp::Reverse((e.min_time, e.id)));
-            self.series_last(scan, group.into_iter().map(Ok), stats)?;
+            self.series_last(scan, group.into_iter().map(Ok), false, stats)?;
         }
         Ok(())
     }
 
-    /// The last point of one series from its entries, newest min time first.
+    /// The last point of one series from its entries, newest min time first; `count` = the
+    /// entries are read from the index as they are consumed (counted here).
     fn series_last(
         &self,
         scan: &mut Scan<'_>,
         entries: impl Iterator<Item = Result<Entry>>,
+        count: bool,
         stats: &mut QueryStats,
     ) -> Result<()> {
         let plan = scan.plan;
@@ -249,7 +253,9 @@ impl CollectionInner {
         let mut best: Option<Best> = None;
         for e in entries {
             let e = e?;
-            stats.index_entries_scanned += 1;
+            if count {
+                stats.index_entries_scanned += 1;
+            }
             if series.is_none() {
                 let s = Series::new(e.meta.to_vec(), e.hash);
                 if plan.filter.has_meta_preds() && !plan.filter.matches_meta(s.meta(self)?) {
@@ -278,7 +284,6 @@ impl CollectionInner {
             }
             if verdict == Verdict::Whole {
                 let time = control.max_time;
-                drop(control);
                 best = Some(Best::Bucket {
                     id: e.id,
                     time,
@@ -287,7 +292,9 @@ impl CollectionInner {
             } else {
                 let meta = series.as_ref().map_or(Ok(None), |s| s.meta(self))?;
                 let fields: Vec<&str> = control.field_names().collect();
-                if let Some((time, doc)) = self.latest_match(scan, &e.id, &fields, meta, stats)? {
+                if let Some((time, doc)) = self.latest_match(scan, &e.id, &fields, meta, stats)?
+                    && best.as_ref().is_none_or(|b| time > b.time())
+                {
                     best = Some(Best::Row { time, doc });
                 }
             }
@@ -303,7 +310,7 @@ impl CollectionInner {
                 let fields: Vec<&str> = control.field_names().collect();
                 match self.row_at(scan, &id, time, control.sorted, &fields, meta, stats)? {
                     Some(doc) => doc,
-                    None => return Err(self.corrupt_data(&id, format!("no measurement at control.max {time}"))),
+                    None => return Ok(()), // the bucket was removed meanwhile
                 }
             }
         };
@@ -325,11 +332,12 @@ impl CollectionInner {
         let corrupt = |r| self.corrupt_data(id, r);
         let mut views = Vec::with_capacity(segments.len());
         for seg in &segments {
-            views.push(SegmentView::new(seg, time_field).map_err(corrupt)?);
+            views.push(SegmentView::lazy(seg, time_field).map_err(corrupt)?);
         }
         let mut best: Option<(usize, usize, i64)> = None;
-        for (s, view) in views.iter().enumerate() {
+        for (s, view) in views.iter_mut().enumerate() {
             let bound = scan.rows.bind(view, time_field);
+            let view = &*view;
             stats.rows_examined += view.rows() as u64;
             stats.rows_filtered += view.rows() as u64;
             for row in 0..view.rows() {
@@ -345,12 +353,14 @@ impl CollectionInner {
         let Some((s, row, t)) = best else {
             return Ok(None);
         };
-        let doc = self.shape_row(scan, &views[s], row, fields, meta).map_err(corrupt)?;
+        let doc = self
+            .shape_row(scan, &views[s], row, fields, meta)
+            .map_err(corrupt)?;
         Ok(Some((t, doc)))
     }
 
-    /// The (last stored) measurement at `time` of a bucket: for a time-sorted bucket only its
-    /// last segment is decoded.
+    /// The (last stored) measurement at `time` (the bucket's `control.max`) of a bucket: for a
+    /// time-sorted bucket only its last segment is decoded. `None` when the bucket is gone.
     #[expect(clippy::too_many_arguments, reason = "one bucket's context")]
     fn row_at(
         &self,
@@ -365,22 +375,39 @@ impl CollectionInner {
         let time_field = scan.plan.spec.time_field.as_str();
         let corrupt = |r| self.corrupt_data(id, r);
         if sorted && let Some(seg) = self.decode_last_segment(id, stats)? {
-            let view = SegmentView::new(&seg, time_field).map_err(corrupt)?;
+            let view = SegmentView::lazy(&seg, time_field).map_err(corrupt)?;
             stats.rows_examined += view.rows() as u64;
             if let Some(row) = view.times.iter().rposition(|&t| t == time) {
-                return Ok(Some(self.shape_row(scan, &view, row, fields, meta).map_err(corrupt)?));
+                return Ok(Some(
+                    self.shape_row(scan, &view, row, fields, meta)
+                        .map_err(corrupt)?,
+                ));
             }
             stats.buckets_unpacked -= 1; // decoded again below
         }
+        // Every segment: the row at `time`, or, if the bucket changed since its control
+        // record was read (a concurrent delete), its latest row up to `time` now.
         let segments = self.decode_bucket(id, &mut |_| true, stats)?;
-        for seg in segments.iter().rev() {
-            let view = SegmentView::new(seg, time_field).map_err(corrupt)?;
+        let mut views = Vec::with_capacity(segments.len());
+        for seg in &segments {
+            views.push(SegmentView::lazy(seg, time_field).map_err(corrupt)?);
+        }
+        let mut latest: Option<(usize, usize, i64)> = None;
+        for (s, view) in views.iter().enumerate() {
             stats.rows_examined += view.rows() as u64;
-            if let Some(row) = view.times.iter().rposition(|&t| t == time) {
-                return Ok(Some(self.shape_row(scan, &view, row, fields, meta).map_err(corrupt)?));
+            for (row, &t) in view.times.iter().enumerate() {
+                if t <= time && latest.is_none_or(|(_, _, b)| t >= b) {
+                    latest = Some((s, row, t));
+                }
             }
         }
-        Ok(None)
+        let Some((s, row, _)) = latest else {
+            return Ok(None); // removed since the index was read
+        };
+        Ok(Some(
+            self.shape_row(scan, &views[s], row, fields, meta)
+                .map_err(corrupt)?,
+        ))
     }
 
     /// A whole measurement (SPEC ).

@@ -7,6 +7,7 @@
 //! |---|---|
 //! | `plan.rs` | the filter with the collection's bucketing; candidate buckets from the index; the verdict of a control record |
 //! | `control_view.rs` | a control record read in place |
+//! | `bulk.rs` | reading the controls and segments of many buckets: scans or point lookups |
 //! | `unpack.rs` | decoding a bucket's segments and building measurements |
 //! | `rowfilter.rs` | the per-measurement filter on decoded columns |
 //! | `projection.rs` | inclusion / exclusion projections |
@@ -15,6 +16,7 @@
 //! | `stats.rs` | the work counters |
 
 mod aggregate;
+mod bulk;
 mod columnar;
 mod control_view;
 mod count;
@@ -28,7 +30,7 @@ mod unpack;
 
 use bson::{Bson, Document};
 
-pub use aggregate::{Accumulator, AggregateSpec};
+pub use aggregate::{Accumulator, AggregateBatch, AggregateSpec};
 pub use columnar::ColumnBatch;
 pub use stats::QueryStats;
 
@@ -273,8 +275,8 @@ impl CollectionInner {
         };
         let corrupt = |r| self.corrupt_data(&cand.id, r);
         for seg in &segments {
-            let view = SegmentView::new(seg, time_field).map_err(corrupt)?;
-            let bound = (!whole).then(|| ctx.rows.bind(&view, time_field));
+            let mut view = SegmentView::new(seg, time_field).map_err(corrupt)?;
+            let bound = (!whole).then(|| ctx.rows.bind(&mut view, time_field));
             let cols: Vec<(&str, usize)> = fields
                 .iter()
                 .filter(|n| **n != time_field && ctx.projection.keeps(n))

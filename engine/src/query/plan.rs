@@ -152,6 +152,12 @@ pub(crate) struct Candidates {
     pub(crate) buckets: Vec<Candidate>,
     /// Distinct series of `buckets`, each once.
     pub(crate) series: Vec<Series>,
+    /// Index entries within the time bounds, whatever their series, when the scan saw every
+    /// series (a skip scan or a full scan); `None` after a hash-prefix or secondary-index
+    /// scan. It approximates how many buckets lie in the `_id` range of the candidates
+    /// (ids start with the min time, SPEC ), which decides how they are read
+    /// ([`super::bulk`]).
+    pub(crate) in_range: Option<u64>,
 }
 
 /// Builds [`Candidates`] entry by entry, deduplicating series and evaluating meta
@@ -167,6 +173,7 @@ struct Builder<'p> {
 }
 
 impl Builder<'_> {
+    /// Adds one index entry; returns whether its series passes the meta predicates.
     fn add(
         &mut self,
         inner: &CollectionInner,
@@ -174,9 +181,12 @@ impl Builder<'_> {
         min_time: i64,
         id: BucketId,
         meta: &[u8],
-    ) -> Result<()> {
+    ) -> Result<bool> {
         if min_time < self.bounds.0 || min_time > self.bounds.1 {
-            return Ok(());
+            return Ok(true);
+        }
+        if let Some(n) = &mut self.out.in_range {
+            *n += 1;
         }
         let (series, matches) = match self.last {
             Some((s, m)) if self.out.series[s].hash == hash && self.out.series[s].bytes == meta => {
@@ -206,7 +216,7 @@ impl Builder<'_> {
                 series,
             });
         }
-        Ok(())
+        Ok(matches)
     }
 }
 
@@ -239,8 +249,11 @@ impl CollectionInner {
             }
             return Ok(b.out);
         }
-        if self.indexes().default_dropped {
-            // the default index is gone; its keyspace still lists every bucket.
+        let indexes = self.indexes();
+        if indexes.default_dropped || indexes.default_hidden {
+            // the default index is gone (or hidden from the planner); its keyspace
+            // still lists every bucket.
+            b.out.in_range = Some(0);
             for item in self.idx.iter() {
                 let (k, v) = item
                     .into_inner()
@@ -264,17 +277,27 @@ impl CollectionInner {
                 }
             }
         } else {
+            b.out.in_range = Some(0);
+            let mut skipped = false;
             self.skip_scan(bounds, stats, &mut |hash, min_time, id, meta| {
-                b.add(self, hash, min_time, id, meta)
+                let keep = b.add(self, hash, min_time, id, meta)?;
+                skipped |= !keep;
+                Ok(keep)
             })?;
+            if skipped {
+                // Entries of rejected series were not all read: no estimate of the range.
+                b.out.in_range = None;
+            }
         }
         Ok(b.out)
     }
 
     /// Every index entry with min time in `[lo, hi]`, series by series: the scan reads the
     /// index in order and seeks to `hash ‖ lo` when it meets an entry older than `lo`, and to
-    /// the next hash when it meets one newer than `hi`, so a narrow time range over many
-    /// series reads about two entries per series outside the range.
+    /// the next hash when it meets one newer than `hi` or when `visit` returns `false` (the
+    /// series is not wanted, and no other series shares its hash: no collision marker), so a
+    /// narrow time range over many series reads about two entries per series outside the
+    /// range, and a series rejected by its meta value one entry.
     ///
     /// # Errors
     /// [`Error::Storage`] when the scan fails, or what `visit` returns.
@@ -282,9 +305,11 @@ impl CollectionInner {
         &self,
         (lo, hi): (i64, i64),
         stats: &mut QueryStats,
-        visit: &mut dyn FnMut(u64, i64, BucketId, &[u8]) -> Result<()>,
+        visit: &mut EntryVisitor<'_>,
     ) -> Result<()> {
         let mut iter = self.idx.iter();
+        // The hash of the last collision marker met (it sorts before its hash's entries).
+        let mut shared: Option<u64> = None;
         loop {
             let Some(item) = iter.next() else {
                 return Ok(());
@@ -293,26 +318,37 @@ impl CollectionInner {
                 .into_inner()
                 .map_err(Error::storage("scanning the meta+time index"))?;
             let Some((hash, min_time, id)) = parse_index_key(&k) else {
-                continue; // a collision marker
+                if let Ok(marker) = <[u8; 8]>::try_from(&k[..]) {
+                    shared = Some(u64::from_be_bytes(marker));
+                }
+                continue;
             };
             stats.index_entries_scanned += 1;
-            if min_time < lo {
+            let next_hash = if min_time < lo {
                 let (from, _) = hash_time_range(hash, lo, hi);
                 iter = self.idx.range(from.to_vec()..);
+                continue;
             } else if min_time > hi {
+                true
+            } else {
+                !visit(hash, min_time, id, &v)? && shared != Some(hash)
+            };
+            if next_hash {
                 let Some(next) = hash.checked_add(1) else {
                     return Ok(());
                 };
                 iter = self.idx.range(next.to_be_bytes().to_vec()..);
-            } else {
-                visit(hash, min_time, id, &v)?;
             }
         }
     }
-
 }
 
-/// The distinct meta hashes a whole-meta equality (or `$in`) restricts a query to, sorted;
+/// What [`CollectionInner::skip_scan`] calls per entry: `(hash, min time, id, meta bytes)`.
+/// Returns whether the rest of the entry's series is wanted.
+pub(crate) type EntryVisitor<'a> = dyn FnMut(u64, i64, BucketId, &[u8]) -> Result<bool> + 'a;
+
+/// The distinct meta hashes a whole-meta equality (or `$in`) restricts a query to, sorted
+/// (a `null` operand also selects the series without a meta value, which it matches);
 /// `None` when the filter has none or an operand holds a number: numbers of different types
 /// or representations are equal (`1`, `NumberLong(1)`, `1.0`) but are stored as different
 /// bytes, so such operands are matched on every series instead of by hash.
@@ -322,7 +358,11 @@ pub(crate) fn prefix_hashes(plan: &Plan) -> Option<Vec<u64>> {
     if values.iter().any(|v| has_number(v)) {
         return None;
     }
-    let mut hashes: Vec<u64> = values.into_iter().map(filter_meta_hash).collect();
+    let mut hashes: Vec<u64> = values.iter().map(|v| filter_meta_hash(v)).collect();
+    if values.iter().any(|v| matches!(v, Bson::Null)) {
+        // `null` also matches a missing meta field: the no-meta series.
+        hashes.push(BucketKey::no_meta().hash);
+    }
     hashes.sort_unstable();
     hashes.dedup();
     Some(hashes)

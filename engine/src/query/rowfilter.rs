@@ -82,22 +82,31 @@ impl<'f> RowFilter<'f> {
         self.preds.iter().any(|p| p.field == field)
     }
 
-    /// Binds the predicates to the columns of a segment.
-    pub(crate) fn bind<'r>(&'r self, seg: &SegmentView<'_>, time_field: &str) -> BoundFilter<'r, 'f> {
-        BoundFilter {
-            preds: self
-                .preds
-                .iter()
-                .map(|p| {
-                    let target = if p.field == time_field {
-                        Target::Time
-                    } else {
-                        seg.position(p.field).map_or(Target::Absent, Target::Column)
-                    };
-                    (target, p)
-                })
-                .collect(),
-        }
+    /// Binds the predicates to the columns of a segment (and materializes those columns).
+    pub(crate) fn bind<'r>(
+        &'r self,
+        seg: &mut SegmentView<'_>,
+        time_field: &str,
+    ) -> BoundFilter<'r, 'f> {
+        let preds = self
+            .preds
+            .iter()
+            .map(|p| {
+                let target = if p.field == time_field {
+                    Target::Time
+                } else {
+                    match seg.position(p.field) {
+                        Some(c) => {
+                            seg.materialize(c);
+                            Target::Column(c)
+                        }
+                        None => Target::Absent,
+                    }
+                };
+                (target, p)
+            })
+            .collect();
+        BoundFilter { preds }
     }
 }
 

@@ -6,7 +6,7 @@
 use bson::{Bson, DateTime, Document};
 use tscoll_catalog::BucketId;
 use tscoll_catalog::value::to_bson;
-use tscoll_codec::{Bucket, ValueRef, tag};
+use tscoll_codec::{Bucket, Column, Lane, ValueRef, tag};
 
 use super::QueryStats;
 use crate::collection::CollectionInner;
@@ -14,24 +14,48 @@ use crate::control::Control;
 use crate::error::{Error, Result};
 use crate::keys::hex;
 
-/// The rows of one decoded segment: times, and every decoded column but time as values that
-/// can be read in any order.
+/// The rows of one decoded segment: times, and every decoded column but time, readable by
+/// row. A column's values are laid out as one [`ValueRef`] per row when it is
+/// *materialized* (for columns read row after row); otherwise a value is found by walking
+/// the column (for the one row a last-point query builds).
 pub(crate) struct SegmentView<'a> {
     /// Time of each row (ms).
     pub(crate) times: &'a [i64],
-    /// `(field, value per row)`, in the segment's column order.
-    cols: Vec<(&'a str, Vec<ValueRef<'a>>)>,
+    /// The other decoded columns, in the segment's column order.
+    cols: Vec<SegmentColumn<'a>>,
+}
+
+struct SegmentColumn<'a> {
+    name: &'a str,
+    column: &'a Column,
+    values: Option<Vec<ValueRef<'a>>>,
 }
 
 impl<'a> SegmentView<'a> {
-    /// Reads a decoded segment.
+    /// Reads a decoded segment, every column materialized.
     ///
     /// # Errors
-    /// A message when the segment has no time column or it holds a non-date.
+    /// A message when the segment has no time column, it holds a non-date, or a column has
+    /// the wrong length.
     pub(crate) fn new(seg: &'a Bucket, time_field: &str) -> std::result::Result<Self, String> {
+        let mut view = Self::lazy(seg, time_field)?;
+        for c in &mut view.cols {
+            c.values = Some(values_of(c.column));
+        }
+        Ok(view)
+    }
+
+    /// Reads a decoded segment, no column materialized.
+    ///
+    /// # Errors
+    /// As [`SegmentView::new`].
+    pub(crate) fn lazy(seg: &'a Bucket, time_field: &str) -> std::result::Result<Self, String> {
         let mut times: Option<&'a [i64]> = None;
         let mut cols = Vec::with_capacity(seg.columns.len());
         for (name, col) in &seg.columns {
+            if col.len() != seg.row_count {
+                return Err(format!("column '{name}' has the wrong length"));
+            }
             if name == time_field {
                 if col.types().iter().any(|&t| t != tag::DATETIME)
                     || col.ints().len() != seg.row_count
@@ -40,16 +64,24 @@ impl<'a> SegmentView<'a> {
                 }
                 times = Some(col.ints());
             } else {
-                let mut values = Vec::with_capacity(seg.row_count);
-                values.extend(col.iter());
-                if values.len() != seg.row_count {
-                    return Err(format!("column '{name}' has the wrong length"));
-                }
-                cols.push((name.as_str(), values));
+                cols.push(SegmentColumn {
+                    name: name.as_str(),
+                    column: col,
+                    values: None,
+                });
             }
         }
         let times = times.ok_or_else(|| "segment without a time column".to_owned())?;
         Ok(SegmentView { times, cols })
+    }
+
+    /// Lays out column `col` (a [`SegmentView::position`]) for reads row after row.
+    pub(crate) fn materialize(&mut self, col: usize) {
+        if let Some(c) = self.cols.get_mut(col)
+            && c.values.is_none()
+        {
+            c.values = Some(values_of(c.column));
+        }
     }
 
     /// Number of rows.
@@ -59,16 +91,70 @@ impl<'a> SegmentView<'a> {
 
     /// Position of a decoded column.
     pub(crate) fn position(&self, field: &str) -> Option<usize> {
-        self.cols.iter().position(|(n, _)| *n == field)
+        self.cols.iter().position(|c| c.name == field)
     }
 
-    /// Value of column `col` (a [`SegmentView::position`]) at `row`.
-    pub(crate) fn value(&self, col: usize, row: usize) -> ValueRef<'a> {
-        self.cols
-            .get(col)
-            .and_then(|(_, v)| v.get(row).copied())
-            .unwrap_or(ValueRef::Missing)
+    /// The decoded column at `col`.
+    pub(crate) fn column(&self, col: usize) -> Option<&'a Column> {
+        self.cols.get(col).map(|c| c.column)
     }
+
+    /// Value of column `col` (a [`SegmentView::position`]) at `row`: O(1) when the column is
+    /// materialized, O(row) otherwise.
+    pub(crate) fn value(&self, col: usize, row: usize) -> ValueRef<'a> {
+        let found = self.cols.get(col).and_then(|c| match &c.values {
+            Some(v) => v.get(row).copied(),
+            None => value_at(c.column, row),
+        });
+        found.unwrap_or(ValueRef::Missing)
+    }
+}
+
+/// The value of one row of a column, found by counting the rows of its lane before it.
+fn value_at(col: &Column, row: usize) -> Option<ValueRef<'_>> {
+    let types = col.types();
+    let t = *types.get(row)?;
+    let lane = Lane::of(t)?;
+    let before = || {
+        types[..row]
+            .iter()
+            .filter(|&&x| Lane::of(x) == Some(lane))
+            .count()
+    };
+    Some(match lane {
+        Lane::Empty if t == tag::MISSING => ValueRef::Missing,
+        Lane::Empty => ValueRef::Empty(t),
+        Lane::Int => ValueRef::Int(t, *col.ints().get(before())?),
+        Lane::Float => ValueRef::Float(*col.floats().get(before())?),
+        Lane::Bytes => {
+            let i = before();
+            let start = if i == 0 { 0 } else { *col.ends().get(i - 1)? };
+            let end = *col.ends().get(i)?;
+            ValueRef::Bytes(t, col.bytes().get(start as usize..end as usize)?)
+        }
+    })
+}
+
+/// One [`ValueRef`] per row of a column; a column of one int or double type is read straight
+/// from its lane.
+fn values_of(col: &Column) -> Vec<ValueRef<'_>> {
+    let types = col.types();
+    if let Some(&t) = types.first()
+        && types.iter().all(|&x| x == t)
+    {
+        match Lane::of(t) {
+            Some(Lane::Int) if col.ints().len() == types.len() => {
+                return col.ints().iter().map(|&i| ValueRef::Int(t, i)).collect();
+            }
+            Some(Lane::Float) if col.floats().len() == types.len() => {
+                return col.floats().iter().map(|&f| ValueRef::Float(f)).collect();
+            }
+            _ => {}
+        }
+    }
+    let mut v = Vec::with_capacity(types.len());
+    v.extend(col.iter());
+    v
 }
 
 /// What a built measurement holds besides its columns (SPEC ).
@@ -193,10 +279,55 @@ impl CollectionInner {
                 .filter_map(|n| view.position(n).map(|p| (*n, p)))
                 .collect();
             for row in 0..view.rows() {
-                let doc = build_row(&view, row, shape, &cols).map_err(|r| self.corrupt_data(id, r))?;
+                let doc =
+                    build_row(&view, row, shape, &cols).map_err(|r| self.corrupt_data(id, r))?;
                 out.push((view.times[row], doc));
             }
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bson::{Bson, doc};
+    use tscoll_catalog::value::push_value;
+
+    use super::*;
+
+    #[test]
+    fn lazy_and_materialized_reads_agree() {
+        let values = [
+            Some(Bson::Int32(1)),
+            None,
+            Some(Bson::String("ab".into())),
+            Some(Bson::Double(2.5)),
+            Some(Bson::Null),
+            Some(Bson::Document(doc! { "x": 1 })),
+            Some(Bson::String(String::new())),
+            Some(Bson::Int64(-7)),
+        ];
+        let (mut time, mut col, mut scratch) = (Column::new(), Column::new(), Vec::new());
+        for (i, v) in values.iter().enumerate() {
+            time.push_int(tag::DATETIME, i64::try_from(i).expect("i"));
+            match v {
+                Some(b) => push_value(&mut col, b, &mut scratch),
+                None => col.push_missing(),
+            }
+        }
+        let seg = Bucket {
+            row_count: values.len(),
+            columns: vec![("t".into(), time), ("v".into(), col)],
+        };
+        let lazy = SegmentView::lazy(&seg, "t").expect("view");
+        let full = SegmentView::new(&seg, "t").expect("view");
+        for (row, v) in values.iter().enumerate() {
+            assert_eq!(lazy.value(0, row), full.value(0, row));
+            assert_eq!(
+                to_bson(lazy.value(0, row)).expect("value").as_ref(),
+                v.as_ref()
+            );
+        }
+        assert_eq!(lazy.times, [0, 1, 2, 3, 4, 5, 6, 7]);
     }
 }

@@ -1,6 +1,6 @@
 //! `tscoll bench`: measurements of tscoll's speed and size, each a subcommand: `codec`
-//! (the codec against pcodec and zstd), `ingest` (the TSBS cpu-only ingest) and `gen` (that
-//! workload as NDJSON).
+//! (the codec against pcodec and zstd), `ingest` (the TSBS cpu-only ingest), `gen` (that
+//! workload as NDJSON) and `query` (query latency on that workload).
 
 pub(crate) mod codec;
 pub(crate) mod r#gen;

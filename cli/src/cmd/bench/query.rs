@@ -4,8 +4,10 @@
 //! * **q1** — one host, one hour: `{tags: <the host's tags>, time: {$gte: h, $lt: h + 1 h}}`,
 //!   sorted on time (360 measurements, a whole-meta equality: one hash prefix of the index);
 //! * **q2** — the last point of every host (`Collection::last_points`, `{}`);
-//! * **q3** — `max(usage_user)` per host per hour over all the data (`Collection::aggregate`,
-//!   hourly windows, by series).
+//! * **q3** — `max(usage_user)` per host per hour over all the data
+//!   (`Collection::aggregate_columns`: hourly windows, by series, groups as columns);
+//! * **q3d** — q3 with one document per group (`Collection::aggregate`), which copies the
+//!   host's tags into every group's `_id`.
 //!
 //! **Set-up.** `--db DIR` holding the `cpu` collection of `bench ingest` is reused as it is;
 //! otherwise (a fresh temporary directory by default) the workload is generated and inserted
@@ -27,7 +29,7 @@ use std::time::Instant;
 
 use bson::{Bson, DateTime, Document, doc};
 use serde_json::json;
-use tscoll_benches::tsbs::{self, INTERVAL_MS, Workload};
+use tscoll_benches::tsbs::{self, Workload};
 use tscoll_engine::{
     Accumulator, AggregateSpec, Collection, Database, DatabaseOptions, FindOptions, InsertOptions,
     QueryStats, SortOrder, TimeseriesOptions,
@@ -57,6 +59,10 @@ pub(crate) struct Args {
     /// Threads inserting the workload when it is ingested.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub(crate) threads: u32,
+    /// The queries to run, comma-separated (default: all).
+    #[arg(long, value_delimiter = ',', value_parser = ["q1", "q2", "q3", "q3d"],
+          default_value = "q1,q2,q3,q3d")]
+    pub(crate) queries: Vec<String>,
     /// Print one JSON object on stdout instead of the table.
     #[arg(long)]
     pub(crate) json: bool,
@@ -106,7 +112,15 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
     let coll = db.collection(COLLECTION)?;
     let stats = coll.stats()?;
     let reps = args.reps as usize;
-    let timings = vec![q1(&coll, &workload, reps)?, q2(&coll, &workload, reps)?, q3(&coll, &workload, reps)?];
+    let mut timings = Vec::new();
+    for q in &args.queries {
+        timings.push(match q.as_str() {
+            "q1" => q1(&coll, &workload, reps)?,
+            "q2" => q2(&coll, &workload, reps)?,
+            "q3" => q3(&coll, &workload, reps, false)?,
+            _ => q3(&coll, &workload, reps, true)?,
+        });
+    }
     for t in &timings {
         if t.results != t.expected {
             return Err(format!(
@@ -153,7 +167,10 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
             args.workload.seed,
             ingest_seconds.map_or(String::new(), |s| format!(", ingested in {s:.1} s"))
         )?;
-        writeln!(out, "{reps} timed runs per query after one warm-up; times in ms")?;
+        writeln!(
+            out,
+            "{reps} timed runs per query after one warm-up; times in ms"
+        )?;
         writeln!(
             out,
             "{:<4} {:>9} {:>9} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9}  query",
@@ -198,7 +215,11 @@ fn ingest(coll: &Collection, workload: &Workload, threads: usize) -> CmdResult<(
                         }
                         let r = coll.insert_many(&batch, &options)?;
                         if let Some(e) = r.errors.first() {
-                            return Err(format!("insert_many rejected #{}: {}", e.index, e.message).into());
+                            return Err(format!(
+                                "insert_many rejected #{}: {}",
+                                e.index, e.message
+                            )
+                            .into());
                         }
                     }
                 })
@@ -269,7 +290,9 @@ fn q1(coll: &Collection, workload: &Workload, reps: usize) -> CmdResult<Timing> 
         name: "q1",
         what: format!(
             "host_{host}, 1 h from {}, sorted on time",
-            DateTime::from_millis(from).try_to_rfc3339_string().unwrap_or_default()
+            DateTime::from_millis(from)
+                .try_to_rfc3339_string()
+                .unwrap_or_default()
         ),
         results,
         expected,
@@ -289,19 +312,27 @@ fn q2(coll: &Collection, workload: &Workload, reps: usize) -> CmdResult<Timing> 
         name: "q2",
         what: "last point of every host".to_owned(),
         results,
-        expected: if workload.steps() == 0 { 0 } else { workload.hosts },
+        expected: if workload.steps() == 0 {
+            0
+        } else {
+            workload.hosts
+        },
         median_ms,
         p90_ms,
         stats,
     })
 }
 
-/// q3: max(usage_user) per host per hour over all the data.
-fn q3(coll: &Collection, workload: &Workload, reps: usize) -> CmdResult<Timing> {
+/// q3: max(usage_user) per host per hour over all the data, as columns or (`documents`) one
+/// document per group.
+fn q3(coll: &Collection, workload: &Workload, reps: usize, documents: bool) -> CmdResult<Timing> {
     let spec = AggregateSpec {
         window_ms: HOUR_MS,
         by_series: true,
-        outputs: vec![("max_usage_user".to_owned(), Accumulator::Max("usage_user".to_owned()))],
+        outputs: vec![(
+            "max_usage_user".to_owned(),
+            Accumulator::Max("usage_user".to_owned()),
+        )],
     };
     let steps = workload.steps();
     let hours = if steps == 0 {
@@ -312,13 +343,21 @@ fn q3(coll: &Collection, workload: &Workload, reps: usize) -> CmdResult<Timing> 
             .unwrap_or(0)
     };
     let (results, stats, median_ms, p90_ms) = time_query(reps, || {
-        let (groups, stats) = coll.aggregate_with_stats(&doc! {}, &spec)?;
-        Ok((groups.len(), stats))
+        if documents {
+            let (groups, stats) = coll.aggregate_with_stats(&doc! {}, &spec)?;
+            Ok((groups.len(), stats))
+        } else {
+            let (groups, stats) = coll.aggregate_columns_with_stats(&doc! {}, &spec)?;
+            Ok((groups.len(), stats))
+        }
     })?;
-    debug_assert_eq!(INTERVAL_MS, 10_000);
     Ok(Timing {
-        name: "q3",
-        what: "max(usage_user) per host per hour, all data".to_owned(),
+        name: if documents { "q3d" } else { "q3" },
+        what: if documents {
+            "q3 as one document per group".to_owned()
+        } else {
+            "max(usage_user) per host per hour, all data".to_owned()
+        },
         results,
         expected: workload.hosts * hours,
         median_ms,

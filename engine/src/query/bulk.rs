@@ -1,0 +1,135 @@
+//! Reading the control records and segments of many candidate buckets. Bucket `_id`s start
+//! with the bucket's min time (SPEC ), so the candidates of a query over many series
+//! are packed into an id range: when they are a large share of the buckets in that range
+//! they are read with one sequential scan of the `ctl` (or `data`) keyspace merged with the
+//! sorted candidate ids, which costs a fraction of one point lookup per bucket; otherwise
+//! with point lookups, in id order.
+
+use tscoll_catalog::BucketId;
+use tscoll_codec::Bucket;
+
+use super::control_view::ControlBytes;
+use crate::collection::CollectionInner;
+use crate::error::{Error, Result};
+
+/// Candidates below this count are always read with point lookups.
+const DENSE_MIN: usize = 1024;
+
+/// Whether `wanted` buckets out of about `in_range` in their id range are read by a scan:
+/// at least a quarter of the range.
+pub(crate) fn dense(wanted: usize, in_range: Option<u64>) -> bool {
+    wanted >= DENSE_MIN && in_range.is_some_and(|n| (wanted as u64).saturating_mul(4) >= n)
+}
+
+impl CollectionInner {
+    /// Calls `f(i, control)` for every `ids[i]` that has a control record, in id order.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when fjall fails, or what `f` returns.
+    pub(crate) fn for_each_control(
+        &self,
+        ids: &[BucketId],
+        dense: bool,
+        f: &mut dyn FnMut(usize, ControlBytes) -> Result<()>,
+    ) -> Result<()> {
+        let order = id_order(ids);
+        if !dense {
+            for i in order {
+                if let Some(c) = self.control_bytes(&ids[i])? {
+                    f(i, c)?;
+                }
+            }
+            return Ok(());
+        }
+        let (Some(&first), Some(&last)) = (order.first(), order.last()) else {
+            return Ok(());
+        };
+        let mut next = order.iter().copied().peekable();
+        for item in self.ctl.range(&ids[first][..]..=&ids[last][..]) {
+            let (k, v) = item
+                .into_inner()
+                .map_err(Error::storage("reading control records"))?;
+            while next.peek().is_some_and(|&i| ids[i][..] < k[..]) {
+                next.next(); // removed since the index was read
+            }
+            if let Some(&i) = next.peek()
+                && ids[i][..] == k[..]
+            {
+                next.next();
+                f(i, ControlBytes::from_slice(v))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Calls `f(i, segments)` for every `ids[i]` with its segments decoded (the time column
+    /// and the columns `keep` accepts), in id order.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] or [`Error::Codec`] when a segment cannot be read, or what `f`
+    /// returns.
+    pub(crate) fn for_each_bucket(
+        &self,
+        ids: &[BucketId],
+        dense: bool,
+        keep: &mut dyn FnMut(&str) -> bool,
+        f: &mut dyn FnMut(usize, Vec<Bucket>) -> Result<()>,
+    ) -> Result<()> {
+        let time_field = self.spec().time_field;
+        let mut keep = |n: &str| n == time_field || keep(n);
+        let order = id_order(ids);
+        if !dense {
+            for i in order {
+                let segments = self.read_segments(&ids[i], &mut keep)?;
+                f(i, segments.into_iter().map(|(_, b)| b).collect())?;
+            }
+            return Ok(());
+        }
+        let (Some(&first), Some(&last)) = (order.first(), order.last()) else {
+            return Ok(());
+        };
+        let mut end = [0xffu8; 16];
+        end[..12].copy_from_slice(&ids[last]);
+        let mut next = order.iter().copied().peekable();
+        let mut current: Option<(usize, Vec<Bucket>)> = None;
+        for item in self.data.range(&ids[first][..]..=&end[..]) {
+            let (k, v) = item
+                .into_inner()
+                .map_err(Error::storage("reading bucket segments"))?;
+            let Some(id) = k.get(..12) else {
+                continue;
+            };
+            if current.as_ref().is_some_and(|(i, _)| ids[*i][..] != *id)
+                && let Some((i, segs)) = current.take()
+            {
+                f(i, segs)?;
+            }
+            if current.is_none() {
+                while next.peek().is_some_and(|&i| ids[i][..] < *id) {
+                    next.next();
+                }
+                match next.peek() {
+                    Some(&i) if ids[i][..] == *id => {
+                        next.next();
+                        current = Some((i, Vec::new()));
+                    }
+                    _ => continue,
+                }
+            }
+            if let Some((_, segs)) = &mut current {
+                segs.push(tscoll_codec::decode_bucket_projected(&v, &mut keep)?);
+            }
+        }
+        if let Some((i, segs)) = current {
+            f(i, segs)?;
+        }
+        Ok(())
+    }
+}
+
+/// Positions of `ids` sorted by id.
+fn id_order(ids: &[BucketId]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..ids.len()).collect();
+    order.sort_unstable_by_key(|&i| ids[i]);
+    order
+}
