@@ -60,7 +60,11 @@ pub(crate) fn tag_of(v: &Bson) -> u8 {
 /// The double a number is compared as (catalog `compare`), and the exact correction of an
 /// int64 that the double cannot hold.
 fn number_image(v: &Bson) -> Option<(f64, i16)> {
-    #[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation)]
+    #[expect(
+        clippy::cast_precision_loss,
+        clippy::cast_possible_truncation,
+        reason = "the double image is corrected exactly below"
+    )]
     match v {
         Bson::Double(d) => Some((if *d == 0.0 { 0.0 } else { *d }, 0)),
         Bson::Int32(i) => Some((f64::from(*i), 0)),

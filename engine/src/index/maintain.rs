@@ -23,7 +23,7 @@ const BUILD_BATCH: usize = 1000;
 
 /// What a bucket's control record says of one measurement (or time) path.
 #[derive(Debug, PartialEq)]
-#[allow(
+#[expect(
     clippy::large_enum_variant,
     reason = "short-lived, one per index and bucket change"
 )]

@@ -200,7 +200,7 @@ fn meta_path<'a>(field: &'a str, spec: &CollectionSpec) -> Option<&'a str> {
 
 /// The sign of a numeric key value; `None` for non-numbers, zero and NaN.
 fn direction(v: &Bson) -> Option<f64> {
-    #[allow(clippy::cast_precision_loss)]
+    #[expect(clippy::cast_precision_loss, reason = "only the sign matters")]
     let d = match v {
         Bson::Int32(i) => f64::from(*i),
         Bson::Int64(i) => *i as f64,
