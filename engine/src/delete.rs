@@ -80,21 +80,10 @@ impl CollectionInner {
         let filter = Filter::parse(filter_doc, &spec.time_field, spec.meta_field.as_deref())?;
         let whole_only = meta_only(&filter) && !just_one;
         let mut out = DeleteResult::default();
-        let Some((lo, hi)) = filter.min_time_bounds(spec.bucket_max_span_seconds * 1000) else {
+        let Some(bounds) = filter.min_time_bounds(spec.bucket_max_span_seconds * 1000) else {
             return Ok(out);
         };
-        for entry in self.all_buckets()? {
-            if entry.min_time < lo || entry.min_time > hi {
-                continue;
-            }
-            let meta = entry.key.meta_value().map_err(|reason| Error::Corruption {
-                keyspace: format!("c{}_idx", self.id),
-                key: hex(&entry.id),
-                reason,
-            })?;
-            if !filter.matches_meta(meta.as_ref()) {
-                continue;
-            }
+        for (entry, _) in self.buckets_matching_meta(&filter, bounds)? {
             let deleted = self.direct_write(&entry, || {
                 let Some(control) = self.control(&entry.id)? else {
                     return Ok((0, false)); // removed meanwhile

@@ -6,13 +6,15 @@
 //! waits while a batch of it is being committed), the change is written in one atomic fjall
 //! batch, then reopening is allowed again.
 
+use bson::Bson;
 use tscoll_catalog::{BucketId, BucketKey};
 use tscoll_codec::Column;
 
 use crate::collection::CollectionInner;
 use crate::control::Control;
 use crate::error::{Error, Result};
-use crate::keys::{collision_marker_key, data_key, index_key, parse_index_key};
+use crate::filter::Filter;
+use crate::keys::{collision_marker_key, data_key, hex, index_key, parse_index_key};
 
 /// One entry of the meta+time index: a stored bucket with its series.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -47,6 +49,34 @@ impl CollectionInner {
                 .map_err(Error::storage("scanning the meta+time index"))?;
             if let Some(e) = self.index_entry(&k, &v) {
                 out.push(e);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The stored buckets whose min time is in `[lo, hi]` and whose series passes the meta
+    /// predicates of `filter` (SPEC §14.2), each with its meta value, in index order: the
+    /// buckets a delete or a meta update visits.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when the scan fails; [`Error::Corruption`] for undecodable meta.
+    pub(crate) fn buckets_matching_meta(
+        &self,
+        filter: &Filter,
+        (lo, hi): (i64, i64),
+    ) -> Result<Vec<(IndexEntry, Option<Bson>)>> {
+        let mut out = Vec::new();
+        for entry in self.all_buckets()? {
+            if entry.min_time < lo || entry.min_time > hi {
+                continue;
+            }
+            let meta = entry.key.meta_value().map_err(|reason| Error::Corruption {
+                keyspace: format!("c{}_idx", self.id),
+                key: hex(&entry.id),
+                reason,
+            })?;
+            if filter.matches_meta(meta.as_ref()) {
+                out.push((entry, meta));
             }
         }
         Ok(out)

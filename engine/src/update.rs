@@ -9,7 +9,6 @@ use crate::collection::{Collection, CollectionInner};
 use crate::delete::meta_only;
 use crate::error::{Error, ErrorCode, Result};
 use crate::filter::Filter;
-use crate::keys::hex;
 
 /// Outcome of [`Collection::update_many`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -243,16 +242,7 @@ impl CollectionInner {
         }
         check_update(update, &meta_field)?;
         let mut out = UpdateResult::default();
-        for entry in self.all_buckets()? {
-            let corrupt = |reason: String| Error::Corruption {
-                keyspace: format!("c{}_idx", self.id),
-                key: hex(&entry.id),
-                reason,
-            };
-            let meta = entry.key.meta_value().map_err(corrupt)?;
-            if !filter.matches_meta(meta.as_ref()) {
-                continue;
-            }
+        for (entry, meta) in self.buckets_matching_meta(&filter, (i64::MIN, i64::MAX))? {
             let mut wrapper = Document::new();
             if let Some(m) = &meta {
                 wrapper.insert(meta_field.clone(), m.clone());

@@ -214,15 +214,7 @@ impl Figures {
 /// rejects a measurement, or the collection does not hold the expected count afterwards.
 pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
     let workload = args.workload.workload();
-    let temp;
-    let dir = if let Some(dir) = &args.db {
-        dir.clone()
-    } else {
-        temp = tempfile::Builder::new()
-            .prefix("tscoll-bench-ingest-")
-            .tempdir()?;
-        temp.path().to_path_buf()
-    };
+    let (_temp, dir) = super::bench_dir(args.db.as_deref(), "tscoll-bench-ingest-")?;
     let db = Database::open(&dir, DatabaseOptions::default())
         .map_err(|e| format!("cannot open database {}: {e}", dir.display()))?;
     if db.collection(COLLECTION).is_ok() {

@@ -48,3 +48,20 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
         What::Query(a) => query::run(a),
     }
 }
+
+/// The database directory of a benchmark: `--db DIR` when given, else a new temporary
+/// directory named after `prefix` (returned too, so that it lives as long as the run).
+///
+/// # Errors
+/// The temporary directory cannot be created.
+pub(crate) fn bench_dir(
+    db: Option<&std::path::Path>,
+    prefix: &str,
+) -> CmdResult<(Option<tempfile::TempDir>, std::path::PathBuf)> {
+    if let Some(dir) = db {
+        return Ok((None, dir.to_path_buf()));
+    }
+    let temp = tempfile::Builder::new().prefix(prefix).tempdir()?;
+    let dir = temp.path().to_path_buf();
+    Ok((Some(temp), dir))
+}

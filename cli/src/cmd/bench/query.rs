@@ -86,15 +86,7 @@ struct Timing {
 /// number of results.
 pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
     let workload = args.workload.workload();
-    let temp;
-    let dir = if let Some(dir) = &args.db {
-        dir.clone()
-    } else {
-        temp = tempfile::Builder::new()
-            .prefix("tscoll-bench-query-")
-            .tempdir()?;
-        temp.path().to_path_buf()
-    };
+    let (_temp, dir) = super::bench_dir(args.db.as_deref(), "tscoll-bench-query-")?;
     let mut ingest_seconds = None;
     let db = Database::open(&dir, DatabaseOptions::default())
         .map_err(|e| format!("cannot open database {}: {e}", dir.display()))?;
