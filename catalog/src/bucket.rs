@@ -82,6 +82,8 @@ pub(crate) struct Bucket {
     pub(crate) last_time: i64,
     pub(crate) count: u32,
     pub(crate) committed_count: u32,
+    /// BSON bytes of the committed measurements (for compression statistics).
+    pub(crate) committed_uncompressed: u64,
     pub(crate) size: u64,
     pub(crate) fields: Vec<Field>,
     pub(crate) sorted: bool,
@@ -96,28 +98,60 @@ pub(crate) struct Bucket {
     pub(crate) memory: u64,
 }
 
-/// Size of the classic estimate's increment for measurement `doc` (SPEC §6.4), and whether it
-/// introduces a new field.
-pub(crate) fn size_increment(
+/// What placing a measurement in a bucket would do: the classic estimate's increment
+/// (SPEC §6.4, bytes) and whether every field is schema-compatible (SPEC §5).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Assessment {
+    pub(crate) delta: u64,
+    pub(crate) compatible: bool,
+    /// The increment `m` alone would make in a new bucket (every field new), for the
+    /// 16 MiB check (SPEC ).
+    pub(crate) alone: u64,
+}
+
+/// Assesses measurement `m` against `bucket` (`None`: a new, empty bucket) in one pass over
+/// its fields; the meta field is left out.
+pub(crate) fn assess(
     bucket: Option<&Bucket>,
     m: &Measurement<'_>,
     meta_field: Option<&str>,
-) -> u64 {
+) -> Assessment {
     let n = bucket.map_or(0, |b| u64::from(b.count));
     let digits = decimal_digits(n);
-    let mut delta = 0;
+    let fields = bucket.map_or(&[][..], |b| b.fields.as_slice());
+    let mut out = Assessment {
+        delta: 0,
+        compatible: true,
+        alone: 0,
+    };
+    let mut hint = 0;
     for (name, v) in m.fields() {
         if Some(name) == meta_field {
             continue;
         }
         let size = element_size(name, v);
-        let known = bucket.is_some_and(|b| b.fields.iter().any(|f| f.name == name));
-        if !known {
-            delta += 12 + name.len() as u64 + 2 * size;
+        out.alone += 12 + 3 * size;
+        match find_field(fields, name, &mut hint) {
+            Some(i) => {
+                out.compatible = out.compatible && fields[i].minmax.compatible(v);
+            }
+            None => out.delta += 12 + name.len() as u64 + 2 * size,
         }
-        delta += size - (name.len() as u64 + 1) + digits + 1;
+        out.delta += size - (name.len() as u64 + 1) + digits + 1;
     }
-    delta
+    out
+}
+
+/// Position of field `name` in `fields`. The slot after the previous match (`hint`) is tried
+/// first: measurements from one source list their fields in one order, so a lookup is
+/// usually one comparison. A match moves `hint` past it.
+pub(crate) fn find_field(fields: &[Field], name: &str, hint: &mut usize) -> Option<usize> {
+    let i = match fields.get(*hint) {
+        Some(f) if f.name == name => *hint,
+        _ => fields.iter().position(|f| f.name == name)?,
+    };
+    *hint = i + 1;
+    Some(i)
 }
 
 /// Outcome of the size rule (SPEC §6.5).
@@ -166,18 +200,6 @@ impl Bucket {
         }
     }
 
-    /// Whether every field of `doc` (meta excluded) is schema-compatible (SPEC §5).
-    pub(crate) fn schema_compatible(&self, m: &Measurement<'_>, meta_field: Option<&str>) -> bool {
-        m.fields().all(|(name, v)| {
-            Some(name) == meta_field
-                || self
-                    .fields
-                    .iter()
-                    .find(|f| f.name == name)
-                    .is_none_or(|f| f.minmax.compatible(v))
-        })
-    }
-
     /// `control.min` and `control.max` documents (SPEC §4.3), fields in first-appearance order.
     pub(crate) fn control_min_max(&self) -> (Document, Document) {
         let mut min = Document::new();
@@ -219,6 +241,8 @@ pub struct StoredBucket {
     pub max_time: i64,
     /// `control.count`.
     pub count: u32,
+    /// BSON bytes of the stored measurements (for compression statistics).
+    pub uncompressed_bytes: u64,
     /// The classic size estimate at the last commit (bytes, SPEC §6.4).
     pub size_estimate: u64,
     /// Whether rows are in time order (v2) or not (v3) (SPEC §4.2).

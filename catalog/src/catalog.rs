@@ -8,8 +8,8 @@ use bson::{Bson, Document};
 use tscoll_codec::Column;
 
 use crate::bucket::{
-    Bucket, BucketId, BucketState, Field, RolloverAction, RolloverReason, SizeVerdict,
-    StoredBucket, derived_max_size, size_increment,
+    Assessment, Bucket, BucketId, BucketState, Field, RolloverAction, RolloverReason, SizeVerdict,
+    StoredBucket, assess, derived_max_size, find_field,
 };
 use crate::key::BucketKey;
 use crate::minmax::MinMax;
@@ -151,9 +151,42 @@ struct Series {
     rolling: Vec<BucketId>,
 }
 
+/// Hashes a [`BucketId`] by mixing its 8 counter bytes: ids come from a randomly seeded
+/// counter (SPEC §4.9), so they need no keyed hash, and a bucket lookup happens for every
+/// measurement placed.
+#[derive(Clone, Copy, Debug, Default)]
+struct IdHash;
+
+impl BuildHasher for IdHash {
+    type Hasher = IdHasher;
+    fn build_hasher(&self) -> IdHasher {
+        IdHasher(0)
+    }
+}
+
+#[derive(Debug)]
+struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        // A multiply and a fold spread the counter's low bits over the whole word.
+        let m = u128::from(self.0) * 0x9e37_79b9_7f4a_7c15;
+        #[expect(clippy::cast_possible_truncation, reason = "folding 128 bits into 64")]
+        let folded = (m as u64) ^ ((m >> 64) as u64);
+        folded
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut w = [0u8; 8];
+            w[..chunk.len()].copy_from_slice(chunk);
+            self.0 = self.0.rotate_left(23) ^ u64::from_le_bytes(w);
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 struct Stripe {
-    buckets: HashMap<BucketId, Bucket>,
+    buckets: HashMap<BucketId, Bucket, IdHash>,
     series: HashMap<Arc<BucketKey>, Series>,
     /// Archived records: (key, min time) → id (SPEC ).
     archived: HashMap<Arc<BucketKey>, BTreeMap<i64, BucketId>>,
@@ -337,29 +370,58 @@ impl BucketCatalog {
         let spec = self.spec();
         let options = self.options();
         let stripe_no = Self::stripe_of(key);
-        let mut stripe = lock(&self.stripes[stripe_no]);
+        let mut guard = lock(&self.stripes[stripe_no]);
+        let stripe: &mut Stripe = &mut guard;
         let key = match stripe.series.get_key_value(key) {
             Some((k, _)) => Arc::clone(k),
             None => Arc::new(key.clone()),
         };
         let mut out = StageOutcome::default();
         let mut scratch = Vec::new();
+        let meta_field = spec.meta_field.as_deref();
+        // The series' only candidate while it has no rolling buckets: its open bucket, as the
+        // previous measurement left it. The measurements are one series in time order, so
+        // most of them go straight there after its rollover check (SPEC §6.2, §6.3).
+        let mut only_open: Option<BucketId> = None;
         for m in measurements {
-            let alone =
-                size_increment(None, m, spec.meta_field.as_deref()) + key.bytes.len() as u64;
+            // One pass over the fields assesses `m` for the open bucket and for the 16 MiB
+            // check; a measurement that bucket cannot take is assessed again where it goes.
+            let open = only_open.map(|id| (id, assess(stripe.buckets.get(&id), m, meta_field)));
+            let alone = open.map_or_else(|| assess(None, m, meta_field).alone, |(_, a)| a.alone)
+                + key.bytes.len() as u64;
             if alone > MAX_BSON_OBJECT_SIZE {
                 out.rejected.push((m.index, StageError::TooLarge(alone)));
                 continue;
             }
-            let id = self.place(&mut stripe, &key, m, &spec, &options, source, &mut out);
-            // Using an idle bucket takes it off the idle list.
-            if let Some(seq) = stripe.buckets.get_mut(&id).and_then(|b| b.idle_seq.take()) {
-                stripe.idle.remove(&seq);
-            }
+            let fast = open.and_then(|(id, a)| {
+                let derived = derived_max_size(&options, self.active_buckets());
+                let bucket = stripe.buckets.get_mut(&id)?;
+                let delta = self
+                    .rollover_reason(bucket, m, &spec, &options, derived, Some(a))
+                    .ok()?;
+                Some((id, Some(delta)))
+            });
+            let (id, delta) = match fast {
+                Some(placed) => placed,
+                None => {
+                    let placed = self.place(stripe, &key, m, &spec, &options, source, &mut out);
+                    only_open = stripe
+                        .series
+                        .get(&key)
+                        .filter(|s| s.rolling.is_empty() && s.open == Some(placed.0))
+                        .map(|_| placed.0);
+                    placed
+                }
+            };
             let Some(bucket) = stripe.buckets.get_mut(&id) else {
                 continue;
             };
-            let (batch, bytes) = self.append(writer, bucket, m, &spec, stripe_no, &mut scratch);
+            // Using an idle bucket takes it off the idle list.
+            if let Some(seq) = bucket.idle_seq.take() {
+                stripe.idle.remove(&seq);
+            }
+            let (batch, bytes) =
+                self.append(writer, bucket, m, delta, &spec, stripe_no, &mut scratch);
             out.staged_bytes += bytes;
             if !out.batches.iter().any(|b| Arc::ptr_eq(b, &batch)) {
                 out.batches.push(batch);
@@ -396,7 +458,8 @@ impl BucketCatalog {
         )
     }
 
-    /// Chooses the bucket for `m`, rolling over, reopening or allocating as needed.
+    /// Chooses the bucket for `m`, rolling over, reopening or allocating as needed. Returns
+    /// the bucket and, when an open bucket took it as it was, the estimate's increment.
     #[expect(clippy::too_many_arguments, reason = "internal step of stage")]
     fn place(
         &self,
@@ -407,9 +470,8 @@ impl BucketCatalog {
         options: &CatalogOptions,
         source: &dyn BucketSource,
         out: &mut StageOutcome,
-    ) -> BucketId {
+    ) -> (BucketId, Option<u64>) {
         let derived = derived_max_size(options, self.active_buckets());
-        let meta_field = spec.meta_field.as_deref();
         let series = stripe.series.entry(Arc::clone(key)).or_default();
         let had_open = series.open.is_some();
         // Candidates (§6.2 step 2): buckets marked for soft close, then for archive (fewest
@@ -445,9 +507,9 @@ impl BucketCatalog {
             {
                 continue;
             }
-            match self.rollover_reason(bucket, m, spec, options, derived, meta_field) {
-                None => return id,
-                Some(reason) => {
+            match self.rollover_reason(bucket, m, spec, options, derived, None) {
+                Ok(delta) => return (id, Some(delta)),
+                Err(reason) => {
                     if reason == RolloverReason::TimeBackward {
                         if is_open {
                             open_failed_backward_only = true;
@@ -480,14 +542,15 @@ impl BucketCatalog {
             allow_query && open_failed_backward_only,
             out,
         ) {
-            return id;
+            return (id, None);
         }
         self.expire_idle(stripe, options, out);
-        self.allocate(stripe, key, m, spec, !had_open)
+        (self.allocate(stripe, key, m, spec, !had_open), None)
     }
 
-    /// The first rollover reason of SPEC §6.3 that applies to `bucket` for `m`, if any. Marks
-    /// the kept-open-for-large-measurements flag (SPEC §6.5 step 2).
+    /// The first rollover reason of SPEC §6.3 that applies to `bucket` for `m` (`Err`), else
+    /// the classic estimate's increment (`Ok`, bytes). Marks the kept-open-for-large-
+    /// measurements flag (SPEC §6.5 step 2).
     fn rollover_reason(
         &self,
         bucket: &mut Bucket,
@@ -495,24 +558,25 @@ impl BucketCatalog {
         spec: &BucketingSpec,
         options: &CatalogOptions,
         derived: u64,
-        meta_field: Option<&str>,
-    ) -> Option<RolloverReason> {
+        assessment: Option<Assessment>,
+    ) -> Result<u64, RolloverReason> {
         if bucket.state != BucketState::Normal {
-            return Some(RolloverReason::SchemaChange);
+            return Err(RolloverReason::SchemaChange);
         }
         if m.time.saturating_sub(bucket.min_time) >= spec.max_span_ms {
-            return Some(RolloverReason::TimeForward);
+            return Err(RolloverReason::TimeForward);
         }
         if m.time < bucket.min_time {
-            return Some(RolloverReason::TimeBackward);
+            return Err(RolloverReason::TimeBackward);
         }
         if bucket.count >= options.bucket_max_count {
-            return Some(RolloverReason::Count);
+            return Err(RolloverReason::Count);
         }
-        let delta = size_increment(Some(bucket), m, meta_field);
-        match bucket.size_verdict(delta, options, derived) {
+        let assessment =
+            assessment.unwrap_or_else(|| assess(Some(bucket), m, spec.meta_field.as_deref()));
+        match bucket.size_verdict(assessment.delta, options, derived) {
             SizeVerdict::Fits => {}
-            SizeVerdict::Roll(r) => return Some(r),
+            SizeVerdict::Roll(r) => return Err(r),
             SizeVerdict::KeepOpenLarge => {
                 if !bucket.kept_open_large {
                     bucket.kept_open_large = true;
@@ -522,10 +586,10 @@ impl BucketCatalog {
                 }
             }
         }
-        if !bucket.schema_compatible(m, meta_field) {
-            return Some(RolloverReason::SchemaChange);
+        if !assessment.compatible {
+            return Err(RolloverReason::SchemaChange);
         }
-        None
+        Ok(assessment.delta)
     }
 
     /// Applies a recorded rollover now if the bucket has no pending batches (SPEC ).
@@ -737,6 +801,7 @@ impl BucketCatalog {
             last_time: stored.max_time,
             count: stored.count,
             committed_count: stored.count,
+            committed_uncompressed: stored.uncompressed_bytes,
             size: stored.size_estimate,
             fields,
             sorted: stored.sorted,
@@ -751,15 +816,8 @@ impl BucketCatalog {
             memory: 0,
         };
         if self
-            .rollover_reason(
-                &mut bucket,
-                m,
-                spec,
-                options,
-                derived,
-                spec.meta_field.as_deref(),
-            )
-            .is_some()
+            .rollover_reason(&mut bucket, m, spec, options, derived, None)
+            .is_err()
         {
             return None;
         }
@@ -812,6 +870,7 @@ impl BucketCatalog {
             last_time: m.time,
             count: 0,
             committed_count: 0,
+            committed_uncompressed: 0,
             size: if key.is_no_meta() {
                 0
             } else {
@@ -879,20 +938,22 @@ impl BucketCatalog {
         }
     }
 
-    /// Appends `m` to the bucket's active batch: columns, min/max, size, sortedness. Returns
-    /// the batch and the staged bytes to account.
+    /// Appends `m` to the bucket's active batch: columns, min/max, size, sortedness (`delta`:
+    /// the estimate's increment, when placement computed it). Returns the batch and the
+    /// staged bytes to account.
+    #[expect(clippy::too_many_arguments, reason = "internal step of stage")]
     fn append(
         &self,
         writer: WriterId,
         bucket: &mut Bucket,
         m: &Measurement<'_>,
+        delta: Option<u64>,
         spec: &BucketingSpec,
         stripe_no: usize,
         scratch: &mut Vec<u8>,
     ) -> (Arc<WriteBatch>, u64) {
         let meta_field = spec.meta_field.as_deref();
-        let delta = size_increment(Some(bucket), m, meta_field);
-        bucket.size += delta;
+        bucket.size += delta.unwrap_or_else(|| assess(Some(bucket), m, meta_field).delta);
         let batch = match &bucket.active {
             Some(b) => Arc::clone(b),
             None => {
@@ -914,20 +975,17 @@ impl BucketCatalog {
                 continue;
             }
             uncompressed += element_size(name, v);
-            let idx = match bucket.fields.get(hint) {
-                Some(f) if f.name == name => hint,
-                _ => match bucket.fields.iter().position(|f| f.name == name) {
-                    Some(i) => i,
-                    None => {
-                        bucket.fields.push(Field {
-                            name: name.to_owned(),
-                            minmax: MinMax::new(v),
-                        });
-                        bucket.fields.len() - 1
-                    }
-                },
+            let idx = match find_field(&bucket.fields, name, &mut hint) {
+                Some(i) => i,
+                None => {
+                    bucket.fields.push(Field {
+                        name: name.to_owned(),
+                        minmax: MinMax::new(v),
+                    });
+                    hint = bucket.fields.len();
+                    bucket.fields.len() - 1
+                }
             };
-            hint = idx + 1;
             if let Some(f) = bucket.fields.get_mut(idx) {
                 f.minmax.update(v);
             }
@@ -1043,6 +1101,7 @@ impl BucketCatalog {
             max_time: bucket.max_time,
             count,
             committed_before,
+            uncompressed_before: bucket.committed_uncompressed,
             segment_no,
             sorted: bucket.sorted,
             size_estimate: bucket.size,
@@ -1074,6 +1133,7 @@ impl BucketCatalog {
             #[expect(clippy::cast_possible_truncation, reason = "rows ≤ bucket_max_count")]
             let rows = prepared.rows as u32;
             bucket.committed_count += rows;
+            bucket.committed_uncompressed += prepared.uncompressed_bytes;
             if prepared.committed_before == 0 && bucket.opened_due_to_metadata {
                 bucket.opened_due_to_metadata = false;
                 ExecutionStats::bump(&s.num_buckets_opened_due_to_metadata);

@@ -10,12 +10,28 @@ use crate::value::{self, type_code};
 /// `bytes` is empty for the "no meta" series (the measurement lacks the meta field, or the
 /// collection has no metaField), otherwise the BSON type byte followed by the normalized value
 /// bytes (SPEC ): two measurements are of one series iff these bytes are equal.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct BucketKey {
     /// Type byte + normalized value bytes; empty for no meta.
     pub bytes: Vec<u8>,
     /// xxh3-64 of `bytes`; picks the catalog stripe and prefixes the meta+time index.
     pub hash: u64,
+}
+
+// Equal keys have equal bytes, hence equal hashes: comparing and hashing the hash first
+// keeps map lookups from reading the (often hundreds of bytes long) normalized value twice.
+impl PartialEq for BucketKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.hash == other.hash && self.bytes == other.bytes
+    }
+}
+
+impl Eq for BucketKey {}
+
+impl std::hash::Hash for BucketKey {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_u64(self.hash);
+    }
 }
 
 impl BucketKey {

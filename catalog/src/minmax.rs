@@ -78,7 +78,8 @@ impl MinMax {
             }
             (MinMax::Scalar { min, .. }, v) => {
                 !matches!(v, Bson::Document(_) | Bson::Array(_))
-                    && canonical_rank(min) == canonical_rank(v)
+                    && (std::mem::discriminant(min) == std::mem::discriminant(v)
+                        || canonical_rank(min) == canonical_rank(v))
             }
             _ => false,
         }
@@ -108,6 +109,25 @@ impl MinMax {
             (MinMax::Scalar { min, max }, v)
                 if !matches!(v, Bson::Document(_) | Bson::Array(_)) =>
             {
+                // Same-type integers and dates, the common case, compare directly.
+                match (&mut *min, &mut *max, v) {
+                    (Bson::Int32(lo), Bson::Int32(hi), Bson::Int32(x)) => {
+                        *lo = (*lo).min(*x);
+                        *hi = (*hi).max(*x);
+                        return;
+                    }
+                    (Bson::Int64(lo), Bson::Int64(hi), Bson::Int64(x)) => {
+                        *lo = (*lo).min(*x);
+                        *hi = (*hi).max(*x);
+                        return;
+                    }
+                    (Bson::DateTime(lo), Bson::DateTime(hi), Bson::DateTime(x)) => {
+                        *lo = (*lo).min(*x);
+                        *hi = (*hi).max(*x);
+                        return;
+                    }
+                    _ => {}
+                }
                 if compare(v, min) == Ordering::Less {
                     *min = v.clone();
                 }

@@ -130,6 +130,7 @@ fn compare_documents(x: &Document, y: &Document) -> Ordering {
 
 /// Size in bytes of the BSON value alone (no type byte, no name), as serialized.
 #[must_use]
+#[inline]
 pub fn value_size(v: &Bson) -> u64 {
     match v {
         Bson::Double(_) | Bson::DateTime(_) | Bson::Timestamp(_) | Bson::Int64(_) => 8,
@@ -173,6 +174,7 @@ pub fn document_size(d: &Document) -> u64 {
 
 /// Size of a whole BSON element: type byte + name + NUL + value (SPEC §6.4 `size(elem)`).
 #[must_use]
+#[inline]
 pub fn element_size(name: &str, v: &Bson) -> u64 {
     1 + name.len() as u64 + 1 + value_size(v)
 }

@@ -172,6 +172,8 @@ pub struct PreparedBatch {
     pub count: u32,
     /// Measurements committed before this batch (0 = insert of a new bucket, R-7.2.3).
     pub committed_before: u32,
+    /// BSON bytes of the measurements committed before this batch.
+    pub uncompressed_before: u64,
     /// Number of the segment this batch is written as.
     pub segment_no: u32,
     /// Whether the bucket is still in time order (v2) after this commit (SPEC §4.2).
@@ -203,6 +205,7 @@ impl PreparedBatch {
             min_time: self.min_time,
             max_time: self.max_time,
             count: self.count,
+            uncompressed_bytes: self.uncompressed_before + self.uncompressed_bytes,
             size_estimate: self.size_estimate,
             sorted: self.sorted,
             next_segment: self.segment_no + 1,

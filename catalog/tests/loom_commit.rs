@@ -347,6 +347,7 @@ impl Store {
             min_time: T0,
             max_time: time_of(last),
             count: u32::try_from(ids.len()).expect("small"),
+            uncompressed_bytes: 0,
             size_estimate: 200,
             sorted: true,
             next_segment: 1,

@@ -2,7 +2,7 @@
 //! and what queries prune with, stored apart from the column data so a commit rewrites only it
 //! and appends a segment (DESIGN "Write path rules").
 
-use bson::{Bson, DateTime, Document, doc};
+use bson::{Bson, Document};
 use tscoll_catalog::{BucketId, PreparedBatch, StoredBucket};
 
 /// A bucket's control record as stored in the `ctl` keyspace (a BSON document).
@@ -27,43 +27,46 @@ impl Control {
         if self.sorted { 2 } else { 3 }
     }
 
+    /// The record the commit of `p` writes, encoded without building a [`Control`] (the same
+    /// bytes as `Control::from_prepared(p, previous_uncompressed).encode()`).
+    pub(crate) fn encode_prepared(p: &PreparedBatch, previous_uncompressed: u64) -> Vec<u8> {
+        encode_record(
+            &Head::of_prepared(p, previous_uncompressed),
+            &p.control_min,
+            &p.control_max,
+        )
+    }
+
     pub(crate) fn from_prepared(p: &PreparedBatch, previous_uncompressed: u64) -> Control {
+        let h = Head::of_prepared(p, previous_uncompressed);
         Control {
-            sorted: p.sorted,
-            min_time: p.min_time,
-            max_time: p.max_time,
-            count: p.count,
-            size_estimate: p.size_estimate,
-            next_segment: p.segment_no + 1,
-            closed: false,
-            meta_hash: p.key.hash,
-            uncompressed_bytes: previous_uncompressed + p.uncompressed_bytes,
+            sorted: h.sorted,
+            min_time: h.min_time,
+            max_time: h.max_time,
+            count: h.count,
+            size_estimate: h.size_estimate,
+            next_segment: h.next_segment,
+            closed: h.closed,
+            meta_hash: h.meta_hash,
+            uncompressed_bytes: h.uncompressed_bytes,
             min: p.control_min.clone(),
             max: p.control_max.clone(),
         }
     }
 
-    #[expect(
-        clippy::cast_possible_wrap,
-        reason = "stored as BSON int64 bit patterns"
-    )]
     pub(crate) fn encode(&self) -> Vec<u8> {
-        let mut d = doc! {
-            "version": self.version(),
-            "minTime": DateTime::from_millis(self.min_time),
-            "maxTime": DateTime::from_millis(self.max_time),
-            "count": i64::from(self.count),
-            "size": self.size_estimate as i64,
-            "segments": i64::from(self.next_segment),
-            "hash": self.meta_hash as i64,
-            "raw": self.uncompressed_bytes as i64,
-            "min": self.min.clone(),
-            "max": self.max.clone(),
+        let h = Head {
+            sorted: self.sorted,
+            min_time: self.min_time,
+            max_time: self.max_time,
+            count: self.count,
+            size_estimate: self.size_estimate,
+            next_segment: self.next_segment,
+            closed: self.closed,
+            meta_hash: self.meta_hash,
+            uncompressed_bytes: self.uncompressed_bytes,
         };
-        if self.closed {
-            d.insert("closed", true);
-        }
-        d.to_vec().unwrap_or_default()
+        encode_record(&h, &self.min, &self.max)
     }
 
     #[expect(clippy::cast_sign_loss, reason = "stored as BSON int64 bit patterns")]
@@ -110,12 +113,147 @@ impl Control {
             min_time: self.min_time,
             max_time: self.max_time,
             count: self.count,
+            uncompressed_bytes: self.uncompressed_bytes,
             size_estimate: self.size_estimate,
             sorted: self.sorted,
             next_segment: self.next_segment,
             closed: self.closed,
             min: self.min.clone(),
             max: self.max.clone(),
+        }
+    }
+}
+
+/// The scalar part of a control record.
+struct Head {
+    sorted: bool,
+    min_time: i64,
+    max_time: i64,
+    count: u32,
+    size_estimate: u64,
+    next_segment: u32,
+    closed: bool,
+    meta_hash: u64,
+    uncompressed_bytes: u64,
+}
+
+impl Head {
+    /// The scalar part of the record the commit of `p` writes: not closed, the next segment
+    /// after `p`'s, the BSON bytes of the earlier commits plus `p`'s.
+    fn of_prepared(p: &PreparedBatch, previous_uncompressed: u64) -> Head {
+        Head {
+            sorted: p.sorted,
+            min_time: p.min_time,
+            max_time: p.max_time,
+            count: p.count,
+            size_estimate: p.size_estimate,
+            next_segment: p.segment_no + 1,
+            closed: false,
+            meta_hash: p.key.hash,
+            uncompressed_bytes: previous_uncompressed + p.uncompressed_bytes,
+        }
+    }
+}
+
+/// Writes the control record as a BSON document, field by field, `min` and `max` serialized in
+/// place (a commit writes one record per bucket, so no copy of them is made). Fields:
+/// `version` (int32), `minTime`, `maxTime` (dates), `count`, `size`, `segments`, `hash`, `raw`
+/// (int64), `min`, `max` (documents), `closed` (bool, only when true); `docs/keys.md`.
+#[expect(
+    clippy::cast_possible_wrap,
+    reason = "stored as BSON int64 bit patterns"
+)]
+fn encode_record(h: &Head, min: &Document, max: &Document) -> Vec<u8> {
+    fn name(out: &mut Vec<u8>, tag: u8, name: &str) {
+        out.push(tag);
+        out.extend_from_slice(name.as_bytes());
+        out.push(0);
+    }
+    fn int64(out: &mut Vec<u8>, key: &str, v: i64) {
+        name(out, 0x12, key);
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    fn date(out: &mut Vec<u8>, key: &str, v: i64) {
+        name(out, 0x09, key);
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    fn document(out: &mut Vec<u8>, key: &str, d: &Document) {
+        name(out, 0x03, key);
+        if d.to_writer(&mut *out).is_err() {
+            // Only unrepresentable documents fail to serialize; keep the record readable.
+            out.extend_from_slice(&[5, 0, 0, 0, 0]);
+        }
+    }
+    let mut out = Vec::with_capacity(160 + 24 * (min.len() + max.len()));
+    out.extend_from_slice(&[0; 4]);
+    name(&mut out, 0x10, "version");
+    out.extend_from_slice(&(if h.sorted { 2_i32 } else { 3 }).to_le_bytes());
+    date(&mut out, "minTime", h.min_time);
+    date(&mut out, "maxTime", h.max_time);
+    int64(&mut out, "count", i64::from(h.count));
+    int64(&mut out, "size", h.size_estimate as i64);
+    int64(&mut out, "segments", i64::from(h.next_segment));
+    int64(&mut out, "hash", h.meta_hash as i64);
+    int64(&mut out, "raw", h.uncompressed_bytes as i64);
+    document(&mut out, "min", min);
+    document(&mut out, "max", max);
+    if h.closed {
+        name(&mut out, 0x08, "closed");
+        out.push(1);
+    }
+    out.push(0);
+    let len = i32::try_from(out.len()).unwrap_or(i32::MAX);
+    out[..4].copy_from_slice(&len.to_le_bytes());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use bson::{Bson, DateTime, doc, oid::ObjectId};
+
+    use super::*;
+
+    /// The record as a BSON document built with the `bson` crate, for comparison.
+    #[expect(clippy::cast_possible_wrap, reason = "as stored")]
+    fn reference(c: &Control) -> Vec<u8> {
+        let mut d = doc! {
+            "version": c.version(),
+            "minTime": DateTime::from_millis(c.min_time),
+            "maxTime": DateTime::from_millis(c.max_time),
+            "count": i64::from(c.count),
+            "size": c.size_estimate as i64,
+            "segments": i64::from(c.next_segment),
+            "hash": c.meta_hash as i64,
+            "raw": c.uncompressed_bytes as i64,
+            "min": c.min.clone(),
+            "max": c.max.clone(),
+        };
+        if c.closed {
+            d.insert("closed", true);
+        }
+        d.to_vec().expect("serializable")
+    }
+
+    #[test]
+    fn encoded_record_is_the_bson_document_and_decodes_back() {
+        for (sorted, closed) in [(true, false), (false, true)] {
+            let c = Control {
+                sorted,
+                min_time: -62_135_596_800_000,
+                max_time: 1_700_000_000_123,
+                count: 1000,
+                size_estimate: u64::MAX,
+                next_segment: 7,
+                closed,
+                meta_hash: 0x8000_0000_0000_0001,
+                uncompressed_bytes: 123_456,
+                min: doc! {"_id": ObjectId::from_bytes([1; 12]), "t": DateTime::from_millis(0),
+                "a": {"b": [1, "x", Bson::Null]}, "s": "é"},
+                max: doc! {"t": DateTime::from_millis(5), "v": 2.5},
+            };
+            let bytes = c.encode();
+            assert_eq!(bytes, reference(&c));
+            assert_eq!(Control::decode(&bytes), Ok(c));
         }
     }
 }

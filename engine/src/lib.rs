@@ -43,6 +43,7 @@ mod index;
 mod keys;
 mod query;
 mod reopen;
+mod series;
 mod stats;
 mod store;
 mod ttl;

@@ -2,7 +2,6 @@
 //! catalog, commit each prepared batch as an appended segment plus its control record and index
 //! entry in one atomic fjall batch (SPEC §7, §9), then merge the segments of closed buckets.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use bson::{Bson, Document, oid::ObjectId};
@@ -18,6 +17,7 @@ use crate::collection::{Collection, CollectionInner};
 use crate::control::Control;
 use crate::error::{Error, ErrorCode, Result};
 use crate::keys::data_key;
+use crate::series::SeriesGroups;
 
 /// How many times the measurements of an aborted batch are placed again before they are
 /// reported as errors (SPEC; MongoDB's reopening retry limit is also 16, SPEC §0).
@@ -101,53 +101,56 @@ struct Validated<'a> {
 impl CollectionInner {
     fn validate<'a>(&self, docs: &'a [Document], ids: &'a [Bson], ordered: bool) -> Validated<'a> {
         let spec = self.spec();
-        let mut out = Validated {
-            keys: Vec::new(),
-            groups: Vec::new(),
-            errors: Vec::new(),
-        };
-        let mut group_of: HashMap<Vec<u8>, usize> = HashMap::new();
-        let mut scratch = Vec::new();
+        let time_field = spec.time_field.as_str();
+        let meta_field = spec.meta_field.as_deref();
+        let mut series = SeriesGroups::new();
+        let mut groups: Vec<Vec<Measurement<'a>>> = Vec::new();
+        let mut errors = Vec::new();
         let mut next_id = 0;
         for (index, doc) in docs.iter().enumerate() {
-            // only the first occurrence of a field counts; Document keeps one.
-            let time = match doc.get(&spec.time_field) {
-                Some(Bson::DateTime(t)) => t.timestamp_millis(),
-                _ => {
-                    out.errors.push(WriteError {
-                        index,
-                        code: ErrorCode::BadValue,
-                        message: format!(
-                            "'{}' must be present and contain a valid BSON UTC datetime value",
-                            spec.time_field
-                        ),
-                    });
-                    if ordered {
-                        break;
-                    }
+            // One pass over the fields.: only the first occurrence of a field counts;
+            // Document keeps one.
+            let mut time = None;
+            let mut meta = None;
+            let mut has_id = false;
+            let mut raw: u64 = 0;
+            for (k, v) in doc {
+                let k = k.as_str();
+                if Some(k) == meta_field {
+                    meta = Some(v);
                     continue;
                 }
+                if k == time_field {
+                    time = Some(v);
+                } else if k == "_id" {
+                    has_id = true;
+                }
+                raw += element_size(k, v);
+            }
+            let Some(Bson::DateTime(time)) = time else {
+                errors.push(WriteError {
+                    index,
+                    code: ErrorCode::BadValue,
+                    message: format!(
+                        "'{time_field}' must be present and contain a valid BSON UTC datetime value"
+                    ),
+                });
+                if ordered {
+                    break;
+                }
+                continue;
             };
-            let generated_id = if doc.contains_key("_id") {
+            let generated_id = if has_id {
                 None
             } else {
                 next_id += 1;
                 ids.get(next_id - 1)
             };
-            scratch.clear();
-            let meta = spec.meta_field.as_ref().and_then(|m| doc.get(m));
-            if let Some(m) = meta {
-                tscoll_catalog::write_normalized(m, &mut scratch);
-            }
+            let g = series.group_of(meta);
             // the bucket holding it (with min and max copies) must fit in 16 MiB.
-            let raw: u64 = doc
-                .iter()
-                .filter(|(k, _)| Some(k.as_str()) != spec.meta_field.as_deref())
-                .map(|(k, v)| element_size(k, v))
-                .sum();
-            let estimate = 3 * raw + scratch.len() as u64;
+            let estimate = 3 * raw + series.keys[g].bytes.len() as u64;
             if estimate > MAX_BSON_OBJECT_SIZE {
-                out.errors.push(WriteError {
+                errors.push(WriteError {
                     index,
                     code: ErrorCode::BsonObjectTooLarge,
                     message: format!(
@@ -159,23 +162,21 @@ impl CollectionInner {
                 }
                 continue;
             }
-            let g = match group_of.get(scratch.as_slice()) {
-                Some(&g) => g,
-                None => {
-                    let g = out.groups.len();
-                    group_of.insert(scratch.clone(), g);
-                    out.keys.push(BucketKey::from_bytes(scratch.clone()));
-                    out.groups.push(Vec::new());
-                    g
-                }
-            };
-            out.groups[g].push(Measurement {
+            if groups.len() <= g {
+                groups.resize_with(g + 1, Vec::new);
+            }
+            groups[g].push(Measurement {
                 index,
-                time,
+                time: time.timestamp_millis(),
                 doc,
                 generated_id,
             });
         }
+        let mut out = Validated {
+            keys: series.keys,
+            groups,
+            errors,
+        };
         for g in &mut out.groups {
             g.sort_by_key(|m| m.time); // stable
         }
@@ -367,18 +368,25 @@ impl CollectionInner {
         let columns: Vec<(&str, &Column)> =
             p.columns.iter().map(|(n, c)| (n.as_str(), c)).collect();
         let blob = encode_bucket(p.rows, &columns)?;
-        let previous = if p.committed_before == 0 {
+        // Only secondary indexes need the control this commit replaces (to drop its entries).
+        let previous = if p.committed_before == 0 || !self.has_secondary_indexes() {
             None
         } else {
             self.control(&p.bucket_id)?
         };
-        let control =
-            Control::from_prepared(p, previous.as_ref().map_or(0, |c| c.uncompressed_bytes));
         wb.insert(&self.data, data_key(&p.bucket_id, p.segment_no), blob);
-        wb.insert(&self.ctl, p.bucket_id, control.encode());
+        wb.insert(
+            &self.ctl,
+            p.bucket_id,
+            Control::encode_prepared(p, p.uncompressed_before),
+        );
         if p.committed_before == 0 {
             self.put_index_entry(wb, &p.key, p.min_time, &p.bucket_id)?;
         }
+        if !self.has_secondary_indexes() {
+            return Ok(());
+        }
+        let control = Control::from_prepared(p, p.uncompressed_before);
         self.index_bucket_change(wb, &p.bucket_id, &p.key, previous.as_ref(), Some(&control))
     }
 

@@ -257,6 +257,16 @@ impl CollectionInner {
         })
     }
 
+    /// Whether the collection has secondary indexes (SPEC §13) to maintain on commits.
+    pub(crate) fn has_secondary_indexes(&self) -> bool {
+        !self
+            .indexes
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .secondary
+            .is_empty()
+    }
+
     /// Adds to `wb` the secondary index changes of one bucket whose control record goes from
     /// `old` to `new` (`None` = absent) in series `key`: the entries of `old` that `new` does
     /// not have are removed, the new or changed ones written. Without secondary indexes this

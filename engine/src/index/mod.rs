@@ -137,6 +137,11 @@ impl SecondaryIndex {
         }
     }
 
+    /// The index keyspace if it was opened already (an unopened one has nothing in memory).
+    pub(crate) fn opened_keyspace(&self) -> Option<fjall::Keyspace> {
+        self.slot.0.get().cloned()
+    }
+
     /// The index keyspace of collection `coll_id`, opened (or created) on first use.
     ///
     /// # Errors

@@ -1,0 +1,254 @@
+//! Grouping one insert call's measurements by series (SPEC ): two measurements are
+//! of one series when their meta values normalize (fields sorted at every depth) to the same
+//! bytes.
+//!
+//! Normalizing costs a sort of the meta value's fields per measurement. Measurements of one
+//! series from one source carry the same meta value with its fields in the same order, so
+//! each raw value seen is remembered with its series: a later measurement whose meta value is
+//! *identical as written* (same fields in the same order, same types, same bits) joins that
+//! series after a hash and a comparison, without normalizing. Any other value is normalized,
+//! so the grouping is exactly that of the normalized bytes.
+
+use std::collections::HashMap;
+
+use bson::{Bson, Document};
+use tscoll_catalog::BucketKey;
+
+/// The series of one insert call, in order of first appearance.
+pub(crate) struct SeriesGroups<'a> {
+    /// The series' keys (normalized meta bytes), by group number.
+    pub(crate) keys: Vec<BucketKey>,
+    /// Normalized bytes → group number.
+    by_key: HashMap<Vec<u8>, usize>,
+    /// Hash of a raw meta value → (that value, its group number): the first value seen with
+    /// that hash.
+    by_raw: HashMap<u64, (&'a Bson, usize), BuildFx>,
+    /// Group of the measurements without a meta value.
+    no_meta: Option<usize>,
+    scratch: Vec<u8>,
+}
+
+impl<'a> SeriesGroups<'a> {
+    pub(crate) fn new() -> Self {
+        SeriesGroups {
+            keys: Vec::new(),
+            by_key: HashMap::new(),
+            by_raw: HashMap::default(),
+            no_meta: None,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// The group number of the series of meta value `meta` (`None`: no meta field).
+    pub(crate) fn group_of(&mut self, meta: Option<&'a Bson>) -> usize {
+        let Some(meta) = meta else {
+            if let Some(g) = self.no_meta {
+                return g;
+            }
+            let g = self.by_normalized(None);
+            self.no_meta = Some(g);
+            return g;
+        };
+        let mut h = Fx::default();
+        hash_value(meta, &mut h);
+        let hash = h.0;
+        if let Some(&(seen, g)) = self.by_raw.get(&hash)
+            && identical(seen, meta)
+        {
+            return g;
+        }
+        let g = self.by_normalized(Some(meta));
+        self.by_raw.entry(hash).or_insert((meta, g));
+        g
+    }
+
+    fn by_normalized(&mut self, meta: Option<&Bson>) -> usize {
+        self.scratch.clear();
+        if let Some(m) = meta {
+            tscoll_catalog::write_normalized(m, &mut self.scratch);
+        }
+        if let Some(&g) = self.by_key.get(self.scratch.as_slice()) {
+            return g;
+        }
+        let g = self.keys.len();
+        self.by_key.insert(self.scratch.clone(), g);
+        self.keys.push(BucketKey::from_bytes(self.scratch.clone()));
+        g
+    }
+}
+
+/// Whether two values are identical as written: same fields in the same order at every
+/// depth, same types, doubles equal bit for bit. Identical values normalize to the same bytes;
+/// `false` only sends the value through normalization.
+fn identical(a: &Bson, b: &Bson) -> bool {
+    match (a, b) {
+        (Bson::String(x), Bson::String(y)) => x == y,
+        (Bson::Document(x), Bson::Document(y)) => identical_documents(x, y),
+        (Bson::Array(x), Bson::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| identical(p, q))
+        }
+        (Bson::Double(x), Bson::Double(y)) => x.to_bits() == y.to_bits(),
+        (Bson::Document(_) | Bson::Array(_) | Bson::Double(_), _) => false,
+        _ => a == b,
+    }
+}
+
+fn identical_documents(x: &Document, y: &Document) -> bool {
+    x.len() == y.len()
+        && x.iter()
+            .zip(y)
+            .all(|((kx, vx), (ky, vy))| kx == ky && identical(vx, vy))
+}
+
+/// Feeds a value's fields and scalars, in order, to the hasher. Types without a cheap byte
+/// form feed only their type: equal hashes are always confirmed by [`identical`].
+fn hash_value(v: &Bson, h: &mut Fx) {
+    if let Bson::String(s) = v {
+        h.bytes(s.as_bytes());
+        return;
+    }
+    h.word(v.element_type() as u64);
+    match v {
+        Bson::Document(d) => {
+            for (k, sub) in d {
+                h.bytes(k.as_bytes());
+                hash_value(sub, h);
+            }
+        }
+        Bson::Array(a) => a.iter().for_each(|sub| hash_value(sub, h)),
+        Bson::String(s) | Bson::Symbol(s) => h.bytes(s.as_bytes()),
+        Bson::Double(d) => h.word(d.to_bits()),
+        #[expect(clippy::cast_sign_loss, reason = "hashing the bits")]
+        Bson::Int32(i) => h.word(*i as u64),
+        #[expect(clippy::cast_sign_loss, reason = "hashing the bits")]
+        Bson::Int64(i) => h.word(*i as u64),
+        #[expect(clippy::cast_sign_loss, reason = "hashing the bits")]
+        Bson::DateTime(t) => h.word(t.timestamp_millis() as u64),
+        Bson::Boolean(b) => h.word(u64::from(*b)),
+        Bson::ObjectId(o) => h.bytes(&o.bytes()),
+        _ => {}
+    }
+}
+
+/// A small multiplicative hasher (the "Fx" scheme): a rotate, a xor and a multiply per 8 bytes.
+/// Not collision-resistant; it only picks a candidate that [`identical`] then confirms.
+#[derive(Default)]
+struct Fx(u64);
+
+impl Fx {
+    const K: u64 = 0x517c_c1b7_2722_0a95;
+
+    fn word(&mut self, w: u64) {
+        self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(Self::K);
+    }
+
+    fn bytes(&mut self, b: &[u8]) {
+        let mut chunks = b.chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            self.word(u64::from_le_bytes(w));
+        }
+        let rest = chunks.remainder();
+        let mut w = [0u8; 8];
+        w[..rest.len()].copy_from_slice(rest);
+        self.word(u64::from_le_bytes(w) ^ ((b.len() as u64) << 56));
+    }
+}
+
+/// Keys of `by_raw` are already hashes: the map uses them as they are.
+#[derive(Clone, Copy, Default)]
+struct BuildFx;
+
+impl std::hash::BuildHasher for BuildFx {
+    type Hasher = PassThrough;
+    fn build_hasher(&self) -> PassThrough {
+        PassThrough(0)
+    }
+}
+
+/// Hasher of `u64` keys that are hashes already.
+struct PassThrough(u64);
+
+impl std::hash::Hasher for PassThrough {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 << 8) | u64::from(*b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bson::doc;
+
+    use super::*;
+
+    fn group_all(values: &[Option<Bson>]) -> (Vec<usize>, usize) {
+        let mut groups = SeriesGroups::new();
+        let g = values.iter().map(|v| groups.group_of(v.as_ref())).collect();
+        (g, groups.keys.len())
+    }
+
+    #[test]
+    fn same_series_whatever_the_field_order_and_distinct_types_apart() {
+        let values = vec![
+            Some(Bson::Document(doc! {"a": 1, "b": "x"})),
+            Some(Bson::Document(doc! {"b": "x", "a": 1})),
+            Some(Bson::Document(doc! {"a": 1_i64, "b": "x"})),
+            Some(Bson::Document(doc! {"a": 1, "b": "x"})),
+            None,
+            Some(Bson::Double(0.0)),
+            Some(Bson::Double(-0.0)),
+            None,
+            Some(Bson::Document(doc! {"a": 1, "b": {"d": 2, "c": [1, 2.5]}})),
+            Some(Bson::Document(doc! {"b": {"c": [1, 2.5], "d": 2}, "a": 1})),
+        ];
+        let (groups, series) = group_all(&values);
+        // Reordered fields are one series; int32 1 and int64 1 are two;
+        // 0.0 and -0.0 have different bytes, so they are two series as well.
+        assert_eq!(groups, vec![0, 0, 1, 0, 2, 3, 4, 2, 5, 5]);
+        assert_eq!(series, 6);
+    }
+
+    fn regex(pattern: &str) -> Option<Bson> {
+        Some(Bson::RegularExpression(bson::Regex {
+            pattern: pattern.to_owned().try_into().expect("no NUL"),
+            options: String::new().try_into().expect("no NUL"),
+        }))
+    }
+
+    #[test]
+    fn grouping_equals_grouping_by_normalized_bytes() {
+        // Values with equal hashes up to the type only (regexes, binaries) and NaNs still
+        // group exactly as their normalized bytes do.
+        let values: Vec<Option<Bson>> = vec![
+            regex("a"),
+            regex("b"),
+            Some(Bson::Double(f64::NAN)),
+            Some(Bson::Double(f64::NAN)),
+            regex("a"),
+            Some(Bson::String("ab".into())),
+            Some(Bson::String("ab\0".into())),
+        ];
+        let (groups, _) = group_all(&values);
+        let mut expected = Vec::new();
+        let mut seen: Vec<Vec<u8>> = Vec::new();
+        for v in &values {
+            let mut bytes = Vec::new();
+            tscoll_catalog::write_normalized(v.as_ref().unwrap_or(&Bson::Null), &mut bytes);
+            let g = seen.iter().position(|s| *s == bytes).unwrap_or_else(|| {
+                seen.push(bytes);
+                seen.len() - 1
+            });
+            expected.push(g);
+        }
+        assert_eq!(groups, expected);
+    }
+}
