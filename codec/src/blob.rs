@@ -177,7 +177,7 @@ fn decode_raw(raw: &[u8], rows: usize, version: u8) -> Result<Column> {
 }
 
 fn decode_raw_with(raw: &[u8], rows: usize, version: u8, scratch: &mut Vec<i64>) -> Result<Column> {
-    let mut r = Reader::new(raw);
+    let mut r = Reader::with_version(raw, version);
     let mut type_codes = Vec::new();
     let [_, n_int, n_float, n_bytes] = types::decode(&mut r, rows, &mut type_codes, scratch)?;
     let mut int_lane = Vec::new();

@@ -23,6 +23,20 @@ pub(crate) fn encode(v: &mut [i64], order: u8) {
 
 /// Undoes [`encode`] in place.
 pub(crate) fn decode(v: &mut [i64], order: u8) {
+    if order == 2 {
+        // Both passes in one: the running delta, then the running value.
+        if let [first, second, rest @ ..] = v {
+            let mut delta = *second;
+            let mut value = first.wrapping_add(delta);
+            *second = value;
+            for x in rest {
+                delta = delta.wrapping_add(*x);
+                value = value.wrapping_add(delta);
+                *x = value;
+            }
+        }
+        return;
+    }
     for j in (0..usize::from(order)).rev() {
         let Some(rest) = v.get_mut(j..) else { continue };
         let Some((first, tail)) = rest.split_first_mut() else {

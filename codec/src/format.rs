@@ -95,13 +95,17 @@ tag_enum! {
 }
 
 tag_enum! {
-    /// Encoding of an int section. Codes 2..=255 are reserved.
+    /// Encoding of an int section. Codes 3..=255 are reserved.
     IntEncoding, "int encoding" {
         /// Every value is equal: one zigzag varint.
         Const = 0,
         /// Delta of order 0, 1 or 2, then frame of reference, common divisor and bit-packing
         /// in blocks of [`BLOCK_LEN`] values.
         Packed = 1,
+        /// Delta of order 0, 1 or 2, then the residuals entropy-coded: tokens of a hybrid
+        /// integer code through static-frequency rANS, plus raw low bits (format version 3
+        /// and later).
+        Coded = 2,
     }
 }
 

@@ -1,14 +1,17 @@
 //! Int sections: the machinery behind the int lane and every integer stream of the other
 //! encodings (float digits, type indices, lengths, dictionary codes, ObjectId parts).
 //!
-//! A section of `n` values (the count is known from the context, never stored) is either
-//! [`IntEncoding::Const`] or [`IntEncoding::Packed`]: delta of order 0, 1 or 2 (chosen by exact
+//! A section of `n` values (the count is known from the context, never stored) is
+//! [`IntEncoding::Const`], [`IntEncoding::Packed`]: delta of order 0, 1 or 2 (chosen by exact
 //! size), then the residuals minus their minimum (frame of reference), divided by their common
 //! divisor, and bit-packed in blocks of [`BLOCK_LEN`] values, each block with its own width and
-//! minimum (a divisor of 0 means every residual equals the minimum: no blocks). A section of 0
-//! values is empty (no bytes).
+//! minimum (a divisor of 0 means every residual equals the minimum: no blocks), or
+//! [`IntEncoding::Coded`]: the same residuals entropy-coded ([`crate::coded`]) when they come
+//! from a small skewed alphabet and that pays for its slower decoding. A section of 0 values is
+//! empty (no bytes).
 
 use crate::bits;
+use crate::coded;
 use crate::delta;
 use crate::format::{BLOCK_LEN, IntEncoding};
 use crate::reader::Reader;
@@ -201,17 +204,15 @@ fn heads_cost(v: &[i64], order: u8) -> usize {
 /// Leaves `scratch` holding the residual sequence of the chosen order.
 fn choose(values: &[i64], scratch: &mut Vec<i64>) -> IntLayout {
     scratch.clear();
+    let constant = IntLayout {
+        encoding: IntEncoding::Const,
+        order: 0,
+    };
     let Some(&first) = values.first() else {
-        return IntLayout {
-            encoding: IntEncoding::Const,
-            order: 0,
-        };
+        return constant;
     };
     if values.iter().all(|&v| v == first) {
-        return IntLayout {
-            encoding: IntEncoding::Const,
-            order: 0,
-        };
+        return constant;
     }
     scratch.extend_from_slice(values);
     let mut best = (usize::MAX, 0u8);
@@ -249,13 +250,57 @@ fn choose(values: &[i64], scratch: &mut Vec<i64>) -> IntLayout {
     }
 }
 
+/// Residuals below which a section is never entropy-coded (its table would not pay).
+const CODED_MIN_VALUES: usize = 16;
+
+/// The Coded section of `seq` (the sequence after the delta transform of `order`), if it is
+/// worth it (see [`coded::encode_if_smaller`]): returns the estimated size of the section
+/// after its heads, and appends it to `out` if given. An entropy-coded section codes small
+/// values (below 2^7 once mapped: deltas within ±64 common divisors, or values within 128 of
+/// their minimum) with rare escapes (at most 1/16 of them), so sections with more large
+/// values than that are not tried.
+fn write_coded(seq: &[i64], order: u8, out: Option<&mut Vec<u8>>) -> Option<usize> {
+    let k = usize::from(order).min(seq.len());
+    let res = seq.get(k..).unwrap_or_default();
+    if res.len() < CODED_MIN_VALUES {
+        return None;
+    }
+    let frame = frame_of(res);
+    let g = frame.gcd.max(1);
+    let large = if order == 0 {
+        let limit = g.saturating_mul(coded::DIRECT_VALUES);
+        res.iter()
+            .filter(|&&r| r.wrapping_sub(frame.base) as u64 >= limit)
+            .count()
+    } else {
+        let limit = g.saturating_mul(coded::DIRECT_VALUES / 2);
+        res.iter().filter(|&&r| r.unsigned_abs() >= limit).count()
+    };
+    if large > res.len() / coded::ESCAPE_SHARE {
+        return None;
+    }
+    // The packed section after its heads: the order byte and the residuals.
+    let packed = 1 + residual_cost(res, frame);
+    coded::encode_if_smaller(seq, order, frame.base, frame.gcd, packed, out)
+}
+
 /// Bytes [`encode`] would write for `values`, and its choice. `scratch` is reused memory.
 pub(crate) fn estimate(values: &[i64], scratch: &mut Vec<i64>) -> (usize, IntLayout) {
     let layout = choose(values, scratch);
+    if layout.encoding == IntEncoding::Packed
+        && let Some(est) = write_coded(scratch, layout.order, None)
+    {
+        // An estimate within a few bytes: the exact size is known only once coded.
+        let layout = IntLayout {
+            encoding: IntEncoding::Coded,
+            order: layout.order,
+        };
+        return (1 + heads_cost(scratch, layout.order) + est, layout);
+    }
     let cost = match (layout.encoding, values.first()) {
         (_, None) => 0,
         (IntEncoding::Const, Some(&first)) => 1 + varint::len_signed(first),
-        (IntEncoding::Packed, Some(_)) => {
+        (_, Some(_)) => {
             let k = usize::from(layout.order).min(scratch.len());
             let res = scratch.get(k..).unwrap_or_default();
             2 + heads_cost(scratch, layout.order) + residual_cost(res, frame_of(res))
@@ -267,6 +312,14 @@ pub(crate) fn estimate(values: &[i64], scratch: &mut Vec<i64>) -> (usize, IntLay
 /// Appends the int section of `values`, choosing the smallest encoding.
 pub(crate) fn encode(values: &[i64], out: &mut Vec<u8>, scratch: &mut Vec<i64>) -> IntLayout {
     let layout = choose(values, scratch);
+    if layout.encoding == IntEncoding::Packed
+        && write_coded(scratch, layout.order, Some(out)).is_some()
+    {
+        return IntLayout {
+            encoding: IntEncoding::Coded,
+            order: layout.order,
+        };
+    }
     write_residuals(values, layout, out, scratch);
     layout
 }
@@ -279,9 +332,15 @@ pub(crate) fn encode_as(
     scratch: &mut Vec<i64>,
 ) {
     scratch.clear();
-    if layout.encoding == IntEncoding::Packed {
+    if layout.encoding != IntEncoding::Const {
         scratch.extend_from_slice(values);
         delta::encode(scratch, layout.order);
+    }
+    // The same decision as in `estimate`, so it writes the same bytes.
+    if layout.encoding == IntEncoding::Coded
+        && write_coded(scratch, layout.order, Some(out)).is_some()
+    {
+        return;
     }
     write_residuals(values, layout, out, scratch);
 }
@@ -295,7 +354,7 @@ fn write_residuals(values: &[i64], layout: IntLayout, out: &mut Vec<u8>, scratch
             out.push(IntEncoding::Const.to_code());
             varint::put_signed(out, first);
         }
-        IntEncoding::Packed => {
+        IntEncoding::Packed | IntEncoding::Coded => {
             out.push(IntEncoding::Packed.to_code());
             out.push(layout.order);
             let k = usize::from(layout.order).min(scratch.len());
@@ -391,6 +450,24 @@ pub(crate) fn decode(r: &mut Reader<'_>, n: usize, out: &mut Vec<i64>) -> Result
             }
             delta::decode(out.get_mut(start..).unwrap_or_default(), order);
         }
+        IntEncoding::Coded => {
+            if r.version() < 3 {
+                return Err(Error::Corruption(format!(
+                    "int encoding Coded in a version {} blob",
+                    r.version()
+                )));
+            }
+            let (order, flags) = coded::read_header(r)?;
+            let k = usize::from(order).min(n);
+            for _ in 0..k {
+                out.push(r.varint_signed()?);
+            }
+            out.resize(start + n, 0);
+            if n > k {
+                let (heads, res) = out.get_mut(start..).unwrap_or_default().split_at_mut(k);
+                coded::decode_residuals(r, flags, order, heads, res)?;
+            }
+        }
     }
     Ok(())
 }
@@ -405,7 +482,15 @@ mod tests {
         let (est, layout) = estimate(values, &mut scratch);
         let layout2 = encode(values, &mut out, &mut scratch);
         assert_eq!(layout, layout2);
-        assert_eq!(est, out.len(), "estimate is exact");
+        if layout.encoding == IntEncoding::Coded {
+            assert!(
+                est.abs_diff(out.len()) <= 4 + out.len() / 64,
+                "{est} vs {}",
+                out.len()
+            );
+        } else {
+            assert_eq!(est, out.len(), "estimate is exact");
+        }
         let mut r = Reader::new(&out);
         let mut back = Vec::new();
         decode(&mut r, values.len(), &mut back).unwrap();
@@ -481,6 +566,42 @@ mod tests {
         ];
         for res in cases {
             assert_eq!(frame_of(&res).gcd, naive(&res), "{res:?}");
+        }
+    }
+
+    /// TSBS cpu-only fields: a walk moved by N(0,1) steps, clamped to [0, 100], truncated.
+    fn tsbs_walk(n: usize, seed: u64) -> Vec<i64> {
+        let mut x = seed;
+        let mut next = || {
+            x = x
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            ((x >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+        };
+        let mut v = 100.0 * next();
+        (0..n)
+            .map(|_| {
+                let (a, b) = (next(), next());
+                let step = (-2.0 * a.ln()).sqrt() * (std::f64::consts::TAU * b).cos();
+                v = (v + step).clamp(0.0, 100.0);
+                v as i64
+            })
+            .collect()
+    }
+
+    #[test]
+    fn random_walk_deltas_are_entropy_coded() {
+        for n in [360, 1000] {
+            let mut total = 0;
+            for seed in 0..20 {
+                let v = tsbs_walk(n, seed);
+                let (len, layout) = round_trip(&v);
+                assert_eq!(layout.encoding, IntEncoding::Coded);
+                total += len;
+            }
+            let bits = (total * 8) as f64 / (20 * n) as f64;
+            eprintln!("{n}: {bits:.3} bits/value");
+            assert!(bits < 2.6, "{n}: {bits} bits/value");
         }
     }
 

@@ -6,9 +6,9 @@
 //! I/O. The byte layout (little-endian) is specified in `docs/format.md`.
 //!
 //! Each column is encoded lane by lane (type stream, ints, floats, bytes), each lane with the
-//! smallest of several encodings (delta / delta-of-delta + frame of reference + bit-packing,
-//! decimal floats, dictionaries, ObjectId splitting), and the body goes through zstd when that
-//! makes it smaller.
+//! smallest of several encodings (delta / delta-of-delta + frame of reference + bit-packing or
+//! rANS entropy coding, decimal floats, dictionaries, ObjectId splitting), and the body goes
+//! through zstd when that makes it smaller.
 //!
 //! ```
 //! use tscoll_codec::{Column, decode_bucket, encode_bucket, tag};
@@ -33,6 +33,7 @@
 mod bits;
 mod blob;
 mod bytes;
+mod coded;
 mod column;
 mod delta;
 mod dict_model;
@@ -41,6 +42,7 @@ mod float;
 mod format;
 mod ints;
 mod range_coder;
+mod rans;
 mod reader;
 mod types;
 mod varint;
@@ -58,7 +60,7 @@ pub use format::{
 pub use ints::IntLayout;
 
 /// Newest blob format version this build writes (and every version up to it, it reads).
-pub const FORMAT_VERSION: u8 = 2;
+pub const FORMAT_VERSION: u8 = 3;
 
 /// A decoded blob: its row count and its (possibly projected) columns in stored order.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -7,12 +7,29 @@ use crate::{Error, Result};
 #[derive(Clone, Debug)]
 pub(crate) struct Reader<'a> {
     buf: &'a [u8],
+    version: u8,
 }
 
 impl<'a> Reader<'a> {
-    /// A reader at the start of `buf`.
+    /// A reader at the start of `buf`, of data in this build's format version.
     pub(crate) fn new(buf: &'a [u8]) -> Self {
-        Reader { buf }
+        Self::with_version(buf, crate::FORMAT_VERSION)
+    }
+
+    /// A reader at the start of `buf`, of data written in format `version` (encodings newer
+    /// than it are corrupt).
+    pub(crate) fn with_version(buf: &'a [u8], version: u8) -> Self {
+        Reader { buf, version }
+    }
+
+    /// Format version of the data.
+    pub(crate) fn version(&self) -> u8 {
+        self.version
+    }
+
+    /// The unread bytes, without consuming them.
+    pub(crate) fn peek_rest(&self) -> &'a [u8] {
+        self.buf
     }
 
     /// Bytes not yet read.

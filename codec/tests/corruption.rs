@@ -49,6 +49,7 @@ fn damaged_blobs_with_a_valid_checksum_never_panic() {
         "object_ids",
         "floats_special",
         "text",
+        "tsbs_cpu",
     ] {
         let blob = common::encode(&common::case(name));
         for (i, f) in mutations(blob.len() - 4) {
@@ -73,6 +74,7 @@ fn damaged_column_bodies_never_panic() {
         "floats_special",
         "object_ids",
         "text",
+        "tsbs_cpu",
     ] {
         let bucket = common::case(name);
         for (_, col) in &bucket.columns {

@@ -6,7 +6,7 @@ use tscoll_codec::{Error, decode_bucket, decode_column, encode_column, read_head
 
 #[test]
 fn every_prefix_of_a_blob_is_an_error() {
-    for name in ["weather", "all_types", "object_ids", "text"] {
+    for name in ["weather", "all_types", "object_ids", "text", "tsbs_cpu"] {
         let blob = common::encode(&common::case(name));
         for len in 0..blob.len() {
             let err = decode_bucket(&blob[..len]).expect_err("a prefix must not decode");
@@ -29,6 +29,7 @@ fn every_prefix_of_a_column_body_is_an_error() {
         "floats_special",
         "int_extremes",
         "text",
+        "tsbs_cpu",
     ] {
         let bucket = common::case(name);
         for (col_name, col) in &bucket.columns {

@@ -42,6 +42,8 @@ pub struct Corpus {
     pub chunks: Vec<Chunk>,
     /// Documents that were skipped (no time field of type date).
     pub skipped: u64,
+    /// Rows of a full chunk; 0 means [`CHUNK_ROWS`].
+    pub chunk_rows: usize,
 }
 
 /// Collects the documents of one data set into chunks.
@@ -56,6 +58,24 @@ pub struct CorpusBuilder<'a> {
 }
 
 impl Corpus {
+    /// An empty corpus cutting series into chunks of `chunk_rows` rows (e.g. 360 for buckets
+    /// of one hour of 10-second measurements).
+    #[must_use]
+    pub fn with_chunk_rows(chunk_rows: usize) -> Corpus {
+        Corpus {
+            chunk_rows,
+            ..Corpus::default()
+        }
+    }
+
+    fn full_chunk(&self) -> usize {
+        if self.chunk_rows == 0 {
+            CHUNK_ROWS
+        } else {
+            self.chunk_rows
+        }
+    }
+
     /// A builder adding the documents of data set `source` (time and meta field names as in
     /// the collection options, SPEC §1).
     pub fn builder(
@@ -131,7 +151,7 @@ impl CorpusBuilder<'_> {
                 c.push_missing();
             }
         }
-        if series.rows == CHUNK_ROWS {
+        if series.rows == self.corpus.full_chunk() {
             flush(self.corpus, &self.source, series);
         }
     }

@@ -60,6 +60,7 @@ pub const CASES: &[&str] = &[
     "int_extremes",
     "floats_special",
     "text",
+    "tsbs_cpu",
 ];
 
 /// The bucket of a golden case.
@@ -218,6 +219,49 @@ pub fn case(name: &str) -> Bucket {
                 );
             }
             columns.push(("code".into(), code));
+        }
+        "tsbs_cpu" => {
+            // One host-hour of the TSBS cpu-only workload: 10-second timestamps, then fields
+            // that walk in [0, 100] (kept in 1/16 units, moved by a sum of four uniform steps,
+            // truncated); plus a mostly-idle counter with rare bursts and a walk on multiples
+            // of 5, so every kind of entropy-coded int section appears. Integer arithmetic
+            // only: the case is the same on every platform.
+            rows = 360;
+            let mut rng = Rng(2016);
+            let mut time = Column::new();
+            for i in 0..rows as i64 {
+                time.push_int(tag::DATETIME, 1_451_606_400_000 + 10_000 * i);
+            }
+            columns.push(("time".into(), time));
+            for f in 0..10 {
+                let mut w = rng.below(1601) as i64;
+                let mut c = Column::new();
+                for _ in 0..rows {
+                    let step: i64 = (0..4).map(|_| rng.below(29) as i64 - 14).sum();
+                    w = (w + step).clamp(0, 1600);
+                    c.push_int(tag::INT32, w / 16);
+                }
+                columns.push((format!("usage_{f}"), c));
+            }
+            let mut bursts = Column::new();
+            let mut cents = Column::new();
+            let mut price = 10_000i64;
+            for _ in 0..rows {
+                let r = rng.below(1000);
+                bursts.push_int(
+                    tag::INT64,
+                    match r {
+                        0..700 => 0,
+                        700..950 => 1,
+                        950..995 => 2 + (r % 3) as i64,
+                        _ => 1_000_000 + rng.next() as i64 % 1000,
+                    },
+                );
+                price += 5 * [0, 0, 0, 1, -1, 2, -2, 1][rng.below(8) as usize];
+                cents.push_int(tag::INT64, price);
+            }
+            columns.push(("bursts".into(), bursts));
+            columns.push(("cents".into(), cents));
         }
         other => panic!("unknown golden case {other}"),
     }

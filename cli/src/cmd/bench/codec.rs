@@ -40,6 +40,15 @@ pub(crate) struct Args {
     /// Least time spent timing encode (and decode) of each kind, in ms.
     #[arg(long, default_value_t = 300, value_name = "MS")]
     pub(crate) min_time_ms: u64,
+    /// Rows per chunk (a full bucket); 360 matches the hour buckets of 10-second data such as
+    /// `tscoll bench gen` writes (read it with `--time-field time --meta-field tags`).
+    #[arg(
+        long,
+        default_value_t = tscoll_benches::codec::CHUNK_ROWS,
+        value_name = "ROWS",
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1_000_000)
+    )]
+    pub(crate) chunk_rows: usize,
 }
 
 fn input_files(args: &Args) -> CmdResult<Vec<PathBuf>> {
@@ -67,7 +76,7 @@ fn input_files(args: &Args) -> CmdResult<Vec<PathBuf>> {
 /// # Errors
 /// A file cannot be read or holds a malformed line (named with its line number).
 pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
-    let mut corpus = Corpus::default();
+    let mut corpus = Corpus::with_chunk_rows(args.chunk_rows);
     for path in input_files(args)? {
         let display = path.display().to_string();
         let input = open_input(&display)?;
