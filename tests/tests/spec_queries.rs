@@ -1024,6 +1024,177 @@ fn aggregate_columns_hold_the_same_groups() {
     );
 }
 
+/// Many buckets (70 series × 120 hours, two measurements an hour at :10 and :40): enough
+/// candidates for an aggregate to be read in parts (on several threads where the machine has
+/// them), also when it reads control records, and an index large enough for the scan of
+/// every series to be cut into pieces.
+/// `v` is an int32, an int64 or a double, `w` an int32 or missing.
+fn many_buckets() -> Vec<Document> {
+    let mut docs = Vec::new();
+    for h in 0..120i64 {
+        for s in 0..70i64 {
+            for (i, minute) in [10i64, 40].into_iter().enumerate() {
+                let k = (h * 70 + s) * 2 + i as i64;
+                let mut d = doc! { "t": at(h * HOUR + minute * MIN), "m": format!("s{s:02}") };
+                match k % 7 {
+                    0 => d.insert("v", Bson::Double(k as f64 / 4.0)),
+                    1 => d.insert("v", Bson::Int64(k % 1000 - 500)),
+                    _ => d.insert("v", Bson::Int32((k % 997) as i32 - 400)),
+                };
+                if k % 5 != 0 {
+                    d.insert("w", Bson::Int32((k % 89) as i32));
+                }
+                docs.push(d);
+            }
+        }
+    }
+    docs
+}
+
+#[test]
+fn aggregates_read_in_parts_equal_naive_computations() {
+    let (_d, _db, coll) = setup(&meta_opts());
+    let docs = many_buckets();
+    insert_all(&coll, &docs);
+    let all = vec![
+        ("n".into(), Accumulator::Count),
+        ("lo".into(), Accumulator::Min("v".into())),
+        ("hi".into(), Accumulator::Max("v".into())),
+        ("whi".into(), Accumulator::Max("w".into())),
+        ("sum".into(), Accumulator::Sum("v".into())),
+        ("avg".into(), Accumulator::Avg("w".into())),
+        ("first".into(), Accumulator::First("w".into())),
+        ("last".into(), Accumulator::Last("v".into())),
+        ("tmax".into(), Accumulator::Max("t".into())),
+    ];
+    // Hourly minima and maxima: every bucket lies in one hour and comes from control.
+    let hourly = AggregateSpec {
+        window_ms: HOUR,
+        by_series: true,
+        outputs: vec![
+            ("n".into(), Accumulator::Count),
+            ("lo".into(), Accumulator::Min("w".into())),
+            ("hi".into(), Accumulator::Max("w".into())),
+            ("tmax".into(), Accumulator::Max("t".into())),
+        ],
+    };
+    let (found, stats) = coll
+        .aggregate_with_stats(&doc! {}, &hourly)
+        .expect("aggregate");
+    assert_same_groups(
+        &found,
+        &reference_aggregate(&docs, &doc! {}, &hourly),
+        "hourly",
+    );
+    assert_eq!(found.len(), 70 * 120);
+    assert_eq!(
+        (stats.buckets_from_control, stats.buckets_unpacked),
+        (70 * 120, 0),
+        "{stats:?}"
+    );
+    // Means alone need every row: no control record is read.
+    let means = AggregateSpec {
+        window_ms: HOUR,
+        by_series: true,
+        outputs: vec![("avg".into(), Accumulator::Avg("v".into()))],
+    };
+    let (found, stats) = coll
+        .aggregate_with_stats(&doc! {}, &means)
+        .expect("aggregate");
+    assert_same_groups(
+        &found,
+        &reference_aggregate(&docs, &doc! {}, &means),
+        "means",
+    );
+    assert_eq!(
+        (
+            stats.buckets_read,
+            stats.buckets_unpacked,
+            stats.rows_examined
+        ),
+        (0, 70 * 120, docs.len() as u64),
+        "{stats:?}"
+    );
+    // Windows that cut buckets, all accumulators, with and without series, whole and
+    // partial buckets.
+    for (window_ms, by_series) in [(40 * MIN, true), (40 * MIN, false), (5 * HOUR, false)] {
+        let spec = AggregateSpec {
+            window_ms,
+            by_series,
+            outputs: all.clone(),
+        };
+        for filter in [
+            doc! {},
+            doc! { "t": { "$gte": at(3 * HOUR + 20 * MIN), "$lt": at(100 * HOUR) } },
+            doc! { "v": { "$gt": 100 }, "m": { "$in": ["s03", "s40", "s69"] } },
+            doc! { "w": { "$lte": 40 } },
+        ] {
+            let ctx = format!("{filter} {window_ms} {by_series}");
+            let found = coll.aggregate(&filter, &spec).expect("aggregate");
+            assert_same_groups(&found, &reference_aggregate(&docs, &filter, &spec), &ctx);
+            // The parts are merged in id order: the same answer, bit for bit, every time.
+            assert_eq!(
+                coll.aggregate(&filter, &spec).expect("again"),
+                found,
+                "{ctx}"
+            );
+        }
+    }
+}
+
+#[test]
+fn meta_sub_field_filters_give_the_same_answers_on_many_series() {
+    let (_d, _db, coll) = setup(&meta_opts());
+    // 70 series, one measurement an hour for 60 hours: 4 200 buckets. Most meta values are
+    // documents of strings; a few have a number, an array, or are not documents at all
+    // (fields in name order, as stored, R-3.1).
+    let mut docs = Vec::new();
+    for h in 0..60i64 {
+        for s in 0..70i64 {
+            let m = match s {
+                0 => Bson::String("h1".into()),
+                1 => Bson::Document(doc! { "host": "h1", "tags": ["x", "y"] }),
+                2 => Bson::Document(doc! { "dc": "d0", "host": ["h2", "h9"] }),
+                3 => Bson::Document(doc! { "dc": "d1" }),
+                _ => Bson::Document(doc! {
+                    "dc": format!("d{}", s % 3),
+                    "host": format!("h{s}"),
+                    "n": s % 4,
+                }),
+            };
+            docs.push(doc! { "t": at(h * HOUR + s * MIN / 2), "m": m, "v": h * 100 + s });
+        }
+    }
+    insert_all(&coll, &docs);
+    for filter in [
+        doc! { "m.host": "h1" },
+        doc! { "m.host": "h9" },
+        doc! { "m.host": "h42", "t": { "$gte": at(12 * HOUR), "$lt": at(18 * HOUR) } },
+        doc! { "m.host": { "$in": ["h5", "h64", "h2"] } },
+        doc! { "m.host": { "$gt": "h60" } },
+        doc! { "m.dc": "d1", "m.host": { "$lte": "h20" } },
+        doc! { "m.n": 3 },
+        doc! { "m.tags": "y" },
+        doc! { "m.host": Bson::Null },
+        doc! { "m.missing": "x" },
+    ] {
+        let (found, stats) = sorted_find(&coll, filter.clone());
+        let expected = reference_find(&docs, &filter);
+        assert_same_rows(&found, &expected, &filter.to_string());
+        assert_eq!(
+            coll.count(&filter).expect("count"),
+            expected.len() as u64,
+            "{filter}"
+        );
+        // Each series is looked at once or twice in the index (its first entry, then the
+        // time range), whatever the number of its buckets.
+        assert!(
+            stats.index_entries_scanned <= 3 * 70 + expected.len() as u64,
+            "{filter} {stats:?}"
+        );
+    }
+}
+
 // ---- indexes (SPEC §13) ------------------------------------------------------------------------------
 
 #[test]

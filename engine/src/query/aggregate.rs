@@ -5,9 +5,14 @@
 //! answered from its control record when every accumulator allows it (`control.count` for
 //! counts, `control.min`/`control.max` for minimums and maximums, which are exact over the
 //! bucket's values, R-4.3.2); the others are unpacked, decoding only the columns needed.
+//!
+//! Many candidates are read in parts of consecutive bucket ids, on the machine's cores
+//! (`parallel.rs`), each into groups of its own, merged in part order. Integer sums are kept
+//! exactly, so the merge gives the sums of reading the buckets one after the other.
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::mem::discriminant;
 
 use bson::{Bson, DateTime, Document};
@@ -17,9 +22,10 @@ use tscoll_codec::{ValueRef, tag};
 use tscoll_catalog::BucketId;
 
 use super::QueryStats;
-use super::bulk::dense;
+use super::bulk::{dense, id_order};
 use super::control_view::ControlView;
-use super::plan::{Plan, Verdict};
+use super::parallel::{self, run_parts};
+use super::plan::{Candidate, Plan, Verdict};
 use super::rowfilter::RowFilter;
 use super::unpack::SegmentView;
 use crate::collection::{Collection, CollectionInner};
@@ -258,10 +264,55 @@ enum Acc {
     Count(u64),
     Min(Option<Bson>),
     Max(Option<Bson>),
-    Sum(f64),
-    Avg(f64, u64),
+    Sum(Total),
+    Avg(Total, u64),
     First(Option<(i64, Bson)>),
     Last(Option<(i64, Bson)>),
+}
+
+/// A sum kept exactly where it can be: integers in 128 bits (no rounding, whatever the
+/// order in which the parts of a query add them), doubles and decimals apart. Its value is
+/// the integer sum rounded once to a double, plus the double sum.
+#[derive(Clone, Copy, Debug, Default)]
+struct Total {
+    int: i128,
+    float: f64,
+}
+
+impl Total {
+    #[expect(clippy::cast_precision_loss, reason = "a sum is a double")]
+    fn value(self) -> f64 {
+        self.int as f64 + self.float
+    }
+
+    fn add(&mut self, n: Num) {
+        match n {
+            Num::Int(i) => self.int += i128::from(i),
+            Num::Float(f) => self.float += f,
+        }
+    }
+
+    /// Adds an int lane of one type: int32 values are summed in 64 bits (no overflow below
+    /// 2^32 values), int64 values in 128 bits.
+    fn add_ints(&mut self, ty: u8, v: &[i64]) {
+        if ty == tag::INT32 {
+            self.int += i128::from(v.iter().fold(0i64, |a, &x| a.wrapping_add(x)));
+        } else {
+            self.int += v.iter().map(|&x| i128::from(x)).sum::<i128>();
+        }
+    }
+
+    fn merge(&mut self, other: Total) {
+        self.int += other.int;
+        self.float += other.float;
+    }
+}
+
+/// A number of a sum: integers are added exactly.
+#[derive(Clone, Copy)]
+enum Num {
+    Int(i64),
+    Float(f64),
 }
 
 impl Acc {
@@ -270,8 +321,8 @@ impl Acc {
             Accumulator::Count => Acc::Count(0),
             Accumulator::Min(_) => Acc::Min(None),
             Accumulator::Max(_) => Acc::Max(None),
-            Accumulator::Sum(_) => Acc::Sum(0.0),
-            Accumulator::Avg(_) => Acc::Avg(0.0, 0),
+            Accumulator::Sum(_) => Acc::Sum(Total::default()),
+            Accumulator::Avg(_) => Acc::Avg(Total::default(), 0),
             Accumulator::First(_) => Acc::First(None),
             Accumulator::Last(_) => Acc::Last(None),
         }
@@ -281,13 +332,13 @@ impl Acc {
         match self {
             Acc::Count(n) => Bson::Int64(i64::try_from(n).unwrap_or(i64::MAX)),
             Acc::Min(v) | Acc::Max(v) => v.unwrap_or(Bson::Null),
-            Acc::Sum(s) => Bson::Double(s),
+            Acc::Sum(s) => Bson::Double(s.value()),
             #[expect(clippy::cast_precision_loss, reason = "a mean is a double")]
             Acc::Avg(s, n) => {
                 if n == 0 {
                     Bson::Null
                 } else {
-                    Bson::Double(s / n as f64)
+                    Bson::Double(s.value() / n as f64)
                 }
             }
             Acc::First(v) | Acc::Last(v) => v.map_or(Bson::Null, |(_, b)| b),
@@ -302,12 +353,12 @@ impl Acc {
             Acc::Max(slot) => extreme(slot, v, Ordering::Greater)?,
             Acc::Sum(s) => {
                 if let Some(x) = v.number()? {
-                    *s += x;
+                    s.add(x);
                 }
             }
             Acc::Avg(s, n) => {
                 if let Some(x) = v.number()? {
-                    *s += x;
+                    s.add(x);
                     *n += 1;
                 }
             }
@@ -323,6 +374,35 @@ impl Acc {
             }
         }
         Ok(())
+    }
+}
+
+impl Acc {
+    /// Adds the state of the same accumulator over later rows (a later part of the query):
+    /// the result is the one of adding those rows one by one, but for the rounding of double
+    /// sums.
+    fn merge(&mut self, other: Acc) {
+        match (self, other) {
+            (Acc::Count(a), Acc::Count(b)) => *a += b,
+            (Acc::Min(slot), Acc::Min(Some(b))) => offer_extreme(slot, b, Ordering::Less),
+            (Acc::Max(slot), Acc::Max(Some(b))) => offer_extreme(slot, b, Ordering::Greater),
+            (Acc::Sum(a), Acc::Sum(b)) => a.merge(b),
+            (Acc::Avg(a, n), Acc::Avg(b, m)) => {
+                a.merge(b);
+                *n += m;
+            }
+            (Acc::First(slot), Acc::First(Some((t, b))))
+                if slot.as_ref().is_none_or(|(t0, _)| t < *t0) =>
+            {
+                *slot = Some((t, b));
+            }
+            (Acc::Last(slot), Acc::Last(Some((t, b))))
+                if slot.as_ref().is_none_or(|(t0, _)| t >= *t0) =>
+            {
+                *slot = Some((t, b));
+            }
+            _ => {}
+        }
     }
 }
 
@@ -343,11 +423,10 @@ impl Value<'_> {
         }
     }
 
-    #[expect(clippy::cast_precision_loss, reason = "sums and means are doubles")]
-    fn number(self) -> std::result::Result<Option<f64>, String> {
+    fn number(self) -> std::result::Result<Option<Num>, String> {
         Ok(match self {
-            Value::Stored(ValueRef::Int(tag::INT32 | tag::INT64, i)) => Some(i as f64),
-            Value::Stored(ValueRef::Float(d)) => Some(d),
+            Value::Stored(ValueRef::Int(tag::INT32 | tag::INT64, i)) => Some(Num::Int(i)),
+            Value::Stored(ValueRef::Float(d)) => Some(Num::Float(d)),
             Value::Stored(v @ ValueRef::Bytes(tag::DECIMAL128, _)) => {
                 to_bson(v)?.as_ref().and_then(number)
             }
@@ -357,13 +436,12 @@ impl Value<'_> {
     }
 }
 
-#[expect(clippy::cast_precision_loss, reason = "sums and means are doubles")]
-fn number(b: &Bson) -> Option<f64> {
+fn number(b: &Bson) -> Option<Num> {
     match b {
-        Bson::Int32(i) => Some(f64::from(*i)),
-        Bson::Int64(i) => Some(*i as f64),
-        Bson::Double(d) => Some(*d),
-        Bson::Decimal128(d) => d.to_string().parse().ok(),
+        Bson::Int32(i) => Some(Num::Int(i64::from(*i))),
+        Bson::Int64(i) => Some(Num::Int(*i)),
+        Bson::Double(d) => Some(Num::Float(*d)),
+        Bson::Decimal128(d) => d.to_string().parse().ok().map(Num::Float),
         _ => None,
     }
 }
@@ -399,32 +477,170 @@ fn offer_extreme(slot: &mut Option<Bson>, b: Bson, want: Ordering) {
     }
 }
 
-/// A group: its series (position in the candidates' series, 0 when not by series), window
-/// start and accumulators.
-struct Group {
-    series: usize,
-    window: i64,
-    accs: Vec<Acc>,
-}
-
-/// The groups of one query.
+/// The groups of one query (or of one part of it). Group `g` is `keys[g]` = (series: its
+/// position in the candidates' series, 0 when not by series; window start), its accumulators
+/// `accs[g * width..(g + 1) * width]`, one per output.
 struct Groups<'s> {
     spec: &'s AggregateSpec,
-    index: HashMap<(usize, i64), usize>,
-    groups: Vec<Group>,
+    width: usize,
+    keys: Vec<(usize, i64)>,
+    accs: Vec<Acc>,
+    /// Group numbers by series and window number, for the keys within its range.
+    dense: Option<DenseGroups>,
+    /// Group numbers of the other keys.
+    index: HashMap<(usize, i64), usize, BuildHasherDefault<GroupHasher>>,
 }
 
-impl Groups<'_> {
+/// A table of group numbers for the series `0..series` and the window numbers (window start
+/// / window length) `first..first + windows`; [`NO_GROUP`] where there is none yet.
+struct DenseGroups {
+    series: usize,
+    first: i64,
+    windows: usize,
+    slots: Vec<u32>,
+}
+
+const NO_GROUP: u32 = u32::MAX;
+
+/// Largest [`DenseGroups`] table (entries); a query with more series × windows looks its
+/// groups up by hash.
+const MAX_DENSE_GROUPS: usize = 1 << 20;
+
+/// The range of series and window numbers a query's groups will mostly fall in:
+/// `(series, first window, windows)`.
+type GroupRange = (usize, i64, usize);
+
+impl<'s> Groups<'s> {
+    /// Groups for about `expected` keys (space is reserved for them).
+    fn new(spec: &'s AggregateSpec, range: Option<GroupRange>, expected: usize) -> Self {
+        let dense = range.map(|(series, first, windows)| DenseGroups {
+            series,
+            first,
+            windows,
+            slots: vec![NO_GROUP; series * windows],
+        });
+        Groups {
+            spec,
+            width: spec.outputs.len(),
+            keys: Vec::with_capacity(expected),
+            accs: Vec::with_capacity(expected * spec.outputs.len()),
+            dense,
+            index: HashMap::default(),
+        }
+    }
+
+    /// The group of `series` holding time `t`.
     fn get(&mut self, series: usize, t: i64) -> usize {
-        let window = t.div_euclid(self.spec.window_ms) * self.spec.window_ms;
-        *self.index.entry((series, window)).or_insert_with(|| {
-            self.groups.push(Group {
-                series,
-                window,
-                accs: self.spec.outputs.iter().map(|(_, a)| Acc::new(a)).collect(),
-            });
-            self.groups.len() - 1
-        })
+        self.slot(series, t.div_euclid(self.spec.window_ms))
+    }
+
+    /// The group of `series` and window number `n` (window start / window length).
+    fn slot(&mut self, series: usize, n: i64) -> usize {
+        let at = self.dense.as_ref().and_then(|d| {
+            let w = usize::try_from(n.checked_sub(d.first)?).ok()?;
+            (series < d.series && w < d.windows).then_some(series * d.windows + w)
+        });
+        if let Some(k) = at
+            && let Some(d) = &self.dense
+        {
+            let g = d.slots[k];
+            if g != NO_GROUP {
+                return g as usize;
+            }
+            let g = self.push(series, n);
+            if let (Some(d), Ok(g32)) = (&mut self.dense, u32::try_from(g)) {
+                d.slots[k] = g32;
+            }
+            return g;
+        }
+        let window = n * self.spec.window_ms;
+        if let Some(&g) = self.index.get(&(series, window)) {
+            return g;
+        }
+        let g = self.push(series, n);
+        self.index.insert((series, window), g);
+        g
+    }
+
+    fn push(&mut self, series: usize, n: i64) -> usize {
+        self.keys.push((series, n * self.spec.window_ms));
+        self.accs
+            .extend(self.spec.outputs.iter().map(|(_, a)| Acc::new(a)));
+        self.keys.len() - 1
+    }
+
+    /// The accumulators of group `g`.
+    fn accs(&mut self, g: usize) -> &mut [Acc] {
+        &mut self.accs[g * self.width..(g + 1) * self.width]
+    }
+
+    /// The group numbers ordered by series (in `series_order`, which lists every series
+    /// that has groups; `series` = the number of series) and window: read off the table
+    /// when every group is in it, else sorted.
+    fn ordered(&self, series_order: &[usize], series: usize) -> Vec<usize> {
+        if let Some(d) = &self.dense
+            && self.index.is_empty()
+        {
+            let mut out = Vec::with_capacity(self.keys.len());
+            for &s in series_order {
+                let row = &d.slots[s * d.windows..(s + 1) * d.windows];
+                out.extend(row.iter().filter(|&&g| g != NO_GROUP).map(|&g| g as usize));
+            }
+            return out;
+        }
+        let mut rank = vec![0usize; series];
+        for (r, &s) in series_order.iter().enumerate() {
+            rank[s] = r;
+        }
+        let mut out: Vec<usize> = (0..self.keys.len()).collect();
+        out.sort_unstable_by_key(|&g| (rank[self.keys[g].0], self.keys[g].1));
+        out
+    }
+
+    /// Adds the groups of a later part of the query.
+    fn merge(&mut self, other: Groups<'_>) {
+        let mut accs = other.accs.into_iter();
+        for (series, window) in other.keys {
+            let g = self.slot(series, window.div_euclid(self.spec.window_ms));
+            for acc in self.accs(g) {
+                if let Some(part) = accs.next() {
+                    acc.merge(part);
+                }
+            }
+        }
+    }
+}
+
+/// The hash of a group key `(series, window start)`: a multiply-xorshift of the two
+/// integers (the keys come from the query, not from outside, so no keyed hash is needed).
+#[derive(Clone, Copy, Default)]
+struct GroupHasher(u64);
+
+impl Hasher for GroupHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.write_u64(u64::from(*b));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(23) ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+
+    #[expect(clippy::cast_sign_loss, reason = "the bits of the key")]
+    fn write_i64(&mut self, n: i64) {
+        self.write_u64(n as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        let mut h = self.0;
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        h ^ (h >> 33)
     }
 }
 
@@ -471,6 +687,8 @@ fn sources_of<'a>(
     time_field: &str,
     row_by_row: bool,
 ) -> Vec<Source<'a>> {
+    // Outputs usually follow the column order: each search starts after the last column found.
+    let mut hint = 0;
     paths
         .iter()
         .map(|p| {
@@ -484,14 +702,15 @@ fn sources_of<'a>(
                     Source::Absent
                 };
             }
-            let Some(c) = view.position(&p[0]) else {
+            let Some(c) = view.position_from(&p[0], hint) else {
                 return Source::Absent;
             };
+            hint = c + 1;
             if !row_by_row
                 && p.len() == 1
                 && let Some(col) = view.column(c)
                 && let Some(&t) = col.types().first()
-                && col.types().iter().all(|&x| x == t)
+                && all_equal(col.types(), t)
             {
                 if matches!(t, tag::INT32 | tag::INT64) && col.ints().len() == col.len() {
                     return Source::Ints(t, col.ints());
@@ -507,6 +726,11 @@ fn sources_of<'a>(
             Source::Column(c)
         })
         .collect()
+}
+
+/// Whether every type code is `t` (one pass without early exit, which vectorizes).
+fn all_equal(types: &[u8], t: u8) -> bool {
+    types.iter().fold(0u8, |acc, &x| acc | (x ^ t)) == 0
 }
 
 /// Adds row `row` to an accumulator.
@@ -544,17 +768,16 @@ fn add_run(
     range: std::ops::Range<usize>,
 ) -> std::result::Result<(), String> {
     let times = &view.times[range.clone()];
-    #[expect(clippy::cast_precision_loss, reason = "sums and means are doubles")]
     match (&mut *acc, source) {
         (Acc::Count(n), _) => *n += times.len() as u64,
-        (Acc::Sum(s), Source::Ints(_, v)) => v[range].iter().for_each(|x| *s += *x as f64),
-        (Acc::Sum(s), Source::Floats(v)) => v[range].iter().for_each(|x| *s += *x),
-        (Acc::Avg(s, n), Source::Ints(_, v)) => {
-            v[range].iter().for_each(|x| *s += *x as f64);
+        (Acc::Sum(s), Source::Ints(ty, v)) => s.add_ints(ty, &v[range]),
+        (Acc::Sum(s), Source::Floats(v)) => v[range].iter().for_each(|x| s.float += *x),
+        (Acc::Avg(s, n), Source::Ints(ty, v)) => {
+            s.add_ints(ty, &v[range]);
             *n += times.len() as u64;
         }
         (Acc::Avg(s, n), Source::Floats(v)) => {
-            v[range].iter().for_each(|x| *s += *x);
+            v[range].iter().for_each(|x| s.float += *x);
             *n += times.len() as u64;
         }
         (Acc::Min(slot), Source::Ints(ty, v)) => {
@@ -630,19 +853,21 @@ fn add_filtered(
                 g
             }
         };
-        let accs = &mut groups.groups[g].accs;
-        for ((acc, source), path) in accs.iter_mut().zip(&sources).zip(paths) {
+        for ((acc, source), path) in groups.accs(g).iter_mut().zip(&sources).zip(paths) {
             add_row(acc, *source, path, view, row)?;
         }
     }
     Ok(())
 }
 
-/// Adds every row of a segment: runs of rows in one window at once.
+/// Adds every row of a segment: runs of rows in one window at once. When the rows are in
+/// time order (`sorted`, from control), a run ends where a binary search finds the next
+/// window; otherwise at the first row outside the window.
 fn add_whole(
     groups: &mut Groups<'_>,
     series: usize,
     view: &mut SegmentView<'_>,
+    sorted: bool,
     paths: &[Option<Vec<String>>],
     time_field: &str,
 ) -> std::result::Result<(), String> {
@@ -654,13 +879,16 @@ fn add_whole(
     while start < times.len() {
         let from = times[start].div_euclid(window_ms) * window_ms;
         let to = from.saturating_add(window_ms);
-        let end = times[start..]
-            .iter()
-            .position(|&t| t < from || t >= to)
-            .map_or(times.len(), |n| start + n);
+        let end = if sorted {
+            start + times[start..].partition_point(|&t| t < to)
+        } else {
+            times[start..]
+                .iter()
+                .position(|&t| t < from || t >= to)
+                .map_or(times.len(), |n| start + n)
+        };
         let g = groups.get(series, times[start]);
-        let accs = &mut groups.groups[g].accs;
-        for ((acc, source), path) in accs.iter_mut().zip(&sources).zip(paths) {
+        for ((acc, source), path) in groups.accs(g).iter_mut().zip(&sources).zip(paths) {
             add_run(acc, *source, path, view, start..end)?;
         }
         start = end;
@@ -676,6 +904,175 @@ fn int_bson(ty: u8, v: i64) -> std::result::Result<Bson, String> {
     })
 }
 
+/// Candidates per part of an aggregate read on several threads (at least).
+const PART_MIN: usize = 512;
+
+/// Candidates from which an aggregate that reads control records is cut into parts: below,
+/// its work (about a microsecond per control record, unless many buckets are unpacked) is
+/// too short to gain from a second thread, which on a busy machine may start late.
+const PARALLEL_CONTROL_MIN: usize = 8192;
+
+/// Parts of one aggregate, at most (each part scans its own id range).
+const MAX_PARTS: usize = 16;
+
+/// The candidate buckets of one aggregate and what every part needs to read them. The
+/// candidates are taken in id order and cut into parts of consecutive ids; each part reads
+/// its control records, then the segments of the buckets control did not answer, into its
+/// own groups; the parts' groups are merged in part order.
+struct Job<'a> {
+    inner: &'a CollectionInner,
+    plan: &'a Plan,
+    rows: &'a RowFilter<'a>,
+    spec: &'a AggregateSpec,
+    paths: &'a [Option<Vec<String>>],
+    cands: &'a [Candidate],
+    /// Positions in `cands`, in id order.
+    order: Vec<usize>,
+    /// Candidates per part.
+    part_len: usize,
+    /// Whether control records are read. They are not when the filter has no time or
+    /// measurement predicate (every bucket matches whole) and no accumulator can be answered
+    /// from control: every candidate is unpacked.
+    read_control: bool,
+    /// Whether the candidates are a large share of their id range, read by scans
+    /// ([`dense`]).
+    dense: bool,
+    /// Where the groups will fall, when few enough for a table ([`DenseGroups`]).
+    range: Option<GroupRange>,
+}
+
+impl<'a> Job<'a> {
+    fn parts(&self) -> usize {
+        self.order.len().div_ceil(self.part_len).max(1)
+    }
+
+    /// Reads part `i` into groups of its own.
+    fn part(&self, i: usize) -> Result<(Groups<'a>, QueryStats)> {
+        let inner = self.inner;
+        let spec = self.spec;
+        let time_field = self.plan.spec.time_field.as_str();
+        let from = (i * self.part_len).min(self.order.len());
+        let positions = &self.order[from..(from + self.part_len).min(self.order.len())];
+        let ids: Vec<BucketId> = positions.iter().map(|&p| self.cands[p].id).collect();
+        let series_of = |k: usize| {
+            if spec.by_series {
+                self.cands[positions[k]].series
+            } else {
+                0
+            }
+        };
+        let mut stats = QueryStats::default();
+        // About one group per bucket (a bucket spans one or two windows; a window, one or two
+        // buckets of a series).
+        let mut groups = Groups::new(spec, self.range, positions.len());
+        // Pass 1: control records. Buckets answered from control are added now; the others
+        // (position in `ids`, partial or not, rows in time order or not) are unpacked in
+        // pass 2.
+        let mut unpack: Vec<(usize, bool, bool)> = Vec::new();
+        if self.read_control {
+            inner.for_each_control(&ids, self.dense, &mut |k, bytes| {
+                stats.buckets_read += 1;
+                let control = bytes
+                    .view()
+                    .map_err(|r| inner.corrupt_control(&ids[k], r))?;
+                let verdict = self.plan.judge(&control, &mut stats);
+                if verdict == Verdict::Pruned || control.count == 0 {
+                    return Ok(());
+                }
+                let one_window = control.min_time.div_euclid(spec.window_ms)
+                    == control.max_time.div_euclid(spec.window_ms);
+                if verdict == Verdict::Whole
+                    && one_window
+                    && from_control(&mut groups, series_of(k), &control, self.paths, time_field)
+                {
+                    stats.buckets_from_control += 1;
+                } else {
+                    unpack.push((k, verdict == Verdict::Partial, control.sorted));
+                }
+                Ok(())
+            })?;
+        } else {
+            stats.buckets_whole += ids.len() as u64;
+            unpack.extend((0..ids.len()).map(|k| (k, false, false)));
+        }
+        // Pass 2: the other buckets, decoding the accumulators' and the filter's columns.
+        let unpack_ids: Vec<BucketId> = unpack.iter().map(|(k, ..)| ids[*k]).collect();
+        let dense_unpack = self.dense && unpack_ids.len().saturating_mul(4) >= ids.len();
+        let mut keep =
+            |n: &str| self.paths.iter().flatten().any(|p| p[0] == n) || self.rows.reads(n);
+        inner.for_each_bucket(&unpack_ids, dense_unpack, &mut keep, &mut |u, segments| {
+            stats.buckets_unpacked += 1;
+            let (k, partial, sorted) = unpack[u];
+            let series = series_of(k);
+            let corrupt = |r| inner.corrupt_data(&ids[k], r);
+            for seg in &segments {
+                let mut view = SegmentView::lazy(seg, time_field).map_err(corrupt)?;
+                stats.rows_examined += view.rows() as u64;
+                if partial {
+                    stats.rows_filtered += view.rows() as u64;
+                    add_filtered(
+                        &mut groups,
+                        series,
+                        &mut view,
+                        self.rows,
+                        self.paths,
+                        time_field,
+                    )
+                    .map_err(corrupt)?;
+                } else {
+                    add_whole(
+                        &mut groups,
+                        series,
+                        &mut view,
+                        sorted,
+                        self.paths,
+                        time_field,
+                    )
+                    .map_err(corrupt)?;
+                }
+            }
+            Ok(())
+        })?;
+        Ok((groups, stats))
+    }
+}
+
+/// The series and window numbers a query's groups fall in, from its candidates (a bucket's
+/// rows lie within its span from its min time), when the table is small enough.
+fn group_range(
+    spec: &AggregateSpec,
+    cands: &[Candidate],
+    series: usize,
+    span_ms: i64,
+) -> Option<GroupRange> {
+    let lo = cands.iter().map(|c| c.min_time).min()?;
+    let hi = cands.iter().map(|c| c.min_time).max()?;
+    let first = lo.div_euclid(spec.window_ms);
+    let last = hi.saturating_add(span_ms).div_euclid(spec.window_ms);
+    let windows = usize::try_from(last.checked_sub(first)?.checked_add(1)?).ok()?;
+    let series = if spec.by_series { series } else { 1 };
+    (series.checked_mul(windows)? <= MAX_DENSE_GROUPS).then_some((series, first, windows))
+}
+
+/// Whether some bucket of the query could be answered from its control record: every
+/// accumulator is a count, a min or max of a top-level measurement field, or the max of the
+/// time field (what [`from_control`] takes).
+fn control_may_answer(
+    spec: &AggregateSpec,
+    paths: &[Option<Vec<String>>],
+    time_field: &str,
+) -> bool {
+    spec.outputs
+        .iter()
+        .zip(paths)
+        .all(|((_, acc), path)| match (acc, path.as_deref()) {
+            (Accumulator::Count, _) => true,
+            (Accumulator::Max(_), Some([_])) => true,
+            (Accumulator::Min(_), Some([f])) => f != time_field,
+            _ => false,
+        })
+}
+
 impl CollectionInner {
     fn aggregate(
         &self,
@@ -687,78 +1084,54 @@ impl CollectionInner {
         let plan = Plan::new(self, filter)?;
         let time_field = plan.spec.time_field.as_str();
         let rows = RowFilter::new(&plan.filter, time_field);
-        let cands = self.candidates(&plan, stats)?;
+        let mut cands = self.candidates(&plan, stats)?;
         let paths: Vec<Option<Vec<String>>> = spec
             .outputs
             .iter()
             .map(|(_, a)| a.field().map(|f| f.split('.').map(str::to_owned).collect()))
             .collect();
-        let mut groups = Groups {
-            spec,
-            index: HashMap::new(),
-            groups: Vec::new(),
-        };
         let ids: Vec<BucketId> = cands.buckets.iter().map(|c| c.id).collect();
-        // Pass 1: control records. Buckets answered from control are added now; the others
-        // (id position, partial or not) are unpacked in pass 2.
-        let mut unpack: Vec<(usize, bool)> = Vec::new();
-        self.for_each_control(&ids, dense(ids.len(), cands.in_range), &mut |i, bytes| {
-            stats.buckets_read += 1;
-            let control = bytes.view().map_err(|r| self.corrupt_control(&ids[i], r))?;
-            let verdict = plan.judge(&control, stats);
-            if verdict == Verdict::Pruned || control.count == 0 {
-                return Ok(());
-            }
-            let series = if spec.by_series {
-                cands.buckets[i].series
-            } else {
-                0
-            };
-            let one_window = control.min_time.div_euclid(spec.window_ms)
-                == control.max_time.div_euclid(spec.window_ms);
-            if verdict == Verdict::Whole
-                && one_window
-                && from_control(&mut groups, series, &control, &paths, time_field)
-            {
-                stats.buckets_from_control += 1;
-            } else {
-                unpack.push((i, verdict == Verdict::Partial));
-            }
-            Ok(())
-        })?;
-        // Pass 2: the other buckets, decoding the accumulators' and the filter's columns.
-        let unpack_ids: Vec<BucketId> = unpack.iter().map(|(i, _)| ids[*i]).collect();
-        let dense_unpack = dense(unpack_ids.len(), cands.in_range);
-        let mut keep = |n: &str| paths.iter().flatten().any(|p| p[0] == n) || rows.reads(n);
-        self.for_each_bucket(&unpack_ids, dense_unpack, &mut keep, &mut |u, segments| {
-            stats.buckets_unpacked += 1;
-            let (i, partial) = unpack[u];
-            let series = if spec.by_series {
-                cands.buckets[i].series
-            } else {
-                0
-            };
-            let corrupt = |r| self.corrupt_data(&ids[i], r);
-            for seg in &segments {
-                let mut view = SegmentView::lazy(seg, time_field).map_err(corrupt)?;
-                stats.rows_examined += view.rows() as u64;
-                if partial {
-                    stats.rows_filtered += view.rows() as u64;
-                    add_filtered(&mut groups, series, &mut view, &rows, &paths, time_field)
-                        .map_err(corrupt)?;
-                } else {
-                    add_whole(&mut groups, series, &mut view, &paths, time_field)
-                        .map_err(corrupt)?;
-                }
-            }
-            Ok(())
-        })?;
+        let read_control = !rows.is_empty() || control_may_answer(spec, &paths, time_field);
+        let threads = parallel::threads();
+        let parts = if threads <= 1 || (read_control && ids.len() < PARALLEL_CONTROL_MIN) {
+            1
+        } else {
+            (ids.len() / PART_MIN).clamp(1, MAX_PARTS)
+        };
+        let job = Job {
+            inner: self,
+            plan: &plan,
+            rows: &rows,
+            spec,
+            paths: &paths,
+            cands: &cands.buckets,
+            order: id_order(&ids),
+            part_len: ids.len().div_ceil(parts).max(1),
+            read_control,
+            dense: dense(ids.len(), cands.in_range),
+            range: group_range(spec, &cands.buckets, cands.series.len(), plan.span_ms),
+        };
+        let results = run_parts(job.parts(), threads, &|i| job.part(i))?;
+        let expected = results.iter().map(|(g, _)| g.keys.len()).sum();
+        let mut groups = Groups::new(spec, job.range, expected);
+        for (part, part_stats) in results {
+            stats.add(&part_stats);
+            groups.merge(part);
+        }
         // Groups by series (meta value in BSON order, the no-meta series first), then window.
-        let mut used: Vec<usize> = groups.groups.iter().map(|g| g.series).collect();
-        used.sort_unstable();
-        used.dedup();
-        let mut metas: Vec<(usize, Option<&Bson>)> = Vec::with_capacity(used.len());
-        for s in used {
+        let n_series = if spec.by_series {
+            cands.series.len().max(1)
+        } else {
+            1
+        };
+        let mut used = vec![false; n_series];
+        for (s, _) in &groups.keys {
+            if let Some(u) = used.get_mut(*s) {
+                *u = true;
+            }
+        }
+        let mut metas: Vec<(usize, Option<&Bson>)> = Vec::new();
+        for s in (0..n_series).filter(|&s| used[s]) {
             let meta = if spec.by_series {
                 cands.series[s].meta(self)?
             } else {
@@ -772,33 +1145,40 @@ impl CollectionInner {
             (Some(_), None) => Ordering::Greater,
             (Some(x), Some(y)) => compare(x, y),
         });
-        let rank: HashMap<usize, usize> = metas
-            .iter()
-            .enumerate()
-            .map(|(r, (s, _))| (*s, r))
-            .collect();
-        let mut out: Vec<(usize, Group)> = groups
-            .groups
-            .into_iter()
-            .map(|g| (rank.get(&g.series).copied().unwrap_or(0), g))
-            .collect();
-        out.sort_unstable_by_key(|(r, g)| (*r, g.window));
-        stats.rows_returned = out.len() as u64;
+        let series_order: Vec<usize> = metas.iter().map(|(s, _)| *s).collect();
+        let order = groups.ordered(&series_order, n_series);
+        stats.rows_returned = order.len() as u64;
+        let mut rank = vec![0u32; n_series];
+        for (r, &s) in series_order.iter().enumerate() {
+            rank[s] = u32::try_from(r).unwrap_or(u32::MAX);
+        }
         let mut batch = AggregateBatch {
-            series: Vec::with_capacity(out.len()),
-            metas: metas.into_iter().map(|(_, m)| m.cloned()).collect(),
-            windows: Vec::with_capacity(out.len()),
+            series: Vec::with_capacity(order.len()),
+            metas: series_order
+                .iter()
+                .map(|&s| {
+                    if spec.by_series {
+                        cands.series[s].take_meta()
+                    } else {
+                        None
+                    }
+                })
+                .collect(),
+            windows: Vec::with_capacity(order.len()),
             outputs: spec
                 .outputs
                 .iter()
-                .map(|(name, _)| (name.clone(), Vec::with_capacity(out.len())))
+                .map(|(name, _)| (name.clone(), Vec::with_capacity(order.len())))
                 .collect(),
         };
-        for (r, g) in out {
-            batch.series.push(u32::try_from(r).unwrap_or(u32::MAX));
-            batch.windows.push(g.window);
-            for ((_, values), acc) in batch.outputs.iter_mut().zip(g.accs) {
-                values.push(acc.result());
+        let mut accs: Vec<Option<Acc>> = groups.accs.into_iter().map(Some).collect();
+        let width = groups.width;
+        for g in order {
+            let (s, window) = groups.keys[g];
+            batch.series.push(rank[s]);
+            batch.windows.push(window);
+            for (k, (_, values)) in batch.outputs.iter_mut().enumerate() {
+                values.push(accs[g * width + k].take().map_or(Bson::Null, Acc::result));
             }
         }
         Ok(batch)
@@ -846,7 +1226,7 @@ fn from_control(
         updates.push(update);
     }
     let g = groups.get(series, control.min_time);
-    for (acc, update) in groups.groups[g].accs.iter_mut().zip(updates) {
+    for (acc, update) in groups.accs(g).iter_mut().zip(updates) {
         match acc {
             Acc::Count(n) => *n += control.count,
             Acc::Min(slot) => {

@@ -128,7 +128,24 @@ impl CollectionInner {
 }
 
 /// Positions of `ids` sorted by id.
-fn id_order(ids: &[BucketId]) -> Vec<usize> {
+pub(crate) fn id_order(ids: &[BucketId]) -> Vec<usize> {
+    if ids.is_sorted() {
+        return (0..ids.len()).collect();
+    }
+    // Each id (96 bits, big-endian) with its position in the low 32 bits: one integer sort.
+    if let Ok(n) = u32::try_from(ids.len()) {
+        let mut keys: Vec<u128> = ids
+            .iter()
+            .zip(0..n)
+            .map(|(id, i)| {
+                let mut b = [0u8; 16];
+                b[..12].copy_from_slice(id);
+                u128::from_be_bytes(b) | u128::from(i)
+            })
+            .collect();
+        keys.sort_unstable();
+        return keys.into_iter().map(|k| (k as u32) as usize).collect();
+    }
     let mut order: Vec<usize> = (0..ids.len()).collect();
     order.sort_unstable_by_key(|&i| ids[i]);
     order

@@ -5,7 +5,9 @@ use std::collections::HashMap;
 
 use bson::{Bson, DateTime, Document};
 use tscoll_catalog::value::to_bson;
+use tscoll_codec::tag;
 
+use super::control_view::ControlBytes;
 use super::plan::{Candidate, Plan, Verdict};
 use super::projection::Projection;
 use super::rowfilter::RowFilter;
@@ -141,6 +143,8 @@ struct Builder {
     series: HashMap<usize, u32>,
     /// Position in `batch.fields` by name.
     fields: HashMap<String, usize>,
+    /// Rows the batch is expected to hold (the columns are allocated for them).
+    rows_hint: usize,
 }
 
 impl Builder {
@@ -149,9 +153,9 @@ impl Builder {
             return i;
         }
         let i = self.batch.fields.len();
-        self.batch
-            .fields
-            .push((name.to_owned(), vec![None; self.batch.times.len()]));
+        let mut values = Vec::with_capacity(self.rows_hint.max(self.batch.times.len()));
+        values.resize(self.batch.times.len(), None);
+        self.batch.fields.push((name.to_owned(), values));
         self.fields.insert(name.to_owned(), i);
         i
     }
@@ -183,7 +187,11 @@ impl CollectionInner {
             batch: ColumnBatch::default(),
             series: HashMap::new(),
             fields: HashMap::new(),
+            rows_hint: 0,
         };
+        // With every row kept, the buckets are judged first and unpacked after, so that the
+        // columns are sized once (the sum of their counts).
+        let mut kept: Vec<(&Candidate, ControlBytes, Verdict)> = Vec::new();
         for cand in &cands.buckets {
             match &keep {
                 Keep::First(n) if b.batch.len() >= *n => break,
@@ -212,6 +220,22 @@ impl CollectionInner {
                 stats.buckets_skipped += 1;
                 continue;
             }
+            if matches!(keep, Keep::All) {
+                b.rows_hint += usize::try_from(control.count).unwrap_or(0);
+                kept.push((cand, bytes, verdict));
+                continue;
+            }
+            let fields: Vec<&str> = control.field_names().collect();
+            let meta = cands.series[cand.series].meta(self)?;
+            let ctx = (&plan, &projection, &rows);
+            self.columns_of_bucket(ctx, cand, meta, &fields, verdict, &mut b, &mut keep, stats)?;
+        }
+        b.batch.times.reserve(b.rows_hint);
+        b.batch.series.reserve(b.rows_hint);
+        for (cand, bytes, verdict) in kept {
+            let control = bytes
+                .view()
+                .map_err(|r| self.corrupt_control(&cand.id, r))?;
             let fields: Vec<&str> = control.field_names().collect();
             let meta = cands.series[cand.series].meta(self)?;
             let ctx = (&plan, &projection, &rows);
@@ -220,6 +244,16 @@ impl CollectionInner {
         let mut batch = b.batch;
         let order: Option<Vec<usize>> = match keep {
             Keep::Top(top) => Some(top.into_sorted().into_iter().map(|(_, r)| r).collect()),
+            // Rows met in the order asked for (one series read in index order, say) stay.
+            Keep::All if options.sort == Some(SortOrder::Ascending) && batch.times.is_sorted() => {
+                None
+            }
+            Keep::All
+                if options.sort == Some(SortOrder::Descending)
+                    && batch.times.is_sorted_by(|a, b| a >= b) =>
+            {
+                None
+            }
             Keep::All if options.sort.is_some() => {
                 let mut idx: Vec<usize> = (0..batch.len()).collect();
                 match options.sort {
@@ -269,13 +303,16 @@ impl CollectionInner {
             }
         };
         for seg in &segments {
-            let mut view = SegmentView::new(seg, time_field).map_err(corrupt)?;
+            let mut view = SegmentView::lazy(seg, time_field).map_err(corrupt)?;
             let bound = (!whole).then(|| rows.bind(&mut view, time_field));
-            // (batch field, column position) of the projected fields this segment has.
-            let cols: Vec<(usize, usize)> = fields
+            // (batch field, where its values are) of the projected fields this segment has.
+            let cols: Vec<(usize, Cells<'_>)> = fields
                 .iter()
                 .filter(|n| **n != time_field && projection.keeps(n))
                 .filter_map(|n| view.position(n).map(|p| (b.field(n), p)))
+                .collect::<Vec<_>>()
+                .into_iter()
+                .map(|(f, p)| (f, Cells::of(&mut view, p)))
                 .collect();
             let absent: Vec<usize> = (0..b.batch.fields.len())
                 .filter(|f| !cols.iter().any(|(c, _)| c == f))
@@ -297,9 +334,9 @@ impl CollectionInner {
                 }
                 b.batch.times.push(t);
                 b.batch.series.push(series);
-                for &(f, c) in &cols {
-                    let v = to_bson(view.value(c, row)).map_err(corrupt)?;
-                    b.batch.fields[f].1.push(v);
+                for (f, cells) in &cols {
+                    let v = cells.get(&view, row).map_err(corrupt)?;
+                    b.batch.fields[*f].1.push(v);
                 }
                 for &f in &absent {
                     b.batch.fields[f].1.push(None);
@@ -307,6 +344,51 @@ impl CollectionInner {
             }
         }
         Ok(())
+    }
+}
+
+/// Where the values of one column of a segment are read.
+enum Cells<'a> {
+    /// Every row an int32: the int lane.
+    Int32(&'a [i64]),
+    /// Every row an int64: the int lane.
+    Int64(&'a [i64]),
+    /// Every row a double: the float lane.
+    Double(&'a [f64]),
+    /// Any other column, materialized: the value of each row through [`to_bson`].
+    Values(usize),
+}
+
+impl<'a> Cells<'a> {
+    /// The cells of column `c` (a [`SegmentView::position`]).
+    fn of(view: &mut SegmentView<'a>, c: usize) -> Self {
+        if let Some(col) = view.column(c)
+            && let Some(&t) = col.types().first()
+            && col.types().iter().fold(0, |acc, &x| acc | (x ^ t)) == 0
+        {
+            match t {
+                tag::INT32 if col.ints().len() == col.len() => return Cells::Int32(col.ints()),
+                tag::INT64 if col.ints().len() == col.len() => return Cells::Int64(col.ints()),
+                tag::DOUBLE if col.floats().len() == col.len() => {
+                    return Cells::Double(col.floats());
+                }
+                _ => {}
+            }
+        }
+        view.materialize(c);
+        Cells::Values(c)
+    }
+
+    /// The value at `row` (`None` = missing).
+    fn get(&self, view: &SegmentView<'_>, row: usize) -> std::result::Result<Option<Bson>, String> {
+        Ok(Some(match self {
+            Cells::Int32(v) => {
+                Bson::Int32(i32::try_from(v[row]).map_err(|_| "int32 out of range".to_owned())?)
+            }
+            Cells::Int64(v) => Bson::Int64(v[row]),
+            Cells::Double(v) => Bson::Double(v[row]),
+            Cells::Values(c) => return to_bson(view.value(*c, row)),
+        }))
     }
 }
 

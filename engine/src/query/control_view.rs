@@ -35,11 +35,21 @@ impl ControlBytes {
         ControlBytes(bytes)
     }
 
-    /// Parses the view.
+    /// Parses the view: one pass over the top-level fields, by their bytes; `min` and `max`
+    /// are borrowed as they are stored.
     ///
     /// # Errors
     /// A message when the record is not a control record.
     pub(crate) fn view(&self) -> std::result::Result<ControlView<'_>, String> {
+        match fast_view(&self.0) {
+            Some(v) => Ok(v),
+            None => self.checked_view(),
+        }
+    }
+
+    /// [`ControlBytes::view`] through the `bson` crate's reader, which explains what is wrong
+    /// with a bad record.
+    fn checked_view(&self) -> std::result::Result<ControlView<'_>, String> {
         let d = RawDocument::from_bytes(&self.0[..]).map_err(|e| format!("control record: {e}"))?;
         let (mut version, mut min_time, mut max_time, mut count, mut min, mut max) =
             (None, None, None, None, None, None);
@@ -69,15 +79,130 @@ impl ControlBytes {
     }
 }
 
+/// The view of a well-formed control record, read field by field from its bytes (element
+/// type, name, fixed or length-prefixed value), without validating the names or values it
+/// does not use; `None` when the bytes are not what the writer produces, or a field is
+/// missing (the caller then reads it with the `bson` crate for a precise message).
+fn fast_view(bytes: &[u8]) -> Option<ControlView<'_>> {
+    let declared = usize::try_from(i32::from_le_bytes(bytes.get(..4)?.try_into().ok()?)).ok()?;
+    if declared != bytes.len() || bytes.last() != Some(&0) {
+        return None;
+    }
+    let (mut version, mut min_time, mut max_time, mut count, mut min, mut max) =
+        (None, None, None, None, None, None);
+    let mut pos = 4;
+    let end = bytes.len() - 1;
+    while pos < end {
+        let ty = bytes[pos];
+        let name_len = bytes.get(pos + 1..end)?.iter().position(|&b| b == 0)?;
+        let name = &bytes[pos + 1..pos + 1 + name_len];
+        let at = pos + 2 + name_len;
+        let len = element_len(ty, bytes.get(at..end)?)?;
+        let value = bytes.get(at..at + len)?;
+        let le8 = || {
+            value
+                .get(..8)
+                .and_then(|b| b.try_into().ok())
+                .map(i64::from_le_bytes)
+        };
+        match (name, ty) {
+            (b"version", 0x10) => {
+                version = value
+                    .get(..4)
+                    .and_then(|b| b.try_into().ok())
+                    .map(i32::from_le_bytes);
+            }
+            (b"minTime", 0x09) => min_time = le8(),
+            (b"maxTime", 0x09) => max_time = le8(),
+            (b"count", 0x12) => count = le8(),
+            (b"min", 0x03) => min = Some(RawDocument::from_bytes(value).ok()?),
+            (b"max", 0x03) => max = Some(RawDocument::from_bytes(value).ok()?),
+            _ => {}
+        }
+        pos = at + len;
+    }
+    (pos == end).then_some(())?;
+    Some(ControlView {
+        min_time: min_time?,
+        max_time: max_time?,
+        count: u64::try_from(count?).ok()?,
+        sorted: version? == 2,
+        min: min?,
+        max: max?,
+    })
+}
+
+/// The length of a BSON element value of type `ty` starting `rest`; `None` for a type whose
+/// length this reader does not compute (the caller falls back to the `bson` crate).
+fn element_len(ty: u8, rest: &[u8]) -> Option<usize> {
+    let prefix = || {
+        rest.get(..4)
+            .and_then(|b| b.try_into().ok())
+            .map(i32::from_le_bytes)
+            .and_then(|n| usize::try_from(n).ok())
+    };
+    match ty {
+        0x01 | 0x09 | 0x11 | 0x12 => Some(8),
+        0x10 => Some(4),
+        0x08 => Some(1),
+        0x07 => Some(12),
+        0x0A | 0x06 | 0x7F | 0xFF => Some(0),
+        0x13 => Some(16),
+        0x03 | 0x04 => prefix(),
+        0x02 | 0x0D | 0x0E => prefix().map(|n| n + 4),
+        0x05 => prefix().map(|n| n + 5),
+        _ => None,
+    }
+}
+
+/// The value of `field` in a stored control document (`control.min` or `control.max`):
+/// found by comparing names as bytes; numbers, dates and object ids are read in place, other
+/// types through the `bson` crate.
+fn control_value(d: &RawDocument, field: &str) -> Option<Bson> {
+    let bytes = d.as_bytes();
+    let end = bytes.len().checked_sub(1)?;
+    let mut pos = 4;
+    while pos < end {
+        let ty = bytes[pos];
+        let name_len = bytes.get(pos + 1..end)?.iter().position(|&b| b == 0)?;
+        let name = &bytes[pos + 1..pos + 1 + name_len];
+        let at = pos + 2 + name_len;
+        let Some(len) = element_len(ty, bytes.get(at..end)?) else {
+            return raw_get(d, field);
+        };
+        if name == field.as_bytes() {
+            let value = bytes.get(at..at + len)?;
+            let le8 = || value.get(..8).and_then(|b| b.try_into().ok());
+            return match ty {
+                0x10 => value
+                    .get(..4)
+                    .and_then(|b| b.try_into().ok())
+                    .map(|b| Bson::Int32(i32::from_le_bytes(b))),
+                0x12 => le8().map(|b| Bson::Int64(i64::from_le_bytes(b))),
+                0x01 => le8().map(|b| Bson::Double(f64::from_le_bytes(b))),
+                0x09 => le8()
+                    .map(|b| Bson::DateTime(bson::DateTime::from_millis(i64::from_le_bytes(b)))),
+                0x07 => value
+                    .get(..12)
+                    .and_then(|b| b.try_into().ok())
+                    .map(|b| Bson::ObjectId(bson::oid::ObjectId::from_bytes(b))),
+                _ => raw_get(d, field),
+            };
+        }
+        pos = at + len;
+    }
+    None
+}
+
 impl ControlView<'_> {
     /// `control.min.<field>` as a value.
     pub(crate) fn min_of(&self, field: &str) -> Option<Bson> {
-        raw_get(self.min, field)
+        control_value(self.min, field)
     }
 
     /// `control.max.<field>` as a value.
     pub(crate) fn max_of(&self, field: &str) -> Option<Bson> {
-        raw_get(self.max, field)
+        control_value(self.max, field)
     }
 
     /// The bucket's field names in column order (the keys of `control.min`, §4.8).

@@ -13,6 +13,7 @@
 //! | `projection.rs` | inclusion / exclusion projections |
 //! | `topk.rs` | sort on time with a limit that stops early |
 //! | `count.rs`, `last_point.rs`, `aggregate.rs`, `columnar.rs` | the other query kinds |
+//! | `parallel.rs` | running the parts of one query on a few threads |
 //! | `stats.rs` | the work counters |
 
 mod aggregate;
@@ -21,6 +22,7 @@ mod columnar;
 mod control_view;
 mod count;
 mod last_point;
+mod parallel;
 mod plan;
 mod projection;
 mod rowfilter;

@@ -6,15 +6,17 @@
 
 use std::cell::OnceCell;
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 
-use bson::{Bson, Document};
+use bson::{Bson, Document, RawBsonRef, RawDocument};
 use tscoll_catalog::{BucketId, BucketKey};
 
 use super::QueryStats;
 use super::control_view::ControlView;
+use super::parallel::{self, run_parts};
 use crate::collection::CollectionInner;
 use crate::error::{Error, Result};
-use crate::filter::Filter;
+use crate::filter::{Cmp, Filter, Pred, cmp_holds};
 use crate::keys::{hex, parse_index_key, time_bytes};
 use crate::options::CollectionSpec;
 
@@ -112,6 +114,12 @@ impl Series {
         }
     }
 
+    /// The meta value decoded by [`Series::meta`], taken out (`None` when it was not
+    /// decoded or there is none).
+    pub(crate) fn take_meta(&mut self) -> Option<Bson> {
+        self.meta.take().flatten()
+    }
+
     /// The series' meta value (SPEC ), `None` for the no-meta series.
     ///
     /// # Errors
@@ -119,6 +127,13 @@ impl Series {
     pub(crate) fn meta(&self, inner: &CollectionInner) -> Result<Option<&Bson>> {
         if let Some(m) = self.meta.get() {
             return Ok(m.as_ref());
+        }
+        // A document (the usual meta value) straight from its bytes; anything else, or bytes
+        // that do not read, through the catalog's decoder.
+        if let Some((&0x03, payload)) = self.bytes.split_first()
+            && let Ok(d) = RawDocument::from_bytes(payload).and_then(Document::try_from)
+        {
+            return Ok(self.meta.get_or_init(|| Some(Bson::Document(d))).as_ref());
         }
         let value = BucketKey {
             bytes: self.bytes.clone(),
@@ -160,19 +175,125 @@ pub(crate) struct Candidates {
     pub(crate) in_range: Option<u64>,
 }
 
+impl Candidates {
+    /// Appends the candidates of another part of the index (other series, later in index
+    /// order).
+    fn append(&mut self, other: Candidates) {
+        let offset = self.series.len();
+        self.buckets
+            .extend(other.buckets.into_iter().map(|c| Candidate {
+                series: c.series + offset,
+                ..c
+            }));
+        self.series.extend(other.series);
+        self.in_range = match (self.in_range, other.in_range) {
+            (Some(a), Some(b)) => Some(a + b),
+            _ => None,
+        };
+    }
+}
+
+/// Index entries from which a scan of every series is cut into pieces read on several
+/// threads.
+const PARALLEL_SCAN_MIN: usize = 4096;
+
+/// The hashes of piece `k` of `pieces` equal pieces of the hash space: `(first, end)`, end
+/// excluded, `None` = to the end.
+fn hash_piece(k: usize, pieces: usize) -> (u64, Option<u64>) {
+    let at = |k: usize| {
+        u64::try_from((u128::from(u64::MAX) + 1) * k as u128 / pieces.max(1) as u128).ok()
+    };
+    (
+        at(k).unwrap_or(u64::MAX),
+        if k + 1 >= pieces { None } else { at(k + 1) },
+    )
+}
+
 /// Builds [`Candidates`] entry by entry, deduplicating series and evaluating meta
 /// predicates once per series.
 struct Builder<'p> {
     plan: &'p Plan,
     bounds: (i64, i64),
     out: Candidates,
-    /// Series position and whether it passes the meta predicates, by meta bytes.
-    seen: HashMap<Vec<u8>, (usize, bool)>,
+    /// The last series added of each index hash (other series of that hash, collisions,
+    /// are chained in `links`).
+    seen: HashMap<u64, usize, BuildHasherDefault<HashOfHash>>,
+    /// Per series: whether it passes the meta predicates, and the series added before it
+    /// with the same hash.
+    links: Vec<(bool, Option<usize>)>,
     /// The last series added or found (entries of one series are adjacent in the index).
     last: Option<(usize, bool)>,
 }
 
-impl Builder<'_> {
+/// The hash of a map keyed by index hashes: the key itself (already a 64-bit hash of the
+/// meta bytes).
+#[derive(Clone, Copy, Default)]
+struct HashOfHash(u64);
+
+impl std::hash::Hasher for HashOfHash {
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+impl<'p> Builder<'p> {
+    fn new(plan: &'p Plan, bounds: (i64, i64)) -> Self {
+        Builder {
+            plan,
+            bounds,
+            out: Candidates::default(),
+            seen: HashMap::default(),
+            links: Vec::new(),
+            last: None,
+        }
+    }
+
+    /// The series of an index entry (added on first sight) and whether it passes the meta
+    /// predicates, decided on the stored bytes when they allow it (no value built).
+    fn series(&mut self, inner: &CollectionInner, hash: u64, meta: &[u8]) -> Result<(usize, bool)> {
+        if let Some((s, m)) = self.last
+            && self.out.series[s].hash == hash
+            && self.out.series[s].bytes == meta
+        {
+            return Ok((s, m));
+        }
+        let head = self.seen.get(&hash).copied();
+        let mut cur = head;
+        while let Some(s) = cur {
+            if self.out.series[s].bytes == meta {
+                let found = (s, self.links[s].0);
+                self.last = Some(found);
+                return Ok(found);
+            }
+            cur = self.links[s].1;
+        }
+        let s = self.out.series.len();
+        self.out.series.push(Series::new(meta.to_vec(), hash));
+        let m = if !self.plan.filter.has_meta_preds() {
+            true
+        } else if let Some(m) = meta_matches_raw(&self.plan.filter, meta) {
+            m
+        } else {
+            self.plan
+                .filter
+                .matches_meta(self.out.series[s].meta(inner)?)
+        };
+        self.links.push((m, head));
+        self.seen.insert(hash, s);
+        self.last = Some((s, m));
+        Ok((s, m))
+    }
+
     /// Adds one index entry; returns whether its series passes the meta predicates.
     fn add(
         &mut self,
@@ -188,27 +309,7 @@ impl Builder<'_> {
         if let Some(n) = &mut self.out.in_range {
             *n += 1;
         }
-        let (series, matches) = match self.last {
-            Some((s, m)) if self.out.series[s].hash == hash && self.out.series[s].bytes == meta => {
-                (s, m)
-            }
-            _ => {
-                if let Some(&found) = self.seen.get(meta) {
-                    found
-                } else {
-                    let s = self.out.series.len();
-                    self.out.series.push(Series::new(meta.to_vec(), hash));
-                    let m = !self.plan.filter.has_meta_preds()
-                        || self
-                            .plan
-                            .filter
-                            .matches_meta(self.out.series[s].meta(inner)?);
-                    self.seen.insert(meta.to_vec(), (s, m));
-                    (s, m)
-                }
-            }
-        };
-        self.last = Some((series, matches));
+        let (series, matches) = self.series(inner, hash, meta)?;
         if matches {
             self.out.buckets.push(Candidate {
                 id,
@@ -235,13 +336,7 @@ impl CollectionInner {
         let Some(bounds) = plan.min_time_bounds() else {
             return Ok(Candidates::default());
         };
-        let mut b = Builder {
-            plan,
-            bounds,
-            out: Candidates::default(),
-            seen: HashMap::new(),
-            last: None,
-        };
+        let mut b = Builder::new(plan, bounds);
         if let Some(entries) = secondary {
             stats.index_entries_scanned += entries.len() as u64;
             for e in entries {
@@ -277,39 +372,77 @@ impl CollectionInner {
                 }
             }
         } else {
-            b.out.in_range = Some(0);
-            let mut skipped = false;
-            self.skip_scan(bounds, stats, &mut |hash, min_time, id, meta| {
-                let keep = b.add(self, hash, min_time, id, meta)?;
-                skipped |= !keep;
-                Ok(keep)
+            // Every series. A read of the whole index (no time bound, no meta predicate: no
+            // seek) is cut into pieces of the hash space read on as many threads; a scan that
+            // seeks once or twice per series is not (seeks from two threads at once were
+            // slower than from one).
+            let threads = parallel::threads();
+            let whole_index = bounds == (i64::MIN, i64::MAX) && !plan.filter.has_meta_preds();
+            let pieces =
+                if threads > 1 && whole_index && self.idx.approximate_len() >= PARALLEL_SCAN_MIN {
+                    threads
+                } else {
+                    1
+                };
+            let parts = run_parts(pieces, pieces, &|k| {
+                let mut b = Builder::new(plan, bounds);
+                b.out.in_range = Some(0);
+                let mut part_stats = QueryStats::default();
+                let mut skipped = false;
+                let hashes = hash_piece(k, pieces);
+                self.skip_scan(bounds, hashes, &mut part_stats, &mut |entry| {
+                    let keep = match entry {
+                        ScanEntry::Series(hash, meta) => b.series(self, hash, meta)?.1,
+                        ScanEntry::Bucket(hash, min_time, id, meta) => {
+                            b.add(self, hash, min_time, id, meta)?
+                        }
+                    };
+                    skipped |= !keep;
+                    Ok(keep)
+                })?;
+                if skipped {
+                    // Entries of rejected series were not all read: no estimate of the range.
+                    b.out.in_range = None;
+                }
+                Ok((b.out, part_stats))
             })?;
-            if skipped {
-                // Entries of rejected series were not all read: no estimate of the range.
-                b.out.in_range = None;
+            b.out.in_range = Some(0);
+            for (part, part_stats) in parts {
+                stats.add(&part_stats);
+                b.out.append(part);
             }
         }
         Ok(b.out)
     }
 
     /// Every index entry with min time in `[lo, hi]`, series by series: the scan reads the
-    /// index in order and seeks to `hash ‖ lo` when it meets an entry older than `lo`, and to
-    /// the next hash when it meets one newer than `hi` or when `visit` returns `false` (the
-    /// series is not wanted, and no other series shares its hash: no collision marker), so a
-    /// narrow time range over many series reads about two entries per series outside the
-    /// range, and a series rejected by its meta value one entry.
+    /// index in order. The first entry of a hash that no other series shares (no collision
+    /// marker) is offered to `visit` as [`ScanEntry::Series`] before its time is looked at;
+    /// when `visit` declines it, the scan seeks to the next hash. Otherwise it seeks to
+    /// `hash ‖ lo` when it meets an entry older than `lo`, and to the next hash when it meets
+    /// one newer than `hi` or when `visit` declines a [`ScanEntry::Bucket`] (the series is not
+    /// wanted, and its hash is not shared). A narrow time range over many series reads about
+    /// two entries per series outside the range, and a series rejected by its meta value one
+    /// entry and one seek.
     ///
     /// # Errors
     /// [`Error::Storage`] when the scan fails, or what `visit` returns.
     pub(crate) fn skip_scan(
         &self,
         (lo, hi): (i64, i64),
+        (first_hash, end_hash): (u64, Option<u64>),
         stats: &mut QueryStats,
         visit: &mut EntryVisitor<'_>,
     ) -> Result<()> {
-        let mut iter = self.idx.iter();
+        let from = |key: Vec<u8>| match end_hash {
+            Some(end) => self.idx.range(key..end.to_be_bytes().to_vec()),
+            None => self.idx.range(key..),
+        };
+        let mut iter = from(first_hash.to_be_bytes().to_vec());
         // The hash of the last collision marker met (it sorts before its hash's entries).
         let mut shared: Option<u64> = None;
+        // The hash whose series was offered last.
+        let mut offered: Option<u64> = None;
         loop {
             let Some(item) = iter.next() else {
                 return Ok(());
@@ -324,28 +457,112 @@ impl CollectionInner {
                 continue;
             };
             stats.index_entries_scanned += 1;
-            let next_hash = if min_time < lo {
-                let (from, _) = hash_time_range(hash, lo, hi);
-                iter = self.idx.range(from.to_vec()..);
+            let next_hash = if offered != Some(hash)
+                && shared != Some(hash)
+                && !visit(ScanEntry::Series(hash, &v))?
+            {
+                true
+            } else if min_time < lo {
+                offered = Some(hash);
+                let (start, _) = hash_time_range(hash, lo, hi);
+                iter = from(start.to_vec());
                 continue;
             } else if min_time > hi {
                 true
             } else {
-                !visit(hash, min_time, id, &v)? && shared != Some(hash)
+                offered = Some(hash);
+                !visit(ScanEntry::Bucket(hash, min_time, id, &v))? && shared != Some(hash)
             };
             if next_hash {
                 let Some(next) = hash.checked_add(1) else {
                     return Ok(());
                 };
-                iter = self.idx.range(next.to_be_bytes().to_vec()..);
+                iter = from(next.to_be_bytes().to_vec());
             }
         }
     }
 }
 
-/// What [`CollectionInner::skip_scan`] calls per entry: `(hash, min time, id, meta bytes)`.
-/// Returns whether the rest of the entry's series is wanted.
-pub(crate) type EntryVisitor<'a> = dyn FnMut(u64, i64, BucketId, &[u8]) -> Result<bool> + 'a;
+/// What [`CollectionInner::skip_scan`] hands to its visitor.
+pub(crate) enum ScanEntry<'a> {
+    /// The first entry met of a hash no other series shares, whatever its time:
+    /// `(hash, meta bytes)`. Declining it skips the hash.
+    Series(u64, &'a [u8]),
+    /// An entry with min time in range: `(hash, min time, id, meta bytes)`. Declining it
+    /// skips the rest of the hash, unless the hash is shared.
+    Bucket(u64, i64, BucketId, &'a [u8]),
+}
+
+/// What [`CollectionInner::skip_scan`] calls per entry; returns whether the rest of the
+/// entry's series is wanted.
+pub(crate) type EntryVisitor<'a> = dyn FnMut(ScanEntry<'_>) -> Result<bool> + 'a;
+
+/// Whether a series' stored meta bytes (`type byte ‖ value`, empty for no meta value) pass
+/// the filter's meta predicates, decided on the bytes without building the value when every
+/// meta predicate compares a sub-field with a string (`{"m.a": "x"}`, `$gt`…, `$in` of
+/// strings); `None` when some predicate needs the value (the caller then decodes it). Same
+/// semantics as [`Filter::matches_meta`]: type bracketing (a string only matches a string
+/// or a symbol, compared bytewise), a missing path matches no string; a path reaching an
+/// array needs the value (arrays match when an element does).
+pub(crate) fn meta_matches_raw(filter: &Filter, meta: &[u8]) -> Option<bool> {
+    // Only a document has sub-fields: in any other meta value every sub-field is missing.
+    let doc = match meta.split_first() {
+        Some((&0x03, bytes)) => Some(RawDocument::from_bytes(bytes).ok()?),
+        _ => None,
+    };
+    let mut all = true;
+    for p in &filter.preds {
+        let (path, tests): (&[String], Vec<(Cmp, &str)>) = match p {
+            Pred::Meta {
+                path,
+                op,
+                value: Bson::String(s),
+            } if !path.is_empty() => (path, vec![(*op, s.as_str())]),
+            Pred::MetaIn { path, values } if !path.is_empty() => {
+                let strings: Option<Vec<(Cmp, &str)>> = values
+                    .iter()
+                    .map(|v| match v {
+                        Bson::String(s) => Some((Cmp::Eq, s.as_str())),
+                        _ => None,
+                    })
+                    .collect();
+                (path, strings?)
+            }
+            Pred::Meta { .. } | Pred::MetaIn { .. } => return None,
+            _ => continue,
+        };
+        let found = match doc {
+            Some(d) => raw_lookup(d, path)?,
+            None => None,
+        };
+        let holds = match found {
+            None => false,
+            Some(RawBsonRef::String(x) | RawBsonRef::Symbol(x)) => tests
+                .iter()
+                .any(|(op, s)| cmp_holds(x.as_bytes().cmp(s.as_bytes()), *op)),
+            Some(RawBsonRef::Array(_)) => return None,
+            // Another type: type bracketing, no string matches it.
+            Some(_) => false,
+        };
+        all &= holds;
+    }
+    Some(all)
+}
+
+/// The value at `path` in a raw document: `Some(None)` when the path is missing (or passes
+/// through a scalar), `None` when it passes through an array or the bytes are bad.
+fn raw_lookup<'a>(doc: &'a RawDocument, path: &[String]) -> Option<Option<RawBsonRef<'a>>> {
+    let (last, parents) = path.split_last()?;
+    let mut cur = doc;
+    for p in parents {
+        match cur.get(p).ok()? {
+            Some(RawBsonRef::Document(d)) => cur = d,
+            Some(RawBsonRef::Array(_)) => return None,
+            Some(_) | None => return Some(None),
+        }
+    }
+    cur.get(last).ok()
+}
 
 /// The distinct meta hashes a whole-meta equality (or `$in`) restricts a query to, sorted
 /// (a `null` operand also selects the series without a meta value, which it matches);
@@ -395,4 +612,73 @@ pub(crate) fn hash_time_range(hash: u64, lo: i64, hi: i64) -> ([u8; 16], [u8; 28
     b[..8].copy_from_slice(&hash.to_be_bytes());
     b[8..16].copy_from_slice(&time_bytes(hi));
     (a, b)
+}
+
+#[cfg(test)]
+mod tests {
+    use bson::{Bson, doc};
+    use tscoll_catalog::BucketKey;
+
+    use super::*;
+
+    /// The raw matcher, when it decides, agrees with the filter on the decoded value; it
+    /// decides every comparison of a sub-field with strings on documents without arrays.
+    #[test]
+    fn raw_meta_matches_agree_with_the_filter() {
+        let metas = [
+            None,
+            Some(Bson::String("h1".into())),
+            Some(Bson::Int32(3)),
+            Some(Bson::Document(doc! {})),
+            Some(Bson::Document(doc! { "host": "h1", "dc": "d0" })),
+            Some(Bson::Document(doc! { "host": "h10", "n": 3 })),
+            Some(Bson::Document(doc! { "host": 7, "sub": { "a": "x" } })),
+            Some(Bson::Document(doc! { "host": ["h1", "h2"] })),
+            Some(Bson::Document(doc! { "sub": { "a": "y", "b": ["x"] } })),
+            Some(Bson::Document(doc! { "host": Bson::Symbol("h1".into()) })),
+        ];
+        let filters = [
+            doc! { "m.host": "h1" },
+            doc! { "m.host": { "$gt": "h1" } },
+            doc! { "m.host": { "$lte": "h10" }, "m.dc": "d0" },
+            doc! { "m.host": { "$in": ["h10", "h2"] } },
+            doc! { "m.sub.a": "x" },
+            doc! { "m.sub.b": "x" },
+            doc! { "m.nope": "x" },
+            doc! { "m.host": 7 },
+            doc! { "m.host": Bson::Null },
+            doc! { "m": "h1" },
+            doc! { "m.host": "h1", "t": { "$gte": bson::DateTime::from_millis(0) } },
+        ];
+        for f in &filters {
+            let filter = Filter::parse(f, "t", Some("m")).expect("filter");
+            for meta in &metas {
+                let bytes = BucketKey::from_meta(meta.as_ref()).bytes;
+                let decoded = BucketKey::from_bytes(bytes.clone())
+                    .meta_value()
+                    .expect("meta");
+                let want = filter.matches_meta(decoded.as_ref());
+                let strings_only = f.iter().all(|(k, v)| {
+                    k == "t"
+                        || (k.starts_with("m.")
+                            && match v {
+                                Bson::String(_) => true,
+                                Bson::Document(d) => d.values().all(|x| match x {
+                                    Bson::String(_) => true,
+                                    Bson::Array(a) => {
+                                        a.iter().all(|y| matches!(y, Bson::String(_)))
+                                    }
+                                    _ => false,
+                                }),
+                                _ => false,
+                            })
+                });
+                let has_array = matches!(meta, Some(Bson::Document(d)) if d.values().any(|v| matches!(v, Bson::Array(_)) || matches!(v, Bson::Document(s) if s.values().any(|x| matches!(x, Bson::Array(_))))));
+                match meta_matches_raw(&filter, &bytes) {
+                    Some(got) => assert_eq!(got, want, "{f} on {meta:?}"),
+                    None => assert!(!strings_only || has_array, "undecided: {f} on {meta:?}"),
+                }
+            }
+        }
+    }
 }

@@ -42,6 +42,20 @@ pub struct QueryStats {
 }
 
 impl QueryStats {
+    /// Adds the counters of `other` (a part of the same query read on another thread).
+    pub(crate) fn add(&mut self, other: &QueryStats) {
+        self.index_entries_scanned += other.index_entries_scanned;
+        self.buckets_read += other.buckets_read;
+        self.buckets_pruned += other.buckets_pruned;
+        self.buckets_whole += other.buckets_whole;
+        self.buckets_unpacked += other.buckets_unpacked;
+        self.buckets_from_control += other.buckets_from_control;
+        self.buckets_skipped += other.buckets_skipped;
+        self.rows_examined += other.rows_examined;
+        self.rows_filtered += other.rows_filtered;
+        self.rows_returned += other.rows_returned;
+    }
+
     /// The counters as a document with MongoDB-style camelCase names and int64 values:
     /// `{indexEntriesScanned, bucketsRead, bucketsPruned, bucketsWhole, bucketsUnpacked,
     /// bucketsFromControl, bucketsSkipped, rowsExamined, rowsFiltered, rowsReturned}`.

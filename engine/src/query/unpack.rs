@@ -57,7 +57,7 @@ impl<'a> SegmentView<'a> {
                 return Err(format!("column '{name}' has the wrong length"));
             }
             if name == time_field {
-                if col.types().iter().any(|&t| t != tag::DATETIME)
+                if col.types().iter().fold(0, |acc, &t| acc | (t ^ tag::DATETIME)) != 0
                     || col.ints().len() != seg.row_count
                 {
                     return Err("time column holds a non-date".to_owned());
@@ -92,6 +92,18 @@ impl<'a> SegmentView<'a> {
     /// Position of a decoded column.
     pub(crate) fn position(&self, field: &str) -> Option<usize> {
         self.cols.iter().position(|c| c.name == field)
+    }
+
+    /// Position of a decoded column, looked for from position `hint` on, then from the
+    /// start: fields asked for in column order are each found at the first comparison.
+    pub(crate) fn position_from(&self, field: &str, hint: usize) -> Option<usize> {
+        let hint = hint.min(self.cols.len());
+        let (before, after) = self.cols.split_at(hint);
+        after
+            .iter()
+            .position(|c| c.name == field)
+            .map(|p| p + hint)
+            .or_else(|| before.iter().position(|c| c.name == field))
     }
 
     /// The decoded column at `col`.
