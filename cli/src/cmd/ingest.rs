@@ -8,6 +8,17 @@
 //! every good line is stored. Either way the exit code is non-zero when a line was bad.
 //! With `--report-acks`, every acknowledged batch is announced on stdout as
 //! `ack FIRST LAST INSERTED` (`docs/durability.md`).
+//!
+//! **One thread.** Reading, decompressing, parsing and `insert_many` all run one after the
+//! other on the calling thread (the engine's background work aside): a batch is parsed, then
+//! inserted, then the next one is parsed.
+//!
+//! **Figures.** After the last file the database is closed and the figures of
+//! `tscoll bench ingest` are printed ([`crate::cmd::report`]): measurements/s and field
+//! values/s over the wall time of reading, parsing and inserting (the time spent inside
+//! `insert_many` is shown apart), bytes per measurement on disk (the whole database
+//! directory after `close`), write amplification and peak RSS; on stderr as a table, or with
+//! `--json` as one JSON object on stdout.
 
 use std::io::{self, IsTerminal, Write};
 use std::process::ExitCode;
@@ -17,7 +28,8 @@ use bson::Document;
 use indicatif::{ProgressBar, ProgressState, ProgressStyle};
 use tscoll_engine::{Collection, Database, Durability, InsertOptions};
 
-use super::{CmdResult, DbArgs, open_collection, to_extjson};
+use super::report::{Ingest, Meter};
+use super::{CmdResult, DbArgs, human_seconds, open_collection, to_extjson};
 use crate::input::Record;
 use crate::input::csv::{CsvMapping, CsvReader, TimeFormat, parse_column_list};
 use crate::input::ndjson::NdjsonReader;
@@ -45,6 +57,16 @@ pub(crate) struct Args {
     /// `{"bucketCatalog": {"numBuckets": …, "memoryUsage": …, "numCommits": …, …}}`.
     #[arg(long)]
     pub(crate) stats: bool,
+    /// Print the figures of the ingest as one JSON object on stdout (instead of the table
+    /// on stderr): the keys of `bench ingest --json`, plus `insert_many_seconds`,
+    /// `close_seconds`, `rejected` and `bucket_catalog`.
+    #[arg(long, conflicts_with = "report_acks")]
+    pub(crate) json: bool,
+    /// After `close`, compact the database (`Database::compact`: memtables flushed to tables,
+    /// superseded control records and merged-away segments dropped), so that the disk bytes
+    /// reported are those of the data as it stays; counted in the close time.
+    #[arg(long)]
+    pub(crate) compact: bool,
 }
 
 /// Input formats.
@@ -160,6 +182,11 @@ pub(crate) struct Summary {
     pub(crate) stopped: bool,
     /// Wall-clock seconds.
     pub(crate) seconds: f64,
+    /// Seconds spent inside `insert_many` (the rest of `seconds` is reading and parsing).
+    pub(crate) insert_seconds: f64,
+    /// Field values stored: the fields of the stored measurements but the time and meta
+    /// fields.
+    pub(crate) field_values: u64,
 }
 
 impl Summary {
@@ -193,26 +220,96 @@ impl Summary {
 /// does not fit the header, or the engine fails as a whole (not per measurement).
 pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
     let (db, coll) = open_collection(&args.db.db, &args.coll)?;
+    let meter = Meter::start();
     let mut total = Summary::default();
     for file in &args.files {
         let summary = ingest_file(&coll, file, args.format, &args.settings, &args.csv)?;
-        eprintln!(
-            "{}",
-            summary.line(if file == "-" { "<stdin>" } else { file })
-        );
+        if !args.json {
+            eprintln!(
+                "{}",
+                summary.line(if file == "-" { "<stdin>" } else { file })
+            );
+        }
         total.inserted += summary.inserted;
         total.rejected += summary.rejected;
         total.seconds += summary.seconds;
+        total.insert_seconds += summary.insert_seconds;
+        total.field_values += summary.field_values;
         if summary.stopped {
             total.stopped = true;
             break;
         }
     }
-    if args.files.len() > 1 {
+    if args.files.len() > 1 && !args.json {
         eprintln!("{}", total.line("total"));
     }
-    if args.stats {
-        println!("{}", to_extjson(catalog_stats_document(&db)));
+    let catalog = catalog_stats_document(&db);
+    let closing = Instant::now();
+    db.close()
+        .map_err(|e| format!("closing {}: {e}", args.db.db.display()))?;
+    if args.compact {
+        db.compact()
+            .map_err(|e| format!("compacting {}: {e}", args.db.db.display()))?;
+    }
+    let close_seconds = closing.elapsed().as_secs_f64();
+    let report = meter.finish(
+        &args.db.db,
+        Ingest {
+            measurements: total.inserted,
+            field_values: total.field_values,
+            seconds: total.seconds,
+            durability: args.settings.durability,
+            threads: 1,
+            cpu_excluded_seconds: 0.0,
+        },
+    )?;
+    if args.json {
+        let mut map = report.json();
+        map.insert(
+            "insert_many_seconds".to_owned(),
+            total.insert_seconds.into(),
+        );
+        map.insert("close_seconds".to_owned(), close_seconds.into());
+        map.insert("rejected".to_owned(), total.rejected.into());
+        let catalog = match catalog.get_document("bucketCatalog") {
+            Ok(d) => bson::Bson::Document(d.clone()).into_relaxed_extjson(),
+            Err(_) => serde_json::Value::Null,
+        };
+        map.insert("bucket_catalog".to_owned(), catalog);
+        println!("{}", serde_json::Value::Object(map));
+    } else {
+        let mut table = report.table();
+        table.note(
+            "seconds",
+            format!(
+                "reading, parsing and inserting, one after the other: {:.3} s in \
+                 insert_many, {:.3} s outside it (reading and parsing lines, building and \
+                 freeing documents)",
+                total.insert_seconds,
+                (total.seconds - total.insert_seconds).max(0.0)
+            ),
+        );
+        table.insert_after(
+            "field values/s",
+            "close",
+            format!(
+                "{} (merging open buckets, fsync{}; not in seconds)",
+                human_seconds(close_seconds),
+                if args.compact { ", compaction" } else { "" }
+            ),
+        );
+        table.note(
+            "disk bytes",
+            format!("the whole database directory {}", args.db.db.display()),
+        );
+        table.note(
+            "threads",
+            "reading, parsing and insert_many on one thread".to_owned(),
+        );
+        eprint!("{table}");
+        if args.stats {
+            println!("{}", to_extjson(catalog));
+        }
     }
     Ok(if total.rejected > 0 {
         ExitCode::FAILURE
@@ -259,15 +356,19 @@ pub(crate) fn ingest_file(
         Box::new(NdjsonReader::new(input.reader))
     };
     let progress = progress_bar(&name);
+    let spec = coll.spec();
     let mut loader = Loader {
         coll,
         name: &name,
+        time_field: &spec.time_field,
+        meta_field: spec.meta_field.as_deref(),
         options: settings.insert_options(),
         batch_size: settings.batch_size as usize,
         report_acks: settings.report_acks,
         progress: &progress,
         docs: Vec::new(),
         lines: Vec::new(),
+        fields: Vec::new(),
         summary: Summary::default(),
     };
     let start = Instant::now();
@@ -337,12 +438,16 @@ pub(crate) fn progress_bar(label: &str) -> ProgressBar {
 struct Loader<'a> {
     coll: &'a Collection,
     name: &'a str,
+    time_field: &'a str,
+    meta_field: Option<&'a str>,
     options: InsertOptions,
     batch_size: usize,
     report_acks: bool,
     progress: &'a ProgressBar,
     docs: Vec<Document>,
     lines: Vec<u64>,
+    /// The field values of each pending document (counted while it is fresh in the cache).
+    fields: Vec<u64>,
     summary: Summary,
 }
 
@@ -352,6 +457,8 @@ impl Loader<'_> {
             let record = record?;
             match record.doc {
                 Ok(doc) => {
+                    self.fields
+                        .push(field_values(&doc, self.time_field, self.meta_field));
                     self.docs.push(doc);
                     self.lines.push(record.line);
                     if self.docs.len() >= self.batch_size && !self.flush()? {
@@ -378,14 +485,17 @@ impl Loader<'_> {
         if self.docs.is_empty() {
             return Ok(true);
         }
+        let start = Instant::now();
         let result = self
             .coll
             .insert_many(&self.docs, &self.options)
             .map_err(|e| format!("insert failed: {e}"))?;
+        self.summary.insert_seconds += start.elapsed().as_secs_f64();
         if self.report_acks {
             self.ack(result.inserted)?;
         }
         self.summary.inserted += result.inserted as u64;
+        self.summary.field_values += self.stored_field_values(&result.errors, result.inserted);
         self.progress.inc(result.inserted as u64);
         for error in &result.errors {
             let line = self.lines.get(error.index).copied().unwrap_or(0);
@@ -393,11 +503,29 @@ impl Loader<'_> {
         }
         self.docs.clear();
         self.lines.clear();
+        self.fields.clear();
         if self.options.ordered && !result.errors.is_empty() {
             self.summary.stopped = true;
             return Ok(false);
         }
         Ok(true)
+    }
+
+    /// The field values of the `inserted` measurements of the pending batch that were
+    /// stored: the first `inserted` documents not rejected (with `--ordered`, those before
+    /// the first rejected one), each counting its fields but the time and meta fields.
+    fn stored_field_values(&self, errors: &[tscoll_engine::WriteError], inserted: usize) -> u64 {
+        if errors.is_empty() {
+            return self.fields.iter().take(inserted).sum();
+        }
+        let rejected: std::collections::HashSet<usize> = errors.iter().map(|e| e.index).collect();
+        self.fields
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !rejected.contains(i))
+            .take(inserted)
+            .map(|(_, n)| n)
+            .sum()
     }
 
     /// Prints `ack FIRST LAST INSERTED` for the batch `insert_many` just acknowledged and
@@ -419,9 +547,24 @@ impl Loader<'_> {
     }
 }
 
+/// The field values of a measurement: its fields but the time and meta fields.
+fn field_values(doc: &Document, time_field: &str, meta_field: Option<&str>) -> u64 {
+    let special = usize::from(doc.contains_key(time_field))
+        + meta_field.map_or(0, |m| usize::from(doc.contains_key(m)));
+    doc.len().saturating_sub(special) as u64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn field_values_leave_out_time_and_meta() {
+        let doc = bson::doc! { "ts": 1, "meta": {"a": 1, "b": 2}, "x": 1, "y": 2 };
+        assert_eq!(field_values(&doc, "ts", Some("meta")), 2);
+        assert_eq!(field_values(&doc, "ts", None), 3);
+        assert_eq!(field_values(&doc, "time", Some("tags")), 4);
+    }
 
     #[test]
     fn summary_line() {
@@ -430,6 +573,7 @@ mod tests {
             rejected: 2,
             stopped: true,
             seconds: 0.5,
+            ..Summary::default()
         };
         let line = s.line("a.ndjson");
         assert!(line.starts_with("a.ndjson: 1000 measurements inserted, 2 rejected, 0.50 s"));

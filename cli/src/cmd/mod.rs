@@ -12,6 +12,7 @@ pub(crate) mod expire;
 pub(crate) mod find;
 pub(crate) mod index;
 pub(crate) mod ingest;
+pub(crate) mod report;
 pub(crate) mod stats;
 pub(crate) mod update;
 

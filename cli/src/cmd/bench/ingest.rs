@@ -12,51 +12,52 @@
 //! their measurements, time-major, in `insert_many` calls of `--batch-size` measurements
 //! (unordered, with the chosen durability), all into the same collection at the same time.
 //!
-//! **What is timed** (`seconds`): wall-clock time from the moment every thread is ready (a
-//! barrier) until the last thread's last `insert_many` returns (the earliest start to the
-//! latest end). With `--generate ahead` each thread builds all its batches *before* the
-//! barrier, so `seconds` is inserts only (the documents are dropped after the clock stops).
-//! A `bson::Document` of this workload takes about [`DOC_BYTES`] of memory, so that only
-//! suits small scales: `--generate auto` (the default) generates ahead when the workload has
-//! at most [`PREGENERATE_MAX`] measurements *and* its documents take at most half of the
-//! available memory. Otherwise (`--generate inline`) each thread builds each batch just
-//! before inserting it, `seconds` **includes** generation, and the thread time spent
-//! generating is reported next to it. `Database::close` (merging the segments of open
-//! buckets, fsync) comes after and is timed separately, not in `seconds`.
+//! **What is timed** (`seconds`) depends on `--generate`:
+//!
+//! * `paused` (the default): the threads go in rounds. In each round every thread builds its
+//!   next batch while the clock is stopped, then all of them start inserting at once (a
+//!   barrier) and the round's time runs from the earliest start to the latest end of those
+//!   `insert_many` calls; `seconds` is the sum over the rounds. Only inserts are timed, and
+//!   memory holds one batch per thread, so the peak RSS is the engine's. (The engine's
+//!   background threads, fjall's flushes and compactions, keep running while the clock is
+//!   stopped.)
+//! * `ahead`: each thread builds all its batches before a barrier; `seconds` runs from the
+//!   barrier to the last thread's last `insert_many` (the documents are dropped after the
+//!   clock stops). A `bson::Document` of this workload takes about [`DOC_BYTES`] of memory,
+//!   so the peak RSS includes them (the table shows the RSS at the start, documents built).
+//! * `inline`: each thread builds each batch just before inserting it, and `seconds`, from a
+//!   barrier to the last `insert_many`, **includes** generation; the thread time spent
+//!   generating is reported next to it.
+//!
+//! `Database::close` (merging the segments of open buckets, fsync) comes after and is timed
+//! separately, not in `seconds`.
 //!
 //! **Afterwards.** The collection must hold exactly the workload's measurement count
-//! (`measurementCount` of its stats), otherwise the command fails. Disk bytes are the bytes
-//! the database directory occupies on disk after `close` (allocated blocks, as `du` counts):
+//! (`measurementCount` of its stats), otherwise the command fails. Disk bytes, write
+//! amplification and peak RSS are measured as for `tscoll ingest` ([`crate::cmd::report`]).
 //! `Database::disk_space` counts the *length* of fjall's journal, which fjall preallocates to
 //! 64 MiB (a sparse file), so it reads at least 64 MiB however little is stored; it is shown
-//! next to it in the table. Write amplification is the process's `write_bytes`
-//! (`/proc/self/io`: bytes sent to the block layer, fjall's background flushes and compactions
-//! included) during ingest and close, divided by the disk bytes; unknown (`null`) where
-//! `/proc/self/io` is missing or counts nothing (e.g. on tmpfs). Peak RSS is `VmHWM`
-//! (`/proc/self/status`): with documents generated ahead it includes them (the table shows
-//! the RSS at the start of the ingest, documents built, to subtract).
+//! next to the disk bytes in the table.
 
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Barrier;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bson::{Bson, Document};
 use indicatif::ProgressBar;
-use serde_json::json;
+use serde_json::Value;
 use tscoll_benches::tsbs::{self, FIELDS, Generator, Workload};
 use tscoll_engine::{Collection, Database, DatabaseOptions, InsertOptions, TimeseriesOptions};
 
 use crate::cmd::CmdResult;
 use crate::cmd::ingest::{DurabilityArg, progress_bar};
+use crate::cmd::report::{Ingest, IngestReport, Meter, proc_kb_line, thread_cpu_seconds};
 use crate::cmd::{human_bytes, human_seconds};
 
 /// The collection the workload goes to.
 pub(crate) const COLLECTION: &str = "cpu";
-
-/// Largest workload (measurements) `--generate auto` builds before the clock starts.
-pub(crate) const PREGENERATE_MAX: u64 = 2_000_000;
 
 /// Memory one generated measurement takes as a `bson::Document` (time, a 10-tag
 /// sub-document, 10 int32 fields), allocator overhead included, in bytes: measured as
@@ -79,10 +80,11 @@ pub(crate) struct Args {
     /// When an insert is acknowledged: buffered, flush (written to the OS) or sync (fsync'd).
     #[arg(long, value_enum, default_value_t = DurabilityArg::Buffered)]
     pub(crate) durability: DurabilityArg,
-    /// When documents are built: ahead (before the clock starts; about 5.6 KB of memory per
-    /// measurement), inline (batch by batch, timed with the inserts), or auto (ahead when at
-    /// most 2 million measurements fit in half the available memory).
-    #[arg(long, value_enum, default_value_t = Generate::Auto)]
+    /// When documents are built: paused (batch by batch while the clock is stopped, so only
+    /// insert_many calls are timed and memory holds one batch per thread), ahead (all before
+    /// the clock starts; about 5.6 KB of memory per measurement) or inline (batch by batch,
+    /// timed with the inserts).
+    #[arg(long, value_enum, default_value_t = Generate::Paused)]
     pub(crate) generate: Generate,
     /// Database directory (must not hold a `cpu` collection); default: a fresh temporary
     /// directory, removed at the end.
@@ -117,28 +119,13 @@ impl WorkloadArgs {
 /// `--generate` values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum Generate {
-    /// Ahead when the workload is small enough, else inline.
-    Auto,
+    /// Batch by batch, in rounds: every thread builds its next batch with the clock stopped,
+    /// then all insert theirs, timed.
+    Paused,
     /// Every document before the clock starts.
     Ahead,
     /// Batch by batch, inside the timed loop.
     Inline,
-}
-
-impl Generate {
-    /// Whether `workload` is generated ahead.
-    fn ahead(self, workload: &Workload) -> bool {
-        match self {
-            Generate::Ahead => true,
-            Generate::Inline => false,
-            Generate::Auto => {
-                let n = workload.measurements();
-                let fits = proc_kb_line("/proc/meminfo", "MemAvailable")
-                    .is_none_or(|avail| n.saturating_mul(DOC_BYTES) <= avail / 2);
-                n <= PREGENERATE_MAX && fits
-            }
-        }
-    }
 }
 
 /// Parses `--days`: a positive finite number.
@@ -155,12 +142,11 @@ pub(crate) fn parse_days(text: &str) -> Result<f64, String> {
 
 /// What one thread did.
 struct ThreadRun {
-    /// When it started inserting (after the barrier).
-    start: Instant,
-    /// When its last insert returned.
-    end: Instant,
-    /// Thread time spent generating documents inside the timed loop.
-    generating: Duration,
+    /// The timed spans, one per round (`paused`: `None` for a round without a batch) or a
+    /// single one from the barrier to the last insert (`ahead`, `inline`).
+    spans: Vec<Option<(Instant, Instant)>>,
+    /// Thread time spent generating documents after the first barrier.
+    generating: ThreadTime,
     /// Measurements it inserted.
     inserted: u64,
     /// Pre-generated batches, returned so they are dropped after the clock stops.
@@ -170,50 +156,40 @@ struct ThreadRun {
 
 /// The figures of one run.
 struct Figures {
-    measurements: u64,
-    seconds: f64,
+    report: IngestReport,
     close_seconds: f64,
-    generated_ahead: bool,
     generating_seconds: f64,
-    /// Allocated bytes of the database directory.
-    disk_bytes: u64,
     /// `Database::disk_space`.
     fjall_disk_space: u64,
     /// Bytes of the buckets (segments, control records, index entries): the collection's
     /// `storedBytes`.
     stored_bytes: u64,
-    write_bytes: Option<u64>,
-    peak_rss_bytes: Option<u64>,
     rss_at_start_bytes: Option<u64>,
     bucket_catalog: Option<Document>,
-}
-
-impl Figures {
-    fn per_second(&self, n: u64) -> f64 {
-        n as f64 / self.seconds.max(1e-9)
-    }
-
-    fn bytes_per_measurement(&self) -> f64 {
-        self.disk_bytes as f64 / self.measurements.max(1) as f64
-    }
-
-    /// Bytes written during the run ÷ final disk bytes; `None` when not measurable (no
-    /// `/proc/self/io`, or nothing counted although the database is not empty).
-    fn write_amplification(&self) -> Option<f64> {
-        match self.write_bytes {
-            Some(w) if w > 0 && self.disk_bytes > 0 => Some(w as f64 / self.disk_bytes as f64),
-            _ => None,
-        }
-    }
 }
 
 /// Runs `tscoll bench ingest`.
 ///
 /// # Errors
-/// The database cannot be created or already holds a `cpu` collection, an insert fails or
-/// rejects a measurement, or the collection does not hold the expected count afterwards.
+/// The database cannot be created or already holds a `cpu` collection, `--generate ahead`
+/// would not fit in memory, an insert fails or rejects a measurement, or the collection does
+/// not hold the expected count afterwards.
 pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
     let workload = args.workload.workload();
+    if args.generate == Generate::Ahead {
+        let need = workload.measurements().saturating_mul(DOC_BYTES);
+        if let Some(available) = proc_kb_line("/proc/meminfo", "MemAvailable")
+            && need > available
+        {
+            return Err(format!(
+                "--generate ahead needs about {} for the documents, more than the {} \
+                 available; use --generate paused",
+                human_bytes(need),
+                human_bytes(available)
+            )
+            .into());
+        }
+    }
     let (_temp, dir) = super::bench_dir(args.db.as_deref(), "tscoll-bench-ingest-")?;
     let db = Database::open(&dir, DatabaseOptions::default())
         .map_err(|e| format!("cannot open database {}: {e}", dir.display()))?;
@@ -226,17 +202,17 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
     }
     let options = TimeseriesOptions::new(tsbs::TIME_FIELD).meta_field(tsbs::META_FIELD);
     let coll = db.create_collection(COLLECTION, &options)?;
-    let mut figures = measure(args, &workload, &db, &coll)?;
-    figures.disk_bytes = allocated_bytes(&dir)?;
+    let figures = measure(args, &workload, &db, &coll, &dir)?;
     let stats = coll.stats()?;
-    figures.stored_bytes = stats.stored_bytes;
-    if stats.measurement_count != workload.measurements()
-        || figures.measurements != workload.measurements()
-    {
+    let figures = Figures {
+        stored_bytes: stats.stored_bytes,
+        ..figures
+    };
+    let inserted = figures.report.ingest.measurements;
+    if stats.measurement_count != workload.measurements() || inserted != workload.measurements() {
         return Err(format!(
-            "the collection holds {} measurements; {} were inserted, {} expected",
+            "the collection holds {} measurements; {inserted} were inserted, {} expected",
             stats.measurement_count,
-            figures.measurements,
             workload.measurements()
         )
         .into());
@@ -251,14 +227,14 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
 }
 
 /// Inserts the workload, closes the database and gathers the figures (all but the
-/// directory's size and the collection's stats).
+/// collection's stats).
 fn measure(
     args: &Args,
     workload: &Workload,
     db: &Database,
     coll: &Collection,
+    dir: &std::path::Path,
 ) -> CmdResult<Figures> {
-    let ahead = args.generate.ahead(workload);
     let threads = args.threads as usize;
     let batch = args.batch_size as usize;
     let options = InsertOptions {
@@ -270,31 +246,50 @@ fn measure(
     } else {
         progress_bar("bench ingest")
     };
+    let parts: Vec<Generator> = (0..threads).map(|t| workload.part(t, threads)).collect();
+    // Rounds of `paused`: as many as the largest part has batches.
+    let rounds = parts
+        .iter()
+        .map(|p| p.remaining().div_ceil(batch as u64))
+        .max()
+        .unwrap_or(0);
     // Every thread and this one: `ready` once the documents are built, `go` once the
-    // starting figures are read.
+    // starting figures are read. `round`: the inserting threads, at each round's start.
     let (ready, go) = (Barrier::new(threads + 1), Barrier::new(threads + 1));
+    let round = Barrier::new(threads);
     let mut rss_at_start_bytes = None;
-    let mut written_before = None;
+    let mut meter = Meter::start();
     let runs: Vec<CmdResult<ThreadRun>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|t| {
-                let (ready, go, progress) = (&ready, &go, &progress);
-                let mut part = workload.part(t, threads);
+        let handles: Vec<_> = parts
+            .into_iter()
+            .map(|mut part| {
+                let (ready, go, round, progress) = (&ready, &go, &round, &progress);
+                let options = &options;
+                let generate = args.generate;
                 s.spawn(move || {
-                    let batches = if ahead {
+                    let batches = if generate == Generate::Ahead {
                         batches_of(&mut part, batch)
                     } else {
                         Vec::new()
                     };
                     ready.wait();
                     go.wait();
-                    insert_part(coll, &options, part, batches, batch, progress)
+                    let thread = Inserter {
+                        coll,
+                        options,
+                        progress,
+                    };
+                    match generate {
+                        Generate::Paused => thread.paused(part, batch, rounds, round),
+                        Generate::Ahead => thread.ahead(batches),
+                        Generate::Inline => thread.inline(part, batch),
+                    }
                 })
             })
             .collect();
         ready.wait();
         rss_at_start_bytes = proc_kb_line("/proc/self/status", "VmRSS");
-        written_before = proc_write_bytes();
+        meter = Meter::start();
         go.wait();
         handles
             .into_iter()
@@ -303,37 +298,53 @@ fn measure(
     });
     progress.finish_and_clear();
     let runs = runs.into_iter().collect::<CmdResult<Vec<ThreadRun>>>()?;
-    let start = runs.iter().map(|r| r.start).min();
-    let end = runs.iter().map(|r| r.end).max();
-    let seconds = match (start, end) {
-        (Some(s), Some(e)) => e.duration_since(s).as_secs_f64(),
-        _ => 0.0,
-    };
+    let seconds = timed_seconds(&runs);
     let inserted: u64 = runs.iter().map(|r| r.inserted).sum();
-    let generating_seconds = runs.iter().map(|r| r.generating.as_secs_f64()).sum();
+    let generating_seconds = runs.iter().map(|r| r.generating.0).sum();
     drop(runs);
     // Before `close`: the catalog as the ingest left it (open buckets, memory).
     let bucket_catalog = db.catalog_stats().map(|c| c.to_document());
     let closing = Instant::now();
     db.close()?;
+    // Disk bytes are measured after flush and compaction: the data as it stays.
+    db.compact()?;
     let close_seconds = closing.elapsed().as_secs_f64();
-    let write_bytes = written_before
-        .zip(proc_write_bytes())
-        .map(|(before, after)| after.saturating_sub(before));
+    let report = meter.finish(
+        dir,
+        Ingest {
+            measurements: inserted,
+            field_values: inserted * FIELDS.len() as u64,
+            seconds,
+            durability: args.durability,
+            threads: args.threads,
+            cpu_excluded_seconds: generating_seconds,
+        },
+    )?;
     Ok(Figures {
-        measurements: inserted,
-        seconds,
+        report,
         close_seconds,
-        generated_ahead: ahead,
         generating_seconds,
-        disk_bytes: 0,
         fjall_disk_space: db.disk_space()?,
         stored_bytes: 0,
-        write_bytes,
-        peak_rss_bytes: proc_kb_line("/proc/self/status", "VmHWM"),
         rss_at_start_bytes,
         bucket_catalog,
     })
+}
+
+/// The timed seconds: for each span index (round), the time from the earliest start to the
+/// latest end among the threads, summed over the rounds.
+fn timed_seconds(runs: &[ThreadRun]) -> f64 {
+    let rounds = runs.iter().map(|r| r.spans.len()).max().unwrap_or(0);
+    (0..rounds)
+        .filter_map(|i| {
+            let spans = runs
+                .iter()
+                .filter_map(|r| r.spans.get(i).copied().flatten());
+            let start = spans.clone().map(|(s, _)| s).min()?;
+            let end = spans.map(|(_, e)| e).max()?;
+            Some(end.duration_since(start).as_secs_f64())
+        })
+        .sum()
 }
 
 /// Every remaining document of `part`, in batches of `size`.
@@ -348,50 +359,111 @@ fn batches_of(part: &mut Generator, size: usize) -> Vec<Vec<Document>> {
     }
 }
 
-/// One thread's inserts: the pre-generated `batches`, or else batches generated from `part`
-/// one by one.
-fn insert_part(
-    coll: &Collection,
-    options: &InsertOptions,
-    mut part: Generator,
-    batches: Vec<Vec<Document>>,
-    size: usize,
-    progress: &ProgressBar,
-) -> CmdResult<ThreadRun> {
-    let mut inserted = 0u64;
-    let mut generating = Duration::ZERO;
-    let mut insert = |docs: &[Document]| -> CmdResult<()> {
-        let n = checked_insert(coll, docs, options)?;
-        inserted += n;
-        progress.inc(n);
-        Ok(())
-    };
-    let start = Instant::now();
-    if batches.is_empty() {
+/// The thread time spent on some work: CPU time of the thread where Linux tells it
+/// (`/proc/thread-self/schedstat`), else wall time.
+#[derive(Clone, Copy, Debug, Default)]
+struct ThreadTime(f64);
+
+impl ThreadTime {
+    /// Runs `work`, adding its thread time.
+    fn add<T>(&mut self, work: impl FnOnce() -> T) -> T {
+        let (cpu, wall) = (thread_cpu_seconds(), Instant::now());
+        let out = work();
+        self.0 += match (cpu, thread_cpu_seconds()) {
+            (Some(a), Some(b)) => b - a,
+            _ => wall.elapsed().as_secs_f64(),
+        };
+        out
+    }
+}
+
+/// One thread's inserts.
+struct Inserter<'a> {
+    coll: &'a Collection,
+    options: &'a InsertOptions,
+    progress: &'a ProgressBar,
+}
+
+impl Inserter<'_> {
+    /// `insert_many` of one batch, counted on the progress bar.
+    fn insert(&self, docs: &[Document]) -> CmdResult<u64> {
+        let n = checked_insert(self.coll, docs, self.options)?;
+        self.progress.inc(n);
+        Ok(n)
+    }
+
+    /// `--generate paused`: `rounds` rounds; in each, the next batch of `part` is built, then
+    /// (after every thread has built its own) inserted, timed.
+    fn paused(
+        &self,
+        mut part: Generator,
+        size: usize,
+        rounds: u64,
+        round: &Barrier,
+    ) -> CmdResult<ThreadRun> {
+        let mut run = ThreadRun {
+            spans: Vec::with_capacity(usize::try_from(rounds).unwrap_or(0)),
+            generating: ThreadTime::default(),
+            inserted: 0,
+            batches: Vec::new(),
+        };
+        let mut batch = Vec::with_capacity(size);
+        let mut failed = None;
+        for _ in 0..rounds {
+            batch.clear();
+            run.generating.add(|| part.fill_batch(&mut batch, size));
+            // Every thread takes part in every round, even after an error, so that none
+            // waits for it forever.
+            round.wait();
+            if batch.is_empty() || failed.is_some() {
+                run.spans.push(None);
+                continue;
+            }
+            let start = Instant::now();
+            match self.insert(&batch) {
+                Ok(n) => run.inserted += n,
+                Err(e) => failed = Some(e),
+            }
+            run.spans.push(Some((start, Instant::now())));
+        }
+        failed.map_or(Ok(run), Err)
+    }
+
+    /// `--generate ahead`: the pre-built `batches`, one after the other.
+    fn ahead(&self, batches: Vec<Vec<Document>>) -> CmdResult<ThreadRun> {
+        let start = Instant::now();
+        let mut inserted = 0;
+        for batch in &batches {
+            inserted += self.insert(batch)?;
+        }
+        Ok(ThreadRun {
+            spans: vec![Some((start, Instant::now()))],
+            generating: ThreadTime::default(),
+            inserted,
+            batches,
+        })
+    }
+
+    /// `--generate inline`: batches of `part` built and inserted one by one, all timed.
+    fn inline(&self, mut part: Generator, size: usize) -> CmdResult<ThreadRun> {
+        let start = Instant::now();
+        let (mut inserted, mut generating) = (0, ThreadTime::default());
         let mut batch = Vec::with_capacity(size);
         loop {
-            let t = Instant::now();
             batch.clear();
-            let n = part.fill_batch(&mut batch, size);
-            generating += t.elapsed();
+            let n = generating.add(|| part.fill_batch(&mut batch, size));
             if n == 0 {
                 break;
             }
-            insert(&batch)?;
+            inserted += self.insert(&batch)?;
         }
-    } else {
-        for batch in &batches {
-            insert(batch)?;
-        }
+        Ok(ThreadRun {
+            spans: vec![Some((start, Instant::now()))],
+            generating,
+            inserted,
+            batches: Vec::new(),
+        })
     }
-    let end = Instant::now();
-    Ok(ThreadRun {
-        start,
-        end,
-        generating,
-        inserted,
-        batches,
-    })
 }
 
 /// `insert_many` of one batch; a rejected measurement is an error (the workload has none).
@@ -413,100 +485,73 @@ fn checked_insert(coll: &Collection, docs: &[Document], options: &InsertOptions)
     Ok(result.inserted as u64)
 }
 
-/// The `--json` object.
-fn json_line(args: &Args, f: &Figures) -> serde_json::Value {
-    let field_values = f.measurements * FIELDS.len() as u64;
-    json!({
-        "measurements": f.measurements,
-        "seconds": f.seconds,
-        "measurements_per_s": f.per_second(f.measurements),
-        "field_values_per_s": f.per_second(field_values),
-        "disk_bytes": f.disk_bytes,
-        "bytes_per_measurement": f.bytes_per_measurement(),
-        "write_amplification": f.write_amplification(),
-        "peak_rss_bytes": f.peak_rss_bytes,
-        "durability": durability_name(args.durability),
-        "threads": args.threads,
-        "hosts": args.workload.hosts,
-        "days": args.workload.days,
-        "batch_size": args.batch_size,
-        "bucket_catalog": f
-            .bucket_catalog
+/// The `--json` object: the keys of [`IngestReport::json`], then `hosts`, `days`,
+/// `batch_size` and `bucket_catalog`.
+fn json_line(args: &Args, f: &Figures) -> Value {
+    let mut map = f.report.json();
+    map.insert("hosts".to_owned(), args.workload.hosts.into());
+    map.insert("days".to_owned(), args.workload.days.into());
+    map.insert("batch_size".to_owned(), args.batch_size.into());
+    map.insert(
+        "bucket_catalog".to_owned(),
+        f.bucket_catalog
             .clone()
-            .map(|d| Bson::Document(d).into_relaxed_extjson()),
-    })
+            .map_or(Value::Null, |d| Bson::Document(d).into_relaxed_extjson()),
+    );
+    Value::Object(map)
 }
 
 /// The human-readable report.
 fn table(args: &Args, workload: &Workload, f: &Figures) -> String {
-    let field_values = f.measurements * FIELDS.len() as u64;
-    let timed = if f.generated_ahead {
-        "insert_many wall time; documents generated beforehand".to_owned()
-    } else {
-        format!(
+    let mut t = f.report.table();
+    let timed = match args.generate {
+        Generate::Paused => format!(
+            "insert_many wall time; documents built batch by batch with the clock stopped, \
+             {:.2} s of thread time",
+            f.generating_seconds
+        ),
+        Generate::Ahead => "insert_many wall time; documents generated beforehand".to_owned(),
+        Generate::Inline => format!(
             "insert_many wall time INCLUDING document generation, {:.2} s of thread time",
             f.generating_seconds
-        )
+        ),
     };
-    let write_amplification = f.write_amplification().map_or("n/a".to_owned(), |w| {
+    t.note("seconds", timed);
+    t.insert_after(
+        "field values/s",
+        "close",
         format!(
-            "{w:.2} ({} written during ingest and close)",
-            human_bytes(f.write_bytes.unwrap_or_default())
-        )
-    });
-    let peak_rss = match (f.peak_rss_bytes, f.rss_at_start_bytes) {
-        (None, _) => "n/a".to_owned(),
-        (Some(peak), Some(start)) if f.generated_ahead => format!(
-            "{peak} ({}; RSS at the start of the ingest, documents built: {})",
-            human_bytes(peak),
-            human_bytes(start)
+            "{} (merging open buckets, fsync, compaction; not in seconds)",
+            human_seconds(f.close_seconds)
         ),
-        (Some(peak), _) => format!("{peak} ({})", human_bytes(peak)),
-    };
-    let mut rows: Vec<(&str, String)> = vec![
-        ("measurements", f.measurements.to_string()),
-        ("seconds", format!("{:.3} ({timed})", f.seconds)),
-        (
-            "measurements/s",
-            format!("{:.0}", f.per_second(f.measurements)),
+    );
+    t.note(
+        "disk bytes",
+        format!("fjall's disk_space: {}", human_bytes(f.fjall_disk_space)),
+    );
+    t.note(
+        "disk bytes",
+        format!("buckets' storedBytes: {}", human_bytes(f.stored_bytes)),
+    );
+    t.note(
+        "bytes/measurement",
+        format!(
+            "{:.2} in the buckets",
+            f.stored_bytes as f64 / f.report.ingest.measurements.max(1) as f64
         ),
-        (
-            "field values/s",
-            format!("{:.0}", f.per_second(field_values)),
-        ),
-        (
-            "close",
+    );
+    if let (Generate::Ahead, Some(start)) = (args.generate, f.rss_at_start_bytes) {
+        t.note(
+            "peak RSS",
             format!(
-                "{} (merging open buckets, fsync; not in seconds)",
-                human_seconds(f.close_seconds)
+                "RSS at the start of the ingest, documents built: {}",
+                human_bytes(start)
             ),
-        ),
-        (
-            "disk bytes",
-            format!(
-                "{} ({} allocated; fjall's disk_space: {}; buckets' storedBytes: {})",
-                f.disk_bytes,
-                human_bytes(f.disk_bytes),
-                human_bytes(f.fjall_disk_space),
-                human_bytes(f.stored_bytes)
-            ),
-        ),
-        (
-            "bytes/measurement",
-            format!(
-                "{:.2} ({:.2} in the buckets)",
-                f.bytes_per_measurement(),
-                f.stored_bytes as f64 / f.measurements.max(1) as f64
-            ),
-        ),
-        ("write amplification", write_amplification),
-        ("peak RSS", peak_rss),
-        ("durability", durability_name(args.durability)),
-        ("threads", args.threads.to_string()),
-    ];
+        );
+    }
     if let Some(c) = &f.bucket_catalog {
         let get = |k: &str| c.get_i64(k).map_or("-".to_owned(), |v| v.to_string());
-        rows.push((
+        t.push(
             "bucket catalog",
             format!(
                 "{} buckets ({} open), {} commits, {} measurements per commit, {} B of memory",
@@ -516,80 +561,18 @@ fn table(args: &Args, workload: &Workload, f: &Figures) -> String {
                 get("avgNumMeasurementsPerCommit"),
                 get("memoryUsage"),
             ),
-        ));
+        );
     }
-    let mut out = format!(
+    format!(
         "TSBS cpu-only: {} hosts x {} days = {} measurements of {} fields (seed {}), \
-         batches of {}\n",
+         batches of {}\n{t}",
         args.workload.hosts,
         args.workload.days,
         workload.measurements(),
         FIELDS.len(),
         args.workload.seed,
         args.batch_size
-    );
-    for (label, value) in rows {
-        out.push_str(&format!("{label:<20} {value}\n"));
-    }
-    out
-}
-
-/// The `--durability` value as written on the command line.
-fn durability_name(d: DurabilityArg) -> String {
-    clap::ValueEnum::to_possible_value(&d).map_or_else(
-        || format!("{d:?}").to_lowercase(),
-        |v| v.get_name().to_owned(),
     )
-}
-
-/// The bytes the files under `dir` occupy on disk: allocated blocks (what `du` counts), so
-/// a sparse, preallocated journal counts only what was written into it. Not on Unix: the
-/// files' lengths.
-///
-/// # Errors
-/// A directory or file cannot be read.
-fn allocated_bytes(dir: &Path) -> CmdResult<u64> {
-    let mut total = 0;
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(d) = pending.pop() {
-        for entry in std::fs::read_dir(&d)? {
-            let entry = entry?;
-            let meta = entry.metadata()?;
-            if meta.is_dir() {
-                pending.push(entry.path());
-            } else {
-                #[cfg(unix)]
-                {
-                    total += std::os::unix::fs::MetadataExt::blocks(&meta) * 512;
-                }
-                #[cfg(not(unix))]
-                {
-                    total += meta.len();
-                }
-            }
-        }
-    }
-    Ok(total)
-}
-
-/// The `write_bytes` line of `/proc/self/io`: bytes this process caused to be sent to the
-/// block layer. `None` where the file does not exist (not Linux, no task I/O accounting).
-fn proc_write_bytes() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/self/io").ok()?;
-    text.lines()
-        .find_map(|l| l.strip_prefix("write_bytes:"))
-        .and_then(|v| v.trim().parse().ok())
-}
-
-/// A `KEY: N kB` line of a `/proc` file (`VmHWM` and `VmRSS` of `/proc/self/status`,
-/// `MemAvailable` of `/proc/meminfo`), in bytes.
-fn proc_kb_line(file: &str, key: &str) -> Option<u64> {
-    let text = std::fs::read_to_string(file).ok()?;
-    text.lines()
-        .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
-        .and_then(|v| v.trim().strip_suffix("kB"))
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .map(|kb| kb * 1024)
 }
 
 #[cfg(test)]
@@ -606,40 +589,22 @@ mod tests {
     }
 
     #[test]
-    fn proc_files_are_read_on_linux() {
-        if cfg!(target_os = "linux") {
-            for (file, key) in [
-                ("/proc/self/status", "VmHWM"),
-                ("/proc/self/status", "VmRSS"),
-                ("/proc/meminfo", "MemAvailable"),
-            ] {
-                assert!(proc_kb_line(file, key).is_some_and(|b| b > 0), "{key}");
-            }
-        }
-        assert_eq!(proc_kb_line("/proc/self/status", "NoSuchKey"), None);
-    }
-
-    #[test]
-    fn generation_mode() {
-        let small = Workload::new(10, 0.1, 1);
-        let large = Workload::new(1000, 1.0, 1);
-        assert!(Generate::Ahead.ahead(&large));
-        assert!(!Generate::Inline.ahead(&small));
-        assert!(!Generate::Auto.ahead(&large));
-        assert!(Generate::Auto.ahead(&small));
-    }
-
-    #[test]
-    fn allocated_bytes_counts_written_blocks_not_lengths() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        std::fs::create_dir(dir.path().join("sub")).expect("mkdir");
-        std::fs::write(dir.path().join("sub/a"), vec![1u8; 10_000]).expect("write");
-        let sparse = std::fs::File::create(dir.path().join("sparse")).expect("create");
-        sparse.set_len(64 << 20).expect("set_len");
-        let bytes = allocated_bytes(dir.path()).expect("size");
-        assert!(bytes >= 10_000, "{bytes}");
-        if cfg!(unix) {
-            assert!(bytes < 1 << 20, "{bytes}");
-        }
+    fn timed_seconds_sum_the_rounds_from_earliest_start_to_latest_end() {
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + std::time::Duration::from_millis(ms);
+        let run = |spans: Vec<Option<(Instant, Instant)>>| ThreadRun {
+            spans,
+            generating: ThreadTime::default(),
+            inserted: 0,
+            batches: Vec::new(),
+        };
+        // Round 0: 0..30 ms; round 1: 100..150 ms (one thread idle); round 2: nobody.
+        let runs = [
+            run(vec![Some((at(0), at(20))), Some((at(100), at(150))), None]),
+            run(vec![Some((at(5), at(30))), None, None]),
+        ];
+        let seconds = timed_seconds(&runs);
+        assert!((seconds - 0.080).abs() < 1e-9, "{seconds}");
+        assert_eq!(timed_seconds(&[]), 0.0);
     }
 }

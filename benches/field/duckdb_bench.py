@@ -1,0 +1,370 @@
+"""DuckDB's side of `benches/field/run.sh`, and the table of both sides.
+
+Subcommands (each prints JSON lines on stdout, except `table`):
+
+  split   --csv FILE --rows N --out DIR     cut a CSV into files of N rows, each with the header
+  bulk    --csv FILE --db PATH              one CREATE TABLE ... AS SELECT * FROM read_csv(...)
+  commits --dir DIR --db PATH               one COPY per file of DIR, each its own transaction
+  query   --db PATH --hosts H --days D      q1, q2, q3: one untimed run, then the median of N
+  tag     LABEL [--set KEY=JSON]...         adds "system": LABEL (and KEY: JSON) to the JSON
+                                            object on the last line of stdin
+  table   FILE --hosts H --days D           the markdown table of a file of these JSON lines
+
+Loads measure, around the load only: wall time (time.perf_counter), user+sys CPU time of
+this process, every DuckDB thread included (resource.getrusage(RUSAGE_SELF)); then
+CHECKPOINT (timed apart; its CPU time is counted with the load's, as tscoll counts `close`)
+and the database file's allocated size (st_blocks, as `du` counts; the WAL too if one is
+left). Peak RSS is this process's ru_maxrss, read before any query runs.
+"""
+
+import argparse
+import glob
+import json
+import os
+import resource
+import statistics
+import sys
+import time
+
+TAGS = [
+    "hostname",
+    "region",
+    "datacenter",
+    "rack",
+    "os",
+    "arch",
+    "team",
+    "service",
+    "service_version",
+    "service_environment",
+]
+FIELDS = [
+    "usage_user",
+    "usage_system",
+    "usage_idle",
+    "usage_nice",
+    "usage_iowait",
+    "usage_irq",
+    "usage_softirq",
+    "usage_steal",
+    "usage_guest",
+    "usage_guest_nice",
+]
+# The CSV of `tscoll bench gen --format csv`: time in RFC 3339 (UTC), 10 tags, 10 int fields.
+COLUMNS = {"time": "TIMESTAMP", **{t: "VARCHAR" for t in TAGS}, **{f: "INTEGER" for f in FIELDS}}
+SCHEMA = ", ".join(f"{name} {kind}" for name, kind in COLUMNS.items())
+
+
+def cpu_seconds():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def peak_rss_bytes():
+    # ru_maxrss is in KiB on Linux.
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def allocated_bytes(path):
+    total = 0
+    for p in (path, path + ".wal"):
+        if os.path.exists(p):
+            total += os.stat(p).st_blocks * 512
+    return total
+
+
+def connect(path):
+    import duckdb
+
+    return duckdb, duckdb.connect(path)
+
+
+def fresh(path):
+    for p in (path, path + ".wal"):
+        if os.path.exists(p):
+            os.remove(p)
+
+
+def load_report(duckdb, con, db, mode, wall, cpu, checkpoint_s, commits, durability):
+    rows = con.execute("SELECT count(*) FROM cpu").fetchone()[0]
+    disk = allocated_bytes(db)
+    threads = int(con.execute("SELECT current_setting('threads')").fetchone()[0])
+    return {
+        "system": f"DuckDB {duckdb.__version__}, {mode}, {threads} threads",
+        "engine": "duckdb",
+        "duckdb_version": duckdb.__version__,
+        "mode": mode,
+        "measurements": rows,
+        "seconds": wall,
+        "measurements_per_s": rows / max(wall, 1e-9),
+        "cpu_seconds": cpu,
+        "measurements_per_cpu_s": rows / cpu if cpu > 0 else None,
+        "checkpoint_seconds": checkpoint_s,
+        "commits": commits,
+        "disk_bytes": disk,
+        "bytes_per_measurement": disk / max(rows, 1),
+        "peak_rss_bytes": peak_rss_bytes(),
+        "durability": durability,
+        "threads": threads,
+    }
+
+
+def checkpoint(con):
+    start = time.perf_counter()
+    con.execute("CHECKPOINT")
+    return time.perf_counter() - start
+
+
+def cmd_split(args):
+    os.makedirs(args.out, exist_ok=True)
+    for old in glob.glob(os.path.join(args.out, "part-*.csv")):
+        os.remove(old)
+    files = 0
+    with open(args.csv, "r", encoding="utf-8") as src:
+        header = src.readline()
+        out = None
+        for i, line in enumerate(src):
+            if i % args.rows == 0:
+                if out:
+                    out.close()
+                out = open(os.path.join(args.out, f"part-{files:06d}.csv"), "w", encoding="utf-8")
+                out.write(header)
+                files += 1
+            out.write(line)
+        if out:
+            out.close()
+    print(json.dumps({"split": args.csv, "rows_per_file": args.rows, "files": files}))
+
+
+def cmd_bulk(args):
+    fresh(args.db)
+    duckdb, con = connect(args.db)
+    cpu0, start = cpu_seconds(), time.perf_counter()
+    # One statement in auto-commit mode: one transaction, committed (and synced) at its end.
+    con.execute(
+        "CREATE TABLE cpu AS SELECT * FROM read_csv($path, header = true, columns = $columns)",
+        {"path": args.csv, "columns": COLUMNS},
+    )
+    wall = time.perf_counter() - start
+    checkpoint_s = checkpoint(con)
+    cpu = cpu_seconds() - cpu0
+    report = load_report(
+        duckdb, con, args.db, "bulk CSV load, one transaction", wall, cpu, checkpoint_s, 1,
+        "sync, one commit",
+    )
+    con.close()
+    print(json.dumps(report))
+
+
+def cmd_commits(args):
+    files = sorted(glob.glob(os.path.join(args.dir, "part-*.csv")))
+    if not files:
+        sys.exit(f"no part-*.csv files in {args.dir}")
+    fresh(args.db)
+    duckdb, con = connect(args.db)
+    con.execute(f"CREATE TABLE cpu ({SCHEMA})")
+    cpu0, start = cpu_seconds(), time.perf_counter()
+    for path in files:
+        # DuckDB writes the WAL and syncs it at every commit (its default).
+        con.execute("BEGIN TRANSACTION")
+        con.execute(f"COPY cpu FROM '{path}' (FORMAT csv, HEADER true)")
+        con.execute("COMMIT")
+    wall = time.perf_counter() - start
+    checkpoint_s = checkpoint(con)
+    cpu = cpu_seconds() - cpu0
+    rows_per_file = args.rows_per_file
+    report = load_report(
+        duckdb, con, args.db, f"{rows_per_file}-row commits (COPY per file)", wall, cpu,
+        checkpoint_s, len(files), "sync, per commit",
+    )
+    con.close()
+    print(json.dumps(report))
+
+
+def queries(hosts, days):
+    host = f"host_{min(42, hosts - 1)}"
+    fields = ", ".join(FIELDS)
+    avgs = ", ".join(f"avg({f}) AS avg_{f}" for f in FIELDS)
+    hours = int(days * 24 + 0.999999)
+    return [
+        (
+            "q1",
+            f"all 10 fields of {host}, 12:00 to 18:00 of the first day, sorted on time",
+            f"SELECT time, {fields} FROM cpu WHERE hostname = '{host}' "
+            "AND time >= TIMESTAMP '2016-01-01 12:00:00' AND time < TIMESTAMP '2016-01-01 18:00:00' "
+            "ORDER BY time",
+            2160 if days >= 0.75 else None,
+        ),
+        (
+            "q2",
+            "max(usage_user) per host per hour, all data",
+            "SELECT hostname, date_trunc('hour', time) AS hour, max(usage_user) AS max_usage_user "
+            "FROM cpu GROUP BY hostname, hour",
+            hosts * hours,
+        ),
+        (
+            "q3",
+            "avg of the 10 fields per host per hour, all data",
+            f"SELECT hostname, date_trunc('hour', time) AS hour, {avgs} "
+            "FROM cpu GROUP BY hostname, hour",
+            hosts * hours,
+        ),
+    ]
+
+
+def cmd_query(args):
+    duckdb, con = connect(args.db)
+    out = []
+    for name, what, sql, expected in queries(args.hosts, args.days):
+        # The result is materialized inside DuckDB (a temporary table), not converted to
+        # Python objects, so the time is the engine's.
+        timed = f"CREATE OR REPLACE TEMP TABLE result AS {sql}"
+        con.execute(timed)  # warm-up, untimed
+        runs = []
+        for _ in range(args.reps):
+            start = time.perf_counter()
+            con.execute(timed)
+            runs.append((time.perf_counter() - start) * 1000.0)
+        rows = con.execute("SELECT count(*) FROM result").fetchone()[0]
+        if expected is not None and rows != expected:
+            print(f"{name}: {rows} rows, expected {expected}", file=sys.stderr)
+        out.append(
+            {
+                "name": name,
+                "query": what,
+                "sql": sql,
+                "median_ms": statistics.median(runs),
+                "runs_ms": runs,
+                "rows": rows,
+                "expected_rows": expected,
+            }
+        )
+    print(
+        json.dumps(
+            {
+                "system": f"DuckDB {duckdb.__version__}, queries",
+                "engine": "duckdb",
+                "kind": "query",
+                "reps": args.reps,
+                "threads": int(con.execute("SELECT current_setting('threads')").fetchone()[0]),
+                "queries": out,
+            }
+        )
+    )
+    con.close()
+
+
+def cmd_tag(args):
+    text = sys.stdin.read().strip()
+    obj = json.loads(text.splitlines()[-1])
+    extra = {}
+    for item in args.set:
+        key, _, value = item.partition("=")
+        extra[key] = json.loads(value)
+    print(json.dumps({"system": args.label, **extra, **obj}))
+
+
+def fmt_int(x):
+    return "–" if x is None else f"{x:,.0f}"
+
+
+def fmt_bytes(x):
+    if x is None:
+        return "–"
+    return f"{x / (1 << 20):,.0f} MiB"
+
+
+def fmt_ms(q):
+    if not q:
+        return "–"
+    parts = []
+    for name in ("q1", "q2", "q3"):
+        t = q.get(name)
+        parts.append("–" if t is None else f"{t:.1f}")
+    return " / ".join(parts)
+
+
+def cmd_table(args):
+    with open(args.file, "r", encoding="utf-8") as f:
+        lines = [json.loads(l) for l in f if l.strip().startswith("{")]
+    loads = [l for l in lines if "measurements_per_s" in l]
+    counts = sorted({l["measurements"] for l in loads})
+    print(
+        f"TSBS cpu-only, {args.hosts} hosts x {args.days:g} days: "
+        f"{' / '.join(f'{c:,}' for c in counts)} measurements\n"
+    )
+    # Query timings: DuckDB's own, and tscoll's `bench query` (keys name and median_ms).
+    duck_q = {}
+    tscoll_q = {}
+    for l in lines:
+        if l.get("engine") == "duckdb" and l.get("kind") == "query":
+            duck_q = {q["name"]: q["median_ms"] for q in l["queries"]}
+        elif l.get("engine") == "tscoll" and l.get("kind") == "query":
+            # `bench query --json`: the medians as q1_ms, q2_ms, q3_ms (earlier versions: a
+            # "queries" list of {name, median_ms}).
+            tscoll_q = {
+                q.get("name"): q.get("median_ms")
+                for q in l.get("queries", [])
+                if q.get("name") in ("q1", "q2", "q3")
+            }
+            for name in ("q1", "q2", "q3"):
+                if isinstance(l.get(f"{name}_ms"), (int, float)):
+                    tscoll_q[name] = l[f"{name}_ms"]
+    print(
+        "| system | measurements/s | per CPU-second | bytes/measurement | peak RSS | durability "
+        "| q1 / q2 / q3 ms |"
+    )
+    print("|---|---:|---:|---:|---:|---|---|")
+    for l in loads:
+        q = None
+        if l.get("engine") == "duckdb" and l.get("mode", "").startswith("bulk"):
+            q = duck_q
+        elif l.get("engine") == "tscoll" and l.get("queried"):
+            q = tscoll_q
+        print(
+            f"| {l['system']} | {fmt_int(l['measurements_per_s'])} "
+            f"| {fmt_int(l.get('measurements_per_cpu_s'))} "
+            f"| {l['bytes_per_measurement']:.2f} | {fmt_bytes(l.get('peak_rss_bytes'))} "
+            f"| {l.get('durability', '–')} | {fmt_ms(q)} |"
+        )
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("split")
+    p.add_argument("--csv", required=True)
+    p.add_argument("--rows", type=int, default=5000)
+    p.add_argument("--out", required=True)
+    p = sub.add_parser("bulk")
+    p.add_argument("--csv", required=True)
+    p.add_argument("--db", required=True)
+    p = sub.add_parser("commits")
+    p.add_argument("--dir", required=True)
+    p.add_argument("--db", required=True)
+    p.add_argument("--rows-per-file", type=int, default=5000)
+    p = sub.add_parser("query")
+    p.add_argument("--db", required=True)
+    p.add_argument("--hosts", type=int, required=True)
+    p.add_argument("--days", type=float, required=True)
+    p.add_argument("--reps", type=int, default=5)
+    p = sub.add_parser("tag")
+    p.add_argument("label")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=JSON")
+    p = sub.add_parser("table")
+    p.add_argument("file")
+    p.add_argument("--hosts", type=int, required=True)
+    p.add_argument("--days", type=float, required=True)
+    args = parser.parse_args()
+    {
+        "split": cmd_split,
+        "bulk": cmd_bulk,
+        "commits": cmd_commits,
+        "query": cmd_query,
+        "tag": cmd_tag,
+        "table": cmd_table,
+    }[args.cmd](args)
+
+
+if __name__ == "__main__":
+    main()
