@@ -57,7 +57,11 @@ impl<'a> SegmentView<'a> {
                 return Err(format!("column '{name}' has the wrong length"));
             }
             if name == time_field {
-                if col.types().iter().fold(0, |acc, &t| acc | (t ^ tag::DATETIME)) != 0
+                if col
+                    .types()
+                    .iter()
+                    .fold(0, |acc, &t| acc | (t ^ tag::DATETIME))
+                    != 0
                     || col.ints().len() != seg.row_count
                 {
                     return Err("time column holds a non-date".to_owned());
