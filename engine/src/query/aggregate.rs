@@ -7,8 +7,9 @@
 //! bucket's values, R-4.3.2); the others are unpacked, decoding only the columns needed.
 //!
 //! Many candidates are read in parts of consecutive bucket ids, on the machine's cores
-//! (`parallel.rs`), each into groups of its own, merged in part order. Integer sums are kept
-//! exactly, so the merge gives the sums of reading the buckets one after the other.
+//! (`parallel.rs`), each into groups of its own, merged in part order. The parts depend on
+//! the candidates only, not on the number of cores, so every machine gives the same answer;
+//! integer sums are kept exactly, as if the buckets were read one after the other.
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
@@ -1092,12 +1093,14 @@ impl CollectionInner {
             .collect();
         let ids: Vec<BucketId> = cands.buckets.iter().map(|c| c.id).collect();
         let read_control = !rows.is_empty() || control_may_answer(spec, &paths, time_field);
-        let threads = parallel::threads();
-        let parts = if threads <= 1 || (read_control && ids.len() < PARALLEL_CONTROL_MIN) {
+        // The parts depend on the candidates only, not on the number of cores, so that double
+        // sums (added part by part) come out the same on every machine.
+        let parts = if read_control && ids.len() < PARALLEL_CONTROL_MIN {
             1
         } else {
             (ids.len() / PART_MIN).clamp(1, MAX_PARTS)
         };
+        let threads = parallel::threads();
         let job = Job {
             inner: self,
             plan: &plan,
