@@ -50,7 +50,7 @@ enum Command {
     /// Ingest, inspect and query the bundled real data sets in a temporary database.
     Demo(cmd::demo::Args),
     /// Measure tscoll: `bench codec` compares the codec with pcodec and zstd, `bench ingest`
-    /// inserts a TSBS-like workload from N threads, `bench gen` writes that workload as ndjson,
+    /// inserts a TSBS-like workload from N threads, `bench gen` writes that workload as NDJSON or CSV,
     /// `bench query` times queries on it.
     Bench(cmd::bench::Args),
 }

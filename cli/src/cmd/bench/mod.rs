@@ -1,6 +1,6 @@
 //! `tscoll bench`: measurements of tscoll's speed and size, each a subcommand: `codec`
 //! (the codec against pcodec and zstd), `ingest` (the TSBS cpu-only ingest), `gen` (that
-//! workload as NDJSON) and `query` (query latency on that workload).
+//! workload as NDJSON or CSV) and `query` (query latency on that workload).
 
 pub(crate) mod codec;
 pub(crate) mod r#gen;
@@ -29,10 +29,12 @@ pub(crate) enum What {
     /// into one collection by T threads: measurements/s, disk bytes, write amplification,
     /// peak RSS.
     Ingest(ingest::Args),
-    /// Write the TSBS "cpu-only" workload of `bench ingest` as NDJSON (relaxed Extended JSON).
+    /// Write the TSBS "cpu-only" workload of `bench ingest` as NDJSON (relaxed Extended JSON)
+    /// or CSV.
     Gen(r#gen::Args),
-    /// Query latency on the TSBS "cpu-only" workload: one host over one hour, the last point
-    /// of every host, and max(usage_user) per host per hour (median and p90 of N runs).
+    /// Query latency on the TSBS "cpu-only" workload: q1 (the 10 fields of host_42 from 12:00
+    /// to 18:00), q2 (max(usage_user) per host per hour), q3 (the average of the 10 fields per
+    /// host per hour), each checked against the generated data (median and p90 of N runs).
     Query(query::Args),
 }
 
