@@ -467,18 +467,13 @@ pub fn write_ndjson(workload: &Workload, out: impl Write) -> io::Result<()> {
     let mut out = io::BufWriter::with_capacity(1 << 16, out);
     let mut generator = workload.generator();
     let tags: Vec<String> = generator.hosts.iter().map(HostState::tags_json).collect();
-    let mut date = (u64::MAX, String::new());
+    let mut date = StepTime::default();
     while let Some((index, step)) = generator.advance() {
-        if date.0 != step {
-            let time = DateTime::from_millis(Workload::time_ms(step))
-                .try_to_rfc3339_string()
-                .map_err(io::Error::other)?;
-            date = (step, time);
-        }
+        let time = date.of(step)?;
         write!(
             out,
             "{{\"{TIME_FIELD}\":{{\"$date\":\"{}\"}},\"{META_FIELD}\":{}",
-            date.1, tags[index]
+            time, tags[index]
         )?;
         for (name, value) in FIELDS.iter().zip(generator.hosts[index].values()) {
             write!(out, ",\"{name}\":{value}")?;
@@ -486,6 +481,25 @@ pub fn write_ndjson(workload: &Workload, out: impl Write) -> io::Result<()> {
         out.write_all(b"}\n")?;
     }
     out.flush()
+}
+
+/// The RFC 3339 text of a step's time, formatted once per step (every host shares it).
+#[derive(Default)]
+struct StepTime {
+    step: Option<u64>,
+    text: String,
+}
+
+impl StepTime {
+    fn of(&mut self, step: u64) -> io::Result<&str> {
+        if self.step != Some(step) {
+            self.text = DateTime::from_millis(Workload::time_ms(step))
+                .try_to_rfc3339_string()
+                .map_err(io::Error::other)?;
+            self.step = Some(step);
+        }
+        Ok(&self.text)
+    }
 }
 
 /// Writes every measurement of `workload` as CSV, in the generator's time-major order: the
@@ -512,15 +526,10 @@ pub fn write_csv(workload: &Workload, out: impl Write) -> io::Result<()> {
         .chain(FIELDS)
         .collect();
     writeln!(out, "{}", header.join(","))?;
-    let mut date = (u64::MAX, String::new());
+    let mut date = StepTime::default();
     while let Some((index, step)) = generator.advance() {
-        if date.0 != step {
-            let time = DateTime::from_millis(Workload::time_ms(step))
-                .try_to_rfc3339_string()
-                .map_err(io::Error::other)?;
-            date = (step, time);
-        }
-        write!(out, "{},{}", date.1, tags[index])?;
+        let time = date.of(step)?;
+        write!(out, "{},{}", time, tags[index])?;
         for value in generator.hosts[index].values() {
             write!(out, ",{value}")?;
         }

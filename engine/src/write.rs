@@ -369,7 +369,8 @@ impl CollectionInner {
             p.columns.iter().map(|(n, c)| (n.as_str(), c)).collect();
         let blob = encode_bucket(p.rows, &columns)?;
         // Only secondary indexes need the control this commit replaces (to drop its entries).
-        let previous = if p.committed_before == 0 || !self.has_secondary_indexes() {
+        let secondary = self.has_secondary_indexes();
+        let previous = if p.committed_before == 0 || !secondary {
             None
         } else {
             self.control(&p.bucket_id)?
@@ -383,7 +384,7 @@ impl CollectionInner {
         if p.committed_before == 0 {
             self.put_index_entry(wb, &p.key, p.min_time, &p.bucket_id)?;
         }
-        if !self.has_secondary_indexes() {
+        if !secondary {
             return Ok(());
         }
         let control = Control::from_prepared(p, p.uncompressed_before);
