@@ -65,6 +65,7 @@ impl Collection {
     /// `TypeMismatch` for values of the wrong type; `IDLUnknownField` for an unknown option
     /// inside `timeseries` or at the top level; [`Error::Storage`] when saving fails.
     pub fn coll_mod(&self, command: &Document) -> Result<CollectionSpec> {
+        crate::storable::require_storable("collMod", command)?;
         let (spec, hide) = self.inner.coll_mod(command)?;
         if let Some((name, hidden)) = hide {
             self.hide_index(&name, hidden)?;

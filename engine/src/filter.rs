@@ -61,6 +61,7 @@ impl Filter {
         time_field: &str,
         meta_field: Option<&str>,
     ) -> Result<Filter> {
+        crate::storable::require_storable("filter", filter)?;
         let mut f = Filter::default();
         f.add(filter, time_field, meta_field)?;
         Ok(f)

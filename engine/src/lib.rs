@@ -45,6 +45,7 @@ mod query;
 mod reopen;
 mod series;
 mod stats;
+mod storable;
 mod store;
 mod ttl;
 mod update;
@@ -55,7 +56,8 @@ pub use db::{Database, DatabaseOptions};
 pub use delete::DeleteResult;
 pub use index::IndexOptions;
 pub use query::{
-    Accumulator, AggregateBatch, AggregateSpec, ColumnBatch, FindOptions, QueryStats, SortOrder,
+    Accumulator, AggregateBatch, AggregateSpec, ColumnBatch, FindCursor, FindOptions, QueryStats,
+    SortOrder,
 };
 pub use stats::{CatalogStats, CollectionStats};
 pub use tscoll_catalog::{CatalogOptions, StatsSnapshot};

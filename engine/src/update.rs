@@ -70,6 +70,7 @@ fn check_update(update: &Document, meta_field: &str) -> Result<()> {
     if update.is_empty() {
         return Err(bad("the update document is empty"));
     }
+    crate::storable::require_storable("update", update)?;
     let on_meta = |path: &str| path == meta_field || path.starts_with(&format!("{meta_field}."));
     for (op, args) in update {
         if !op.starts_with('$') {

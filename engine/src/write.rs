@@ -18,6 +18,7 @@ use crate::control::Control;
 use crate::error::{Error, ErrorCode, Result};
 use crate::keys::data_key;
 use crate::series::SeriesGroups;
+use crate::storable;
 
 /// How many times the measurements of an aborted batch are placed again before they are
 /// reported as errors (SPEC; MongoDB's reopening retry limit is also 16, SPEC §0).
@@ -114,7 +115,12 @@ impl CollectionInner {
             let mut meta = None;
             let mut has_id = false;
             let mut raw: u64 = 0;
+            let mut unstorable = None;
             for (k, v) in doc {
+                if let Err(e) = storable::check_element(k, v) {
+                    unstorable = Some(e);
+                    break;
+                }
                 let k = k.as_str();
                 if Some(k) == meta_field {
                     meta = Some(v);
@@ -126,6 +132,18 @@ impl CollectionInner {
                     has_id = true;
                 }
                 raw += element_size(k, v);
+            }
+            if let Some(e) = unstorable {
+                // Rejected alone: nothing of it reaches a bucket (SPEC ).
+                errors.push(WriteError {
+                    index,
+                    code: ErrorCode::BadValue,
+                    message: format!("measurement cannot be stored: {e}"),
+                });
+                if ordered {
+                    break;
+                }
+                continue;
             }
             let Some(Bson::DateTime(time)) = time else {
                 errors.push(WriteError {

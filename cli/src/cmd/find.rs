@@ -89,24 +89,36 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
         stdout_result(writeln!(out, "{n}").and_then(|()| out.flush()))?;
         stats
     } else {
-        let (docs, stats) = if args.last {
-            coll.last_points_with_stats(&filter)
-                .map_err(|e| format!("find --last failed: {e}"))?
+        if args.last {
+            let (docs, stats) = coll
+                .last_points_with_stats(&filter)
+                .map_err(|e| format!("find --last failed: {e}"))?;
+            let written = docs
+                .into_iter()
+                .try_for_each(|doc| write_extjson_line(&mut out, doc))
+                .and_then(|()| out.flush());
+            stdout_result(written)?;
+            stats
         } else {
+            // Streamed: one bucket's measurements in memory at a time (more with a sort, as
+            // many as overlap in time), each written as soon as it is read.
             let options = FindOptions {
                 projection,
                 sort,
                 limit: args.limit,
             };
-            coll.find_with_stats(&filter, &options)
-                .map_err(|e| format!("find failed: {e}"))?
-        };
-        let written = docs
-            .into_iter()
-            .try_for_each(|doc| write_extjson_line(&mut out, doc))
-            .and_then(|()| out.flush());
-        stdout_result(written)?;
-        stats
+            let mut cursor = coll
+                .find_cursor(&filter, &options)
+                .map_err(|e| format!("find failed: {e}"))?;
+            for doc in cursor.by_ref() {
+                let doc = doc.map_err(|e| format!("find failed: {e}"))?;
+                if let Err(e) = write_extjson_line(&mut out, doc) {
+                    return stdout_result(Err(e)).map(|()| ExitCode::SUCCESS);
+                }
+            }
+            stdout_result(out.flush())?;
+            cursor.stats()
+        }
     };
     if args.stats {
         print_stats(&query_stats);

@@ -372,6 +372,13 @@ pub(crate) fn validate(
     options: &IndexOptions,
     spec: &CollectionSpec,
 ) -> Result<Definition> {
+    crate::storable::require_storable("index key", key)?;
+    if let Some(name) = &options.name {
+        crate::storable::require_nul_free("index name", name)?;
+    }
+    if let Some(filter) = &options.partial_filter_expression {
+        crate::storable::require_storable("partialFilterExpression", filter)?;
+    }
     let components = components(key, spec)?;
     if options.unique {
         return Err(reject(

@@ -243,6 +243,10 @@ fn validate(spec: &AggregateSpec) -> Result<()> {
         ));
     }
     for (i, (name, acc)) in spec.outputs.iter().enumerate() {
+        crate::storable::require_nul_free("output name", name)?;
+        if let Some(field) = acc.field() {
+            crate::storable::require_nul_free("accumulator field", field)?;
+        }
         if name.is_empty() || name == "_id" || name.starts_with('$') {
             return bad(format!("bad output name '{name}'"));
         }

@@ -21,6 +21,7 @@ mod bulk;
 mod columnar;
 mod control_view;
 mod count;
+mod cursor;
 mod last_point;
 mod parallel;
 mod plan;
@@ -34,11 +35,12 @@ use bson::{Bson, Document};
 
 pub use aggregate::{Accumulator, AggregateBatch, AggregateSpec};
 pub use columnar::ColumnBatch;
+pub use cursor::FindCursor;
 pub use stats::QueryStats;
 
 use crate::collection::{Collection, CollectionInner};
 use crate::error::Result;
-use plan::{Candidate, Plan, Verdict};
+use plan::{Candidate, Candidates, Plan, Verdict};
 use projection::Projection;
 use rowfilter::RowFilter;
 use topk::{TopK, order_candidates};
@@ -100,7 +102,7 @@ impl Collection {
     /// [`Error::Codec`](crate::Error::Codec) or [`Error::Corruption`](crate::Error::Corruption)
     /// when stored data cannot be read.
     pub fn find(&self, filter: &Document, options: &FindOptions) -> Result<Vec<Document>> {
-        self.find_with_stats(filter, options).map(|(docs, _)| docs)
+        self.find_cursor(filter, options)?.collect()
     }
 
     /// As [`Collection::find`], also returning what the query did ([`QueryStats`]).
@@ -127,18 +129,53 @@ impl Collection {
         filter: &Document,
         options: &FindOptions,
     ) -> Result<(Vec<Document>, QueryStats)> {
-        let mut stats = QueryStats::default();
-        let docs = self.inner.find(filter, options, &mut stats)?;
-        Ok((docs, stats))
+        let mut cursor = self.find_cursor(filter, options)?;
+        let docs = cursor.by_ref().collect::<Result<Vec<_>>>()?;
+        Ok((docs, cursor.stats()))
+    }
+
+    /// As [`Collection::find`], streaming: the cursor reads and decodes one bucket when the
+    /// rows before it have been taken, so memory does not grow with the result.
+    ///
+    /// Without a sort, the cursor holds one bucket's matching measurements at a time. With a
+    /// sort on time and no limit, buckets are read in min-time order and merged by time; the
+    /// cursor holds the buckets whose time ranges overlap the current position (about one per
+    /// series with `bucketMaxSpanSeconds` of data each). With a sort and a limit it holds the
+    /// best `limit` measurements (SPEC R-14.4.7). The index is read when the cursor is made;
+    /// buckets removed later are skipped, measurements added later may or may not be seen.
+    ///
+    /// ```
+    /// # use bson::{DateTime, doc};
+    /// # use tscoll_engine::*;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = Database::open(dir.path(), DatabaseOptions::default())?;
+    /// let coll = db.create_collection("c", &TimeseriesOptions::new("t").meta_field("m"))?;
+    /// let docs: Vec<_> = (0..100).map(|i| doc! { "t": DateTime::from_millis(i * 60_000), "m": i % 3 }).collect();
+    /// coll.insert_many(&docs, &InsertOptions::default())?;
+    /// let opts = FindOptions { sort: Some(SortOrder::Ascending), ..Default::default() };
+    /// let mut previous = i64::MIN;
+    /// for doc in coll.find_cursor(&doc! {}, &opts)? {
+    ///     let t = doc?.get_datetime("t")?.timestamp_millis();
+    ///     assert!(t >= previous);
+    ///     previous = t;
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// Making the cursor: a filter or projection [`Collection::find`] rejects, or an index scan
+    /// that fails. Each item: [`Error::Storage`](crate::Error::Storage),
+    /// [`Error::Codec`](crate::Error::Codec) or [`Error::Corruption`](crate::Error::Corruption)
+    /// when a bucket cannot be read; the cursor ends after the first error.
+    pub fn find_cursor(&self, filter: &Document, options: &FindOptions) -> Result<FindCursor> {
+        FindCursor::new(&self.inner, filter, options)
     }
 }
 
-/// Where the rows of `find` go.
-enum Sink {
+/// Where the rows of one visit go.
+pub(crate) enum Sink {
     /// Every row.
     All(Vec<(i64, Document)>),
-    /// The first `n` rows met (a limit without a sort).
-    First(usize, Vec<(i64, Document)>),
     /// The best `k` rows by time (a sort with a limit).
     Top(TopK<Document>),
 }
@@ -147,74 +184,40 @@ impl Sink {
     fn accepts(&self, time: i64) -> bool {
         match self {
             Sink::All(_) => true,
-            Sink::First(n, rows) => rows.len() < *n,
             Sink::Top(top) => top.accepts(time),
         }
     }
 
     fn push(&mut self, time: i64, doc: Document) {
         match self {
-            Sink::All(rows) | Sink::First(_, rows) => rows.push((time, doc)),
+            Sink::All(rows) => rows.push((time, doc)),
             Sink::Top(top) => top.push(time, doc),
         }
-    }
-
-    fn done(&self) -> bool {
-        matches!(self, Sink::First(n, rows) if rows.len() >= *n)
-    }
-
-    fn finish(self, sort: Option<SortOrder>) -> Vec<Document> {
-        let mut rows = match self {
-            Sink::All(rows) | Sink::First(_, rows) => rows,
-            Sink::Top(top) => top.into_sorted(),
-        };
-        match sort {
-            Some(SortOrder::Ascending) => rows.sort_by_key(|(t, _)| *t),
-            Some(SortOrder::Descending) => rows.sort_by_key(|(t, _)| std::cmp::Reverse(*t)),
-            None => {}
-        }
-        rows.into_iter().map(|(_, d)| d).collect()
     }
 }
 
 /// What `find` needs while visiting buckets.
-struct FindCtx<'a> {
-    plan: &'a Plan,
-    projection: &'a Projection,
-    rows: &'a RowFilter<'a>,
+pub(crate) struct FindCtx<'a> {
+    pub(crate) plan: &'a Plan,
+    pub(crate) projection: &'a Projection,
+    pub(crate) rows: &'a RowFilter<'a>,
 }
 
 impl CollectionInner {
-    fn find(
+    /// The best `k` measurements by time (a sort with a limit, SPEC R-14.4.7): buckets in
+    /// min-time order, stopping once no remaining bucket can hold a better one.
+    pub(crate) fn top_k(
         &self,
-        filter: &Document,
-        options: &FindOptions,
+        ctx: &FindCtx<'_>,
+        cands: &mut Candidates,
+        order: SortOrder,
+        k: usize,
         stats: &mut QueryStats,
     ) -> Result<Vec<Document>> {
-        let plan = Plan::new(self, filter)?;
-        let projection = Projection::parse(options.projection.as_ref())?;
-        if options.limit == Some(0) {
-            return Ok(Vec::new());
-        }
-        let rows = RowFilter::new(&plan.filter, &plan.spec.time_field);
-        let mut cands = self.candidates(&plan, stats)?;
-        let mut sink = match (options.sort, options.limit) {
-            (Some(order), Some(k)) => {
-                order_candidates(&mut cands.buckets, order);
-                Sink::Top(TopK::new(k, order))
-            }
-            (None, Some(n)) => Sink::First(n, Vec::new()),
-            _ => Sink::All(Vec::new()),
-        };
-        let ctx = FindCtx {
-            plan: &plan,
-            projection: &projection,
-            rows: &rows,
-        };
+        let plan = ctx.plan;
+        order_candidates(&mut cands.buckets, order);
+        let mut sink = Sink::Top(TopK::new(k, order));
         for cand in &cands.buckets {
-            if sink.done() {
-                break;
-            }
             if let Sink::Top(top) = &sink
                 && top.closed_to(cand.min_time, plan.last_possible_time(cand.min_time))
             {
@@ -232,7 +235,7 @@ impl CollectionInner {
                 continue;
             }
             if let Sink::Top(top) = &sink
-                && options.sort == Some(SortOrder::Descending)
+                && order == SortOrder::Descending
                 && top.kth().is_some_and(|kth| control.max_time <= kth)
             {
                 stats.buckets_skipped += 1;
@@ -240,11 +243,42 @@ impl CollectionInner {
             }
             let meta = cands.series[cand.series].meta(self)?;
             let fields: Vec<&str> = control.field_names().collect();
-            self.find_in_bucket(&ctx, cand, &fields, verdict, meta, &mut sink, stats)?;
+            self.find_in_bucket(ctx, cand, &fields, verdict, meta, &mut sink, stats)?;
         }
-        let docs = sink.finish(options.sort);
-        stats.rows_returned = docs.len() as u64;
-        Ok(docs)
+        let Sink::Top(top) = sink else {
+            return Ok(Vec::new());
+        };
+        Ok(top.into_sorted().into_iter().map(|(_, d)| d).collect())
+    }
+
+    /// The matching measurements of one candidate bucket with their times, in stored order;
+    /// none when the bucket is gone or pruned by its control record.
+    pub(crate) fn visit_bucket(
+        &self,
+        ctx: &FindCtx<'_>,
+        cands: &Candidates,
+        cand: &Candidate,
+        stats: &mut QueryStats,
+    ) -> Result<Vec<(i64, Document)>> {
+        let Some(bytes) = self.control_bytes(&cand.id)? else {
+            return Ok(Vec::new()); // removed since the index was read
+        };
+        stats.buckets_read += 1;
+        let control = bytes
+            .view()
+            .map_err(|r| self.corrupt_control(&cand.id, r))?;
+        let verdict = ctx.plan.judge(&control, stats);
+        if verdict == Verdict::Pruned {
+            return Ok(Vec::new());
+        }
+        let meta = cands.series[cand.series].meta(self)?;
+        let fields: Vec<&str> = control.field_names().collect();
+        let mut sink = Sink::All(Vec::new());
+        self.find_in_bucket(ctx, cand, &fields, verdict, meta, &mut sink, stats)?;
+        match sink {
+            Sink::All(rows) => Ok(rows),
+            Sink::Top(_) => Ok(Vec::new()),
+        }
     }
 
     /// Unpacks one candidate bucket into `sink`. `fields` = the bucket's fields in column
@@ -297,9 +331,6 @@ impl CollectionInner {
                     continue;
                 }
                 sink.push(t, build_row(&view, row, shape, &cols).map_err(corrupt)?);
-                if sink.done() {
-                    return Ok(());
-                }
             }
         }
         Ok(())

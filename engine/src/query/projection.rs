@@ -27,6 +27,7 @@ impl Projection {
         let Some(p) = p else {
             return Ok(Projection::All);
         };
+        crate::storable::require_storable("projection", p)?;
         let mut include = HashSet::new();
         let mut exclude = HashSet::new();
         for (k, v) in p {
