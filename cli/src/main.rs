@@ -2,7 +2,7 @@
 //! fjall LSM.
 //!
 //! Commands: `create`, `ingest` (NDJSON Extended JSON or CSV, plain or compressed), `find`,
-//! `stats`, `buckets`, `bench` (measurements) and `demo` (ingests and queries the bundled real data sets). Each
+//! `stats`, `buckets`, `verify`, `salvage`, `bench` (measurements) and `demo` (ingests and queries the bundled real data sets). Each
 //! command lives in its own module under `cmd/`; the input readers are in `input/`.
 #![forbid(unsafe_code)]
 
@@ -17,6 +17,11 @@ use clap::{Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "tscoll", version, about, long_about = None)]
 struct Cli {
+    /// Open a database whose journal is damaged: keep every write before the damage, drop
+    /// the rest (the original journal files are kept in the database directory) and say what
+    /// was dropped.
+    #[arg(long, global = true)]
+    recover: bool,
     /// The command to run.
     #[command(subcommand)]
     command: Command,
@@ -47,6 +52,12 @@ enum Command {
     Collmod(cmd::collmod::Args),
     /// Create, drop or list a collection's indexes (`index create|drop|list`).
     Index(cmd::index::Args),
+    /// Check every bucket of every collection: segment checksums and decoding, control
+    /// records against the data, index entries against buckets. Exit status 2 on damage.
+    Verify(cmd::verify::Args),
+    /// Copy every readable measurement into a new database (`--to NEWDIR`), with the same
+    /// collections and indexes, and list what was lost. Exit status 2 when something was lost.
+    Salvage(cmd::salvage::Args),
     /// Ingest, inspect and query the bundled real data sets in a temporary database.
     Demo(cmd::demo::Args),
     /// Measure tscoll: `bench codec` compares the codec with pcodec and zstd, `bench ingest`
@@ -57,6 +68,7 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    cmd::set_recover(cli.recover);
     let result = match cli.command {
         Command::Create(args) => cmd::create::run(&args),
         Command::Ingest(args) => cmd::ingest::run(&args),
@@ -69,13 +81,15 @@ fn main() -> ExitCode {
         Command::Update(args) => cmd::update::run(&args),
         Command::Collmod(args) => cmd::collmod::run(&args),
         Command::Index(args) => cmd::index::run(&args),
+        Command::Verify(args) => cmd::verify::run(&args),
+        Command::Salvage(args) => cmd::salvage::run(&args),
         Command::Demo(args) => cmd::demo::run(&args),
         Command::Bench(args) => cmd::bench::run(&args),
     };
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("tscoll: error: {e}");
+            cmd::write_stderr(format_args!("tscoll: error: {e}"), true);
             ExitCode::FAILURE
         }
     }

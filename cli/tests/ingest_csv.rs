@@ -43,7 +43,7 @@ fn maps_columns_to_time_meta_and_fields() {
         .ok()
         .json_lines();
     assert_eq!(docs.len(), 2);
-    assert_eq!(docs[0]["ts"]["$date"], "2012-01-01T00:00:00Z");
+    assert_eq!(docs[0]["ts"]["$date"], "2012-01-01T00:00:00.000Z");
     assert_eq!(docs[0]["meta"]["location"], "Seattle");
     assert_eq!(docs[0]["tmax"], 12.8);
     assert_eq!(docs[0]["wind"], 4.7);

@@ -210,20 +210,40 @@ impl Collection {
     /// [`Error::Storage`] when fjall fails; [`Error::Codec`] as for `checkpoint`.
     pub fn compact(&self) -> Result<()> {
         self.checkpoint()?;
-        let inner = &self.inner;
-        for ks in [&inner.data, &inner.ctl, &inner.idx, &inner.records] {
-            compact_keyspace(ks)?;
+        for ks in self.inner.all_keyspaces() {
+            compact_keyspace(&ks)?;
         }
-        let secondary: Vec<fjall::Keyspace> = inner
-            .indexes
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .secondary
-            .iter()
-            .filter_map(|ix| ix.opened_keyspace())
-            .collect();
-        for ks in &secondary {
-            compact_keyspace(ks)?;
+        Ok(())
+    }
+}
+
+impl CollectionInner {
+    /// Every keyspace of the collection: data, control, index, records and the secondary
+    /// indexes'.
+    fn all_keyspaces(&self) -> Vec<fjall::Keyspace> {
+        let mut out = vec![
+            self.data.clone(),
+            self.ctl.clone(),
+            self.idx.clone(),
+            self.records.clone(),
+        ];
+        out.extend(
+            self.indexes
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .secondary
+                .iter()
+                .filter_map(|ix| ix.opened_keyspace()),
+        );
+        out
+    }
+
+    /// Writes the collection's memtables to tables, so that opening the database again reads
+    /// them from tables instead of replaying fjall's journal into memory.
+    pub(crate) fn flush_memtables(&self) -> Result<()> {
+        for ks in self.all_keyspaces() {
+            ks.rotate_memtable_and_wait()
+                .map_err(Error::storage("flushing a memtable"))?;
         }
         Ok(())
     }

@@ -11,6 +11,7 @@ use tscoll_catalog::{CatalogOptions, MemoryPool, StatsSnapshot};
 use crate::collection::{Collection, CollectionInner, Storage};
 use crate::error::{Error, ErrorCode, Result};
 use crate::index::Indexes;
+use crate::journal::{self, RecoveryReport};
 use crate::keys::{COLLECTIONS_KEYSPACE, keyspace_names};
 use crate::options::{CollectionSpec, TimeseriesOptions};
 use crate::stats::CatalogStats;
@@ -30,6 +31,8 @@ pub(crate) struct DbInner {
     options: Mutex<DatabaseOptions>,
     /// Catalog memory of every collection, under one threshold (SPEC ).
     memory: MemoryPool,
+    /// What [`Database::open_recovering`] dropped from a damaged journal.
+    recovery: Option<RecoveryReport>,
 }
 
 /// A tscoll database: a directory holding time-series collections (one process at a time).
@@ -52,14 +55,57 @@ impl Database {
     /// Buckets left open by a previous process are found again through the meta+time index
     /// when their series receives measurements (query-based reopening, SPEC §6.8).
     ///
+    /// fjall's journal is read first: when it is damaged (not merely cut short by a crash,
+    /// which fjall recovers from) the open fails and nothing is changed; open the database
+    /// with [`Database::open_recovering`] then.
+    ///
     /// # Errors
     /// [`Error::Locked`] when another process has the directory open; [`Error::Storage`] for
-    /// fjall failures; [`Error::Corruption`] when a collection record cannot be read.
+    /// fjall failures; [`Error::Corruption`] when a collection record cannot be read;
+    /// [`Error::JournalDamaged`] when the journal is damaged; [`Error::Io`] when the journal
+    /// cannot be read.
     pub fn open(path: impl AsRef<Path>, options: DatabaseOptions) -> Result<Database> {
-        let fjall = fjall::Database::builder(path.as_ref())
-            .cache_size(options.catalog.cache_size_bytes)
-            .open()
-            .map_err(Error::storage("opening the database"))?;
+        Self::open_with(path.as_ref(), options, false)
+    }
+
+    /// Opens the database in directory `path` like [`Database::open`], even when fjall's
+    /// journal is damaged (`docs/durability.md`, "A damaged journal"): every intact write
+    /// batch before the damage is kept; the damaged batch and everything written after it
+    /// are dropped, after the original journal files are copied to a backup folder in the
+    /// database directory. [`Database::recovery_report`] says what was dropped. With an
+    /// intact journal this is [`Database::open`].
+    ///
+    /// # Errors
+    /// As [`Database::open`], but not for a damaged journal; [`Error::Io`] when the journal
+    /// files cannot be copied, cut or removed.
+    pub fn open_recovering(path: impl AsRef<Path>, options: DatabaseOptions) -> Result<Database> {
+        Self::open_with(path.as_ref(), options, true)
+    }
+
+    fn open_with(path: &Path, options: DatabaseOptions, recover: bool) -> Result<Database> {
+        let mut recovery = None;
+        if recover {
+            recovery = journal::repair(path)?;
+        } else if let Some(e) = journal::scan(path)?.damaged_error() {
+            return Err(e);
+        }
+        let builder = || {
+            fjall::Database::builder(path)
+                .cache_size(options.catalog.cache_size_bytes)
+                .open()
+        };
+        let fjall = match builder() {
+            Err(fjall::Error::JournalRecovery(e)) if recover => {
+                let reason = format!("fjall cannot replay it ({e:?})");
+                recovery = Some(journal::set_aside_all(path, &reason, recovery)?);
+                builder()
+            }
+            Err(fjall::Error::JournalRecovery(e)) => {
+                return Err(journal::fjall_refused(path, e));
+            }
+            other => other,
+        }
+        .map_err(Error::storage("opening the database"))?;
         let collections_ks = fjall
             .keyspace(COLLECTIONS_KEYSPACE, KeyspaceCreateOptions::default)
             .map_err(Error::storage("opening the collections keyspace"))?;
@@ -70,6 +116,7 @@ impl Database {
                 collections: Mutex::new(HashMap::new()),
                 options: Mutex::new(options),
                 memory: MemoryPool::default(),
+                recovery,
             }),
         };
         for item in db.inner.collections_ks.iter() {
@@ -94,6 +141,13 @@ impl Database {
             db.lock().insert(name, coll);
         }
         Ok(db)
+    }
+
+    /// What [`Database::open_recovering`] dropped from a damaged journal; `None` when nothing
+    /// was dropped (or the database was opened with [`Database::open`]).
+    #[must_use]
+    pub fn recovery_report(&self) -> Option<RecoveryReport> {
+        self.inner.recovery.clone()
     }
 
     /// Every open collection handle (unordered).
@@ -240,9 +294,10 @@ impl Database {
         Ok(true)
     }
 
-    /// Merges the segments of every open bucket and makes everything durable (fsync). Call
-    /// before shutdown to leave compact buckets; dropping the last handle does the same,
-    /// ignoring errors.
+    /// Merges the segments of every open bucket, writes fjall's memtables to tables and makes
+    /// everything durable (fsync). Call before shutdown to leave compact buckets and a
+    /// database that opens without replaying its journal into memory; dropping the last handle
+    /// merges and syncs, ignoring errors, but leaves the memtables to the journal.
     ///
     /// # Errors
     /// [`Error::Storage`] when fjall fails.
@@ -250,7 +305,12 @@ impl Database {
         let colls: Vec<Collection> = self.lock().values().cloned().collect();
         for c in colls {
             c.checkpoint()?;
+            c.inner.flush_memtables()?;
         }
+        self.inner
+            .collections_ks
+            .rotate_memtable_and_wait()
+            .map_err(Error::storage("flushing a memtable"))?;
         self.inner
             .fjall
             .persist(PersistMode::SyncAll)

@@ -1,4 +1,10 @@
 //! The engine's error type and MongoDB-style error codes (SPEC R-1.4.2).
+//!
+//! Every message is one plain sentence saying what went wrong and what to do about it; the
+//! errors of fjall (whose own `Display` is its debug form) are rendered by
+//! [`describe_storage_error`], their I/O errors by [`describe_io_error`].
+
+use std::io;
 
 /// Error categories, named and numbered as MongoDB's (SPEC R-1.4.2, R-2.5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -100,7 +106,7 @@ pub enum Error {
         message: String,
     },
     /// fjall failed; `context` says what the engine was doing.
-    #[error("storage error while {context}: {source}")]
+    #[error("storage error while {context}: {}", describe_storage_error(.source))]
     Storage {
         /// What the engine was doing.
         context: &'static str,
@@ -109,7 +115,10 @@ pub enum Error {
         source: fjall::Error,
     },
     /// A stored record could not be decoded: the database is damaged.
-    #[error("corrupt data in keyspace {keyspace}, key {key}: {reason}")]
+    #[error(
+        "corrupt data in keyspace {keyspace}, key {key}: {reason}; the database is damaged: {}",
+        DAMAGED
+    )]
     Corruption {
         /// Keyspace name.
         keyspace: String,
@@ -118,8 +127,18 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
+    /// fjall's journal is damaged beyond a torn last write: the database opens only with
+    /// [`Database::open_recovering`](crate::Database::open_recovering), which keeps every
+    /// write before the damage (`docs/durability.md`, "A damaged journal").
+    #[error("the journal file {file} is damaged: {reason}")]
+    JournalDamaged {
+        /// The journal file, and the byte where the damage starts when known.
+        file: String,
+        /// What is wrong, and how to recover.
+        reason: String,
+    },
     /// A bucket blob failed to decode.
-    #[error("bucket data: {0}")]
+    #[error("{}", describe_codec_error(.0))]
     Codec(#[from] tscoll_codec::Error),
     /// Another process (or handle) has the database open (fjall `Locked`).
     #[error("the database directory is locked by another process; close it there first")]
@@ -129,7 +148,7 @@ pub enum Error {
     #[error("an earlier write to disk failed (fsync); reopen the database to recover")]
     Poisoned,
     /// File-system error outside fjall.
-    #[error("I/O error: {0}")]
+    #[error("{}", describe_io_error(.0))]
     Io(#[from] std::io::Error),
 }
 
@@ -162,6 +181,157 @@ impl Error {
 /// Result alias of the engine.
 pub type Result<T> = std::result::Result<T, Error>;
 
+/// What to do about data on disk that fails its checks.
+const DAMAGED: &str = "run `tscoll verify` to list what is damaged and `tscoll salvage` to copy \
+                       what is readable into a new database";
+
+/// What to do about a damaged journal.
+const JOURNAL_DAMAGED: &str = "open the database with `tscoll --recover` \
+                               (`Database::open_recovering`) to keep every write before the \
+                               damage";
+
+/// A fjall error as one plain sentence: what went wrong and what to do (fjall's own
+/// `Display` is its debug form, e.g. `FjallError: Io(Os { code: 28, ... })`).
+#[must_use]
+pub(crate) fn describe_storage_error(error: &fjall::Error) -> String {
+    match error {
+        fjall::Error::Storage(e) => describe_lsm_error(e),
+        fjall::Error::Io(e) => describe_io_error(e),
+        fjall::Error::JournalRecovery(e) => {
+            let what = match e {
+                fjall::JournalRecoveryError::InsufficientLength => {
+                    "a write batch in it is incomplete"
+                }
+                fjall::JournalRecoveryError::TooManyItems => "a write batch in it is malformed",
+                fjall::JournalRecoveryError::ChecksumMismatch => "checksum mismatch",
+                fjall::JournalRecoveryError::InvalidFileName => {
+                    "a file in the journal folder has a name fjall does not write"
+                }
+            };
+            format!(
+                "the journal (the log of the latest writes) is damaged ({what}), so the \
+                 database cannot replay it: {JOURNAL_DAMAGED}"
+            )
+        }
+        fjall::Error::InvalidVersion(Some(version)) => format!(
+            "the database was written in storage format {version}, which this build of \
+             tscoll does not read: open it with the tscoll version that wrote it"
+        ),
+        fjall::Error::InvalidVersion(None) => format!(
+            "the database's storage format version is unreadable (not a tscoll database, or \
+             damaged): check the path, or {DAMAGED}"
+        ),
+        fjall::Error::Decompress(kind) => format!(
+            "data on disk is damaged (a {kind}-compressed block does not decompress): {DAMAGED}"
+        ),
+        fjall::Error::InvalidTrailer | fjall::Error::InvalidTag(_) => {
+            format!("the journal is damaged (a record in it is malformed): {JOURNAL_DAMAGED}")
+        }
+        fjall::Error::Poisoned => "an earlier write to disk failed (fsync); reopen the \
+                                   database to recover"
+            .to_owned(),
+        fjall::Error::KeyspaceDeleted => "the collection's storage was dropped while in use: \
+                                         open the collection again"
+            .to_owned(),
+        fjall::Error::Locked => "the database directory is locked by another process; close \
+                                 it there first"
+            .to_owned(),
+        fjall::Error::Unrecoverable => format!(
+            "files of the database are missing or unreadable, it cannot be recovered: {DAMAGED}"
+        ),
+        // fjall's errors are non-exhaustive: name a newer variant without its debug form.
+        _ => "fjall reported an unexpected error: retry, and run `tscoll verify` if it persists"
+            .to_owned(),
+    }
+}
+
+/// A codec error as one plain sentence; damaged bucket data says what to do.
+fn describe_codec_error(error: &tscoll_codec::Error) -> String {
+    match error {
+        tscoll_codec::Error::Corruption(_) | tscoll_codec::Error::Truncated { .. } => {
+            format!("bucket data: {error}; the database is damaged: {DAMAGED}")
+        }
+        _ => format!("bucket data: {error}"),
+    }
+}
+
+/// An lsm-tree error (inside a fjall error) as one plain sentence.
+fn describe_lsm_error(error: &fjall::LsmError) -> String {
+    match error {
+        fjall::LsmError::Io(e) => describe_io_error(e),
+        fjall::LsmError::ChecksumMismatch { .. } => {
+            format!("data on disk is damaged (checksum mismatch): {DAMAGED}")
+        }
+        fjall::LsmError::Decompress(kind) => format!(
+            "data on disk is damaged (a {kind}-compressed block does not decompress): {DAMAGED}"
+        ),
+        fjall::LsmError::InvalidVersion(version) => format!(
+            "a table file is in storage format version {version}, which this build of tscoll \
+             does not read: open the database with the tscoll version that wrote it"
+        ),
+        fjall::LsmError::Unrecoverable => format!(
+            "files of the database are missing or unreadable, it cannot be recovered: {DAMAGED}"
+        ),
+        fjall::LsmError::InvalidTag(_)
+        | fjall::LsmError::InvalidTrailer
+        | fjall::LsmError::InvalidHeader(_) => {
+            format!("data on disk is damaged (a malformed block in a table file): {DAMAGED}")
+        }
+        fjall::LsmError::Utf8(_) => {
+            format!("data on disk is damaged (a name is not valid UTF-8): {DAMAGED}")
+        }
+        _ => "the storage layer reported an unexpected error: retry, and run `tscoll verify` if \
+              it persists"
+            .to_owned(),
+    }
+}
+
+/// An I/O error of the database's files as one plain sentence: what went wrong and what to
+/// do. A custom message the error carries (e.g. one naming a file) comes first.
+#[must_use]
+pub(crate) fn describe_io_error(error: &io::Error) -> String {
+    // A fjall or lsm-tree error carried inside an I/O error: render it, not its debug form.
+    if let Some(inner) = error.get_ref() {
+        if let Some(e) = inner.downcast_ref::<fjall::Error>() {
+            return describe_storage_error(e);
+        }
+        if let Some(e) = inner.downcast_ref::<fjall::LsmError>() {
+            return describe_lsm_error(e);
+        }
+    }
+    let hint = match error.kind() {
+        io::ErrorKind::StorageFull => "the disk is full: free space and retry".to_owned(),
+        io::ErrorKind::QuotaExceeded => {
+            "the disk quota is exceeded: free space and retry".to_owned()
+        }
+        io::ErrorKind::PermissionDenied => {
+            "permission denied: check the owner and permissions of the database directory"
+                .to_owned()
+        }
+        io::ErrorKind::NotFound => {
+            format!("a file of the database is missing (removed while in use?): {DAMAGED}")
+        }
+        io::ErrorKind::ReadOnlyFilesystem => {
+            "the file system is read-only: move the database to a writable disk or remount it"
+                .to_owned()
+        }
+        io::ErrorKind::UnexpectedEof => {
+            format!("a file of the database ends early (truncated): {DAMAGED}")
+        }
+        io::ErrorKind::InvalidData => format!("data on disk is damaged (malformed): {DAMAGED}"),
+        io::ErrorKind::FileTooLarge => "a file of the database is larger than the file system \
+                                        allows: move the database to another file system"
+            .to_owned(),
+        io::ErrorKind::OutOfMemory => "out of memory: free memory and retry".to_owned(),
+        // The OS message, e.g. `Input/output error (os error 5)`, or the custom message.
+        _ => return format!("I/O error: {error}"),
+    };
+    match error.get_ref() {
+        Some(message) => format!("{message}: {hint}"),
+        None => hint,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -180,6 +350,129 @@ mod tests {
         let text = poisoned.to_string();
         assert!(text.contains("fsync"), "{text}");
         assert!(text.contains("reopen the database"), "{text}");
+    }
+
+    /// No debug forms in a message: no braces, no `Os {`, no `FjallError`.
+    #[track_caller]
+    fn assert_plain(text: &str) {
+        for bad in [
+            "{",
+            "}",
+            "Os {",
+            "FjallError",
+            "LsmTreeError",
+            "Storage(",
+            "Io(",
+        ] {
+            assert!(!text.contains(bad), "{bad:?} in {text:?}");
+        }
+    }
+
+    #[test]
+    fn storage_full_is_one_plain_sentence() {
+        let full = io::Error::from_raw_os_error(28);
+        assert_eq!(full.kind(), io::ErrorKind::StorageFull);
+        let e = Error::storage("committing a write batch")(fjall::Error::Io(full));
+        let text = e.to_string();
+        assert_eq!(
+            text,
+            "storage error while committing a write batch: the disk is full: free space and \
+             retry"
+        );
+        assert_plain(&text);
+        // Also when fjall got it from the lsm-tree, and outside fjall.
+        let nested = fjall::Error::Storage(fjall::LsmError::Io(io::Error::from_raw_os_error(28)));
+        assert_eq!(
+            describe_storage_error(&nested),
+            "the disk is full: free space and retry"
+        );
+        let io = Error::Io(io::Error::from_raw_os_error(28));
+        assert_eq!(io.to_string(), "the disk is full: free space and retry");
+        // The source chain is kept.
+        let source = std::error::Error::source(&e).expect("source");
+        assert!(source.downcast_ref::<fjall::Error>().is_some());
+    }
+
+    #[test]
+    fn checksum_mismatch_says_the_data_is_damaged() {
+        let mismatch = fjall::Error::Storage(fjall::LsmError::ChecksumMismatch {
+            got: lsm_tree::Checksum::from_raw(0x1234),
+            expected: lsm_tree::Checksum::from_raw(0x5678),
+        });
+        let text = Error::storage("reading a bucket")(mismatch).to_string();
+        assert_eq!(
+            text,
+            "storage error while reading a bucket: data on disk is damaged (checksum \
+             mismatch): run `tscoll verify` to list what is damaged and `tscoll salvage` to \
+             copy what is readable into a new database"
+        );
+        assert_plain(&text);
+    }
+
+    #[test]
+    fn journal_recovery_says_the_journal_is_damaged() {
+        let e = fjall::Error::JournalRecovery(fjall::JournalRecoveryError::ChecksumMismatch);
+        let text = Error::storage("opening the database")(e).to_string();
+        assert!(text.contains("the journal"), "{text}");
+        assert!(text.contains("checksum mismatch"), "{text}");
+        assert!(
+            text.ends_with("to keep every write before the damage"),
+            "{text}"
+        );
+        assert_plain(&text);
+    }
+
+    #[test]
+    fn every_fjall_error_is_plain_text() {
+        let io = |kind: io::ErrorKind| fjall::Error::Io(io::Error::from(kind));
+        let errors = [
+            io(io::ErrorKind::PermissionDenied),
+            io(io::ErrorKind::NotFound),
+            io(io::ErrorKind::ReadOnlyFilesystem),
+            io(io::ErrorKind::UnexpectedEof),
+            io(io::ErrorKind::Other),
+            fjall::Error::Io(io::Error::from_raw_os_error(5)),
+            fjall::Error::Io(io::Error::other(fjall::Error::Unrecoverable)),
+            fjall::Error::JournalRecovery(fjall::JournalRecoveryError::InsufficientLength),
+            fjall::Error::JournalRecovery(fjall::JournalRecoveryError::TooManyItems),
+            fjall::Error::JournalRecovery(fjall::JournalRecoveryError::InvalidFileName),
+            fjall::Error::InvalidVersion(None),
+            fjall::Error::InvalidVersion(Some(fjall::FormatVersion::V2)),
+            fjall::Error::Decompress(fjall::CompressionType::None),
+            fjall::Error::InvalidTrailer,
+            fjall::Error::InvalidTag(("tag", 9)),
+            fjall::Error::Poisoned,
+            fjall::Error::KeyspaceDeleted,
+            fjall::Error::Locked,
+            fjall::Error::Unrecoverable,
+            fjall::Error::Storage(fjall::LsmError::InvalidVersion(9)),
+            fjall::Error::Storage(fjall::LsmError::Unrecoverable),
+            fjall::Error::Storage(fjall::LsmError::InvalidTrailer),
+            fjall::Error::Storage(fjall::LsmError::InvalidHeader("block")),
+        ];
+        for error in errors {
+            let text = describe_storage_error(&error);
+            assert_plain(&text);
+            assert!(!text.is_empty() && !text.ends_with('.'), "{text:?}");
+        }
+        let denied = describe_storage_error(&io(io::ErrorKind::PermissionDenied));
+        assert!(denied.starts_with("permission denied: "), "{denied}");
+        let named = io::Error::new(io::ErrorKind::StorageFull, "writing journal/3.jnl");
+        assert_eq!(
+            describe_io_error(&named),
+            "writing journal/3.jnl: the disk is full: free space and retry"
+        );
+        let codec = Error::Codec(tscoll_codec::Error::Corruption("bad tag 9".to_owned()));
+        let text = codec.to_string();
+        assert!(
+            text.contains("bad tag 9") && text.contains("tscoll verify"),
+            "{text}"
+        );
+        let eio = describe_storage_error(&fjall::Error::Io(io::Error::from_raw_os_error(5)));
+        assert!(
+            eio.starts_with("I/O error: ") && eio.contains("os error 5"),
+            "{eio}"
+        );
     }
 
     #[test]

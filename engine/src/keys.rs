@@ -68,6 +68,33 @@ pub(crate) fn parse_index_key(k: &[u8]) -> Option<(u64, i64, BucketId)> {
     Some((hash, t, id))
 }
 
+/// Splits a data key into `(bucket id, segment number)`; `None` when it is not 16 bytes.
+pub(crate) fn parse_data_key(k: &[u8]) -> Option<(BucketId, u32)> {
+    if k.len() != 16 {
+        return None;
+    }
+    let id: BucketId = k.get(..12)?.try_into().ok()?;
+    let segment = u32::from_be_bytes(k.get(12..16)?.try_into().ok()?);
+    Some((id, segment))
+}
+
+/// The bucket id of a control record key; `None` when it is not 12 bytes.
+pub(crate) fn parse_control_key(k: &[u8]) -> Option<BucketId> {
+    k.try_into().ok()
+}
+
+/// Whether an index key is a collision marker ([`collision_marker_key`]).
+pub(crate) fn is_collision_marker(k: &[u8]) -> bool {
+    k.len() == 8
+}
+
+/// The bucket id a secondary index entry points at: its key's last 12 bytes (`docs/keys.md`,
+/// "Secondary indexes"); `None` for a key too short to hold one.
+pub(crate) fn secondary_entry_bucket(k: &[u8]) -> Option<BucketId> {
+    let start = k.len().checked_sub(12)?;
+    k.get(start..)?.try_into().ok()
+}
+
 /// Hex form of a key, for error messages.
 pub(crate) fn hex(k: &[u8]) -> String {
     use std::fmt::Write;
@@ -89,6 +116,21 @@ mod tests {
             assert!(time_bytes(w[0]) < time_bytes(w[1]));
             assert_eq!(time_from_bytes(time_bytes(w[0])), w[0]);
         }
+    }
+
+    #[test]
+    fn data_control_and_secondary_keys_decode() {
+        let id = [3u8; 12];
+        assert_eq!(parse_data_key(&data_key(&id, 7)), Some((id, 7)));
+        assert_eq!(parse_data_key(&id), None);
+        assert_eq!(parse_control_key(&id), Some(id));
+        assert_eq!(parse_control_key(&data_key(&id, 0)), None);
+        assert!(is_collision_marker(&collision_marker_key(9)));
+        assert!(!is_collision_marker(&index_key(9, 0, &id)));
+        let mut k = vec![13, 0x40, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        k.extend_from_slice(&id);
+        assert_eq!(secondary_entry_bucket(&k), Some(id));
+        assert_eq!(secondary_entry_bucket(&id[..11]), None);
     }
 
     #[test]

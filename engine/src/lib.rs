@@ -40,27 +40,33 @@ mod db;
 mod delete;
 mod filter;
 mod index;
+mod journal;
 mod keys;
 mod query;
 mod reopen;
+mod salvage;
 mod series;
 mod stats;
 mod storable;
 mod store;
 mod ttl;
 mod update;
+mod verify;
 mod write;
 
 pub use collection::Collection;
 pub use db::{Database, DatabaseOptions};
 pub use delete::DeleteResult;
 pub use index::IndexOptions;
+pub use journal::RecoveryReport;
 pub use query::{
     Accumulator, AggregateBatch, AggregateSpec, ColumnBatch, FindCursor, FindOptions, QueryStats,
     SortOrder,
 };
+pub use salvage::{ControlSummary, LostBucket, SalvageReport, SalvagedCollection};
 pub use stats::{CatalogStats, CollectionStats};
 pub use tscoll_catalog::{CatalogOptions, StatsSnapshot};
 pub use ttl::{ExpireResult, TtlMonitor};
 pub use update::UpdateResult;
+pub use verify::{Problem, ProblemKind, VerifyReport};
 pub use write::{Durability, InsertOptions, InsertResult, WriteError};

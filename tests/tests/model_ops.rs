@@ -10,15 +10,20 @@ mod engine_ops;
 use std::cell::RefCell;
 use std::path::PathBuf;
 
+use bson::{Bson, DateTime, Document, doc};
 use engine_ops::{
-    Avoid, BAD_EXPIRES, BAD_UPDATES, BUCKETINGS, Bucketing, CREATE_EXPIRES, CollModOp, EXPIRES,
-    Filter, MAX_COUNTS, MAX_INSERT, MAX_OPS, MEMORY_THRESHOLDS, MINUTES, Meas, MetaPred, Op, Proj,
-    SERIES, SPANS, Setup, Summary, TimeKind, TimePred, VALUE_RANGE, Val, ValPred, decode, encode,
-    run_ops, run_ops_avoiding,
+    Avoid, BAD_EXPIRES, BAD_UPDATES, BINARY_SUBTYPES, BUCKETINGS, Bucketing, CHARS, CREATE_EXPIRES,
+    CollModOp, DATES, DOUBLES, EXPIRES, Filter, INT32S, INT64S, MAX_BINARY, MAX_COUNTS, MAX_DEPTH,
+    MAX_ENTRIES, MAX_FIELDS, MAX_INSERT, MAX_NAME_CHARS, MAX_OPS, MAX_STRING_CHARS,
+    MEMORY_THRESHOLDS, MINUTES, Meas, MetaPred, NAMES, Op, Proj, SERIES, SPANS, Setup, Summary,
+    TimeKind, TimePred, VALUE_RANGE, Val, ValPred, Value, decimals, decode, encode, regex_options,
+    run_ops, run_ops_avoiding, unique,
 };
 use proptest::prelude::*;
 use proptest::test_runner::TestRunner;
-use tscoll_engine::Granularity;
+use tscoll_engine::{
+    Database, DatabaseOptions, FindOptions, Granularity, InsertOptions, TimeseriesOptions,
+};
 
 fn setup() -> impl Strategy<Value = Setup> {
     (
@@ -60,6 +65,72 @@ fn cmp() -> impl Strategy<Value = engine_ops::Cmp> {
     ]
 }
 
+/// A date of the whole 64-bit range: mostly the edges of [`DATES`].
+fn date() -> impl Strategy<Value = i64> {
+    prop_oneof![3 => prop::sample::select(DATES.to_vec()), 1 => any::<i64>()]
+}
+
+fn any_char() -> impl Strategy<Value = char> {
+    prop_oneof![3 => prop::sample::select(CHARS.to_vec()), 1 => any::<char>()]
+}
+
+fn text(max: usize) -> impl Strategy<Value = String> {
+    prop::collection::vec(any_char(), 0..=max).prop_map(|c| c.into_iter().collect())
+}
+
+/// A field name: one of [`NAMES`] (empty, dotted, `$`, NUL, the model's own) or any short
+/// UTF-8 text.
+fn name() -> impl Strategy<Value = String> {
+    prop_oneof![
+        2 => prop::sample::select(NAMES.to_vec()).prop_map(str::to_owned),
+        1 => text(MAX_NAME_CHARS),
+    ]
+}
+
+/// A value of any BSON type; documents, arrays and code with scope nest `depth` levels.
+fn any_value(depth: u8) -> BoxedStrategy<Value> {
+    let scalar = prop_oneof![
+        2 => prop_oneof![prop::sample::select(DOUBLES.to_vec()), any::<u64>()].prop_map(Value::Double),
+        2 => text(MAX_STRING_CHARS).prop_map(Value::String),
+        1 => (
+            prop::sample::select(BINARY_SUBTYPES.to_vec()),
+            prop::collection::vec(any::<u8>(), 0..=MAX_BINARY),
+        )
+            .prop_map(|(s, b)| Value::Binary(s, b)),
+        1 => Just(Value::Undefined),
+        1 => any::<[u8; 12]>().prop_map(Value::ObjectId),
+        1 => any::<bool>().prop_map(Value::Bool),
+        2 => date().prop_map(Value::Date),
+        1 => Just(Value::Null),
+        1 => (text(MAX_STRING_CHARS), any::<u8>())
+            .prop_map(|(p, o)| Value::Regex(p.replace('\0', ""), regex_options(o))),
+        1 => (text(MAX_STRING_CHARS), any::<[u8; 12]>()).prop_map(|(n, id)| Value::DbPointer(n, id)),
+        1 => text(MAX_STRING_CHARS).prop_map(Value::Code),
+        1 => text(MAX_STRING_CHARS).prop_map(Value::Symbol),
+        1 => prop_oneof![prop::sample::select(INT32S.to_vec()), any::<i32>()].prop_map(Value::Int32),
+        1 => any::<(u32, u32)>().prop_map(|(t, i)| Value::Timestamp(t, i)),
+        1 => prop_oneof![prop::sample::select(INT64S.to_vec()), any::<i64>()].prop_map(Value::Int64),
+        1 => prop_oneof![prop::sample::select(decimals().to_vec()), any::<[u8; 16]>()]
+            .prop_map(Value::Decimal128),
+        1 => Just(Value::MinKey),
+        1 => Just(Value::MaxKey),
+    ];
+    if depth == 0 {
+        return scalar.boxed();
+    }
+    let inner = any_value(depth - 1);
+    let fields = prop::collection::vec((name(), inner.clone()), 0..=MAX_ENTRIES)
+        .prop_map(unique)
+        .boxed();
+    prop_oneof![
+        6 => scalar,
+        2 => fields.clone().prop_map(Value::Document),
+        1 => prop::collection::vec(inner, 0..=MAX_ENTRIES).prop_map(Value::Array),
+        1 => (text(MAX_STRING_CHARS), fields).prop_map(|(c, s)| Value::CodeWithScope(c, s)),
+    ]
+    .boxed()
+}
+
 fn meas() -> impl Strategy<Value = Meas> {
     let val = prop_oneof![
         8 => value().prop_map(Val::Int),
@@ -71,16 +142,24 @@ fn meas() -> impl Strategy<Value = Meas> {
         14 => Just(TimeKind::Date),
         1 => Just(TimeKind::Missing),
         1 => Just(TimeKind::NotADate),
+        1 => date().prop_map(TimeKind::At),
     ];
-    (series(), minute(), 0..60u8, val, time).prop_map(|(series, minute, second, value, time)| {
-        Meas {
+    let extra = prop_oneof![
+        3 => Just(Vec::new()),
+        1 => prop::collection::vec((name(), any_value(MAX_DEPTH)), 1..=MAX_FIELDS).prop_map(unique),
+    ];
+    let meta = prop::option::weighted(0.15, any_value(MAX_DEPTH));
+    (series(), minute(), 0..60u8, val, time, extra, meta).prop_map(
+        |(series, minute, second, value, time, extra, meta)| Meas {
             series,
             minute,
             second,
             value,
             time,
-        }
-    })
+            extra,
+            meta,
+        },
+    )
 }
 
 fn meta_pred() -> impl Strategy<Value = MetaPred> {
@@ -101,12 +180,19 @@ fn filter() -> impl Strategy<Value = Filter> {
         3 => Just(Cmp::Lt),
         3 => Just(Cmp::Lte)
     ];
-    let time = (time_op, minute(), any::<bool>(), prop::bool::weighted(0.05))
-        .prop_map(|(op, minute, half, number)| TimePred {
+    let time = (
+        time_op,
+        minute(),
+        any::<bool>(),
+        prop::bool::weighted(0.05),
+        prop::option::weighted(0.05, date()),
+    )
+        .prop_map(|(op, minute, half, number, at)| TimePred {
             op,
             minute,
             half,
             number,
+            at,
         })
         .boxed();
     let value = prop_oneof![
@@ -157,6 +243,7 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(filter, to)| Op::UpdateMeta { filter, to }),
         1 => (0..BAD_UPDATES).prop_map(Op::BadUpdate),
         3 => prop_oneof![3 => 0..8_000u16, 1 => any::<u16>()].prop_map(|minute| Op::Expire { minute }),
+        1 => date().prop_map(Op::ExpireAt),
         3 => coll_mod().prop_map(Op::CollMod),
         2 => any::<bool>().prop_map(|clean| Op::CloseReopen { clean }),
     ]
@@ -202,6 +289,8 @@ fn engine_agrees_with_the_model() {
     let (cases, sum) = total.into_inner();
     eprintln!("{cases} sequences: {sum:?}");
     assert!(sum.inserted > 0 && sum.rejected > 0, "{sum:?}");
+    assert!(sum.nul_rejected > 0 && sum.with_fields > 0, "{sum:?}");
+    assert!(sum.any_meta > 0 && sum.far_times > 0, "{sum:?}");
     assert!(
         sum.found > 0 && sum.deleted > 0 && sum.updated > 0,
         "{sum:?}"
@@ -326,6 +415,8 @@ fn at(series: u8, minute: u16) -> Op {
             second: 0,
             value: Val::Int(0),
             time: TimeKind::Date,
+            extra: Vec::new(),
+            meta: None,
         }],
         ordered: true,
     }
@@ -345,9 +436,268 @@ fn last_points_keeps_the_latest_across_overlapping_buckets() {
                 minute: 9,
                 half: true,
                 number: false,
+                at: None,
             }],
             ..Filter::default()
         },
     };
     replay(seconds(), &[at(0, 9), at(0, 0), at(0, 30), last]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Field names BSON cannot store, and values at the edges of their types.
+
+/// A measurement of series 0 at `T0 + minute` with arbitrary fields and meta value.
+fn with_fields(minute: u16, extra: Vec<(&str, Value)>, meta: Option<Value>) -> Meas {
+    Meas {
+        series: 0,
+        minute,
+        second: 0,
+        value: Val::Int(1),
+        time: TimeKind::Date,
+        extra: extra.into_iter().map(|(k, v)| (k.to_owned(), v)).collect(),
+        meta,
+    }
+}
+
+fn fields(fields: Vec<(&str, Value)>) -> Vec<(String, Value)> {
+    fields.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
+}
+
+/// A NUL in a field name (BSON writes names as C strings) — at the top level, in a
+/// sub-document, in a document inside an array, in a meta sub-document, in the scope of code
+/// with scope — rejects that measurement alone with `BadValue` at its index: the others of the
+/// batch are stored exactly (unordered) or those before it (ordered), later inserts into the
+/// same series are intact, and the collection reads back after a reopen (a regression test:
+/// such a name once corrupted its whole batch, and in a meta value made the collection
+/// unreadable).
+#[test]
+fn a_nul_in_a_field_name_rejects_the_measurement_alone() {
+    let good = |minute| {
+        with_fields(
+            minute,
+            vec![("x", Value::Int32(7)), ("", Value::Null)],
+            None,
+        )
+    };
+    let bad = [
+        with_fields(1, vec![("a\0b", Value::Int32(1))], None),
+        with_fields(
+            2,
+            vec![("d", Value::Document(fields(vec![("k\0", Value::Null)])))],
+            None,
+        ),
+        with_fields(
+            3,
+            vec![(
+                "arr",
+                Value::Array(vec![Value::Document(fields(vec![(
+                    "\0",
+                    Value::Bool(true),
+                )]))]),
+            )],
+            None,
+        ),
+        with_fields(
+            4,
+            Vec::new(),
+            Some(Value::Document(fields(vec![(
+                "s",
+                Value::Document(fields(vec![("x\0", Value::Int32(2))])),
+            )]))),
+        ),
+        with_fields(
+            5,
+            vec![(
+                "c",
+                Value::CodeWithScope("f()".into(), fields(vec![("\0\0", Value::Int32(3))])),
+            )],
+            None,
+        ),
+    ];
+    for ordered in [false, true] {
+        for b in &bad {
+            let ops = [
+                Op::Insert {
+                    docs: vec![good(0), b.clone(), good(10)],
+                    ordered,
+                },
+                Op::Insert {
+                    docs: vec![good(20)],
+                    ordered,
+                },
+                Op::CloseReopen { clean: true },
+                Op::Find {
+                    filter: Filter::default(),
+                    sort: Some(false),
+                    limit: None,
+                    projection: Proj::All,
+                },
+            ];
+            replay(seconds(), &ops);
+        }
+    }
+}
+
+/// Times and date fields at both ends of the 64-bit range (years before 0 and after 9999,
+/// the first and last milliseconds) are stored and read back exactly, every bucket holds its
+/// measurements in `[min, min + span)`, and TTL passes at both ends remove exactly the
+/// buckets says.
+#[test]
+fn dates_of_the_whole_range_round_trip() {
+    let docs: Vec<Meas> = engine_ops::DATES
+        .iter()
+        .map(|t| Meas {
+            time: TimeKind::At(*t),
+            ..with_fields(0, vec![("d", Value::Date(*t))], None)
+        })
+        .collect();
+    let setup = Setup {
+        expire: Some(60),
+        ..seconds()
+    };
+    for chunk in docs.chunks(MAX_INSERT) {
+        let ops = [
+            Op::Insert {
+                docs: chunk.to_vec(),
+                ordered: true,
+            },
+            Op::Find {
+                filter: Filter::default(),
+                sort: Some(true),
+                limit: None,
+                projection: Proj::All,
+            },
+            Op::CloseReopen { clean: false },
+            Op::ExpireAt(i64::MIN),
+            Op::ExpireAt(0),
+            Op::ExpireAt(i64::MAX),
+        ];
+        replay(setup, &ops);
+    }
+}
+
+/// One measurement with a field of every BSON type at the edges of its values (NaN payloads,
+/// negative zero, extreme integers and dates, every binary subtype, non-canonical Decimal128,
+/// empty and odd names) reads back exactly, also as a meta value.
+#[test]
+fn every_type_round_trips() {
+    let mut all: Vec<(String, Value)> = Vec::new();
+    let mut add = |v: Value| all.push((format!("f{}", all.len()), v));
+    DOUBLES.iter().for_each(|b| add(Value::Double(*b)));
+    DATES.iter().for_each(|t| add(Value::Date(*t)));
+    INT32S.iter().for_each(|i| add(Value::Int32(*i)));
+    INT64S.iter().for_each(|i| add(Value::Int64(*i)));
+    decimals().iter().for_each(|d| add(Value::Decimal128(*d)));
+    add(Value::Decimal128([0xff; 16]));
+    BINARY_SUBTYPES
+        .iter()
+        .for_each(|s| add(Value::Binary(*s, vec![0, 1, 2])));
+    for v in [
+        Value::String("a\0b\u{10ffff}".into()),
+        Value::String(String::new()),
+        Value::Undefined,
+        Value::ObjectId([0xab; 12]),
+        Value::Bool(false),
+        Value::Null,
+        Value::Regex("^a.*$".into(), "imsx".into()),
+        Value::DbPointer("db.c".into(), [1; 12]),
+        Value::Code("x\0".into()),
+        Value::Symbol("s".into()),
+        Value::CodeWithScope("f()".into(), fields(vec![("$", Value::MinKey)])),
+        Value::Timestamp(u32::MAX, 0),
+        Value::MinKey,
+        Value::MaxKey,
+        Value::Array(vec![Value::Array(Vec::new()), Value::Document(Vec::new())]),
+        Value::Document(fields(vec![
+            ("z", Value::Int32(1)),
+            ("a.b", Value::Int32(2)),
+        ])),
+    ] {
+        add(v);
+    }
+    let mut ops = Vec::new();
+    for (i, chunk) in all.chunks(MAX_FIELDS).enumerate() {
+        let minute = u16::try_from(i).unwrap_or(0);
+        let extra: Vec<(&str, Value)> =
+            chunk.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+        let meta = Value::Document(chunk.to_vec());
+        ops.push(Op::Insert {
+            docs: vec![
+                with_fields(minute, extra, None),
+                with_fields(minute, Vec::new(), Some(meta)),
+            ],
+            ordered: true,
+        });
+    }
+    ops.push(Op::CloseReopen { clean: true });
+    replay(seconds(), &ops);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Meta equality on array values: divergences from MongoDB's matching, stepped around by the
+// generated meta values (`engine_ops::meta_of`) and kept here as ignored tests.
+
+/// A collection holding one measurement per meta value of `metas`, at `T0`.
+fn with_metas(dir: &std::path::Path, metas: Vec<Bson>) -> tscoll_engine::Collection {
+    let db = Database::open(dir, DatabaseOptions::default()).expect("open");
+    let coll = db
+        .create_collection("c", &TimeseriesOptions::new("t").meta_field("m"))
+        .expect("create");
+    let t = DateTime::from_millis(engine_ops::T0);
+    let docs: Vec<Document> = metas.into_iter().map(|m| doc! { "t": t, "m": m }).collect();
+    let r = coll
+        .insert_many(&docs, &InsertOptions::default())
+        .expect("insert");
+    assert_eq!(r.inserted, docs.len());
+    coll
+}
+
+fn matches(coll: &tscoll_engine::Collection, filter: &Document) -> (usize, u64) {
+    let found = coll.find(filter, &FindOptions::default()).expect("find");
+    (found.len(), coll.count(filter).expect("count"))
+}
+
+/// An equality on the whole meta value matches an array holding the operand (MongoDB: an
+/// array matches when one of its elements does, SPEC §14.2): `{m: null}` finds `m: [null]`,
+/// `{m: "b"}` finds `m: ["b", 1]`, for `find` and `count` alike. (`{m: 0}` does find
+/// `m: [0]`: number operands are not looked up by their series.)
+#[test]
+#[ignore = "whole-meta equality on null or a string looks up the operand's own series only"]
+fn meta_equality_matches_array_elements() {
+    let dir = engine_ops::temp_dir();
+    let coll = with_metas(
+        dir.path(),
+        vec![
+            Bson::Array(vec![Bson::Null]),
+            Bson::Array(vec![Bson::String("b".into()), Bson::Int32(1)]),
+            Bson::Array(vec![Bson::Int32(0)]),
+        ],
+    );
+    for (filter, n) in [
+        (doc! { "m": 0 }, 1),
+        (doc! { "m": null }, 1),
+        (doc! { "m": "b" }, 1),
+        (doc! { "m": { "$in": [null, "b"] } }, 2),
+    ] {
+        assert_eq!(matches(&coll, &filter), (n, n as u64), "{filter}");
+    }
+}
+
+/// An equality does not look into arrays nested in the meta value (MongoDB traverses one
+/// level of arrays): `{m: 0}` and `{m: null}` do not find `m: [[0]]` or `m: [[null]]`.
+#[test]
+#[ignore = "meta equality matches elements of nested arrays"]
+fn meta_equality_does_not_look_into_nested_arrays() {
+    let dir = engine_ops::temp_dir();
+    let coll = with_metas(
+        dir.path(),
+        vec![
+            Bson::Array(vec![Bson::Array(vec![Bson::Int32(0)])]),
+            Bson::Array(vec![Bson::Array(vec![Bson::Null])]),
+        ],
+    );
+    for filter in [doc! { "m": 0 }, doc! { "m": null }] {
+        assert_eq!(matches(&coll, &filter), (0, 0), "{filter}");
+    }
 }

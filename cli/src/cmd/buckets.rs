@@ -56,11 +56,7 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
 
 /// A few readable lines about one bucket: id, meta, count, control min/max, columns.
 pub(crate) fn describe(index: usize, bucket: &Document) -> String {
-    let json = |v: Option<&Bson>| {
-        v.map_or("-".to_owned(), |v| {
-            v.clone().into_relaxed_extjson().to_string()
-        })
-    };
+    let json = |v: Option<&Bson>| v.map_or("-".to_owned(), super::extjson_text);
     let control = bucket.get_document("control").ok();
     let mut text = format!(
         "bucket {index}: _id {}  meta {}  count {}  version {}\n",

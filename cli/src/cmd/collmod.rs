@@ -27,7 +27,7 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
     let spec = coll
         .coll_mod(&command)
         .map_err(|e| format!("collMod of '{}': {e}", args.coll))?;
-    println!(
+    outln!(
         "collection '{}': {}",
         args.coll,
         to_extjson(spec.to_document())

@@ -71,7 +71,7 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
     let coll = db
         .create_collection(&args.coll, &opts)
         .map_err(|e| format!("cannot create collection '{}': {e}", args.coll))?;
-    println!(
+    outln!(
         "collection '{}': {}",
         args.coll,
         to_extjson(coll.spec().to_document())

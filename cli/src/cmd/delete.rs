@@ -32,9 +32,11 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
     } else {
         coll.delete_many(&filter)?
     };
-    println!(
+    outln!(
         "deleted {} measurements ({} buckets removed, {} rewritten)",
-        r.deleted, r.buckets_removed, r.buckets_rewritten
+        r.deleted,
+        r.buckets_removed,
+        r.buckets_rewritten
     );
     Ok(ExitCode::SUCCESS)
 }

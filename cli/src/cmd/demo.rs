@@ -130,17 +130,17 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
             temp.path().to_path_buf()
         }
     };
-    println!(
+    outln!(
         "tscoll demo: data from {}, database in {}",
         data.display(),
         db_dir.display()
     );
     let db = open_db(&db_dir)?;
 
-    println!("\n== ingest (ordered, batches of 5000, durability buffered)");
+    outln!("\n== ingest (ordered, batches of 5000, durability buffered)");
     let mut loaded = Vec::new();
     for set in &DATA_SETS {
-        println!("{:<17} {}", set.coll, set.what);
+        outln!("{:<17} {}", set.coll, set.what);
         let options = TimeseriesOptions::new("ts")
             .meta_field("meta")
             .granularity(set.granularity);
@@ -154,44 +154,44 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
             &IngestArgs::default(),
             &CsvArgs::default(),
         )?;
-        println!("{}", summary.line(&format!("  {}", set.file)));
+        outln!("{}", summary.line(&format!("  {}", set.file)));
         if summary.rejected > 0 {
             return Err(format!("{}: {} measurements rejected", set.file, summary.rejected).into());
         }
         loaded.push((set, coll, summary.inserted));
     }
 
-    println!("\n== stats");
+    outln!("\n== stats");
     print_stats(&loaded)?;
 
-    println!("\n== queries");
+    outln!("\n== queries");
     query_beijing_day(&db)?;
     query_last_point(&db)?;
 
-    println!("\n== round trip (find everything back; content compared without _id)");
+    outln!("\n== round trip (find everything back; content compared without _id)");
     let mut ok = true;
     for (set, coll, inserted) in &loaded {
         ok &= round_trip(&data.join(set.file), set.coll, coll, *inserted)?;
     }
     if let Some(dir) = &args.keep {
-        println!(
+        outln!(
             "\ndatabase kept in {} (try: tscoll stats --db {} beijing_air)",
             dir.display(),
             dir.display()
         );
     }
     if ok {
-        println!("\ndemo ok");
+        outln!("\ndemo ok");
         Ok(ExitCode::SUCCESS)
     } else {
-        eprintln!("demo: round trip FAILED");
+        errln!("demo: round trip FAILED");
         Ok(ExitCode::FAILURE)
     }
 }
 
 /// The stats table of all collections, then any bucketing advice.
 fn print_stats(loaded: &[(&DataSet, Collection, u64)]) -> CmdResult<()> {
-    println!(
+    outln!(
         "{:<17} {:>12} {:>8} {:>10} {:>13} {:>10} {:>9} {:>11}",
         "collection",
         "measurements",
@@ -210,7 +210,7 @@ fn print_stats(loaded: &[(&DataSet, Collection, u64)]) -> CmdResult<()> {
             .to_document()
             .get("avgBucketSize")
             .map_or("-".into(), display_value);
-        println!(
+        outln!(
             "{:<17} {:>12} {:>8} {:>10.1} {:>13} {:>10} {:>9.2} {:>10.1}x",
             set.coll,
             stats.measurement_count,
@@ -225,9 +225,9 @@ fn print_stats(loaded: &[(&DataSet, Collection, u64)]) -> CmdResult<()> {
             advices.push(format!("{}: {line}", set.coll));
         }
     }
-    println!("(compression = uncompressed BSON bytes / stored bytes)");
+    outln!("(compression = uncompressed BSON bytes / stored bytes)");
     for line in advices {
-        println!("advice: {line}");
+        outln!("advice: {line}");
     }
     Ok(())
 }
@@ -246,15 +246,15 @@ fn query_beijing_day(db: &Database) -> CmdResult<()> {
         sort: Some(SortOrder::Ascending),
         ..FindOptions::default()
     };
-    println!(
+    outln!(
         "beijing_air.find({}) sorted by ts:",
         to_extjson(filter.clone())
     );
     let rows = coll.find(&filter, &options)?;
     for row in rows.iter().take(5) {
-        println!("  {}", to_extjson(row.clone()));
+        outln!("  {}", to_extjson(row.clone()));
     }
-    println!("  ... {} measurements", rows.len());
+    outln!("  ... {} measurements", rows.len());
     let times: Vec<i64> = rows
         .iter()
         .filter_map(|r| r.get_datetime("ts").ok().map(|t| t.timestamp_millis()))
@@ -283,13 +283,13 @@ fn query_last_point(db: &Database) -> CmdResult<()> {
         limit: Some(1),
         ..FindOptions::default()
     };
-    println!(
+    outln!(
         "stocks.find({}) sorted by ts:-1, limit 1:",
         to_extjson(filter.clone())
     );
     let rows = coll.find(&filter, &options)?;
     for row in &rows {
-        println!("  {}", to_extjson(row.clone()));
+        outln!("  {}", to_extjson(row.clone()));
     }
     let last = rows
         .first()
@@ -321,7 +321,7 @@ fn round_trip(file: &Path, name: &str, coll: &Collection, inserted: u64) -> CmdR
         .filter(|h| got.binary_search(h).is_err())
         .count();
     let ok = count_ok && got == want;
-    println!(
+    outln!(
         "{name:<17} {} of {inserted} measurements found, {}",
         got.len(),
         if ok {

@@ -54,7 +54,7 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
             open_db(&args.db.db)?.expire(now)?
         }
     };
-    println!(
+    outln!(
         "expired {} buckets ({} measurements) at {}",
         r.buckets,
         r.measurements,

@@ -129,7 +129,7 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
 /// Prints a query's counters on stderr as one JSON object (`QueryStats::to_document`).
 pub(crate) fn print_stats(stats: &QueryStats) {
     let json = bson::Bson::Document(stats.to_document()).into_relaxed_extjson();
-    eprintln!("{json}");
+    errln!("{json}");
 }
 
 #[cfg(test)]

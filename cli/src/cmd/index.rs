@@ -120,7 +120,7 @@ fn create(args: &CreateArgs) -> CmdResult<ExitCode> {
     let name = coll
         .create_index(&key, &options)
         .map_err(|e| format!("cannot create index on '{}': {e}", args.coll))?;
-    println!("{name}");
+    outln!("{name}");
     Ok(ExitCode::SUCCESS)
 }
 

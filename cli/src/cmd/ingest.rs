@@ -6,6 +6,9 @@
 //! line. Both are reported as `FILE:LINE: reason` on stderr. With `--ordered` (the default)
 //! ingestion stops at the first bad line, keeping everything before it; with `--unordered`
 //! every good line is stored. Either way the exit code is non-zero when a line was bad.
+//! An input that cannot be read to its end (a truncated `.gz`, an I/O error) keeps every
+//! complete line before the failure, stops the run there and fails it with
+//! `FILE:LINE: reason`, after the usual summary.
 //! With `--report-acks`, every acknowledged batch is announced on stdout as
 //! `ack FIRST LAST INSERTED` (`docs/durability.md`).
 //!
@@ -29,11 +32,13 @@ use indicatif::{ProgressBar, ProgressState, ProgressStyle};
 use tscoll_engine::{Collection, Database, Durability, InsertOptions};
 
 use super::report::{Ingest, Meter};
-use super::{CmdResult, DbArgs, human_seconds, open_collection, to_extjson};
-use crate::input::Record;
+use super::{
+    CmdError, CmdResult, DbArgs, extjson_value, human_seconds, open_collection, to_extjson,
+};
 use crate::input::csv::{CsvMapping, CsvReader, TimeFormat, parse_column_list};
 use crate::input::ndjson::NdjsonReader;
 use crate::input::open::{open_input, strip_compression_suffix};
+use crate::input::{Record, describe_read_error};
 
 /// Arguments of `tscoll ingest`.
 #[derive(Debug, clap::Args)]
@@ -216,16 +221,19 @@ impl Summary {
 /// Runs `tscoll ingest`.
 ///
 /// # Errors
-/// The database or collection cannot be opened, an input cannot be read, the CSV mapping
+/// The database or collection cannot be opened, an input cannot be opened or read to its
+/// end (reported after the summary, with what was read before stored), the CSV mapping
 /// does not fit the header, or the engine fails as a whole (not per measurement).
 pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
     let (db, coll) = open_collection(&args.db.db, &args.coll)?;
     let meter = Meter::start();
     let mut total = Summary::default();
+    // The error that ended an input early; reported after the summary.
+    let mut failure = None;
     for file in &args.files {
-        let summary = ingest_file(&coll, file, args.format, &args.settings, &args.csv)?;
+        let (summary, error) = ingest_input(&coll, file, args.format, &args.settings, &args.csv)?;
         if !args.json {
-            eprintln!(
+            errln!(
                 "{}",
                 summary.line(if file == "-" { "<stdin>" } else { file })
             );
@@ -235,18 +243,26 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
         total.seconds += summary.seconds;
         total.insert_seconds += summary.insert_seconds;
         total.field_values += summary.field_values;
+        if error.is_some() {
+            failure = error;
+            break;
+        }
         if summary.stopped {
             total.stopped = true;
             break;
         }
     }
     if args.files.len() > 1 && !args.json {
-        eprintln!("{}", total.line("total"));
+        errln!("{}", total.line("total"));
     }
     let catalog = catalog_stats_document(&db);
     let closing = Instant::now();
-    db.close()
-        .map_err(|e| format!("closing {}: {e}", args.db.db.display()))?;
+    if let Err(e) = db.close() {
+        if let Some(failure) = failure {
+            errln!("tscoll: error: {failure}");
+        }
+        return Err(format!("closing {}: {e}", args.db.db.display()).into());
+    }
     if args.compact {
         db.compact()
             .map_err(|e| format!("compacting {}: {e}", args.db.db.display()))?;
@@ -272,11 +288,11 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
         map.insert("close_seconds".to_owned(), close_seconds.into());
         map.insert("rejected".to_owned(), total.rejected.into());
         let catalog = match catalog.get_document("bucketCatalog") {
-            Ok(d) => bson::Bson::Document(d.clone()).into_relaxed_extjson(),
+            Ok(d) => extjson_value(&bson::Bson::Document(d.clone())),
             Err(_) => serde_json::Value::Null,
         };
         map.insert("bucket_catalog".to_owned(), catalog);
-        println!("{}", serde_json::Value::Object(map));
+        outln!("{}", serde_json::Value::Object(map));
     } else {
         let mut table = report.table();
         table.note(
@@ -306,10 +322,13 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
             "threads",
             "reading, parsing and insert_many on one thread".to_owned(),
         );
-        eprint!("{table}");
+        errprint!("{table}");
         if args.stats {
-            println!("{}", to_extjson(catalog));
+            outln!("{}", to_extjson(catalog));
         }
+    }
+    if let Some(failure) = failure {
+        return Err(failure);
     }
     Ok(if total.rejected > 0 {
         ExitCode::FAILURE
@@ -332,8 +351,8 @@ pub(crate) fn catalog_stats_document(db: &Database) -> Document {
 /// terminal; bad lines are reported on stderr as `FILE:LINE: reason`.
 ///
 /// # Errors
-/// The input cannot be opened or read (after the batches before it were stored), the CSV
-/// mapping does not fit, or `insert_many` fails as a whole.
+/// The input cannot be opened or read (after every complete line before the failure was
+/// stored), the CSV mapping does not fit, or `insert_many` fails as a whole.
 pub(crate) fn ingest_file(
     coll: &Collection,
     file: &str,
@@ -341,6 +360,26 @@ pub(crate) fn ingest_file(
     settings: &IngestArgs,
     csv_args: &CsvArgs,
 ) -> CmdResult<Summary> {
+    match ingest_input(coll, file, format, settings, csv_args)? {
+        (summary, None) => Ok(summary),
+        (_, Some(error)) => Err(error),
+    }
+}
+
+/// Ingests one input like [`ingest_file`], returning what was stored together with the
+/// error that ended the input early, if any: a read error (`FILE:LINE: reason`; every
+/// complete line before it was stored) or `insert_many` failing as a whole.
+///
+/// # Errors
+/// Nothing was read: the input cannot be opened, or the CSV header does not fit the
+/// mapping.
+fn ingest_input(
+    coll: &Collection,
+    file: &str,
+    format: Format,
+    settings: &IngestArgs,
+    csv_args: &CsvArgs,
+) -> CmdResult<(Summary, Option<CmdError>)> {
     let input = open_input(file)?;
     let is_csv = match format {
         Format::Csv => true,
@@ -351,7 +390,10 @@ pub(crate) fn ingest_file(
     };
     let name = input.name.clone();
     let records: Box<dyn Iterator<Item = io::Result<Record>>> = if is_csv {
-        Box::new(CsvReader::new(input.reader, csv_mapping(coll, csv_args)?)?)
+        Box::new(
+            CsvReader::new(input.reader, csv_mapping(coll, csv_args)?)
+                .map_err(|e| describe_read_error(&name, &e))?,
+        )
     } else {
         Box::new(NdjsonReader::new(input.reader))
     };
@@ -376,9 +418,7 @@ pub(crate) fn ingest_file(
     progress.finish_and_clear();
     let mut summary = loader.summary;
     summary.seconds = start.elapsed().as_secs_f64();
-    result
-        .map(|()| summary)
-        .map_err(|e| format!("{name}: {e}").into())
+    Ok((summary, result.err()))
 }
 
 /// The CSV mapping from the options and the collection's fields.
@@ -452,9 +492,17 @@ struct Loader<'a> {
 }
 
 impl Loader<'_> {
+    /// Loads every record; errors are complete messages naming the input.
     fn run(&mut self, records: impl Iterator<Item = io::Result<Record>>) -> CmdResult<()> {
         for record in records {
-            let record = record?;
+            let record = match record {
+                Ok(record) => record,
+                Err(e) => {
+                    // Store every complete line read before the failure, then report it.
+                    self.flush()?;
+                    return Err(describe_read_error(self.name, &e).into());
+                }
+            };
             match record.doc {
                 Ok(doc) => {
                     self.fields
@@ -489,7 +537,7 @@ impl Loader<'_> {
         let result = self
             .coll
             .insert_many(&self.docs, &self.options)
-            .map_err(|e| format!("insert failed: {e}"))?;
+            .map_err(|e| format!("{}: insert failed: {e}", self.name))?;
         self.summary.insert_seconds += start.elapsed().as_secs_f64();
         if self.report_acks {
             self.ack(result.inserted)?;
@@ -537,13 +585,13 @@ impl Loader<'_> {
         let mut out = io::stdout().lock();
         writeln!(out, "ack {first} {last} {inserted}")
             .and_then(|()| out.flush())
-            .map_err(|e| format!("writing an acknowledgement to stdout: {e}").into())
+            .map_err(|e| format!("{}: writing an acknowledgement to stdout: {e}", self.name).into())
     }
 
     fn report(&mut self, line: u64, reason: &str) {
         self.summary.rejected += 1;
         self.progress
-            .suspend(|| eprintln!("{}:{line}: {reason}", self.name));
+            .suspend(|| errln!("{}:{line}: {reason}", self.name));
     }
 }
 

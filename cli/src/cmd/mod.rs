@@ -1,5 +1,36 @@
 //! One module per command, plus helpers they share: opening the database, parsing JSON
-//! arguments, printing documents as Extended JSON.
+//! arguments, printing documents as Extended JSON, writing to stderr and stdout without
+//! panicking when they are closed.
+
+/// `eprintln!` that ignores write errors: a closed stderr (`tscoll ... 2>&1 | head -1`) must
+/// not end the command with a panic.
+macro_rules! errln {
+    ($($arg:tt)*) => {
+        $crate::cmd::write_stderr(format_args!($($arg)*), true)
+    };
+}
+
+/// `eprint!` that ignores write errors (see `errln!`).
+macro_rules! errprint {
+    ($($arg:tt)*) => {
+        $crate::cmd::write_stderr(format_args!($($arg)*), false)
+    };
+}
+
+/// `println!` that ignores write errors: a closed stdout (`tscoll ... | head -1`) must not end
+/// the command with a panic.
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::cmd::write_stdout(format_args!($($arg)*), true)
+    };
+}
+
+/// `print!` that ignores write errors (see `outln!`).
+macro_rules! outprint {
+    ($($arg:tt)*) => {
+        $crate::cmd::write_stdout(format_args!($($arg)*), false)
+    };
+}
 
 pub(crate) mod aggregate;
 pub(crate) mod bench;
@@ -13,13 +44,17 @@ pub(crate) mod find;
 pub(crate) mod index;
 pub(crate) mod ingest;
 pub(crate) mod report;
+pub(crate) mod salvage;
 pub(crate) mod stats;
 pub(crate) mod update;
+pub(crate) mod verify;
 
+use std::fmt;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use bson::{Bson, Document};
+use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use tscoll_engine::{Collection, Database, DatabaseOptions};
 
 /// Error type of the commands: anything displayable.
@@ -36,13 +71,31 @@ pub(crate) struct DbArgs {
     pub(crate) db: PathBuf,
 }
 
-/// Opens (or creates) the database in `dir`.
+/// Whether `--recover` was given: databases are opened with `Database::open_recovering`.
+static RECOVER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Sets the global `--recover` flag (from `main`).
+pub(crate) fn set_recover(on: bool) {
+    RECOVER.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Opens (or creates) the database in `dir`; with `--recover`, even when its journal is
+/// damaged, warning on stderr of what the repair dropped.
 ///
 /// # Errors
-/// The engine cannot open it (e.g. another process holds it).
+/// The engine cannot open it (e.g. another process holds it, or its journal is damaged and
+/// `--recover` was not given).
 pub(crate) fn open_db(dir: &Path) -> CmdResult<Database> {
-    Database::open(dir, DatabaseOptions::default())
-        .map_err(|e| format!("cannot open database {}: {e}", dir.display()).into())
+    let db = if RECOVER.load(std::sync::atomic::Ordering::Relaxed) {
+        Database::open_recovering(dir, DatabaseOptions::default())
+    } else {
+        Database::open(dir, DatabaseOptions::default())
+    }
+    .map_err(|e| format!("cannot open database {}: {e}", dir.display()))?;
+    if let Some(r) = db.recovery_report() {
+        errln!("tscoll: warning: {r}");
+    }
+    Ok(db)
 }
 
 /// Opens an existing database and one of its collections.
@@ -73,9 +126,39 @@ pub(crate) fn parse_json_arg(option: &str, text: &str) -> CmdResult<Document> {
     crate::input::ndjson::parse_document(text).map_err(|e| format!("{option}: {e}").into())
 }
 
+/// Writes `args` (and a line break when `newline`) to stderr, ignoring write errors: what
+/// `errln!` and `errprint!` expand to.
+pub(crate) fn write_stderr(args: fmt::Arguments<'_>, newline: bool) {
+    let mut err = io::stderr().lock();
+    let _ = err.write_fmt(args);
+    if newline {
+        let _ = err.write_all(b"\n");
+    }
+}
+
+/// Writes `args` (and a line break when `newline`) to stdout, ignoring write errors: what
+/// `outln!` and `outprint!` expand to.
+pub(crate) fn write_stdout(args: fmt::Arguments<'_>, newline: bool) {
+    let mut out = io::stdout().lock();
+    let _ = out.write_fmt(args);
+    if newline {
+        let _ = out.write_all(b"\n");
+    }
+}
+
 /// The relaxed Extended JSON text of a document (one line).
 pub(crate) fn to_extjson(doc: Document) -> String {
-    Bson::Document(doc).into_relaxed_extjson().to_string()
+    extjson_text(&Bson::Document(doc))
+}
+
+/// The relaxed Extended JSON text of any BSON value (one line).
+pub(crate) fn extjson_text(value: &Bson) -> String {
+    serde_json::to_string(&RelaxedExtJson(value)).unwrap_or_default()
+}
+
+/// A BSON value as a relaxed Extended JSON value, for JSON objects built by the commands.
+pub(crate) fn extjson_value(value: &Bson) -> serde_json::Value {
+    serde_json::to_value(RelaxedExtJson(value)).unwrap_or(serde_json::Value::Null)
 }
 
 /// Writes a document as one line of relaxed Extended JSON.
@@ -83,8 +166,133 @@ pub(crate) fn to_extjson(doc: Document) -> String {
 /// # Errors
 /// The writer fails (e.g. a closed pipe).
 pub(crate) fn write_extjson_line(out: &mut impl Write, doc: Document) -> io::Result<()> {
-    serde_json::to_writer(&mut *out, &Bson::Document(doc).into_relaxed_extjson())?;
+    write_extjson_doc(out, &doc)
+}
+
+/// Writes a borrowed document as one line of relaxed Extended JSON.
+///
+/// # Errors
+/// The writer fails (e.g. a closed pipe).
+pub(crate) fn write_extjson_doc(out: &mut impl Write, doc: &Document) -> io::Result<()> {
+    serde_json::to_writer(&mut *out, &RelaxedDocument(doc))?;
     out.write_all(b"\n")
+}
+
+/// The last millisecond relaxed Extended JSON writes as text: 9999-12-31T23:59:59.999Z.
+/// Dates after it, and dates before 1970, are written in canonical form,
+/// `{"$date":{"$numberLong":"..."}}` (MongoDB's Extended JSON specification).
+const LAST_RELAXED_DATE_MS: i64 = 253_402_300_799_999;
+
+/// A BSON value serialized as relaxed Extended JSON, straight into the serializer (no
+/// intermediate `serde_json::Value` for documents, arrays, numbers, strings and dates).
+///
+/// Dates are written as `{"$date":"YYYY-MM-DDTHH:MM:SS.mmmZ"}` (always three millisecond
+/// digits, as `mongoexport` writes them) for years 1970 to 9999, and as
+/// `{"$date":{"$numberLong":"MS"}}` otherwise, so that every `i64` millisecond value reads
+/// back as the same instant. The other types the bson crate converts
+/// (`Bson::into_relaxed_extjson`).
+pub(crate) struct RelaxedExtJson<'a>(pub(crate) &'a Bson);
+
+/// A document serialized as relaxed Extended JSON (see [`RelaxedExtJson`]).
+struct RelaxedDocument<'a>(&'a Document);
+
+impl Serialize for RelaxedDocument<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (key, value) in self.0 {
+            map.serialize_entry(key, &RelaxedExtJson(value))?;
+        }
+        map.end()
+    }
+}
+
+impl Serialize for RelaxedExtJson<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            Bson::Document(doc) => RelaxedDocument(doc).serialize(serializer),
+            Bson::Array(items) => {
+                let mut seq = serializer.serialize_seq(Some(items.len()))?;
+                for item in items {
+                    seq.serialize_element(&RelaxedExtJson(item))?;
+                }
+                seq.end()
+            }
+            Bson::DateTime(t) => {
+                let ms = t.timestamp_millis();
+                let mut map = serializer.serialize_map(Some(1))?;
+                if (0..=LAST_RELAXED_DATE_MS).contains(&ms) {
+                    map.serialize_entry("$date", &Collect(IsoMillis(ms)))?;
+                } else {
+                    map.serialize_entry("$date", &NumberLong(ms))?;
+                }
+                map.end()
+            }
+            Bson::Int32(i) => serializer.serialize_i32(*i),
+            Bson::Int64(i) => serializer.serialize_i64(*i),
+            // NaN and the infinities are `{"$numberDouble": ...}`: the bson crate below.
+            Bson::Double(d) if d.is_finite() => serializer.serialize_f64(*d),
+            Bson::String(s) => serializer.serialize_str(s),
+            Bson::Boolean(b) => serializer.serialize_bool(*b),
+            Bson::Null => serializer.serialize_unit(),
+            other => other.clone().into_relaxed_extjson().serialize(serializer),
+        }
+    }
+}
+
+/// Serializes a value's `Display` text as a JSON string without building a `String`.
+struct Collect<T>(T);
+
+impl<T: fmt::Display> Serialize for Collect<T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(&self.0)
+    }
+}
+
+/// `{"$numberLong": "MS"}`.
+struct NumberLong(i64);
+
+impl Serialize for NumberLong {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(1))?;
+        map.serialize_entry("$numberLong", &Collect(self.0))?;
+        map.end()
+    }
+}
+
+/// Milliseconds since the Unix epoch (0 up to [`LAST_RELAXED_DATE_MS`]) shown as
+/// `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+struct IsoMillis(i64);
+
+impl fmt::Display for IsoMillis {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let days = self.0.div_euclid(86_400_000);
+        let ms_of_day = self.0.rem_euclid(86_400_000);
+        let (year, month, day) = civil_from_days(days);
+        let (seconds, ms) = (ms_of_day / 1000, ms_of_day % 1000);
+        write!(
+            f,
+            "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{ms:03}Z",
+            seconds / 3600,
+            seconds / 60 % 60,
+            seconds % 60
+        )
+    }
+}
+
+/// The proleptic Gregorian (year, month, day) of a day count since 1970-01-01 (Howard
+/// Hinnant's `civil_from_days`).
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z.rem_euclid(146_097);
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let mp = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    (year, month, day)
 }
 
 /// Turns the error of writing to stdout into the command's outcome: a closed pipe (`| head`)
@@ -162,7 +370,66 @@ mod tests {
         write_extjson_line(&mut out, doc).expect("write");
         assert_eq!(
             String::from_utf8(out).expect("utf-8"),
-            "{\"ts\":{\"$date\":\"1970-01-01T00:00:00Z\"},\"n\":3}\n"
+            "{\"ts\":{\"$date\":\"1970-01-01T00:00:00.000Z\"},\"n\":3}\n"
         );
+    }
+
+    /// The bson crate's relaxed form of the other types is kept (and field order).
+    #[test]
+    fn extjson_other_types_as_the_bson_crate_writes_them() {
+        let oid = bson::oid::ObjectId::parse_str("5f1d7b3c9d8e4a2b1c0f3e4d").expect("oid");
+        let doc = bson::doc! {
+            "z": 1.5, "a": -0.0, "nan": f64::NAN, "inf": f64::NEG_INFINITY, "s": "q\"\n",
+            "b": true, "n": null, "i": 2_i32, "l": 3_000_000_000_i64, "id": oid,
+            "arr": [1, "x", { "d": bson::DateTime::from_millis(-5) }],
+            "ts": bson::Timestamp { time: 1, increment: 2 },
+        };
+        let text = to_extjson(doc.clone());
+        let mut want = Bson::Document(doc.clone()).into_relaxed_extjson();
+        want["arr"][2]["d"] = serde_json::json!({ "$date": { "$numberLong": "-5" } });
+        assert_eq!(text, want.to_string());
+        assert_eq!(extjson_value(&Bson::Document(doc)), want);
+    }
+
+    #[test]
+    fn extjson_dates_beyond_year_9999_round_trip() {
+        let cases: [(i64, &str); 8] = [
+            (i64::MIN, r#"{"$numberLong":"-9223372036854775808"}"#),
+            (-1, r#"{"$numberLong":"-1"}"#),
+            (0, r#""1970-01-01T00:00:00.000Z""#),
+            (20, r#""1970-01-01T00:00:00.020Z""#),
+            (1_709_210_096_789, r#""2024-02-29T12:34:56.789Z""#),
+            (253_402_300_799_999, r#""9999-12-31T23:59:59.999Z""#),
+            (253_402_300_800_000, r#"{"$numberLong":"253402300800000"}"#),
+            (i64::MAX, r#"{"$numberLong":"9223372036854775807"}"#),
+        ];
+        let mut out = Vec::new();
+        for (ms, want) in cases {
+            let doc = bson::doc! { "ts": bson::DateTime::from_millis(ms) };
+            let line = to_extjson(doc.clone());
+            assert_eq!(line, format!(r#"{{"ts":{{"$date":{want}}}}}"#), "{ms}");
+            write_extjson_line(&mut out, doc).expect("write");
+        }
+        let read: Vec<i64> = crate::input::ndjson::NdjsonReader::new(out.as_slice())
+            .map(|r| {
+                let doc = r.expect("io").doc.expect("valid line");
+                doc.get_datetime("ts").expect("date").timestamp_millis()
+            })
+            .collect();
+        assert_eq!(read, cases.map(|(ms, _)| ms));
+    }
+
+    /// Every day boundary from 1970 to 9999 against the bson crate's own RFC 3339 text.
+    #[test]
+    fn extjson_relaxed_dates_match_rfc3339() {
+        let mut ms = 0_i64;
+        while ms <= LAST_RELAXED_DATE_MS {
+            let t = bson::DateTime::from_millis(ms + 86_399_123);
+            let want = t.try_to_rfc3339_string().expect("rfc3339");
+            let got = IsoMillis(t.timestamp_millis()).to_string();
+            assert_eq!(got, want);
+            assert_eq!(bson::DateTime::parse_rfc3339_str(&got).expect("parse"), t);
+            ms += 86_400_000;
+        }
     }
 }

@@ -80,11 +80,11 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
         );
         // Engine-level catalog statistics (SPEC §8.2) of this process, when there are any.
         doc.extend(super::ingest::catalog_stats_document(&db));
-        println!("{}", to_extjson(doc));
+        outln!("{}", to_extjson(doc));
     } else {
-        print!("{}", table(&args.coll, &coll.spec(), &stats, &derived));
+        outprint!("{}", table(&args.coll, &coll.spec(), &stats, &derived));
         for line in &advice {
-            println!("advice: {line}");
+            outln!("advice: {line}");
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -156,7 +156,7 @@ pub(crate) fn display_value(value: &Bson) -> String {
         Bson::Int64(i) => i.to_string(),
         Bson::Double(d) => format!("{d:.2}"),
         Bson::String(s) => s.clone(),
-        other => other.clone().into_relaxed_extjson().to_string(),
+        other => super::extjson_text(other),
     }
 }
 

@@ -28,9 +28,11 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
     let update = parse_json_arg("--update", &args.update)?;
     let (_db, coll) = open_collection(&args.db.db, &args.coll)?;
     let r = coll.update_many(&filter, &update)?;
-    println!(
+    outln!(
         "matched {} measurements, modified {} ({} buckets)",
-        r.matched, r.modified, r.buckets_modified
+        r.matched,
+        r.modified,
+        r.buckets_modified
     );
     Ok(ExitCode::SUCCESS)
 }

@@ -10,7 +10,7 @@ use std::io::{self, Read};
 
 use bson::{Bson, DateTime, Document};
 
-use super::Record;
+use super::{Record, at_line};
 
 /// How the time column is written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -190,7 +190,16 @@ impl<R: Read> CsvReader<R> {
             .delimiter(mapping.delimiter)
             .has_headers(true)
             .from_reader(input);
-        let headers = reader.headers().map_err(csv_to_io)?.clone();
+        let headers = reader
+            .headers()
+            .map_err(|e| {
+                if e.is_io_error() {
+                    at_line(1, csv_to_io(e))
+                } else {
+                    csv_to_io(e)
+                }
+            })?
+            .clone();
         let position = |name: &str| {
             headers.iter().position(|h| h == name).ok_or_else(|| {
                 let known: Vec<&str> = headers.iter().collect();
@@ -280,6 +289,8 @@ impl<R: Read> Iterator for CsvReader<R> {
     type Item = io::Result<Record>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        // Where the next record begins: the line a read error cuts.
+        let next_line = self.reader.position().line();
         match self.reader.read_record(&mut self.record) {
             Ok(false) => None,
             Ok(true) => {
@@ -289,7 +300,7 @@ impl<R: Read> Iterator for CsvReader<R> {
                     doc: self.to_document(),
                 }))
             }
-            Err(e) if e.is_io_error() => Some(Err(csv_to_io(e))),
+            Err(e) if e.is_io_error() => Some(Err(at_line(next_line, csv_to_io(e)))),
             Err(e) => {
                 let line = e.position().map_or(0, csv::Position::line);
                 let reason = match e.kind() {

@@ -10,7 +10,7 @@ use std::io::{self, BufRead};
 
 use bson::Document;
 
-use super::Record;
+use super::{Record, at_line};
 
 /// Parses one JSON object in Extended JSON into a document.
 ///
@@ -54,7 +54,9 @@ fn json_kind(value: &serde_json::Value) -> &'static str {
 /// Reads NDJSON line by line; yields one [`Record`] per non-blank line.
 ///
 /// Blank lines (and a trailing `\r` of CRLF files) are skipped; line numbers count every
-/// line from 1, so they match what an editor shows.
+/// line from 1, so they match what an editor shows. A read error (e.g. a truncated
+/// compressed input) comes after every complete line before it, marked with the number of
+/// the line it cut ([`at_line`]).
 pub(crate) struct NdjsonReader<R> {
     reader: R,
     line_no: u64,
@@ -81,7 +83,8 @@ impl<R: BufRead> Iterator for NdjsonReader<R> {
             match self.reader.read_until(b'\n', &mut self.buf) {
                 Ok(0) => return None,
                 Ok(_) => {}
-                Err(e) => return Some(Err(e)),
+                // The bytes of the line read so far (a line cut by the error) are dropped.
+                Err(e) => return Some(Err(at_line(self.line_no + 1, e))),
             }
             self.line_no += 1;
             let text = match std::str::from_utf8(&self.buf) {

@@ -3,10 +3,19 @@
 //! The compression is taken from the file's extension (`.gz`, `.zst`, `.xz`) and, when the
 //! extension says nothing, from the first bytes of the stream (its magic number), so a
 //! compressed stream on stdin is read as well.
+//!
+//! A compressed stream that stops inside a frame (a truncated download or copy) yields every
+//! byte that decompresses, then the error [`TRUNCATED`]; damaged compressed data yields the
+//! error "the compressed data is damaged (...)".
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+/// The error message of a compressed input that ends inside a frame.
+pub(crate) const TRUNCATED: &str = "input ends inside a compressed frame";
 
 /// Buffer size for the raw and decompressed streams.
 const BUF_BYTES: usize = 256 * 1024;
@@ -80,13 +89,84 @@ pub(crate) fn open_input(path: &str) -> io::Result<Input> {
     if path == "-" {
         return wrap("<stdin>".to_owned(), None, Box::new(io::stdin()));
     }
-    let file = File::open(path)
-        .map_err(|e| io::Error::new(e.kind(), format!("cannot open {path}: {e}")))?;
+    let file = File::open(path).map_err(|e| open_error(path, &e))?;
+    // A directory opens like a file on Unix; reading it would fail with a bare "Is a
+    // directory (os error 21)".
+    if file.metadata().is_ok_and(|m| m.is_dir()) {
+        return Err(open_error(path, &io::ErrorKind::IsADirectory.into()));
+    }
     wrap(
         path.to_owned(),
         Compression::from_extension(path),
         Box::new(file),
     )
+}
+
+/// The error of opening input `path`: one sentence naming the file and what is wrong.
+fn open_error(path: &str, e: &io::Error) -> io::Error {
+    let message = match e.kind() {
+        io::ErrorKind::NotFound => format!("{path}: no such file"),
+        io::ErrorKind::IsADirectory => format!("{path}: is a directory, not an input file"),
+        io::ErrorKind::PermissionDenied => {
+            format!("{path}: permission denied: check the file's permissions")
+        }
+        _ => format!("{path}: cannot open: {e}"),
+    };
+    io::Error::new(e.kind(), message)
+}
+
+/// [`RawReader`] is still reading.
+const RAW_READING: u8 = 0;
+/// [`RawReader`] reached the end of its stream.
+const RAW_ENDED: u8 = 1;
+/// [`RawReader`] failed with an I/O error.
+const RAW_FAILED: u8 = 2;
+
+/// The compressed stream, recording whether it ended or failed, so that [`Decoded`] can tell a
+/// truncated stream from damaged data.
+struct RawReader {
+    inner: Box<dyn Read + Send>,
+    state: Arc<AtomicU8>,
+}
+
+impl Read for RawReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let result = self.inner.read(buf);
+        match &result {
+            Ok(0) if !buf.is_empty() => self.state.store(RAW_ENDED, Ordering::Relaxed),
+            Err(e) if e.kind() != io::ErrorKind::Interrupted => {
+                self.state.store(RAW_FAILED, Ordering::Relaxed);
+            }
+            _ => {}
+        }
+        result
+    }
+}
+
+/// A decompressor whose errors say what happened: [`TRUNCATED`] when the compressed stream
+/// ended before the frame did, "the compressed data is damaged" when it did not end, and the
+/// I/O error of the stream itself when reading it failed.
+struct Decoded<D> {
+    inner: D,
+    raw: Arc<AtomicU8>,
+}
+
+impl<D: Read> Read for Decoded<D> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.inner.read(buf).map_err(|e| {
+            if e.kind() == io::ErrorKind::Interrupted {
+                return e;
+            }
+            match self.raw.load(Ordering::Relaxed) {
+                RAW_ENDED => io::Error::new(io::ErrorKind::UnexpectedEof, TRUNCATED),
+                RAW_FAILED => e,
+                _ => io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("the compressed data is damaged ({e})"),
+                ),
+            }
+        })
+    }
 }
 
 /// Wraps a raw stream: sniffs its compression when `declared` is `None`, then decompresses.
@@ -109,28 +189,40 @@ pub(crate) fn wrap(
             compression
         }
     };
-    let raw = BufReader::with_capacity(BUF_BYTES, raw);
+    let state = Arc::new(AtomicU8::new(RAW_READING));
+    let tracked = |inner| {
+        let state = Arc::clone(&state);
+        BufReader::with_capacity(BUF_BYTES, RawReader { inner, state })
+    };
     let reader: Box<dyn BufRead + Send> = match compression {
-        Compression::None => Box::new(raw),
-        Compression::Gzip => Box::new(BufReader::with_capacity(
-            BUF_BYTES,
-            flate2::bufread::MultiGzDecoder::new(raw),
-        )),
-        Compression::Zstd => Box::new(BufReader::with_capacity(
-            BUF_BYTES,
-            zstd::stream::read::Decoder::with_buffer(raw)
+        Compression::None => Box::new(BufReader::with_capacity(BUF_BYTES, raw)),
+        Compression::Gzip => decoded(flate2::bufread::MultiGzDecoder::new(tracked(raw)), &state),
+        Compression::Zstd => decoded(
+            zstd::stream::read::Decoder::with_buffer(tracked(raw))
                 .map_err(|e| io::Error::new(e.kind(), format!("{name}: zstd: {e}")))?,
-        )),
-        Compression::Xz => Box::new(BufReader::with_capacity(
-            BUF_BYTES,
-            liblzma::bufread::XzDecoder::new_multi_decoder(raw),
-        )),
+            &state,
+        ),
+        Compression::Xz => decoded(
+            liblzma::bufread::XzDecoder::new_multi_decoder(tracked(raw)),
+            &state,
+        ),
     };
     Ok(Input {
         name,
         compression,
         reader,
     })
+}
+
+/// A decompressor, buffered, whose errors say what happened ([`Decoded`]).
+fn decoded<D: Read + Send + 'static>(inner: D, raw: &Arc<AtomicU8>) -> Box<dyn BufRead + Send> {
+    Box::new(BufReader::with_capacity(
+        BUF_BYTES,
+        Decoded {
+            inner,
+            raw: Arc::clone(raw),
+        },
+    ))
 }
 
 /// Reads up to `n` bytes (fewer only at the end of the stream).
@@ -233,6 +325,69 @@ mod tests {
             .err()
             .expect("must fail");
         assert!(err.to_string().contains("nope.ndjson"), "{err}");
+    }
+
+    /// Reads to the first error; returns the bytes read and the error.
+    fn read_to_error(input: Input) -> (Vec<u8>, io::Error) {
+        let mut r = input.reader;
+        let mut out = Vec::new();
+        let mut buf = [0_u8; 4096];
+        loop {
+            match r.read(&mut buf) {
+                Ok(0) => panic!("no error after {} bytes", out.len()),
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+                Err(e) => return (out, e),
+            }
+        }
+    }
+
+    #[test]
+    fn truncated_streams_yield_what_decodes_then_say_so() {
+        // Large enough for several zstd blocks (a zstd block decodes only when complete).
+        let text: String = (0..200_000).map(|i| format!("{{\"a\":{i}}}\n")).collect();
+        for bytes in [
+            gzip(text.as_bytes()),
+            xz(text.as_bytes()),
+            zst(text.as_bytes()),
+        ] {
+            let cut = bytes[..bytes.len() / 2].to_vec();
+            let input = wrap("t".into(), None, Box::new(io::Cursor::new(cut))).expect("wrap");
+            let (got, e) = read_to_error(input);
+            assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof);
+            assert_eq!(e.to_string(), TRUNCATED);
+            assert!(got.len() > text.len() / 4, "{}", got.len());
+            assert!(text.as_bytes().starts_with(&got));
+        }
+    }
+
+    #[test]
+    fn damaged_streams_say_so() {
+        let text: String = (0..20_000).map(|i| format!("{{\"a\":{i}}}\n")).collect();
+        let mut bytes = gzip(text.as_bytes());
+        let middle = bytes.len() / 2;
+        for b in &mut bytes[middle..middle + 64] {
+            *b = !*b;
+        }
+        let input = wrap("t".into(), None, Box::new(io::Cursor::new(bytes))).expect("wrap");
+        let (_, e) = read_to_error(input);
+        assert!(
+            e.to_string().starts_with("the compressed data is damaged"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn directories_and_missing_files_are_named() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().to_str().expect("utf-8");
+        let err = open_input(path).err().expect("a directory");
+        assert_eq!(
+            err.to_string(),
+            format!("{path}: is a directory, not an input file")
+        );
+        let missing = format!("{path}/nope.ndjson");
+        let err = open_input(&missing).err().expect("missing");
+        assert_eq!(err.to_string(), format!("{missing}: no such file"));
     }
 
     #[test]

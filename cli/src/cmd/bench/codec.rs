@@ -98,7 +98,7 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
         }
         builder.finish();
         if !args.json {
-            eprintln!("read {display}");
+            errln!("read {display}");
         }
     }
     let report = measure(

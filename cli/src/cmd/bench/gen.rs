@@ -60,7 +60,7 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
         args.format
             .write(&workload, file)
             .map_err(|e| format!("writing {}: {e}", path.display()))?;
-        eprintln!(
+        errln!(
             "{}: {} measurements ({} hosts x {} rows)",
             path.display(),
             workload.measurements(),
