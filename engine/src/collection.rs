@@ -12,8 +12,8 @@ use fjall::PersistMode;
 use crate::control::Control;
 use crate::error::{Error, ErrorCode, Result};
 use crate::index::Indexes;
-use crate::keys::hex;
 use crate::options::CollectionSpec;
+use crate::storage::BucketStore;
 
 /// Number of locks serializing bucket merges.
 const MERGE_LOCKS: usize = 32;
@@ -24,12 +24,8 @@ pub(crate) struct CollectionInner {
     pub(crate) spec: RwLock<CollectionSpec>,
     pub(crate) catalog: BucketCatalog,
     pub(crate) fjall: fjall::Database,
-    /// Bucket segments: `id ‖ segment` → blob (`docs/format.md`).
-    pub(crate) data: fjall::Keyspace,
-    /// Control records: `id` → [`Control`].
-    pub(crate) ctl: fjall::Keyspace,
-    /// Meta+time index: `hash ‖ min time ‖ id` → normalized meta (SPEC ).
-    pub(crate) idx: fjall::Keyspace,
+    /// The stored buckets: segments, control records, the meta+time index.
+    pub(crate) store: BucketStore,
     /// Serializes merges of the same bucket (by the last byte of its `_id`).
     pub(crate) merge_locks: Vec<Mutex<()>>,
     /// Index definitions (SPEC §13).
@@ -44,9 +40,7 @@ pub(crate) struct CollectionInner {
 /// Keyspaces and shared state a collection is opened with.
 pub(crate) struct Storage {
     pub(crate) fjall: fjall::Database,
-    pub(crate) data: fjall::Keyspace,
-    pub(crate) ctl: fjall::Keyspace,
-    pub(crate) idx: fjall::Keyspace,
+    pub(crate) store: BucketStore,
     pub(crate) records: fjall::Keyspace,
 }
 
@@ -67,9 +61,7 @@ impl CollectionInner {
             spec: RwLock::new(spec),
             catalog,
             fjall: storage.fjall,
-            data: storage.data,
-            ctl: storage.ctl,
-            idx: storage.idx,
+            store: storage.store,
             merge_locks: (0..MERGE_LOCKS).map(|_| Mutex::new(())).collect(),
             indexes: RwLock::new(indexes),
             commit_gate: RwLock::new(()),
@@ -114,7 +106,7 @@ impl CollectionInner {
     /// Every keyspace of the collection: data, control, meta+time index and the secondary
     /// indexes (SPEC §13), e.g. to delete them when the collection is dropped.
     pub(crate) fn keyspaces(&self) -> Vec<fjall::Keyspace> {
-        let mut out = vec![self.data.clone(), self.ctl.clone(), self.idx.clone()];
+        let mut out: Vec<fjall::Keyspace> = self.store.keyspaces().into_iter().cloned().collect();
         out.extend(self.secondary_keyspaces());
         out
     }
@@ -128,20 +120,12 @@ impl CollectionInner {
 
     /// The control record of a bucket, if stored.
     pub(crate) fn control(&self, id: &BucketId) -> Result<Option<Control>> {
-        let Some(v) = self
-            .ctl
-            .get(id)
-            .map_err(Error::storage("reading a control record"))?
-        else {
+        let Some(v) = self.store.control(id)? else {
             return Ok(None);
         };
         Control::decode(&v)
             .map(Some)
-            .map_err(|reason| Error::Corruption {
-                keyspace: format!("c{}_ctl", self.id),
-                key: hex(id),
-                reason,
-            })
+            .map_err(|reason| self.store.corrupt_control(id, reason))
     }
 }
 
@@ -218,19 +202,16 @@ impl Collection {
 }
 
 impl CollectionInner {
-    /// Every keyspace of the collection: data, control, index, records and the secondary
-    /// indexes'.
+    /// Every keyspace the collection has written: its buckets', the database's collection
+    /// records and the secondary indexes opened so far (an unopened one holds nothing in
+    /// memory).
     fn all_keyspaces(&self) -> Vec<fjall::Keyspace> {
-        let mut out = vec![
-            self.data.clone(),
-            self.ctl.clone(),
-            self.idx.clone(),
-            self.records.clone(),
-        ];
+        let mut out: Vec<fjall::Keyspace> = self.store.keyspaces().into_iter().cloned().collect();
+        out.push(self.records.clone());
         out.extend(
             self.indexes
                 .read()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .unwrap_or_else(PoisonError::into_inner)
                 .secondary
                 .iter()
                 .filter_map(|ix| ix.opened_keyspace()),

@@ -12,9 +12,10 @@ use crate::collection::{Collection, CollectionInner, Storage};
 use crate::error::{Error, ErrorCode, Result};
 use crate::index::Indexes;
 use crate::journal::{self, RecoveryReport};
-use crate::keys::{COLLECTIONS_KEYSPACE, keyspace_names};
 use crate::options::{CollectionSpec, TimeseriesOptions};
 use crate::stats::CatalogStats;
+use crate::storage::BucketStore;
+use crate::storage::keys::COLLECTIONS_KEYSPACE;
 
 /// Options of a [`Database`].
 #[derive(Clone, Debug, Default)]
@@ -169,22 +170,8 @@ impl Database {
         spec: CollectionSpec,
         indexes: Indexes,
     ) -> Result<Collection> {
-        let [data, ctl, idx] = keyspace_names(id);
-        let blob_options = || {
-            KeyspaceCreateOptions::default().data_block_compression_policy(
-                fjall::config::CompressionPolicy::all(fjall::CompressionType::None),
-            )
-        };
         let fj = &self.inner.fjall;
-        let data = fj
-            .keyspace(&data, blob_options)
-            .map_err(Error::storage("opening a data keyspace"))?;
-        let ctl = fj
-            .keyspace(&ctl, KeyspaceCreateOptions::default)
-            .map_err(Error::storage("opening a control keyspace"))?;
-        let idx = fj
-            .keyspace(&idx, KeyspaceCreateOptions::default)
-            .map_err(Error::storage("opening an index keyspace"))?;
+        let store = BucketStore::open(fj, id)?;
         Ok(Collection::new(CollectionInner::new(
             name.to_owned(),
             id,
@@ -194,9 +181,7 @@ impl Database {
             self.inner.memory.clone(),
             Storage {
                 fjall: fj.clone(),
-                data,
-                ctl,
-                idx,
+                store,
                 records: self.inner.collections_ks.clone(),
             },
         )))

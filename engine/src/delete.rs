@@ -12,7 +12,7 @@ use crate::collection::{Collection, CollectionInner};
 use crate::control::Control;
 use crate::error::{Error, Result};
 use crate::filter::{Filter, Pred};
-use crate::keys::hex;
+use crate::storage::keys::hex;
 use crate::store::IndexEntry;
 
 /// Outcome of [`Collection::delete_many`] / [`Collection::delete_one`].

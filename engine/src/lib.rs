@@ -41,13 +41,14 @@ mod delete;
 mod filter;
 mod index;
 mod journal;
-mod keys;
+
 mod query;
 mod reopen;
 mod salvage;
 mod series;
 mod stats;
 mod storable;
+mod storage;
 mod store;
 mod ttl;
 mod update;

@@ -4,7 +4,7 @@
 use tscoll_catalog::{BucketId, BucketKey, BucketSource, QueryOutcome, StoredBucket};
 
 use crate::collection::CollectionInner;
-use crate::keys::{parse_index_key, time_bytes};
+use crate::storage::keys::{hash_time_range, parse_index_key};
 
 pub(crate) struct Reopener<'a> {
     pub(crate) coll: &'a CollectionInner,
@@ -31,13 +31,12 @@ impl BucketSource for Reopener<'_> {
         if !self.coll.reopening_index_exists() {
             return QueryOutcome::NoIndex;
         }
-        let prefix = key.hash.to_be_bytes();
-        let mut lo = prefix.to_vec();
-        lo.extend_from_slice(&time_bytes(time.saturating_sub(span_ms.saturating_sub(1))));
-        let mut hi = prefix.to_vec();
-        hi.extend_from_slice(&time_bytes(time));
-        hi.extend_from_slice(&[0xff; 12]);
-        for item in self.coll.idx.range(lo..=hi) {
+        let (lo, hi) = hash_time_range(
+            key.hash,
+            time.saturating_sub(span_ms.saturating_sub(1)),
+            time,
+        );
+        for item in self.coll.store.index_scan(&lo[..]..=&hi[..]) {
             let Ok((k, v)) = item.into_inner() else {
                 return QueryOutcome::Miss;
             };

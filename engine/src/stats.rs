@@ -5,8 +5,7 @@ use tscoll_catalog::{CatalogGauges, StatsSnapshot};
 
 use crate::collection::Collection;
 use crate::control::Control;
-use crate::error::{Error, Result};
-use crate::keys::hex;
+use crate::error::Result;
 
 /// Statistics of one collection (SPEC §8.1): storage figures plus the execution counters.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -132,32 +131,16 @@ impl Collection {
             name: inner.name.clone(),
             ..CollectionStats::default()
         };
-        for item in inner.ctl.iter() {
-            let (k, v) = item
-                .into_inner()
-                .map_err(Error::storage("reading control records"))?;
-            let c = Control::decode(&v).map_err(|reason| Error::Corruption {
-                keyspace: format!("c{}_ctl", inner.id),
-                key: hex(&k),
-                reason,
-            })?;
+        for item in inner.store.controls() {
+            let (id, v) = item?;
+            let c =
+                Control::decode(&v).map_err(|reason| inner.store.corrupt_control(&id, reason))?;
             s.bucket_count += 1;
             s.measurement_count += u64::from(c.count);
             s.uncompressed_bytes += c.uncompressed_bytes;
-            s.stored_bytes += (k.len() + v.len()) as u64;
+            s.stored_bytes += (id.len() + v.len()) as u64;
         }
-        for item in inner.data.iter() {
-            let (k, v) = item
-                .into_inner()
-                .map_err(Error::storage("reading bucket segments"))?;
-            s.stored_bytes += (k.len() + v.len()) as u64;
-        }
-        for item in inner.idx.iter() {
-            let (k, v) = item
-                .into_inner()
-                .map_err(Error::storage("reading the index"))?;
-            s.stored_bytes += (k.len() + v.len()) as u64;
-        }
+        s.stored_bytes += inner.store.segment_bytes()? + inner.store.index_bytes()?;
         s.avg_bucket_size = s.stored_bytes.checked_div(s.bucket_count).unwrap_or(0);
         let cat = &inner.catalog;
         let g = cat.gauges();
@@ -183,11 +166,7 @@ impl Collection {
         let mut out = Vec::new();
         for entry in inner.all_buckets()? {
             let id = entry.id;
-            let corrupt = |reason: String| Error::Corruption {
-                keyspace: format!("c{}_idx", inner.id),
-                key: hex(&id),
-                reason,
-            };
+            let corrupt = |reason: String| inner.store.corrupt_index(&id, reason);
             let Some(c) = inner.control(&id)? else {
                 return Err(corrupt(
                     "indexed bucket without a control record".to_owned(),

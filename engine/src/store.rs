@@ -14,7 +14,7 @@ use crate::collection::CollectionInner;
 use crate::control::Control;
 use crate::error::{Error, Result};
 use crate::filter::Filter;
-use crate::keys::{collision_marker_key, data_key, hex, index_key, parse_index_key};
+use crate::storage::IndexItem;
 
 /// One entry of the meta+time index: a stored bucket with its series.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -27,29 +27,28 @@ pub(crate) struct IndexEntry {
     pub(crate) key: BucketKey,
 }
 
-impl CollectionInner {
-    /// Decodes one raw index item; `None` for non-entry keys (collision markers).
-    pub(crate) fn index_entry(&self, k: &[u8], v: &[u8]) -> Option<IndexEntry> {
-        let (hash, min_time, id) = parse_index_key(k)?;
-        let mut key = BucketKey::from_bytes(v.to_vec());
+impl From<IndexItem> for IndexEntry {
+    fn from(item: IndexItem) -> IndexEntry {
+        let mut key = BucketKey::from_bytes(item.meta.to_vec());
         // The stored hash is authoritative (it is what the key sorts by).
-        key.hash = hash;
-        Some(IndexEntry { id, min_time, key })
+        key.hash = item.hash;
+        IndexEntry {
+            id: item.id,
+            min_time: item.min_time,
+            key,
+        }
     }
+}
 
+impl CollectionInner {
     /// Every stored bucket, in index order (series hash, then min time).
     ///
     /// # Errors
     /// [`Error::Storage`] when the scan fails.
     pub(crate) fn all_buckets(&self) -> Result<Vec<IndexEntry>> {
         let mut out = Vec::new();
-        for item in self.idx.iter() {
-            let (k, v) = item
-                .into_inner()
-                .map_err(Error::storage("scanning the meta+time index"))?;
-            if let Some(e) = self.index_entry(&k, &v) {
-                out.push(e);
-            }
+        for item in self.store.index_entries() {
+            out.push(IndexEntry::from(item?));
         }
         Ok(out)
     }
@@ -70,65 +69,13 @@ impl CollectionInner {
             if entry.min_time < lo || entry.min_time > hi {
                 continue;
             }
-            let meta = entry.key.meta_value().map_err(|reason| Error::Corruption {
-                keyspace: format!("c{}_idx", self.id),
-                key: hex(&entry.id),
-                reason,
-            })?;
+            let meta = entry
+                .key
+                .meta_value()
+                .map_err(|reason| self.store.corrupt_index(&entry.id, reason))?;
             if filter.matches_meta(meta.as_ref()) {
                 out.push((entry, meta));
             }
-        }
-        Ok(out)
-    }
-
-    /// Whether more than one series has ever been stored under this meta hash (then scans of
-    /// one series must check the meta bytes of every entry of the hash prefix).
-    pub(crate) fn hash_shared(&self, hash: u64) -> Result<bool> {
-        self.idx
-            .contains_key(collision_marker_key(hash))
-            .map_err(Error::storage("reading the meta+time index"))
-    }
-
-    /// Adds the index entry of a new bucket to `wb`, and a collision marker when another
-    /// series already uses the same meta hash.
-    pub(crate) fn put_index_entry(
-        &self,
-        wb: &mut fjall::OwnedWriteBatch,
-        key: &BucketKey,
-        min_time: i64,
-        id: &BucketId,
-    ) -> Result<()> {
-        let prefix = key.hash.to_be_bytes();
-        let first = self
-            .idx
-            .prefix(prefix)
-            .find_map(|item| match item.into_inner() {
-                Ok((k, v)) if k.len() > prefix.len() => Some(Ok(v)),
-                Ok(_) => None,
-                Err(e) => Some(Err(e)),
-            })
-            .transpose()
-            .map_err(Error::storage("reading the meta+time index"))?;
-        if first.is_some_and(|v| v[..] != key.bytes[..]) {
-            wb.insert(&self.idx, collision_marker_key(key.hash), []);
-        }
-        wb.insert(
-            &self.idx,
-            index_key(key.hash, min_time, id),
-            key.bytes.clone(),
-        );
-        Ok(())
-    }
-
-    /// The keys of every stored segment of a bucket.
-    fn segment_keys(&self, id: &BucketId) -> Result<Vec<Vec<u8>>> {
-        let mut out = Vec::new();
-        for item in self.data.prefix(id) {
-            let k = item
-                .key()
-                .map_err(Error::storage("listing bucket segments"))?;
-            out.push(k.to_vec());
         }
         Ok(out)
     }
@@ -185,14 +132,12 @@ impl CollectionInner {
         control: Option<&Control>,
     ) -> Result<()> {
         let mut wb = self.fjall.batch();
-        for k in self.segment_keys(&entry.id)? {
-            wb.remove(&self.data, k);
+        for seg in self.store.segment_numbers(&entry.id)? {
+            self.store.remove_segment(&mut wb, &entry.id, seg);
         }
-        wb.remove(&self.ctl, entry.id);
-        wb.remove(
-            &self.idx,
-            index_key(entry.key.hash, entry.min_time, &entry.id),
-        );
+        self.store.remove_control(&mut wb, &entry.id);
+        self.store
+            .remove_index_entry(&mut wb, entry.key.hash, entry.min_time, &entry.id);
         self.index_bucket_change(&mut wb, &entry.id, &entry.key, control, None)?;
         wb.commit().map_err(Error::storage("removing a bucket"))
     }
@@ -214,13 +159,13 @@ impl CollectionInner {
         let refs: Vec<(&str, &Column)> = columns.iter().map(|(n, c)| (n.as_str(), c)).collect();
         let blob = tscoll_codec::encode_bucket(rows, &refs)?;
         let mut wb = self.fjall.batch();
-        for k in self.segment_keys(&entry.id)? {
-            wb.remove(&self.data, k);
+        for seg in self.store.segment_numbers(&entry.id)? {
+            self.store.remove_segment(&mut wb, &entry.id, seg);
         }
         let mut control = control.clone();
         control.next_segment = 1;
-        wb.insert(&self.data, data_key(&entry.id, 0), blob);
-        wb.insert(&self.ctl, entry.id, control.encode());
+        self.store.put_segment(&mut wb, &entry.id, 0, blob);
+        self.store.put_control(&mut wb, &entry.id, control.encode());
         self.index_bucket_change(&mut wb, &entry.id, &entry.key, Some(old), Some(&control))?;
         wb.commit().map_err(Error::storage("rewriting a bucket"))
     }
@@ -240,12 +185,11 @@ impl CollectionInner {
         let mut control = old.clone();
         control.meta_hash = new_key.hash;
         let mut wb = self.fjall.batch();
-        wb.remove(
-            &self.idx,
-            index_key(entry.key.hash, entry.min_time, &entry.id),
-        );
-        self.put_index_entry(&mut wb, new_key, entry.min_time, &entry.id)?;
-        wb.insert(&self.ctl, entry.id, control.encode());
+        self.store
+            .remove_index_entry(&mut wb, entry.key.hash, entry.min_time, &entry.id);
+        self.store
+            .put_index_entry(&mut wb, new_key, entry.min_time, &entry.id)?;
+        self.store.put_control(&mut wb, &entry.id, control.encode());
         self.index_bucket_change(&mut wb, &entry.id, &entry.key, Some(old), None)?;
         self.index_bucket_change(&mut wb, &entry.id, new_key, None, Some(&control))?;
         wb.commit()

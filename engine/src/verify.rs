@@ -22,7 +22,7 @@ use crate::error::{Error, Result};
 use crate::index::SecondaryIndex;
 use crate::index::spec::Component;
 use crate::journal::RecoveryReport;
-use crate::keys::{
+use crate::storage::keys::{
     hex, is_collision_marker, keyspace_names, parse_control_key, parse_data_key, parse_index_key,
     secondary_entry_bucket, secondary_index_keyspace,
 };
@@ -458,7 +458,7 @@ impl CollectionInner {
         let mut secondary = self.read_secondary(snap, &mut ck);
         let mut data = DataGroups {
             items: snap
-                .iter(&self.data)
+                .iter(self.store.raw().0)
                 .map(fjall::Guard::into_inner)
                 .peekable(),
             ok: true,
@@ -466,7 +466,7 @@ impl CollectionInner {
         };
         let mut pending = data.next_group(&mut ck);
         let mut ctl_ok = true;
-        for item in snap.iter(&self.ctl) {
+        for item in snap.iter(self.store.raw().1) {
             let (k, v) = match item.into_inner() {
                 Ok(kv) => kv,
                 Err(e) => {
@@ -544,7 +544,7 @@ impl CollectionInner {
     ) -> BTreeMap<BucketId, DirEntry> {
         let mut dir = BTreeMap::new();
         let mut metas: HashMap<Vec<u8>, Arc<[u8]>> = HashMap::new();
-        for item in snap.iter(&self.idx) {
+        for item in snap.iter(self.store.raw().2) {
             let (k, v) = match item.into_inner() {
                 Ok(kv) => kv,
                 Err(e) => {
@@ -696,7 +696,7 @@ impl CollectionInner {
     /// The segments of one bucket, read by a prefix scan.
     fn read_segments_in(&self, snap: &Snapshot, id: &BucketId) -> Segments {
         let mut out = Vec::new();
-        for item in snap.prefix(&self.data, id) {
+        for item in snap.prefix(self.store.raw().0, id) {
             let (k, v) = item.into_inner().map_err(|e| e.to_string())?;
             if let Some((_, seg)) = parse_data_key(&k) {
                 out.push((seg, v));

@@ -16,7 +16,6 @@ use tscoll_codec::{Column, encode_bucket};
 use crate::collection::{Collection, CollectionInner};
 use crate::control::Control;
 use crate::error::{Error, ErrorCode, Result};
-use crate::keys::data_key;
 use crate::series::SeriesGroups;
 use crate::storable;
 
@@ -393,14 +392,15 @@ impl CollectionInner {
         } else {
             self.control(&p.bucket_id)?
         };
-        wb.insert(&self.data, data_key(&p.bucket_id, p.segment_no), blob);
-        wb.insert(
-            &self.ctl,
-            p.bucket_id,
+        self.store.put_segment(wb, &p.bucket_id, p.segment_no, blob);
+        self.store.put_control(
+            wb,
+            &p.bucket_id,
             Control::encode_prepared(p, p.uncompressed_before),
         );
         if p.committed_before == 0 {
-            self.put_index_entry(wb, &p.key, p.min_time, &p.bucket_id)?;
+            self.store
+                .put_index_entry(wb, &p.key, p.min_time, &p.bucket_id)?;
         }
         if !secondary {
             return Ok(());
@@ -439,10 +439,10 @@ impl CollectionInner {
         let mut wb = self.fjall.batch();
         for (seg, _) in &segments {
             if *seg != last {
-                wb.remove(&self.data, data_key(id, *seg));
+                self.store.remove_segment(&mut wb, id, *seg);
             }
         }
-        wb.insert(&self.data, data_key(id, last), blob);
+        self.store.put_segment(&mut wb, id, last, blob);
         wb.commit()
             .map_err(Error::storage("merging bucket segments"))
     }
@@ -454,15 +454,8 @@ impl CollectionInner {
         keep: &mut dyn FnMut(&str) -> bool,
     ) -> Result<Vec<(u32, tscoll_codec::Bucket)>> {
         let mut out = Vec::new();
-        for item in self.data.prefix(id) {
-            let (k, v) = item
-                .into_inner()
-                .map_err(Error::storage("reading bucket segments"))?;
-            let seg = k
-                .get(12..16)
-                .and_then(|b| <[u8; 4]>::try_from(b).ok())
-                .map_or(0, u32::from_be_bytes);
-            out.push((seg, tscoll_codec::decode_bucket_projected(&v, keep)?));
+        for (seg, blob) in self.store.segments(id)? {
+            out.push((seg, tscoll_codec::decode_bucket_projected(&blob, keep)?));
         }
         Ok(out)
     }

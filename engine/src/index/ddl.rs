@@ -190,7 +190,9 @@ impl Collection {
         let mut no = current.next_no.max(1);
         while inner
             .fjall
-            .keyspace_exists(&crate::keys::secondary_index_keyspace(inner.id, no))
+            .keyspace_exists(&crate::storage::keys::secondary_index_keyspace(
+                inner.id, no,
+            ))
         {
             no += 1;
         }

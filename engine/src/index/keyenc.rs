@@ -32,7 +32,7 @@
 use bson::Bson;
 use tscoll_catalog::value::canonical_rank;
 
-use crate::keys::time_bytes;
+use crate::storage::keys::time_bytes;
 
 /// Tag of a component whose bucket-level bounds are unknown (mixed types, arrays or objects in
 /// `control.min`/`control.max`, SPEC ): scans of measurement fields always read these.

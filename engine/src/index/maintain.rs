@@ -12,7 +12,7 @@ use tscoll_catalog::{BucketId, BucketKey};
 use crate::collection::CollectionInner;
 use crate::control::Control;
 use crate::error::{Error, Result};
-use crate::keys::hex;
+use crate::storage::keys::hex;
 
 use super::SecondaryIndex;
 use super::keyenc::{ABSENT, UNKNOWN, encode, invert};

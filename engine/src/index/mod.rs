@@ -56,8 +56,8 @@ use fjall::KeyspaceCreateOptions;
 use crate::collection::CollectionInner;
 use crate::error::{Error, Result};
 use crate::filter::{Filter, Pred};
-use crate::keys::secondary_index_keyspace;
 use crate::options::CollectionSpec;
+use crate::storage::keys::secondary_index_keyspace;
 
 use spec::{Component, Definition};
 

@@ -33,7 +33,7 @@ use tscoll_catalog::{BucketId, BucketKey};
 use crate::collection::CollectionInner;
 use crate::error::{Error, Result};
 use crate::filter::{Cmp, Filter, Pred};
-use crate::keys::hex;
+use crate::storage::keys::hex;
 use crate::store::IndexEntry;
 
 use super::SecondaryIndex;

@@ -10,7 +10,7 @@ use tscoll_codec::Bucket;
 
 use super::control_view::ControlBytes;
 use crate::collection::CollectionInner;
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// Candidates below this count are always read with point lookups.
 const DENSE_MIN: usize = 1024;
@@ -45,15 +45,13 @@ impl CollectionInner {
             return Ok(());
         };
         let mut next = order.iter().copied().peekable();
-        for item in self.ctl.range(&ids[first][..]..=&ids[last][..]) {
-            let (k, v) = item
-                .into_inner()
-                .map_err(Error::storage("reading control records"))?;
-            while next.peek().is_some_and(|&i| ids[i][..] < k[..]) {
+        for item in self.store.controls_between(&ids[first], &ids[last]) {
+            let (id, v) = item?;
+            while next.peek().is_some_and(|&i| ids[i] < id) {
                 next.next(); // removed since the index was read
             }
             if let Some(&i) = next.peek()
-                && ids[i][..] == k[..]
+                && ids[i] == id
             {
                 next.next();
                 f(i, ControlBytes::from_slice(v))?;
@@ -88,28 +86,22 @@ impl CollectionInner {
         let (Some(&first), Some(&last)) = (order.first(), order.last()) else {
             return Ok(());
         };
-        let mut end = [0xffu8; 16];
-        end[..12].copy_from_slice(&ids[last]);
         let mut next = order.iter().copied().peekable();
         let mut current: Option<(usize, Vec<Bucket>)> = None;
-        for item in self.data.range(&ids[first][..]..=&end[..]) {
-            let (k, v) = item
-                .into_inner()
-                .map_err(Error::storage("reading bucket segments"))?;
-            let Some(id) = k.get(..12) else {
-                continue;
-            };
-            if current.as_ref().is_some_and(|(i, _)| ids[*i][..] != *id)
+        for item in self.store.segments_between(&ids[first], &ids[last]) {
+            let item = item?;
+            let id = &item.id;
+            if current.as_ref().is_some_and(|(i, _)| ids[*i] != *id)
                 && let Some((i, segs)) = current.take()
             {
                 f(i, segs)?;
             }
             if current.is_none() {
-                while next.peek().is_some_and(|&i| ids[i][..] < *id) {
+                while next.peek().is_some_and(|&i| ids[i] < *id) {
                     next.next();
                 }
                 match next.peek() {
-                    Some(&i) if ids[i][..] == *id => {
+                    Some(&i) if ids[i] == *id => {
                         next.next();
                         current = Some((i, Vec::new()));
                     }
@@ -117,7 +109,9 @@ impl CollectionInner {
                 }
             }
             if let Some((_, segs)) = &mut current {
-                segs.push(tscoll_codec::decode_bucket_projected(&v, &mut keep)?);
+                segs.push(tscoll_codec::decode_bucket_projected(
+                    &item.blob, &mut keep,
+                )?);
             }
         }
         if let Some((i, segs)) = current {

@@ -8,7 +8,6 @@ use tscoll_catalog::BucketId;
 use crate::collection::CollectionInner;
 use crate::error::{Error, Result};
 use crate::filter::ControlBounds;
-use crate::keys::hex;
 
 /// The stored control record of one bucket, owned (the bytes as fjall returned them).
 pub(crate) struct ControlBytes(fjall::Slice);
@@ -234,19 +233,11 @@ impl CollectionInner {
     /// # Errors
     /// [`Error::Storage`] when fjall fails.
     pub(crate) fn control_bytes(&self, id: &BucketId) -> Result<Option<ControlBytes>> {
-        Ok(self
-            .ctl
-            .get(id)
-            .map_err(Error::storage("reading a control record"))?
-            .map(ControlBytes))
+        Ok(self.store.control(id)?.map(ControlBytes))
     }
 
     /// The [`Error::Corruption`] of a bad control record.
     pub(crate) fn corrupt_control(&self, id: &BucketId, reason: String) -> Error {
-        Error::Corruption {
-            keyspace: format!("c{}_ctl", self.id),
-            key: hex(id),
-            reason,
-        }
+        self.store.corrupt_control(id, reason)
     }
 }

@@ -18,12 +18,13 @@ use tscoll_catalog::value::compare;
 
 use super::QueryStats;
 use super::control_view::ControlBytes;
-use super::plan::{Plan, Series, Verdict, hash_time_range, prefix_hashes};
+use super::plan::{Plan, Series, Verdict, prefix_hashes};
 use super::rowfilter::RowFilter;
 use super::unpack::{SegmentView, Shape, build_row};
 use crate::collection::{Collection, CollectionInner};
 use crate::error::{Error, Result};
-use crate::keys::parse_index_key;
+use crate::storage::keys::parse_index_key;
+use crate::storage::keys::{hash_prefix, hash_time_range};
 
 impl Collection {
     /// The last point of every series: per series (meta value, SPEC §3), the measurement
@@ -133,7 +134,7 @@ impl CollectionInner {
             // without the default index (or with it hidden), read the whole bucket
             // directory.
             let mut entries = Vec::new();
-            for item in self.idx.iter() {
+            for item in self.store.index_scan_all() {
                 if let Some(e) = index_item(item)? {
                     stats.index_entries_scanned += 1;
                     entries.push(e);
@@ -163,8 +164,8 @@ impl CollectionInner {
         let mut upper: Option<[u8; 8]> = None;
         loop {
             let mut iter = match upper {
-                None => self.idx.iter().rev(),
-                Some(p) => self.idx.range(..p).rev(),
+                None => self.store.index_scan_all().rev(),
+                Some(p) => self.store.index_scan(..p).rev(),
             };
             let mut first = None;
             for item in iter.by_ref() {
@@ -177,9 +178,9 @@ impl CollectionInner {
                 return Ok(());
             };
             let hash = first.hash;
-            upper = Some(hash.to_be_bytes());
+            upper = Some(hash_prefix(hash));
             let (lo, hi) = scan.bounds;
-            if self.hash_shared(hash)? || first.min_time > hi {
+            if self.store.hash_shared(hash)? || first.min_time > hi {
                 drop(iter);
                 self.one_hash(scan, hash, stats)?;
                 continue;
@@ -200,8 +201,8 @@ impl CollectionInner {
     fn one_hash(&self, scan: &mut Scan<'_>, hash: u64, stats: &mut QueryStats) -> Result<()> {
         let (lo, hi) = scan.bounds;
         let (a, b) = hash_time_range(hash, lo, hi);
-        let range = self.idx.range(&a[..]..=&b[..]);
-        if self.hash_shared(hash)? {
+        let range = self.store.index_scan(&a[..]..=&b[..]);
+        if self.store.hash_shared(hash)? {
             let mut entries = Vec::new();
             for item in range {
                 if let Some(e) = index_item(item)? {

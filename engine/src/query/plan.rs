@@ -17,8 +17,8 @@ use super::parallel::{self, run_parts};
 use crate::collection::CollectionInner;
 use crate::error::{Error, Result};
 use crate::filter::{Cmp, Filter, Pred, cmp_holds};
-use crate::keys::{hex, parse_index_key, time_bytes};
 use crate::options::CollectionSpec;
+use crate::storage::keys::{hash_prefix, hash_time_range, hex, parse_index_key};
 
 /// A parsed query over one collection: the filter and the bucketing it is judged with.
 pub(crate) struct Plan {
@@ -349,7 +349,7 @@ impl CollectionInner {
             // the default index is gone (or hidden from the planner); its keyspace
             // still lists every bucket.
             b.out.in_range = Some(0);
-            for item in self.idx.iter() {
+            for item in self.store.index_scan_all() {
                 let (k, v) = item
                     .into_inner()
                     .map_err(Error::storage("scanning the meta+time index"))?;
@@ -361,7 +361,7 @@ impl CollectionInner {
         } else if let Some(hashes) = prefix_hashes(plan) {
             for hash in hashes {
                 let (lo, hi) = hash_time_range(hash, bounds.0, bounds.1);
-                for item in self.idx.range(&lo[..]..=&hi[..]) {
+                for item in self.store.index_scan(&lo[..]..=&hi[..]) {
                     let (k, v) = item
                         .into_inner()
                         .map_err(Error::storage("scanning the meta+time index"))?;
@@ -378,12 +378,14 @@ impl CollectionInner {
             // slower than from one).
             let threads = parallel::threads();
             let whole_index = bounds == (i64::MIN, i64::MAX) && !plan.filter.has_meta_preds();
-            let pieces =
-                if threads > 1 && whole_index && self.idx.approximate_len() >= PARALLEL_SCAN_MIN {
-                    threads
-                } else {
-                    1
-                };
+            let pieces = if threads > 1
+                && whole_index
+                && self.store.index_len_estimate() >= PARALLEL_SCAN_MIN
+            {
+                threads
+            } else {
+                1
+            };
             let parts = run_parts(pieces, pieces, &|k| {
                 let mut b = Builder::new(plan, bounds);
                 b.out.in_range = Some(0);
@@ -435,10 +437,10 @@ impl CollectionInner {
         visit: &mut EntryVisitor<'_>,
     ) -> Result<()> {
         let from = |key: Vec<u8>| match end_hash {
-            Some(end) => self.idx.range(key..end.to_be_bytes().to_vec()),
-            None => self.idx.range(key..),
+            Some(end) => self.store.index_scan(key..hash_prefix(end).to_vec()),
+            None => self.store.index_scan(key..),
         };
-        let mut iter = from(first_hash.to_be_bytes().to_vec());
+        let mut iter = from(hash_prefix(first_hash).to_vec());
         // The hash of the last collision marker met (it sorts before its hash's entries).
         let mut shared: Option<u64> = None;
         // The hash whose series was offered last.
@@ -477,7 +479,7 @@ impl CollectionInner {
                 let Some(next) = hash.checked_add(1) else {
                     return Ok(());
                 };
-                iter = from(next.to_be_bytes().to_vec());
+                iter = from(hash_prefix(next).to_vec());
             }
         }
     }
@@ -601,17 +603,6 @@ pub(crate) fn filter_meta_hash(v: &Bson) -> u64 {
     bytes.push(v.element_type() as u8);
     bytes.extend_from_slice(&tscoll_catalog::value::raw_value_bytes(v));
     BucketKey::from_bytes(bytes).hash
-}
-
-/// Inclusive key bounds of the entries of `hash` with min time in `[lo, hi]`.
-pub(crate) fn hash_time_range(hash: u64, lo: i64, hi: i64) -> ([u8; 16], [u8; 28]) {
-    let mut a = [0u8; 16];
-    a[..8].copy_from_slice(&hash.to_be_bytes());
-    a[8..].copy_from_slice(&time_bytes(lo));
-    let mut b = [0xffu8; 28];
-    b[..8].copy_from_slice(&hash.to_be_bytes());
-    b[8..16].copy_from_slice(&time_bytes(hi));
-    (a, b)
 }
 
 #[cfg(test)]

@@ -12,7 +12,6 @@ use super::QueryStats;
 use crate::collection::CollectionInner;
 use crate::control::Control;
 use crate::error::{Error, Result};
-use crate::keys::hex;
 
 /// The rows of one decoded segment: times, and every decoded column but time, readable by
 /// row. A column's values are laid out as one [`ValueRef`] per row when it is
@@ -238,22 +237,15 @@ impl CollectionInner {
         stats: &mut QueryStats,
     ) -> Result<Option<Bucket>> {
         stats.buckets_unpacked += 1;
-        let Some(item) = self.data.prefix(id).next_back() else {
+        let Some(v) = self.store.last_segment(id)? else {
             return Ok(None);
         };
-        let (_, v) = item
-            .into_inner()
-            .map_err(Error::storage("reading bucket segments"))?;
         Ok(Some(tscoll_codec::decode_bucket(&v)?))
     }
 
     /// The [`Error::Corruption`] of a bad bucket segment.
     pub(crate) fn corrupt_data(&self, id: &BucketId, reason: String) -> Error {
-        Error::Corruption {
-            keyspace: format!("c{}_data", self.id),
-            key: hex(id),
-            reason,
-        }
+        self.store.corrupt_data(id, reason)
     }
 
     /// Unpacks a bucket into measurements (SPEC §14.1): time, meta, then the other columns in

@@ -95,6 +95,23 @@ pub(crate) fn secondary_entry_bucket(k: &[u8]) -> Option<BucketId> {
     k.get(start..)?.try_into().ok()
 }
 
+/// The index key prefix of every entry of a meta hash (entries of `hash` sort from it up to
+/// the prefix of `hash + 1`).
+pub(crate) fn hash_prefix(hash: u64) -> [u8; 8] {
+    hash.to_be_bytes()
+}
+
+/// Inclusive key bounds of the index entries of `hash` with min time in `[lo, hi]`.
+pub(crate) fn hash_time_range(hash: u64, lo: i64, hi: i64) -> ([u8; 16], [u8; 28]) {
+    let mut a = [0u8; 16];
+    a[..8].copy_from_slice(&hash.to_be_bytes());
+    a[8..].copy_from_slice(&time_bytes(lo));
+    let mut b = [0xffu8; 28];
+    b[..8].copy_from_slice(&hash.to_be_bytes());
+    b[8..16].copy_from_slice(&time_bytes(hi));
+    (a, b)
+}
+
 /// Hex form of a key, for error messages.
 pub(crate) fn hex(k: &[u8]) -> String {
     use std::fmt::Write;
