@@ -211,7 +211,13 @@ fn a_damaged_journal_needs_recover() {
         .json_lines();
     let ids: Vec<i64> = found
         .iter()
-        .map(|d| d["_id"].as_i64().expect("_id"))
+        .map(|d| {
+            // An int64 `_id` is written typed, `{"$numberLong": "N"}`.
+            d["_id"]["$numberLong"]
+                .as_str()
+                .and_then(|n| n.parse().ok())
+                .expect("_id")
+        })
         .collect();
     assert!((0..10).all(|i| ids.contains(&i)), "{ids:?}");
     assert!(ids.len() < 20, "{ids:?}");

@@ -146,22 +146,24 @@ pub(crate) fn write_stdout(args: fmt::Arguments<'_>, newline: bool) {
     }
 }
 
-/// The relaxed Extended JSON text of a document (one line).
+/// The relaxed Extended JSON text of a document (one line), for people to read: an int64
+/// that fits in 32 bits is a plain number.
 pub(crate) fn to_extjson(doc: Document) -> String {
     extjson_text(&Bson::Document(doc))
 }
 
 /// The relaxed Extended JSON text of any BSON value (one line).
 pub(crate) fn extjson_text(value: &Bson) -> String {
-    serde_json::to_string(&RelaxedExtJson(value)).unwrap_or_default()
+    serde_json::to_string(&RelaxedExtJson::readable(value)).unwrap_or_default()
 }
 
 /// A BSON value as a relaxed Extended JSON value, for JSON objects built by the commands.
 pub(crate) fn extjson_value(value: &Bson) -> serde_json::Value {
-    serde_json::to_value(RelaxedExtJson(value)).unwrap_or(serde_json::Value::Null)
+    serde_json::to_value(RelaxedExtJson::readable(value)).unwrap_or(serde_json::Value::Null)
 }
 
-/// Writes a document as one line of relaxed Extended JSON.
+/// Writes a document as one line of relaxed Extended JSON that reads back (`tscoll ingest`)
+/// to the identical document: every type kept, an int64 that fits in 32 bits included.
 ///
 /// # Errors
 /// The writer fails (e.g. a closed pipe).
@@ -169,12 +171,13 @@ pub(crate) fn write_extjson_line(out: &mut impl Write, doc: Document) -> io::Res
     write_extjson_doc(out, &doc)
 }
 
-/// Writes a borrowed document as one line of relaxed Extended JSON.
+/// Writes a borrowed document as one line of relaxed Extended JSON (as
+/// [`write_extjson_line`]).
 ///
 /// # Errors
 /// The writer fails (e.g. a closed pipe).
 pub(crate) fn write_extjson_doc(out: &mut impl Write, doc: &Document) -> io::Result<()> {
-    serde_json::to_writer(&mut *out, &RelaxedDocument(doc))?;
+    serde_json::to_writer(&mut *out, &RelaxedDocument(doc, true))?;
     out.write_all(b"\n")
 }
 
@@ -189,18 +192,28 @@ const LAST_RELAXED_DATE_MS: i64 = 253_402_300_799_999;
 /// Dates are written as `{"$date":"YYYY-MM-DDTHH:MM:SS.mmmZ"}` (always three millisecond
 /// digits, as `mongoexport` writes them) for years 1970 to 9999, and as
 /// `{"$date":{"$numberLong":"MS"}}` otherwise, so that every `i64` millisecond value reads
-/// back as the same instant. The other types the bson crate converts
-/// (`Bson::into_relaxed_extjson`).
-pub(crate) struct RelaxedExtJson<'a>(pub(crate) &'a Bson);
+/// back as the same instant. An int64 that fits in 32 bits is written as
+/// `{"$numberLong":"N"}` (a plain number would read back as an int32). The other types the
+/// bson crate converts (`Bson::into_relaxed_extjson`). The second field keeps int64s that fit
+/// in 32 bits typed (`{"$numberLong": ...}`): on for data that is read back, off for figures
+/// people read.
+pub(crate) struct RelaxedExtJson<'a>(&'a Bson, bool);
+
+impl<'a> RelaxedExtJson<'a> {
+    /// For figures people read: every integer a plain number.
+    fn readable(value: &'a Bson) -> Self {
+        RelaxedExtJson(value, false)
+    }
+}
 
 /// A document serialized as relaxed Extended JSON (see [`RelaxedExtJson`]).
-struct RelaxedDocument<'a>(&'a Document);
+struct RelaxedDocument<'a>(&'a Document, bool);
 
 impl Serialize for RelaxedDocument<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(Some(self.0.len()))?;
         for (key, value) in self.0 {
-            map.serialize_entry(key, &RelaxedExtJson(value))?;
+            map.serialize_entry(key, &RelaxedExtJson(value, self.1))?;
         }
         map.end()
     }
@@ -209,11 +222,11 @@ impl Serialize for RelaxedDocument<'_> {
 impl Serialize for RelaxedExtJson<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self.0 {
-            Bson::Document(doc) => RelaxedDocument(doc).serialize(serializer),
+            Bson::Document(doc) => RelaxedDocument(doc, self.1).serialize(serializer),
             Bson::Array(items) => {
                 let mut seq = serializer.serialize_seq(Some(items.len()))?;
                 for item in items {
-                    seq.serialize_element(&RelaxedExtJson(item))?;
+                    seq.serialize_element(&RelaxedExtJson(item, self.1))?;
                 }
                 seq.end()
             }
@@ -228,12 +241,24 @@ impl Serialize for RelaxedExtJson<'_> {
                 map.end()
             }
             Bson::Int32(i) => serializer.serialize_i32(*i),
+            // A plain number that fits in 32 bits reads back as an int32, so such an int64
+            // keeps its type as `{"$numberLong": ...}`; larger ones read back as int64.
+            Bson::Int64(i) if self.1 && i32::try_from(*i).is_ok() => {
+                NumberLong(*i).serialize(serializer)
+            }
             Bson::Int64(i) => serializer.serialize_i64(*i),
             // NaN and the infinities are `{"$numberDouble": ...}`: the bson crate below.
             Bson::Double(d) if d.is_finite() => serializer.serialize_f64(*d),
             Bson::String(s) => serializer.serialize_str(s),
             Bson::Boolean(b) => serializer.serialize_bool(*b),
             Bson::Null => serializer.serialize_unit(),
+            // The scope is a document: its dates (and int64s) follow the rules above.
+            Bson::JavaScriptCodeWithScope(code) => {
+                let mut map = serializer.serialize_map(Some(2))?;
+                map.serialize_entry("$code", &code.code)?;
+                map.serialize_entry("$scope", &RelaxedDocument(&code.scope, self.1))?;
+                map.end()
+            }
             other => other.clone().into_relaxed_extjson().serialize(serializer),
         }
     }
@@ -366,11 +391,14 @@ mod tests {
     #[test]
     fn extjson_lines() {
         let mut out = Vec::new();
-        let doc = bson::doc! { "ts": bson::DateTime::from_millis(0), "n": 3_i64 };
+        let doc = bson::doc! {
+            "ts": bson::DateTime::from_millis(0), "n": 3_i32, "l": 3_i64, "big": 1_i64 << 40,
+        };
         write_extjson_line(&mut out, doc).expect("write");
         assert_eq!(
             String::from_utf8(out).expect("utf-8"),
-            "{\"ts\":{\"$date\":\"1970-01-01T00:00:00.000Z\"},\"n\":3}\n"
+            "{\"ts\":{\"$date\":\"1970-01-01T00:00:00.000Z\"},\"n\":3,\
+             \"l\":{\"$numberLong\":\"3\"},\"big\":1099511627776}\n"
         );
     }
 

@@ -1,0 +1,218 @@
+//! The commit protocol (SPEC §7): waiting for another writer's commit, preparing a batch,
+//! finishing it, and aborting it with every other unprepared batch of its bucket.
+
+use super::*;
+
+impl BucketCatalog {
+    /// Waits for a batch set aside by [`WriteBatch::claim_commit_rights`] to be committed or
+    /// aborted by its committer, counting `numWaits` when it is not done yet (SPEC ).
+    ///
+    /// # Errors
+    /// The abort reason when the batch was aborted.
+    pub fn wait(&self, batch: &WriteBatch) -> Result<(), String> {
+        if !batch.is_finished() {
+            ExecutionStats::bump(&self.stats.num_waits);
+        }
+        batch.wait()
+    }
+
+    /// Prepares a batch for commit (SPEC ): waits while another batch of the bucket is
+    /// prepared, then hands out the rows and the bucket's new control state.
+    ///
+    /// # Errors
+    /// A message when the bucket was cleared or frozen meanwhile (the batch is then aborted).
+    pub fn prepare_commit(&self, batch: &Arc<WriteBatch>) -> Result<PreparedBatch, String> {
+        let mut stripe = lock(&self.stripes[batch.stripe]);
+        loop {
+            // A batch failed by an abort (of its bucket, by another writer) is never
+            // committed.
+            if let Some(reason) = batch.failure() {
+                return Err(reason);
+            }
+            let Some(bucket) = stripe.buckets.get(&batch.bucket_id) else {
+                return Err("bucket was cleared from the catalog".to_owned());
+            };
+            if !bucket.prepared {
+                break;
+            }
+            ExecutionStats::bump(&self.stats.num_waits);
+            stripe = self.stripe_cv[batch.stripe]
+                .wait(stripe)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+        let Some(bucket) = stripe.buckets.get_mut(&batch.bucket_id) else {
+            return Err("bucket was cleared from the catalog".to_owned());
+        };
+        if bucket.state != BucketState::Normal {
+            return Err("bucket was cleared or frozen".to_owned());
+        }
+        if bucket
+            .active
+            .as_ref()
+            .is_some_and(|a| Arc::ptr_eq(a, batch))
+        {
+            bucket.active = None;
+        }
+        bucket.prepared = true;
+        batch.mark_prepared();
+        let rows = lock(&batch.data).rows;
+        let (staged, uncompressed_bytes) = self.release_staged(batch);
+        let mut columns = Vec::with_capacity(staged.len());
+        for (idx, mut col) in staged.into_iter().enumerate() {
+            if col.len() < rows {
+                col.push_missing_n(rows - col.len());
+            }
+            if col.all_missing() {
+                continue;
+            }
+            if let Some(f) = bucket.fields.get(idx) {
+                columns.push((f.name.clone(), col));
+            }
+        }
+        let (control_min, control_max) = bucket.control_min_max();
+        let segment_no = bucket.next_segment;
+        bucket.next_segment += 1;
+        let committed_before = bucket.committed_count;
+        #[expect(clippy::cast_possible_truncation, reason = "rows ≤ bucket_max_count")]
+        let count = committed_before + rows as u32;
+        Ok(PreparedBatch {
+            batch: Arc::clone(batch),
+            bucket_id: bucket.id,
+            key: Arc::clone(&bucket.key),
+            min_time: bucket.min_time,
+            max_time: bucket.max_time,
+            count,
+            committed_before,
+            uncompressed_before: bucket.committed_uncompressed,
+            segment_no,
+            sorted: bucket.sorted,
+            size_estimate: bucket.size,
+            control_min,
+            control_max,
+            columns,
+            rows,
+            uncompressed_bytes,
+        })
+    }
+
+    /// Finishes a committed batch (SPEC ): fulfils it, counts it, and marks the bucket
+    /// idle or applies its deferred rollover. Returns buckets that left memory.
+    pub fn finish(&self, prepared: &PreparedBatch) -> Vec<ClosedBucket> {
+        let batch = &prepared.batch;
+        let mut closed = Vec::new();
+        let mut stripe = lock(&self.stripes[batch.stripe]);
+        let s = &self.stats;
+        ExecutionStats::bump(&s.num_commits);
+        ExecutionStats::add(&s.num_measurements_committed, prepared.rows as u64);
+        if prepared.committed_before == 0 {
+            ExecutionStats::bump(&s.num_bucket_inserts);
+        } else {
+            ExecutionStats::bump(&s.num_bucket_updates);
+        }
+        let mut roll = None;
+        if let Some(bucket) = stripe.buckets.get_mut(&batch.bucket_id) {
+            bucket.prepared = false;
+            #[expect(clippy::cast_possible_truncation, reason = "rows ≤ bucket_max_count")]
+            let rows = prepared.rows as u32;
+            bucket.committed_count += rows;
+            bucket.committed_uncompressed += prepared.uncompressed_bytes;
+            if prepared.committed_before == 0 && bucket.opened_due_to_metadata {
+                bucket.opened_due_to_metadata = false;
+                ExecutionStats::bump(&s.num_buckets_opened_due_to_metadata);
+            }
+            let old = bucket.memory;
+            let new = bucket.measure_memory();
+            self.mem_add(new);
+            self.mem_sub(old);
+            if !bucket.has_pending() && bucket.state == BucketState::Cleared {
+                // Cleared by an abort while this batch was prepared: it goes now.
+                self.remove_bucket(&mut stripe, &batch.bucket_id);
+            } else if !bucket.has_pending() {
+                match bucket.rollover {
+                    Some(reason) => roll = Some(reason),
+                    None if bucket.state == BucketState::Normal => {
+                        stripe.idle_seq += 1;
+                        let seq = stripe.idle_seq;
+                        if let Some(b) = stripe.buckets.get_mut(&batch.bucket_id) {
+                            b.idle_seq = Some(seq);
+                        }
+                        stripe.idle.insert(seq, batch.bucket_id);
+                    }
+                    None => {
+                        self.remove_bucket(&mut stripe, &batch.bucket_id);
+                    }
+                }
+            }
+        }
+        if let Some(reason) = roll {
+            closed.extend(self.apply_rollover(&mut stripe, &batch.bucket_id, reason));
+        }
+        drop(stripe);
+        self.stripe_cv[batch.stripe].notify_all();
+        batch.fulfil(Ok(()));
+        closed
+    }
+
+    /// Aborts a batch whose commit failed (SPEC ): the batch and every other
+    /// unprepared batch of the bucket fail with `reason`. The bucket leaves the catalog now
+    /// if no batch of it is prepared or the aborted batch is the prepared one; if another
+    /// writer's batch is prepared, the bucket is marked cleared (no series finds it, no
+    /// insert goes to it) and leaves when that batch finishes.
+    pub fn abort(&self, batch: &Arc<WriteBatch>, reason: &str) {
+        let mut stripe = lock(&self.stripes[batch.stripe]);
+        let prepared_by_other = stripe
+            .buckets
+            .get(&batch.bucket_id)
+            .is_some_and(|b| b.prepared && !batch.is_prepared());
+        self.clear_bucket(
+            &mut stripe,
+            &batch.bucket_id,
+            reason,
+            prepared_by_other,
+            BucketState::Cleared,
+        );
+        drop(stripe);
+        self.stripe_cv[batch.stripe].notify_all();
+        self.release_staged(batch);
+        batch.fulfil(Err(reason.to_owned()));
+    }
+
+    /// Takes a bucket out of the catalog: its unprepared batch fails with `reason` (its
+    /// writers retry, SPEC ). With `keep_prepared` (another writer's batch of it is
+    /// prepared) the bucket is only marked `state` and detached from its series, and leaves
+    /// when that batch finishes; otherwise it is removed now.
+    pub(super) fn clear_bucket(
+        &self,
+        stripe: &mut Stripe,
+        id: &BucketId,
+        reason: &str,
+        keep_prepared: bool,
+        state: BucketState,
+    ) {
+        let Some(bucket) = stripe.buckets.get_mut(id) else {
+            return;
+        };
+        if let Some(active) = bucket.active.take() {
+            self.release_staged(&active);
+            active.fulfil(Err(reason.to_owned()));
+        }
+        if !keep_prepared {
+            self.remove_bucket(stripe, id);
+            return;
+        }
+        bucket.state = state;
+        let key = Arc::clone(&bucket.key);
+        if let Some(seq) = bucket.idle_seq.take() {
+            stripe.idle.remove(&seq);
+        }
+        if let Some(series) = stripe.series.get_mut(&key) {
+            if series.open == Some(*id) {
+                series.open = None;
+            }
+            series.rolling.retain(|r| r != id);
+            if series.open.is_none() && series.rolling.is_empty() {
+                stripe.series.remove(&key);
+            }
+        }
+    }
+}

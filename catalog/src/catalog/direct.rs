@@ -1,0 +1,71 @@
+//! Direct writes (SPEC ): a bucket written outside the insert path (a delete, a meta
+//! update, TTL) is cleared from the catalog first and not reopened meanwhile; a bucket that
+//! failed to encode is frozen (§6.10).
+
+use super::*;
+
+impl BucketCatalog {
+    /// Registers a direct write on bucket `id` of series `key` (an update, delete or TTL
+    /// removal outside the insert path, SPEC ): waits while a batch of the bucket is
+    /// prepared (counting `numWaits`), then clears the bucket from the catalog (its
+    /// unprepared batch fails and its writers retry elsewhere) and drops its archived record.
+    /// Until [`BucketCatalog::direct_write_finish`], the bucket is not reopened
+    /// (`numBucketReopeningsFailedDueToWriteConflict`).
+    pub fn direct_write_start(&self, key: &BucketKey, id: &BucketId) {
+        let stripe_no = Self::stripe_of(key);
+        let mut stripe = lock(&self.stripes[stripe_no]);
+        while stripe.buckets.get(id).is_some_and(|b| b.prepared) {
+            ExecutionStats::bump(&self.stats.num_waits);
+            stripe = self.stripe_cv[stripe_no]
+                .wait(stripe)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+        *stripe.direct_writes.entry(*id).or_insert(0) += 1;
+        self.clear_bucket(
+            &mut stripe,
+            id,
+            "bucket was cleared by a direct write",
+            false,
+            BucketState::Cleared,
+        );
+        self.drop_archived(&mut stripe, key, id);
+        drop(stripe);
+        self.stripe_cv[stripe_no].notify_all();
+    }
+
+    /// Ends a direct write started by [`BucketCatalog::direct_write_start`] (committed or
+    /// rolled back): the next insert of the series reopens the bucket from storage or opens a
+    /// new one (SPEC ).
+    pub fn direct_write_finish(&self, key: &BucketKey, id: &BucketId) {
+        let mut stripe = lock(&self.stripes[Self::stripe_of(key)]);
+        if let Some(n) = stripe.direct_writes.get_mut(id) {
+            *n -= 1;
+            if *n == 0 {
+                stripe.direct_writes.remove(id);
+            }
+        }
+    }
+
+    /// Freezes bucket `id` of series `key` after its data failed to encode or decode
+    /// (SPEC §6.10): it is cleared from the catalog, never written by the insert path and
+    /// never reopened again (`numBucketsFrozen`, once per bucket). A batch of it being
+    /// committed now finishes normally.
+    pub fn freeze(&self, key: &BucketKey, id: &BucketId) {
+        let stripe_no = Self::stripe_of(key);
+        let mut stripe = lock(&self.stripes[stripe_no]);
+        if stripe.frozen.insert(*id) {
+            ExecutionStats::bump(&self.stats.num_buckets_frozen);
+        }
+        let prepared = stripe.buckets.get(id).is_some_and(|b| b.prepared);
+        self.clear_bucket(
+            &mut stripe,
+            id,
+            "bucket is frozen",
+            prepared,
+            BucketState::Frozen,
+        );
+        self.drop_archived(&mut stripe, key, id);
+        drop(stripe);
+        self.stripe_cv[stripe_no].notify_all();
+    }
+}

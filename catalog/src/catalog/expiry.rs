@@ -1,0 +1,115 @@
+//! Idle expiry under memory pressure (SPEC §6.9), and emptying the catalog (clear all, the
+//! idle buckets whose segments the engine merges).
+
+use super::*;
+
+impl BucketCatalog {
+    /// Archives or closes idle buckets while memory exceeds the threshold (SPEC ).
+    pub(super) fn expire_idle(
+        &self,
+        stripe: &mut Stripe,
+        options: &CatalogOptions,
+        out: &mut StageOutcome,
+    ) {
+        let mut done = 0;
+        while self.pool.usage() > options.idle_bucket_expiry_memory_usage_threshold_bytes
+            && done <= options.idle_bucket_expiry_max_count_per_attempt
+        {
+            done += 1;
+            if let Some((_, id)) = stripe.idle.pop_first() {
+                if let Some(b) = stripe.buckets.get_mut(&id) {
+                    b.idle_seq = None;
+                }
+                let Some(bucket) = self.remove_bucket(stripe, &id) else {
+                    continue;
+                };
+                let action = if bucket.state == BucketState::Normal {
+                    ExecutionStats::bump(&self.stats.num_buckets_archived_due_to_memory_threshold);
+                    self.archive(stripe, &bucket);
+                    RolloverAction::Archive
+                } else {
+                    RolloverAction::HardClose
+                };
+                out.closed.push(ClosedBucket {
+                    id: bucket.id,
+                    segments: bucket.next_segment,
+                    action,
+                });
+            } else if let Some((_, (key, min_time))) = stripe.archived_order.pop_first() {
+                if let Some(records) = stripe.archived.get_mut(&key) {
+                    records.remove(&min_time);
+                    if records.is_empty() {
+                        stripe.archived.remove(&key);
+                    }
+                }
+                self.archived_buckets.fetch_sub(1, Ordering::Relaxed);
+                self.active_buckets.fetch_sub(1, Ordering::Relaxed);
+                self.mem_sub(ARCHIVED_RECORD_BYTES + key.bytes.len() as u64);
+                ExecutionStats::bump(&self.stats.num_buckets_closed_due_to_memory_threshold);
+            } else {
+                break;
+            }
+        }
+    }
+
+    /// Removes every bucket and archived record of the collection from memory (drop,
+    /// SPEC ). Returns the buckets that were open, for merging.
+    pub fn clear_all(&self) -> Vec<ClosedBucket> {
+        let mut closed = Vec::new();
+        for (i, m) in self.stripes.iter().enumerate() {
+            let mut stripe = lock(m);
+            let ids: Vec<BucketId> = stripe.buckets.keys().copied().collect();
+            for id in ids {
+                if let Some(active) = stripe.buckets.get_mut(&id).and_then(|b| b.active.take()) {
+                    self.release_staged(&active);
+                    active.fulfil(Err("the collection was dropped".to_owned()));
+                }
+                if let Some(b) = self.remove_bucket(&mut stripe, &id) {
+                    closed.push(ClosedBucket {
+                        id,
+                        segments: b.next_segment,
+                        action: RolloverAction::HardClose,
+                    });
+                }
+            }
+            let records: u64 = stripe
+                .archived_order
+                .values()
+                .map(|(k, _)| ARCHIVED_RECORD_BYTES + k.bytes.len() as u64)
+                .sum();
+            self.mem_sub(records);
+            let archived = stripe.archived_order.len() as u64;
+            stripe.archived.clear();
+            stripe.archived_order.clear();
+            self.archived_buckets.fetch_sub(archived, Ordering::Relaxed);
+            self.active_buckets.fetch_sub(archived, Ordering::Relaxed);
+            drop(stripe);
+            self.stripe_cv[i].notify_all();
+        }
+        closed
+    }
+
+    /// Open buckets that are idle (no pending batch) and hold more than one segment: the
+    /// engine merges them at checkpoints (e.g. on close). Their segment counts are reset.
+    pub fn take_idle_segments(&self) -> Vec<ClosedBucket> {
+        let mut out = Vec::new();
+        for m in &self.stripes {
+            let mut stripe = lock(m);
+            let ids: Vec<BucketId> = stripe.buckets.keys().copied().collect();
+            for id in ids {
+                if let Some(b) = stripe.buckets.get(&id)
+                    && !b.has_pending()
+                    && b.next_segment > 1
+                {
+                    out.push(ClosedBucket {
+                        id,
+                        segments: b.next_segment,
+                        action: RolloverAction::SoftClose,
+                    });
+                    let _ = self.remove_bucket(&mut stripe, &id);
+                }
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,425 @@
+//! Placement (SPEC §6.2): staging measurements into write batches, choosing or opening the
+//! bucket of each, appending to it, and rollover (§6.3) when it is full, too old or too new.
+
+use super::*;
+
+impl BucketCatalog {
+    /// Stages measurements of one series, already sorted by time (SPEC ), into write
+    /// batches, placing each as SPEC §6.2 says. `writer` identifies the caller in shared
+    /// batches (SPEC ); `source` answers reopening requests.
+    ///
+    /// The staged rows count in [`BucketCatalog::memory_usage`] (by their BSON element sizes)
+    /// until their batch is prepared or aborted (SPEC ).
+    pub fn stage(
+        &self,
+        writer: WriterId,
+        key: &BucketKey,
+        measurements: &[Measurement<'_>],
+        source: &dyn BucketSource,
+    ) -> StageOutcome {
+        let spec = self.spec();
+        let options = self.options();
+        let stripe_no = Self::stripe_of(key);
+        let mut guard = lock(&self.stripes[stripe_no]);
+        let stripe: &mut Stripe = &mut guard;
+        let key = match stripe.series.get_key_value(key) {
+            Some((k, _)) => Arc::clone(k),
+            None => Arc::new(key.clone()),
+        };
+        let mut out = StageOutcome::default();
+        let mut scratch = Vec::new();
+        let meta_field = spec.meta_field.as_deref();
+        // The series' only candidate while it has no rolling buckets: its open bucket, as the
+        // previous measurement left it. The measurements are one series in time order, so
+        // most of them go straight there after its rollover check (SPEC §6.2, §6.3).
+        let mut only_open: Option<BucketId> = None;
+        for m in measurements {
+            // One pass over the fields assesses `m` for the open bucket and for the 16 MiB
+            // check; a measurement that bucket cannot take is assessed again where it goes.
+            let open = only_open.map(|id| (id, assess(stripe.buckets.get(&id), m, meta_field)));
+            let alone = open.map_or_else(|| assess(None, m, meta_field).alone, |(_, a)| a.alone)
+                + key.bytes.len() as u64;
+            if alone > MAX_BSON_OBJECT_SIZE {
+                out.rejected.push((m.index, StageError::TooLarge(alone)));
+                continue;
+            }
+            let fast = open.and_then(|(id, a)| {
+                let derived = derived_max_size(&options, self.active_buckets());
+                let bucket = stripe.buckets.get_mut(&id)?;
+                let delta = self
+                    .rollover_reason(bucket, m, &spec, &options, derived, Some(a))
+                    .ok()?;
+                Some((id, Some(delta)))
+            });
+            let (id, delta) = match fast {
+                Some(placed) => placed,
+                None => {
+                    let placed = self.place(stripe, &key, m, &spec, &options, source, &mut out);
+                    only_open = stripe
+                        .series
+                        .get(&key)
+                        .filter(|s| s.rolling.is_empty() && s.open == Some(placed.0))
+                        .map(|_| placed.0);
+                    placed
+                }
+            };
+            let Some(bucket) = stripe.buckets.get_mut(&id) else {
+                continue;
+            };
+            // Using an idle bucket takes it off the idle list.
+            if let Some(seq) = bucket.idle_seq.take() {
+                stripe.idle.remove(&seq);
+            }
+            let (batch, bytes) =
+                self.append(writer, bucket, m, delta, &spec, stripe_no, &mut scratch);
+            out.staged_bytes += bytes;
+            if !out.batches.iter().any(|b| Arc::ptr_eq(b, &batch)) {
+                out.batches.push(batch);
+            }
+        }
+        // The touched buckets' min/max and schema grew.
+        for batch in &out.batches {
+            if let Some(b) = stripe.buckets.get_mut(&batch.bucket_id) {
+                let old = b.memory;
+                let new = b.measure_memory();
+                self.mem_add(new);
+                self.mem_sub(old);
+            }
+        }
+        self.account_staged(&mut out);
+        out
+    }
+
+    /// Chooses the bucket for `m`, rolling over, reopening or allocating as needed. Returns
+    /// the bucket and, when an open bucket took it as it was, the estimate's increment.
+    #[expect(clippy::too_many_arguments, reason = "internal step of stage")]
+    pub(super) fn place(
+        &self,
+        stripe: &mut Stripe,
+        key: &Arc<BucketKey>,
+        m: &Measurement<'_>,
+        spec: &BucketingSpec,
+        options: &CatalogOptions,
+        source: &dyn BucketSource,
+        out: &mut StageOutcome,
+    ) -> (BucketId, Option<u64>) {
+        let derived = derived_max_size(options, self.active_buckets());
+        let series = stripe.series.entry(Arc::clone(key)).or_default();
+        let had_open = series.open.is_some();
+        // Candidates (§6.2 step 2): buckets marked for soft close, then for archive (fewest
+        // measurements first, each only if its window holds the time), then the open bucket.
+        // A bucket marked for a hard close never takes another measurement.
+        let mut rolling: Vec<(u8, u32, BucketId)> = series
+            .rolling
+            .iter()
+            .filter_map(|id| {
+                let b = stripe.buckets.get(id)?;
+                let rank = match b.rollover.map(RolloverReason::action) {
+                    Some(RolloverAction::SoftClose) => 0,
+                    Some(RolloverAction::Archive) => 1,
+                    _ => return None,
+                };
+                Some((rank, b.count, *id))
+            })
+            .collect();
+        rolling.sort_unstable();
+        let series = stripe.series.entry(Arc::clone(key)).or_default();
+        let mut candidates: Vec<BucketId> = rolling.into_iter().map(|(_, _, id)| id).collect();
+        candidates.extend(series.open);
+        let mut allow_query = true;
+        let mut open_failed_backward_only = !had_open;
+        for id in candidates {
+            let is_open = stripe.series.get(key).and_then(|s| s.open) == Some(id);
+            let Some(bucket) = stripe.buckets.get_mut(&id) else {
+                continue;
+            };
+            if !is_open
+                && (m.time < bucket.min_time
+                    || m.time.saturating_sub(bucket.min_time) >= spec.max_span_ms)
+            {
+                continue;
+            }
+            match self.rollover_reason(bucket, m, spec, options, derived, None) {
+                Ok(delta) => return (id, Some(delta)),
+                Err(reason) => {
+                    if reason == RolloverReason::TimeBackward {
+                        if is_open {
+                            open_failed_backward_only = true;
+                        }
+                    } else {
+                        allow_query = false;
+                    }
+                    if is_open {
+                        bucket.rollover = Some(reason);
+                        if let Some(s) = stripe.series.get_mut(key) {
+                            s.open = None;
+                            s.rolling.push(id);
+                        }
+                        self.maybe_roll_now(stripe, &id, out);
+                    }
+                }
+            }
+        }
+        // Reopening (SPEC §6.8): archive-based, then query-based. Idle expiry runs just before
+        // a bucket is loaded or allocated.
+        self.account_staged(out);
+        if let Some(id) = self.try_reopen(
+            stripe,
+            key,
+            m,
+            spec,
+            options,
+            derived,
+            source,
+            allow_query && open_failed_backward_only,
+            out,
+        ) {
+            return (id, None);
+        }
+        self.expire_idle(stripe, options, out);
+        (self.allocate(stripe, key, m, spec, !had_open), None)
+    }
+
+    /// The first rollover reason of SPEC §6.3 that applies to `bucket` for `m` (`Err`), else
+    /// the classic estimate's increment (`Ok`, bytes). Marks the kept-open-for-large-
+    /// measurements flag (SPEC §6.5 step 2).
+    pub(super) fn rollover_reason(
+        &self,
+        bucket: &mut Bucket,
+        m: &Measurement<'_>,
+        spec: &BucketingSpec,
+        options: &CatalogOptions,
+        derived: u64,
+        assessment: Option<Assessment>,
+    ) -> Result<u64, RolloverReason> {
+        if bucket.state != BucketState::Normal {
+            return Err(RolloverReason::SchemaChange);
+        }
+        if m.time.saturating_sub(bucket.min_time) >= spec.max_span_ms {
+            return Err(RolloverReason::TimeForward);
+        }
+        if m.time < bucket.min_time {
+            return Err(RolloverReason::TimeBackward);
+        }
+        if bucket.count >= options.bucket_max_count {
+            return Err(RolloverReason::Count);
+        }
+        let assessment =
+            assessment.unwrap_or_else(|| assess(Some(bucket), m, spec.meta_field.as_deref()));
+        match bucket.size_verdict(assessment.delta, options, derived) {
+            SizeVerdict::Fits => {}
+            SizeVerdict::Roll(r) => return Err(r),
+            SizeVerdict::KeepOpenLarge => {
+                if !bucket.kept_open_large {
+                    bucket.kept_open_large = true;
+                    ExecutionStats::bump(
+                        &self.stats.num_buckets_kept_open_due_to_large_measurements,
+                    );
+                }
+            }
+        }
+        if !assessment.compatible {
+            return Err(RolloverReason::SchemaChange);
+        }
+        Ok(assessment.delta)
+    }
+
+    /// Applies a recorded rollover now if the bucket has no pending batches (SPEC ).
+    pub(super) fn maybe_roll_now(
+        &self,
+        stripe: &mut Stripe,
+        id: &BucketId,
+        out: &mut StageOutcome,
+    ) {
+        let Some(bucket) = stripe.buckets.get(id) else {
+            return;
+        };
+        if bucket.has_pending() {
+            return;
+        }
+        if let Some(reason) = bucket.rollover
+            && let Some(c) = self.apply_rollover(stripe, id, reason)
+        {
+            out.closed.push(c);
+        }
+    }
+
+    /// Removes a bucket from memory with the action of `reason`, counting it (SPEC ).
+    pub(super) fn apply_rollover(
+        &self,
+        stripe: &mut Stripe,
+        id: &BucketId,
+        reason: RolloverReason,
+    ) -> Option<ClosedBucket> {
+        let options = self.options();
+        let bucket = self.remove_bucket(stripe, id)?;
+        let mut action = reason.action();
+        let s = &self.stats;
+        match reason {
+            RolloverReason::TimeForward => {
+                ExecutionStats::bump(&s.num_buckets_closed_due_to_time_forward)
+            }
+            RolloverReason::TimeBackward => {
+                let full_by_count = bucket.count >= options.bucket_max_count;
+                let full_by_size = bucket.size >= options.bucket_max_size
+                    && bucket.count >= options.bucket_min_count;
+                let duplicate = stripe
+                    .archived
+                    .get(&bucket.key)
+                    .is_some_and(|a| a.contains_key(&bucket.min_time));
+                if full_by_count {
+                    action = RolloverAction::HardClose;
+                    ExecutionStats::bump(&s.num_buckets_closed_due_to_count);
+                } else if full_by_size {
+                    action = RolloverAction::HardClose;
+                    ExecutionStats::bump(&s.num_buckets_closed_due_to_size);
+                } else if duplicate {
+                    action = RolloverAction::HardClose;
+                } else {
+                    ExecutionStats::bump(&s.num_buckets_archived_due_to_time_backward);
+                    self.archive(stripe, &bucket);
+                }
+            }
+            RolloverReason::Count => ExecutionStats::bump(&s.num_buckets_closed_due_to_count),
+            RolloverReason::Size => ExecutionStats::bump(&s.num_buckets_closed_due_to_size),
+            RolloverReason::CachePressure => {
+                ExecutionStats::bump(&s.num_buckets_closed_due_to_cache_pressure)
+            }
+            RolloverReason::SchemaChange => {
+                ExecutionStats::bump(&s.num_buckets_closed_due_to_schema_change)
+            }
+        }
+        Some(ClosedBucket {
+            id: bucket.id,
+            segments: bucket.next_segment,
+            action,
+        })
+    }
+
+    pub(super) fn allocate(
+        &self,
+        stripe: &mut Stripe,
+        key: &Arc<BucketKey>,
+        m: &Measurement<'_>,
+        spec: &BucketingSpec,
+        opened_due_to_metadata: bool,
+    ) -> BucketId {
+        let min_time = spec.round(m.time);
+        let id = self.new_bucket_id(min_time);
+        let mut bucket = Bucket {
+            id,
+            key: Arc::clone(key),
+            min_time,
+            max_time: m.time,
+            last_time: m.time,
+            count: 0,
+            committed_count: 0,
+            committed_uncompressed: 0,
+            size: if key.is_no_meta() {
+                0
+            } else {
+                4 + key.bytes.len() as u64
+            },
+            fields: Vec::new(),
+            sorted: true,
+            rollover: None,
+            kept_open_large: false,
+            next_segment: 0,
+            active: None,
+            prepared: false,
+            state: BucketState::Normal,
+            opened_due_to_metadata,
+            idle_seq: None,
+            memory: 0,
+        };
+        self.mem_add(bucket.measure_memory());
+        self.active_buckets.fetch_add(1, Ordering::Relaxed);
+        stripe.buckets.insert(id, bucket);
+        stripe.series.entry(Arc::clone(key)).or_default().open = Some(id);
+        id
+    }
+
+    /// Appends `m` to the bucket's active batch: columns, min/max, size, sortedness (`delta`:
+    /// the estimate's increment, when placement computed it). Returns the batch and the
+    /// staged bytes to account.
+    #[expect(clippy::too_many_arguments, reason = "internal step of stage")]
+    pub(super) fn append(
+        &self,
+        writer: WriterId,
+        bucket: &mut Bucket,
+        m: &Measurement<'_>,
+        delta: Option<u64>,
+        spec: &BucketingSpec,
+        stripe_no: usize,
+        scratch: &mut Vec<u8>,
+    ) -> (Arc<WriteBatch>, u64) {
+        let meta_field = spec.meta_field.as_deref();
+        bucket.size += delta.unwrap_or_else(|| assess(Some(bucket), m, meta_field).delta);
+        let batch = match &bucket.active {
+            Some(b) => Arc::clone(b),
+            None => {
+                let b = Arc::new(WriteBatch::new(
+                    bucket.id,
+                    Arc::clone(&bucket.key),
+                    stripe_no,
+                ));
+                bucket.active = Some(Arc::clone(&b));
+                b
+            }
+        };
+        let mut data = lock(&batch.data);
+        let row = data.rows;
+        let mut hint = 0usize;
+        let mut uncompressed = 0;
+        for (name, v) in m.fields() {
+            if Some(name) == meta_field {
+                continue;
+            }
+            uncompressed += element_size(name, v);
+            let idx = match find_field(&bucket.fields, name, &mut hint) {
+                Some(i) => i,
+                None => {
+                    bucket.fields.push(Field {
+                        name: name.to_owned(),
+                        minmax: MinMax::new(v),
+                    });
+                    hint = bucket.fields.len();
+                    bucket.fields.len() - 1
+                }
+            };
+            if let Some(f) = bucket.fields.get_mut(idx) {
+                f.minmax.update(v);
+            }
+            while data.columns.len() <= idx {
+                data.columns.push(Column::new());
+            }
+            let col = &mut data.columns[idx];
+            if col.len() < row {
+                col.push_missing_n(row - col.len());
+            }
+            push_value(col, v, scratch);
+        }
+        if bucket.count == 0 {
+            // control.min.<time> of a new bucket is the rounded time.
+            if let Some(f) = bucket.fields.iter_mut().find(|f| f.name == spec.time_field)
+                && let MinMax::Scalar { min, .. } = &mut f.minmax
+            {
+                *min = bson::Bson::DateTime(bson::DateTime::from_millis(bucket.min_time));
+            }
+        }
+        data.rows += 1;
+        data.indices.push(m.index);
+        data.owners.push(writer);
+        data.uncompressed_bytes += uncompressed;
+        data.accounted += uncompressed;
+        drop(data);
+        if m.time < bucket.last_time && bucket.sorted {
+            bucket.sorted = false;
+            ExecutionStats::bump(&self.stats.num_compressed_buckets_converted_to_unsorted);
+        }
+        bucket.last_time = m.time;
+        bucket.max_time = bucket.max_time.max(m.time);
+        bucket.count += 1;
+        (batch, uncompressed)
+    }
+}
