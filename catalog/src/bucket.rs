@@ -1,6 +1,7 @@
 //! An open bucket's in-memory state (SPEC) and the rollover decision (SPEC §6.3–§6.5).
 
 use bson::{Bson, Document};
+use tscoll_codec::Column;
 
 use crate::catalog::Measurement;
 use crate::key::BucketKey;
@@ -96,6 +97,56 @@ pub(crate) struct Bucket {
     pub(crate) opened_due_to_metadata: bool,
     pub(crate) idle_seq: Option<u64>,
     pub(crate) memory: u64,
+    /// Every committed row, when the bucket was opened here (not reopened from storage).
+    pub(crate) rows: Option<BucketRows>,
+}
+
+/// Every committed row of an open bucket, column by column (DESIGN "Write path rules (v2)":
+/// open buckets are in memory). When the bucket leaves memory the engine encodes its blob
+/// from these columns, without reading back and decoding what it stored commit by commit.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct BucketRows {
+    /// Number of rows.
+    pub rows: usize,
+    /// `(field, column)` in first-appearance order (the order of `control.min`); every column
+    /// has `rows` rows.
+    pub columns: Vec<(String, Column)>,
+}
+
+impl BucketRows {
+    /// Appends the rows of one commit: `columns` hold `rows` rows each; a field of the bucket
+    /// the commit does not have gets missing values, a new field missing values before.
+    pub(crate) fn append(&mut self, rows: usize, columns: &[(String, Column)]) {
+        let mut seen = vec![false; self.columns.len()];
+        for (name, col) in columns {
+            match self.columns.iter().position(|(n, _)| n == name) {
+                Some(i) => {
+                    self.columns[i].1.extend_from(col);
+                    seen[i] = true;
+                }
+                None => {
+                    let mut c = Column::with_capacity(self.rows + rows);
+                    c.push_missing_n(self.rows);
+                    c.extend_from(col);
+                    self.columns.push((name.clone(), c));
+                }
+            }
+        }
+        for (i, seen) in seen.into_iter().enumerate() {
+            if !seen && let Some((_, c)) = self.columns.get_mut(i) {
+                c.push_missing_n(rows);
+            }
+        }
+        self.rows += rows;
+    }
+
+    /// Bytes the columns hold.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.columns
+            .iter()
+            .map(|(n, c)| 48 + n.len() + c.heap_bytes())
+            .sum()
+    }
 }
 
 /// What placing a measurement in a bucket would do: the classic estimate's increment
@@ -218,7 +269,8 @@ impl Bucket {
             .iter()
             .map(|f| 48 + f.name.len() + f.minmax.heap_bytes())
             .sum();
-        self.memory = (256 + self.key.bytes.len() + fields) as u64;
+        let rows = self.rows.as_ref().map_or(0, BucketRows::heap_bytes);
+        self.memory = (256 + self.key.bytes.len() + fields + rows) as u64;
         self.memory
     }
 

@@ -17,7 +17,7 @@ mod sync;
 pub mod value;
 mod write_batch;
 
-pub use bucket::{BucketId, BucketState, RolloverAction, RolloverReason, StoredBucket};
+pub use bucket::{BucketId, BucketRows, BucketState, RolloverAction, RolloverReason, StoredBucket};
 pub use catalog::{
     BucketCatalog, BucketSource, BucketingSpec, ClosedBucket, MAX_BSON_OBJECT_SIZE, Measurement,
     MemoryPool, NoStorage, QueryOutcome, STRIPES, StageError, StageOutcome,

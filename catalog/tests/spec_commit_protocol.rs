@@ -214,8 +214,9 @@ fn r_6_9_5_staged_rows_count_until_they_leave_the_catalog() {
     commit(&c, &batch);
     let committed = c.memory_usage();
     assert!(
-        committed > 200_000 && committed < staged - 99_000,
-        "after the commit the min/max copies stay, the staged row is gone: {committed}"
+        committed > 300_000 && committed < staged + 50_000,
+        "after the commit the min/max copies and the committed row (open buckets are in \
+         memory) stay, the staged copy is gone: {committed} (staged {staged})"
     );
     // An aborted batch frees its rows and its bucket.
     let c = catalog();

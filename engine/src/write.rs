@@ -413,9 +413,50 @@ impl CollectionInner {
     /// rules"): read every segment, concatenate the columns, write one blob, delete the rest.
     pub(crate) fn merge_closed(&self, closed: &[ClosedBucket]) -> Result<()> {
         for c in closed.iter().filter(|c| c.segments > 1) {
+            if let Some(rows) = &c.rows
+                && self.merge_from_memory(&c.id, c.segments, rows)?
+            {
+                continue;
+            }
             self.merge_bucket(&c.id)?;
         }
         Ok(())
+    }
+
+    /// Merges one bucket's segments from the rows the catalog held for it: when the store
+    /// holds exactly its segments `0..segments` and the control count is the number of rows
+    /// (nothing rewrote or removed it since it closed), the blob is encoded from `rows` and
+    /// written under the last segment, the others removed. Returns whether it did; `false`
+    /// leaves the merge to [`CollectionInner::merge_bucket`], which reads the segments back.
+    fn merge_from_memory(
+        &self,
+        id: &tscoll_catalog::BucketId,
+        segments: u32,
+        rows: &tscoll_catalog::BucketRows,
+    ) -> Result<bool> {
+        let _serialized = self.merge_lock(id);
+        let stored = self.store.segment_numbers(id)?;
+        if !stored.iter().copied().eq(0..segments) {
+            return Ok(false);
+        }
+        let Some(control) = self.control(id)? else {
+            return Ok(false);
+        };
+        if control.count as usize != rows.rows {
+            return Ok(false);
+        }
+        let refs: Vec<(&str, &Column)> =
+            rows.columns.iter().map(|(n, c)| (n.as_str(), c)).collect();
+        let blob = encode_bucket(rows.rows, &refs)?;
+        let last = segments - 1;
+        let mut wb = self.fjall.batch();
+        for seg in 0..last {
+            self.store.remove_segment(&mut wb, id, seg);
+        }
+        self.store.put_segment(&mut wb, id, last, blob);
+        wb.commit()
+            .map_err(Error::storage("merging bucket segments"))?;
+        Ok(true)
     }
 
     /// Merges one bucket's segments. Merges of the same bucket are serialized: a bucket closed

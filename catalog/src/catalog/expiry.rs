@@ -30,11 +30,7 @@ impl BucketCatalog {
                 } else {
                     RolloverAction::HardClose
                 };
-                out.closed.push(ClosedBucket {
-                    id: bucket.id,
-                    segments: bucket.next_segment,
-                    action,
-                });
+                out.closed.push(ClosedBucket::of(bucket, action));
             } else if let Some((_, (key, min_time))) = stripe.archived_order.pop_first() {
                 if let Some(records) = stripe.archived.get_mut(&key) {
                     records.remove(&min_time);
@@ -65,11 +61,7 @@ impl BucketCatalog {
                     active.fulfil(Err("the collection was dropped".to_owned()));
                 }
                 if let Some(b) = self.remove_bucket(&mut stripe, &id) {
-                    closed.push(ClosedBucket {
-                        id,
-                        segments: b.next_segment,
-                        action: RolloverAction::HardClose,
-                    });
+                    closed.push(ClosedBucket::of(b, RolloverAction::HardClose));
                 }
             }
             let records: u64 = stripe
@@ -97,16 +89,13 @@ impl BucketCatalog {
             let mut stripe = lock(m);
             let ids: Vec<BucketId> = stripe.buckets.keys().copied().collect();
             for id in ids {
-                if let Some(b) = stripe.buckets.get(&id)
-                    && !b.has_pending()
-                    && b.next_segment > 1
+                if stripe
+                    .buckets
+                    .get(&id)
+                    .is_some_and(|b| !b.has_pending() && b.next_segment > 1)
+                    && let Some(b) = self.remove_bucket(&mut stripe, &id)
                 {
-                    out.push(ClosedBucket {
-                        id,
-                        segments: b.next_segment,
-                        action: RolloverAction::SoftClose,
-                    });
-                    let _ = self.remove_bucket(&mut stripe, &id);
+                    out.push(ClosedBucket::of(b, RolloverAction::SoftClose));
                 }
             }
         }

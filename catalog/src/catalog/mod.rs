@@ -17,8 +17,8 @@ use bson::{Bson, Document};
 use tscoll_codec::Column;
 
 use crate::bucket::{
-    Assessment, Bucket, BucketId, BucketState, Field, RolloverAction, RolloverReason, SizeVerdict,
-    StoredBucket, assess, derived_max_size, find_field,
+    Assessment, Bucket, BucketId, BucketRows, BucketState, Field, RolloverAction, RolloverReason,
+    SizeVerdict, StoredBucket, assess, derived_max_size, find_field,
 };
 use crate::key::BucketKey;
 use crate::minmax::MinMax;
@@ -128,7 +128,7 @@ impl BucketSource for NoStorage {
 }
 
 /// A bucket that left memory; if it has more than one segment the engine merges them.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ClosedBucket {
     /// Bucket `_id`.
     pub id: BucketId,
@@ -136,6 +136,29 @@ pub struct ClosedBucket {
     pub segments: u32,
     /// Why it left memory.
     pub action: RolloverAction,
+    /// Every row it holds, when the catalog has them all (a bucket opened here, not
+    /// reopened): the merged blob is encoded from them.
+    pub rows: Option<BucketRows>,
+}
+
+impl ClosedBucket {
+    /// The closed form of a bucket taken out of the catalog. Its rows go along only when they
+    /// are all its committed rows and nothing else can write it: a bucket in normal state with
+    /// no batch pending whose row count is its committed count.
+    pub(crate) fn of(bucket: Bucket, action: RolloverAction) -> ClosedBucket {
+        let complete = bucket.state == BucketState::Normal
+            && !bucket.has_pending()
+            && bucket
+                .rows
+                .as_ref()
+                .is_some_and(|r| r.rows == bucket.committed_count as usize);
+        ClosedBucket {
+            id: bucket.id,
+            segments: bucket.next_segment,
+            action,
+            rows: if complete { bucket.rows } else { None },
+        }
+    }
 }
 
 /// Why a measurement could not be staged.

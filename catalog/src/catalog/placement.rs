@@ -289,11 +289,7 @@ impl BucketCatalog {
                 ExecutionStats::bump(&s.num_buckets_closed_due_to_schema_change)
             }
         }
-        Some(ClosedBucket {
-            id: bucket.id,
-            segments: bucket.next_segment,
-            action,
-        })
+        Some(ClosedBucket::of(bucket, action))
     }
 
     pub(super) fn allocate(
@@ -331,6 +327,7 @@ impl BucketCatalog {
             opened_due_to_metadata,
             idle_seq: None,
             memory: 0,
+            rows: Some(BucketRows::default()),
         };
         self.mem_add(bucket.measure_memory());
         self.active_buckets.fetch_add(1, Ordering::Relaxed);

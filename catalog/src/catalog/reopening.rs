@@ -140,6 +140,8 @@ impl BucketCatalog {
             opened_due_to_metadata: false,
             idle_seq: None,
             memory: 0,
+            // Its earlier rows are in storage only: it is merged from there when it closes.
+            rows: None,
         };
         if self
             .rollover_reason(&mut bucket, m, spec, options, derived, None)
@@ -163,11 +165,8 @@ impl BucketCatalog {
             if stripe.buckets.get(&prev).is_some_and(|b| !b.has_pending())
                 && let Some(b) = self.remove_bucket(stripe, &prev)
             {
-                out.closed.push(ClosedBucket {
-                    id: b.id,
-                    segments: b.next_segment,
-                    action: RolloverAction::SoftClose,
-                });
+                out.closed
+                    .push(ClosedBucket::of(b, RolloverAction::SoftClose));
             }
         }
         self.mem_add(bucket.measure_memory());
