@@ -124,7 +124,7 @@ impl Collection {
     /// stored segments: O(buckets).
     ///
     /// # Errors
-    /// [`Error::Storage`] or [`Error::Corruption`] when stored data cannot be read.
+    /// [`Error::Storage`](crate::Error::Storage) or [`Error::Corruption`](crate::Error::Corruption) when stored data cannot be read.
     pub fn stats(&self) -> Result<CollectionStats> {
         let inner = &self.inner;
         let mut s = CollectionStats {
@@ -158,7 +158,7 @@ impl Collection {
     /// data columns as v1-style objects keyed by row position (skips left out).
     ///
     /// # Errors
-    /// [`Error::Storage`], [`Error::Codec`] or [`Error::Corruption`] when stored data cannot be
+    /// [`Error::Storage`](crate::Error::Storage), [`Error::Codec`](crate::Error::Codec) or [`Error::Corruption`](crate::Error::Corruption) when stored data cannot be
     /// read.
     pub fn buckets(&self) -> Result<Vec<Document>> {
         let inner = &self.inner;
