@@ -155,10 +155,13 @@ impl SecondaryIndex {
             return Ok(ks.clone());
         }
         let ks = fjall
-            .keyspace(
-                &secondary_index_keyspace(coll_id, self.no),
-                KeyspaceCreateOptions::default,
-            )
+            .keyspace(&secondary_index_keyspace(coll_id, self.no), || {
+                // As the meta+time index: LZ4 on every level (fjall's default leaves
+                // levels 0 and 1 uncompressed).
+                KeyspaceCreateOptions::default().data_block_compression_policy(
+                    fjall::config::CompressionPolicy::all(fjall::CompressionType::Lz4),
+                )
+            })
             .map_err(Error::storage("opening a secondary index keyspace"))?;
         Ok(self.slot.0.get_or_init(|| ks).clone())
     }
