@@ -102,7 +102,7 @@ pub(crate) struct Bucket {
 }
 
 /// Every committed row of an open bucket, column by column (DESIGN "Write path rules (v2)":
-/// open buckets are in memory). When the bucket leaves memory the engine encodes its blob
+/// open buckets are in memory), counted in the catalog's memory usage (SPEC ). When the bucket leaves memory the engine encodes its blob
 /// from these columns, without reading back and decoding what it stored commit by commit.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct BucketRows {

@@ -357,7 +357,7 @@ impl Run<'_> {
     fn copy_buckets(&mut self) -> Result<()> {
         let dir = self.read_directory();
         let mut known: BTreeSet<BucketId> = dir.by_id.keys().copied().collect();
-        for item in self.snap.iter(self.coll.store.raw().1) {
+        for item in self.snap.iter(self.coll.store.raw().control) {
             match item.key() {
                 Ok(k) => match parse_control_key(&k) {
                     Some(id) => {
@@ -375,7 +375,7 @@ impl Run<'_> {
         }
         let mut current: Option<(BucketId, Vec<(u32, fjall::Slice)>)> = None;
         let mut data_ok = true;
-        for item in self.snap.iter(self.coll.store.raw().0) {
+        for item in self.snap.iter(self.coll.store.raw().data) {
             let (k, v) = match item.into_inner() {
                 Ok(kv) => kv,
                 Err(e) => {
@@ -418,7 +418,7 @@ impl Run<'_> {
     /// The bucket directory (meta+time index).
     fn read_directory(&mut self) -> Directory {
         let mut dir = Directory::default();
-        for item in self.snap.iter(self.coll.store.raw().2) {
+        for item in self.snap.iter(self.coll.store.raw().index) {
             let (k, v) = match item.into_inner() {
                 Ok(kv) => kv,
                 Err(e) => {
@@ -457,7 +457,7 @@ impl Run<'_> {
         id: &BucketId,
     ) -> std::result::Result<Vec<(u32, fjall::Slice)>, String> {
         let mut out = Vec::new();
-        for item in self.snap.prefix(self.coll.store.raw().0, id) {
+        for item in self.snap.prefix(self.coll.store.raw().data, id) {
             let (k, v) = item.into_inner().map_err(|e| e.to_string())?;
             if let Some((_, seg)) = parse_data_key(&k) {
                 out.push((seg, v));
@@ -514,7 +514,7 @@ impl Run<'_> {
             control: None,
             copied: 0,
         };
-        let control = match self.snap.get(self.coll.store.raw().1, id) {
+        let control = match self.snap.get(self.coll.store.raw().control, id) {
             Ok(Some(v)) => match Control::decode(&v) {
                 Ok(c) => Some(c),
                 Err(e) => {

@@ -458,7 +458,7 @@ impl CollectionInner {
         let mut secondary = self.read_secondary(snap, &mut ck);
         let mut data = DataGroups {
             items: snap
-                .iter(self.store.raw().0)
+                .iter(self.store.raw().data)
                 .map(fjall::Guard::into_inner)
                 .peekable(),
             ok: true,
@@ -466,7 +466,7 @@ impl CollectionInner {
         };
         let mut pending = data.next_group(&mut ck);
         let mut ctl_ok = true;
-        for item in snap.iter(self.store.raw().1) {
+        for item in snap.iter(self.store.raw().control) {
             let (k, v) = match item.into_inner() {
                 Ok(kv) => kv,
                 Err(e) => {
@@ -544,7 +544,7 @@ impl CollectionInner {
     ) -> BTreeMap<BucketId, DirEntry> {
         let mut dir = BTreeMap::new();
         let mut metas: HashMap<Vec<u8>, Arc<[u8]>> = HashMap::new();
-        for item in snap.iter(self.store.raw().2) {
+        for item in snap.iter(self.store.raw().index) {
             let (k, v) = match item.into_inner() {
                 Ok(kv) => kv,
                 Err(e) => {
@@ -696,7 +696,7 @@ impl CollectionInner {
     /// The segments of one bucket, read by a prefix scan.
     fn read_segments_in(&self, snap: &Snapshot, id: &BucketId) -> Segments {
         let mut out = Vec::new();
-        for item in snap.prefix(self.store.raw().0, id) {
+        for item in snap.prefix(self.store.raw().data, id) {
             let (k, v) = item.into_inner().map_err(|e| e.to_string())?;
             if let Some((_, seg)) = parse_data_key(&k) {
                 out.push((seg, v));

@@ -17,10 +17,12 @@ use super::{FindCtx, FindOptions, QueryStats, SortOrder};
 use crate::collection::CollectionInner;
 use crate::error::Result;
 
-/// The measurements of a `find`, read as they are taken
+/// The measurements of a `find` (SPEC §14), read as they are taken
 /// ([`Collection::find_cursor`](crate::Collection::find_cursor)).
 ///
-/// An iterator of `Result<Document>`: after an error it ends.
+/// An iterator of `Result<Document>` in the shape of SPEC §14.1; after an error
+/// ([`Error::Storage`](crate::Error::Storage), [`Error::Codec`](crate::Error::Codec),
+/// [`Error::Corruption`](crate::Error::Corruption)) it ends.
 pub struct FindCursor {
     inner: Arc<CollectionInner>,
     plan: Plan,

@@ -359,11 +359,25 @@ impl BucketStore {
 
     // ---- whole-store readers (verify, salvage) -----------------------------------------
 
-    /// The raw keyspaces for a read through a snapshot (`docs/keys.md` layouts; keys parsed
-    /// with [`keys`]): data, control, index.
-    pub(crate) fn raw(&self) -> (&Keyspace, &Keyspace, &Keyspace) {
-        (&self.data, &self.ctl, &self.idx)
+    /// The raw keyspaces, for the whole-store readers that scan through a snapshot
+    /// (`docs/keys.md` layouts; keys parsed with [`keys`]).
+    pub(crate) fn raw(&self) -> RawKeyspaces<'_> {
+        RawKeyspaces {
+            data: &self.data,
+            control: &self.ctl,
+            index: &self.idx,
+        }
     }
+}
+
+/// A collection's bucket keyspaces by name ([`BucketStore::raw`]).
+pub(crate) struct RawKeyspaces<'a> {
+    /// Bucket segments.
+    pub(crate) data: &'a Keyspace,
+    /// Control records.
+    pub(crate) control: &'a Keyspace,
+    /// The meta+time index.
+    pub(crate) index: &'a Keyspace,
 }
 
 /// An index item from a raw key and value; `None` for a collision marker.
