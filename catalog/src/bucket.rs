@@ -90,15 +90,24 @@ pub(crate) struct Bucket {
     pub(crate) sorted: bool,
     pub(crate) rollover: Option<RolloverReason>,
     pub(crate) kept_open_large: bool,
+    /// Commit sequence: the number the next prepared batch of the bucket gets.
     pub(crate) next_segment: u32,
+    /// Rows stored in the engine's segments (the rest are only in the write-ahead log and in
+    /// `rows`).
+    pub(crate) stored_count: u32,
+    /// Segments stored: the number the next stored part is written as.
+    pub(crate) stored_segments: u32,
     pub(crate) active: Option<Arc<WriteBatch>>,
     pub(crate) prepared: bool,
     pub(crate) state: BucketState,
     pub(crate) opened_due_to_metadata: bool,
     pub(crate) idle_seq: Option<u64>,
     pub(crate) memory: u64,
-    /// Every committed row, when the bucket was opened here (not reopened from storage).
-    pub(crate) rows: Option<BucketRows>,
+    /// The committed rows from position `rows_base` on (every row of a bucket opened here;
+    /// those committed since it was reopened otherwise).
+    pub(crate) rows: BucketRows,
+    /// Position in the bucket of the first row of `rows`.
+    pub(crate) rows_base: u32,
 }
 
 /// Every committed row of an open bucket, column by column (DESIGN "Write path rules (v2)":
@@ -269,7 +278,7 @@ impl Bucket {
             .iter()
             .map(|f| 48 + f.name.len() + f.minmax.heap_bytes())
             .sum();
-        let rows = self.rows.as_ref().map_or(0, BucketRows::heap_bytes);
+        let rows = self.rows.heap_bytes();
         self.memory = (256 + self.key.bytes.len() + fields + rows) as u64;
         self.memory
     }

@@ -19,8 +19,8 @@ mod write_batch;
 
 pub use bucket::{BucketId, BucketRows, BucketState, RolloverAction, RolloverReason, StoredBucket};
 pub use catalog::{
-    BucketCatalog, BucketSource, BucketingSpec, ClosedBucket, MAX_BSON_OBJECT_SIZE, Measurement,
-    MemoryPool, NoStorage, QueryOutcome, STRIPES, StageError, StageOutcome,
+    BucketCatalog, BucketPart, BucketSource, BucketingSpec, ClosedBucket, MAX_BSON_OBJECT_SIZE,
+    Measurement, MemoryPool, NoStorage, QueryOutcome, STRIPES, StageError, StageOutcome,
 };
 pub use key::{BucketKey, write_normalized};
 pub use minmax::MinMax;

@@ -93,8 +93,13 @@ fn r_7_3_2_measurements_of_an_aborted_batch_are_placed_again_once() {
     assert!(!b2[0].claim_commit_rights());
     assert_eq!(c.wait(&b2[0]), Err("disk full".to_owned()));
     assert_eq!(b2[0].indices_of(WriterId(2)), vec![7]);
-    // The bucket left the catalog; both writers retry their own measurement. The stored
-    // bucket (1 measurement) is reopened and continued: nothing is duplicated.
+    // The bucket left the catalog, its committed row handed to the engine to store; both
+    // writers retry their own measurement. The stored bucket (1 measurement) is reopened and
+    // continued: nothing is duplicated.
+    let leaving = c.take_leaving();
+    assert_eq!(leaving.len(), 1);
+    assert_eq!((leaving[0].first_row, leaving[0].rows), (0, 1));
+    c.stored(&key(), &p0.bucket_id);
     let storage = Finds(Some(p0.to_stored()));
     let r2 = stage(&c, 2, &[doc_at(2000, 2)], 7, &storage);
     let r1 = stage(&c, 1, &[doc_at(1000, 1)], 1, &storage);

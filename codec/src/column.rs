@@ -416,6 +416,44 @@ impl Column {
         self.ends.extend(other.ends.iter().map(|e| e + base));
     }
 
+    /// The rows from `from` on, as a column of their own (empty when `from ≥ len`).
+    ///
+    /// ```
+    /// use tscoll_codec::{Column, ValueRef};
+    ///
+    /// let mut c = Column::new();
+    /// c.push_int(0x10, 1);
+    /// c.push_bytes(0x02, b"ab");
+    /// c.push_float(2.5);
+    /// let t = c.tail(1);
+    /// assert_eq!(t.iter().collect::<Vec<_>>(), [ValueRef::Bytes(0x02, b"ab"), ValueRef::Float(2.5)]);
+    /// ```
+    #[must_use]
+    pub fn tail(&self, from: usize) -> Column {
+        let from = from.min(self.types.len());
+        let (head, types) = self.types.split_at(from);
+        let [_, ints, floats, bytes] = lane_counts(head).unwrap_or([0; 4]);
+        let base = bytes
+            .checked_sub(1)
+            .and_then(|i| self.ends.get(i))
+            .copied()
+            .unwrap_or(0);
+        let lane = |v: &[u8], at: usize| v.get(at..).unwrap_or_default().to_vec();
+        Column {
+            types: types.to_vec(),
+            ints: self.ints.get(ints..).unwrap_or_default().to_vec(),
+            floats: self.floats.get(floats..).unwrap_or_default().to_vec(),
+            bytes: lane(&self.bytes, base as usize),
+            ends: self
+                .ends
+                .get(bytes..)
+                .unwrap_or_default()
+                .iter()
+                .map(|e| e - base)
+                .collect(),
+        }
+    }
+
     /// Removes every row, keeping the allocations.
     pub fn clear(&mut self) {
         self.types.clear();

@@ -10,10 +10,12 @@ use bson::doc;
 use fjall::PersistMode;
 
 use crate::control::Control;
+use crate::db::LogOptions;
 use crate::error::{Error, ErrorCode, Result};
 use crate::index::Indexes;
 use crate::options::CollectionSpec;
 use crate::storage::BucketStore;
+use crate::storage::wal::WriteAheadLog;
 
 /// Number of locks serializing bucket merges.
 const MERGE_LOCKS: usize = 32;
@@ -26,12 +28,17 @@ pub(crate) struct CollectionInner {
     pub(crate) fjall: fjall::Database,
     /// The stored buckets: segments, control records, the meta+time index.
     pub(crate) store: BucketStore,
+    /// The write-ahead log: one record per commit group.
+    pub(crate) wal: WriteAheadLog,
+    /// When checkpoints of the log are taken.
+    pub(crate) log_options: LogOptions,
     /// Serializes merges of the same bucket (by the last byte of its `_id`).
     pub(crate) merge_locks: Vec<Mutex<()>>,
     /// Index definitions (SPEC §13).
     pub(crate) indexes: RwLock<Indexes>,
-    /// Held (shared) by every write from computing its index changes until its batch
-    /// commits; taken exclusively by index creation and removal to wait for those writes.
+    /// Held (shared) by every insert from staging until the buckets that left memory are
+    /// stored, and by every direct write; taken exclusively by checkpoints of the log and by
+    /// index creation and removal to wait for those writes.
     pub(crate) commit_gate: RwLock<()>,
     /// The database's collection records (name → `{id, spec, indexes}`).
     pub(crate) records: fjall::Keyspace,
@@ -41,6 +48,8 @@ pub(crate) struct CollectionInner {
 pub(crate) struct Storage {
     pub(crate) fjall: fjall::Database,
     pub(crate) store: BucketStore,
+    pub(crate) wal: WriteAheadLog,
+    pub(crate) log_options: LogOptions,
     pub(crate) records: fjall::Keyspace,
 }
 
@@ -62,6 +71,8 @@ impl CollectionInner {
             catalog,
             fjall: storage.fjall,
             store: storage.store,
+            wal: storage.wal,
+            log_options: storage.log_options,
             merge_locks: (0..MERGE_LOCKS).map(|_| Mutex::new(())).collect(),
             indexes: RwLock::new(indexes),
             commit_gate: RwLock::new(()),
@@ -175,16 +186,20 @@ impl Collection {
         self.inner.spec()
     }
 
-    /// Merges the segments of open, idle buckets into one blob each (they stay reopenable).
+    /// Takes a checkpoint of the write-ahead log now (`docs/durability.md`): every stored
+    /// bucket is made durable, and a new log file starts with the rows open buckets hold;
+    /// older log files are removed. Inserts also take checkpoints, past [`LogOptions`]' size
+    /// and age.
     ///
     /// # Errors
-    /// [`Error::Storage`] or [`Error::Codec`] when reading or writing a bucket fails.
+    /// [`Error::Storage`] when fjall cannot persist; [`Error::Codec`] when rows cannot be
+    /// encoded; [`Error::Io`] when the log cannot be written.
     pub fn checkpoint(&self) -> Result<()> {
-        let closed = self.inner.catalog.take_idle_segments();
-        self.inner.merge_closed(&closed)
+        self.inner.checkpoint_log()
     }
 
-    /// [`Collection::checkpoint`], then writes the collection's memtables to tables and
+    /// Stores idle open buckets held in several stored parts whole (they leave memory and stay
+    /// reopenable), takes a checkpoint, then writes the collection's memtables to tables and
     /// compacts each keyspace fully: superseded control records, the segments merged away and
     /// their tombstones are dropped, and fjall's journal no longer holds the collection's
     /// writes. Meant after a bulk load; blocks until done (seconds for millions of
@@ -193,6 +208,7 @@ impl Collection {
     /// # Errors
     /// [`Error::Storage`] when fjall fails; [`Error::Codec`] as for `checkpoint`.
     pub fn compact(&self) -> Result<()> {
+        self.inner.catalog.take_idle_segments();
         self.checkpoint()?;
         for ks in self.inner.all_keyspaces() {
             compact_keyspace(&ks)?;

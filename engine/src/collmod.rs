@@ -102,6 +102,8 @@ impl CollectionInner {
     /// Validates and applies the collection options of a collMod; returns the new spec and
     /// the index hiding to apply, if any.
     fn coll_mod(&self, command: &Document) -> Result<(CollectionSpec, Option<(String, bool)>)> {
+        // Reads and direct writes see the store: rows held in memory are stored first.
+        self.flush_open()?;
         let options: Vec<(&String, &Bson)> = command
             .iter()
             .filter(|(k, _)| !IGNORED.contains(&k.as_str()))

@@ -1,9 +1,8 @@
 //! The control record of a bucket (SPEC §4.1, §4.3, §4.5): what the catalog needs to reopen it
-//! and what queries prune with, stored apart from the column data so a commit rewrites only it
-//! and appends a segment (DESIGN "Write path rules").
+//! and what queries prune with, stored apart from the column data (DESIGN "Write path rules").
 
 use bson::{Bson, Document};
-use tscoll_catalog::{BucketId, PreparedBatch, StoredBucket};
+use tscoll_catalog::{BucketId, BucketPart, StoredBucket};
 
 /// A bucket's control record as stored in the `ctl` keyspace (a BSON document).
 #[derive(Clone, Debug, PartialEq)]
@@ -27,30 +26,21 @@ impl Control {
         if self.sorted { 2 } else { 3 }
     }
 
-    /// The record the commit of `p` writes, encoded without building a [`Control`] (the same
-    /// bytes as `Control::from_prepared(p, previous_uncompressed).encode()`).
-    pub(crate) fn encode_prepared(p: &PreparedBatch, previous_uncompressed: u64) -> Vec<u8> {
-        encode_record(
-            &Head::of_prepared(p, previous_uncompressed),
-            &p.control_min,
-            &p.control_max,
-        )
-    }
-
-    pub(crate) fn from_prepared(p: &PreparedBatch, previous_uncompressed: u64) -> Control {
-        let h = Head::of_prepared(p, previous_uncompressed);
+    /// The control record of a bucket once `part` is stored: not closed, the next segment
+    /// after the part's.
+    pub(crate) fn of_part(part: &BucketPart) -> Control {
         Control {
-            sorted: h.sorted,
-            min_time: h.min_time,
-            max_time: h.max_time,
-            count: h.count,
-            size_estimate: h.size_estimate,
-            next_segment: h.next_segment,
-            closed: h.closed,
-            meta_hash: h.meta_hash,
-            uncompressed_bytes: h.uncompressed_bytes,
-            min: p.control_min.clone(),
-            max: p.control_max.clone(),
+            sorted: part.sorted,
+            min_time: part.min_time,
+            max_time: part.max_time,
+            count: part.count,
+            size_estimate: part.size_estimate,
+            next_segment: part.segment_no + 1,
+            closed: false,
+            meta_hash: part.key.hash,
+            uncompressed_bytes: part.uncompressed_bytes,
+            min: part.control_min.clone(),
+            max: part.control_max.clone(),
         }
     }
 
@@ -137,26 +127,8 @@ struct Head {
     uncompressed_bytes: u64,
 }
 
-impl Head {
-    /// The scalar part of the record the commit of `p` writes: not closed, the next segment
-    /// after `p`'s, the BSON bytes of the earlier commits plus `p`'s.
-    fn of_prepared(p: &PreparedBatch, previous_uncompressed: u64) -> Head {
-        Head {
-            sorted: p.sorted,
-            min_time: p.min_time,
-            max_time: p.max_time,
-            count: p.count,
-            size_estimate: p.size_estimate,
-            next_segment: p.segment_no + 1,
-            closed: false,
-            meta_hash: p.key.hash,
-            uncompressed_bytes: previous_uncompressed + p.uncompressed_bytes,
-        }
-    }
-}
-
 /// Writes the control record as a BSON document, field by field, `min` and `max` serialized in
-/// place (a commit writes one record per bucket, so no copy of them is made). Fields:
+/// place, without a copy of them. Fields:
 /// `version` (int32), `minTime`, `maxTime` (dates), `count`, `size`, `segments`, `hash`, `raw`
 /// (int64), `min`, `max` (documents), `closed` (bool, only when true); `docs/keys.md`.
 #[expect(

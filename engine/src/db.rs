@@ -16,6 +16,7 @@ use crate::options::{CollectionSpec, TimeseriesOptions};
 use crate::stats::CatalogStats;
 use crate::storage::BucketStore;
 use crate::storage::keys::COLLECTIONS_KEYSPACE;
+use crate::storage::wal::WriteAheadLog;
 
 /// Options of a [`Database`].
 #[derive(Clone, Debug, Default)]
@@ -23,10 +24,34 @@ pub struct DatabaseOptions {
     /// Catalog parameters (SPEC §0, R-0.2), shared by every collection.
     /// `catalog.cache_size_bytes` is also fjall's block cache size.
     pub catalog: CatalogOptions,
+    /// When the write-ahead log is checkpointed.
+    pub log: LogOptions,
+}
+
+/// When a collection's write-ahead log is checkpointed (`docs/durability.md`): recovery after a
+/// crash reads at most one checkpoint and what was logged after it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LogOptions {
+    /// Bytes logged since the last checkpoint that trigger the next one. Default 64 MiB.
+    pub checkpoint_bytes: u64,
+    /// Age of the last checkpoint that triggers the next one, when something was logged since.
+    /// Default 5 minutes.
+    pub checkpoint_interval: std::time::Duration,
+}
+
+impl Default for LogOptions {
+    fn default() -> Self {
+        LogOptions {
+            checkpoint_bytes: 64 << 20,
+            checkpoint_interval: std::time::Duration::from_secs(300),
+        }
+    }
 }
 
 pub(crate) struct DbInner {
     pub(crate) fjall: fjall::Database,
+    /// The database directory.
+    path: std::path::PathBuf,
     collections_ks: fjall::Keyspace,
     collections: Mutex<HashMap<String, Collection>>,
     options: Mutex<DatabaseOptions>,
@@ -34,6 +59,8 @@ pub(crate) struct DbInner {
     memory: MemoryPool,
     /// What [`Database::open_recovering`] dropped from a damaged journal.
     recovery: Option<RecoveryReport>,
+    /// Set by [`Database::crash`]: the last handle leaves without storing anything.
+    crashed: std::sync::atomic::AtomicBool,
 }
 
 /// A tscoll database: a directory holding time-series collections (one process at a time).
@@ -113,11 +140,13 @@ impl Database {
         let db = Database {
             inner: Arc::new(DbInner {
                 fjall,
+                path: path.to_path_buf(),
                 collections_ks,
                 collections: Mutex::new(HashMap::new()),
                 options: Mutex::new(options),
                 memory: MemoryPool::default(),
                 recovery,
+                crashed: std::sync::atomic::AtomicBool::new(false),
             }),
         };
         for item in db.inner.collections_ks.iter() {
@@ -172,7 +201,8 @@ impl Database {
     ) -> Result<Collection> {
         let fj = &self.inner.fjall;
         let store = BucketStore::open(fj, id)?;
-        Ok(Collection::new(CollectionInner::new(
+        let wal = WriteAheadLog::open(self.inner.path.join("wal").join(format!("c{id}")))?;
+        let coll = Collection::new(CollectionInner::new(
             name.to_owned(),
             id,
             spec,
@@ -182,9 +212,18 @@ impl Database {
             Storage {
                 fjall: fj.clone(),
                 store,
+                wal,
+                log_options: self
+                    .inner
+                    .options
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .log,
                 records: self.inner.collections_ks.clone(),
             },
-        )))
+        ));
+        coll.inner.recover_log()?;
+        Ok(coll)
     }
 
     /// Creates a time-series collection, or returns the existing one when its options are equal
@@ -262,6 +301,7 @@ impl Database {
             return Ok(false);
         };
         coll.inner.catalog.clear_all();
+        coll.inner.wal.remove()?;
         self.inner
             .collections_ks
             .remove(name.as_bytes())
@@ -279,17 +319,18 @@ impl Database {
         Ok(true)
     }
 
-    /// Merges the segments of every open bucket, writes fjall's memtables to tables and makes
-    /// everything durable (fsync). Call before shutdown to leave compact buckets and a
-    /// database that opens without replaying its journal into memory; dropping the last handle
-    /// merges and syncs, ignoring errors, but leaves the memtables to the journal.
+    /// Stores every bucket held in memory (each whole, in one blob), writes fjall's memtables
+    /// to tables, makes everything durable (fsync) and removes the write-ahead logs. Call
+    /// before shutdown to leave a database that opens without replaying a log; dropping the
+    /// last handle does the same but ignores errors and leaves the memtables to fjall's
+    /// journal. The database stays usable: later inserts reopen buckets from storage.
     ///
     /// # Errors
     /// [`Error::Storage`] when fjall fails.
     pub fn close(&self) -> Result<()> {
         let colls: Vec<Collection> = self.lock().values().cloned().collect();
         for c in colls {
-            c.checkpoint()?;
+            c.inner.store_all()?;
             c.inner.flush_memtables()?;
         }
         self.inner
@@ -300,6 +341,24 @@ impl Database {
             .fjall
             .persist(PersistMode::SyncAll)
             .map_err(Error::storage("persisting"))?;
+        Ok(())
+    }
+
+    /// Leaves the database as a process crash would right after every log write reached the
+    /// operating system: the write-ahead logs are flushed, nothing held in memory is stored,
+    /// and dropping the last handle stores nothing either. Opening the directory again
+    /// recovers from the logs (for crash tests; [`Database::close`] is the way to shut down).
+    ///
+    /// # Errors
+    /// [`Error::Io`] when a log cannot be flushed.
+    #[doc(hidden)]
+    pub fn crash(self) -> Result<()> {
+        self.inner
+            .crashed
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        for c in self.collections() {
+            c.inner.wal.flush()?;
+        }
         Ok(())
     }
 
@@ -376,6 +435,9 @@ impl Database {
 
 impl Drop for DbInner {
     fn drop(&mut self) {
+        if self.crashed.load(std::sync::atomic::Ordering::Relaxed) {
+            return;
+        }
         let colls: Vec<Collection> = self
             .collections
             .lock()
@@ -384,7 +446,7 @@ impl Drop for DbInner {
             .cloned()
             .collect();
         for c in colls {
-            let _ = c.checkpoint();
+            let _ = c.inner.store_all();
         }
         let _ = self.fjall.persist(PersistMode::SyncAll);
     }

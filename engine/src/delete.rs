@@ -76,6 +76,8 @@ pub(crate) fn meta_only(filter: &Filter) -> bool {
 
 impl CollectionInner {
     fn delete(&self, filter_doc: &Document, just_one: bool) -> Result<DeleteResult> {
+        // Reads and direct writes see the store: rows held in memory are stored first.
+        self.flush_open()?;
         let spec = self.spec();
         let filter = Filter::parse(filter_doc, &spec.time_field, spec.meta_field.as_deref())?;
         let whole_only = meta_only(&filter) && !just_one;

@@ -43,6 +43,7 @@ mod index;
 mod journal;
 
 mod query;
+mod recovery;
 mod reopen;
 mod salvage;
 mod series;
@@ -50,13 +51,14 @@ mod stats;
 mod storable;
 mod storage;
 mod store;
+mod storing;
 mod ttl;
 mod update;
 mod verify;
 mod write;
 
 pub use collection::Collection;
-pub use db::{Database, DatabaseOptions};
+pub use db::{Database, DatabaseOptions, LogOptions};
 pub use delete::DeleteResult;
 pub use index::IndexOptions;
 pub use journal::RecoveryReport;

@@ -203,6 +203,8 @@ impl Database {
         let mut colls = self.collections();
         colls.sort_by(|a, b| a.name().cmp(b.name()));
         for c in &colls {
+            // The source's rows held in memory are stored first, to be read with the rest.
+            c.inner.flush_open()?;
             if target.collection(c.name()).is_ok() {
                 return Err(Error::rejected(
                     ErrorCode::NamespaceExists,

@@ -127,6 +127,7 @@ impl Collection {
     /// [`Error::Storage`](crate::Error::Storage) or [`Error::Corruption`](crate::Error::Corruption) when stored data cannot be read.
     pub fn stats(&self) -> Result<CollectionStats> {
         let inner = &self.inner;
+        inner.flush_open()?;
         let mut s = CollectionStats {
             name: inner.name.clone(),
             ..CollectionStats::default()
@@ -162,6 +163,7 @@ impl Collection {
     /// read.
     pub fn buckets(&self) -> Result<Vec<Document>> {
         let inner = &self.inner;
+        inner.flush_open()?;
         let spec = inner.spec();
         let mut out = Vec::new();
         for entry in inner.all_buckets()? {

@@ -91,12 +91,16 @@ impl CollectionInner {
     ) -> Result<T> {
         self.catalog.direct_write_start(&entry.key, &entry.id);
         let result = {
-            let _merges = self.merge_lock(&entry.id);
             let _gate = self
                 .commit_gate
                 .read()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            f()
+            // Clearing the bucket from the catalog handed its unstored rows over: store them
+            // before `f` reads the bucket.
+            self.store_leaving().and_then(|()| {
+                let _merges = self.merge_lock(&entry.id);
+                f()
+            })
         };
         self.catalog.direct_write_finish(&entry.key, &entry.id);
         result

@@ -40,6 +40,8 @@ impl CollectionInner {
     }
 
     pub(crate) fn expire(&self, now_ms: i64) -> Result<ExpireResult> {
+        // Reads and direct writes see the store: rows held in memory are stored first.
+        self.flush_open()?;
         let mut out = ExpireResult::default();
         let Some(cutoff) = self.ttl_cutoff(now_ms) else {
             return Ok(out);

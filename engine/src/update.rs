@@ -229,6 +229,8 @@ fn remove_path(doc: &mut Document, parts: &[&str]) -> Option<Bson> {
 
 impl CollectionInner {
     fn update_meta(&self, filter_doc: &Document, update: &Document) -> Result<UpdateResult> {
+        // Reads and direct writes see the store: rows held in memory are stored first.
+        self.flush_open()?;
         let spec = self.spec();
         let Some(meta_field) = spec.meta_field.clone() else {
             return Err(invalid(

@@ -168,8 +168,12 @@ impl Database {
     /// ```
     ///
     /// # Errors
-    /// None today: what cannot be read is reported as a [`ProblemKind::Unreadable`] problem.
+    /// Storing the rows held in memory first may fail ([`Error::Storage`], [`Error::Io`]);
+    /// what cannot be read is reported as a [`ProblemKind::Unreadable`] problem.
     pub fn verify(&self) -> Result<VerifyReport> {
+        for c in self.collections() {
+            c.inner.flush_open()?;
+        }
         let snap = self.inner.fjall.snapshot();
         let mut colls = self.collections();
         colls.sort_by(|a, b| a.name().cmp(b.name()));
@@ -190,6 +194,9 @@ impl Database {
     /// [`Error::Rejected`] when there is no such keyspace; [`Error::Storage`] when fjall fails.
     #[doc(hidden)]
     pub fn raw_entries(&self, name: &str) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        for c in self.collections() {
+            c.inner.flush_open()?;
+        }
         let ks = self.raw_keyspace(name)?;
         let mut out = Vec::new();
         for item in ks.iter() {

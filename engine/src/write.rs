@@ -1,23 +1,21 @@
 //! The write path: validate (SPEC §2), group by series and sort by time (R-6.2.2), stage in the
-//! catalog, commit each prepared batch as an appended segment plus its control record and index
-//! entry in one atomic fjall batch (SPEC §7, §9), then merge the segments of closed buckets.
+//! catalog, commit the prepared batches as one record of the write-ahead log (SPEC §7, §9;
+//! DESIGN "Write path rules (v2)"), then store the buckets that left memory.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use bson::{Bson, Document, oid::ObjectId};
-use fjall::PersistMode;
 use tscoll_catalog::value::element_size;
 use tscoll_catalog::{
-    BucketKey, ClosedBucket, MAX_BSON_OBJECT_SIZE, Measurement, PreparedBatch, StageError,
-    WriteBatch, WriterId,
+    BucketKey, MAX_BSON_OBJECT_SIZE, Measurement, PreparedBatch, StageError, WriteBatch, WriterId,
 };
 use tscoll_codec::{Column, encode_bucket};
 
 use crate::collection::{Collection, CollectionInner};
-use crate::control::Control;
 use crate::error::{Error, ErrorCode, Result};
 use crate::series::SeriesGroups;
 use crate::storable;
+use crate::storage::wal::{LogEntry, LogRecord, RecordKind};
 
 /// How many times the measurements of an aborted batch are placed again before they are
 /// reported as errors (SPEC R-7.3.2; MongoDB's reopening retry limit is also 16, SPEC §0).
@@ -29,7 +27,8 @@ static NEXT_WRITER: AtomicU64 = AtomicU64::new(1);
 /// How durable an acknowledged insert is (`docs/durability.md`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Durability {
-    /// Written to fjall's journal buffer: survives a clean shutdown, not a crash. Default.
+    /// Written to the write-ahead log's buffer: survives a clean shutdown, not a crash.
+    /// Default.
     #[default]
     Buffered,
     /// Flushed to the operating system: survives a process crash, not a power loss.
@@ -215,8 +214,13 @@ impl CollectionInner {
             inserted: 0,
             errors: validated.errors,
         };
-        let mut closed = Vec::new();
         let mut todo = validated.groups;
+        // Held until the buckets that left memory are stored: a checkpoint (which takes it
+        // exclusively) then finds every row either stored or in an open bucket.
+        let gate = self
+            .commit_gate
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         // R-7.3.2: measurements of a batch aborted by someone else's failure are placed again
         // (in another, possibly new or reopened, bucket). An aborted batch was never written,
         // so a retry cannot duplicate a measurement.
@@ -227,7 +231,6 @@ impl CollectionInner {
                 &todo,
                 options.durability,
                 &mut result,
-                &mut closed,
             )?;
             if failed.is_empty() {
                 break;
@@ -250,7 +253,9 @@ impl CollectionInner {
                 group.retain(|m| again[m.index]);
             }
         }
-        self.merge_closed(&closed)?;
+        self.store_leaving()?;
+        drop(gate);
+        self.checkpoint_if_due()?;
         result.errors.sort_by_key(|e| e.index);
         Ok(result)
     }
@@ -266,7 +271,6 @@ impl CollectionInner {
         groups: &[Vec<Measurement<'_>>],
         durability: Durability,
         result: &mut InsertResult,
-        closed: &mut Vec<ClosedBucket>,
     ) -> Result<Vec<(usize, String)>> {
         let source = crate::reopen::Reopener { coll: self };
         let mut batches = Vec::new();
@@ -283,7 +287,6 @@ impl CollectionInner {
                 });
             }
             batches.extend(outcome.batches);
-            closed.extend(outcome.closed);
         }
         let mut failed = Vec::new();
         let mut prepared = Vec::new();
@@ -304,7 +307,7 @@ impl CollectionInner {
         let written = self.commit(prepared, durability, writer, &mut failed)?;
         for p in &written {
             result.inserted += p.batch.rows_of(writer);
-            closed.extend(self.catalog.finish(p));
+            self.catalog.finish(p);
         }
         for batch in set_aside {
             match self.catalog.wait(&batch) {
@@ -317,13 +320,13 @@ impl CollectionInner {
         Ok(failed)
     }
 
-    /// Writes prepared batches in one atomic fjall batch (SPEC R-9.2): per bucket, the new
-    /// segment, the control record and, for a new bucket, its index entry. A batch whose
-    /// columns fail to encode freezes its bucket (SPEC §6.10) and is aborted; this writer's
-    /// measurements of it go to `failed`. Returns the batches written.
+    /// Writes prepared batches as one record of the write-ahead log, with the durability
+    /// asked for (SPEC R-9.2): per bucket, its new rows, encoded. A batch whose columns fail to
+    /// encode freezes its bucket (SPEC §6.10) and is aborted; this writer's measurements of it
+    /// go to `failed`. Returns the batches written. The caller holds the commit gate.
     ///
     /// # Errors
-    /// A storage failure: every batch is aborted (its other writers retry, R-7.3.2).
+    /// A log write failure: every batch is aborted (its other writers retry, R-7.3.2).
     fn commit(
         &self,
         prepared: Vec<PreparedBatch>,
@@ -334,40 +337,30 @@ impl CollectionInner {
         if prepared.is_empty() {
             return Ok(prepared);
         }
-        let _gate = self
-            .commit_gate
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let mut wb = self.fjall.batch();
+        let mut entries = Vec::with_capacity(prepared.len());
         let mut written = Vec::with_capacity(prepared.len());
-        let mut rest = prepared.into_iter();
-        while let Some(p) = rest.next() {
-            match self.stage_write(&mut wb, &p) {
-                Ok(()) => written.push(p),
-                Err(e @ Error::Codec(_)) => {
+        for p in prepared {
+            match log_entry(&p) {
+                Ok(entry) => {
+                    entries.push(entry);
+                    written.push(p);
+                }
+                Err(e) => {
                     let reason = format!("bucket frozen: {e}");
                     self.catalog.freeze(&p.key, &p.bucket_id);
                     self.catalog.abort(&p.batch, &reason);
                     push_failed(failed, &p.batch, writer, &reason);
                 }
-                Err(e) => {
-                    self.abort_all(&written, &e);
-                    self.catalog.abort(&p.batch, &e.to_string());
-                    self.abort_all(&rest.collect::<Vec<_>>(), &e);
-                    return Err(e);
-                }
             }
         }
-        let mode = match durability {
-            Durability::Buffered => None,
-            Durability::Flush => Some(PersistMode::Buffer),
-            Durability::Sync => Some(PersistMode::SyncAll),
+        if written.is_empty() {
+            return Ok(written);
+        }
+        let record = LogRecord {
+            kind: RecordKind::Commit,
+            entries,
         };
-        if let Err(e) = wb
-            .durability(mode)
-            .commit()
-            .map_err(Error::storage("committing a write batch"))
-        {
+        if let Err(e) = self.wal.append(&record.encode(), durability) {
             self.abort_all(&written, &e);
             return Err(e);
         }
@@ -379,127 +372,24 @@ impl CollectionInner {
             self.catalog.abort(&p.batch, &e.to_string());
         }
     }
+}
 
-    /// Adds one prepared batch to the fjall write batch: segment, control, index entry.
-    fn stage_write(&self, wb: &mut fjall::OwnedWriteBatch, p: &PreparedBatch) -> Result<()> {
-        let columns: Vec<(&str, &Column)> =
-            p.columns.iter().map(|(n, c)| (n.as_str(), c)).collect();
-        let blob = encode_bucket(p.rows, &columns)?;
-        // Only secondary indexes need the control this commit replaces (to drop its entries).
-        let secondary = self.has_secondary_indexes();
-        let previous = if p.committed_before == 0 || !secondary {
-            None
-        } else {
-            self.control(&p.bucket_id)?
-        };
-        self.store.put_segment(wb, &p.bucket_id, p.segment_no, blob);
-        self.store.put_control(
-            wb,
-            &p.bucket_id,
-            Control::encode_prepared(p, p.uncompressed_before),
-        );
-        if p.committed_before == 0 {
-            self.store
-                .put_index_entry(wb, &p.key, p.min_time, &p.bucket_id)?;
-        }
-        if !secondary {
-            return Ok(());
-        }
-        let control = Control::from_prepared(p, p.uncompressed_before);
-        self.index_bucket_change(wb, &p.bucket_id, &p.key, previous.as_ref(), Some(&control))
-    }
-
-    /// Merges the segments of buckets that left memory into one blob each (DESIGN "Write path
-    /// rules"): read every segment, concatenate the columns, write one blob, delete the rest.
-    pub(crate) fn merge_closed(&self, closed: &[ClosedBucket]) -> Result<()> {
-        for c in closed.iter().filter(|c| c.segments > 1) {
-            if let Some(rows) = &c.rows
-                && self.merge_from_memory(&c.id, c.segments, rows)?
-            {
-                continue;
-            }
-            self.merge_bucket(&c.id)?;
-        }
-        Ok(())
-    }
-
-    /// Merges one bucket's segments from the rows the catalog held for it: when the store
-    /// holds exactly its segments `0..segments` and the control count is the number of rows
-    /// (nothing rewrote or removed it since it closed), the blob is encoded from `rows` and
-    /// written under the last segment, the others removed. Returns whether it did; `false`
-    /// leaves the merge to [`CollectionInner::merge_bucket`], which reads the segments back.
-    fn merge_from_memory(
-        &self,
-        id: &tscoll_catalog::BucketId,
-        segments: u32,
-        rows: &tscoll_catalog::BucketRows,
-    ) -> Result<bool> {
-        let _serialized = self.merge_lock(id);
-        let stored = self.store.segment_numbers(id)?;
-        if !stored.iter().copied().eq(0..segments) {
-            return Ok(false);
-        }
-        let Some(control) = self.control(id)? else {
-            return Ok(false);
-        };
-        if control.count as usize != rows.rows {
-            return Ok(false);
-        }
-        let refs: Vec<(&str, &Column)> =
-            rows.columns.iter().map(|(n, c)| (n.as_str(), c)).collect();
-        let blob = encode_bucket(rows.rows, &refs)?;
-        let last = segments - 1;
-        let mut wb = self.fjall.batch();
-        for seg in 0..last {
-            self.store.remove_segment(&mut wb, id, seg);
-        }
-        self.store.put_segment(&mut wb, id, last, blob);
-        wb.commit()
-            .map_err(Error::storage("merging bucket segments"))?;
-        Ok(true)
-    }
-
-    /// Merges one bucket's segments. Merges of the same bucket are serialized: a bucket closed
-    /// by one writer may be reopened, continued and closed again by another, and two merges
-    /// reading different segment sets would otherwise each write a blob (duplicating rows).
-    /// Each merge reads the segments inside the lock and writes its blob under the last one
-    /// it read; commits only ever add higher segment numbers, so a concurrent commit is kept.
-    fn merge_bucket(&self, id: &tscoll_catalog::BucketId) -> Result<()> {
-        let _serialized = self.merge_lock(id);
-        let Some(control) = self.control(id)? else {
-            return Ok(());
-        };
-        let segments = self.read_segments(id, &mut |_| true)?;
-        if segments.len() <= 1 {
-            return Ok(());
-        }
-        let (rows, merged) = crate::store::concat_segments(&segments, &control);
-        let refs: Vec<(&str, &Column)> = merged.iter().map(|(n, c)| (n.as_str(), c)).collect();
-        let blob = encode_bucket(rows, &refs)?;
-        let last = segments.last().map_or(0, |(s, _)| *s);
-        let mut wb = self.fjall.batch();
-        for (seg, _) in &segments {
-            if *seg != last {
-                self.store.remove_segment(&mut wb, id, *seg);
-            }
-        }
-        self.store.put_segment(&mut wb, id, last, blob);
-        wb.commit()
-            .map_err(Error::storage("merging bucket segments"))
-    }
-
-    /// Reads and decodes every segment of a bucket (projected), in segment order.
-    pub(crate) fn read_segments(
-        &self,
-        id: &tscoll_catalog::BucketId,
-        keep: &mut dyn FnMut(&str) -> bool,
-    ) -> Result<Vec<(u32, tscoll_codec::Bucket)>> {
-        let mut out = Vec::new();
-        for (seg, blob) in self.store.segments(id)? {
-            out.push((seg, tscoll_codec::decode_bucket_projected(&blob, keep)?));
-        }
-        Ok(out)
-    }
+/// The log entry of a prepared batch: its rows encoded, where they go in the bucket, and the
+/// series' key when the bucket is new.
+fn log_entry(p: &PreparedBatch) -> Result<LogEntry> {
+    let columns: Vec<(&str, &Column)> = p.columns.iter().map(|(n, c)| (n.as_str(), c)).collect();
+    #[expect(clippy::cast_possible_truncation, reason = "rows ≤ bucket_max_count")]
+    Ok(LogEntry {
+        id: p.bucket_id,
+        key: (p.committed_before == 0).then(|| p.key.bytes.clone()),
+        sorted: p.sorted,
+        min_time: p.min_time,
+        first_row: p.committed_before,
+        rows: p.rows as u32,
+        uncompressed_bytes: p.uncompressed_before + p.uncompressed_bytes,
+        size_estimate: p.size_estimate,
+        blob: encode_bucket(p.rows, &columns)?,
+    })
 }
 
 /// Records `writer`'s measurements of a failed batch, with the reason, for a retry

@@ -1961,6 +1961,7 @@ pub fn run_ops_avoiding(
             idle_bucket_expiry_memory_usage_threshold_bytes: setup.memory_threshold,
             ..CatalogOptions::default()
         },
+        ..DatabaseOptions::default()
     };
     let db = engine("Database::open", Database::open(dir, options.clone()))?;
     let mut opts = TimeseriesOptions::new("t").meta_field("m");

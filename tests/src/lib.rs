@@ -89,7 +89,14 @@ pub mod spec {
         opts: &TimeseriesOptions,
     ) -> (tempfile::TempDir, Database, Collection) {
         let dir = tempfile::tempdir().expect("tempdir");
-        let db = Database::open(dir.path(), DatabaseOptions { catalog }).expect("open");
+        let db = Database::open(
+            dir.path(),
+            DatabaseOptions {
+                catalog,
+                ..DatabaseOptions::default()
+            },
+        )
+        .expect("open");
         let coll = db.create_collection("c", opts).expect("create");
         (dir, db, coll)
     }

@@ -63,6 +63,7 @@ fn compaction_keeps_every_measurement_once_and_survives_a_reopen() {
         dir.path(),
         DatabaseOptions {
             catalog: CatalogOptions::default(),
+            ..DatabaseOptions::default()
         },
     )
     .expect("reopen");

@@ -58,6 +58,10 @@ fn image() -> Image {
                 .insert_many(std::slice::from_ref(d), &sync)
                 .expect("insert");
             assert_eq!(r.inserted, 1);
+            // Stored (a read stores what open buckets hold) and synced to fjall's journal by
+            // a checkpoint, which empties the write-ahead log: the journal holds the write.
+            coll.count(&bson::doc! {}).expect("count");
+            coll.checkpoint().expect("checkpoint");
         }
         sets.push(ids(&docs).into_iter().collect::<BTreeSet<i64>>());
         len[phase] = data_len(&journal_file(&live));

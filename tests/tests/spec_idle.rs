@@ -474,6 +474,7 @@ fn r_6_9_3_threshold_applies_to_the_memory_of_all_collections() {
         dir.path(),
         tscoll_engine::DatabaseOptions {
             catalog: catalog(u64::MAX),
+            ..tscoll_engine::DatabaseOptions::default()
         },
     )
     .expect("open");

@@ -672,7 +672,14 @@ fn r_13_5_secondary_indexes_return_the_same_results_as_a_scan() {
         ..CatalogOptions::default()
     };
     let dir = tempfile::tempdir().expect("tempdir");
-    let db = Database::open(dir.path(), DatabaseOptions { catalog }).expect("open");
+    let db = Database::open(
+        dir.path(),
+        DatabaseOptions {
+            catalog,
+            ..DatabaseOptions::default()
+        },
+    )
+    .expect("open");
     let plain = db
         .create_collection("plain", &options(true))
         .expect("create");

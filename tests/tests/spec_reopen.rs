@@ -18,6 +18,7 @@ fn open(dir: &Path, catalog: &CatalogOptions) -> Database {
         dir,
         DatabaseOptions {
             catalog: catalog.clone(),
+            ..DatabaseOptions::default()
         },
     )
     .expect("open")

@@ -377,6 +377,7 @@ fn r_8_2_catalog_stats_are_the_sums_over_collections() {
                 bucket_max_count: 2,
                 ..CatalogOptions::default()
             },
+            ..DatabaseOptions::default()
         },
     )
     .expect("open");

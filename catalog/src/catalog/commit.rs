@@ -116,9 +116,7 @@ impl BucketCatalog {
             let rows = prepared.rows as u32;
             bucket.committed_count += rows;
             bucket.committed_uncompressed += prepared.uncompressed_bytes;
-            if let Some(r) = &mut bucket.rows {
-                r.append(prepared.rows, &prepared.columns);
-            }
+            bucket.rows.append(prepared.rows, &prepared.columns);
             if prepared.committed_before == 0 && bucket.opened_due_to_metadata {
                 bucket.opened_due_to_metadata = false;
                 ExecutionStats::bump(&s.num_buckets_opened_due_to_metadata);

@@ -78,6 +78,12 @@ impl BucketCatalog {
             drop(stripe);
             self.stripe_cv[i].notify_all();
         }
+        // The collection goes: nothing of it is stored any more.
+        let gone: HashSet<BucketId> = closed.iter().map(|c| c.id).collect();
+        lock(&self.leaving).retain(|p| !gone.contains(&p.id));
+        for m in &self.stripes {
+            lock(m).storing.retain(|id| !gone.contains(id));
+        }
         closed
     }
 
@@ -92,7 +98,7 @@ impl BucketCatalog {
                 if stripe
                     .buckets
                     .get(&id)
-                    .is_some_and(|b| !b.has_pending() && b.next_segment > 1)
+                    .is_some_and(|b| !b.has_pending() && b.stored_segments > 1)
                     && let Some(b) = self.remove_bucket(&mut stripe, &id)
                 {
                     out.push(ClosedBucket::of(b, RolloverAction::SoftClose));

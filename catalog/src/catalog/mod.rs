@@ -9,6 +9,7 @@
 //! | `expiry.rs` | idle expiry under memory pressure; emptying the catalog |
 //! | `commit.rs` | waiting, preparing, finishing and aborting batches (commit rights) |
 //! | `direct.rs` | direct writes (deletes, meta updates, TTL) and frozen buckets |
+//! | `storing.rs` | rows leaving for storage: parts of open buckets and of buckets leaving memory |
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{BuildHasher, RandomState};
@@ -33,6 +34,9 @@ mod direct;
 mod expiry;
 mod placement;
 mod reopening;
+mod storing;
+
+pub use storing::BucketPart;
 
 /// Number of independent lock stripes (SPEC §0).
 pub const STRIPES: usize = 32;
@@ -127,36 +131,25 @@ impl BucketSource for NoStorage {
     }
 }
 
-/// A bucket that left memory; if it has more than one segment the engine merges them.
+/// A bucket that left memory (its rows, if any were unstored, are in
+/// [`BucketCatalog::take_leaving`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ClosedBucket {
     /// Bucket `_id`.
     pub id: BucketId,
-    /// Segments written so far.
+    /// Segments it has once its leaving rows are stored.
     pub segments: u32,
     /// Why it left memory.
     pub action: RolloverAction,
-    /// Every row it holds, when the catalog has them all (a bucket opened here, not
-    /// reopened): the merged blob is encoded from them.
-    pub rows: Option<BucketRows>,
 }
 
 impl ClosedBucket {
-    /// The closed form of a bucket taken out of the catalog. Its rows go along only when they
-    /// are all its committed rows and nothing else can write it: a bucket in normal state with
-    /// no batch pending whose row count is its committed count.
+    /// The closed form of a bucket taken out of the catalog.
     pub(crate) fn of(bucket: Bucket, action: RolloverAction) -> ClosedBucket {
-        let complete = bucket.state == BucketState::Normal
-            && !bucket.has_pending()
-            && bucket
-                .rows
-                .as_ref()
-                .is_some_and(|r| r.rows == bucket.committed_count as usize);
         ClosedBucket {
             id: bucket.id,
-            segments: bucket.next_segment,
+            segments: bucket.stored_segments,
             action,
-            rows: if complete { bucket.rows } else { None },
         }
     }
 }
@@ -237,6 +230,9 @@ struct Stripe {
     direct_writes: HashMap<BucketId, u32>,
     /// Frozen buckets (SPEC §6.10): never written or reopened again.
     frozen: HashSet<BucketId>,
+    /// Buckets that left memory and whose rows the engine is storing: not reopened until
+    /// stored.
+    storing: HashSet<BucketId>,
 }
 
 /// The bucket catalog of one collection (SPEC §6).
@@ -253,6 +249,8 @@ pub struct BucketCatalog {
     active_buckets: AtomicU64,
     archived_buckets: AtomicU64,
     id_counter: AtomicU64,
+    /// Rows of buckets that left memory, for the engine to store ([`BucketCatalog::take_leaving`]).
+    leaving: Mutex<Vec<BucketPart>>,
 }
 
 /// Memory usage shared by catalogs under one threshold (SPEC ): cheap to clone,
@@ -298,6 +296,7 @@ impl BucketCatalog {
             active_buckets: AtomicU64::new(0),
             archived_buckets: AtomicU64::new(0),
             id_counter: AtomicU64::new(RandomState::new().hash_one(0x7473_636f_6c6c_u64)),
+            leaving: Mutex::new(Vec::new()),
         }
     }
 
@@ -411,7 +410,11 @@ impl BucketCatalog {
     }
 
     fn remove_bucket(&self, stripe: &mut Stripe, id: &BucketId) -> Option<Bucket> {
-        let bucket = stripe.buckets.remove(id)?;
+        let mut bucket = stripe.buckets.remove(id)?;
+        if let Some(part) = BucketPart::take(&mut bucket, true) {
+            stripe.storing.insert(*id);
+            lock(&self.leaving).push(part);
+        }
         if let Some(seq) = bucket.idle_seq {
             stripe.idle.remove(&seq);
         }

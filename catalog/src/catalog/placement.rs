@@ -321,13 +321,16 @@ impl BucketCatalog {
             rollover: None,
             kept_open_large: false,
             next_segment: 0,
+            stored_count: 0,
+            stored_segments: 0,
             active: None,
             prepared: false,
             state: BucketState::Normal,
             opened_due_to_metadata,
             idle_seq: None,
             memory: 0,
-            rows: Some(BucketRows::default()),
+            rows: BucketRows::default(),
+            rows_base: 0,
         };
         self.mem_add(bucket.measure_memory());
         self.active_buckets.fetch_add(1, Ordering::Relaxed);

@@ -106,6 +106,10 @@ impl BucketCatalog {
             ExecutionStats::bump(&s.num_bucket_reopenings_failed_due_to_marked_frozen);
             return None;
         }
+        if stripe.storing.contains(&stored.id) {
+            // It left memory a moment ago and its last rows are not stored yet.
+            return None;
+        }
         // Rehydration checks.
         if stored.key_bytes != key.bytes {
             ExecutionStats::bump(&s.num_bucket_reopenings_failed_due_to_hash_collision);
@@ -134,6 +138,8 @@ impl BucketCatalog {
             rollover: None,
             kept_open_large: false,
             next_segment: stored.next_segment,
+            stored_count: stored.count,
+            stored_segments: stored.next_segment,
             active: None,
             prepared: false,
             state: BucketState::Normal,
@@ -141,7 +147,8 @@ impl BucketCatalog {
             idle_seq: None,
             memory: 0,
             // Its earlier rows are in storage only: it is merged from there when it closes.
-            rows: None,
+            rows: BucketRows::default(),
+            rows_base: stored.count,
         };
         if self
             .rollover_reason(&mut bucket, m, spec, options, derived, None)

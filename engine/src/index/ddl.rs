@@ -205,6 +205,7 @@ impl Collection {
         });
         // Commits from now on maintain it; the build then sees every earlier commit.
         inner.drain_commits();
+        inner.flush_open()?;
         if let Err(e) = inner.build_index(&building) {
             let _ = inner.remove_secondary(&building);
             return Err(e);

@@ -1085,6 +1085,8 @@ impl CollectionInner {
         spec: &AggregateSpec,
         stats: &mut QueryStats,
     ) -> Result<AggregateBatch> {
+        // Reads and direct writes see the store: rows held in memory are stored first.
+        self.flush_open()?;
         validate(spec)?;
         let plan = Plan::new(self, filter)?;
         let time_field = plan.spec.time_field.as_str();

@@ -168,6 +168,8 @@ impl CollectionInner {
         options: &FindOptions,
         stats: &mut QueryStats,
     ) -> Result<ColumnBatch> {
+        // Reads and direct writes see the store: rows held in memory are stored first.
+        self.flush_open()?;
         let plan = Plan::new(self, filter)?;
         let projection = Projection::parse(options.projection.as_ref())?;
         if options.limit == Some(0) {

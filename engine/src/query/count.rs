@@ -53,6 +53,8 @@ impl Collection {
 
 impl CollectionInner {
     fn count(&self, filter: &Document, stats: &mut QueryStats) -> Result<u64> {
+        // Reads and direct writes see the store: rows held in memory are stored first.
+        self.flush_open()?;
         let plan = Plan::new(self, filter)?;
         let time_field = plan.spec.time_field.as_str();
         let rows = RowFilter::new(&plan.filter, time_field);

@@ -108,6 +108,8 @@ struct Scan<'p> {
 
 impl CollectionInner {
     fn last_points(&self, filter: &Document, stats: &mut QueryStats) -> Result<Vec<Document>> {
+        // Reads and direct writes see the store: rows held in memory are stored first.
+        self.flush_open()?;
         let plan = Plan::new(self, filter)?;
         let secondary = self.secondary_candidates(&plan.filter)?;
         let Some(bounds) = plan.min_time_bounds() else {

@@ -168,6 +168,7 @@ impl Collection {
     /// [`Error::Codec`](crate::Error::Codec) or [`Error::Corruption`](crate::Error::Corruption)
     /// when a bucket cannot be read; the cursor ends after the first error.
     pub fn find_cursor(&self, filter: &Document, options: &FindOptions) -> Result<FindCursor> {
+        self.inner.flush_open()?;
         FindCursor::new(&self.inner, filter, options)
     }
 }

@@ -15,6 +15,7 @@
 //! entries.
 
 pub(crate) mod keys;
+pub(crate) mod wal;
 
 use std::ops::RangeBounds;
 
@@ -335,6 +336,24 @@ impl BucketStore {
             key.bytes.clone(),
         );
         Ok(())
+    }
+
+    /// The series key a stored bucket's index entry holds (`min_time` and `hash` from its
+    /// control record); `None` when the entry is missing.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when fjall fails.
+    pub(crate) fn series_key(
+        &self,
+        hash: u64,
+        min_time: i64,
+        id: &BucketId,
+    ) -> Result<Option<BucketKey>> {
+        Ok(self
+            .idx
+            .get(index_key(hash, min_time, id))
+            .map_err(Error::storage("reading the meta+time index"))?
+            .map(|v| BucketKey::from_bytes(v.to_vec())))
     }
 
     /// Adds the removal of an index entry to `wb`.

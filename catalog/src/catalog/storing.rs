@@ -1,0 +1,222 @@
+//! Parts leaving for storage (DESIGN "Write path rules (v2)"): a commit only logs its rows;
+//! an open bucket's rows are stored when it leaves memory, or in parts when the engine must
+//! store them earlier (before a direct write, under memory pressure). This file hands those
+//! parts out and tracks the buckets whose rows are on their way to storage.
+
+use super::*;
+
+/// Rows of one bucket to store, with the bucket's control state after them.
+///
+/// The engine writes `columns` as segment `segment_no` of the bucket, with a control record
+/// built from the other fields; when `first_row` is 0 the columns hold every row of the
+/// bucket and replace whatever segments it stored before.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BucketPart {
+    /// Bucket `_id`.
+    pub id: BucketId,
+    /// The series.
+    pub key: Arc<BucketKey>,
+    /// `control.min.<time>` (rounded, ms).
+    pub min_time: i64,
+    /// `control.max.<time>` (ms).
+    pub max_time: i64,
+    /// `control.count` once this part is stored.
+    pub count: u32,
+    /// Position in the bucket of the part's first row.
+    pub first_row: u32,
+    /// Rows the store held before this part (0: the bucket is new to the store and needs its
+    /// index entry).
+    pub stored_before: u32,
+    /// Number of the segment this part is written as.
+    pub segment_no: u32,
+    /// Whether the bucket's rows are in time order (SPEC §4.2).
+    pub sorted: bool,
+    /// The classic size estimate (bytes, SPEC §6.4).
+    pub size_estimate: u64,
+    /// BSON bytes of every measurement of the bucket (for compression statistics).
+    pub uncompressed_bytes: u64,
+    /// `control.min`.
+    pub control_min: Document,
+    /// `control.max`.
+    pub control_max: Document,
+    /// Rows in `columns`.
+    pub rows: usize,
+    /// `(field, column)` in the bucket's field order; fields with no value in these rows are
+    /// left out.
+    pub columns: Vec<(String, Column)>,
+    /// Whether the bucket left memory (its segments are merged once this part is stored).
+    pub closing: bool,
+}
+
+impl BucketPart {
+    /// Takes the rows of `bucket` not yet stored (`closing`: the bucket leaves memory and takes
+    /// all of them along, whole when it holds every row). Marks them stored in `bucket`.
+    /// `None` when there is nothing to store or merge.
+    pub(crate) fn take(bucket: &mut Bucket, closing: bool) -> Option<BucketPart> {
+        let unstored = bucket.committed_count.saturating_sub(bucket.stored_count);
+        let segments_after = bucket.stored_segments + u32::from(unstored > 0);
+        if unstored == 0 && !(closing && segments_after > 1) {
+            return None;
+        }
+        // A bucket leaving memory with every row in it is written as one blob (the parts it
+        // stored before are replaced); otherwise only its unstored rows are.
+        let whole = closing && bucket.rows_base == 0;
+        let first_row = if whole { 0 } else { bucket.stored_count };
+        let skip = (first_row - bucket.rows_base) as usize;
+        let columns: Vec<(String, Column)> = if closing && skip == 0 {
+            std::mem::take(&mut bucket.rows.columns)
+        } else {
+            bucket
+                .rows
+                .columns
+                .iter()
+                .map(|(n, c)| (n.clone(), c.tail(skip)))
+                .collect()
+        };
+        let columns = columns
+            .into_iter()
+            .filter(|(_, c)| !c.all_missing())
+            .collect();
+        let (control_min, control_max) = bucket.control_min_max();
+        let part = BucketPart {
+            id: bucket.id,
+            key: Arc::clone(&bucket.key),
+            min_time: bucket.min_time,
+            max_time: bucket.max_time,
+            count: bucket.committed_count,
+            first_row,
+            stored_before: bucket.stored_count,
+            segment_no: bucket.stored_segments,
+            sorted: bucket.sorted,
+            size_estimate: bucket.size,
+            uncompressed_bytes: bucket.committed_uncompressed,
+            control_min,
+            control_max,
+            rows: (bucket.committed_count - first_row) as usize,
+            columns,
+            closing,
+        };
+        bucket.stored_count = bucket.committed_count;
+        if unstored > 0 || whole {
+            bucket.stored_segments += 1;
+        }
+        Some(part)
+    }
+}
+
+impl BucketCatalog {
+    /// Parts of buckets that left memory, to store now (each bucket's id stays marked as
+    /// being stored, so it is not reopened, until [`BucketCatalog::stored`]).
+    pub fn take_leaving(&self) -> Vec<BucketPart> {
+        std::mem::take(&mut *lock(&self.leaving))
+    }
+
+    /// Puts back parts the engine could not store (they are handed out again by the next
+    /// [`BucketCatalog::take_leaving`]).
+    pub fn return_leaving(&self, parts: Vec<BucketPart>) {
+        lock(&self.leaving).extend(parts);
+    }
+
+    /// Undoes [`BucketCatalog::take_unstored`] after the part failed to store: its rows count
+    /// as unstored again (when nothing was taken after it).
+    pub fn untake(&self, part: &BucketPart) {
+        let mut stripe = lock(&self.stripes[Self::stripe_of(&part.key)]);
+        if let Some(b) = stripe.buckets.get_mut(&part.id)
+            && b.stored_segments == part.segment_no + 1
+        {
+            b.stored_count = part.stored_before;
+            b.stored_segments = part.segment_no;
+        }
+    }
+
+    /// Ends the store of a leaving part of bucket `id` (series `key`): it may be reopened.
+    pub fn stored(&self, key: &BucketKey, id: &BucketId) {
+        lock(&self.stripes[Self::stripe_of(key)]).storing.remove(id);
+    }
+
+    /// Open buckets holding rows not yet stored: `(key, id)`.
+    pub fn unstored(&self) -> Vec<(Arc<BucketKey>, BucketId)> {
+        let mut out = Vec::new();
+        for m in &self.stripes {
+            let stripe = lock(m);
+            out.extend(
+                stripe
+                    .buckets
+                    .values()
+                    .filter(|b| b.committed_count > b.stored_count)
+                    .map(|b| (Arc::clone(&b.key), b.id)),
+            );
+        }
+        out
+    }
+
+    /// Takes the unstored rows of open bucket `id` (series `key`) as a part to store; the
+    /// bucket stays open. The caller stores parts of one bucket in the order it takes them.
+    pub fn take_unstored(&self, key: &BucketKey, id: &BucketId) -> Option<BucketPart> {
+        let mut stripe = lock(&self.stripes[Self::stripe_of(key)]);
+        let bucket = stripe.buckets.get_mut(id)?;
+        BucketPart::take(bucket, false)
+    }
+
+    /// Every open bucket's unstored rows, copied (they stay unstored): what a checkpoint of
+    /// the write-ahead log records.
+    pub fn unstored_rows(&self) -> Vec<BucketPart> {
+        let mut out = Vec::new();
+        for m in &self.stripes {
+            let stripe = lock(m);
+            for b in stripe.buckets.values() {
+                if b.committed_count <= b.stored_count {
+                    continue;
+                }
+                let skip = (b.stored_count - b.rows_base) as usize;
+                let (control_min, control_max) = b.control_min_max();
+                out.push(BucketPart {
+                    id: b.id,
+                    key: Arc::clone(&b.key),
+                    min_time: b.min_time,
+                    max_time: b.max_time,
+                    count: b.committed_count,
+                    first_row: b.stored_count,
+                    stored_before: b.stored_count,
+                    segment_no: b.stored_segments,
+                    sorted: b.sorted,
+                    size_estimate: b.size,
+                    uncompressed_bytes: b.committed_uncompressed,
+                    control_min,
+                    control_max,
+                    rows: (b.committed_count - b.stored_count) as usize,
+                    columns: b
+                        .rows
+                        .columns
+                        .iter()
+                        .map(|(n, c)| (n.clone(), c.tail(skip)))
+                        .filter(|(_, c)| !c.all_missing())
+                        .collect(),
+                    closing: false,
+                });
+            }
+        }
+        out
+    }
+
+    /// Removes every idle open bucket from memory (closing the collection): their rows go to
+    /// [`BucketCatalog::take_leaving`]. Buckets with a batch in flight stay.
+    pub fn close_idle(&self) -> Vec<ClosedBucket> {
+        let mut out = Vec::new();
+        for m in &self.stripes {
+            let mut stripe = lock(m);
+            let ids: Vec<BucketId> = stripe
+                .buckets
+                .values()
+                .filter(|b| !b.has_pending())
+                .map(|b| b.id)
+                .collect();
+            for id in ids {
+                if let Some(b) = self.remove_bucket(&mut stripe, &id) {
+                    out.push(ClosedBucket::of(b, RolloverAction::SoftClose));
+                }
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,256 @@
+//! Recovery of the write-ahead log (`docs/durability.md`): opening a collection stores the
+//! rows its log holds that the store does not, then empties the log.
+//!
+//! Every logged row carries its position in its bucket, and a stored bucket's control record
+//! counts the rows stored: the rows at or past that count are the ones to store. Storing them
+//! is one part per bucket written like any other (segment, control record, index entry), so a
+//! crash during recovery leaves a state the next recovery completes without storing a row
+//! twice.
+
+use std::collections::HashMap;
+
+use bson::{Bson, DateTime, Document};
+use fjall::PersistMode;
+use tscoll_catalog::value::to_bson;
+use tscoll_catalog::{BucketId, BucketKey, MinMax};
+use tscoll_codec::{Column, decode_bucket, encode_bucket};
+
+use crate::collection::CollectionInner;
+use crate::control::Control;
+use crate::error::{Error, Result};
+use crate::storage::keys::hex;
+use crate::storage::wal::LogEntry;
+
+/// What the log holds of one bucket.
+#[derive(Default)]
+struct Logged {
+    key: Option<Vec<u8>>,
+    last: Option<LogEntry>,
+    parts: Vec<LogEntry>,
+}
+
+/// What recovery stored.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Recovered {
+    /// Buckets written.
+    pub(crate) buckets: usize,
+    /// Rows stored.
+    pub(crate) rows: u64,
+}
+
+impl CollectionInner {
+    /// Stores what the log holds beyond the store, makes it durable and empties the log.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] when the log or a logged blob is damaged, or a bucket new to the
+    /// store has no logged key; [`Error::Io`], [`Error::Storage`] when reading or writing fails.
+    pub(crate) fn recover_log(&self) -> Result<Recovered> {
+        let records = self.wal.read_all()?;
+        let mut order: Vec<BucketId> = Vec::new();
+        let mut logged: HashMap<BucketId, Logged> = HashMap::new();
+        for record in records {
+            for e in record.entries {
+                let l = logged.entry(e.id).or_insert_with(|| {
+                    order.push(e.id);
+                    Logged::default()
+                });
+                if e.key.is_some() {
+                    l.key.clone_from(&e.key);
+                }
+                let mut head = e.clone();
+                head.blob = Vec::new();
+                l.last = Some(head);
+                l.parts.push(e);
+            }
+        }
+        let mut out = Recovered::default();
+        for id in order {
+            if let Some(l) = logged.remove(&id) {
+                let rows = self.recover_bucket(&id, l)?;
+                if rows > 0 {
+                    out.buckets += 1;
+                    out.rows += rows;
+                }
+            }
+        }
+        if out.buckets > 0 {
+            self.fjall
+                .persist(PersistMode::SyncAll)
+                .map_err(Error::storage("persisting recovered buckets"))?;
+        }
+        self.wal.restart(None)?;
+        Ok(out)
+    }
+
+    /// Stores the logged rows of one bucket past its stored count; returns how many.
+    fn recover_bucket(&self, id: &BucketId, mut l: Logged) -> Result<u64> {
+        let corrupt = |reason: String| Error::Corruption {
+            keyspace: "write-ahead log".to_owned(),
+            key: hex(id),
+            reason,
+        };
+        let stored = self.control(id)?;
+        let mut next = stored.as_ref().map_or(0, |c| c.count);
+        l.parts.sort_by_key(|e| e.first_row);
+        let mut rows = 0usize;
+        let mut columns: Vec<(String, Column)> = Vec::new();
+        for e in &l.parts {
+            if e.first_row + e.rows <= next {
+                continue; // stored already
+            }
+            let skip = next.saturating_sub(e.first_row) as usize;
+            let bucket = decode_bucket(&e.blob).map_err(|err| corrupt(err.to_string()))?;
+            let n = bucket.row_count.saturating_sub(skip);
+            for (name, col) in &bucket.columns {
+                let tail = col.tail(skip);
+                match columns.iter_mut().find(|(c, _)| c == name) {
+                    Some((_, c)) => c.extend_from(&tail),
+                    None => {
+                        let mut c = Column::with_capacity(rows + n);
+                        c.push_missing_n(rows);
+                        c.extend_from(&tail);
+                        columns.push((name.clone(), c));
+                    }
+                }
+            }
+            rows += n;
+            for (_, c) in &mut columns {
+                if c.len() < rows {
+                    c.push_missing_n(rows - c.len());
+                }
+            }
+            next = next.max(e.first_row + e.rows);
+        }
+        if rows == 0 {
+            return Ok(0);
+        }
+        let Some(last) = l.last else {
+            return Ok(0);
+        };
+        let key = match (&stored, l.key) {
+            (_, Some(bytes)) => BucketKey::from_bytes(bytes),
+            (Some(c), None) => self
+                .store
+                .series_key(c.meta_hash, c.min_time, id)?
+                .ok_or_else(|| corrupt("the stored bucket has no index entry".to_owned()))?,
+            (None, None) => {
+                return Err(corrupt(
+                    "rows of a bucket the store does not hold, without its series".to_owned(),
+                ));
+            }
+        };
+        let time_field = self.spec().time_field;
+        let control = recovered_control(stored.as_ref(), &last, &key, &time_field, rows, &columns)
+            .map_err(corrupt)?;
+        let segment = stored.as_ref().map_or(0, |c| c.next_segment);
+        let mut control = control;
+        control.next_segment = segment + 1;
+        let refs: Vec<(&str, &Column)> = columns.iter().map(|(n, c)| (n.as_str(), c)).collect();
+        let blob = encode_bucket(rows, &refs)?;
+        let _serialized = self.merge_lock(id);
+        let mut wb = self.fjall.batch();
+        self.store.put_segment(&mut wb, id, segment, blob);
+        self.store.put_control(&mut wb, id, control.encode());
+        if stored.is_none() {
+            self.store
+                .put_index_entry(&mut wb, &key, control.min_time, id)?;
+        }
+        if self.has_secondary_indexes() {
+            self.index_bucket_change(&mut wb, id, &key, stored.as_ref(), Some(&control))?;
+        }
+        wb.commit()
+            .map_err(Error::storage("storing recovered rows"))?;
+        if stored.is_some() {
+            self.merge_bucket_locked(id)?;
+        }
+        Ok(rows as u64)
+    }
+}
+
+/// The control record of a bucket after recovery stored `rows` more rows: min/max of the
+/// stored record (if any) widened by the new rows, the logged scalars of the last entry.
+fn recovered_control(
+    stored: Option<&Control>,
+    last: &LogEntry,
+    key: &BucketKey,
+    time_field: &str,
+    rows: usize,
+    columns: &[(String, Column)],
+) -> std::result::Result<Control, String> {
+    let mut fields: Vec<(String, MinMax)> = stored.map_or_else(Vec::new, |c| {
+        c.min
+            .iter()
+            .map(|(name, min)| {
+                (
+                    name.clone(),
+                    MinMax::from_stored(min, c.max.get(name).unwrap_or(min)),
+                )
+            })
+            .collect()
+    });
+    let mut max_time = stored.map_or(i64::MIN, |c| c.max_time);
+    for (name, col) in columns {
+        let mut mm: Option<MinMax> = None;
+        for v in col.iter() {
+            let Some(b) = to_bson(v)? else { continue };
+            if name == time_field {
+                if let Bson::DateTime(t) = &b {
+                    max_time = max_time.max(t.timestamp_millis());
+                }
+                continue;
+            }
+            match &mut mm {
+                Some(m) => m.update(&b),
+                None => mm = Some(MinMax::new(&b)),
+            }
+        }
+        if name == time_field {
+            continue;
+        }
+        let Some(mm) = mm else { continue };
+        match fields.iter_mut().find(|(n, _)| n == name) {
+            Some((_, f)) => {
+                f.update(&mm.min());
+                f.update(&mm.max());
+            }
+            None => fields.push((name.clone(), mm)),
+        }
+    }
+    let min_time = stored.map_or(last.min_time, |c| c.min_time);
+    // Fields in first-appearance order: the stored ones, then those the new rows add.
+    let mut order: Vec<&str> =
+        stored.map_or_else(Vec::new, |c| c.min.keys().map(String::as_str).collect());
+    for (name, _) in columns {
+        if !order.contains(&name.as_str()) {
+            order.push(name);
+        }
+    }
+    let mut min = Document::new();
+    let mut max = Document::new();
+    for name in order {
+        if name == time_field {
+            let stored_min = stored.and_then(|c| c.min.get(time_field)).cloned();
+            min.insert(
+                name,
+                stored_min.unwrap_or(Bson::DateTime(DateTime::from_millis(min_time))),
+            );
+            max.insert(name, DateTime::from_millis(max_time));
+        } else if let Some((_, f)) = fields.iter().find(|(n, _)| n == name) {
+            min.insert(name, f.min());
+            max.insert(name, f.max());
+        }
+    }
+    Ok(Control {
+        sorted: last.sorted,
+        min_time,
+        max_time,
+        count: stored.map_or(0, |c| c.count) + u32::try_from(rows).map_err(|e| e.to_string())?,
+        size_estimate: last.size_estimate,
+        next_segment: 0,
+        closed: false,
+        meta_hash: key.hash,
+        uncompressed_bytes: last.uncompressed_bytes,
+        min,
+        max,
+    })
+}

@@ -1,0 +1,499 @@
+//! The write-ahead log of one collection (`docs/durability.md`): one record per commit group,
+//! holding every row it committed, column by column and compressed, so that a commit writes
+//! nothing per bucket to the store. Buckets are stored when they leave memory; a checkpoint
+//! records the rows still only in memory and drops the log before it.
+//!
+//! Files `<db>/wal/c<collection id>/<sequence, 20 digits>.log`, each a run of frames
+//! `u32 length | u64 xxh3 of the payload | payload` (little-endian). A payload is a
+//! [`LogRecord`]: a kind byte (1 commit, 2 checkpoint), a `u32` entry count, then per entry
+//! `bucket _id (12 bytes) | flags u8 (1: key follows, 2: sorted) | [u32 length | key bytes] |
+//! min time i64 | first row u32 | rows u32 | raw bytes u64 | size estimate u64 |
+//! u32 length | blob` where the blob is the rows encoded by the codec (`docs/format.md`).
+//!
+//! A frame cut short at the end of the last file is a write a crash interrupted: reading stops
+//! there. Anything else that does not parse is [`Error::Corruption`].
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+use std::time::Instant;
+
+use tscoll_catalog::BucketId;
+use xxhash_rust::xxh3::xxh3_64;
+
+use crate::error::{Error, Result};
+use crate::write::Durability;
+
+/// Frame header: length (4 bytes) and checksum (8 bytes).
+const FRAME_HEADER: usize = 12;
+/// Largest payload a frame may announce (a commit group's rows; bounds reading bad bytes).
+const MAX_PAYLOAD: usize = 1 << 31;
+
+/// What a record is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RecordKind {
+    /// The rows of one commit group.
+    Commit = 1,
+    /// Every row held only in memory when the checkpoint was taken (first record of a file).
+    Checkpoint = 2,
+}
+
+/// Rows of one bucket in a record.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct LogEntry {
+    /// Bucket `_id`.
+    pub(crate) id: BucketId,
+    /// The series' key bytes: in a bucket's first commit and in checkpoints.
+    pub(crate) key: Option<Vec<u8>>,
+    /// Whether the bucket's rows are in time order after these rows.
+    pub(crate) sorted: bool,
+    /// `control.min.<time>` (rounded, ms).
+    pub(crate) min_time: i64,
+    /// Position in the bucket of the first row.
+    pub(crate) first_row: u32,
+    /// Number of rows.
+    pub(crate) rows: u32,
+    /// BSON bytes of every measurement of the bucket after these rows.
+    pub(crate) uncompressed_bytes: u64,
+    /// The classic size estimate after these rows (bytes).
+    pub(crate) size_estimate: u64,
+    /// The rows, encoded by the codec.
+    pub(crate) blob: Vec<u8>,
+}
+
+/// One record: a commit group or a checkpoint.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct LogRecord {
+    pub(crate) kind: RecordKind,
+    pub(crate) entries: Vec<LogEntry>,
+}
+
+impl LogRecord {
+    /// The payload bytes.
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let size: usize = self
+            .entries
+            .iter()
+            .map(|e| 64 + e.key.as_ref().map_or(0, Vec::len) + e.blob.len())
+            .sum();
+        let mut out = Vec::with_capacity(5 + size);
+        out.push(self.kind as u8);
+        out.extend_from_slice(&len32(self.entries.len()).to_le_bytes());
+        for e in &self.entries {
+            out.extend_from_slice(&e.id);
+            out.push(u8::from(e.key.is_some()) | (u8::from(e.sorted) << 1));
+            if let Some(k) = &e.key {
+                out.extend_from_slice(&len32(k.len()).to_le_bytes());
+                out.extend_from_slice(k);
+            }
+            out.extend_from_slice(&e.min_time.to_le_bytes());
+            out.extend_from_slice(&e.first_row.to_le_bytes());
+            out.extend_from_slice(&e.rows.to_le_bytes());
+            out.extend_from_slice(&e.uncompressed_bytes.to_le_bytes());
+            out.extend_from_slice(&e.size_estimate.to_le_bytes());
+            out.extend_from_slice(&len32(e.blob.len()).to_le_bytes());
+            out.extend_from_slice(&e.blob);
+        }
+        out
+    }
+
+    /// Parses a payload.
+    ///
+    /// # Errors
+    /// A message naming what is wrong.
+    pub(crate) fn decode(bytes: &[u8]) -> std::result::Result<LogRecord, String> {
+        let mut r = Reader(bytes);
+        let kind = match r.u8()? {
+            1 => RecordKind::Commit,
+            2 => RecordKind::Checkpoint,
+            k => return Err(format!("unknown record kind {k}")),
+        };
+        let n = r.u32()? as usize;
+        // Every entry takes at least 49 bytes: a count beyond that is damage.
+        if n > r.0.len() / 49 {
+            return Err(format!("{n} entries cannot fit in {} bytes", r.0.len()));
+        }
+        let mut entries = Vec::with_capacity(n);
+        for _ in 0..n {
+            let id: BucketId = r
+                .take(12)?
+                .try_into()
+                .map_err(|_| "short bucket id".to_owned())?;
+            let flags = r.u8()?;
+            let key = if flags & 1 == 1 {
+                let len = r.u32()? as usize;
+                Some(r.take(len)?.to_vec())
+            } else {
+                None
+            };
+            let min_time = r.i64()?;
+            let first_row = r.u32()?;
+            let rows = r.u32()?;
+            let uncompressed_bytes = r.u64()?;
+            let size_estimate = r.u64()?;
+            let len = r.u32()? as usize;
+            let blob = r.take(len)?.to_vec();
+            entries.push(LogEntry {
+                id,
+                key,
+                sorted: flags & 2 == 2,
+                min_time,
+                first_row,
+                rows,
+                uncompressed_bytes,
+                size_estimate,
+                blob,
+            });
+        }
+        if !r.0.is_empty() {
+            return Err(format!("{} bytes after the last entry", r.0.len()));
+        }
+        Ok(LogRecord { kind, entries })
+    }
+}
+
+fn len32(n: usize) -> u32 {
+    u32::try_from(n).expect("a log record part over 4 GiB")
+}
+
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> std::result::Result<&'a [u8], String> {
+        if n > self.0.len() {
+            return Err(format!("{n} bytes wanted, {} left", self.0.len()));
+        }
+        let (a, b) = self.0.split_at(n);
+        self.0 = b;
+        Ok(a)
+    }
+    fn array<const N: usize>(&mut self) -> std::result::Result<[u8; N], String> {
+        self.take(N)?
+            .try_into()
+            .map_err(|_| "short field".to_owned())
+    }
+    fn u8(&mut self) -> std::result::Result<u8, String> {
+        Ok(self.array::<1>()?[0])
+    }
+    fn u32(&mut self) -> std::result::Result<u32, String> {
+        Ok(u32::from_le_bytes(self.array()?))
+    }
+    fn u64(&mut self) -> std::result::Result<u64, String> {
+        Ok(u64::from_le_bytes(self.array()?))
+    }
+    fn i64(&mut self) -> std::result::Result<i64, String> {
+        Ok(i64::from_le_bytes(self.array()?))
+    }
+}
+
+/// The open log file.
+struct Tail {
+    seq: u64,
+    file: BufWriter<File>,
+    /// Bytes written to it.
+    bytes: u64,
+    /// Bytes of its checkpoint record (0 when it has none).
+    checkpoint: u64,
+    /// When it was started (by a checkpoint or on open).
+    started: Instant,
+}
+
+/// The write-ahead log of one collection.
+pub(crate) struct WriteAheadLog {
+    dir: PathBuf,
+    tail: Mutex<Option<Tail>>,
+}
+
+impl WriteAheadLog {
+    /// The log in directory `dir` (created if missing); no file is opened until the first
+    /// append. Call [`WriteAheadLog::read_all`] first to recover what an earlier process left.
+    pub(crate) fn open(dir: PathBuf) -> Result<WriteAheadLog> {
+        fs::create_dir_all(&dir).map_err(io_error(&dir, "creating the log directory"))?;
+        Ok(WriteAheadLog {
+            dir,
+            tail: Mutex::new(None),
+        })
+    }
+
+    /// The log files present, oldest first: `(sequence, path)`.
+    pub(crate) fn files(&self) -> Result<Vec<(u64, PathBuf)>> {
+        let mut out = Vec::new();
+        let entries = fs::read_dir(&self.dir).map_err(io_error(&self.dir, "listing the log"))?;
+        for entry in entries {
+            let entry = entry.map_err(io_error(&self.dir, "listing the log"))?;
+            let name = entry.file_name();
+            let Some(seq) = name
+                .to_str()
+                .and_then(|n| n.strip_suffix(".log"))
+                .and_then(|n| n.parse::<u64>().ok())
+            else {
+                continue;
+            };
+            out.push((seq, entry.path()));
+        }
+        out.sort_unstable();
+        Ok(out)
+    }
+
+    /// Every record of every file, oldest first. A frame cut short at the end of the last
+    /// file (a write a crash interrupted) ends the log.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when a file cannot be read; [`Error::Corruption`] when a frame's checksum
+    /// or contents are wrong, or a file other than the last is cut short.
+    pub(crate) fn read_all(&self) -> Result<Vec<LogRecord>> {
+        let files = self.files()?;
+        let mut out = Vec::new();
+        for (i, (_, path)) in files.iter().enumerate() {
+            let last = i + 1 == files.len();
+            let bytes = fs::read(path).map_err(io_error(path, "reading the log"))?;
+            let mut rest = &bytes[..];
+            while !rest.is_empty() {
+                let corrupt = |reason: String| Error::Corruption {
+                    keyspace: "write-ahead log".to_owned(),
+                    key: path.display().to_string(),
+                    reason,
+                };
+                let Some((head, body)) = rest.split_at_checked(FRAME_HEADER) else {
+                    if last {
+                        break;
+                    }
+                    return Err(corrupt("a frame header is cut short".to_owned()));
+                };
+                let len = u32::from_le_bytes(head[..4].try_into().unwrap_or_default()) as usize;
+                let sum = u64::from_le_bytes(head[4..].try_into().unwrap_or_default());
+                let Some((payload, after)) = body.split_at_checked(len) else {
+                    if last {
+                        break;
+                    }
+                    return Err(corrupt("a frame is cut short".to_owned()));
+                };
+                if xxh3_64(payload) != sum {
+                    // The last frame of the last file may be a torn write: its bytes were
+                    // never acknowledged.
+                    if last && after.is_empty() {
+                        break;
+                    }
+                    return Err(corrupt("a frame's checksum does not match".to_owned()));
+                }
+                out.push(LogRecord::decode(payload).map_err(corrupt)?);
+                rest = after;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Appends one record with the durability asked for; opens a file first if none is open.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when the file cannot be written.
+    pub(crate) fn append(&self, payload: &[u8], durability: Durability) -> Result<()> {
+        if payload.len() > MAX_PAYLOAD {
+            return Err(Error::Io(std::io::Error::other(format!(
+                "a log record of {} bytes is over 2 GiB",
+                payload.len()
+            ))));
+        }
+        let mut tail = self.lock();
+        if tail.is_none() {
+            *tail = Some(self.start(self.next_seq()?)?);
+        }
+        let Some(t) = tail.as_mut() else {
+            unreachable!("opened above")
+        };
+        let path = self.path_of(t.seq);
+        let mut head = [0u8; FRAME_HEADER];
+        head[..4].copy_from_slice(&len32(payload.len()).to_le_bytes());
+        head[4..].copy_from_slice(&xxh3_64(payload).to_le_bytes());
+        let io = io_error(&path, "writing the log");
+        t.file.write_all(&head).map_err(&io)?;
+        t.file.write_all(payload).map_err(&io)?;
+        t.bytes += (FRAME_HEADER + payload.len()) as u64;
+        match durability {
+            Durability::Buffered => {}
+            Durability::Flush => t.file.flush().map_err(&io)?,
+            Durability::Sync => {
+                t.file.flush().map_err(&io)?;
+                t.file.get_ref().sync_data().map_err(&io)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Bytes logged since the last checkpoint and how long ago it was taken; `None` when no
+    /// file is open.
+    pub(crate) fn since_checkpoint(&self) -> Option<(u64, std::time::Duration)> {
+        self.lock()
+            .as_ref()
+            .map(|t| (t.bytes - t.checkpoint, t.started.elapsed()))
+    }
+
+    /// Starts a new file, first holding `checkpoint` (when given, synced), and removes every
+    /// older file. The caller guarantees that everything the older files hold is stored
+    /// durably or in `checkpoint`.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when a file cannot be written or removed.
+    pub(crate) fn restart(&self, checkpoint: Option<&[u8]>) -> Result<()> {
+        let mut tail = self.lock();
+        if let Some(mut t) = tail.take() {
+            let _ = t.file.flush();
+        }
+        let old = self.files()?;
+        if let Some(payload) = checkpoint {
+            let next = self.next_seq()?;
+            *tail = Some(self.start(next)?);
+            drop(tail);
+            self.append(payload, Durability::Sync)?;
+            if let Some(t) = self.lock().as_mut() {
+                t.checkpoint = t.bytes;
+            }
+        } else {
+            drop(tail);
+        }
+        for (_, path) in old {
+            fs::remove_file(&path).map_err(io_error(&path, "removing an old log file"))?;
+        }
+        sync_dir(&self.dir)
+    }
+
+    /// Flushes the open file to the operating system (a clean shutdown keeps it).
+    pub(crate) fn flush(&self) -> Result<()> {
+        if let Some(t) = self.lock().as_mut() {
+            let path = self.path_of(t.seq);
+            t.file
+                .flush()
+                .map_err(io_error(&path, "flushing the log"))?;
+        }
+        Ok(())
+    }
+
+    /// Removes the whole log directory (the collection is dropped).
+    pub(crate) fn remove(&self) -> Result<()> {
+        self.lock().take();
+        match fs::remove_dir_all(&self.dir) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(io_error(&self.dir, "removing the log")(e))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Tail>> {
+        self.tail.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn next_seq(&self) -> Result<u64> {
+        Ok(self.files()?.last().map_or(1, |(s, _)| s + 1))
+    }
+
+    fn path_of(&self, seq: u64) -> PathBuf {
+        self.dir.join(format!("{seq:020}.log"))
+    }
+
+    fn start(&self, seq: u64) -> Result<Tail> {
+        let path = self.path_of(seq);
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(io_error(&path, "creating a log file"))?;
+        sync_dir(&self.dir)?;
+        Ok(Tail {
+            seq,
+            file: BufWriter::with_capacity(1 << 20, file),
+            bytes: 0,
+            checkpoint: 0,
+            started: Instant::now(),
+        })
+    }
+}
+
+impl Drop for WriteAheadLog {
+    fn drop(&mut self) {
+        let _ = self.flush();
+    }
+}
+
+/// Makes a directory's entries (files created or removed) durable.
+fn sync_dir(dir: &Path) -> Result<()> {
+    #[cfg(unix)]
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io_error(dir, "syncing the log directory"))?;
+    #[cfg(not(unix))]
+    let _ = dir;
+    Ok(())
+}
+
+fn io_error(path: &Path, what: &'static str) -> impl Fn(std::io::Error) -> Error + use<> {
+    let path = path.display().to_string();
+    move |e| Error::Io(std::io::Error::new(e.kind(), format!("{what} {path}: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(id: u8, key: bool) -> LogEntry {
+        LogEntry {
+            id: [id; 12],
+            key: key.then(|| vec![1, 2, 3]),
+            sorted: id.is_multiple_of(2),
+            min_time: -5,
+            first_row: 7,
+            rows: 3,
+            uncompressed_bytes: 99,
+            size_estimate: 1234,
+            blob: vec![id; usize::from(id)],
+        }
+    }
+
+    #[test]
+    fn records_round_trip_and_a_torn_tail_ends_the_log() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let log = WriteAheadLog::open(dir.path().join("wal")).expect("open");
+        let a = LogRecord {
+            kind: RecordKind::Commit,
+            entries: vec![entry(1, true), entry(2, false)],
+        };
+        let b = LogRecord {
+            kind: RecordKind::Checkpoint,
+            entries: vec![entry(4, true)],
+        };
+        log.append(&a.encode(), Durability::Flush).expect("append");
+        log.append(&b.encode(), Durability::Sync).expect("append");
+        assert_eq!(log.read_all().expect("read"), vec![a.clone(), b.clone()]);
+        // A torn last frame is dropped; the frames before it stay.
+        let (_, path) = log.files().expect("files").pop().expect("a file");
+        let len = fs::metadata(&path).expect("meta").len();
+        let f = OpenOptions::new().write(true).open(&path).expect("open");
+        f.set_len(len - 3).expect("cut");
+        assert_eq!(log.read_all().expect("read"), vec![a.clone()]);
+        // A checkpoint starts a new file and removes the old ones.
+        log.restart(Some(&b.encode())).expect("restart");
+        assert_eq!(log.files().expect("files").len(), 1);
+        assert_eq!(log.read_all().expect("read"), vec![b]);
+    }
+
+    #[test]
+    fn damage_before_the_end_is_an_error_not_a_panic() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let log = WriteAheadLog::open(dir.path().join("wal")).expect("open");
+        let a = LogRecord {
+            kind: RecordKind::Commit,
+            entries: vec![entry(3, true)],
+        };
+        log.append(&a.encode(), Durability::Flush).expect("append");
+        log.append(&a.encode(), Durability::Flush).expect("append");
+        let (_, path) = log.files().expect("files").pop().expect("a file");
+        let mut bytes = fs::read(&path).expect("read");
+        bytes[FRAME_HEADER + 2] ^= 0xff;
+        fs::write(&path, &bytes).expect("write");
+        assert!(matches!(log.read_all(), Err(Error::Corruption { .. })));
+        for cut in 0..a.encode().len() {
+            assert!(LogRecord::decode(&a.encode()[..cut]).is_err());
+        }
+    }
+}

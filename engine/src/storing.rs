@@ -1,0 +1,234 @@
+//! Storing the rows of open buckets (DESIGN "Write path rules (v2)"). A commit only logs its
+//! rows (`write.rs`); a bucket is encoded and stored — blob, control record, index entry —
+//! when it leaves memory. Before a read or a direct write sees the store, the rows open
+//! buckets hold are stored as parts; a bucket leaving memory with every row in it is then
+//! written as one blob, replacing its parts. A checkpoint records the rows still only in
+//! memory in a new log file and drops the older files (`storage::wal`).
+
+use fjall::PersistMode;
+use tscoll_catalog::{BucketId, BucketPart};
+use tscoll_codec::{Column, encode_bucket};
+
+use crate::collection::CollectionInner;
+use crate::control::Control;
+use crate::error::{Error, Result};
+use crate::storage::wal::{LogEntry, LogRecord, RecordKind};
+
+impl CollectionInner {
+    /// Stores the rows of buckets that left memory (each under its bucket's merge lock).
+    /// A part that fails to store goes back to the catalog's queue, to be stored by the next
+    /// writer or the next checkpoint.
+    ///
+    /// # Errors
+    /// The first failure ([`Error::Storage`], [`Error::Codec`]).
+    pub(crate) fn store_leaving(&self) -> Result<()> {
+        let mut parts = self.catalog.take_leaving().into_iter();
+        while let Some(part) = parts.next() {
+            let stored = {
+                let _serialized = self.merge_lock(&part.id);
+                self.store_part_locked(&part)
+            };
+            if let Err(e) = stored {
+                let mut back = vec![part];
+                back.extend(parts);
+                self.catalog.return_leaving(back);
+                return Err(e);
+            }
+            self.catalog.stored(&part.key, &part.id);
+        }
+        Ok(())
+    }
+
+    /// Stores every row open buckets hold, as parts (they stay open), so that the store holds
+    /// every acknowledged measurement: called before reads and direct writes.
+    ///
+    /// # Errors
+    /// As [`CollectionInner::store_leaving`].
+    pub(crate) fn flush_open(&self) -> Result<()> {
+        let _gate = self
+            .commit_gate
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.store_leaving()?;
+        for (key, id) in self.catalog.unstored() {
+            let _serialized = self.merge_lock(&id);
+            let Some(part) = self.catalog.take_unstored(&key, &id) else {
+                continue;
+            };
+            if let Err(e) = self.store_part_locked(&part) {
+                self.catalog.untake(&part);
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes one part in one atomic batch: its rows as segment `part.segment_no` (replacing
+    /// every stored segment when the part holds the whole bucket), the control record, the
+    /// index entry of a bucket new to the store and the secondary index entries. A closing
+    /// part of a bucket with earlier segments is then merged with them. The caller holds the
+    /// bucket's merge lock.
+    pub(crate) fn store_part_locked(&self, part: &BucketPart) -> Result<()> {
+        let secondary = self.has_secondary_indexes();
+        let previous = if part.stored_before == 0 || !secondary {
+            None
+        } else {
+            self.control(&part.id)?
+        };
+        let control = Control::of_part(part);
+        let mut wb = self.fjall.batch();
+        if part.first_row == 0 {
+            for seg in self.store.segment_numbers(&part.id)? {
+                self.store.remove_segment(&mut wb, &part.id, seg);
+            }
+        }
+        if part.rows > 0 {
+            let refs: Vec<(&str, &Column)> =
+                part.columns.iter().map(|(n, c)| (n.as_str(), c)).collect();
+            let blob = encode_bucket(part.rows, &refs)?;
+            self.store
+                .put_segment(&mut wb, &part.id, part.segment_no, blob);
+            self.store.put_control(&mut wb, &part.id, control.encode());
+        }
+        if part.stored_before == 0 {
+            self.store
+                .put_index_entry(&mut wb, &part.key, part.min_time, &part.id)?;
+        }
+        if secondary && part.rows > 0 {
+            self.index_bucket_change(
+                &mut wb,
+                &part.id,
+                &part.key,
+                previous.as_ref(),
+                Some(&control),
+            )?;
+        }
+        wb.commit().map_err(Error::storage("storing a bucket"))?;
+        if part.closing && part.first_row > 0 {
+            self.merge_bucket_locked(&part.id)?;
+        }
+        Ok(())
+    }
+
+    /// Merges a bucket's segments into one blob, written under the last segment's number.
+    /// The caller holds the bucket's merge lock: a bucket may be reopened, continued and
+    /// closed again by another writer, and two merges reading different segment sets would
+    /// each write a blob (duplicating rows).
+    pub(crate) fn merge_bucket_locked(&self, id: &BucketId) -> Result<()> {
+        let Some(control) = self.control(id)? else {
+            return Ok(());
+        };
+        let segments = self.read_segments(id, &mut |_| true)?;
+        if segments.len() <= 1 {
+            return Ok(());
+        }
+        let (rows, merged) = crate::store::concat_segments(&segments, &control);
+        let refs: Vec<(&str, &Column)> = merged.iter().map(|(n, c)| (n.as_str(), c)).collect();
+        let blob = encode_bucket(rows, &refs)?;
+        let last = segments.last().map_or(0, |(s, _)| *s);
+        let mut wb = self.fjall.batch();
+        for (seg, _) in &segments {
+            if *seg != last {
+                self.store.remove_segment(&mut wb, id, *seg);
+            }
+        }
+        self.store.put_segment(&mut wb, id, last, blob);
+        wb.commit()
+            .map_err(Error::storage("merging bucket segments"))
+    }
+
+    /// Reads and decodes every segment of a bucket (projected), in segment order.
+    pub(crate) fn read_segments(
+        &self,
+        id: &BucketId,
+        keep: &mut dyn FnMut(&str) -> bool,
+    ) -> Result<Vec<(u32, tscoll_codec::Bucket)>> {
+        let mut out = Vec::new();
+        for (seg, blob) in self.store.segments(id)? {
+            out.push((seg, tscoll_codec::decode_bucket_projected(&blob, keep)?));
+        }
+        Ok(out)
+    }
+
+    /// Takes a checkpoint when the log has grown past `checkpoint_bytes` since the last one
+    /// or the last one is older than `checkpoint_interval` ([`crate::LogOptions`]).
+    ///
+    /// # Errors
+    /// As [`CollectionInner::checkpoint_log`].
+    pub(crate) fn checkpoint_if_due(&self) -> Result<()> {
+        let Some((logged, age)) = self.wal.since_checkpoint() else {
+            return Ok(());
+        };
+        let options = self.log_options;
+        if logged >= options.checkpoint_bytes || (logged > 0 && age >= options.checkpoint_interval)
+        {
+            self.checkpoint_log()?;
+        }
+        Ok(())
+    }
+
+    /// A checkpoint of the write-ahead log: with no commit in flight, makes every stored
+    /// bucket durable, starts a new log file holding the rows open buckets hold (one record,
+    /// synced) and removes the older files. Recovery then reads that record and what follows.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when fjall cannot persist; [`Error::Io`] when the log cannot be
+    /// written; [`Error::Codec`] when rows cannot be encoded.
+    pub(crate) fn checkpoint_log(&self) -> Result<()> {
+        let _gate = self
+            .commit_gate
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.store_leaving()?;
+        let mut entries = Vec::new();
+        for part in self.catalog.unstored_rows() {
+            let refs: Vec<(&str, &Column)> =
+                part.columns.iter().map(|(n, c)| (n.as_str(), c)).collect();
+            #[expect(clippy::cast_possible_truncation, reason = "rows ≤ bucket_max_count")]
+            entries.push(LogEntry {
+                id: part.id,
+                key: Some(part.key.bytes.clone()),
+                sorted: part.sorted,
+                min_time: part.min_time,
+                first_row: part.first_row,
+                rows: part.rows as u32,
+                uncompressed_bytes: part.uncompressed_bytes,
+                size_estimate: part.size_estimate,
+                blob: encode_bucket(part.rows, &refs)?,
+            });
+        }
+        self.fjall
+            .persist(PersistMode::SyncAll)
+            .map_err(Error::storage("persisting before a checkpoint"))?;
+        let record = (!entries.is_empty()).then(|| {
+            LogRecord {
+                kind: RecordKind::Checkpoint,
+                entries,
+            }
+            .encode()
+        });
+        self.wal.restart(record.as_deref())
+    }
+
+    /// Stores every row the collection holds in memory and empties the log: every idle bucket
+    /// leaves memory (stored whole), fjall persists, the log files are removed.
+    ///
+    /// # Errors
+    /// As [`CollectionInner::checkpoint_log`].
+    pub(crate) fn store_all(&self) -> Result<()> {
+        let _gate = self
+            .commit_gate
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.catalog.close_idle();
+        self.store_leaving()?;
+        self.fjall
+            .persist(PersistMode::SyncAll)
+            .map_err(Error::storage("persisting"))?;
+        if self.catalog.unstored().is_empty() {
+            self.wal.restart(None)
+        } else {
+            Ok(())
+        }
+    }
+}
