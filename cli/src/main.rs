@@ -22,6 +22,10 @@ struct Cli {
     /// was dropped.
     #[arg(long, global = true)]
     recover: bool,
+    /// Bytes each collection's write-ahead log may grow by before a checkpoint bounds it
+    /// (recovery after a crash replays at most about this much).
+    #[arg(long, global = true, value_name = "BYTES", default_value_t = 64 << 20)]
+    checkpoint_bytes: u64,
     /// The command to run.
     #[command(subcommand)]
     command: Command,
@@ -69,6 +73,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     cmd::set_recover(cli.recover);
+    cmd::set_checkpoint_bytes(cli.checkpoint_bytes);
     let result = match cli.command {
         Command::Create(args) => cmd::create::run(&args),
         Command::Ingest(args) => cmd::ingest::run(&args),

@@ -146,6 +146,9 @@ fn run_child(db: &Path, start: i64, delay: Option<Duration>, model: &mut Model) 
         .arg("-")
         .args(["--durability", "sync", "--report-acks"])
         .args(["--batch-size", &BATCH.to_string()])
+        // A checkpoint of the write-ahead log every few calls: kills also land inside
+        // checkpoints (and the buckets they store).
+        .args(["--checkpoint-bytes", "4096"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -430,23 +430,49 @@ impl Column {
     /// ```
     #[must_use]
     pub fn tail(&self, from: usize) -> Column {
-        let from = from.min(self.types.len());
-        let (head, types) = self.types.split_at(from);
-        let [_, ints, floats, bytes] = lane_counts(head).unwrap_or([0; 4]);
-        let base = bytes
-            .checked_sub(1)
-            .and_then(|i| self.ends.get(i))
-            .copied()
-            .unwrap_or(0);
-        let lane = |v: &[u8], at: usize| v.get(at..).unwrap_or_default().to_vec();
+        self.rows(from, self.len())
+    }
+
+    /// Rows `from..to` as a column of their own (clamped to the column's rows).
+    ///
+    /// ```
+    /// use tscoll_codec::{Column, ValueRef};
+    ///
+    /// let mut c = Column::new();
+    /// c.push_bytes(0x02, b"a");
+    /// c.push_missing();
+    /// c.push_bytes(0x02, b"bc");
+    /// c.push_int(0x10, 7);
+    /// let r = c.rows(1, 3);
+    /// assert_eq!(r.iter().collect::<Vec<_>>(), [ValueRef::Missing, ValueRef::Bytes(0x02, b"bc")]);
+    /// ```
+    #[must_use]
+    pub fn rows(&self, from: usize, to: usize) -> Column {
+        let to = to.min(self.types.len());
+        let from = from.min(to);
+        let (head, rest) = self.types.split_at(from);
+        let types = rest.get(..to - from).unwrap_or_default();
+        let [_, i0, f0, b0] = lane_counts(head).unwrap_or([0; 4]);
+        let [_, ni, nf, nb] = lane_counts(types).unwrap_or([0; 4]);
+        let end_of = |k: usize| {
+            k.checked_sub(1)
+                .and_then(|i| self.ends.get(i))
+                .copied()
+                .unwrap_or(0)
+        };
+        let (base, last) = (end_of(b0), end_of(b0 + nb));
         Column {
             types: types.to_vec(),
-            ints: self.ints.get(ints..).unwrap_or_default().to_vec(),
-            floats: self.floats.get(floats..).unwrap_or_default().to_vec(),
-            bytes: lane(&self.bytes, base as usize),
+            ints: self.ints.get(i0..i0 + ni).unwrap_or_default().to_vec(),
+            floats: self.floats.get(f0..f0 + nf).unwrap_or_default().to_vec(),
+            bytes: self
+                .bytes
+                .get(base as usize..last as usize)
+                .unwrap_or_default()
+                .to_vec(),
             ends: self
                 .ends
-                .get(bytes..)
+                .get(b0..b0 + nb)
                 .unwrap_or_default()
                 .iter()
                 .map(|e| e - base)

@@ -19,14 +19,15 @@ use crate::collection::CollectionInner;
 use crate::control::Control;
 use crate::error::{Error, Result};
 use crate::storage::keys::hex;
-use crate::storage::wal::LogEntry;
+use crate::storage::wal::{LogEntry, table_rows};
 
 /// What the log holds of one bucket.
 #[derive(Default)]
 struct Logged {
     key: Option<Vec<u8>>,
     last: Option<LogEntry>,
-    parts: Vec<LogEntry>,
+    /// `(entry, record number, first row of the entry in the record's table)`.
+    parts: Vec<(LogEntry, usize, usize)>,
 }
 
 /// What recovery stored.
@@ -48,7 +49,9 @@ impl CollectionInner {
         let records = self.wal.read_all()?;
         let mut order: Vec<BucketId> = Vec::new();
         let mut logged: HashMap<BucketId, Logged> = HashMap::new();
-        for record in records {
+        let mut tables = Vec::with_capacity(records.len());
+        for (r, record) in records.into_iter().enumerate() {
+            let mut offset = 0;
             for e in record.entries {
                 let l = logged.entry(e.id).or_insert_with(|| {
                     order.push(e.id);
@@ -57,16 +60,19 @@ impl CollectionInner {
                 if e.key.is_some() {
                     l.key.clone_from(&e.key);
                 }
-                let mut head = e.clone();
-                head.blob = Vec::new();
-                l.last = Some(head);
-                l.parts.push(e);
+                l.last = Some(e.clone());
+                let rows = e.rows as usize;
+                l.parts.push((e, r, offset));
+                offset += rows;
             }
+            tables.push(record.rows);
         }
+        // Each record's table is decoded once, when a bucket first needs it.
+        let mut decoded: Vec<Option<tscoll_codec::Bucket>> = vec![None; tables.len()];
         let mut out = Recovered::default();
         for id in order {
             if let Some(l) = logged.remove(&id) {
-                let rows = self.recover_bucket(&id, l)?;
+                let rows = self.recover_bucket(&id, l, &tables, &mut decoded)?;
                 if rows > 0 {
                     out.buckets += 1;
                     out.rows += rows;
@@ -83,7 +89,13 @@ impl CollectionInner {
     }
 
     /// Stores the logged rows of one bucket past its stored count; returns how many.
-    fn recover_bucket(&self, id: &BucketId, mut l: Logged) -> Result<u64> {
+    fn recover_bucket(
+        &self,
+        id: &BucketId,
+        mut l: Logged,
+        tables: &[Vec<u8>],
+        decoded: &mut [Option<tscoll_codec::Bucket>],
+    ) -> Result<u64> {
         let corrupt = |reason: String| Error::Corruption {
             keyspace: "write-ahead log".to_owned(),
             key: hex(id),
@@ -91,25 +103,35 @@ impl CollectionInner {
         };
         let stored = self.control(id)?;
         let mut next = stored.as_ref().map_or(0, |c| c.count);
-        l.parts.sort_by_key(|e| e.first_row);
+        l.parts.sort_by_key(|(e, _, _)| e.first_row);
         let mut rows = 0usize;
         let mut columns: Vec<(String, Column)> = Vec::new();
-        for e in &l.parts {
+        for (e, record, offset) in &l.parts {
             if e.first_row + e.rows <= next {
                 continue; // stored already
             }
             let skip = next.saturating_sub(e.first_row) as usize;
-            let bucket = decode_bucket(&e.blob).map_err(|err| corrupt(err.to_string()))?;
-            let n = bucket.row_count.saturating_sub(skip);
-            for (name, col) in &bucket.columns {
-                let tail = col.tail(skip);
-                match columns.iter_mut().find(|(c, _)| c == name) {
+            let (Some(slot), Some(blob)) = (decoded.get_mut(*record), tables.get(*record)) else {
+                continue;
+            };
+            if slot.is_none() {
+                *slot = Some(decode_bucket(blob).map_err(|err| corrupt(err.to_string()))?);
+            }
+            let Some(table) = slot.as_ref() else { continue };
+            if offset + e.rows as usize > table.row_count {
+                return Err(corrupt(
+                    "a log entry points past its record's rows".to_owned(),
+                ));
+            }
+            let n = (e.rows as usize).saturating_sub(skip);
+            for (name, tail) in table_rows(table, offset + skip, n) {
+                match columns.iter_mut().find(|(c, _)| *c == name) {
                     Some((_, c)) => c.extend_from(&tail),
                     None => {
                         let mut c = Column::with_capacity(rows + n);
                         c.push_missing_n(rows);
                         c.extend_from(&tail);
-                        columns.push((name.clone(), c));
+                        columns.push((name, c));
                     }
                 }
             }

@@ -12,7 +12,7 @@ use tscoll_codec::{Column, encode_bucket};
 use crate::collection::CollectionInner;
 use crate::control::Control;
 use crate::error::{Error, Result};
-use crate::storage::wal::{LogEntry, LogRecord, RecordKind};
+use crate::storage::wal::{LogEntry, LogRecord, RecordKind, encode_table};
 
 impl CollectionInner {
     /// Stores the rows of buckets that left memory (each under its bucket's merge lock).
@@ -180,12 +180,11 @@ impl CollectionInner {
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         self.store_leaving()?;
-        let mut entries = Vec::new();
-        for part in self.catalog.unstored_rows() {
-            let refs: Vec<(&str, &Column)> =
-                part.columns.iter().map(|(n, c)| (n.as_str(), c)).collect();
-            #[expect(clippy::cast_possible_truncation, reason = "rows ≤ bucket_max_count")]
-            entries.push(LogEntry {
+        let parts = self.catalog.unstored_rows();
+        #[expect(clippy::cast_possible_truncation, reason = "rows ≤ bucket_max_count")]
+        let entries: Vec<LogEntry> = parts
+            .iter()
+            .map(|part| LogEntry {
                 id: part.id,
                 key: Some(part.key.bytes.clone()),
                 sorted: part.sorted,
@@ -194,9 +193,9 @@ impl CollectionInner {
                 rows: part.rows as u32,
                 uncompressed_bytes: part.uncompressed_bytes,
                 size_estimate: part.size_estimate,
-                blob: encode_bucket(part.rows, &refs)?,
-            });
-        }
+            })
+            .collect();
+        let rows = encode_table(parts.iter().map(|p| (p.rows, &p.columns[..])))?;
         self.fjall
             .persist(PersistMode::SyncAll)
             .map_err(Error::storage("persisting before a checkpoint"))?;
@@ -204,6 +203,7 @@ impl CollectionInner {
             LogRecord {
                 kind: RecordKind::Checkpoint,
                 entries,
+                rows,
             }
             .encode()
         });

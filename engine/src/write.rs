@@ -9,13 +9,12 @@ use tscoll_catalog::value::element_size;
 use tscoll_catalog::{
     BucketKey, MAX_BSON_OBJECT_SIZE, Measurement, PreparedBatch, StageError, WriteBatch, WriterId,
 };
-use tscoll_codec::{Column, encode_bucket};
 
 use crate::collection::{Collection, CollectionInner};
 use crate::error::{Error, ErrorCode, Result};
 use crate::series::SeriesGroups;
 use crate::storable;
-use crate::storage::wal::{LogEntry, LogRecord, RecordKind};
+use crate::storage::wal::{LogEntry, LogRecord, RecordKind, encode_table};
 
 /// How many times the measurements of an aborted batch are placed again before they are
 /// reported as errors (SPEC; MongoDB's reopening retry limit is also 16, SPEC §0).
@@ -321,15 +320,15 @@ impl CollectionInner {
     }
 
     /// Writes prepared batches as one record of the write-ahead log, with the durability
-    /// asked for (SPEC ): per bucket, its new rows, encoded. A batch whose columns fail to
-    /// encode freezes its bucket (SPEC §6.10) and is aborted; this writer's measurements of it
+    /// asked for (SPEC ): per bucket, where its new rows go; the rows of every batch in
+    /// one table encoded by the codec. A batch whose columns fail to encode freezes its bucket (SPEC §6.10) and is aborted; this writer's measurements of it
     /// go to `failed`. Returns the batches written. The caller holds the commit gate.
     ///
     /// # Errors
     /// A log write failure: every batch is aborted (its other writers retry, R-7.3.2).
     fn commit(
         &self,
-        prepared: Vec<PreparedBatch>,
+        mut prepared: Vec<PreparedBatch>,
         durability: Durability,
         writer: WriterId,
         failed: &mut Vec<(usize, String)>,
@@ -337,29 +336,37 @@ impl CollectionInner {
         if prepared.is_empty() {
             return Ok(prepared);
         }
-        let mut entries = Vec::with_capacity(prepared.len());
-        let mut written = Vec::with_capacity(prepared.len());
-        for p in prepared {
-            match log_entry(&p) {
-                Ok(entry) => {
-                    entries.push(entry);
-                    written.push(p);
+        let record = match log_record(&prepared) {
+            Ok(record) => record,
+            Err(_) => {
+                // Some batch's rows do not encode: find it alone, freeze its bucket (SPEC
+                // §6.10) and abort it, and log the others.
+                let mut kept = Vec::with_capacity(prepared.len());
+                for p in prepared {
+                    match encode_table([(p.rows, &p.columns[..])]) {
+                        Ok(_) => kept.push(p),
+                        Err(e) => {
+                            let reason = format!("bucket frozen: {}", Error::from(e));
+                            self.catalog.freeze(&p.key, &p.bucket_id);
+                            self.catalog.abort(&p.batch, &reason);
+                            push_failed(failed, &p.batch, writer, &reason);
+                        }
+                    }
                 }
-                Err(e) => {
-                    let reason = format!("bucket frozen: {e}");
-                    self.catalog.freeze(&p.key, &p.bucket_id);
-                    self.catalog.abort(&p.batch, &reason);
-                    push_failed(failed, &p.batch, writer, &reason);
+                prepared = kept;
+                if prepared.is_empty() {
+                    return Ok(prepared);
+                }
+                match log_record(&prepared) {
+                    Ok(record) => record,
+                    Err(e) => {
+                        self.abort_all(&prepared, &e);
+                        return Err(e);
+                    }
                 }
             }
-        }
-        if written.is_empty() {
-            return Ok(written);
-        }
-        let record = LogRecord {
-            kind: RecordKind::Commit,
-            entries,
         };
+        let written = prepared;
         if let Err(e) = self.wal.append(&record.encode(), durability) {
             self.abort_all(&written, &e);
             return Err(e);
@@ -374,21 +381,27 @@ impl CollectionInner {
     }
 }
 
-/// The log entry of a prepared batch: its rows encoded, where they go in the bucket, and the
-/// series' key when the bucket is new.
-fn log_entry(p: &PreparedBatch) -> Result<LogEntry> {
-    let columns: Vec<(&str, &Column)> = p.columns.iter().map(|(n, c)| (n.as_str(), c)).collect();
+/// The log record of a commit: per prepared batch, where its rows go in its bucket and the
+/// series' key when the bucket is new; the rows of every batch in one encoded table.
+fn log_record(prepared: &[PreparedBatch]) -> Result<LogRecord> {
     #[expect(clippy::cast_possible_truncation, reason = "rows ≤ bucket_max_count")]
-    Ok(LogEntry {
-        id: p.bucket_id,
-        key: (p.committed_before == 0).then(|| p.key.bytes.clone()),
-        sorted: p.sorted,
-        min_time: p.min_time,
-        first_row: p.committed_before,
-        rows: p.rows as u32,
-        uncompressed_bytes: p.uncompressed_before + p.uncompressed_bytes,
-        size_estimate: p.size_estimate,
-        blob: encode_bucket(p.rows, &columns)?,
+    let entries = prepared
+        .iter()
+        .map(|p| LogEntry {
+            id: p.bucket_id,
+            key: (p.committed_before == 0).then(|| p.key.bytes.clone()),
+            sorted: p.sorted,
+            min_time: p.min_time,
+            first_row: p.committed_before,
+            rows: p.rows as u32,
+            uncompressed_bytes: p.uncompressed_before + p.uncompressed_bytes,
+            size_estimate: p.size_estimate,
+        })
+        .collect();
+    Ok(LogRecord {
+        kind: RecordKind::Commit,
+        entries,
+        rows: encode_table(prepared.iter().map(|p| (p.rows, &p.columns[..])))?,
     })
 }
 

@@ -55,7 +55,7 @@ use std::path::{Path, PathBuf};
 
 use bson::{Bson, Document};
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
-use tscoll_engine::{Collection, Database, DatabaseOptions};
+use tscoll_engine::{Collection, Database, DatabaseOptions, LogOptions};
 
 /// Error type of the commands: anything displayable.
 pub(crate) type CmdError = Box<dyn std::error::Error + Send + Sync>;
@@ -79,6 +79,25 @@ pub(crate) fn set_recover(on: bool) {
     RECOVER.store(on, std::sync::atomic::Ordering::Relaxed);
 }
 
+/// The global `--checkpoint-bytes` (bytes logged between checkpoints of a collection's log).
+static CHECKPOINT_BYTES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(64 << 20);
+
+/// Sets the global `--checkpoint-bytes` (from `main`).
+pub(crate) fn set_checkpoint_bytes(bytes: u64) {
+    CHECKPOINT_BYTES.store(bytes, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The options databases are opened with: the defaults, with `--checkpoint-bytes`.
+pub(crate) fn db_options() -> DatabaseOptions {
+    DatabaseOptions {
+        log: LogOptions {
+            checkpoint_bytes: CHECKPOINT_BYTES.load(std::sync::atomic::Ordering::Relaxed),
+            ..LogOptions::default()
+        },
+        ..DatabaseOptions::default()
+    }
+}
+
 /// Opens (or creates) the database in `dir`; with `--recover`, even when its journal is
 /// damaged, warning on stderr of what the repair dropped.
 ///
@@ -87,9 +106,9 @@ pub(crate) fn set_recover(on: bool) {
 /// `--recover` was not given).
 pub(crate) fn open_db(dir: &Path) -> CmdResult<Database> {
     let db = if RECOVER.load(std::sync::atomic::Ordering::Relaxed) {
-        Database::open_recovering(dir, DatabaseOptions::default())
+        Database::open_recovering(dir, db_options())
     } else {
-        Database::open(dir, DatabaseOptions::default())
+        Database::open(dir, db_options())
     }
     .map_err(|e| format!("cannot open database {}: {e}", dir.display()))?;
     if let Some(r) = db.recovery_report() {

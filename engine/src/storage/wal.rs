@@ -7,8 +7,9 @@
 //! `u32 length | u64 xxh3 of the payload | payload` (little-endian). A payload is a
 //! [`LogRecord`]: a kind byte (1 commit, 2 checkpoint), a `u32` entry count, then per entry
 //! `bucket _id (12 bytes) | flags u8 (1: key follows, 2: sorted) | [u32 length | key bytes] |
-//! min time i64 | first row u32 | rows u32 | raw bytes u64 | size estimate u64 |
-//! u32 length | blob` where the blob is the rows encoded by the codec (`docs/format.md`).
+//! min time i64 | first row u32 | rows u32 | raw bytes u64 | size estimate u64`, then
+//! `u32 length | blob`: every entry's rows, entry after entry, as one table encoded by the
+//! codec (`docs/format.md`; a field an entry lacks is missing in its rows).
 //!
 //! A frame cut short at the end of the last file is a write a crash interrupted: reading stops
 //! there. Anything else that does not parse is [`Error::Corruption`].
@@ -19,7 +20,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
+use std::collections::HashMap;
+
 use tscoll_catalog::BucketId;
+use tscoll_codec::{Column, encode_bucket};
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::error::{Error, Result};
@@ -58,8 +62,6 @@ pub(crate) struct LogEntry {
     pub(crate) uncompressed_bytes: u64,
     /// The classic size estimate after these rows (bytes).
     pub(crate) size_estimate: u64,
-    /// The rows, encoded by the codec.
-    pub(crate) blob: Vec<u8>,
 }
 
 /// One record: a commit group or a checkpoint.
@@ -67,6 +69,8 @@ pub(crate) struct LogEntry {
 pub(crate) struct LogRecord {
     pub(crate) kind: RecordKind,
     pub(crate) entries: Vec<LogEntry>,
+    /// The entries' rows in entry order, one table encoded by the codec.
+    pub(crate) rows: Vec<u8>,
 }
 
 impl LogRecord {
@@ -75,9 +79,9 @@ impl LogRecord {
         let size: usize = self
             .entries
             .iter()
-            .map(|e| 64 + e.key.as_ref().map_or(0, Vec::len) + e.blob.len())
+            .map(|e| 64 + e.key.as_ref().map_or(0, Vec::len))
             .sum();
-        let mut out = Vec::with_capacity(5 + size);
+        let mut out = Vec::with_capacity(9 + size + self.rows.len());
         out.push(self.kind as u8);
         out.extend_from_slice(&len32(self.entries.len()).to_le_bytes());
         for e in &self.entries {
@@ -92,9 +96,9 @@ impl LogRecord {
             out.extend_from_slice(&e.rows.to_le_bytes());
             out.extend_from_slice(&e.uncompressed_bytes.to_le_bytes());
             out.extend_from_slice(&e.size_estimate.to_le_bytes());
-            out.extend_from_slice(&len32(e.blob.len()).to_le_bytes());
-            out.extend_from_slice(&e.blob);
         }
+        out.extend_from_slice(&len32(self.rows.len()).to_le_bytes());
+        out.extend_from_slice(&self.rows);
         out
     }
 
@@ -110,8 +114,8 @@ impl LogRecord {
             k => return Err(format!("unknown record kind {k}")),
         };
         let n = r.u32()? as usize;
-        // Every entry takes at least 49 bytes: a count beyond that is damage.
-        if n > r.0.len() / 49 {
+        // Every entry takes at least 45 bytes: a count beyond that is damage.
+        if n > r.0.len() / 45 {
             return Err(format!("{n} entries cannot fit in {} bytes", r.0.len()));
         }
         let mut entries = Vec::with_capacity(n);
@@ -132,8 +136,6 @@ impl LogRecord {
             let rows = r.u32()?;
             let uncompressed_bytes = r.u64()?;
             let size_estimate = r.u64()?;
-            let len = r.u32()? as usize;
-            let blob = r.take(len)?.to_vec();
             entries.push(LogEntry {
                 id,
                 key,
@@ -143,14 +145,67 @@ impl LogRecord {
                 rows,
                 uncompressed_bytes,
                 size_estimate,
-                blob,
             });
         }
+        let len = r.u32()? as usize;
+        let rows = r.take(len)?.to_vec();
         if !r.0.is_empty() {
-            return Err(format!("{} bytes after the last entry", r.0.len()));
+            return Err(format!("{} bytes after the rows", r.0.len()));
         }
-        Ok(LogRecord { kind, entries })
+        Ok(LogRecord {
+            kind,
+            entries,
+            rows,
+        })
     }
+}
+
+/// Concatenates pieces of rows — `(rows, columns)`, each column `rows` long — into one table
+/// (fields in first-appearance order, missing where a piece lacks them) and encodes it.
+///
+/// # Errors
+/// [`tscoll_codec::Error`] when the table cannot be encoded.
+pub(crate) fn encode_table<'a>(
+    pieces: impl IntoIterator<Item = (usize, &'a [(String, Column)])>,
+) -> tscoll_codec::Result<Vec<u8>> {
+    let mut position: HashMap<&str, usize> = HashMap::new();
+    let mut table: Vec<(&str, Column)> = Vec::new();
+    let mut total = 0usize;
+    for (rows, columns) in pieces {
+        for (name, col) in columns {
+            let i = *position.entry(name.as_str()).or_insert_with(|| {
+                let mut c = Column::new();
+                c.push_missing_n(total);
+                table.push((name.as_str(), c));
+                table.len() - 1
+            });
+            if let Some((_, c)) = table.get_mut(i) {
+                c.extend_from(col);
+            }
+        }
+        total += rows;
+        for (_, c) in &mut table {
+            if c.len() < total {
+                c.push_missing_n(total - c.len());
+            }
+        }
+    }
+    let refs: Vec<(&str, &Column)> = table.iter().map(|(n, c)| (*n, c)).collect();
+    encode_bucket(total, &refs)
+}
+
+/// Rows `offset..offset + rows` of a decoded table, the fields they lack left out.
+pub(crate) fn table_rows(
+    table: &tscoll_codec::Bucket,
+    offset: usize,
+    rows: usize,
+) -> Vec<(String, Column)> {
+    table
+        .columns
+        .iter()
+        .map(|(n, c)| (n.clone(), c.rows(offset, offset + rows)))
+        .filter(|(_, c)| !c.all_missing())
+        .collect()
 }
 
 fn len32(n: usize) -> u32 {
@@ -446,7 +501,6 @@ mod tests {
             rows: 3,
             uncompressed_bytes: 99,
             size_estimate: 1234,
-            blob: vec![id; usize::from(id)],
         }
     }
 
@@ -457,10 +511,12 @@ mod tests {
         let a = LogRecord {
             kind: RecordKind::Commit,
             entries: vec![entry(1, true), entry(2, false)],
+            rows: vec![1; 7],
         };
         let b = LogRecord {
             kind: RecordKind::Checkpoint,
             entries: vec![entry(4, true)],
+            rows: Vec::new(),
         };
         log.append(&a.encode(), Durability::Flush).expect("append");
         log.append(&b.encode(), Durability::Sync).expect("append");
@@ -484,6 +540,7 @@ mod tests {
         let a = LogRecord {
             kind: RecordKind::Commit,
             entries: vec![entry(3, true)],
+            rows: vec![3; 3],
         };
         log.append(&a.encode(), Durability::Flush).expect("append");
         log.append(&a.encode(), Durability::Flush).expect("append");
