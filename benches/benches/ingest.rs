@@ -24,15 +24,6 @@
 //!   encodes a commit's segment and a merged bucket with): `rows_50` is the segment one commit
 //!   writes, `rows_360` a whole one-hour bucket (10 s interval) as the merge of its segments
 //!   writes it. Throughput in the bucket's rows (measurements); the blob sizes go to stderr.
-//! * `fjall_commit`: one fjall write batch as the engine's commit of one batch into 100
-//!   existing buckets: 100 segments (the batch's columns, encoded) under 16-byte keys in a
-//!   keyspace without block compression, and 100 control records (BSON, the engine's layout)
-//!   under 12-byte keys; each iteration appends the next segment number. The engine's read of
-//!   each bucket's previous control record is not included. `buffered` commits without
-//!   flushing the journal (`Durability::Buffered`); `sync_all` fsyncs it
-//!   (`PersistMode::SyncAll`, `Durability::Sync`). The database lives in a temporary directory
-//!   (`$TMPDIR`), so `sync_all` measures that file system's fsync. Throughput: the 5000
-//!   measurements the commit holds.
 //! * `insert_many/buffered`: the engine end to end: `Collection::insert_many` (unordered,
 //!   buffered) of consecutive batches into a collection with timeField `time` and metaField
 //!   `tags` (granularity seconds), as `tscoll bench ingest` makes it, in a temporary
@@ -48,12 +39,11 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use bson::oid::ObjectId;
-use bson::{Bson, DateTime, Document, doc};
+use bson::{Bson, Document, doc};
 use criterion::measurement::WallTime;
 use criterion::{
     BatchSize, BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main,
 };
-use fjall::{KeyspaceCreateOptions, PersistMode};
 use tscoll_benches::tsbs::{self, Generator, Workload};
 use tscoll_catalog::value::push_value;
 use tscoll_catalog::{
@@ -372,95 +362,6 @@ fn bench_encode(c: &mut Criterion) {
     g.finish();
 }
 
-/// A control record laid out as the engine stores it (`engine/src/control.rs`).
-fn control_record(p: &PreparedBatch) -> Vec<u8> {
-    doc! {
-        "version": if p.sorted { 2 } else { 3 },
-        "minTime": DateTime::from_millis(p.min_time),
-        "maxTime": DateTime::from_millis(p.max_time),
-        "count": i64::from(p.count),
-        "size": i64::try_from(p.size_estimate).unwrap_or(i64::MAX),
-        "segments": i64::from(p.segment_no + 1),
-        "hash": i64::from_be_bytes(p.key.hash.to_be_bytes()),
-        "raw": i64::try_from(p.uncompressed_bytes).unwrap_or(i64::MAX),
-        "min": p.control_min.clone(),
-        "max": p.control_max.clone(),
-    }
-    .to_vec()
-    .expect("control record")
-}
-
-/// Data key of a segment: `bucket id (12) ‖ segment number (4, BE)`.
-fn data_key(id: &[u8; 12], segment: u32) -> [u8; 16] {
-    let mut k = [0u8; 16];
-    k[..12].copy_from_slice(id);
-    k[12..].copy_from_slice(&segment.to_be_bytes());
-    k
-}
-
-fn bench_fjall_commit(c: &mut Criterion) {
-    // The second batch's commit: 100 buckets that already hold the first batch.
-    let batches = Batch::first(2);
-    let catalog = catalog_holding(&batches[0]);
-    let (keys, groups) = batches[1].groups();
-    let outcomes = stage_all(&catalog, WriterId(2), &keys, &groups);
-    let prepared = prepare_all(&catalog, &outcomes);
-    let records: Vec<([u8; 12], Vec<u8>, Vec<u8>)> = prepared
-        .iter()
-        .map(|p| {
-            let named: Vec<(&str, &Column)> =
-                p.columns.iter().map(|(n, c)| (n.as_str(), c)).collect();
-            let blob = encode_bucket(p.rows, &named).expect("encode");
-            (p.bucket_id, blob, control_record(p))
-        })
-        .collect();
-    let segment_bytes: usize = records.iter().map(|(_, s, _)| s.len()).sum();
-    let control_bytes: usize = records.iter().map(|(_, _, c)| c.len()).sum();
-    eprintln!(
-        "fjall_commit: {} segments ({} bytes each on average) + {} control records ({} bytes \
-         each on average), {} bytes with keys",
-        records.len(),
-        segment_bytes / records.len(),
-        records.len(),
-        control_bytes / records.len(),
-        segment_bytes + control_bytes + records.len() * (16 + 12)
-    );
-
-    let dir = tempfile::tempdir().expect("temporary directory");
-    let db = fjall::Database::builder(dir.path())
-        .cache_size(CatalogOptions::default().cache_size_bytes)
-        .open()
-        .expect("open fjall");
-    let data = db
-        .keyspace("data", || {
-            KeyspaceCreateOptions::default().data_block_compression_policy(
-                fjall::config::CompressionPolicy::all(fjall::CompressionType::None),
-            )
-        })
-        .expect("data keyspace");
-    let ctl = db
-        .keyspace("ctl", KeyspaceCreateOptions::default)
-        .expect("control keyspace");
-
-    let mut segment = 1u32;
-    let mut g = group(c, "fjall_commit", BATCH);
-    for (name, mode) in [("buffered", None), ("sync_all", Some(PersistMode::SyncAll))] {
-        g.bench_function(name, |b| {
-            b.iter(|| {
-                let mut wb = db.batch().durability(mode);
-                for (id, blob, control) in &records {
-                    wb.insert(&data, data_key(id, segment), blob.as_slice());
-                    wb.insert(&ctl, id.as_slice(), control.as_slice());
-                }
-                segment += 1;
-                wb.commit().expect("commit");
-            });
-        });
-    }
-    g.finish();
-    drop((data, ctl, db));
-}
-
 /// A database in a temporary directory with the workload's collection, fed batch by batch.
 struct Ingest {
     coll: Collection,
@@ -537,7 +438,6 @@ criterion_group!(
     bench_catalog_placement,
     bench_column_pivot,
     bench_encode,
-    bench_fjall_commit,
     bench_insert_many
 );
 criterion_main!(benches);

@@ -1,9 +1,8 @@
 //! Write batches and commit rights (SPEC §7.1, §7.2).
 
-use bson::Document;
 use tscoll_codec::Column;
 
-use crate::bucket::{BucketId, StoredBucket};
+use crate::bucket::BucketId;
 use crate::key::BucketKey;
 use crate::sync::{Arc, AtomicBool, Condvar, Mutex, Ordering, lock};
 
@@ -180,10 +179,6 @@ pub struct PreparedBatch {
     pub sorted: bool,
     /// The classic size estimate after this commit (bytes).
     pub size_estimate: u64,
-    /// `control.min` after this commit.
-    pub control_min: Document,
-    /// `control.max` after this commit.
-    pub control_max: Document,
     /// The rows: `(field, column)` in the bucket's field order; fields with no value in this
     /// batch are left out. Every column has `rows` rows.
     pub columns: Vec<(String, Column)>,
@@ -191,27 +186,4 @@ pub struct PreparedBatch {
     pub rows: usize,
     /// Sum of the measurements' BSON element sizes (bytes), for compression statistics.
     pub uncompressed_bytes: u64,
-}
-
-impl PreparedBatch {
-    /// The stored state this commit leaves (what a [`crate::BucketSource`] reads back to
-    /// reopen the bucket, SPEC §6.8): control min/max and count after the commit, the next
-    /// segment number, not closed.
-    #[must_use]
-    pub fn to_stored(&self) -> StoredBucket {
-        StoredBucket {
-            id: self.bucket_id,
-            key_bytes: self.key.bytes.clone(),
-            min_time: self.min_time,
-            max_time: self.max_time,
-            count: self.count,
-            uncompressed_bytes: self.uncompressed_before + self.uncompressed_bytes,
-            size_estimate: self.size_estimate,
-            sorted: self.sorted,
-            next_segment: self.segment_no + 1,
-            closed: false,
-            min: self.control_min.clone(),
-            max: self.control_max.clone(),
-        }
-    }
 }

@@ -233,7 +233,7 @@ fn write_and_finish(
     // storage double's std mutex is not a scheduling point of loom).
     thread::yield_now();
     for p in prepared {
-        store.write(mine, p);
+        store.write(mine, p, catalog.stored_state(p));
     }
     for p in prepared {
         store.end(p);
@@ -384,9 +384,10 @@ impl Store {
         }
     }
 
-    /// Writes a prepared batch: a new bucket (insert) or a new segment and control (update),
-    /// checking what the batch claims against what is stored.
-    fn write(&self, mine: &[usize], p: &PreparedBatch) {
+    /// Writes a prepared batch: a new bucket (insert) or a new segment and control (update,
+    /// `control` as the catalog describes the bucket after the commit), checking what the
+    /// batch claims against what is stored.
+    fn write(&self, mine: &[usize], p: &PreparedBatch, control: Option<StoredBucket>) {
         let batch = self.name(&p.batch);
         let ids = p.batch.indices();
         let mut g = self.lock();
@@ -419,12 +420,19 @@ impl Store {
         if let Some(problem) = problem {
             g.check(false, &problem);
         }
+        let Some(control) = control else {
+            g.check(
+                false,
+                "a prepared batch's bucket left the catalog before its write",
+            );
+            return;
+        };
         let stored = g.buckets.entry(p.bucket_id).or_insert_with(|| Stored {
-            control: p.to_stored(),
+            control: control.clone(),
             segments: BTreeMap::new(),
         });
         stored.segments.insert(p.segment_no, ids);
-        stored.control = p.to_stored();
+        stored.control = control;
     }
 
     /// How many times measurement `id` is stored.

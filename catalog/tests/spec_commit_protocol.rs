@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use bson::{DateTime, Document, doc};
 use tscoll_catalog::{
-    BucketCatalog, BucketSource, Measurement, NoStorage, PreparedBatch, StatsSnapshot, WriteBatch,
-    WriterId,
+    BucketCatalog, BucketSource, Measurement, NoStorage, PreparedBatch, StatsSnapshot,
+    StoredBucket, WriteBatch, WriterId,
 };
 
 mod common;
@@ -48,6 +48,21 @@ fn commit(catalog: &BucketCatalog, batch: &Arc<WriteBatch>) -> PreparedBatch {
     p
 }
 
+/// [`commit`], also returning the stored state the commit leaves in a store that writes every
+/// commit (`BucketCatalog::stored_state`).
+fn commit_stored(
+    catalog: &BucketCatalog,
+    batch: &Arc<WriteBatch>,
+) -> (PreparedBatch, StoredBucket) {
+    assert!(batch.claim_commit_rights(), "commit rights");
+    let p = catalog.prepare_commit(batch).expect("prepare");
+    let stored = catalog
+        .stored_state(&p)
+        .expect("the bucket is in the catalog");
+    catalog.finish(&p);
+    (p, stored)
+}
+
 fn stats(catalog: &BucketCatalog) -> StatsSnapshot {
     catalog.stats()
 }
@@ -80,7 +95,7 @@ fn r_7_3_2_measurements_of_an_aborted_batch_are_placed_again_once() {
     let c = catalog();
     // Writer 1 commits a first batch: the bucket holds 1 measurement.
     let first = stage(&c, 1, &[doc_at(0, 0)], 0, &NoStorage);
-    let p0 = commit(&c, &first[0]);
+    let (p0, s0) = commit_stored(&c, &first[0]);
     // Writers 1 and 2 share the next batch; writer 1 wins the commit rights, its storage
     // write fails, it aborts.
     let b1 = stage(&c, 1, &[doc_at(1000, 1)], 1, &NoStorage);
@@ -100,7 +115,7 @@ fn r_7_3_2_measurements_of_an_aborted_batch_are_placed_again_once() {
     assert_eq!(leaving.len(), 1);
     assert_eq!((leaving[0].first_row, leaving[0].rows), (0, 1));
     c.stored(&key(), &p0.bucket_id);
-    let storage = Finds(Some(p0.to_stored()));
+    let storage = Finds(Some(s0.clone()));
     let r2 = stage(&c, 2, &[doc_at(2000, 2)], 7, &storage);
     let r1 = stage(&c, 1, &[doc_at(1000, 1)], 1, &storage);
     assert!(Arc::ptr_eq(&r1[0], &r2[0]));
@@ -123,7 +138,7 @@ fn r_7_3_2_measurements_of_an_aborted_batch_are_placed_again_once() {
 fn r_7_4_1_direct_write_clears_the_bucket_and_blocks_its_reopening() {
     let c = catalog();
     let first = stage(&c, 1, &[doc_at(0, 0)], 0, &NoStorage);
-    let p0 = commit(&c, &first[0]);
+    let (p0, s0) = commit_stored(&c, &first[0]);
     // A writer has a batch staged, not prepared, when a delete starts on the bucket.
     let pending = stage(&c, 2, &[doc_at(1000, 1)], 1, &NoStorage);
     assert_eq!(pending[0].bucket_id(), p0.bucket_id);
@@ -136,7 +151,7 @@ fn r_7_4_1_direct_write_clears_the_bucket_and_blocks_its_reopening() {
     assert!(c.wait(&pending[0]).is_err());
     assert_eq!(c.gauges().open_buckets, 0);
     // While the direct write runs, the bucket is not reopened: the retry opens a new one.
-    let storage = Finds(Some(p0.to_stored()));
+    let storage = Finds(Some(s0.clone()));
     let retry = stage(&c, 2, &[doc_at(1000, 1)], 1, &storage);
     assert_ne!(retry[0].bucket_id(), p0.bucket_id);
     let s = stats(&c);
@@ -191,12 +206,12 @@ fn r_7_4_1_direct_write_waits_for_the_prepared_batch() {
 fn r_6_10_frozen_bucket_is_never_reopened() {
     let c = catalog();
     let first = stage(&c, 1, &[doc_at(0, 0)], 0, &NoStorage);
-    let p0 = commit(&c, &first[0]);
+    let (p0, s0) = commit_stored(&c, &first[0]);
     let pending = stage(&c, 1, &[doc_at(1000, 1)], 1, &NoStorage);
     c.freeze(&key(), &p0.bucket_id);
     c.freeze(&key(), &p0.bucket_id);
     assert!(c.wait(&pending[0]).is_err(), "the staged batch fails");
-    let storage = Finds(Some(p0.to_stored()));
+    let storage = Finds(Some(s0.clone()));
     let retry = stage(&c, 1, &[doc_at(1000, 1)], 1, &storage);
     assert_ne!(retry[0].bucket_id(), p0.bucket_id);
     let s = stats(&c);

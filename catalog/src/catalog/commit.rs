@@ -69,7 +69,6 @@ impl BucketCatalog {
                 columns.push((f.name.clone(), col));
             }
         }
-        let (control_min, control_max) = bucket.control_min_max();
         let segment_no = bucket.next_segment;
         bucket.next_segment += 1;
         let committed_before = bucket.committed_count;
@@ -87,11 +86,34 @@ impl BucketCatalog {
             segment_no,
             sorted: bucket.sorted,
             size_estimate: bucket.size,
-            control_min,
-            control_max,
             columns,
             rows,
             uncompressed_bytes,
+        })
+    }
+
+    /// The stored state a commit of `p` leaves when it is written as a segment with its
+    /// control record (what a [`BucketSource`] reads back to reopen the bucket, SPEC §6.8):
+    /// control min/max and count after the commit, the next segment number, not closed.
+    /// `None` once the bucket has left the catalog. The engine stores buckets from
+    /// [`crate::BucketPart`]s; this serves models of a store that writes every commit.
+    pub fn stored_state(&self, p: &PreparedBatch) -> Option<StoredBucket> {
+        let stripe = lock(&self.stripes[p.batch.stripe]);
+        let bucket = stripe.buckets.get(&p.bucket_id)?;
+        let (min, max) = bucket.control_min_max();
+        Some(StoredBucket {
+            id: p.bucket_id,
+            key_bytes: p.key.bytes.clone(),
+            min_time: p.min_time,
+            max_time: p.max_time,
+            count: p.count,
+            uncompressed_bytes: p.uncompressed_before + p.uncompressed_bytes,
+            size_estimate: p.size_estimate,
+            sorted: p.sorted,
+            next_segment: p.segment_no + 1,
+            closed: false,
+            min,
+            max,
         })
     }
 
