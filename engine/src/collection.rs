@@ -42,6 +42,9 @@ pub(crate) struct CollectionInner {
     pub(crate) commit_gate: RwLock<()>,
     /// The database's collection records (name → `{id, spec, indexes}`).
     pub(crate) records: fjall::Keyspace,
+    /// Buckets given a retirement marker since the log last restarted: the markers are
+    /// removed once the log no longer holds rows older than them.
+    pub(crate) retired: Mutex<Vec<BucketId>>,
 }
 
 /// Keyspaces and shared state a collection is opened with.
@@ -77,6 +80,7 @@ impl CollectionInner {
             indexes: RwLock::new(indexes),
             commit_gate: RwLock::new(()),
             records: storage.records,
+            retired: Mutex::new(Vec::new()),
         }
     }
 

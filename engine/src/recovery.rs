@@ -2,7 +2,9 @@
 //! rows its log holds that the store does not, then empties the log.
 //!
 //! Every logged row carries its position in its bucket, and a stored bucket's control record
-//! counts the rows stored: the rows at or past that count are the ones to store. Storing them
+//! counts the rows stored: the rows at or past that count are the ones to store. A bucket a
+//! direct write rewrote, moved or removed has a retirement marker: its rows logged before the
+//! marker's log position are stale and skipped. Storing them
 //! is one part per bucket written like any other (segment, control record, index entry), so a
 //! crash during recovery leaves a state the next recovery completes without storing a row
 //! twice.
@@ -19,7 +21,7 @@ use crate::collection::CollectionInner;
 use crate::control::Control;
 use crate::error::{Error, Result};
 use crate::storage::keys::hex;
-use crate::storage::wal::{LogEntry, table_rows};
+use crate::storage::wal::{LogEntry, LogPosition, table_rows};
 
 /// What the log holds of one bucket.
 #[derive(Default)]
@@ -50,9 +52,24 @@ impl CollectionInner {
         let mut order: Vec<BucketId> = Vec::new();
         let mut logged: HashMap<BucketId, Logged> = HashMap::new();
         let mut tables = Vec::with_capacity(records.len());
-        for (r, record) in records.into_iter().enumerate() {
+        let mut retired: HashMap<BucketId, Option<LogPosition>> = HashMap::new();
+        for (r, (position, record)) in records.into_iter().enumerate() {
             let mut offset = 0;
             for e in record.entries {
+                let rows = e.rows as usize;
+                // Rows logged before the bucket was rewritten, moved or removed are stale.
+                let marker = match retired.get(&e.id) {
+                    Some(m) => *m,
+                    None => {
+                        let m = self.store.retired(&e.id)?;
+                        retired.insert(e.id, m);
+                        m
+                    }
+                };
+                if marker.is_some_and(|m| position < m) {
+                    offset += rows;
+                    continue;
+                }
                 let l = logged.entry(e.id).or_insert_with(|| {
                     order.push(e.id);
                     Logged::default()
@@ -61,7 +78,6 @@ impl CollectionInner {
                     l.key.clone_from(&e.key);
                 }
                 l.last = Some(e.clone());
-                let rows = e.rows as usize;
                 l.parts.push((e, r, offset));
                 offset += rows;
             }
@@ -79,12 +95,24 @@ impl CollectionInner {
                 }
             }
         }
-        if out.buckets > 0 {
-            self.fjall
-                .persist(PersistMode::SyncAll)
-                .map_err(Error::storage("persisting recovered buckets"))?;
-        }
+        // The log goes only once what it held is durable in the store: what an earlier
+        // process stored from it may not be yet.
+        self.fjall
+            .persist(PersistMode::SyncAll)
+            .map_err(Error::storage("persisting recovered buckets"))?;
         self.wal.restart(None)?;
+        let mut wb = self.fjall.batch();
+        let mut markers = 0;
+        for (id, marker) in &retired {
+            if marker.is_some() {
+                self.store.remove_retired(&mut wb, id);
+                markers += 1;
+            }
+        }
+        if markers > 0 {
+            wb.commit()
+                .map_err(Error::storage("removing retirement markers"))?;
+        }
         Ok(out)
     }
 

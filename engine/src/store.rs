@@ -143,6 +143,7 @@ impl CollectionInner {
         self.store
             .remove_index_entry(&mut wb, entry.key.hash, entry.min_time, &entry.id);
         self.index_bucket_change(&mut wb, &entry.id, &entry.key, control, None)?;
+        self.retire(&mut wb, &entry.id)?;
         wb.commit().map_err(Error::storage("removing a bucket"))
     }
 
@@ -171,7 +172,46 @@ impl CollectionInner {
         self.store.put_segment(&mut wb, &entry.id, 0, blob);
         self.store.put_control(&mut wb, &entry.id, control.encode());
         self.index_bucket_change(&mut wb, &entry.id, &entry.key, Some(old), Some(&control))?;
+        self.retire(&mut wb, &entry.id)?;
         wb.commit().map_err(Error::storage("rewriting a bucket"))
+    }
+
+    /// Adds to a direct write's batch the bucket's retirement marker: the rows the log holds
+    /// of it up to here are all stored (the direct write stored them first) and no longer
+    /// what the store holds, so recovery must not store them again (`docs/durability.md`).
+    /// No record of the bucket is appended while the direct write runs, so every later one
+    /// is past the marker.
+    fn retire(&self, wb: &mut fjall::OwnedWriteBatch, id: &BucketId) -> Result<()> {
+        self.store.put_retired(wb, id, self.wal.position()?);
+        self.retired
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(*id);
+        Ok(())
+    }
+
+    /// Removes the retirement markers given since the log last restarted (call after a
+    /// restart: the log holds no row older than them). A marker left behind by a crash is
+    /// harmless: log positions only grow.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when fjall fails.
+    pub(crate) fn clear_retired(&self) -> Result<()> {
+        let ids = std::mem::take(
+            &mut *self
+                .retired
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let mut wb = self.fjall.batch();
+        for id in &ids {
+            self.store.remove_retired(&mut wb, id);
+        }
+        wb.commit()
+            .map_err(Error::storage("removing retirement markers"))
     }
 
     /// Moves a stored bucket to another series (a meta update, SPEC §11.2): its index entry
@@ -196,6 +236,7 @@ impl CollectionInner {
         self.store.put_control(&mut wb, &entry.id, control.encode());
         self.index_bucket_change(&mut wb, &entry.id, &entry.key, Some(old), None)?;
         self.index_bucket_change(&mut wb, &entry.id, new_key, None, Some(&control))?;
+        self.retire(&mut wb, &entry.id)?;
         wb.commit()
             .map_err(Error::storage("updating a bucket's meta"))
     }

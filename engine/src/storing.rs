@@ -207,7 +207,8 @@ impl CollectionInner {
             }
             .encode()
         });
-        self.wal.restart(record.as_deref())
+        self.wal.restart(record.as_deref())?;
+        self.clear_retired()
     }
 
     /// Stores every row the collection holds in memory and empties the log: every idle bucket
@@ -226,7 +227,11 @@ impl CollectionInner {
             .persist(PersistMode::SyncAll)
             .map_err(Error::storage("persisting"))?;
         if self.catalog.unstored().is_empty() {
-            self.wal.restart(None)
+            self.wal.restart(None)?;
+            self.clear_retired()?;
+            self.fjall
+                .persist(PersistMode::SyncAll)
+                .map_err(Error::storage("persisting"))
         } else {
             Ok(())
         }

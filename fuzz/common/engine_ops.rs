@@ -1,7 +1,7 @@
 //! Model-based check of the engine: a sequence of operations (inserts, queries, deletes,
-//! meta-only updates, TTL passes, collMod, close and reopen) is applied to one collection and
-//! to a plain in-memory model (a map `_id → measurement`), and after every operation the two
-//! must agree.
+//! meta-only updates, TTL passes, collMod, close and reopen, log checkpoints, crash and
+//! restart) is applied to one collection and to a plain in-memory model (a map
+//! `_id → measurement`), and after every operation the two must agree.
 //!
 //! What is checked, by SPEC section:
 //! * an insert stores exactly the good measurements (ordered: those before the first
@@ -41,6 +41,11 @@
 //! * §12: collMod transitions give the expected options or the
 //!   expected typed error (`InvalidOptions`, `TypeMismatch`) with the options unchanged;
 //!   options survive a reopen.
+//! * Durability (`docs/durability.md`): a checkpoint of the write-ahead log changes nothing
+//!   visible; after a crash (`Database::crash`: every log write reached the operating system,
+//!   nothing held in memory stored) and a reopen, recovery gives back exactly what was
+//!   acknowledged — every measurement the model holds present once, deleted and expired ones
+//!   gone, updated ones in their new series, the options of the last collMod.
 //! * After every operation: the whole collection (found with an empty filter) equals the
 //!   model, and every stored bucket is consistent with it (count, meta, every time in
 //!   `[min, min + span)` with the current span, R-6.3.1 and ).
@@ -352,6 +357,11 @@ pub enum Op {
         /// Call `Database::close` first.
         clean: bool,
     },
+    /// `Collection::checkpoint`: a checkpoint of the write-ahead log (nothing visible changes).
+    Checkpoint,
+    /// End the database with `Database::crash` (as a process crash once every log write
+    /// reached the operating system) and open it again: recovery from the log.
+    CrashRestart,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -916,7 +926,8 @@ pub fn decode(data: &[u8]) -> (Setup, Vec<Op>) {
 }
 
 /// An operation: its kind in the low 5 bits of the first byte (the high bits pick a variant
-/// of some kinds), then its operands.
+/// of some kinds: 23 to 25 with the top 3 bits set `ExpireAt`, 29 and 30 with them set
+/// `Checkpoint` and `CrashRestart`), then its operands.
 fn decode_op(r: &mut Reader<'_>) -> Op {
     let b = r.byte();
     match b % 32 {
@@ -963,6 +974,8 @@ fn decode_op(r: &mut Reader<'_>) -> Op {
             5 => CollModOp::ExpireOff,
             _ => CollModOp::BadExpire(r.byte() % BAD_EXPIRES),
         }),
+        29 if b >= 0xe0 => Op::Checkpoint,
+        30 if b >= 0xe0 => Op::CrashRestart,
         _ => Op::CloseReopen { clean: r.flag() },
     }
 }
@@ -1190,6 +1203,8 @@ fn encode_op(w: &mut Vec<u8>, op: &Op) {
             }
         }
         Op::CloseReopen { clean } => w.extend([29, u8::from(*clean)]),
+        Op::Checkpoint => w.push(0xe0 | 29),
+        Op::CrashRestart => w.push(0xe0 | 30),
     }
 }
 
@@ -1830,6 +1845,10 @@ pub struct Summary {
     pub refused: usize,
     /// Close-and-reopen cycles.
     pub reopens: usize,
+    /// Checkpoints of the write-ahead log taken.
+    pub checkpoints: usize,
+    /// Crash-and-reopen cycles (recoveries from the write-ahead log).
+    pub crash_restarts: usize,
     /// Most buckets stored at once.
     pub max_buckets: usize,
     /// Buckets the catalog reopened (SPEC §6.8).
@@ -1860,6 +1879,8 @@ impl Summary {
         self.collmods_changed += o.collmods_changed;
         self.refused += o.refused;
         self.reopens += o.reopens;
+        self.checkpoints += o.checkpoints;
+        self.crash_restarts += o.crash_restarts;
         self.max_buckets = self.max_buckets.max(o.max_buckets);
         self.buckets_reopened += o.buckets_reopened;
         self.buckets_evicted += o.buckets_evicted;
@@ -1920,6 +1941,17 @@ fn same(got: &Document, expected: &Document) -> bool {
 fn id_of(d: &Document) -> Result<i64, String> {
     d.get_i64("_id")
         .map_err(|_| format!("result without an Int64 _id: {d}"))
+}
+
+/// How the database ends before its directory is opened again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shutdown {
+    /// The last handle dropped.
+    Drop,
+    /// `Database::close`, then the last handle dropped.
+    Close,
+    /// `Database::crash`: nothing held in memory is stored.
+    Crash,
 }
 
 struct Harness<'a> {
@@ -2093,7 +2125,17 @@ impl Harness<'_> {
             Op::Expire { minute } => self.expire(T0 + i64::from(*minute) * MINUTE_MS),
             Op::ExpireAt(now) => self.expire(*now),
             Op::CollMod(c) => self.coll_mod(*c),
-            Op::CloseReopen { clean } => self.reopen(*clean),
+            Op::CloseReopen { clean } => self.reopen(if *clean {
+                Shutdown::Close
+            } else {
+                Shutdown::Drop
+            }),
+            Op::Checkpoint => {
+                engine("checkpoint", self.coll().checkpoint())?;
+                self.summary.checkpoints += 1;
+                Ok(())
+            }
+            Op::CrashRestart => self.reopen(Shutdown::Crash),
         }
     }
 
@@ -2531,14 +2573,19 @@ impl Harness<'_> {
         Ok(())
     }
 
-    fn reopen(&mut self, clean: bool) -> Result<(), String> {
+    /// Ends the database as `how` says, then opens the directory again.
+    fn reopen(&mut self, how: Shutdown) -> Result<(), String> {
         self.count_catalog()?;
         drop(self.coll.take());
         if let Some(db) = self.db.take() {
-            if clean {
-                engine("close", db.close())?;
+            match how {
+                Shutdown::Drop => drop(db),
+                Shutdown::Close => {
+                    engine("close", db.close())?;
+                    drop(db);
+                }
+                Shutdown::Crash => engine("crash", db.crash())?,
             }
-            drop(db);
         }
         let db = engine(
             "Database::open (reopen)",
@@ -2547,7 +2594,11 @@ impl Harness<'_> {
         let coll = engine("collection (reopen)", db.collection("c"))?;
         self.db = Some(db);
         self.coll = Some(coll);
-        self.summary.reopens += 1;
+        if how == Shutdown::Crash {
+            self.summary.crash_restarts += 1;
+        } else {
+            self.summary.reopens += 1;
+        }
         self.spec
             .check(self.coll())
             .map_err(|e| format!("after reopening: {e}"))
@@ -2639,7 +2690,11 @@ impl Harness<'_> {
         let expected: Vec<i64> = self.rows.keys().copied().collect();
         if got != expected {
             let missing: Vec<_> = expected.iter().filter(|i| !got.contains(i)).collect();
-            let extra: Vec<_> = got.iter().filter(|i| !expected.contains(i)).collect();
+            let mut seen = BTreeSet::new();
+            let extra: Vec<_> = got
+                .iter()
+                .filter(|i| !seen.insert(**i) || !expected.contains(i))
+                .collect();
             return Err(format!(
                 "contents: {} measurements, model {}; missing {missing:?}, extra or repeated {extra:?}",
                 got.len(),

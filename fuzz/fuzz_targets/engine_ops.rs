@@ -1,6 +1,7 @@
 //! Operations on a collection decoded from the input (inserts, queries, deletes, meta-only
-//! updates, TTL passes, collMod, close and reopen), applied to the engine in a temporary
-//! directory and to an in-memory model; any divergence panics (SPEC §10, §11, §12, §14). Logic
+//! updates, TTL passes, collMod, close and reopen, log checkpoints, crash and restart),
+//! applied to the engine in a temporary directory and to an in-memory model; any divergence
+//! panics (SPEC §10, §11, §12, §14; recovery, `docs/durability.md`). Logic
 //! in `fuzz/common/engine_ops.rs`, run on stable by `tests/tests/model_ops.rs`, which also
 //! replays the committed corpus.
 #![no_main]

@@ -41,6 +41,16 @@ pub(crate) fn data_key(id: &BucketId, segment: u32) -> [u8; 16] {
     k
 }
 
+/// Key of a bucket's retirement marker in the control keyspace: `bucket id (12) ‖ 0x00`, so
+/// it sorts right after the bucket's control record and scans of control records (12-byte
+/// keys) skip it. Its value is the log position (16 bytes) before which the log's rows of the
+/// bucket are stale: the bucket was rewritten, moved or removed there (`docs/durability.md`).
+pub(crate) fn retired_key(id: &BucketId) -> [u8; 13] {
+    let mut k = [0u8; 13];
+    k[..12].copy_from_slice(id);
+    k
+}
+
 /// Meta+time index key (SPEC §13, R-13.5): `meta hash (8, BE) ‖ min time (8) ‖ bucket id (12)`.
 /// The full normalized meta is the entry's value (hash collisions are told apart by it).
 pub(crate) fn index_key(hash: u64, min_time: i64, id: &BucketId) -> [u8; 28] {

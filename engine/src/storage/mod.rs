@@ -8,6 +8,7 @@
 //! |---|---|---|
 //! | `c{id}_data` | bucket id (12) ‖ segment number (4, BE) | bucket blob (`docs/format.md`) |
 //! | `c{id}_ctl` | bucket id (12) | control record (BSON) |
+//! | `c{id}_ctl` | bucket id (12) ‖ `00` | retirement marker: a log position (16) |
 //! | `c{id}_idx` | meta hash (8, BE) ‖ min time (8) ‖ bucket id (12) | normalized meta bytes |
 //!
 //! Keyspace options (fixed when a keyspace is created): LZ4 on every level and no bloom
@@ -24,8 +25,10 @@ use tscoll_catalog::{BucketId, BucketKey};
 
 use crate::error::{Error, Result};
 use keys::{
-    collision_marker_key, data_key, hex, index_key, keyspace_names, parse_data_key, parse_index_key,
+    collision_marker_key, data_key, hex, index_key, keyspace_names, parse_data_key,
+    parse_index_key, retired_key,
 };
+use wal::LogPosition;
 
 /// The stored buckets of one collection: three keyspaces of one fjall database.
 #[derive(Clone)]
@@ -149,6 +152,40 @@ impl BucketStore {
     /// Adds the removal of a bucket's control record to `wb`.
     pub(crate) fn remove_control(&self, wb: &mut OwnedWriteBatch, id: &BucketId) {
         wb.remove(&self.ctl, *id);
+    }
+
+    /// Adds a bucket's retirement marker to `wb`: the log's rows of the bucket before
+    /// `position` are stale (the bucket was rewritten, moved or removed in the same batch).
+    pub(crate) fn put_retired(
+        &self,
+        wb: &mut OwnedWriteBatch,
+        id: &BucketId,
+        position: LogPosition,
+    ) {
+        wb.insert(&self.ctl, retired_key(id), position.to_bytes());
+    }
+
+    /// A bucket's retirement marker, `None` when it has none.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when fjall fails; [`Error::Corruption`] when the marker is not 16
+    /// bytes.
+    pub(crate) fn retired(&self, id: &BucketId) -> Result<Option<LogPosition>> {
+        let Some(bytes) = self
+            .ctl
+            .get(retired_key(id))
+            .map_err(Error::storage("reading a retirement marker"))?
+        else {
+            return Ok(None);
+        };
+        LogPosition::from_bytes(&bytes).map(Some).ok_or_else(|| {
+            self.corrupt_control(id, "a retirement marker is not 16 bytes".to_owned())
+        })
+    }
+
+    /// Adds the removal of a bucket's retirement marker to `wb`.
+    pub(crate) fn remove_retired(&self, wb: &mut OwnedWriteBatch, id: &BucketId) {
+        wb.remove(&self.ctl, retired_key(id));
     }
 
     /// The [`Error::Corruption`] of a bad control record.

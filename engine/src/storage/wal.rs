@@ -13,6 +13,10 @@
 //!
 //! A frame cut short at the end of the last file is a write a crash interrupted: reading stops
 //! there. Anything else that does not parse is [`Error::Corruption`].
+//!
+//! Sequence numbers only grow: a restart leaves the new file behind, empty when it holds no
+//! checkpoint, so a [`LogPosition`] names one place in the log's whole history (the stored
+//! retirement markers of rewritten and removed buckets compare against it, `docs/durability.md`).
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufWriter, Write};
@@ -33,6 +37,34 @@ use crate::write::Durability;
 const FRAME_HEADER: usize = 12;
 /// Largest payload a frame may announce (a commit group's rows; bounds reading bad bytes).
 const MAX_PAYLOAD: usize = 1 << 31;
+
+/// A place in the log: a file's sequence number and a byte offset in it. Positions of later
+/// records compare greater.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct LogPosition {
+    /// The file's sequence number.
+    pub(crate) seq: u64,
+    /// Bytes before the record in the file.
+    pub(crate) offset: u64,
+}
+
+impl LogPosition {
+    /// 16 bytes: sequence number, then offset (big-endian).
+    pub(crate) fn to_bytes(self) -> [u8; 16] {
+        let mut out = [0u8; 16];
+        out[..8].copy_from_slice(&self.seq.to_be_bytes());
+        out[8..].copy_from_slice(&self.offset.to_be_bytes());
+        out
+    }
+
+    /// Inverse of [`LogPosition::to_bytes`]; `None` unless `bytes` is 16 bytes long.
+    pub(crate) fn from_bytes(bytes: &[u8]) -> Option<LogPosition> {
+        Some(LogPosition {
+            seq: u64::from_be_bytes(bytes.get(..8)?.try_into().ok()?),
+            offset: u64::from_be_bytes(bytes.get(8..16)?.try_into().ok()?),
+        })
+    }
+}
 
 /// What a record is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -257,7 +289,16 @@ struct Tail {
 /// The write-ahead log of one collection.
 pub(crate) struct WriteAheadLog {
     dir: PathBuf,
-    tail: Mutex<Option<Tail>>,
+    tail: Mutex<TailState>,
+}
+
+/// The open file, if any, and whether a failed append left bytes in it that could not be
+/// taken back.
+#[derive(Default)]
+struct TailState {
+    open: Option<Tail>,
+    /// Appends fail until the next restart, which removes the damaged file.
+    poisoned: bool,
 }
 
 impl WriteAheadLog {
@@ -267,7 +308,7 @@ impl WriteAheadLog {
         fs::create_dir_all(&dir).map_err(io_error(&dir, "creating the log directory"))?;
         Ok(WriteAheadLog {
             dir,
-            tail: Mutex::new(None),
+            tail: Mutex::new(TailState::default()),
         })
     }
 
@@ -291,16 +332,16 @@ impl WriteAheadLog {
         Ok(out)
     }
 
-    /// Every record of every file, oldest first. A frame cut short at the end of the last
-    /// file (a write a crash interrupted) ends the log.
+    /// Every record of every file with its position, oldest first. A frame cut short at the
+    /// end of the last file (a write a crash interrupted) ends the log.
     ///
     /// # Errors
     /// [`Error::Io`] when a file cannot be read; [`Error::Corruption`] when a frame's checksum
     /// or contents are wrong, or a file other than the last is cut short.
-    pub(crate) fn read_all(&self) -> Result<Vec<LogRecord>> {
+    pub(crate) fn read_all(&self) -> Result<Vec<(LogPosition, LogRecord)>> {
         let files = self.files()?;
         let mut out = Vec::new();
-        for (i, (_, path)) in files.iter().enumerate() {
+        for (i, (seq, path)) in files.iter().enumerate() {
             let last = i + 1 == files.len();
             let bytes = fs::read(path).map_err(io_error(path, "reading the log"))?;
             let mut rest = &bytes[..];
@@ -332,7 +373,11 @@ impl WriteAheadLog {
                     }
                     return Err(corrupt("a frame's checksum does not match".to_owned()));
                 }
-                out.push(LogRecord::decode(payload).map_err(corrupt)?);
+                let position = LogPosition {
+                    seq: *seq,
+                    offset: (bytes.len() - rest.len()) as u64,
+                };
+                out.push((position, LogRecord::decode(payload).map_err(corrupt)?));
                 rest = after;
             }
         }
@@ -340,9 +385,13 @@ impl WriteAheadLog {
     }
 
     /// Appends one record with the durability asked for; opens a file first if none is open.
+    /// When writing fails, the file is cut back to where the record began, so the bytes of a
+    /// commit reported as failed never reach recovery; when even that fails, every append
+    /// fails until the next [`WriteAheadLog::restart`].
     ///
     /// # Errors
-    /// [`Error::Io`] when the file cannot be written.
+    /// [`Error::Io`] when the file cannot be written, or an earlier failure could not be
+    /// taken back.
     pub(crate) fn append(&self, payload: &[u8], durability: Durability) -> Result<()> {
         if payload.len() > MAX_PAYLOAD {
             return Err(Error::Io(std::io::Error::other(format!(
@@ -350,63 +399,94 @@ impl WriteAheadLog {
                 payload.len()
             ))));
         }
-        let mut tail = self.lock();
-        if tail.is_none() {
-            *tail = Some(self.start(self.next_seq()?)?);
+        let mut state = self.lock();
+        if state.poisoned {
+            return Err(Error::Io(std::io::Error::other(
+                "the log holds the bytes of a failed append; a checkpoint must restart it",
+            )));
         }
-        let Some(t) = tail.as_mut() else {
+        if state.open.is_none() {
+            state.open = Some(self.start(self.next_seq()?)?);
+        }
+        let Some(t) = state.open.as_mut() else {
             unreachable!("opened above")
         };
         let path = self.path_of(t.seq);
-        let mut head = [0u8; FRAME_HEADER];
-        head[..4].copy_from_slice(&len32(payload.len()).to_le_bytes());
-        head[4..].copy_from_slice(&xxh3_64(payload).to_le_bytes());
         let io = io_error(&path, "writing the log");
-        t.file.write_all(&head).map_err(&io)?;
-        t.file.write_all(payload).map_err(&io)?;
-        t.bytes += (FRAME_HEADER + payload.len()) as u64;
-        match durability {
-            Durability::Buffered => {}
-            Durability::Flush => t.file.flush().map_err(&io)?,
-            Durability::Sync => {
-                t.file.flush().map_err(&io)?;
-                t.file.get_ref().sync_data().map_err(&io)?;
-            }
+        let written = write_frame(&mut t.file, payload, durability).map_err(&io);
+        if written.is_ok() {
+            t.bytes += (FRAME_HEADER + payload.len()) as u64;
+            return Ok(());
         }
-        Ok(())
+        // Take the record back: the file must end up holding exactly the bytes before it.
+        let Some(t) = state.open.take() else {
+            unreachable!("taken above")
+        };
+        let (file, buffered) = t.file.into_parts();
+        match take_back(&file, &buffered.unwrap_or_default(), t.bytes) {
+            Ok(()) => {
+                state.open = Some(Tail {
+                    file: BufWriter::with_capacity(1 << 20, file),
+                    ..t
+                });
+            }
+            Err(_) => state.poisoned = true,
+        }
+        written
+    }
+
+    /// The position the next record will be appended at.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when the log directory cannot be listed.
+    pub(crate) fn position(&self) -> Result<LogPosition> {
+        let state = self.lock();
+        match &state.open {
+            Some(t) => Ok(LogPosition {
+                seq: t.seq,
+                offset: t.bytes,
+            }),
+            None => Ok(LogPosition {
+                seq: self.next_seq()?,
+                offset: 0,
+            }),
+        }
     }
 
     /// Bytes logged since the last checkpoint and how long ago it was taken; `None` when no
     /// file is open.
     pub(crate) fn since_checkpoint(&self) -> Option<(u64, std::time::Duration)> {
         self.lock()
+            .open
             .as_ref()
             .map(|t| (t.bytes - t.checkpoint, t.started.elapsed()))
     }
 
-    /// Starts a new file, first holding `checkpoint` (when given, synced), and removes every
-    /// older file. The caller guarantees that everything the older files hold is stored
-    /// durably or in `checkpoint`.
+    /// Starts a new file, first holding `checkpoint` (when given, synced; the file is left
+    /// empty otherwise, so sequence numbers keep growing), and removes every older file. The
+    /// caller guarantees that everything the older files hold is stored durably or in
+    /// `checkpoint`.
     ///
     /// # Errors
     /// [`Error::Io`] when a file cannot be written or removed.
     pub(crate) fn restart(&self, checkpoint: Option<&[u8]>) -> Result<()> {
-        let mut tail = self.lock();
-        if let Some(mut t) = tail.take() {
+        let mut state = self.lock();
+        if let Some(mut t) = state.open.take() {
             let _ = t.file.flush();
         }
         let old = self.files()?;
+        let next = self.next_seq()?;
+        let mut t = self.start(next)?;
         if let Some(payload) = checkpoint {
-            let next = self.next_seq()?;
-            *tail = Some(self.start(next)?);
-            drop(tail);
-            self.append(payload, Durability::Sync)?;
-            if let Some(t) = self.lock().as_mut() {
-                t.checkpoint = t.bytes;
-            }
-        } else {
-            drop(tail);
+            let path = self.path_of(next);
+            write_frame(&mut t.file, payload, Durability::Sync)
+                .map_err(io_error(&path, "writing a checkpoint"))?;
+            t.bytes = (FRAME_HEADER + payload.len()) as u64;
+            t.checkpoint = t.bytes;
         }
+        state.open = Some(t);
+        state.poisoned = false;
+        drop(state);
         for (_, path) in old {
             fs::remove_file(&path).map_err(io_error(&path, "removing an old log file"))?;
         }
@@ -415,7 +495,7 @@ impl WriteAheadLog {
 
     /// Flushes the open file to the operating system (a clean shutdown keeps it).
     pub(crate) fn flush(&self) -> Result<()> {
-        if let Some(t) = self.lock().as_mut() {
+        if let Some(t) = self.lock().open.as_mut() {
             let path = self.path_of(t.seq);
             t.file
                 .flush()
@@ -426,7 +506,7 @@ impl WriteAheadLog {
 
     /// Removes the whole log directory (the collection is dropped).
     pub(crate) fn remove(&self) -> Result<()> {
-        self.lock().take();
+        self.lock().open.take();
         match fs::remove_dir_all(&self.dir) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                 Err(io_error(&self.dir, "removing the log")(e))
@@ -435,7 +515,7 @@ impl WriteAheadLog {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Tail>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, TailState> {
         self.tail.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -468,6 +548,43 @@ impl WriteAheadLog {
 impl Drop for WriteAheadLog {
     fn drop(&mut self) {
         let _ = self.flush();
+    }
+}
+
+/// Leaves `file` holding the first `keep` bytes of the stream it was written with, when the
+/// bytes past the file's end are `buffered`: writes those of them it lacks, or cuts it.
+fn take_back(mut file: &File, buffered: &[u8], keep: u64) -> std::io::Result<()> {
+    let len = file.metadata()?.len();
+    if len > keep {
+        file.set_len(keep)?;
+    } else {
+        let missing = usize::try_from(keep - len).map_err(std::io::Error::other)?;
+        let bytes = buffered
+            .get(..missing)
+            .ok_or_else(|| std::io::Error::other("the buffer lacks bytes before the record"))?;
+        file.write_all(bytes)?;
+    }
+    file.sync_data()
+}
+
+/// Writes one frame (header and payload) and makes it as durable as asked.
+fn write_frame(
+    file: &mut BufWriter<File>,
+    payload: &[u8],
+    durability: Durability,
+) -> std::io::Result<()> {
+    let mut head = [0u8; FRAME_HEADER];
+    head[..4].copy_from_slice(&len32(payload.len()).to_le_bytes());
+    head[4..].copy_from_slice(&xxh3_64(payload).to_le_bytes());
+    file.write_all(&head)?;
+    file.write_all(payload)?;
+    match durability {
+        Durability::Buffered => Ok(()),
+        Durability::Flush => file.flush(),
+        Durability::Sync => {
+            file.flush()?;
+            file.get_ref().sync_data()
+        }
     }
 }
 
@@ -504,6 +621,14 @@ mod tests {
         }
     }
 
+    fn records(log: &WriteAheadLog) -> Vec<LogRecord> {
+        log.read_all()
+            .expect("read")
+            .into_iter()
+            .map(|(_, r)| r)
+            .collect()
+    }
+
     #[test]
     fn records_round_trip_and_a_torn_tail_ends_the_log() {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -520,17 +645,62 @@ mod tests {
         };
         log.append(&a.encode(), Durability::Flush).expect("append");
         log.append(&b.encode(), Durability::Sync).expect("append");
-        assert_eq!(log.read_all().expect("read"), vec![a.clone(), b.clone()]);
+        assert_eq!(records(&log), vec![a.clone(), b.clone()]);
+        let positions: Vec<LogPosition> = log
+            .read_all()
+            .expect("read")
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect();
+        assert_eq!(positions[0].offset, 0);
+        assert_eq!(
+            positions[1].offset,
+            (FRAME_HEADER + a.encode().len()) as u64
+        );
+        assert!(positions[0] < positions[1] && positions[1] < log.position().expect("pos"));
         // A torn last frame is dropped; the frames before it stay.
         let (_, path) = log.files().expect("files").pop().expect("a file");
         let len = fs::metadata(&path).expect("meta").len();
         let f = OpenOptions::new().write(true).open(&path).expect("open");
         f.set_len(len - 3).expect("cut");
-        assert_eq!(log.read_all().expect("read"), vec![a.clone()]);
+        assert_eq!(records(&log), vec![a.clone()]);
         // A checkpoint starts a new file and removes the old ones.
+        let before = log.position().expect("pos");
         log.restart(Some(&b.encode())).expect("restart");
         assert_eq!(log.files().expect("files").len(), 1);
-        assert_eq!(log.read_all().expect("read"), vec![b]);
+        assert_eq!(records(&log), vec![b]);
+        assert!(log.position().expect("pos") > before);
+        // A restart without a checkpoint leaves one empty file: positions keep growing.
+        let before = log.position().expect("pos");
+        log.restart(None).expect("restart");
+        let files = log.files().expect("files");
+        assert_eq!(files.len(), 1);
+        assert_eq!(fs::metadata(&files[0].1).expect("meta").len(), 0);
+        drop(log);
+        let log = WriteAheadLog::open(dir.path().join("wal")).expect("open");
+        assert!(records(&log).is_empty());
+        assert!(log.position().expect("pos") > before);
+    }
+
+    #[test]
+    fn a_failed_append_is_taken_back() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("f");
+        // The failure left part of the record in the file: it is cut off.
+        fs::write(&path, b"goodPARTIAL").expect("write");
+        let file = OpenOptions::new().append(true).open(&path).expect("open");
+        take_back(&file, b"", 4).expect("take back");
+        assert_eq!(fs::read(&path).expect("read"), b"good");
+        // The failure came before the buffer reached the file: the acknowledged bytes the
+        // buffer held are written, the record's are not.
+        fs::write(&path, b"go").expect("write");
+        let file = OpenOptions::new().append(true).open(&path).expect("open");
+        take_back(&file, b"odPARTIAL", 4).expect("take back");
+        assert_eq!(fs::read(&path).expect("read"), b"good");
+        // A buffer that lacks bytes the file should hold is an error, not a panic.
+        fs::write(&path, b"g").expect("write");
+        let file = OpenOptions::new().append(true).open(&path).expect("open");
+        assert!(take_back(&file, b"o", 4).is_err());
     }
 
     #[test]
