@@ -20,7 +20,7 @@ use crate::index::IndexOptions;
 use crate::journal::RecoveryReport;
 use crate::options::{CollectionSpec, TimeseriesOptions};
 use crate::storage::keys::{
-    hex, is_collision_marker, parse_control_key, parse_data_key, parse_index_key,
+    hex, is_collision_marker, parse_control_key, parse_data_key, parse_index_key, parse_retired_key,
 };
 use crate::verify::{fmt_time, read_rows, secondary_meta};
 use crate::write::{Durability, InsertOptions};
@@ -365,6 +365,8 @@ impl Run<'_> {
                     Some(id) => {
                         known.insert(id);
                     }
+                    // Retirement markers guard a write-ahead log the copy does not take.
+                    None if parse_retired_key(&k).is_some() => {}
                     None => self.warn(format!("control record key {} skipped", hex(&k))),
                 },
                 Err(e) => {

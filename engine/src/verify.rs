@@ -24,8 +24,9 @@ use crate::index::spec::Component;
 use crate::journal::RecoveryReport;
 use crate::storage::keys::{
     hex, is_collision_marker, keyspace_names, parse_control_key, parse_data_key, parse_index_key,
-    secondary_entry_bucket, secondary_index_keyspace,
+    parse_retired_key, secondary_entry_bucket, secondary_index_keyspace,
 };
+use crate::storage::wal::LogPosition;
 
 /// What is wrong, in categories ([`Problem::kind`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -489,6 +490,21 @@ impl CollectionInner {
                     break;
                 }
             };
+            if let Some(id) = parse_retired_key(&k) {
+                // A retirement marker (docs/durability.md): a log position.
+                if LogPosition::from_bytes(&v).is_none() {
+                    ck.problem(
+                        Some(&id),
+                        ProblemKind::MalformedKey,
+                        format!(
+                            "keyspace {ctl_name}: the retirement marker of {} is not a log \
+                             position",
+                            hex(&id)
+                        ),
+                    );
+                }
+                continue;
+            }
             let Some(id) = parse_control_key(&k) else {
                 ck.problem(
                     None,

@@ -93,6 +93,14 @@ pub(crate) fn parse_control_key(k: &[u8]) -> Option<BucketId> {
     k.try_into().ok()
 }
 
+/// The bucket id of a retirement marker's key ([`retired_key`]); `None` for other keys.
+pub(crate) fn parse_retired_key(k: &[u8]) -> Option<BucketId> {
+    match k {
+        [id @ .., 0] if id.len() == 12 => id.try_into().ok(),
+        _ => None,
+    }
+}
+
 /// Whether an index key is a collision marker ([`collision_marker_key`]).
 pub(crate) fn is_collision_marker(k: &[u8]) -> bool {
     k.len() == 8
