@@ -232,6 +232,18 @@ pub(crate) fn derived_max_size(options: &CatalogOptions, active_buckets: u64) ->
 }
 
 impl Bucket {
+    /// The bucket's active batch (SPEC §7.1), created when it has none.
+    pub(crate) fn active_batch(&mut self, stripe_no: usize) -> Arc<WriteBatch> {
+        match &self.active {
+            Some(b) => Arc::clone(b),
+            None => {
+                let b = Arc::new(WriteBatch::new(self.id, Arc::clone(&self.key), stripe_no));
+                self.active = Some(Arc::clone(&b));
+                b
+            }
+        }
+    }
+
     pub(crate) fn size_verdict(
         &self,
         delta: u64,

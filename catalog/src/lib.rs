@@ -9,6 +9,7 @@
 
 mod bucket;
 mod catalog;
+mod columns;
 mod key;
 mod minmax;
 mod options;
@@ -22,6 +23,7 @@ pub use catalog::{
     BucketCatalog, BucketPart, BucketSource, BucketingSpec, ClosedBucket, MAX_BSON_OBJECT_SIZE,
     Measurement, MemoryPool, NoStorage, QueryOutcome, STRIPES, StageError, StageOutcome,
 };
+pub use columns::MeasurementColumns;
 pub use key::{BucketKey, write_normalized};
 pub use minmax::MinMax;
 pub use options::{CatalogOptions, LARGE_MEASUREMENTS_MAX_BUCKET_SIZE};

@@ -176,6 +176,21 @@ pub(crate) fn lane_counts(types: &[u8]) -> Option<[usize; 4]> {
     }
 }
 
+/// Where a row of a [`Column`] starts: its position and how many values each lane holds
+/// before it ([`Column::row_start`]). Lets a scan of a long column go on from where it was
+/// without counting the rows before again.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RowStart {
+    /// The row.
+    pub row: usize,
+    /// Int-lane values before it.
+    pub int: usize,
+    /// Float-lane values before it.
+    pub float: usize,
+    /// Bytes-lane values before it.
+    pub bytes: usize,
+}
+
 /// One row's value, borrowed from a [`Column`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum ValueRef<'a> {
@@ -416,6 +431,132 @@ impl Column {
         self.ends.extend(other.ends.iter().map(|e| e + base));
     }
 
+    /// Appends rows `from..to` of `other` (clamped to its rows), without an intermediate
+    /// column.
+    ///
+    /// ```
+    /// use tscoll_codec::{Column, ValueRef};
+    ///
+    /// let mut c = Column::new();
+    /// c.push_bytes(0x02, b"a");
+    /// c.push_missing();
+    /// c.push_bytes(0x02, b"bc");
+    /// c.push_float(1.5);
+    /// let mut d = Column::new();
+    /// d.push_int(0x10, 7);
+    /// d.extend_from_rows(&c, 1, 4);
+    /// assert_eq!(
+    ///     d.iter().collect::<Vec<_>>(),
+    ///     [ValueRef::Int(0x10, 7), ValueRef::Missing, ValueRef::Bytes(0x02, b"bc"), ValueRef::Float(1.5)]
+    /// );
+    /// ```
+    ///
+    /// # Panics
+    /// If the bytes lane would exceed 4 GiB (a caller bug).
+    pub fn extend_from_rows(&mut self, other: &Column, from: usize, to: usize) {
+        self.extend_from_rows_at(other, other.row_start(from), to);
+    }
+
+    /// Where row `row` (clamped to the rows) starts in each lane.
+    #[must_use]
+    pub fn row_start(&self, row: usize) -> RowStart {
+        self.row_start_after(RowStart::default(), row)
+    }
+
+    /// As [`Column::row_start`], counting from `from`, the start of an earlier row of this
+    /// column: the cost is the rows in between.
+    #[must_use]
+    pub fn row_start_after(&self, from: RowStart, row: usize) -> RowStart {
+        let row = row.clamp(from.row, self.types.len().max(from.row));
+        let [_, int, float, bytes] =
+            lane_counts(self.types.get(from.row..row).unwrap_or_default()).unwrap_or([0; 4]);
+        RowStart {
+            row,
+            int: from.int + int,
+            float: from.float + float,
+            bytes: from.bytes + bytes,
+        }
+    }
+
+    /// Where the next row pushed will start: the end of the column.
+    #[must_use]
+    pub fn end(&self) -> RowStart {
+        RowStart {
+            row: self.types.len(),
+            int: self.ints.len(),
+            float: self.floats.len(),
+            bytes: self.ends.len(),
+        }
+    }
+
+    /// Appends the rows of `other` from `start` (a [`RowStart`] of `other`) to `to`.
+    ///
+    /// # Panics
+    /// If the bytes lane would exceed 4 GiB (a caller bug).
+    pub fn extend_from_rows_at(&mut self, other: &Column, start: RowStart, to: usize) {
+        let (types, ints, floats) = other.lanes_from(start, to);
+        let nb = lane_counts(types).map_or(0, |[_, _, _, b]| b);
+        let b0 = start.bytes;
+        let end_of = |k: usize| {
+            k.checked_sub(1)
+                .and_then(|i| other.ends.get(i))
+                .copied()
+                .unwrap_or(0)
+        };
+        let (first, last) = (end_of(b0), end_of(b0 + nb));
+        let base = u32::try_from(self.bytes.len()).expect("bytes lane over 4 GiB");
+        self.types.extend_from_slice(types);
+        self.ints.extend_from_slice(ints);
+        self.floats.extend_from_slice(floats);
+        self.bytes.extend_from_slice(
+            other
+                .bytes
+                .get(first as usize..last as usize)
+                .unwrap_or_default(),
+        );
+        self.ends.extend(
+            other
+                .ends
+                .get(b0..b0 + nb)
+                .unwrap_or_default()
+                .iter()
+                .map(|e| e - first + base),
+        );
+        assert!(
+            u32::try_from(self.bytes.len()).is_ok(),
+            "bytes lane over 4 GiB"
+        );
+    }
+
+    /// Rows from `start` (a [`RowStart`] of this column) to `to`: their type codes and the
+    /// int and float lane values they hold.
+    #[must_use]
+    pub fn lanes_from(&self, start: RowStart, to: usize) -> (&[u8], &[i64], &[f64]) {
+        let to = to.clamp(start.row, self.types.len().max(start.row));
+        let types = self.types.get(start.row..to).unwrap_or_default();
+        let [_, ni, nf, _] = lane_counts(types).unwrap_or([0; 4]);
+        (
+            types,
+            self.ints.get(start.int..start.int + ni).unwrap_or_default(),
+            self.floats
+                .get(start.float..start.float + nf)
+                .unwrap_or_default(),
+        )
+    }
+
+    /// The values of the rows from `start` (a [`RowStart`] of this column) to `to`.
+    #[must_use]
+    pub fn iter_from(&self, start: RowStart, to: usize) -> ColumnIter<'_> {
+        ColumnIter {
+            col: self,
+            row: start.row,
+            end: to.min(self.types.len()),
+            int: start.int,
+            float: start.float,
+            bytes: start.bytes,
+        }
+    }
+
     /// The rows from `from` on, as a column of their own (empty when `from ≥ len`).
     ///
     /// ```
@@ -530,10 +671,50 @@ impl Column {
         ColumnIter {
             col: self,
             row: 0,
+            end: self.types.len(),
             int: 0,
             float: 0,
             bytes: 0,
         }
+    }
+
+    /// The values of rows `from..to` (clamped to the column's rows), in order.
+    ///
+    /// ```
+    /// use tscoll_codec::{Column, ValueRef};
+    ///
+    /// let mut c = Column::new();
+    /// c.push_bytes(0x02, b"a");
+    /// c.push_float(1.5);
+    /// c.push_bytes(0x02, b"bc");
+    /// c.push_int(0x10, 7);
+    /// assert_eq!(
+    ///     c.iter_rows(1, 3).collect::<Vec<_>>(),
+    ///     [ValueRef::Float(1.5), ValueRef::Bytes(0x02, b"bc")]
+    /// );
+    /// ```
+    #[must_use]
+    pub fn iter_rows(&self, from: usize, to: usize) -> ColumnIter<'_> {
+        self.iter_from(self.row_start(from), to)
+    }
+
+    /// Rows `from..to` (clamped) as their type codes and the int and float lane values they
+    /// hold, for scans that need no bytes-lane value.
+    ///
+    /// ```
+    /// use tscoll_codec::Column;
+    ///
+    /// let mut c = Column::new();
+    /// c.push_float(0.5);
+    /// c.push_int(0x12, 3);
+    /// c.push_float(1.5);
+    /// c.push_int(0x12, 4);
+    /// let (types, ints, floats) = c.lanes_of_rows(1, 3);
+    /// assert_eq!((types, ints, floats), (&[0x12, 0x01][..], &[3][..], &[1.5][..]));
+    /// ```
+    #[must_use]
+    pub fn lanes_of_rows(&self, from: usize, to: usize) -> (&[u8], &[i64], &[f64]) {
+        self.lanes_from(self.row_start(from), to)
     }
 }
 
@@ -542,6 +723,7 @@ impl Column {
 pub struct ColumnIter<'a> {
     col: &'a Column,
     row: usize,
+    end: usize,
     int: usize,
     float: usize,
     bytes: usize,
@@ -551,6 +733,9 @@ impl<'a> Iterator for ColumnIter<'a> {
     type Item = ValueRef<'a>;
 
     fn next(&mut self) -> Option<ValueRef<'a>> {
+        if self.row >= self.end {
+            return None;
+        }
         let t = *self.col.types.get(self.row)?;
         self.row += 1;
         // The invariants of `Column` guarantee every lane index below is in range; `get` keeps
@@ -582,7 +767,7 @@ impl<'a> Iterator for ColumnIter<'a> {
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        let left = self.col.types.len() - self.row;
+        let left = self.end.saturating_sub(self.row);
         (0, Some(left))
     }
 }

@@ -33,6 +33,7 @@ pub use options::{
     TimeseriesOptions,
 };
 
+mod arrow_insert;
 mod collection;
 mod collmod;
 mod control;

@@ -2,6 +2,7 @@
 //! catalog, commit the prepared batches as one record of the write-ahead log (SPEC §7, §9;
 //! DESIGN "Write path rules (v2)"), then store the buckets that left memory.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use bson::{Bson, Document, oid::ObjectId};
@@ -162,16 +163,8 @@ impl CollectionInner {
                 ids.get(next_id - 1)
             };
             let g = series.group_of(meta);
-            // the bucket holding it (with min and max copies) must fit in 16 MiB.
-            let estimate = 3 * raw + series.keys[g].bytes.len() as u64;
-            if estimate > MAX_BSON_OBJECT_SIZE {
-                errors.push(WriteError {
-                    index,
-                    code: ErrorCode::BsonObjectTooLarge,
-                    message: format!(
-                        "measurement would make its bucket {estimate} bytes, over the 16 MiB BSON limit"
-                    ),
-                });
+            if let Some(e) = too_large(index, raw, &series.keys[g]) {
+                errors.push(e);
                 if ordered {
                     break;
                 }
@@ -208,29 +201,59 @@ impl CollectionInner {
             .map(|_| Bson::ObjectId(ObjectId::new()))
             .collect();
         let validated = self.validate(docs, &ids, options.ordered);
+        self.insert_call(validated.errors, |writer, result| {
+            self.place_with_retries(
+                writer,
+                &validated.keys,
+                validated.groups,
+                docs.len(),
+                options.durability,
+                result,
+            )
+        })
+    }
+
+    /// Runs `place` as one insert call: as a new writer, holding the commit gate until the
+    /// buckets that left memory are stored (a checkpoint, which takes it exclusively, then
+    /// finds every row either stored or in an open bucket), then a checkpoint if one is due.
+    /// `errors` are the call's rejections so far; the result's errors come sorted by position.
+    pub(crate) fn insert_call(
+        &self,
+        errors: Vec<WriteError>,
+        place: impl FnOnce(WriterId, &mut InsertResult) -> Result<()>,
+    ) -> Result<InsertResult> {
         let writer = WriterId(NEXT_WRITER.fetch_add(1, Ordering::Relaxed));
         let mut result = InsertResult {
             inserted: 0,
-            errors: validated.errors,
+            errors,
         };
-        let mut todo = validated.groups;
-        // Held until the buckets that left memory are stored: a checkpoint (which takes it
-        // exclusively) then finds every row either stored or in an open bucket.
         let gate = self
             .commit_gate
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        // measurements of a batch aborted by someone else's failure are placed again
-        // (in another, possibly new or reopened, bucket). An aborted batch was never written,
-        // so a retry cannot duplicate a measurement.
+        place(writer, &mut result)?;
+        self.store_leaving()?;
+        drop(gate);
+        self.checkpoint_if_due()?;
+        result.errors.sort_by_key(|e| e.index);
+        Ok(result)
+    }
+
+    /// Places and commits the groups of measurements `todo` (SPEC §6.2, §7), placing the
+    /// measurements of a batch aborted by someone else's failure again (SPEC; an
+    /// aborted batch was never written, so a retry cannot duplicate a measurement), up to
+    /// [`MAX_RETRIES`] times. `inputs` is the number of measurements of the call.
+    pub(crate) fn place_with_retries(
+        &self,
+        writer: WriterId,
+        keys: &[BucketKey],
+        mut todo: Vec<Vec<Measurement<'_>>>,
+        inputs: usize,
+        durability: Durability,
+        result: &mut InsertResult,
+    ) -> Result<()> {
         for attempt in 0..=MAX_RETRIES {
-            let failed = self.place_and_commit(
-                writer,
-                &validated.keys,
-                &todo,
-                options.durability,
-                &mut result,
-            )?;
+            let failed = self.place_and_commit(writer, keys, &todo, durability, result)?;
             if failed.is_empty() {
                 break;
             }
@@ -244,19 +267,17 @@ impl CollectionInner {
                 }
                 break;
             }
-            let mut again = vec![false; docs.len()];
+            let mut again = vec![false; inputs];
             for (index, _) in &failed {
-                again[*index] = true;
+                if let Some(a) = again.get_mut(*index) {
+                    *a = true;
+                }
             }
             for group in &mut todo {
-                group.retain(|m| again[m.index]);
+                group.retain(|m| again.get(m.index).copied().unwrap_or(false));
             }
         }
-        self.store_leaving()?;
-        drop(gate);
-        self.checkpoint_if_due()?;
-        result.errors.sort_by_key(|e| e.index);
-        Ok(result)
+        Ok(())
     }
 
     /// One pass of the write path: stages every group (SPEC §6.2), commits the batches this
@@ -278,15 +299,21 @@ impl CollectionInner {
                 continue;
             }
             let outcome = self.catalog.stage(writer, key, group, &source);
-            for (index, StageError::TooLarge(size)) in outcome.rejected {
-                result.errors.push(WriteError {
-                    index,
-                    code: ErrorCode::BsonObjectTooLarge,
-                    message: format!("bucket would be {size} bytes, over the 16 MiB BSON limit"),
-                });
-            }
-            batches.extend(outcome.batches);
+            take_outcome(outcome, &mut batches, result);
         }
+        self.commit_staged(writer, batches, durability, result)
+    }
+
+    /// Commits the staged `batches`: those this writer wins the commit rights of as one log
+    /// record, waiting for the others (SPEC ). Counts this writer's committed
+    /// measurements into `result` and returns those whose batch was aborted, with the reason.
+    pub(crate) fn commit_staged(
+        &self,
+        writer: WriterId,
+        batches: Vec<Arc<WriteBatch>>,
+        durability: Durability,
+        result: &mut InsertResult,
+    ) -> Result<Vec<(usize, String)>> {
         let mut failed = Vec::new();
         let mut prepared = Vec::new();
         let mut set_aside = Vec::new();
@@ -379,6 +406,43 @@ impl CollectionInner {
             self.catalog.abort(&p.batch, &e.to_string());
         }
     }
+}
+
+/// The rejection of the measurement at `index` of `raw` BSON bytes (meta left out) in series
+/// `key` when the bucket holding it, with its min and max copies, would not fit in 16 MiB
+/// (SPEC ).
+pub(crate) fn too_large(index: usize, raw: u64, key: &BucketKey) -> Option<WriteError> {
+    let estimate = 3 * raw + key.bytes.len() as u64;
+    (estimate > MAX_BSON_OBJECT_SIZE).then(|| WriteError {
+        index,
+        code: ErrorCode::BsonObjectTooLarge,
+        message: format!(
+            "measurement would make its bucket {estimate} bytes, over the 16 MiB BSON limit"
+        ),
+    })
+}
+
+/// Adds what staging produced: its batches to `batches`, its rejections to `result`.
+pub(crate) fn take_outcome(
+    outcome: tscoll_catalog::StageOutcome,
+    batches: &mut Vec<Arc<WriteBatch>>,
+    result: &mut InsertResult,
+) {
+    for (index, rejection) in outcome.rejected {
+        result.errors.push(match rejection {
+            StageError::TooLarge(size) => WriteError {
+                index,
+                code: ErrorCode::BsonObjectTooLarge,
+                message: format!("bucket would be {size} bytes, over the 16 MiB BSON limit"),
+            },
+            StageError::BadValue(reason) => WriteError {
+                index,
+                code: ErrorCode::BadValue,
+                message: format!("measurement cannot be stored: {reason}"),
+            },
+        });
+    }
+    batches.extend(outcome.batches);
 }
 
 /// The log record of a commit: per prepared batch, where its rows go in its bucket and the

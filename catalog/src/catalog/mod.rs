@@ -5,6 +5,7 @@
 //! |---|---|
 //! | `mod.rs` | the catalog's state (stripes, series, open buckets), options, memory accounting |
 //! | `placement.rs` | staging measurements into write batches; choosing, opening and rolling over buckets |
+//! | `runs.rs` | staging columnar rows: runs appended to an open bucket column by column |
 //! | `reopening.rs` | archived records and reopening (archive-based and query-based) |
 //! | `expiry.rs` | idle expiry under memory pressure; emptying the catalog |
 //! | `commit.rs` | waiting, preparing, finishing and aborting batches (commit rights) |
@@ -34,6 +35,7 @@ mod direct;
 mod expiry;
 mod placement;
 mod reopening;
+mod runs;
 mod storing;
 
 pub use storing::BucketPart;
@@ -159,6 +161,8 @@ impl ClosedBucket {
 pub enum StageError {
     /// The bucket holding it would exceed 16 MiB (SPEC, `BSONObjectTooLarge`).
     TooLarge(u64),
+    /// A value of the row cannot be rebuilt from its column (`BadValue`).
+    BadValue(String),
 }
 
 /// What staging a group of measurements produced.
@@ -172,6 +176,31 @@ pub struct StageOutcome {
     pub rejected: Vec<(usize, StageError)>,
     /// Staged bytes not yet added to the catalog's memory usage.
     staged_bytes: u64,
+}
+
+/// The state of one staging call: the series, its options and what it produced so far.
+pub(crate) struct Staging<'s> {
+    writer: WriterId,
+    stripe_no: usize,
+    key: Arc<BucketKey>,
+    spec: BucketingSpec,
+    options: CatalogOptions,
+    source: &'s dyn BucketSource,
+    /// The series' only candidate while it has no rolling buckets: its open bucket, as the
+    /// previous measurement left it. The measurements are one series in time order, so most
+    /// of them go straight there after its rollover check (SPEC §6.2, §6.3).
+    only_open: Option<BucketId>,
+    out: StageOutcome,
+    scratch: Vec<u8>,
+}
+
+impl Staging<'_> {
+    /// Records that measurements went into `batch`.
+    fn note_batch(&mut self, batch: Arc<WriteBatch>) {
+        if !self.out.batches.iter().any(|b| Arc::ptr_eq(b, &batch)) {
+            self.out.batches.push(batch);
+        }
+    }
 }
 
 #[derive(Debug, Default)]

@@ -17,66 +17,123 @@ impl BucketCatalog {
         measurements: &[Measurement<'_>],
         source: &dyn BucketSource,
     ) -> StageOutcome {
-        let spec = self.spec();
-        let options = self.options();
+        self.with_staging(writer, key, source, |stripe, st| {
+            for m in measurements {
+                self.stage_one(stripe, st, m);
+            }
+        })
+    }
+
+    /// Runs `stage` on the locked stripe of series `key` with a new staging state, then
+    /// accounts what it staged.
+    pub(super) fn with_staging(
+        &self,
+        writer: WriterId,
+        key: &BucketKey,
+        source: &dyn BucketSource,
+        stage: impl FnOnce(&mut Stripe, &mut Staging<'_>),
+    ) -> StageOutcome {
         let stripe_no = Self::stripe_of(key);
         let mut guard = lock(&self.stripes[stripe_no]);
         let stripe: &mut Stripe = &mut guard;
+        let mut st = self.staging(stripe, writer, stripe_no, key, source);
+        stage(stripe, &mut st);
+        self.finish_staging(stripe, st)
+    }
+
+    /// The state of one call staging measurements of series `key` into stripe `stripe_no`.
+    pub(super) fn staging<'s>(
+        &self,
+        stripe: &Stripe,
+        writer: WriterId,
+        stripe_no: usize,
+        key: &BucketKey,
+        source: &'s dyn BucketSource,
+    ) -> Staging<'s> {
         let key = match stripe.series.get_key_value(key) {
             Some((k, _)) => Arc::clone(k),
             None => Arc::new(key.clone()),
         };
-        let mut out = StageOutcome::default();
-        let mut scratch = Vec::new();
-        let meta_field = spec.meta_field.as_deref();
-        // The series' only candidate while it has no rolling buckets: its open bucket, as the
-        // previous measurement left it. The measurements are one series in time order, so
-        // most of them go straight there after its rollover check (SPEC §6.2, §6.3).
-        let mut only_open: Option<BucketId> = None;
-        for m in measurements {
-            // One pass over the fields assesses `m` for the open bucket and for the 16 MiB
-            // check; a measurement that bucket cannot take is assessed again where it goes.
-            let open = only_open.map(|id| (id, assess(stripe.buckets.get(&id), m, meta_field)));
-            let alone = open.map_or_else(|| assess(None, m, meta_field).alone, |(_, a)| a.alone)
-                + key.bytes.len() as u64;
-            if alone > MAX_BSON_OBJECT_SIZE {
-                out.rejected.push((m.index, StageError::TooLarge(alone)));
-                continue;
-            }
-            let fast = open.and_then(|(id, a)| {
-                let derived = derived_max_size(&options, self.active_buckets());
-                let bucket = stripe.buckets.get_mut(&id)?;
-                let delta = self
-                    .rollover_reason(bucket, m, &spec, &options, derived, Some(a))
-                    .ok()?;
-                Some((id, Some(delta)))
-            });
-            let (id, delta) = match fast {
-                Some(placed) => placed,
-                None => {
-                    let placed = self.place(stripe, &key, m, &spec, &options, source, &mut out);
-                    only_open = stripe
-                        .series
-                        .get(&key)
-                        .filter(|s| s.rolling.is_empty() && s.open == Some(placed.0))
-                        .map(|_| placed.0);
-                    placed
-                }
-            };
-            let Some(bucket) = stripe.buckets.get_mut(&id) else {
-                continue;
-            };
-            // Using an idle bucket takes it off the idle list.
-            if let Some(seq) = bucket.idle_seq.take() {
-                stripe.idle.remove(&seq);
-            }
-            let (batch, bytes) =
-                self.append(writer, bucket, m, delta, &spec, stripe_no, &mut scratch);
-            out.staged_bytes += bytes;
-            if !out.batches.iter().any(|b| Arc::ptr_eq(b, &batch)) {
-                out.batches.push(batch);
-            }
+        Staging {
+            writer,
+            stripe_no,
+            key,
+            spec: self.spec(),
+            options: self.options(),
+            source,
+            only_open: None,
+            out: StageOutcome::default(),
+            scratch: Vec::new(),
         }
+    }
+
+    /// Places one measurement (SPEC §6.2) and appends it to its bucket's batch.
+    pub(super) fn stage_one(&self, stripe: &mut Stripe, st: &mut Staging<'_>, m: &Measurement<'_>) {
+        let meta_field = st.spec.meta_field.as_deref();
+        let key_len = st.key.bytes.len() as u64;
+        // One pass over the fields assesses `m` for the open bucket and for the 16 MiB
+        // check; a measurement that bucket cannot take is assessed again where it goes.
+        let open = st
+            .only_open
+            .map(|id| (id, assess(stripe.buckets.get(&id), m, meta_field)));
+        let alone =
+            open.map_or_else(|| assess(None, m, meta_field).alone, |(_, a)| a.alone) + key_len;
+        if alone > MAX_BSON_OBJECT_SIZE {
+            st.out.rejected.push((m.index, StageError::TooLarge(alone)));
+            return;
+        }
+        let fast = open.and_then(|(id, a)| {
+            let derived = derived_max_size(&st.options, self.active_buckets());
+            let bucket = stripe.buckets.get_mut(&id)?;
+            let delta = self
+                .rollover_reason(bucket, m, &st.spec, &st.options, derived, Some(a))
+                .ok()?;
+            Some((id, Some(delta)))
+        });
+        let (id, delta) = match fast {
+            Some(placed) => placed,
+            None => {
+                let placed = self.place(
+                    stripe,
+                    &st.key,
+                    m,
+                    &st.spec,
+                    &st.options,
+                    st.source,
+                    &mut st.out,
+                );
+                st.only_open = stripe
+                    .series
+                    .get(&st.key)
+                    .filter(|s| s.rolling.is_empty() && s.open == Some(placed.0))
+                    .map(|_| placed.0);
+                placed
+            }
+        };
+        let Some(bucket) = stripe.buckets.get_mut(&id) else {
+            return;
+        };
+        // Using an idle bucket takes it off the idle list.
+        if let Some(seq) = bucket.idle_seq.take() {
+            stripe.idle.remove(&seq);
+        }
+        let (batch, bytes) = self.append(
+            st.writer,
+            bucket,
+            m,
+            delta,
+            &st.spec,
+            st.stripe_no,
+            &mut st.scratch,
+        );
+        st.out.staged_bytes += bytes;
+        st.note_batch(batch);
+    }
+
+    /// Ends a staging call: the touched buckets' memory is measured again and the staged
+    /// bytes accounted.
+    pub(super) fn finish_staging(&self, stripe: &mut Stripe, st: Staging<'_>) -> StageOutcome {
+        let mut out = st.out;
         // The touched buckets' min/max and schema grew.
         for batch in &out.batches {
             if let Some(b) = stripe.buckets.get_mut(&batch.bucket_id) {
@@ -355,18 +412,7 @@ impl BucketCatalog {
     ) -> (Arc<WriteBatch>, u64) {
         let meta_field = spec.meta_field.as_deref();
         bucket.size += delta.unwrap_or_else(|| assess(Some(bucket), m, meta_field).delta);
-        let batch = match &bucket.active {
-            Some(b) => Arc::clone(b),
-            None => {
-                let b = Arc::new(WriteBatch::new(
-                    bucket.id,
-                    Arc::clone(&bucket.key),
-                    stripe_no,
-                ));
-                bucket.active = Some(Arc::clone(&b));
-                b
-            }
-        };
+        let batch = bucket.active_batch(stripe_no);
         let mut data = lock(&batch.data);
         let row = data.rows;
         let mut hint = 0usize;

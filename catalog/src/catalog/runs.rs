@@ -1,0 +1,366 @@
+//! Staging columnar rows ([`MeasurementColumns`]): while the series' open bucket takes the next rows
+//! as they are — no rollover reason of SPEC §6.3, no field new to the bucket, values of the
+//! kind its schema holds (§5), the classic estimate within the limit of §6.5 — they are
+//! appended to its batch as one run, column by column, with one min/max update per column.
+//! Any other row is placed alone, exactly as [`BucketCatalog::stage`] places a measurement.
+
+use tscoll_codec::{RowStart, tag};
+
+use super::*;
+use crate::columns::MeasurementColumns;
+use crate::value::{canonical_rank, decimal_digits, to_bson, type_code};
+
+/// Rows an open bucket takes as they are, from a given row on.
+#[derive(Clone, Copy, Debug, Default)]
+struct Run {
+    rows: usize,
+    /// The classic estimate's increment (SPEC §6.4, bytes).
+    delta: u64,
+    /// BSON bytes of the rows' elements.
+    raw: u64,
+}
+
+impl BucketCatalog {
+    /// Stages the measurements of one series given column by column — group `group` of
+    /// `rows`, in time order (SPEC) — with the outcome [`BucketCatalog::stage`] gives
+    /// for the same measurements. `measurements`, when given, are the group's rows as
+    /// documents, in the same order: a row placed alone is taken from them, and otherwise
+    /// rebuilt from the columns.
+    pub fn stage_rows(
+        &self,
+        writer: WriterId,
+        key: &BucketKey,
+        rows: &MeasurementColumns,
+        group: usize,
+        measurements: Option<&[Measurement<'_>]>,
+        source: &dyn BucketSource,
+    ) -> StageOutcome {
+        self.with_staging(writer, key, source, |stripe, st| {
+            self.stage_group(stripe, st, rows, group, measurements);
+        })
+    }
+
+    /// The body of [`BucketCatalog::stage_rows`] on the locked stripe.
+    fn stage_group(
+        &self,
+        stripe: &mut Stripe,
+        st: &mut Staging<'_>,
+        rows: &MeasurementColumns,
+        group: usize,
+        measurements: Option<&[Measurement<'_>]>,
+    ) {
+        let nf = rows.fields.len();
+        let (Some(range), Some(starts)) = (
+            rows.groups.get(group),
+            rows.starts.get(group * nf..(group + 1) * nf),
+        ) else {
+            return;
+        };
+        let end = range.end.min(rows.len());
+        // Where the current row starts in each column.
+        let mut cursors: Vec<RowStart> = starts.to_vec();
+        // The bucket field of each column, for the open bucket `mapped_for`.
+        let mut map: Vec<Option<usize>> = Vec::new();
+        let mut mapped_for: Option<BucketId> = None;
+        let mut row = range.start;
+        while row < end {
+            let mut next = row + 1;
+            let mut placed = false;
+            if let Some(id) = st.only_open
+                && let Some(bucket) = stripe.buckets.get_mut(&id)
+            {
+                if mapped_for != Some(id) {
+                    map = rows
+                        .fields
+                        .iter()
+                        .map(|(name, _)| bucket.fields.iter().position(|f| f.name == *name))
+                        .collect();
+                    mapped_for = Some(id);
+                }
+                let derived = derived_max_size(&st.options, self.active_buckets());
+                let run = fast_run(bucket, rows, &map, &cursors, end, st, derived);
+                if run.rows > 0 {
+                    // Using an idle bucket takes it off the idle list.
+                    if let Some(seq) = bucket.idle_seq.take() {
+                        stripe.idle.remove(&seq);
+                    }
+                    let batch = self.append_run(bucket, rows, &map, &cursors, run, st);
+                    st.out.staged_bytes += run.raw;
+                    st.note_batch(batch);
+                    next = row + run.rows;
+                    placed = true;
+                }
+            }
+            if !placed {
+                self.stage_alone(stripe, st, rows, row, measurements, range.start);
+                // The row may have added fields to the bucket or opened another.
+                mapped_for = None;
+            }
+            for ((_, column), cursor) in rows.fields.iter().zip(&mut cursors) {
+                *cursor = column.row_start_after(*cursor, next);
+            }
+            row = next;
+        }
+    }
+
+    /// Places row `row` alone, as [`BucketCatalog::stage`] places a measurement: taken from
+    /// `measurements` (the group's rows from `first` on) or rebuilt from the columns.
+    fn stage_alone(
+        &self,
+        stripe: &mut Stripe,
+        st: &mut Staging<'_>,
+        rows: &MeasurementColumns,
+        row: usize,
+        measurements: Option<&[Measurement<'_>]>,
+        first: usize,
+    ) {
+        if let Some(m) = measurements.and_then(|ms| ms.get(row - first)) {
+            self.stage_one(stripe, st, m);
+            return;
+        }
+        let index = rows.indices.get(row).copied().unwrap_or_default();
+        match rows.row_document(row) {
+            Ok(doc) => {
+                let m = Measurement {
+                    index,
+                    time: rows.times.get(row).copied().unwrap_or_default(),
+                    doc: &doc,
+                    generated_id: None,
+                };
+                self.stage_one(stripe, st, &m);
+            }
+            Err(reason) => st.out.rejected.push((index, StageError::BadValue(reason))),
+        }
+    }
+}
+
+/// How many rows from the cursors' row on (up to `end`) the open `bucket` takes as they are
+/// (see the module docs).
+fn fast_run(
+    bucket: &Bucket,
+    rows: &MeasurementColumns,
+    map: &[Option<usize>],
+    cursors: &[RowStart],
+    end: usize,
+    st: &Staging<'_>,
+    derived: u64,
+) -> Run {
+    let none = Run::default();
+    if bucket.state != BucketState::Normal || bucket.rollover.is_some() {
+        return none;
+    }
+    let Some(from) = cursors.first().map(|c| c.row) else {
+        return none;
+    };
+    let Some(times) = rows.times.get(from..end) else {
+        return none;
+    };
+    // Time backward and forward (SPEC §6.3): the rows are in time order.
+    if times.first().is_none_or(|&t| t < bucket.min_time) {
+        return none;
+    }
+    let span = st.spec.max_span_ms;
+    let mut end = from + times.partition_point(|&t| t.saturating_sub(bucket.min_time) < span);
+    // Count.
+    let room = st.options.bucket_max_count.saturating_sub(bucket.count) as usize;
+    end = end.min(from.saturating_add(room));
+    // Schema (SPEC §5): no new field, every value of the kind the bucket holds.
+    for (((_, column), field), cursor) in rows.fields.iter().zip(map).zip(cursors) {
+        if end <= from {
+            return none;
+        }
+        let limit = match field.and_then(|i| bucket.fields.get(i)) {
+            None => first_present(column, *cursor, end),
+            Some(f) => first_incompatible(&f.minmax, column, *cursor, end),
+        };
+        end = end.min(limit);
+    }
+    // Size (SPEC §6.5: only rows that fit; the others go through the full rule) and the
+    // 16 MiB check.
+    let eff_max = st.options.bucket_max_size.min(derived);
+    let key_len = st.key.bytes.len() as u64;
+    let mut count = u64::from(bucket.count);
+    let mut run = Run::default();
+    let mut row = from;
+    while row < end {
+        let (Some(&raw), Some(&names), Some(&present)) = (
+            rows.raw.get(row),
+            rows.names.get(row),
+            rows.present.get(row),
+        ) else {
+            break;
+        };
+        let present = u64::from(present);
+        if 12 * present + 3 * raw + key_len > MAX_BSON_OBJECT_SIZE {
+            break;
+        }
+        // assess(): per field, size − (name + 1) + digits(count) + 1.
+        let delta = raw.saturating_sub(names) + present * (decimal_digits(count) + 1);
+        if bucket.size + run.delta + delta > eff_max {
+            break;
+        }
+        run.delta += delta;
+        run.raw += raw;
+        count += 1;
+        row += 1;
+    }
+    run.rows = row - from;
+    run
+}
+
+/// The first row in `from..end` where `column` has a value (`end` when none).
+fn first_present(column: &Column, from: RowStart, end: usize) -> usize {
+    let (types, _, _) = column.lanes_from(from, end);
+    types
+        .iter()
+        .position(|&t| t != tag::MISSING)
+        .map_or(end, |p| from.row + p)
+}
+
+/// The first row in `from..end` whose value the field's schema does not take, as
+/// [`MinMax::compatible`] says: a scalar of the type or canonical rank of the field's
+/// values (objects and arrays are placed alone).
+fn first_incompatible(minmax: &MinMax, column: &Column, from: RowStart, end: usize) -> usize {
+    let MinMax::Scalar { min, .. } = minmax else {
+        return first_present(column, from, end);
+    };
+    let (code, rank) = (type_code(min), canonical_rank(min));
+    let (types, _, _) = column.lanes_from(from, end);
+    types
+        .iter()
+        .position(|&t| {
+            t != tag::MISSING
+                && t != code
+                && (t == tag::DOCUMENT || t == tag::ARRAY || rank_of_code(t) != Some(rank))
+        })
+        .map_or(end, |p| from.row + p)
+}
+
+/// [`canonical_rank`] of a value of BSON type `code`.
+fn rank_of_code(code: u8) -> Option<i32> {
+    Some(match code {
+        tag::MIN_KEY => -1,
+        tag::UNDEFINED => 0,
+        tag::NULL => 5,
+        tag::DOUBLE | tag::INT32 | tag::INT64 | tag::DECIMAL128 => 10,
+        tag::STRING | tag::SYMBOL => 15,
+        tag::DOCUMENT => 20,
+        tag::ARRAY => 25,
+        tag::BINARY => 30,
+        tag::OBJECT_ID => 35,
+        tag::BOOLEAN => 40,
+        tag::DATETIME => 45,
+        tag::TIMESTAMP => 47,
+        tag::REGEX => 50,
+        tag::DB_POINTER => 55,
+        tag::JAVASCRIPT => 60,
+        tag::JAVASCRIPT_WITH_SCOPE => 65,
+        tag::MAX_KEY => 127,
+        _ => return None,
+    })
+}
+
+impl BucketCatalog {
+    /// Appends rows `from..from + run.rows` to the bucket's active batch: columns, min/max,
+    /// count, size, sortedness. Returns the batch.
+    fn append_run(
+        &self,
+        bucket: &mut Bucket,
+        rows: &MeasurementColumns,
+        map: &[Option<usize>],
+        cursors: &[RowStart],
+        run: Run,
+        st: &Staging<'_>,
+    ) -> Arc<WriteBatch> {
+        let from = cursors.first().map_or(0, |c| c.row);
+        let to = from + run.rows;
+        let batch = bucket.active_batch(st.stripe_no);
+        let mut data = lock(&batch.data);
+        let row0 = data.rows;
+        for (((_, column), field), cursor) in rows.fields.iter().zip(map).zip(cursors) {
+            // A column without a bucket field has no value in the run (see `fast_run`).
+            let Some(i) = *field else { continue };
+            let Some(f) = bucket.fields.get_mut(i) else {
+                continue;
+            };
+            if let Some((lo, hi)) = range_bounds(column, *cursor, to) {
+                f.minmax.update(&lo);
+                f.minmax.update(&hi);
+            }
+            while data.columns.len() <= i {
+                data.columns.push(Column::new());
+            }
+            if let Some(c) = data.columns.get_mut(i) {
+                if c.len() < row0 {
+                    c.push_missing_n(row0 - c.len());
+                }
+                c.extend_from_rows_at(column, *cursor, to);
+            }
+        }
+        data.rows += run.rows;
+        data.indices
+            .extend_from_slice(rows.indices.get(from..to).unwrap_or_default());
+        data.owners.extend(std::iter::repeat_n(st.writer, run.rows));
+        data.uncompressed_bytes += run.raw;
+        data.accounted += run.raw;
+        drop(data);
+        if let (Some(&first), Some(&last)) = (rows.times.get(from), rows.times.get(to - 1)) {
+            if first < bucket.last_time && bucket.sorted {
+                bucket.sorted = false;
+                ExecutionStats::bump(&self.stats.num_compressed_buckets_converted_to_unsorted);
+            }
+            bucket.last_time = last;
+            bucket.max_time = bucket.max_time.max(last);
+        }
+        bucket.count += u32::try_from(run.rows).unwrap_or(u32::MAX);
+        bucket.size += run.delta;
+        batch
+    }
+}
+
+/// The least and greatest value of rows `from..to` in BSON order (SPEC ), `None`
+/// when they hold no value.
+fn range_bounds(column: &Column, from: RowStart, to: usize) -> Option<(Bson, Bson)> {
+    let (types, ints, floats) = column.lanes_from(from, to);
+    let first = *types.first()?;
+    if types.iter().all(|&t| t == first) {
+        match first {
+            tag::MISSING => return None,
+            tag::DOUBLE => {
+                // MongoDB orders NaN before every other number.
+                let lt = |a: f64, b: f64| match (a.is_nan(), b.is_nan()) {
+                    (false, false) => a < b,
+                    (true, false) => true,
+                    _ => false,
+                };
+                let (mut lo, mut hi) = (*floats.first()?, *floats.first()?);
+                for &v in floats {
+                    if lt(v, lo) {
+                        lo = v;
+                    }
+                    if lt(hi, v) {
+                        hi = v;
+                    }
+                }
+                return Some((Bson::Double(lo), Bson::Double(hi)));
+            }
+            tag::INT32 | tag::INT64 | tag::DATETIME | tag::BOOLEAN => {
+                let lo = *ints.iter().min()?;
+                let hi = *ints.iter().max()?;
+                let lo = to_bson(tscoll_codec::ValueRef::Int(first, lo)).ok()??;
+                let hi = to_bson(tscoll_codec::ValueRef::Int(first, hi)).ok()??;
+                return Some((lo, hi));
+            }
+            _ => {}
+        }
+    }
+    let mut bounds: Option<MinMax> = None;
+    for v in column.iter_from(from, to) {
+        let Ok(Some(b)) = to_bson(v) else { continue };
+        match &mut bounds {
+            Some(m) => m.update(&b),
+            None => bounds = Some(MinMax::new(&b)),
+        }
+    }
+    bounds.map(|m| (m.min(), m.max()))
+}

@@ -1,0 +1,200 @@
+//! Staging column by column ([`BucketCatalog::stage_rows`]) against staging measurement by
+//! measurement ([`BucketCatalog::stage`]): for random series of measurements — values of
+//! changing types (numbers of three types, strings, objects, null), time jumps past the span
+//! and back, small count and size limits — both give the same batches (rows, columns, control
+//! min/max, counts, size estimates), the same buckets leaving memory for the same reasons, the
+//! same rejections and the same counters (SPEC §5, §6.2–§6.5, §8.2).
+
+use bson::{Bson, DateTime, Document, doc};
+use proptest::prelude::*;
+use tscoll_catalog::{
+    BucketCatalog, BucketKey, BucketingSpec, CatalogOptions, Measurement, MeasurementColumns,
+    NoStorage, WriterId,
+};
+
+const MINUTE: i64 = 60_000;
+
+fn spec() -> BucketingSpec {
+    BucketingSpec {
+        time_field: "t".to_owned(),
+        meta_field: Some("m".to_owned()),
+        max_span_ms: 60 * MINUTE,
+        rounding_ms: MINUTE,
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Input {
+    options: (u32, u64, u32),
+    /// Per insert call, per series: measurements `(minutes after the start, value kind, n)`.
+    calls: Vec<Vec<Vec<(i64, u8, i32)>>>,
+    rebuild: bool,
+}
+
+fn value(kind: u8, n: i32) -> Bson {
+    match kind {
+        0 | 1 => Bson::Int32(n),
+        2 => Bson::Int64(i64::from(n) << 20),
+        3 => Bson::Double(f64::from(n) / 4.0),
+        4 => Bson::String(format!("s{n}")),
+        5 => Bson::Document(doc! { "x": n }),
+        6 => Bson::Double(f64::NAN),
+        _ => Bson::Null,
+    }
+}
+
+fn measurement(series: usize, minute: i64, kind: u8, n: i32) -> Document {
+    doc! {
+        "t": DateTime::from_millis(1_000 * 3_600_000 + minute * MINUTE + i64::from(n % 7)),
+        "m": series as i32,
+        "a": value(kind, n),
+        "b": Bson::Int32(n % 3),
+    }
+}
+
+fn input() -> impl Strategy<Value = Input> {
+    let meas = (
+        0i64..200,
+        prop_oneof![4 => Just(0u8), 6 => 0u8..8],
+        -50i32..50,
+    );
+    let series = prop::collection::vec(meas, 0..25);
+    let call = prop::collection::vec(series, 1..3);
+    (
+        (1u32..8, 200u64..3_000, 1u32..4),
+        prop::collection::vec(call, 1..4),
+        any::<bool>(),
+    )
+        .prop_map(|(options, calls, rebuild)| Input {
+            options,
+            calls,
+            rebuild,
+        })
+}
+
+/// What a catalog produced: per staging call, the rejections, the buckets that left memory
+/// (action and count), and per batch its rows and the state the commit writes.
+fn run(input: &Input, columnar: bool) -> Vec<String> {
+    let (max_count, max_size, min_count) = input.options;
+    let catalog = BucketCatalog::new(
+        spec(),
+        CatalogOptions {
+            bucket_max_count: max_count,
+            bucket_max_size: max_size,
+            bucket_min_count: min_count,
+            ..CatalogOptions::default()
+        },
+    );
+    let mut log = Vec::new();
+    for (c, call) in input.calls.iter().enumerate() {
+        for (s, series) in call.iter().enumerate() {
+            let mut docs: Vec<Document> = series
+                .iter()
+                .map(|&(minute, kind, n)| measurement(s, minute, kind, n))
+                .collect();
+            docs.sort_by_key(|d| d.get_datetime("t").map(|t| t.timestamp_millis()).ok());
+            let measurements: Vec<Measurement<'_>> = docs
+                .iter()
+                .enumerate()
+                .map(|(index, doc)| Measurement {
+                    index,
+                    time: doc
+                        .get_datetime("t")
+                        .map(|t| t.timestamp_millis())
+                        .unwrap_or_default(),
+                    doc,
+                    generated_id: None,
+                })
+                .collect();
+            if measurements.is_empty() {
+                continue;
+            }
+            let key = BucketKey::from_meta(Some(&Bson::Int32(s as i32)));
+            let writer = WriterId(c as u64 + 1);
+            let outcome = if columnar {
+                // The series as the second group of three: the others hold other rows.
+                let groups = [
+                    measurements[..1].to_vec(),
+                    measurements.clone(),
+                    measurements[..1].to_vec(),
+                ];
+                let rows = MeasurementColumns::from_measurements(&groups, Some("m"))
+                    .expect("one field layout");
+                let given = (!input.rebuild).then_some(&measurements[..]);
+                catalog.stage_rows(writer, &key, &rows, 1, given, &NoStorage)
+            } else {
+                catalog.stage(writer, &key, &measurements, &NoStorage)
+            };
+            log.push(format!("rejected {:?}", outcome.rejected));
+            log.push(format!(
+                "closed {:?}",
+                outcome
+                    .closed
+                    .iter()
+                    .map(|b| (b.action, b.segments))
+                    .collect::<Vec<_>>()
+            ));
+            for batch in &outcome.batches {
+                assert!(batch.claim_commit_rights(), "commit rights");
+                let p = catalog.prepare_commit(batch).expect("prepare");
+                let stored = catalog.stored_state(&p).expect("in the catalog");
+                log.push(format!(
+                    "batch rows {} count {} before {} size {} sorted {} min_time {} max_time {} raw {} \
+                     columns {:?} min {} max {} owners {:?}",
+                    p.rows,
+                    p.count,
+                    p.committed_before,
+                    p.size_estimate,
+                    p.sorted,
+                    p.min_time,
+                    p.max_time,
+                    p.uncompressed_bytes,
+                    p.columns,
+                    stored.min,
+                    stored.max,
+                    batch.rows_of(writer),
+                ));
+                catalog.finish(&p);
+            }
+        }
+    }
+    log.push(format!("stats {:?}", catalog.stats()));
+    log.push(format!("memory {}", catalog.memory_usage()));
+    log
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn stage_rows_agrees_with_stage(input in input()) {
+        let by_row = run(&input, false);
+        let by_column = run(&input, true);
+        prop_assert_eq!(by_row, by_column);
+    }
+}
+
+/// A long run of one series in one bucket: the whole run is one batch with every row, and
+/// control min/max hold the extremes (NaN below every number).
+#[test]
+fn a_run_of_doubles_keeps_the_extremes() {
+    let input = Input {
+        options: (1000, 1 << 20, 10),
+        calls: vec![vec![
+            (0..40)
+                .map(|i| (i, if i == 17 { 6 } else { 3 }, (i as i32) - 20))
+                .collect(),
+        ]],
+        rebuild: true,
+    };
+    let by_column = run(&input, true);
+    assert_eq!(by_column, run(&input, false));
+    let batch = by_column
+        .iter()
+        .find(|l| l.starts_with("batch"))
+        .expect("a batch");
+    assert!(batch.starts_with("batch rows 40 count 40"), "{batch}");
+    assert!(batch.contains(r#"min { "t": "#), "{batch}");
+    assert!(batch.contains(r#""a": NaN"#), "{batch}");
+    assert!(batch.contains(r#""a": 4.75"#), "{batch}");
+}

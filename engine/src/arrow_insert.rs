@@ -1,0 +1,487 @@
+//! The columnar insert: an Arrow `RecordBatch` (arrow-rs) read column by column into the
+//! catalog's [`MeasurementColumns`], grouped by series and sorted by time, and staged a run of
+//! rows at a time ([`tscoll_catalog::BucketCatalog::stage_rows`]), with no document per row.
+//!
+//! Arrow types and the BSON types they become: `Float64`, `Float32` → double; `Int8`,
+//! `Int16`, `Int32`, `UInt8`, `UInt16` → int32; `Int64`, `UInt32`, `UInt64` → int64 (a
+//! `UInt64` above `i64::MAX` rejects its row); `Boolean` → bool; `Utf8`, `LargeUtf8` → string;
+//! `Timestamp` (any unit, truncated to ms) and `Date64` → date. A null is a missing field.
+//! Any other type is refused before anything is inserted.
+
+use std::collections::HashMap;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{
+    Date64Type, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type,
+    TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType,
+    TimestampSecondType, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
+};
+use arrow_array::{Array, RecordBatch};
+use arrow_schema::{DataType, TimeUnit};
+use bson::oid::ObjectId;
+use bson::{Bson, DateTime};
+use tscoll_catalog::{BucketKey, Measurement, MeasurementColumns};
+use tscoll_codec::{Column, RowStart, tag};
+
+use crate::collection::{Collection, CollectionInner};
+use crate::error::{Error, ErrorCode, Result};
+use crate::series::SeriesGroups;
+use crate::write::{InsertOptions, InsertResult, WriteError, take_outcome, too_large};
+
+/// One Arrow column read as values of one BSON type.
+enum Source<'a> {
+    Double(Box<dyn Fn(usize) -> f64 + 'a>),
+    Int32(Box<dyn Fn(usize) -> i32 + 'a>),
+    Int64(Box<dyn Fn(usize) -> Option<i64> + 'a>),
+    Bool(&'a arrow_array::BooleanArray),
+    Str(Box<dyn Fn(usize) -> &'a str + 'a>),
+    Date(Box<dyn Fn(usize) -> i64 + 'a>),
+}
+
+/// A column of the batch: its name, values and nulls.
+struct Field<'a> {
+    name: &'a str,
+    array: &'a dyn Array,
+    source: Source<'a>,
+}
+
+impl Field<'_> {
+    /// The value of row `row` as BSON (`None`: null, or a `UInt64` past `i64::MAX`).
+    fn bson(&self, row: usize) -> Option<Bson> {
+        if self.array.is_null(row) {
+            return None;
+        }
+        Some(match &self.source {
+            Source::Double(f) => Bson::Double(f(row)),
+            Source::Int32(f) => Bson::Int32(f(row)),
+            Source::Int64(f) => Bson::Int64(f(row)?),
+            Source::Bool(a) => Bson::Boolean(a.value(row)),
+            Source::Str(f) => Bson::String(f(row).to_owned()),
+            Source::Date(f) => Bson::DateTime(DateTime::from_millis(f(row))),
+        })
+    }
+
+    /// Appends row `row` to `column`; returns its BSON element size (0 for a skip), or `None`
+    /// for a `UInt64` past `i64::MAX`.
+    fn push(&self, row: usize, column: &mut Column) -> Option<u64> {
+        if self.array.is_null(row) {
+            column.push_missing();
+            return Some(0);
+        }
+        let head = 2 + self.name.len() as u64;
+        Some(match &self.source {
+            Source::Double(f) => {
+                column.push_float(f(row));
+                head + 8
+            }
+            Source::Int32(f) => {
+                column.push_int(tag::INT32, i64::from(f(row)));
+                head + 4
+            }
+            Source::Int64(f) => {
+                column.push_int(tag::INT64, f(row)?);
+                head + 8
+            }
+            Source::Bool(a) => {
+                column.push_int(tag::BOOLEAN, i64::from(a.value(row)));
+                head + 1
+            }
+            Source::Str(f) => {
+                let s = f(row);
+                column.push_bytes(tag::STRING, s.as_bytes());
+                head + 5 + s.len() as u64
+            }
+            Source::Date(f) => {
+                column.push_int(tag::DATETIME, f(row));
+                head + 8
+            }
+        })
+    }
+}
+
+/// Reads a column, or says why its type is refused.
+fn field<'a>(name: &'a str, array: &'a dyn Array) -> std::result::Result<Field<'a>, String> {
+    let source = match array.data_type() {
+        DataType::Float64 => {
+            let a = array.as_primitive::<Float64Type>();
+            Source::Double(Box::new(move |r| a.value(r)))
+        }
+        DataType::Float32 => {
+            let a = array.as_primitive::<Float32Type>();
+            Source::Double(Box::new(move |r| f64::from(a.value(r))))
+        }
+        DataType::Int8 => {
+            let a = array.as_primitive::<Int8Type>();
+            Source::Int32(Box::new(move |r| i32::from(a.value(r))))
+        }
+        DataType::Int16 => {
+            let a = array.as_primitive::<Int16Type>();
+            Source::Int32(Box::new(move |r| i32::from(a.value(r))))
+        }
+        DataType::Int32 => {
+            let a = array.as_primitive::<Int32Type>();
+            Source::Int32(Box::new(move |r| a.value(r)))
+        }
+        DataType::UInt8 => {
+            let a = array.as_primitive::<UInt8Type>();
+            Source::Int32(Box::new(move |r| i32::from(a.value(r))))
+        }
+        DataType::UInt16 => {
+            let a = array.as_primitive::<UInt16Type>();
+            Source::Int32(Box::new(move |r| i32::from(a.value(r))))
+        }
+        DataType::Int64 => {
+            let a = array.as_primitive::<Int64Type>();
+            Source::Int64(Box::new(move |r| Some(a.value(r))))
+        }
+        DataType::UInt32 => {
+            let a = array.as_primitive::<UInt32Type>();
+            Source::Int64(Box::new(move |r| Some(i64::from(a.value(r)))))
+        }
+        DataType::UInt64 => {
+            let a = array.as_primitive::<UInt64Type>();
+            Source::Int64(Box::new(move |r| i64::try_from(a.value(r)).ok()))
+        }
+        DataType::Boolean => Source::Bool(array.as_boolean()),
+        DataType::Utf8 => {
+            let a = array.as_string::<i32>();
+            Source::Str(Box::new(move |r| a.value(r)))
+        }
+        DataType::LargeUtf8 => {
+            let a = array.as_string::<i64>();
+            Source::Str(Box::new(move |r| a.value(r)))
+        }
+        DataType::Date64 => {
+            let a = array.as_primitive::<Date64Type>();
+            Source::Date(Box::new(move |r| a.value(r)))
+        }
+        DataType::Timestamp(unit, _) => match unit {
+            TimeUnit::Second => {
+                let a = array.as_primitive::<TimestampSecondType>();
+                Source::Date(Box::new(move |r| a.value(r).saturating_mul(1000)))
+            }
+            TimeUnit::Millisecond => {
+                let a = array.as_primitive::<TimestampMillisecondType>();
+                Source::Date(Box::new(move |r| a.value(r)))
+            }
+            TimeUnit::Microsecond => {
+                let a = array.as_primitive::<TimestampMicrosecondType>();
+                Source::Date(Box::new(move |r| a.value(r).div_euclid(1000)))
+            }
+            TimeUnit::Nanosecond => {
+                let a = array.as_primitive::<TimestampNanosecondType>();
+                Source::Date(Box::new(move |r| a.value(r).div_euclid(1_000_000)))
+            }
+        },
+        other => {
+            return Err(format!(
+                "field '{name}' has Arrow type {other}, not supported"
+            ));
+        }
+    };
+    Ok(Field {
+        name,
+        array,
+        source,
+    })
+}
+
+impl Collection {
+    /// Inserts the rows of an Arrow record batch as measurements (SPEC §2, §6, §7), column by
+    /// column: row `i` is the measurement at input position `i`. The time field's column
+    /// must be a `Timestamp` (any unit; truncated to ms) or `Date64`; the meta field's column,
+    /// if any, any supported type; every other column is a measurement field, a null being a
+    /// missing field. Types: `Float64`, `Float32` → double; `Int8`, `Int16`, `Int32`,
+    /// `UInt8`, `UInt16` → int32; `Int64`, `UInt32`, `UInt64` → int64; `Boolean` → bool;
+    /// `Utf8`, `LargeUtf8` → string; `Timestamp`, `Date64` → date. Without an `_id` column
+    /// each row gets a generated ObjectId (R-2.3). Validation and the outcome are those of
+    /// [`Collection::insert_many`]: a row with a null time, a `UInt64` past `i64::MAX` or
+    /// too large for a bucket is rejected with its position, and with `ordered` nothing after
+    /// it is inserted.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use arrow_array::{Float64Array, RecordBatch, StringArray, TimestampMillisecondArray};
+    /// # use tscoll_engine::*;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = Database::open(dir.path(), DatabaseOptions::default())?;
+    /// let coll = db.create_collection("c", &TimeseriesOptions::new("t").meta_field("host"))?;
+    /// let batch = RecordBatch::try_from_iter([
+    ///     ("t", Arc::new(TimestampMillisecondArray::from(vec![0, 1000, 0])) as _),
+    ///     ("host", Arc::new(StringArray::from(vec!["a", "a", "b"])) as _),
+    ///     ("cpu", Arc::new(Float64Array::from(vec![Some(0.5), None, Some(2.0)])) as _),
+    /// ])?;
+    /// let result = coll.insert_record_batch(&batch, &InsertOptions::default())?;
+    /// assert_eq!(result.inserted, 3);
+    /// assert_eq!(coll.count(&bson::doc! {})?, 3);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Rejected`] (`BadValue`) before anything is inserted when a column has a type
+    /// not listed, the time column is missing, or a field name holds a NUL byte; otherwise as
+    /// [`Collection::insert_many`].
+    pub fn insert_record_batch(
+        &self,
+        batch: &RecordBatch,
+        options: &InsertOptions,
+    ) -> Result<InsertResult> {
+        self.inner.insert_record_batch(batch, options)
+    }
+}
+
+/// The rows of a batch read into columns.
+struct ColumnarInput {
+    keys: Vec<BucketKey>,
+    columns: MeasurementColumns,
+    errors: Vec<WriteError>,
+}
+
+fn bad_value(message: String) -> Error {
+    Error::Rejected {
+        code: ErrorCode::BadValue,
+        message,
+    }
+}
+
+impl CollectionInner {
+    pub(crate) fn insert_record_batch(
+        &self,
+        batch: &RecordBatch,
+        options: &InsertOptions,
+    ) -> Result<InsertResult> {
+        let input = self.read_batch(batch, options.ordered)?;
+        self.insert_call(input.errors, |writer, result| {
+            let source = crate::reopen::Reopener { coll: self };
+            let mut batches = Vec::new();
+            for (g, key) in input.keys.iter().enumerate() {
+                let outcome =
+                    self.catalog
+                        .stage_rows(writer, key, &input.columns, g, None, &source);
+                take_outcome(outcome, &mut batches, result);
+            }
+            let failed = self.commit_staged(writer, batches, options.durability, result)?;
+            if failed.is_empty() {
+                return Ok(());
+            }
+            // Rows of batches another writer's failure aborted are placed again from
+            // documents, as `insert_many` places them (SPEC R-7.3.2).
+            let again: std::collections::HashSet<usize> =
+                failed.iter().map(|(index, _)| *index).collect();
+            let cols = &input.columns;
+            let mut docs = Vec::new();
+            for (g, range) in cols.groups.iter().enumerate() {
+                for row in range.clone() {
+                    let (Some(&index), Some(&time)) = (cols.indices.get(row), cols.times.get(row))
+                    else {
+                        continue;
+                    };
+                    if again.contains(&index) {
+                        let doc = cols.row_document(row).map_err(bad_value)?;
+                        docs.push((g, index, time, doc));
+                    }
+                }
+            }
+            let mut todo: Vec<Vec<Measurement<'_>>> = vec![Vec::new(); input.keys.len()];
+            for (g, index, time, doc) in &docs {
+                if let Some(group) = todo.get_mut(*g) {
+                    group.push(Measurement {
+                        index: *index,
+                        time: *time,
+                        doc,
+                        generated_id: None,
+                    });
+                }
+            }
+            self.place_with_retries(
+                writer,
+                &input.keys,
+                todo,
+                batch.num_rows(),
+                options.durability,
+                result,
+            )
+        })
+    }
+
+    /// Reads `batch` into columns grouped by series, each group in time order.
+    fn read_batch(&self, batch: &RecordBatch, ordered: bool) -> Result<ColumnarInput> {
+        let spec = self.spec();
+        let schema = batch.schema();
+        let n = batch.num_rows();
+        let mut time = None;
+        let mut meta = None;
+        let mut fields = Vec::new();
+        for (i, f) in schema.fields().iter().enumerate() {
+            let name = f.name().as_str();
+            if name.as_bytes().contains(&0) {
+                return Err(bad_value(format!(
+                    "field name {name:?} holds a NUL byte, which BSON cannot store"
+                )));
+            }
+            let column = field(name, batch.column(i).as_ref()).map_err(bad_value)?;
+            if Some(name) == spec.meta_field.as_deref() {
+                meta = Some(column);
+            } else {
+                if name == spec.time_field {
+                    if !matches!(column.source, Source::Date(_)) {
+                        return Err(bad_value(format!(
+                            "'{name}' must be a Timestamp or Date64 column, not {}",
+                            f.data_type()
+                        )));
+                    }
+                    time = Some(fields.len());
+                }
+                fields.push(column);
+            }
+        }
+        let Some(time) = time else {
+            return Err(bad_value(format!(
+                "'{}' must be present and contain a valid BSON UTC datetime value",
+                spec.time_field
+            )));
+        };
+        let has_id = fields.iter().any(|f| f.name == "_id");
+        // Series: one meta value per distinct value (strings and integers looked up without
+        // building a value per row).
+        let mut metas: Vec<Option<Bson>> = Vec::new();
+        let mut row_meta: Vec<u32> = Vec::with_capacity(n);
+        {
+            let mut by_str: HashMap<&str, u32> = HashMap::new();
+            for row in 0..n {
+                let m = match &meta {
+                    None => None,
+                    Some(f) if f.array.is_null(row) => None,
+                    Some(f) => {
+                        if let Source::Str(s) = &f.source {
+                            let key = s(row);
+                            if let Some(&i) = by_str.get(key) {
+                                row_meta.push(i);
+                                continue;
+                            }
+                            by_str.insert(key, u32::try_from(metas.len()).unwrap_or(u32::MAX));
+                        }
+                        f.bson(row)
+                    }
+                };
+                row_meta.push(u32::try_from(metas.len()).unwrap_or(u32::MAX));
+                metas.push(m);
+            }
+        }
+        let mut series = SeriesGroups::new();
+        let meta_groups: Vec<usize> = metas.iter().map(|m| series.group_of(m.as_ref())).collect();
+        // Rows per group, in input order; then each group sorted by time (stable, R-6.2.2).
+        let mut errors = Vec::new();
+        let mut groups: Vec<Vec<(i64, usize)>> = vec![Vec::new(); series.keys.len()];
+        let time_field = &fields[time];
+        let mut scratch = Column::new();
+        for (row, &mi) in row_meta.iter().enumerate() {
+            let reject = |message: String| WriteError {
+                index: row,
+                code: ErrorCode::BadValue,
+                message,
+            };
+            let Some(Bson::DateTime(t)) = time_field.bson(row) else {
+                errors.push(reject(format!(
+                    "'{}' must be present and contain a valid BSON UTC datetime value",
+                    spec.time_field
+                )));
+                if ordered {
+                    break;
+                }
+                continue;
+            };
+            // The row's size (R-2.4) and UInt64 values past i64::MAX.
+            let mut raw = if has_id { 0 } else { 2 + 3 + 12 };
+            let mut bad = None;
+            for f in &fields {
+                scratch.clear();
+                match f.push(row, &mut scratch) {
+                    Some(size) => raw += size,
+                    None => bad = Some(f.name),
+                }
+            }
+            let g = meta_groups.get(mi as usize).copied().unwrap_or_default();
+            if let Some(name) = bad {
+                errors.push(reject(format!(
+                    "'{name}' holds an unsigned integer past the int64 range"
+                )));
+                if ordered {
+                    break;
+                }
+                continue;
+            }
+            if let Some(e) = series.keys.get(g).and_then(|k| too_large(row, raw, k)) {
+                errors.push(e);
+                if ordered {
+                    break;
+                }
+                continue;
+            }
+            if let Some(group) = groups.get_mut(g) {
+                group.push((t.timestamp_millis(), row));
+            }
+        }
+        for g in &mut groups {
+            g.sort_by_key(|&(t, _)| t);
+        }
+        // Columns: a generated `_id` first, then the batch's fields.
+        let total: usize = groups.iter().map(Vec::len).sum();
+        let mut out = MeasurementColumns {
+            times: Vec::with_capacity(total),
+            indices: Vec::with_capacity(total),
+            raw: Vec::with_capacity(total),
+            names: Vec::with_capacity(total),
+            present: Vec::with_capacity(total),
+            groups: Vec::with_capacity(groups.len()),
+            ..MeasurementColumns::default()
+        };
+        if !has_id {
+            out.fields
+                .push(("_id".to_owned(), Column::with_capacity(total)));
+        }
+        out.fields.extend(
+            fields
+                .iter()
+                .map(|f| (f.name.to_owned(), Column::with_capacity(total))),
+        );
+        let offset = usize::from(!has_id);
+        for group in &groups {
+            let start = out.times.len();
+            out.starts.extend(
+                out.fields
+                    .iter()
+                    .map(|(_, c)| c.end())
+                    .collect::<Vec<RowStart>>(),
+            );
+            for &(t, row) in group {
+                let (mut raw, mut names, mut present) = (0u64, 0u64, 0u32);
+                if let Some((_, id)) = out.fields.first_mut().filter(|_| !has_id) {
+                    id.push_bytes(tag::OBJECT_ID, &ObjectId::new().bytes());
+                    raw += 2 + 3 + 12;
+                    names += 4;
+                    present += 1;
+                }
+                for (f, (_, column)) in fields.iter().zip(out.fields.iter_mut().skip(offset)) {
+                    let size = f.push(row, column).unwrap_or_default();
+                    if size > 0 {
+                        raw += size;
+                        names += f.name.len() as u64 + 1;
+                        present += 1;
+                    }
+                }
+                out.times.push(t);
+                out.indices.push(row);
+                out.raw.push(raw);
+                out.names.push(names);
+                out.present.push(present);
+            }
+            out.groups.push(start..out.times.len());
+        }
+        Ok(ColumnarInput {
+            keys: series.keys,
+            columns: out,
+            errors,
+        })
+    }
+}

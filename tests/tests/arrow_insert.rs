@@ -1,0 +1,266 @@
+//! The columnar insert (`Collection::insert_record_batch`) against `insert_many` of the same
+//! measurements as documents: random batches (series in any order, times out of order, nulls,
+//! every supported type, small buckets so that runs roll over) store the same measurements,
+//! with the same buckets; bad rows are rejected with their position (SPEC) and refused
+//! columns insert nothing.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use arrow_array::{
+    ArrayRef, BooleanArray, Float64Array, Int32Array, Int64Array, RecordBatch, StringArray,
+    TimestampMicrosecondArray, TimestampMillisecondArray, UInt64Array,
+};
+use bson::{Bson, DateTime, Document, doc};
+use proptest::prelude::*;
+use tscoll_engine::{
+    CatalogOptions, Collection, Database, DatabaseOptions, ErrorCode, FindOptions, InsertOptions,
+    TimeseriesOptions,
+};
+
+/// One row: `(id, host, seconds, cpu, count, flag, label)`.
+type Row = (
+    i64,
+    u8,
+    i64,
+    Option<f64>,
+    Option<i64>,
+    Option<bool>,
+    Option<u8>,
+);
+
+fn open(dir: &std::path::Path, max_count: u32) -> (Database, Collection, Collection) {
+    let db = Database::open(
+        dir,
+        DatabaseOptions {
+            catalog: CatalogOptions {
+                bucket_max_count: max_count,
+                ..CatalogOptions::default()
+            },
+            ..DatabaseOptions::default()
+        },
+    )
+    .expect("open");
+    let opts = TimeseriesOptions::new("t").meta_field("host");
+    let docs = db.create_collection("docs", &opts).expect("create");
+    let cols = db.create_collection("cols", &opts).expect("create");
+    (db, docs, cols)
+}
+
+fn documents(rows: &[Row]) -> Vec<Document> {
+    rows.iter()
+        .map(|&(id, host, secs, cpu, count, flag, label)| {
+            let mut d = doc! {
+                "_id": id,
+                "t": DateTime::from_millis(secs * 1000),
+                "host": format!("h{host}"),
+            };
+            if let Some(v) = cpu {
+                d.insert("cpu", v);
+            }
+            if let Some(v) = count {
+                d.insert("count", v);
+            }
+            if let Some(v) = flag {
+                d.insert("flag", v);
+            }
+            if let Some(v) = label {
+                d.insert("label", format!("l{v}"));
+            }
+            d
+        })
+        .collect()
+}
+
+fn record_batch(rows: &[Row]) -> RecordBatch {
+    let col = |a: ArrayRef| a;
+    RecordBatch::try_from_iter([
+        (
+            "_id",
+            col(Arc::new(Int64Array::from_iter_values(
+                rows.iter().map(|r| r.0),
+            ))),
+        ),
+        (
+            "t",
+            col(Arc::new(TimestampMillisecondArray::from_iter_values(
+                rows.iter().map(|r| r.2 * 1000),
+            ))),
+        ),
+        (
+            "host",
+            col(Arc::new(StringArray::from_iter_values(
+                rows.iter().map(|r| format!("h{}", r.1)),
+            ))),
+        ),
+        (
+            "cpu",
+            col(Arc::new(Float64Array::from_iter(rows.iter().map(|r| r.3)))),
+        ),
+        (
+            "count",
+            col(Arc::new(Int64Array::from_iter(rows.iter().map(|r| r.4)))),
+        ),
+        (
+            "flag",
+            col(Arc::new(BooleanArray::from_iter(rows.iter().map(|r| r.5)))),
+        ),
+        (
+            "label",
+            col(Arc::new(StringArray::from_iter(
+                rows.iter().map(|r| r.6.map(|v| format!("l{v}"))),
+            ))),
+        ),
+    ])
+    .expect("batch")
+}
+
+/// Every measurement by `_id`, its fields sorted by name.
+fn stored(coll: &Collection) -> BTreeMap<i64, BTreeMap<String, Bson>> {
+    coll.find(&doc! {}, &FindOptions::default())
+        .expect("find")
+        .into_iter()
+        .map(|d| {
+            let id = d.get_i64("_id").expect("_id");
+            (id, d.into_iter().collect())
+        })
+        .collect()
+}
+
+fn row() -> impl Strategy<Value = (u8, i64, Option<f64>, Option<i64>, Option<bool>, Option<u8>)> {
+    (
+        0u8..6,
+        0i64..20_000,
+        proptest::option::of(-1e6f64..1e6),
+        proptest::option::of(any::<i64>()),
+        proptest::option::of(any::<bool>()),
+        proptest::option::of(0u8..4),
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    #[test]
+    fn record_batches_store_what_documents_store(
+        batches in prop::collection::vec(prop::collection::vec(row(), 1..120), 1..4),
+        max_count in 2u32..40,
+    ) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (_db, docs, cols) = open(dir.path(), max_count);
+        let mut id = 0;
+        for batch in batches {
+            let rows: Vec<Row> = batch
+                .into_iter()
+                .map(|(host, secs, cpu, count, flag, label)| {
+                    id += 1;
+                    (id, host, secs, cpu, count, flag, label)
+                })
+                .collect();
+            let a = docs.insert_many(&documents(&rows), &InsertOptions::default()).expect("insert");
+            let b = cols.insert_record_batch(&record_batch(&rows), &InsertOptions::default()).expect("insert");
+            prop_assert_eq!(&a, &b);
+            prop_assert_eq!(a.inserted, rows.len());
+        }
+        prop_assert_eq!(stored(&docs), stored(&cols));
+        let buckets = |c: &Collection| {
+            let mut out: Vec<String> = c
+                .buckets()
+                .expect("buckets")
+                .into_iter()
+                .map(|b| format!("{:?} {:?}", b.get("meta"), b.get("control")))
+                .collect();
+            out.sort();
+            out
+        };
+        prop_assert_eq!(buckets(&docs), buckets(&cols));
+    }
+}
+
+#[test]
+fn bad_rows_are_rejected_with_their_position() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (_db, _docs, cols) = open(dir.path(), 1000);
+    let batch = RecordBatch::try_from_iter([
+        (
+            "t",
+            Arc::new(TimestampMicrosecondArray::from(vec![
+                Some(1_000_000),
+                None,
+                Some(3_000_999),
+                Some(4_000_000),
+            ])) as ArrayRef,
+        ),
+        (
+            "host",
+            Arc::new(Int32Array::from(vec![Some(1), Some(1), None, Some(2)])) as ArrayRef,
+        ),
+        (
+            "big",
+            Arc::new(UInt64Array::from(vec![1, 2, 3, u64::MAX])) as ArrayRef,
+        ),
+    ])
+    .expect("batch");
+    // Unordered: every good row is kept; ordered: the rows before the first bad one.
+    let unordered = InsertOptions {
+        ordered: false,
+        ..InsertOptions::default()
+    };
+    let r = cols
+        .insert_record_batch(&batch, &unordered)
+        .expect("insert");
+    assert_eq!(r.inserted, 2);
+    let bad: Vec<(usize, ErrorCode)> = r.errors.iter().map(|e| (e.index, e.code)).collect();
+    assert_eq!(bad, [(1, ErrorCode::BadValue), (3, ErrorCode::BadValue)]);
+    let r = cols
+        .insert_record_batch(&batch, &InsertOptions::default())
+        .expect("insert");
+    assert_eq!((r.inserted, r.errors.len()), (1, 1));
+    assert_eq!(r.errors[0].index, 1);
+    // Stored: microseconds truncated to ms, a generated ObjectId, a null meta as no meta.
+    let found = cols.find(&doc! {}, &FindOptions::default()).expect("find");
+    assert_eq!(found.len(), 3);
+    let at = |ms: i64| {
+        found
+            .iter()
+            .filter(|d| d.get_datetime("t").ok().map(|t| t.timestamp_millis()) == Some(ms))
+            .count()
+    };
+    assert_eq!((at(1000), at(3000)), (2, 1));
+    assert!(found.iter().all(|d| d.get_object_id("_id").is_ok()));
+    let no_meta = found
+        .iter()
+        .find(|d| d.get_datetime("t").ok().map(|t| t.timestamp_millis()) == Some(3000))
+        .expect("row 2");
+    assert!(!no_meta.contains_key("host"), "{no_meta}");
+    assert_eq!(no_meta.get("big"), Some(&Bson::Int64(3)));
+}
+
+#[test]
+fn refused_columns_insert_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (_db, _docs, cols) = open(dir.path(), 1000);
+    let times = || Arc::new(TimestampMillisecondArray::from(vec![0, 1])) as ArrayRef;
+    let unsupported = RecordBatch::try_from_iter([
+        ("t", times()),
+        (
+            "v",
+            Arc::new(arrow_array::Date32Array::from(vec![1, 2])) as ArrayRef,
+        ),
+    ])
+    .expect("batch");
+    let no_time =
+        RecordBatch::try_from_iter([("v", Arc::new(Int32Array::from(vec![1, 2])) as ArrayRef)])
+            .expect("batch");
+    let time_not_a_date =
+        RecordBatch::try_from_iter([("t", Arc::new(Int64Array::from(vec![1, 2])) as ArrayRef)])
+            .expect("batch");
+    let nul_name = RecordBatch::try_from_iter([("t", times()), ("a\0b", times())]).expect("batch");
+    for batch in [unsupported, no_time, time_not_a_date, nul_name] {
+        let err = cols
+            .insert_record_batch(&batch, &InsertOptions::default())
+            .expect_err("refused");
+        assert!(err.to_string().contains("BadValue"), "{err}");
+    }
+    assert_eq!(cols.count(&doc! {}).expect("count"), 0);
+}
