@@ -125,9 +125,19 @@ impl MeasurementColumns {
     /// # Errors
     /// A message when a value cannot be rebuilt (a malformed payload).
     pub fn row_document(&self, row: usize) -> Result<Document, String> {
+        let starts: Vec<RowStart> = self.fields.iter().map(|(_, c)| c.row_start(row)).collect();
+        self.row_document_at(&starts)
+    }
+
+    /// As [`MeasurementColumns::row_document`] for the row where `starts` (one per column)
+    /// point.
+    ///
+    /// # Errors
+    /// As [`MeasurementColumns::row_document`].
+    pub fn row_document_at(&self, starts: &[RowStart]) -> Result<Document, String> {
         let mut doc = Document::new();
-        for (name, column) in &self.fields {
-            if let Some(v) = column.iter_rows(row, row + 1).next()
+        for ((name, column), start) in self.fields.iter().zip(starts) {
+            if let Some(v) = column.iter_from(*start, start.row + 1).next()
                 && let Some(b) = to_bson(v)?
             {
                 doc.insert(name.clone(), b);

@@ -5,10 +5,12 @@
 //! Arrow types and the BSON types they become: `Float64`, `Float32` → double; `Int8`,
 //! `Int16`, `Int32`, `UInt8`, `UInt16` → int32; `Int64`, `UInt32`, `UInt64` → int64 (a
 //! `UInt64` above `i64::MAX` rejects its row); `Boolean` → bool; `Utf8`, `LargeUtf8` → string;
-//! `Timestamp` (any unit, truncated to ms) and `Date64` → date. A null is a missing field.
+//! `Timestamp` (any unit, truncated to ms) and `Date64` → date; `Struct` → document (its
+//! null children left out). A null is a missing field.
 //! Any other type is refused before anything is inserted.
 
 use std::collections::HashMap;
+use std::hash::Hasher;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
@@ -20,6 +22,7 @@ use arrow_array::{Array, RecordBatch};
 use arrow_schema::{DataType, TimeUnit};
 use bson::oid::ObjectId;
 use bson::{Bson, DateTime};
+use tscoll_catalog::value::{element_size, push_value};
 use tscoll_catalog::{BucketKey, Measurement, MeasurementColumns};
 use tscoll_codec::{Column, RowStart, tag};
 
@@ -36,6 +39,8 @@ enum Source<'a> {
     Bool(&'a arrow_array::BooleanArray),
     Str(Box<dyn Fn(usize) -> &'a str + 'a>),
     Date(Box<dyn Fn(usize) -> i64 + 'a>),
+    /// A `Struct`: a document of its children.
+    Struct(Vec<Field<'a>>),
 }
 
 /// A column of the batch: its name, values and nulls.
@@ -58,7 +63,50 @@ impl Field<'_> {
             Source::Bool(a) => Bson::Boolean(a.value(row)),
             Source::Str(f) => Bson::String(f(row).to_owned()),
             Source::Date(f) => Bson::DateTime(DateTime::from_millis(f(row))),
+            Source::Struct(children) => Bson::Document(
+                children
+                    .iter()
+                    .filter_map(|c| Some((c.name.to_owned(), c.bson(row)?)))
+                    .collect(),
+            ),
         })
+    }
+
+    /// Whether rows `a` and `b` hold the same value (both null included), without building
+    /// either.
+    fn same(&self, a: usize, b: usize) -> bool {
+        match (self.array.is_null(a), self.array.is_null(b)) {
+            (true, true) => return true,
+            (false, false) => {}
+            _ => return false,
+        }
+        match &self.source {
+            Source::Double(f) => f(a).to_bits() == f(b).to_bits(),
+            Source::Int32(f) => f(a) == f(b),
+            Source::Int64(f) => f(a) == f(b),
+            Source::Bool(x) => x.value(a) == x.value(b),
+            Source::Str(f) => f(a) == f(b),
+            Source::Date(f) => f(a) == f(b),
+            Source::Struct(children) => children.iter().all(|c| c.same(a, b)),
+        }
+    }
+
+    /// Feeds row `row`'s value to `h` (equal values, as [`Field::same`] says, hash alike).
+    fn hash_row(&self, row: usize, h: &mut impl Hasher) {
+        if self.array.is_null(row) {
+            h.write_u8(0);
+            return;
+        }
+        match &self.source {
+            Source::Double(f) => h.write_u64(f(row).to_bits()),
+            Source::Int32(f) => h.write_i32(f(row)),
+            Source::Int64(f) => h.write_i64(f(row).unwrap_or(i64::MIN)),
+            Source::Bool(x) => h.write_u8(u8::from(x.value(row))),
+            Source::Str(f) => h.write(f(row).as_bytes()),
+            Source::Date(f) => h.write_i64(f(row)),
+            Source::Struct(children) => children.iter().for_each(|c| c.hash_row(row, h)),
+        }
+        h.write_u8(0xff);
     }
 
     /// Appends row `row` to `column`; returns its BSON element size (0 for a skip), or `None`
@@ -94,6 +142,12 @@ impl Field<'_> {
             Source::Date(f) => {
                 column.push_int(tag::DATETIME, f(row));
                 head + 8
+            }
+            Source::Struct(_) => {
+                let doc = self.bson(row)?;
+                let mut scratch = Vec::new();
+                push_value(column, &doc, &mut scratch);
+                element_size(self.name, &doc)
             }
         })
     }
@@ -173,6 +227,15 @@ fn field<'a>(name: &'a str, array: &'a dyn Array) -> std::result::Result<Field<'
                 Source::Date(Box::new(move |r| a.value(r).div_euclid(1_000_000)))
             }
         },
+        DataType::Struct(fields) => {
+            let a = array.as_struct();
+            let children = fields
+                .iter()
+                .zip(a.columns())
+                .map(|(f, c)| field(f.name(), c.as_ref()))
+                .collect::<std::result::Result<Vec<_>, String>>()?;
+            Source::Struct(children)
+        }
         other => {
             return Err(format!(
                 "field '{name}' has Arrow type {other}, not supported"
@@ -193,7 +256,8 @@ impl Collection {
     /// if any, any supported type; every other column is a measurement field, a null being a
     /// missing field. Types: `Float64`, `Float32` → double; `Int8`, `Int16`, `Int32`,
     /// `UInt8`, `UInt16` → int32; `Int64`, `UInt32`, `UInt64` → int64; `Boolean` → bool;
-    /// `Utf8`, `LargeUtf8` → string; `Timestamp`, `Date64` → date. Without an `_id` column
+    /// `Utf8`, `LargeUtf8` → string; `Timestamp`, `Date64` → date; `Struct` → document.
+    /// Without an `_id` column
     /// each row gets a generated ObjectId. Validation and the outcome are those of
     /// [`Collection::insert_many`]: a row with a null time, a `UInt64` past `i64::MAX` or
     /// too large for a bucket is rejected with its position, and with `ordered` nothing after
@@ -346,27 +410,26 @@ impl CollectionInner {
         // building a value per row).
         let mut metas: Vec<Option<Bson>> = Vec::new();
         let mut row_meta: Vec<u32> = Vec::with_capacity(n);
-        {
-            let mut by_str: HashMap<&str, u32> = HashMap::new();
+        if let Some(f) = &meta {
+            // Hash of a row's meta value → (a row holding it, its index in `metas`).
+            let mut seen: HashMap<u64, Vec<(usize, u32)>> = HashMap::new();
             for row in 0..n {
-                let m = match &meta {
-                    None => None,
-                    Some(f) if f.array.is_null(row) => None,
-                    Some(f) => {
-                        if let Source::Str(s) = &f.source {
-                            let key = s(row);
-                            if let Some(&i) = by_str.get(key) {
-                                row_meta.push(i);
-                                continue;
-                            }
-                            by_str.insert(key, u32::try_from(metas.len()).unwrap_or(u32::MAX));
-                        }
-                        f.bson(row)
-                    }
-                };
-                row_meta.push(u32::try_from(metas.len()).unwrap_or(u32::MAX));
-                metas.push(m);
+                let mut h = std::hash::DefaultHasher::new();
+                f.hash_row(row, &mut h);
+                let same = seen.entry(h.finish()).or_default();
+                if let Some(&(_, i)) = same.iter().find(|&&(r, _)| f.same(r, row)) {
+                    row_meta.push(i);
+                    continue;
+                }
+                let i = u32::try_from(metas.len()).unwrap_or(u32::MAX);
+                same.push((row, i));
+                row_meta.push(i);
+                // A null meta is no meta, as a null field is no field.
+                metas.push(f.bson(row));
             }
+        } else {
+            metas.push(None);
+            row_meta.resize(n, 0);
         }
         let mut series = SeriesGroups::new();
         let meta_groups: Vec<usize> = metas.iter().map(|m| series.group_of(m.as_ref())).collect();

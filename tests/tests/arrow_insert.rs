@@ -1,6 +1,6 @@
 //! The columnar insert (`Collection::insert_record_batch`) against `insert_many` of the same
 //! measurements as documents: random batches (series in any order, times out of order, nulls,
-//! every supported type, small buckets so that runs roll over) store the same measurements,
+//! a struct meta, every supported type, small buckets so that runs roll over) store the same measurements,
 //! with the same buckets; bad rows are rejected with their position (SPEC) and refused
 //! columns insert nothing.
 
@@ -9,8 +9,9 @@ use std::sync::Arc;
 
 use arrow_array::{
     ArrayRef, BooleanArray, Float64Array, Int32Array, Int64Array, RecordBatch, StringArray,
-    TimestampMicrosecondArray, TimestampMillisecondArray, UInt64Array,
+    StructArray, TimestampMicrosecondArray, TimestampMillisecondArray, UInt64Array,
 };
+use arrow_schema::{DataType, Field};
 use bson::{Bson, DateTime, Document, doc};
 use proptest::prelude::*;
 use tscoll_engine::{
@@ -53,7 +54,7 @@ fn documents(rows: &[Row]) -> Vec<Document> {
             let mut d = doc! {
                 "_id": id,
                 "t": DateTime::from_millis(secs * 1000),
-                "host": format!("h{host}"),
+                "host": { "name": format!("h{host}"), "rack": i32::from(host % 2) },
             };
             if let Some(v) = cpu {
                 d.insert("cpu", v);
@@ -89,9 +90,20 @@ fn record_batch(rows: &[Row]) -> RecordBatch {
         ),
         (
             "host",
-            col(Arc::new(StringArray::from_iter_values(
-                rows.iter().map(|r| format!("h{}", r.1)),
-            ))),
+            col(Arc::new(StructArray::from(vec![
+                (
+                    Arc::new(Field::new("name", DataType::Utf8, false)),
+                    col(Arc::new(StringArray::from_iter_values(
+                        rows.iter().map(|r| format!("h{}", r.1)),
+                    ))),
+                ),
+                (
+                    Arc::new(Field::new("rack", DataType::Int32, false)),
+                    col(Arc::new(Int32Array::from_iter_values(
+                        rows.iter().map(|r| i32::from(r.1 % 2)),
+                    ))),
+                ),
+            ]))),
         ),
         (
             "cpu",

@@ -62,6 +62,13 @@ impl BucketCatalog {
         // The bucket field of each column, for the open bucket `mapped_for`.
         let mut map: Vec<Option<usize>> = Vec::new();
         let mut mapped_for: Option<BucketId> = None;
+        // The series' open bucket, when no bucket of it is rolling over, is where its rows go
+        // first (as placement would choose it).
+        st.only_open = stripe
+            .series
+            .get(&st.key)
+            .filter(|s| s.rolling.is_empty())
+            .and_then(|s| s.open);
         let mut row = range.start;
         while row < end {
             let mut next = row + 1;
@@ -92,7 +99,7 @@ impl BucketCatalog {
                 }
             }
             if !placed {
-                self.stage_alone(stripe, st, rows, row, measurements, range.start);
+                self.stage_alone(stripe, st, rows, &cursors, measurements, range.start);
                 // The row may have added fields to the bucket or opened another.
                 mapped_for = None;
             }
@@ -110,16 +117,19 @@ impl BucketCatalog {
         stripe: &mut Stripe,
         st: &mut Staging<'_>,
         rows: &MeasurementColumns,
-        row: usize,
+        cursors: &[RowStart],
         measurements: Option<&[Measurement<'_>]>,
         first: usize,
     ) {
+        let Some(row) = cursors.first().map(|c| c.row) else {
+            return;
+        };
         if let Some(m) = measurements.and_then(|ms| ms.get(row - first)) {
             self.stage_one(stripe, st, m);
             return;
         }
         let index = rows.indices.get(row).copied().unwrap_or_default();
-        match rows.row_document(row) {
+        match rows.row_document_at(cursors) {
             Ok(doc) => {
                 let m = Measurement {
                     index,

@@ -39,6 +39,7 @@
 //! 64 MiB (a sparse file), so it reads at least 64 MiB however little is stored; it is shown
 //! next to the disk bytes in the table.
 
+use arrow_array::RecordBatch;
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -86,6 +87,11 @@ pub(crate) struct Args {
     /// timed with the inserts).
     #[arg(long, value_enum, default_value_t = Generate::Paused)]
     pub(crate) generate: Generate,
+    /// Insert Arrow record batches (`Collection::insert_record_batch`, the columnar insert)
+    /// built from the documents before the clock starts, instead of the documents
+    /// (`insert_many`). Needs `--generate ahead`.
+    #[arg(long)]
+    pub(crate) columnar: bool,
     /// Database directory (must not hold a `cpu` collection); default: a fresh temporary
     /// directory, removed at the end.
     #[arg(long, value_name = "DIR")]
@@ -175,6 +181,9 @@ struct Figures {
 /// would not fit in memory, an insert fails or rejects a measurement, or the collection does
 /// not hold the expected count afterwards.
 pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
+    if args.columnar && args.generate != Generate::Ahead {
+        return Err("--columnar needs --generate ahead".into());
+    }
     let workload = args.workload.workload();
     if args.generate == Generate::Ahead {
         let need = workload.measurements().saturating_mul(DOC_BYTES);
@@ -266,11 +275,20 @@ fn measure(
                 let (ready, go, round, progress) = (&ready, &go, &round, &progress);
                 let options = &options;
                 let generate = args.generate;
+                let columnar = args.columnar;
                 s.spawn(move || {
                     let batches = if generate == Generate::Ahead {
                         batches_of(&mut part, batch)
                     } else {
                         Vec::new()
+                    };
+                    let record_batches = if columnar {
+                        batches
+                            .iter()
+                            .map(|b| super::record_batch::record_batch(b))
+                            .collect::<Result<Vec<_>, String>>()
+                    } else {
+                        Ok(Vec::new())
                     };
                     ready.wait();
                     go.wait();
@@ -281,6 +299,7 @@ fn measure(
                     };
                     match generate {
                         Generate::Paused => thread.paused(part, batch, rounds, round),
+                        Generate::Ahead if columnar => thread.ahead_columnar(record_batches?),
                         Generate::Ahead => thread.ahead(batches),
                         Generate::Inline => thread.inline(part, batch),
                     }
@@ -444,6 +463,39 @@ impl Inserter<'_> {
         })
     }
 
+    /// `--generate ahead --columnar`: the pre-built record batches, one after the other.
+    fn ahead_columnar(&self, batches: Vec<RecordBatch>) -> CmdResult<ThreadRun> {
+        let start = Instant::now();
+        let mut inserted = 0;
+        for batch in &batches {
+            let result = self
+                .coll
+                .insert_record_batch(batch, self.options)
+                .map_err(|e| format!("insert_record_batch: {e}"))?;
+            if let Some(e) = result.errors.first() {
+                return Err(format!(
+                    "insert_record_batch rejected {} of {} rows; first: #{} {:?}: {}",
+                    result.errors.len(),
+                    batch.num_rows(),
+                    e.index,
+                    e.code,
+                    e.message
+                )
+                .into());
+            }
+            let n = result.inserted as u64;
+            self.progress.inc(n);
+            inserted += n;
+        }
+        drop(batches);
+        Ok(ThreadRun {
+            spans: vec![Some((start, Instant::now()))],
+            generating: ThreadTime::default(),
+            inserted,
+            batches: Vec::new(),
+        })
+    }
+
     /// `--generate inline`: batches of `part` built and inserted one by one, all timed.
     fn inline(&self, mut part: Generator, size: usize) -> CmdResult<ThreadRun> {
         let start = Instant::now();
@@ -510,6 +562,9 @@ fn table(args: &Args, workload: &Workload, f: &Figures) -> String {
              {:.2} s of thread time",
             f.generating_seconds
         ),
+        Generate::Ahead if args.columnar => {
+            "insert_record_batch wall time; record batches built beforehand".to_owned()
+        }
         Generate::Ahead => "insert_many wall time; documents generated beforehand".to_owned(),
         Generate::Inline => format!(
             "insert_many wall time INCLUDING document generation, {:.2} s of thread time",

@@ -6,6 +6,7 @@ pub(crate) mod codec;
 pub(crate) mod r#gen;
 pub(crate) mod ingest;
 pub(crate) mod query;
+pub(crate) mod record_batch;
 
 use std::process::ExitCode;
 
