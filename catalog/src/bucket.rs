@@ -110,43 +110,60 @@ pub(crate) struct Bucket {
     pub(crate) rows_base: u32,
 }
 
-/// Every committed row of an open bucket, column by column (DESIGN "Write path rules (v2)":
-/// open buckets are in memory), counted in the catalog's memory usage (SPEC R-6.9.5). When the bucket leaves memory the engine encodes its blob
-/// from these columns, without reading back and decoding what it stored commit by commit.
+/// The rows of an open bucket held in memory, column by column (DESIGN "Write path rules
+/// (v2)": open buckets are in memory), counted in the catalog's memory usage (SPEC R-6.9.5).
+/// Staging appends a measurement's values here at once; the rows past the bucket's committed
+/// count belong to its prepared and active batches, in that order, and go when their batch is
+/// aborted. When the bucket leaves memory the engine encodes its blob from these columns,
+/// without reading back and decoding what it stored before.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct BucketRows {
-    /// Number of rows.
+    /// Rows staged so far (a column may be shorter: its field has no value in the rows after
+    /// its last one).
     pub rows: usize,
-    /// `(field, column)` in first-appearance order (the order of `control.min`); every column
-    /// has `rows` rows.
+    /// `(field, column)` in the bucket's field order (the order of `control.min`): column `i`
+    /// holds the values of the bucket's field `i`.
     pub columns: Vec<(String, Column)>,
 }
 
 impl BucketRows {
-    /// Appends the rows of one commit: `columns` hold `rows` rows each; a field of the bucket
-    /// the commit does not have gets missing values, a new field missing values before.
-    pub(crate) fn append(&mut self, rows: usize, columns: &[(String, Column)]) {
-        let mut seen = vec![false; self.columns.len()];
-        for (name, col) in columns {
-            match self.columns.iter().position(|(n, _)| n == name) {
-                Some(i) => {
-                    self.columns[i].1.extend_from(col);
-                    seen[i] = true;
-                }
-                None => {
-                    let mut c = Column::with_capacity(self.rows + rows);
-                    c.push_missing_n(self.rows);
-                    c.extend_from(col);
-                    self.columns.push((name.clone(), c));
-                }
-            }
+    /// The column of field `i` (named `fields[i]`), made to hold every row before `row`
+    /// (missing values where the field had none). Creates the columns of fields `..=i`.
+    pub(crate) fn column_at(&mut self, fields: &[Field], i: usize, row: usize) -> &mut Column {
+        while self.columns.len() <= i {
+            let name = fields
+                .get(self.columns.len())
+                .map_or_else(String::new, |f| f.name.clone());
+            self.columns.push((name, Column::new()));
         }
-        for (i, seen) in seen.into_iter().enumerate() {
-            if !seen && let Some((_, c)) = self.columns.get_mut(i) {
-                c.push_missing_n(rows);
-            }
+        let c = &mut self.columns[i].1;
+        if c.len() < row {
+            c.push_missing_n(row - c.len());
         }
-        self.rows += rows;
+        c
+    }
+
+    /// Rows `from..to`, each column as long as the rows; fields with no value in them are
+    /// left out.
+    pub(crate) fn slice(&self, from: usize, to: usize) -> Vec<(String, Column)> {
+        let mut out = Vec::with_capacity(self.columns.len());
+        for (name, c) in &self.columns {
+            let mut part = c.rows(from, to);
+            if part.all_missing() {
+                continue;
+            }
+            part.push_missing_n((to - from).saturating_sub(part.len()));
+            out.push((name.clone(), part));
+        }
+        out
+    }
+
+    /// Keeps the first `rows` rows (the others belonged to a batch that was aborted).
+    pub(crate) fn truncate(&mut self, rows: usize) {
+        for (_, c) in &mut self.columns {
+            c.truncate(rows);
+        }
+        self.rows = self.rows.min(rows);
     }
 
     /// Bytes the columns hold.

@@ -2,7 +2,7 @@
 //!
 //! The catalog decides which bucket each measurement goes to (placement and rollover,
 //! SPEC §6), keeps the open buckets' control state (min/max, schema, size estimate, SPEC §4.3,
-//! §5, §6.4) and stages measurements as columns in write batches that writers commit with the
+//! §5, §6.4) and the open buckets' rows (staged into their columns at once), in write batches that writers commit with the
 //! commit-rights protocol (SPEC §7). It does no I/O: reopening asks the engine through
 //! [`BucketSource`], and committing hands the engine a [`PreparedBatch`] to write.
 #![forbid(unsafe_code)]
@@ -10,6 +10,7 @@
 mod bucket;
 mod catalog;
 mod columns;
+mod commit_rows;
 mod key;
 mod minmax;
 mod options;
@@ -24,6 +25,7 @@ pub use catalog::{
     Measurement, MemoryPool, NoStorage, QueryOutcome, STRIPES, StageError, StageOutcome,
 };
 pub use columns::MeasurementColumns;
+pub use commit_rows::CommitRows;
 pub use key::{BucketKey, write_normalized};
 pub use minmax::MinMax;
 pub use options::{CatalogOptions, LARGE_MEASUREMENTS_MAX_BUCKET_SIZE};

@@ -27,10 +27,10 @@ pub struct WriteBatch {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct WriterId(pub u64);
 
-/// The staged rows of a batch, one column per bucket field (by field index).
+/// What a batch knows of its staged rows; their values are in the bucket's columns
+/// ([`crate::BucketRows`]), after the rows of the batch prepared before it.
 #[derive(Debug, Default)]
 pub(crate) struct BatchData {
-    pub(crate) columns: Vec<Column>,
     pub(crate) rows: usize,
     /// Input index of each row, in row order.
     pub(crate) indices: Vec<usize>,
@@ -179,8 +179,11 @@ pub struct PreparedBatch {
     pub sorted: bool,
     /// The classic size estimate after this commit (bytes).
     pub size_estimate: u64,
-    /// The rows: `(field, column)` in the bucket's field order; fields with no value in this
-    /// batch are left out. Every column has `rows` rows.
+    /// The rows as `(field, column)` in the bucket's field order, fields with no value in
+    /// this batch left out, every column `rows` rows long, from
+    /// [`crate::BucketCatalog::prepare_commit`]. Empty from
+    /// [`crate::BucketCatalog::prepare_commit_to`], which appends the rows to a
+    /// [`crate::CommitRows`] instead.
     pub columns: Vec<(String, Column)>,
     /// Number of measurements.
     pub rows: usize,

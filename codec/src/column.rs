@@ -478,6 +478,35 @@ impl Column {
         }
     }
 
+    /// As [`Column::row_start`], counting back from the end: the cost is the rows from `row`
+    /// on, so this is the cheap way to find a row near the end of a long column.
+    ///
+    /// ```
+    /// use tscoll_codec::Column;
+    ///
+    /// let mut c = Column::new();
+    /// c.push_int(0x10, 1);
+    /// c.push_bytes(0x02, b"ab");
+    /// c.push_missing();
+    /// c.push_float(2.5);
+    /// c.push_bytes(0x02, b"c");
+    /// for row in 0..=6 {
+    ///     assert_eq!(c.row_start_from_end(row), c.row_start(row));
+    /// }
+    /// ```
+    #[must_use]
+    pub fn row_start_from_end(&self, row: usize) -> RowStart {
+        let row = row.min(self.types.len());
+        let [_, int, float, bytes] =
+            lane_counts(self.types.get(row..).unwrap_or_default()).unwrap_or([0; 4]);
+        RowStart {
+            row,
+            int: self.ints.len().saturating_sub(int),
+            float: self.floats.len().saturating_sub(float),
+            bytes: self.ends.len().saturating_sub(bytes),
+        }
+    }
+
     /// Where the next row pushed will start: the end of the column.
     #[must_use]
     pub fn end(&self) -> RowStart {
@@ -619,6 +648,32 @@ impl Column {
                 .map(|e| e - base)
                 .collect(),
         }
+    }
+
+    /// Keeps the first `rows` rows (all of them when `rows ≥ len`), keeping the allocations.
+    ///
+    /// ```
+    /// use tscoll_codec::{Column, ValueRef};
+    ///
+    /// let mut c = Column::new();
+    /// c.push_bytes(0x02, b"a");
+    /// c.push_int(0x10, 7);
+    /// c.push_bytes(0x02, b"bc");
+    /// c.truncate(2);
+    /// assert_eq!(c.iter().collect::<Vec<_>>(), [ValueRef::Bytes(0x02, b"a"), ValueRef::Int(0x10, 7)]);
+    /// assert_eq!(c.bytes(), b"a");
+    /// ```
+    pub fn truncate(&mut self, rows: usize) {
+        if rows >= self.types.len() {
+            return;
+        }
+        let end = self.row_start(rows);
+        self.types.truncate(rows);
+        self.ints.truncate(end.int);
+        self.floats.truncate(end.float);
+        self.ends.truncate(end.bytes);
+        let bytes = self.ends.last().map_or(0, |&e| e as usize);
+        self.bytes.truncate(bytes);
     }
 
     /// Removes every row, keeping the allocations.

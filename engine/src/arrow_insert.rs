@@ -28,7 +28,8 @@ use tscoll_codec::{Column, RowStart, tag};
 
 use crate::collection::{Collection, CollectionInner};
 use crate::error::{Error, ErrorCode, Result};
-use crate::series::SeriesGroups;
+use crate::meta_cache::lock;
+use crate::series::{BuildFx, Fx};
 use crate::write::{InsertOptions, InsertResult, WriteError, take_outcome, too_large};
 
 /// One Arrow column read as values of one BSON type.
@@ -72,6 +73,39 @@ impl Field<'_> {
         })
     }
 
+    /// Whether [`Field::bson`] gives `None` for row `row`.
+    fn absent(&self, row: usize) -> bool {
+        self.array.is_null(row) || matches!(&self.source, Source::Int64(f) if f(row).is_none())
+    }
+
+    /// Whether [`Field::bson`] gives `value` for row `row` (doubles compared bit for bit),
+    /// without building it.
+    fn matches(&self, row: usize, value: Option<&Bson>) -> bool {
+        let Some(value) = value else {
+            return self.absent(row);
+        };
+        if self.array.is_null(row) {
+            return false;
+        }
+        match (&self.source, value) {
+            (Source::Double(f), Bson::Double(x)) => f(row).to_bits() == x.to_bits(),
+            (Source::Int32(f), Bson::Int32(x)) => f(row) == *x,
+            (Source::Int64(f), Bson::Int64(x)) => f(row) == Some(*x),
+            (Source::Bool(a), Bson::Boolean(x)) => a.value(row) == *x,
+            (Source::Str(f), Bson::String(x)) => f(row) == x,
+            (Source::Date(f), Bson::DateTime(x)) => f(row) == x.timestamp_millis(),
+            (Source::Struct(children), Bson::Document(d)) => {
+                let mut entries = d.iter();
+                children.iter().filter(|c| !c.absent(row)).all(|c| {
+                    entries
+                        .next()
+                        .is_some_and(|(k, v)| k == c.name && c.matches(row, Some(v)))
+                }) && entries.next().is_none()
+            }
+            _ => false,
+        }
+    }
+
     /// Whether rows `a` and `b` hold the same value (both null included), without building
     /// either.
     fn same(&self, a: usize, b: usize) -> bool {
@@ -107,6 +141,30 @@ impl Field<'_> {
             Source::Struct(children) => children.iter().for_each(|c| c.hash_row(row, h)),
         }
         h.write_u8(0xff);
+    }
+
+    /// The BSON element size of row `row` (0 for a skip) as [`Field::push`] gives it, without
+    /// appending it anywhere but, for a struct, to `scratch`; `None` for a `UInt64` past
+    /// `i64::MAX`.
+    fn size(&self, row: usize, scratch: &mut Column) -> Option<u64> {
+        if self.array.is_null(row) {
+            return Some(0);
+        }
+        let head = 2 + self.name.len() as u64;
+        Some(match &self.source {
+            Source::Double(_) | Source::Date(_) => head + 8,
+            Source::Int32(_) => head + 4,
+            Source::Int64(f) => {
+                f(row)?;
+                head + 8
+            }
+            Source::Bool(_) => head + 1,
+            Source::Str(f) => head + 5 + f(row).len() as u64,
+            Source::Struct(_) => {
+                scratch.clear();
+                return self.push(row, scratch);
+            }
+        })
     }
 
     /// Appends row `row` to `column`; returns its BSON element size (0 for a skip), or `None`
@@ -406,36 +464,60 @@ impl CollectionInner {
             )));
         };
         let has_id = fields.iter().any(|f| f.name == "_id");
-        // Series: one meta value per distinct value (strings and integers looked up without
-        // building a value per row).
-        let mut metas: Vec<Option<Bson>> = Vec::new();
+        // Series: the key of each distinct meta value, found from a hash of the value as
+        // the batch holds it (in this batch, or in the collection's cache of values seen
+        // before); only a value new to both is built and normalized.
+        let mut keys: Vec<BucketKey> = Vec::new();
+        let mut group_of: HashMap<BucketKey, usize, BuildFx> = HashMap::default();
+        // Group of each distinct meta value, and the distinct value of each row.
+        let mut meta_groups: Vec<usize> = Vec::new();
         let mut row_meta: Vec<u32> = Vec::with_capacity(n);
         if let Some(f) = &meta {
-            // Hash of a row's meta value → (a row holding it, its index in `metas`).
-            let mut seen: HashMap<u64, Vec<(usize, u32)>> = HashMap::new();
+            // Hash of a row's meta value → (a row holding it, its index in `meta_groups`).
+            let mut seen: HashMap<u64, Vec<(usize, u32)>, BuildFx> = HashMap::default();
             for row in 0..n {
-                let mut h = std::hash::DefaultHasher::new();
+                let mut h = Fx::default();
                 f.hash_row(row, &mut h);
-                let same = seen.entry(h.finish()).or_default();
+                let hash = h.finish();
+                let same = seen.entry(hash).or_default();
                 if let Some(&(_, i)) = same.iter().find(|&&(r, _)| f.same(r, row)) {
                     row_meta.push(i);
                     continue;
                 }
-                let i = u32::try_from(metas.len()).unwrap_or(u32::MAX);
+                let i = u32::try_from(meta_groups.len()).unwrap_or(u32::MAX);
                 same.push((row, i));
                 row_meta.push(i);
-                // A null meta is no meta, as a null field is no field.
-                metas.push(f.bson(row));
+                let cached = lock(&self.meta_cache)
+                    .get(hash, |v| f.matches(row, v))
+                    .cloned();
+                let key = match cached {
+                    Some(key) => key,
+                    None => {
+                        // A null meta is no meta, as a null field is no field.
+                        let value = f.bson(row);
+                        let key = BucketKey::from_meta(value.as_ref());
+                        lock(&self.meta_cache).insert(hash, value, key.clone());
+                        key
+                    }
+                };
+                let g = match group_of.get(&key) {
+                    Some(&g) => g,
+                    None => {
+                        group_of.insert(key.clone(), keys.len());
+                        keys.push(key);
+                        keys.len() - 1
+                    }
+                };
+                meta_groups.push(g);
             }
         } else {
-            metas.push(None);
+            keys.push(BucketKey::no_meta());
+            meta_groups.push(0);
             row_meta.resize(n, 0);
         }
-        let mut series = SeriesGroups::new();
-        let meta_groups: Vec<usize> = metas.iter().map(|m| series.group_of(m.as_ref())).collect();
         // Rows per group, in input order; then each group sorted by time (stable, R-6.2.2).
         let mut errors = Vec::new();
-        let mut groups: Vec<Vec<(i64, usize)>> = vec![Vec::new(); series.keys.len()];
+        let mut groups: Vec<Vec<(i64, usize)>> = vec![Vec::new(); keys.len()];
         let time_field = &fields[time];
         let mut scratch = Column::new();
         for (row, &mi) in row_meta.iter().enumerate() {
@@ -458,8 +540,7 @@ impl CollectionInner {
             let mut raw = if has_id { 0 } else { 2 + 3 + 12 };
             let mut bad = None;
             for f in &fields {
-                scratch.clear();
-                match f.push(row, &mut scratch) {
+                match f.size(row, &mut scratch) {
                     Some(size) => raw += size,
                     None => bad = Some(f.name),
                 }
@@ -474,7 +555,7 @@ impl CollectionInner {
                 }
                 continue;
             }
-            if let Some(e) = series.keys.get(g).and_then(|k| too_large(row, raw, k)) {
+            if let Some(e) = keys.get(g).and_then(|k| too_large(row, raw, k)) {
                 errors.push(e);
                 if ordered {
                     break;
@@ -542,7 +623,7 @@ impl CollectionInner {
             out.groups.push(start..out.times.len());
         }
         Ok(ColumnarInput {
-            keys: series.keys,
+            keys,
             columns: out,
             errors,
         })

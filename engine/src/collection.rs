@@ -13,6 +13,7 @@ use crate::control::Control;
 use crate::db::LogOptions;
 use crate::error::{Error, ErrorCode, Result};
 use crate::index::Indexes;
+use crate::meta_cache::MetaCache;
 use crate::options::CollectionSpec;
 use crate::storage::BucketStore;
 use crate::storage::wal::WriteAheadLog;
@@ -45,6 +46,8 @@ pub(crate) struct CollectionInner {
     /// Buckets given a retirement marker since the log last restarted: the markers are
     /// removed once the log no longer holds rows older than them.
     pub(crate) retired: Mutex<Vec<BucketId>>,
+    /// Series keys of meta values earlier columnar inserts held.
+    pub(crate) meta_cache: Mutex<MetaCache>,
 }
 
 /// Keyspaces and shared state a collection is opened with.
@@ -81,6 +84,7 @@ impl CollectionInner {
             commit_gate: RwLock::new(()),
             records: storage.records,
             retired: Mutex::new(Vec::new()),
+            meta_cache: Mutex::new(MetaCache::default()),
         }
     }
 

@@ -43,6 +43,7 @@ mod filter;
 mod index;
 mod journal;
 
+mod meta_cache;
 mod query;
 mod recovery;
 mod reopen;

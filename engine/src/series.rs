@@ -10,16 +10,21 @@
 //! so the grouping is exactly that of the normalized bytes.
 
 use std::collections::HashMap;
+use std::sync::Mutex;
 
 use bson::{Bson, Document};
 use tscoll_catalog::BucketKey;
+
+use crate::meta_cache::{MetaCache, lock};
 
 /// The series of one insert call, in order of first appearance.
 pub(crate) struct SeriesGroups<'a> {
     /// The series' keys (normalized meta bytes), by group number.
     pub(crate) keys: Vec<BucketKey>,
-    /// Normalized bytes → group number.
-    by_key: HashMap<Vec<u8>, usize>,
+    /// Key → group number.
+    by_key: HashMap<BucketKey, usize, BuildFx>,
+    /// Keys of meta values earlier calls met (see [`crate::meta_cache`]).
+    cache: Option<&'a Mutex<MetaCache>>,
     /// Hash of a raw meta value → (that value, its group number): the first value seen with
     /// that hash.
     by_raw: HashMap<u64, (&'a Bson, usize), BuildFx>,
@@ -32,10 +37,20 @@ impl<'a> SeriesGroups<'a> {
     pub(crate) fn new() -> Self {
         SeriesGroups {
             keys: Vec::new(),
-            by_key: HashMap::new(),
+            by_key: HashMap::default(),
+            cache: None,
             by_raw: HashMap::default(),
             no_meta: None,
             scratch: Vec::new(),
+        }
+    }
+
+    /// Groups that look the keys of meta values new to the call up in `cache` first, and
+    /// remember the keys of values new to it there.
+    pub(crate) fn with_cache(cache: &'a Mutex<MetaCache>) -> Self {
+        SeriesGroups {
+            cache: Some(cache),
+            ..Self::new()
         }
     }
 
@@ -57,7 +72,21 @@ impl<'a> SeriesGroups<'a> {
         {
             return g;
         }
-        let g = self.by_normalized(Some(meta));
+        let cached = self.cache.and_then(|c| {
+            lock(c)
+                .get(hash, |v| v.is_some_and(|v| identical(v, meta)))
+                .cloned()
+        });
+        let g = match cached {
+            Some(key) => self.group_of_key(key),
+            None => {
+                let g = self.by_normalized(Some(meta));
+                if let (Some(c), Some(key)) = (self.cache, self.keys.get(g)) {
+                    lock(c).insert(hash, Some(meta.clone()), key.clone());
+                }
+                g
+            }
+        };
         self.by_raw.entry(hash).or_insert((meta, g));
         g
     }
@@ -67,12 +96,16 @@ impl<'a> SeriesGroups<'a> {
         if let Some(m) = meta {
             tscoll_catalog::write_normalized(m, &mut self.scratch);
         }
-        if let Some(&g) = self.by_key.get(self.scratch.as_slice()) {
+        self.group_of_key(BucketKey::from_bytes(self.scratch.clone()))
+    }
+
+    fn group_of_key(&mut self, key: BucketKey) -> usize {
+        if let Some(&g) = self.by_key.get(&key) {
             return g;
         }
         let g = self.keys.len();
-        self.by_key.insert(self.scratch.clone(), g);
-        self.keys.push(BucketKey::from_bytes(self.scratch.clone()));
+        self.by_key.insert(key.clone(), g);
+        self.keys.push(key);
         g
     }
 }
@@ -133,7 +166,22 @@ fn hash_value(v: &Bson, h: &mut Fx) {
 /// A small multiplicative hasher (the "Fx" scheme): a rotate, a xor and a multiply per 8 bytes.
 /// Not collision-resistant; it only picks a candidate that [`identical`] then confirms.
 #[derive(Default)]
-struct Fx(u64);
+pub(crate) struct Fx(u64);
+
+impl std::hash::Hasher for Fx {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        self.bytes(bytes);
+    }
+    fn write_u8(&mut self, n: u8) {
+        self.word(u64::from(n));
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.word(n);
+    }
+}
 
 impl Fx {
     const K: u64 = 0x517c_c1b7_2722_0a95;
@@ -156,9 +204,9 @@ impl Fx {
     }
 }
 
-/// Keys of `by_raw` are already hashes: the map uses them as they are.
-#[derive(Clone, Copy, Default)]
-struct BuildFx;
+/// For maps whose keys are already hashes: the map uses them as they are.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct BuildFx;
 
 impl std::hash::BuildHasher for BuildFx {
     type Hasher = PassThrough;
@@ -168,7 +216,7 @@ impl std::hash::BuildHasher for BuildFx {
 }
 
 /// Hasher of `u64` keys that are hashes already.
-struct PassThrough(u64);
+pub(crate) struct PassThrough(u64);
 
 impl std::hash::Hasher for PassThrough {
     fn finish(&self) -> u64 {
@@ -215,6 +263,41 @@ mod tests {
         // 0.0 and -0.0 have different bytes, so they are two series as well.
         assert_eq!(groups, vec![0, 0, 1, 0, 2, 3, 4, 2, 5, 5]);
         assert_eq!(series, 6);
+    }
+
+    #[test]
+    fn a_cache_of_earlier_calls_gives_the_same_keys() {
+        let values = [
+            Some(Bson::Document(doc! {"a": 1, "b": "x"})),
+            Some(Bson::Document(doc! {"b": "x", "a": 1})),
+            Some(Bson::Document(doc! {"a": 1_i64, "b": "x"})),
+            None,
+            Some(Bson::Double(f64::NAN)),
+            regex("a"),
+            regex("b"),
+        ];
+        let cache = Mutex::new(MetaCache::default());
+        let keys_of = |groups: &SeriesGroups<'_>, g: &[usize]| -> Vec<Vec<u8>> {
+            g.iter().map(|&g| groups.keys[g].bytes.clone()).collect()
+        };
+        let mut plain = SeriesGroups::new();
+        let g: Vec<usize> = values.iter().map(|v| plain.group_of(v.as_ref())).collect();
+        let expected = keys_of(&plain, &g);
+        // The first call fills the cache, the second (values in another order) reads it.
+        for order in [false, true] {
+            let mut cached = SeriesGroups::with_cache(&cache);
+            let mut vs: Vec<&Option<Bson>> = values.iter().collect();
+            if order {
+                vs.reverse();
+            }
+            let g: Vec<usize> = vs.iter().map(|v| cached.group_of(v.as_ref())).collect();
+            let mut keys = keys_of(&cached, &g);
+            if order {
+                keys.reverse();
+            }
+            assert_eq!(keys, expected);
+            assert_eq!(cached.keys.len(), plain.keys.len());
+        }
     }
 
     fn regex(pattern: &str) -> Option<Bson> {

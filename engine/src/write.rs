@@ -8,14 +8,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use bson::{Bson, Document, oid::ObjectId};
 use tscoll_catalog::value::element_size;
 use tscoll_catalog::{
-    BucketKey, MAX_BSON_OBJECT_SIZE, Measurement, PreparedBatch, StageError, WriteBatch, WriterId,
+    BucketKey, CommitRows, MAX_BSON_OBJECT_SIZE, Measurement, PreparedBatch, StageError,
+    WriteBatch, WriterId,
 };
 
 use crate::collection::{Collection, CollectionInner};
 use crate::error::{Error, ErrorCode, Result};
 use crate::series::SeriesGroups;
 use crate::storable;
-use crate::storage::wal::{LogEntry, LogRecord, RecordKind, encode_table};
+use crate::storage::wal::{LogEntry, LogRecord, RecordKind, encode_rows};
 
 /// How many times the measurements of an aborted batch are placed again before they are
 /// reported as errors (SPEC; MongoDB's reopening retry limit is also 16, SPEC §0).
@@ -102,7 +103,7 @@ impl CollectionInner {
         let spec = self.spec();
         let time_field = spec.time_field.as_str();
         let meta_field = spec.meta_field.as_deref();
-        let mut series = SeriesGroups::new();
+        let mut series = SeriesGroups::with_cache(&self.meta_cache);
         let mut groups: Vec<Vec<Measurement<'a>>> = Vec::new();
         let mut errors = Vec::new();
         let mut next_id = 0;
@@ -317,9 +318,11 @@ impl CollectionInner {
         let mut failed = Vec::new();
         let mut prepared = Vec::new();
         let mut set_aside = Vec::new();
+        // The rows of every batch this writer commits, in one table: its log record's rows.
+        let mut table = CommitRows::new();
         for batch in batches {
             if batch.claim_commit_rights() {
-                match self.catalog.prepare_commit(&batch) {
+                match self.catalog.prepare_commit_to(&batch, &mut table) {
                     Ok(p) => prepared.push(p),
                     Err(reason) => {
                         self.catalog.abort(&batch, &reason);
@@ -330,7 +333,7 @@ impl CollectionInner {
                 set_aside.push(batch);
             }
         }
-        let written = self.commit(prepared, durability, writer, &mut failed)?;
+        let written = self.commit(prepared, table, durability, writer, &mut failed)?;
         for p in &written {
             result.inserted += p.batch.rows_of(writer);
             self.catalog.finish(p);
@@ -347,15 +350,17 @@ impl CollectionInner {
     }
 
     /// Writes prepared batches as one record of the write-ahead log, with the durability
-    /// asked for (SPEC ): per bucket, where its new rows go; the rows of every batch in
-    /// one table encoded by the codec. A batch whose columns fail to encode freezes its bucket (SPEC §6.10) and is aborted; this writer's measurements of it
-    /// go to `failed`. Returns the batches written. The caller holds the commit gate.
+    /// asked for (SPEC ): per bucket, where its new rows go; `table`, the rows of every
+    /// batch in order, encoded by the codec. A batch whose rows fail to encode freezes its
+    /// bucket (SPEC §6.10) and is aborted; this writer's measurements of it go to `failed`.
+    /// Returns the batches written. The caller holds the commit gate.
     ///
     /// # Errors
     /// A log write failure: every batch is aborted (its other writers retry, R-7.3.2).
     fn commit(
         &self,
         mut prepared: Vec<PreparedBatch>,
+        mut table: CommitRows,
         durability: Durability,
         writer: WriterId,
         failed: &mut Vec<(usize, String)>,
@@ -363,15 +368,23 @@ impl CollectionInner {
         if prepared.is_empty() {
             return Ok(prepared);
         }
-        let record = match log_record(&prepared) {
+        table.finish();
+        let record = match log_record(&prepared, &table) {
             Ok(record) => record,
             Err(_) => {
                 // Some batch's rows do not encode: find it alone, freeze its bucket (SPEC
                 // §6.10) and abort it, and log the others.
                 let mut kept = Vec::with_capacity(prepared.len());
+                table.clear();
                 for p in prepared {
-                    match encode_table([(p.rows, &p.columns[..])]) {
-                        Ok(_) => kept.push(p),
+                    let mut alone = CommitRows::new();
+                    self.catalog.batch_rows(&p, &mut alone);
+                    alone.finish();
+                    match encode_rows(&alone) {
+                        Ok(_) => {
+                            self.catalog.batch_rows(&p, &mut table);
+                            kept.push(p);
+                        }
                         Err(e) => {
                             let reason = format!("bucket frozen: {}", Error::from(e));
                             self.catalog.freeze(&p.key, &p.bucket_id);
@@ -384,7 +397,8 @@ impl CollectionInner {
                 if prepared.is_empty() {
                     return Ok(prepared);
                 }
-                match log_record(&prepared) {
+                table.finish();
+                match log_record(&prepared, &table) {
                     Ok(record) => record,
                     Err(e) => {
                         self.abort_all(&prepared, &e);
@@ -446,8 +460,8 @@ pub(crate) fn take_outcome(
 }
 
 /// The log record of a commit: per prepared batch, where its rows go in its bucket and the
-/// series' key when the bucket is new; the rows of every batch in one encoded table.
-fn log_record(prepared: &[PreparedBatch]) -> Result<LogRecord> {
+/// series' key when the bucket is new; `table`, the rows of every batch in order, encoded.
+fn log_record(prepared: &[PreparedBatch], table: &CommitRows) -> Result<LogRecord> {
     #[expect(clippy::cast_possible_truncation, reason = "rows ≤ bucket_max_count")]
     let entries = prepared
         .iter()
@@ -465,7 +479,7 @@ fn log_record(prepared: &[PreparedBatch]) -> Result<LogRecord> {
     Ok(LogRecord {
         kind: RecordKind::Commit,
         entries,
-        rows: encode_table(prepared.iter().map(|p| (p.rows, &p.columns[..])))?,
+        rows: encode_rows(table)?,
     })
 }
 

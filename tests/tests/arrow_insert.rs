@@ -276,3 +276,82 @@ fn refused_columns_insert_nothing() {
     }
     assert_eq!(cols.count(&doc! {}).expect("count"), 0);
 }
+
+/// Meta values met again in later calls are found from the collection's cache of meta values:
+/// a struct meta with a null child is the value without that child, and a row whose meta is
+/// null has no meta, in every call as in the first.
+#[test]
+fn meta_values_seen_before_find_their_series() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (_db, docs, cols) = open(dir.path(), 1000);
+    let batch = |ids: std::ops::Range<i64>| {
+        let rack: Vec<Option<i32>> = ids.clone().map(|i| (i % 3 != 0).then_some(1)).collect();
+        let name = StringArray::from_iter(ids.clone().map(|i| Some(format!("h{}", i % 2))));
+        let meta = StructArray::from(vec![
+            (
+                Arc::new(Field::new("name", DataType::Utf8, true)),
+                Arc::new(name) as ArrayRef,
+            ),
+            (
+                Arc::new(Field::new("rack", DataType::Int32, true)),
+                Arc::new(Int32Array::from(rack)) as ArrayRef,
+            ),
+        ]);
+        // Every fifth row has a null meta.
+        let nulls = arrow_buffer::NullBuffer::from_iter(ids.clone().map(|i| i % 5 != 0));
+        let (fields, arrays, _) = meta.into_parts();
+        let meta = StructArray::new(fields, arrays, Some(nulls));
+        RecordBatch::try_from_iter([
+            (
+                "_id",
+                Arc::new(Int64Array::from_iter_values(ids.clone())) as ArrayRef,
+            ),
+            (
+                "t",
+                Arc::new(TimestampMillisecondArray::from_iter_values(
+                    ids.clone().map(|i| i * 1000),
+                )) as ArrayRef,
+            ),
+            ("host", Arc::new(meta) as ArrayRef),
+        ])
+        .expect("batch")
+    };
+    let documents = |ids: std::ops::Range<i64>| -> Vec<Document> {
+        ids.map(|i| {
+            let mut d = doc! { "_id": i, "t": DateTime::from_millis(i * 1000) };
+            if i % 5 != 0 {
+                let mut host = doc! { "name": format!("h{}", i % 2) };
+                if i % 3 != 0 {
+                    host.insert("rack", 1);
+                }
+                d.insert("host", host);
+            }
+            d
+        })
+        .collect()
+    };
+    for ids in [0..30, 30..60, 60..90] {
+        let a = docs
+            .insert_many(&documents(ids.clone()), &InsertOptions::default())
+            .expect("insert");
+        let b = cols
+            .insert_record_batch(&batch(ids), &InsertOptions::default())
+            .expect("insert");
+        assert_eq!(a, b);
+        assert_eq!(b.inserted, 30);
+    }
+    assert_eq!(stored(&docs), stored(&cols));
+    let metas = |c: &Collection| {
+        let mut out: Vec<String> = c
+            .buckets()
+            .expect("buckets")
+            .into_iter()
+            .map(|b| format!("{:?}", b.get("meta")))
+            .collect();
+        out.sort();
+        out
+    };
+    // h0 and h1, each with and without a rack, and no meta: five series.
+    assert_eq!(metas(&docs).len(), 5);
+    assert_eq!(metas(&docs), metas(&cols));
+}

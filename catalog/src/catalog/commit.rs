@@ -2,6 +2,15 @@
 //! finishing it, and aborting it with every other unprepared batch of its bucket.
 
 use super::*;
+use crate::CommitRows;
+
+/// Where [`BucketCatalog::prepare`] puts a batch's rows.
+enum Rows<'t> {
+    /// Into the prepared batch, copied.
+    Copy,
+    /// Appended to a commit group's table.
+    Append(&'t mut CommitRows),
+}
 
 impl BucketCatalog {
     /// Waits for a batch set aside by [`WriteBatch::claim_commit_rights`] to be committed or
@@ -17,11 +26,40 @@ impl BucketCatalog {
     }
 
     /// Prepares a batch for commit (SPEC ): waits while another batch of the bucket is
-    /// prepared, then hands out the rows and the bucket's new control state.
+    /// prepared, then hands out the bucket's new control state and a copy of the
+    /// rows ([`PreparedBatch::columns`]).
     ///
     /// # Errors
     /// A message when the bucket was cleared or frozen meanwhile (the batch is then aborted).
     pub fn prepare_commit(&self, batch: &Arc<WriteBatch>) -> Result<PreparedBatch, String> {
+        self.prepare(batch, Rows::Copy)
+    }
+
+    /// As [`BucketCatalog::prepare_commit`], appending the rows to `table` instead of copying
+    /// them into the prepared batch: a committer prepares all its batches into one table,
+    /// the rows of its log record.
+    ///
+    /// # Errors
+    /// As [`BucketCatalog::prepare_commit`]; `table` is then unchanged.
+    pub fn prepare_commit_to(
+        &self,
+        batch: &Arc<WriteBatch>,
+        table: &mut CommitRows,
+    ) -> Result<PreparedBatch, String> {
+        self.prepare(batch, Rows::Append(table))
+    }
+
+    /// Appends the rows of prepared batch `p` (not finished yet) to `table`; nothing when its
+    /// bucket left the catalog.
+    pub fn batch_rows(&self, p: &PreparedBatch, table: &mut CommitRows) {
+        let stripe = lock(&self.stripes[p.batch.stripe]);
+        if let Some(bucket) = stripe.buckets.get(&p.bucket_id) {
+            let from = (p.committed_before - bucket.rows_base) as usize;
+            table.append(&bucket.rows, from, from + p.rows);
+        }
+    }
+
+    fn prepare(&self, batch: &Arc<WriteBatch>, rows_to: Rows<'_>) -> Result<PreparedBatch, String> {
         let mut stripe = lock(&self.stripes[batch.stripe]);
         loop {
             // A batch failed by an abort (of its bucket, by another writer) is never
@@ -56,19 +94,16 @@ impl BucketCatalog {
         bucket.prepared = true;
         batch.mark_prepared();
         let rows = lock(&batch.data).rows;
-        let (staged, uncompressed_bytes) = self.release_staged(batch);
-        let mut columns = Vec::with_capacity(staged.len());
-        for (idx, mut col) in staged.into_iter().enumerate() {
-            if col.len() < rows {
-                col.push_missing_n(rows - col.len());
+        let uncompressed_bytes = self.release_staged(batch);
+        // The batch's rows follow the committed ones in the bucket's columns.
+        let from = (bucket.committed_count - bucket.rows_base) as usize;
+        let columns = match rows_to {
+            Rows::Copy => bucket.rows.slice(from, from + rows),
+            Rows::Append(table) => {
+                table.append(&bucket.rows, from, from + rows);
+                Vec::new()
             }
-            if col.all_missing() {
-                continue;
-            }
-            if let Some(f) = bucket.fields.get(idx) {
-                columns.push((f.name.clone(), col));
-            }
-        }
+        };
         let segment_no = bucket.next_segment;
         bucket.next_segment += 1;
         let committed_before = bucket.committed_count;
@@ -138,7 +173,6 @@ impl BucketCatalog {
             let rows = prepared.rows as u32;
             bucket.committed_count += rows;
             bucket.committed_uncompressed += prepared.uncompressed_bytes;
-            bucket.rows.append(prepared.rows, &prepared.columns);
             if prepared.committed_before == 0 && bucket.opened_due_to_metadata {
                 bucket.opened_due_to_metadata = false;
                 ExecutionStats::bump(&s.num_buckets_opened_due_to_metadata);
@@ -216,6 +250,12 @@ impl BucketCatalog {
             return;
         };
         if let Some(active) = bucket.active.take() {
+            // Its rows go from the bucket's columns: they are the last ones.
+            let staged = u32::try_from(lock(&active.data).rows).unwrap_or(u32::MAX);
+            bucket.count = bucket.count.saturating_sub(staged);
+            bucket
+                .rows
+                .truncate(bucket.count.saturating_sub(bucket.rows_base) as usize);
             self.release_staged(&active);
             active.fulfil(Err(reason.to_owned()));
         }

@@ -427,15 +427,13 @@ impl BucketCatalog {
         }
     }
 
-    /// Frees the staged rows of a batch leaving the catalog (prepared or aborted) and their
-    /// share of the memory usage. The rows' input indices and writers stay.
-    fn release_staged(&self, batch: &WriteBatch) -> (Vec<Column>, u64) {
+    /// Releases the staged rows' share of the memory usage of a batch leaving the catalog
+    /// (prepared or aborted), returning their BSON bytes. The rows' input indices and writers
+    /// stay.
+    fn release_staged(&self, batch: &WriteBatch) -> u64 {
         let mut data = lock(&batch.data);
         self.mem_sub(std::mem::take(&mut data.accounted));
-        (
-            std::mem::take(&mut data.columns),
-            std::mem::take(&mut data.uncompressed_bytes),
-        )
+        std::mem::take(&mut data.uncompressed_bytes)
     }
 
     fn remove_bucket(&self, stripe: &mut Stripe, id: &BucketId) -> Option<Bucket> {

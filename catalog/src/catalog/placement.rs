@@ -396,7 +396,8 @@ impl BucketCatalog {
         id
     }
 
-    /// Appends `m` to the bucket's active batch: columns, min/max, size, sortedness (`delta`:
+    /// Appends `m` to the bucket's active batch: its values to the bucket's columns, min/max,
+    /// size, sortedness (`delta`:
     /// the estimate's increment, when placement computed it). Returns the batch and the
     /// staged bytes to account.
     #[expect(clippy::too_many_arguments, reason = "internal step of stage")]
@@ -414,7 +415,7 @@ impl BucketCatalog {
         bucket.size += delta.unwrap_or_else(|| assess(Some(bucket), m, meta_field).delta);
         let batch = bucket.active_batch(stripe_no);
         let mut data = lock(&batch.data);
-        let row = data.rows;
+        let row = (bucket.count - bucket.rows_base) as usize;
         let mut hint = 0usize;
         let mut uncompressed = 0;
         for (name, v) in m.fields() {
@@ -436,13 +437,7 @@ impl BucketCatalog {
             if let Some(f) = bucket.fields.get_mut(idx) {
                 f.minmax.update(v);
             }
-            while data.columns.len() <= idx {
-                data.columns.push(Column::new());
-            }
-            let col = &mut data.columns[idx];
-            if col.len() < row {
-                col.push_missing_n(row - col.len());
-            }
+            let col = bucket.rows.column_at(&bucket.fields, idx, row);
             push_value(col, v, scratch);
         }
         if bucket.count == 0 {
@@ -466,6 +461,7 @@ impl BucketCatalog {
         bucket.last_time = m.time;
         bucket.max_time = bucket.max_time.max(m.time);
         bucket.count += 1;
+        bucket.rows.rows = row + 1;
         (batch, uncompressed)
     }
 }

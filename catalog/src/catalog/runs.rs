@@ -271,7 +271,8 @@ fn rank_of_code(code: u8) -> Option<i32> {
 }
 
 impl BucketCatalog {
-    /// Appends rows `from..from + run.rows` to the bucket's active batch: columns, min/max,
+    /// Appends rows `from..from + run.rows` to the bucket's active batch: values to the
+    /// bucket's columns, min/max,
     /// count, size, sortedness. Returns the batch.
     fn append_run(
         &self,
@@ -286,7 +287,7 @@ impl BucketCatalog {
         let to = from + run.rows;
         let batch = bucket.active_batch(st.stripe_no);
         let mut data = lock(&batch.data);
-        let row0 = data.rows;
+        let row0 = (bucket.count - bucket.rows_base) as usize;
         for (((_, column), field), cursor) in rows.fields.iter().zip(map).zip(cursors) {
             // A column without a bucket field has no value in the run (see `fast_run`).
             let Some(i) = *field else { continue };
@@ -297,16 +298,12 @@ impl BucketCatalog {
                 f.minmax.update(&lo);
                 f.minmax.update(&hi);
             }
-            while data.columns.len() <= i {
-                data.columns.push(Column::new());
-            }
-            if let Some(c) = data.columns.get_mut(i) {
-                if c.len() < row0 {
-                    c.push_missing_n(row0 - c.len());
-                }
-                c.extend_from_rows_at(column, *cursor, to);
-            }
+            bucket
+                .rows
+                .column_at(&bucket.fields, i, row0)
+                .extend_from_rows_at(column, *cursor, to);
         }
+        bucket.rows.rows = row0 + run.rows;
         data.rows += run.rows;
         data.indices
             .extend_from_slice(rows.indices.get(from..to).unwrap_or_default());

@@ -63,20 +63,21 @@ impl BucketPart {
         let whole = closing && bucket.rows_base == 0;
         let first_row = if whole { 0 } else { bucket.stored_count };
         let skip = (first_row - bucket.rows_base) as usize;
+        let end = (bucket.committed_count - bucket.rows_base) as usize;
         let columns: Vec<(String, Column)> = if closing && skip == 0 {
+            // Rows past the committed ones belonged to a batch that failed.
+            bucket.rows.truncate(end);
             std::mem::take(&mut bucket.rows.columns)
-        } else {
-            bucket
-                .rows
-                .columns
-                .iter()
-                .map(|(n, c)| (n.clone(), c.tail(skip)))
+                .into_iter()
+                .filter(|(_, c)| !c.all_missing())
+                .map(|(n, mut c)| {
+                    c.push_missing_n(end - c.len());
+                    (n, c)
+                })
                 .collect()
+        } else {
+            bucket.rows.slice(skip, end)
         };
-        let columns = columns
-            .into_iter()
-            .filter(|(_, c)| !c.all_missing())
-            .collect();
         let (control_min, control_max) = bucket.control_min_max();
         let part = BucketPart {
             id: bucket.id,
@@ -187,11 +188,7 @@ impl BucketCatalog {
                     rows: (b.committed_count - b.stored_count) as usize,
                     columns: b
                         .rows
-                        .columns
-                        .iter()
-                        .map(|(n, c)| (n.clone(), c.tail(skip)))
-                        .filter(|(_, c)| !c.all_missing())
-                        .collect(),
+                        .slice(skip, (b.committed_count - b.rows_base) as usize),
                     closing: false,
                 });
             }

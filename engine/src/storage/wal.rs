@@ -26,7 +26,7 @@ use std::time::Instant;
 
 use std::collections::HashMap;
 
-use tscoll_catalog::BucketId;
+use tscoll_catalog::{BucketId, CommitRows};
 use tscoll_codec::{Column, encode_bucket};
 use xxhash_rust::xxh3::xxh3_64;
 
@@ -224,6 +224,12 @@ pub(crate) fn encode_table<'a>(
     }
     let refs: Vec<(&str, &Column)> = table.iter().map(|(n, c)| (*n, c)).collect();
     encode_bucket(total, &refs)
+}
+
+/// The rows of a commit group as one encoded table (the codec's bucket blob).
+pub(crate) fn encode_rows(table: &CommitRows) -> tscoll_codec::Result<Vec<u8>> {
+    let refs: Vec<(&str, &Column)> = table.columns.iter().map(|(n, c)| (n.as_str(), c)).collect();
+    encode_bucket(table.rows, &refs)
 }
 
 /// Rows `offset..offset + rows` of a decoded table, the fields they lack left out.

@@ -1,0 +1,79 @@
+//! The rows of one commit group, column by column: what one record of the engine's
+//! write-ahead log holds (DESIGN "Write path rules (v2)": one log record per commit group).
+//!
+//! A committer prepares its batches into one [`CommitRows`]
+//! ([`crate::BucketCatalog::prepare_commit_to`]): each batch's rows are copied once, from its
+//! bucket's in-memory columns to the table's, batch after batch. Columns are matched by field
+//! name; buckets of one source list their fields in one order, so a lookup is usually one
+//! comparison.
+
+use tscoll_codec::Column;
+
+use crate::bucket::BucketRows;
+
+/// Rows of several batches in one table: `columns` hold `rows` rows each once
+/// [`CommitRows::finish`] has run (a field a batch lacks has missing values in its rows).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CommitRows {
+    /// Number of rows.
+    pub rows: usize,
+    /// `(field, column)` in first-appearance order.
+    pub columns: Vec<(String, Column)>,
+    /// The column after the last one matched.
+    hint: usize,
+}
+
+impl CommitRows {
+    /// An empty table.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Appends rows `from..to` of a bucket's columns.
+    pub(crate) fn append(&mut self, src: &BucketRows, from: usize, to: usize) {
+        let n = to.saturating_sub(from);
+        for (name, col) in &src.columns {
+            if col.len() <= from {
+                // The field has no value in these rows.
+                continue;
+            }
+            let i = match self.columns.get(self.hint) {
+                Some((c, _)) if c == name => self.hint,
+                _ => match self.columns.iter().position(|(c, _)| c == name) {
+                    Some(i) => i,
+                    None => {
+                        self.columns.push((name.clone(), Column::new()));
+                        self.columns.len() - 1
+                    }
+                },
+            };
+            self.hint = i + 1;
+            let c = &mut self.columns[i].1;
+            if c.len() < self.rows {
+                c.push_missing_n(self.rows - c.len());
+            }
+            // The rows are at the end of the bucket's columns (or just before the active
+            // batch's): count back from the end.
+            c.extend_from_rows_at(col, col.row_start_from_end(from), to.min(col.len()));
+        }
+        self.rows += n;
+        self.hint = 0;
+    }
+
+    /// Pads every column to [`CommitRows::rows`] rows.
+    pub fn finish(&mut self) {
+        for (_, c) in &mut self.columns {
+            if c.len() < self.rows {
+                c.push_missing_n(self.rows - c.len());
+            }
+        }
+    }
+
+    /// Empties the table, keeping its columns' allocations.
+    pub fn clear(&mut self) {
+        self.rows = 0;
+        self.hint = 0;
+        self.columns.clear();
+    }
+}
