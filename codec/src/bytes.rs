@@ -13,7 +13,7 @@
 //!
 //! The smallest candidate wins; the column-level zstd pass then compresses text further.
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt};
 
 use crate::dict_model;
 use crate::format::{BytesEncoding, MAX_LANE_BYTES};

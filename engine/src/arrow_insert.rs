@@ -213,6 +213,12 @@ impl Field<'_> {
 
 /// Reads a column, or says why its type is refused.
 fn field<'a>(name: &'a str, array: &'a dyn Array) -> std::result::Result<Field<'a>, String> {
+    // BSON field names are C strings, at every depth.
+    if name.as_bytes().contains(&0) {
+        return Err(format!(
+            "field name {name:?} holds a NUL byte, which BSON cannot store"
+        ));
+    }
     let source = match array.data_type() {
         DataType::Float64 => {
             let a = array.as_primitive::<Float64Type>();

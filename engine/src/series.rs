@@ -64,14 +64,28 @@ impl<'a> SeriesGroups<'a> {
             self.no_meta = Some(g);
             return g;
         };
+        match self.seen(meta) {
+            (Some(g), _) => g,
+            (None, hash) => self.group_of_new(meta, hash),
+        }
+    }
+
+    /// The group of a meta value identical as written to one this call has seen, and the
+    /// value's hash (for [`SeriesGroups::group_of_new`]).
+    pub(crate) fn seen(&self, meta: &Bson) -> (Option<usize>, u64) {
         let mut h = Fx::default();
         hash_value(meta, &mut h);
         let hash = h.0;
-        if let Some(&(seen, g)) = self.by_raw.get(&hash)
-            && identical(seen, meta)
-        {
-            return g;
-        }
+        let g = self
+            .by_raw
+            .get(&hash)
+            .filter(|(seen, _)| identical(seen, meta))
+            .map(|&(_, g)| g);
+        (g, hash)
+    }
+
+    /// The group of a meta value [`SeriesGroups::seen`] did not find, hashed as `hash`.
+    pub(crate) fn group_of_new(&mut self, meta: &'a Bson, hash: u64) -> usize {
         let cached = self.cache.and_then(|c| {
             lock(c)
                 .get(hash, |v| v.is_some_and(|v| identical(v, meta)))

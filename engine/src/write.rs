@@ -116,21 +116,36 @@ impl CollectionInner {
             let mut raw: u64 = 0;
             let mut unstorable = None;
             for (k, v) in doc {
+                if Some(k.as_str()) == meta_field {
+                    // Checked below, once per distinct value.
+                    meta = Some((k, v));
+                    continue;
+                }
                 if let Err(e) = storable::check_element(k, v) {
                     unstorable = Some(e);
                     break;
                 }
                 let k = k.as_str();
-                if Some(k) == meta_field {
-                    meta = Some(v);
-                    continue;
-                }
                 if k == time_field {
                     time = Some(v);
                 } else if k == "_id" {
                     has_id = true;
                 }
                 raw += element_size(k, v);
+            }
+            // The series: a meta value identical to one seen before in this call was checked
+            // then; any other is checked before it joins a series.
+            let mut group = None;
+            if unstorable.is_none()
+                && let Some((k, m)) = meta
+            {
+                match series.seen(m) {
+                    (Some(g), _) => group = Some(g),
+                    (None, hash) => match storable::check_element(k, m) {
+                        Ok(()) => group = Some(series.group_of_new(m, hash)),
+                        Err(e) => unstorable = Some(e),
+                    },
+                }
             }
             if let Some(e) = unstorable {
                 // Rejected alone: nothing of it reaches a bucket (SPEC ).
@@ -163,7 +178,7 @@ impl CollectionInner {
                 next_id += 1;
                 ids.get(next_id - 1)
             };
-            let g = series.group_of(meta);
+            let g = group.unwrap_or_else(|| series.group_of(None));
             if let Some(e) = too_large(index, raw, &series.keys[g]) {
                 errors.push(e);
                 if ordered {

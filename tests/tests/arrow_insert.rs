@@ -268,7 +268,25 @@ fn refused_columns_insert_nothing() {
         RecordBatch::try_from_iter([("t", Arc::new(Int64Array::from(vec![1, 2])) as ArrayRef)])
             .expect("batch");
     let nul_name = RecordBatch::try_from_iter([("t", times()), ("a\0b", times())]).expect("batch");
-    for batch in [unsupported, no_time, time_not_a_date, nul_name] {
+    // A NUL in the name of a struct's child, in a field and in the meta.
+    let nul_child = || {
+        Arc::new(StructArray::from(vec![(
+            Arc::new(Field::new("x\0y", DataType::Int32, false)),
+            Arc::new(Int32Array::from(vec![1, 2])) as ArrayRef,
+        )])) as ArrayRef
+    };
+    let nul_in_field =
+        RecordBatch::try_from_iter([("t", times()), ("s", nul_child())]).expect("batch");
+    let nul_in_meta =
+        RecordBatch::try_from_iter([("t", times()), ("host", nul_child())]).expect("batch");
+    for batch in [
+        unsupported,
+        no_time,
+        time_not_a_date,
+        nul_name,
+        nul_in_field,
+        nul_in_meta,
+    ] {
         let err = cols
             .insert_record_batch(&batch, &InsertOptions::default())
             .expect_err("refused");

@@ -180,3 +180,20 @@ fn a_nul_field_name_in_a_request_is_refused() {
     assert_eq!(all[0].get("v"), Some(&Bson::Int32(1)));
     assert_eq!(coll.list_indexes().expect("indexes").len(), 1);
 }
+
+/// A meta value is checked once per call and series, not once per measurement: a bad one is
+/// never remembered as checked, so every measurement carrying it is rejected, in this call
+/// and in the next.
+#[test]
+fn a_bad_meta_value_met_again_is_rejected_again() {
+    let (_d, _db, coll) = setup();
+    let good = |id: i32| doc! { "_id": id, "t": at(id.into()), "m": { "host": "a" }, "v": id };
+    let bad = |id: i32| doc! { "_id": id, "t": at(id.into()), "m": { "ho\0st": "a" }, "v": id };
+    let r = insert(&coll, &[good(1), bad(2), good(3), bad(4)], false);
+    assert_eq!(r.inserted, 2);
+    assert_eq!(r.errors.iter().map(|e| e.index).collect::<Vec<_>>(), [1, 3]);
+    let r = insert(&coll, &[bad(5), good(6)], false);
+    assert_eq!(r.inserted, 1);
+    assert_rejected_at(&r, 0);
+    assert_eq!(find_sorted(&coll, doc! {}), [good(1), good(3), good(6)]);
+}
