@@ -211,9 +211,9 @@ struct Series {
     rolling: Vec<BucketId>,
 }
 
-/// Hashes a [`BucketId`] by mixing its 8 counter bytes: ids come from a randomly seeded
-/// counter (SPEC §4.9), so they need no keyed hash, and a bucket lookup happens for every
-/// measurement placed.
+/// Hashes a [`BucketId`] by mixing its 8 counter bytes, or a [`BucketKey`] by mixing its
+/// xxh3 hash: ids come from a randomly seeded counter (SPEC §4.9) and keys carry a hash of
+/// their bytes, so neither needs a keyed hash, and lookups happen for every measurement placed.
 #[derive(Clone, Copy, Debug, Default)]
 struct IdHash;
 
@@ -247,9 +247,9 @@ impl std::hash::Hasher for IdHasher {
 #[derive(Debug, Default)]
 struct Stripe {
     buckets: HashMap<BucketId, Bucket, IdHash>,
-    series: HashMap<Arc<BucketKey>, Series>,
+    series: HashMap<Arc<BucketKey>, Series, IdHash>,
     /// Archived records: (key, min time) → id (SPEC ).
-    archived: HashMap<Arc<BucketKey>, BTreeMap<i64, BucketId>>,
+    archived: HashMap<Arc<BucketKey>, BTreeMap<i64, BucketId>, IdHash>,
     archived_order: BTreeMap<u64, (Arc<BucketKey>, i64)>,
     archived_seq: u64,
     idle: BTreeMap<u64, BucketId>,

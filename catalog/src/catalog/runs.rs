@@ -77,11 +77,13 @@ impl BucketCatalog {
                 && let Some(bucket) = stripe.buckets.get_mut(&id)
             {
                 if mapped_for != Some(id) {
-                    map = rows
-                        .fields
-                        .iter()
-                        .map(|(name, _)| bucket.fields.iter().position(|f| f.name == *name))
-                        .collect();
+                    map.clear();
+                    let mut hint = 0;
+                    map.extend(
+                        rows.fields
+                            .iter()
+                            .map(|(name, _)| find_field(&bucket.fields, name, &mut hint)),
+                    );
                     mapped_for = Some(id);
                 }
                 let derived = derived_max_size(&st.options, self.active_buckets());
