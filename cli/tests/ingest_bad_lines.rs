@@ -43,6 +43,29 @@ fn unordered_stores_every_good_line_and_reports_every_bad_one() {
     assert_eq!(s.values("m"), [1, 2, 4, 6, 8, 9]);
 }
 
+/// Lines are parsed on one thread and inserted on another; what each reports still comes in
+/// input order: bad lines the parser rejects (3) and those the engine rejects (5, 7).
+#[test]
+fn reports_come_in_input_order_across_batches() {
+    let s = Scratch::new();
+    s.create("m");
+    let file = s.file("mixed.ndjson", mixed_input().as_bytes());
+    for batch in ["1", "2", "3", "1000"] {
+        let run = s
+            .run(
+                "ingest",
+                &["m", &file, "--unordered", "--batch-size", batch],
+            )
+            .failed();
+        let err = run.stderr();
+        let at = |n: u32| {
+            err.find(&format!("{file}:{n}: "))
+                .unwrap_or_else(|| panic!("line {n} not reported: {err}"))
+        };
+        assert!(at(3) < at(5) && at(5) < at(7), "batch {batch}: {err}");
+    }
+}
+
 #[test]
 fn ordered_stops_at_a_malformed_line_keeping_the_lines_before() {
     let s = Scratch::new();

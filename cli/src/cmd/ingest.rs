@@ -14,7 +14,8 @@
 //!
 //! **One thread.** Reading, decompressing, parsing and `insert_many` all run one after the
 //! other on the calling thread (the engine's background work aside): a batch is parsed, then
-//! inserted, then the next one is parsed.
+//! inserted, then the next one is parsed. For a file, the progress bar shows the share of its
+//! bytes read (as stored, before decompression), with an ETA.
 //!
 //! **Figures.** After the last file the database is closed and the figures of
 //! `tscoll bench ingest` are printed ([`crate::cmd::report`]): measurements/s and field
@@ -25,6 +26,7 @@
 
 use std::io::{self, IsTerminal, Write};
 use std::process::ExitCode;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use bson::Document;
@@ -37,7 +39,7 @@ use super::{
 };
 use crate::input::csv::{CsvMapping, CsvReader, TimeFormat, parse_column_list};
 use crate::input::ndjson::NdjsonReader;
-use crate::input::open::{open_input, strip_compression_suffix};
+use crate::input::open::{ReadProgress, open_input, strip_compression_suffix};
 use crate::input::{Record, describe_read_error};
 
 /// Arguments of `tscoll ingest`.
@@ -389,6 +391,7 @@ fn ingest_input(
             .ends_with(".csv"),
     };
     let name = input.name.clone();
+    let read_progress = input.progress.clone();
     let records: Box<dyn Iterator<Item = io::Result<Record>>> = if is_csv {
         Box::new(
             CsvReader::new(input.reader, csv_mapping(coll, csv_args)?)
@@ -397,7 +400,10 @@ fn ingest_input(
     } else {
         Box::new(NdjsonReader::new(input.reader))
     };
-    let progress = progress_bar(&name);
+    let progress = match &read_progress {
+        Some(p) => file_progress_bar(&name, p.size),
+        None => progress_bar(&name),
+    };
     let spec = coll.spec();
     let mut loader = Loader {
         coll,
@@ -408,6 +414,7 @@ fn ingest_input(
         batch_size: settings.batch_size as usize,
         report_acks: settings.report_acks,
         progress: &progress,
+        read_progress: read_progress.as_ref(),
         docs: Vec::new(),
         lines: Vec::new(),
         fields: Vec::new(),
@@ -474,6 +481,24 @@ pub(crate) fn progress_bar(label: &str) -> ProgressBar {
     bar
 }
 
+/// A progress bar of an input file: the share of its bytes read (percent and ETA), the
+/// measurements stored and their rate, on stderr when it is a terminal; hidden otherwise.
+fn file_progress_bar(label: &str, size: u64) -> ProgressBar {
+    if !io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(size);
+    let style = ProgressStyle::with_template(
+        "{spinner} {prefix}: {percent:>3}% of {total_bytes}, {msg}, {elapsed} (ETA {eta})",
+    )
+    .unwrap_or_else(|_| ProgressStyle::default_spinner());
+    bar.set_style(style);
+    bar.set_prefix(label.to_owned());
+    bar.set_message("0 measurements");
+    bar.enable_steady_tick(Duration::from_millis(150));
+    bar
+}
+
 /// Batches records and inserts them.
 struct Loader<'a> {
     coll: &'a Collection,
@@ -484,6 +509,8 @@ struct Loader<'a> {
     batch_size: usize,
     report_acks: bool,
     progress: &'a ProgressBar,
+    /// How far reading the input file has come (the bar's position), for a file.
+    read_progress: Option<&'a ReadProgress>,
     docs: Vec<Document>,
     lines: Vec<u64>,
     /// The field values of each pending document (counted while it is fresh in the cache).
@@ -544,7 +571,18 @@ impl Loader<'_> {
         }
         self.summary.inserted += result.inserted as u64;
         self.summary.field_values += self.stored_field_values(&result.errors, result.inserted);
-        self.progress.inc(result.inserted as u64);
+        match self.read_progress {
+            Some(p) => {
+                let stored = self.summary.inserted;
+                self.progress.set_position(p.read.load(Ordering::Relaxed));
+                let secs = self.progress.elapsed().as_secs_f64().max(1e-3);
+                #[expect(clippy::cast_precision_loss, reason = "a rate for display")]
+                let rate = stored as f64 / secs;
+                self.progress
+                    .set_message(format!("{stored} measurements, {rate:.0} measurements/s"));
+            }
+            None => self.progress.inc(result.inserted as u64),
+        }
         for error in &result.errors {
             let line = self.lines.get(error.index).copied().unwrap_or(0);
             self.report(line, &format!("{} ({})", error.message, error.code.name()));

@@ -12,7 +12,7 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 
 /// The error message of a compressed input that ends inside a frame.
 pub(crate) const TRUNCATED: &str = "input ends inside a compressed frame";
@@ -78,6 +78,32 @@ pub(crate) struct Input {
     pub(crate) compression: Compression,
     /// The decompressed bytes.
     pub(crate) reader: Box<dyn BufRead + Send>,
+    /// How far reading the file has come, when the input is a file.
+    pub(crate) progress: Option<ReadProgress>,
+}
+
+/// Bytes of an input file read so far (as stored, before decompression) and its size in
+/// bytes: what a progress bar shows as a percentage and an ETA.
+#[derive(Clone, Debug)]
+pub(crate) struct ReadProgress {
+    /// Bytes read so far.
+    pub(crate) read: Arc<AtomicU64>,
+    /// The file's size (bytes).
+    pub(crate) size: u64,
+}
+
+/// A file that counts the bytes read from it.
+struct Counted {
+    inner: File,
+    read: Arc<AtomicU64>,
+}
+
+impl Read for Counted {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
 }
 
 /// Opens `path` (`-` = stdin) and decompresses it as its extension or magic bytes say.
@@ -92,14 +118,25 @@ pub(crate) fn open_input(path: &str) -> io::Result<Input> {
     let file = File::open(path).map_err(|e| open_error(path, &e))?;
     // A directory opens like a file on Unix; reading it would fail with a bare "Is a
     // directory (os error 21)".
-    if file.metadata().is_ok_and(|m| m.is_dir()) {
+    let metadata = file.metadata();
+    if metadata.as_ref().is_ok_and(std::fs::Metadata::is_dir) {
         return Err(open_error(path, &io::ErrorKind::IsADirectory.into()));
     }
-    wrap(
+    let read = Arc::new(AtomicU64::new(0));
+    let counted = Counted {
+        inner: file,
+        read: Arc::clone(&read),
+    };
+    let mut input = wrap(
         path.to_owned(),
         Compression::from_extension(path),
-        Box::new(file),
-    )
+        Box::new(counted),
+    )?;
+    input.progress = metadata.ok().map(|m| ReadProgress {
+        read,
+        size: m.len(),
+    });
+    Ok(input)
 }
 
 /// The error of opening input `path`: one sentence naming the file and what is wrong.
@@ -211,6 +248,7 @@ pub(crate) fn wrap(
         name,
         compression,
         reader,
+        progress: None,
     })
 }
 
@@ -245,6 +283,25 @@ mod tests {
         let mut r = input.reader;
         r.read_to_string(&mut s).expect("read");
         s
+    }
+
+    #[test]
+    fn a_file_counts_the_bytes_read_from_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let text = TEXT.repeat(50_000);
+        let packed = gzip(text.as_bytes());
+        for (name, bytes) in [
+            ("plain.ndjson", text.as_bytes()),
+            ("packed.ndjson.gz", &packed),
+        ] {
+            let path = dir.path().join(name);
+            std::fs::write(&path, bytes).expect("write");
+            let input = open_input(path.to_str().expect("utf-8")).expect("open");
+            let progress = input.progress.clone().expect("a file has a size");
+            assert_eq!(progress.size, bytes.len() as u64);
+            assert_eq!(read_all(input), text);
+            assert_eq!(progress.read.load(Ordering::Relaxed), bytes.len() as u64);
+        }
     }
 
     fn gzip(data: &[u8]) -> Vec<u8> {
