@@ -118,11 +118,10 @@ pub(crate) struct Bucket {
 /// without reading back and decoding what it stored before.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct BucketRows {
-    /// Rows staged so far (a column may be shorter: its field has no value in the rows after
-    /// its last one).
-    pub rows: usize,
     /// `(field, column)` in the bucket's field order (the order of `control.min`): column `i`
-    /// holds the values of the bucket's field `i`.
+    /// holds the values of the bucket's field `i`, from the bucket's row `rows_base` on. A
+    /// column may be shorter than the bucket's rows: its field has no value after its last
+    /// one.
     pub columns: Vec<(String, Column)>,
 }
 
@@ -163,7 +162,6 @@ impl BucketRows {
         for (_, c) in &mut self.columns {
             c.truncate(rows);
         }
-        self.rows = self.rows.min(rows);
     }
 
     /// Bytes the columns hold.

@@ -70,7 +70,7 @@ impl CommitRows {
         }
     }
 
-    /// Empties the table, keeping its columns' allocations.
+    /// Empties the table.
     pub fn clear(&mut self) {
         self.rows = 0;
         self.hint = 0;

@@ -1,7 +1,10 @@
-//! The series keys of meta values seen by earlier insert calls of a collection, so that a
-//! columnar insert (`arrow_insert.rs`) finds the series of a meta value it has seen before
-//! from a hash of the value as it is stored in the input, with no BSON value built and no
-//! normalization (SPEC ): only a value seen for the first time is built and normalized.
+//! The series keys of meta values seen by earlier insert calls of a collection, so that an
+//! insert finds the series of a meta value met before from a hash of the value as its input
+//! holds it, without normalizing it (SPEC ); the columnar insert (`arrow_insert.rs`)
+//! also builds no BSON value for it. Only a value seen for the first time is normalized.
+//! `insert_many` (`series.rs`, a hash of the BSON value) and the columnar insert (a hash of
+//! the Arrow row) hash differently, so a value met by both is held twice; a lookup always
+//! confirms the value itself, never the hash alone.
 //!
 //! A meta value's key never changes, so entries never go stale; the cache is emptied when it
 //! holds [`MAX_ENTRIES`] values, which bounds its memory.

@@ -397,8 +397,7 @@ impl BucketCatalog {
     }
 
     /// Appends `m` to the bucket's active batch: its values to the bucket's columns, min/max,
-    /// size, sortedness (`delta`:
-    /// the estimate's increment, when placement computed it). Returns the batch and the
+    /// size, sortedness (`delta`: the estimate's increment, when placement computed it). Returns the batch and the
     /// staged bytes to account.
     #[expect(clippy::too_many_arguments, reason = "internal step of stage")]
     pub(super) fn append(
@@ -461,7 +460,6 @@ impl BucketCatalog {
         bucket.last_time = m.time;
         bucket.max_time = bucket.max_time.max(m.time);
         bucket.count += 1;
-        bucket.rows.rows = row + 1;
         (batch, uncompressed)
     }
 }

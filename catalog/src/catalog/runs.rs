@@ -274,8 +274,7 @@ fn rank_of_code(code: u8) -> Option<i32> {
 
 impl BucketCatalog {
     /// Appends rows `from..from + run.rows` to the bucket's active batch: values to the
-    /// bucket's columns, min/max,
-    /// count, size, sortedness. Returns the batch.
+    /// bucket's columns, min/max, count, size, sortedness. Returns the batch.
     fn append_run(
         &self,
         bucket: &mut Bucket,
@@ -305,7 +304,6 @@ impl BucketCatalog {
                 .column_at(&bucket.fields, i, row0)
                 .extend_from_rows_at(column, *cursor, to);
         }
-        bucket.rows.rows = row0 + run.rows;
         data.rows += run.rows;
         data.indices
             .extend_from_slice(rows.indices.get(from..to).unwrap_or_default());
