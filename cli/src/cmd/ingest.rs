@@ -1,7 +1,9 @@
 //! `tscoll ingest`: loads NDJSON (MongoDB Extended JSON) or CSV files into a collection.
 //!
-//! Lines are read into batches of `--batch-size` measurements and each batch goes to
-//! `insert_many`. A bad line (malformed JSON, a CSV row that does not map) never reaches the
+//! Lines are read into batches of `--batch-size` measurements. A batch of NDJSON lines is
+//! parsed straight into Arrow columns and goes to `insert_record_batch` when the columns say
+//! exactly what documents would ([`crate::input::ndjson_columns`]); any other batch, and
+//! every CSV batch, is parsed line by line into documents for `insert_many`. A bad line (malformed JSON, a CSV row that does not map) never reaches the
 //! engine; a measurement the engine rejects is mapped back from its index in the batch to its
 //! line. Both are reported as `FILE:LINE: reason` on stderr. With `--ordered` (the default)
 //! ingestion stops at the first bad line, keeping everything before it; with `--unordered`
@@ -31,14 +33,15 @@ use std::time::{Duration, Instant};
 
 use bson::Document;
 use indicatif::{ProgressBar, ProgressState, ProgressStyle};
-use tscoll_engine::{Collection, Database, Durability, InsertOptions};
+use tscoll_engine::{Collection, Database, Durability, InsertOptions, InsertResult};
 
 use super::report::{Ingest, Meter};
 use super::{
     CmdError, CmdResult, DbArgs, extjson_value, human_seconds, open_collection, to_extjson,
 };
 use crate::input::csv::{CsvMapping, CsvReader, TimeFormat, parse_column_list};
-use crate::input::ndjson::NdjsonReader;
+use crate::input::ndjson::{NdjsonLines, parse_document};
+use crate::input::ndjson_columns::{NdjsonColumns, NotColumnar};
 use crate::input::open::{ReadProgress, open_input, strip_compression_suffix};
 use crate::input::{Record, describe_read_error};
 
@@ -392,13 +395,12 @@ fn ingest_input(
     };
     let name = input.name.clone();
     let read_progress = input.progress.clone();
-    let records: Box<dyn Iterator<Item = io::Result<Record>>> = if is_csv {
-        Box::new(
-            CsvReader::new(input.reader, csv_mapping(coll, csv_args)?)
-                .map_err(|e| describe_read_error(&name, &e))?,
-        )
+    let (csv, ndjson) = if is_csv {
+        let reader = CsvReader::new(input.reader, csv_mapping(coll, csv_args)?)
+            .map_err(|e| describe_read_error(&name, &e))?;
+        (Some(reader), None)
     } else {
-        Box::new(NdjsonReader::new(input.reader))
+        (None, Some(NdjsonLines::new(input.reader)))
     };
     let progress = match &read_progress {
         Some(p) => file_progress_bar(&name, p.size),
@@ -418,10 +420,15 @@ fn ingest_input(
         docs: Vec::new(),
         lines: Vec::new(),
         fields: Vec::new(),
+        pending: PendingLines::default(),
         summary: Summary::default(),
     };
     let start = Instant::now();
-    let result = loader.run(records);
+    let result = match (csv, ndjson) {
+        (Some(records), _) => loader.run(records),
+        (None, Some(lines)) => loader.run_ndjson(lines),
+        (None, None) => Ok(()),
+    };
     progress.finish_and_clear();
     let mut summary = loader.summary;
     summary.seconds = start.elapsed().as_secs_f64();
@@ -515,7 +522,45 @@ struct Loader<'a> {
     lines: Vec<u64>,
     /// The field values of each pending document (counted while it is fresh in the cache).
     fields: Vec<u64>,
+    /// NDJSON lines read but not parsed yet.
+    pending: PendingLines,
     summary: Summary,
+}
+
+/// NDJSON lines waiting to be parsed: their text, one after the other, and each line's number
+/// and end in it (or why it is not text).
+#[derive(Default)]
+struct PendingLines {
+    text: String,
+    lines: Vec<(u64, Result<usize, String>)>,
+}
+
+impl PendingLines {
+    fn push(&mut self, line: u64, text: Result<&str, String>) {
+        let end = text.map(|t| {
+            self.text.push_str(t);
+            self.text.len()
+        });
+        self.lines.push((line, end));
+    }
+
+    /// Each line's number and text, in input order.
+    fn iter(&self) -> impl Iterator<Item = (u64, Result<&str, &str>)> {
+        let mut start = 0;
+        self.lines.iter().map(move |(line, end)| match end {
+            Ok(end) => {
+                let text = self.text.get(start..*end).unwrap_or_default();
+                start = *end;
+                (*line, Ok(text))
+            }
+            Err(reason) => (*line, Err(reason.as_str())),
+        })
+    }
+
+    fn clear(&mut self) {
+        self.text.clear();
+        self.lines.clear();
+    }
 }
 
 impl Loader<'_> {
@@ -530,29 +575,112 @@ impl Loader<'_> {
                     return Err(describe_read_error(self.name, &e).into());
                 }
             };
-            match record.doc {
-                Ok(doc) => {
-                    self.fields
-                        .push(field_values(&doc, self.time_field, self.meta_field));
-                    self.docs.push(doc);
-                    self.lines.push(record.line);
-                    if self.docs.len() >= self.batch_size && !self.flush()? {
-                        return Ok(());
-                    }
-                }
-                Err(reason) => {
-                    self.report(record.line, &reason);
-                    if self.options.ordered {
-                        // Keep every good line before the bad one, then stop.
-                        self.flush()?;
-                        self.summary.stopped = true;
-                        return Ok(());
-                    }
-                }
+            if !self.take(record)? {
+                return Ok(());
             }
         }
         self.flush()?;
         Ok(())
+    }
+
+    /// Adds a record to the pending batch (inserting the batch when it is full) or reports
+    /// it; returns whether ingestion goes on (with `--ordered`, a bad line stops it after
+    /// every good line before it is stored).
+    fn take(&mut self, record: Record) -> CmdResult<bool> {
+        match record.doc {
+            Ok(doc) => {
+                self.fields
+                    .push(field_values(&doc, self.time_field, self.meta_field));
+                self.docs.push(doc);
+                self.lines.push(record.line);
+                if self.docs.len() >= self.batch_size {
+                    return self.flush();
+                }
+                Ok(true)
+            }
+            Err(reason) => {
+                self.report(record.line, &reason);
+                if self.options.ordered {
+                    // Keep every good line before the bad one, then stop.
+                    self.flush()?;
+                    self.summary.stopped = true;
+                    return Ok(false);
+                }
+                Ok(true)
+            }
+        }
+    }
+
+    /// Loads every NDJSON line: each batch of lines is parsed straight into Arrow columns and
+    /// inserted with `insert_record_batch` when its lines allow it
+    /// ([`crate::input::ndjson_columns`]), and line by line into documents for `insert_many`
+    /// otherwise. Errors are complete messages naming the input.
+    fn run_ndjson<R: io::BufRead>(&mut self, mut lines: NdjsonLines<R>) -> CmdResult<()> {
+        while let Some(next) = lines.next_line() {
+            match next {
+                Ok((line, text)) => self.pending.push(line, text),
+                Err(e) => {
+                    // Store every complete line read before the failure, then report it.
+                    self.flush_lines(true)?;
+                    return Err(describe_read_error(self.name, &e).into());
+                }
+            }
+            if self.pending.lines.len() + self.docs.len() >= self.batch_size
+                && !self.flush_lines(false)?
+            {
+                return Ok(());
+            }
+        }
+        self.flush_lines(true)?;
+        Ok(())
+    }
+
+    /// Inserts the pending NDJSON lines, as columns or as documents; returns whether
+    /// ingestion goes on. Documents of good lines are inserted in batches of `--batch-size`
+    /// (bad lines do not count), the last one when `last` is set.
+    fn flush_lines(&mut self, last: bool) -> CmdResult<bool> {
+        let mut columns = NdjsonColumns::new(self.time_field, self.meta_field);
+        let columnar = self.docs.is_empty()
+            && !self.pending.lines.is_empty()
+            && self
+                .pending
+                .iter()
+                .try_for_each(|(_, text)| columns.push_line(text.map_err(|_| NotColumnar)?))
+                .is_ok();
+        if columnar {
+            let fields = columns.field_values().to_vec();
+            if let Ok(batch) = columns.finish() {
+                self.lines
+                    .extend(self.pending.lines.iter().map(|(l, _)| *l));
+                self.fields = fields;
+                self.pending.clear();
+                let start = Instant::now();
+                let result = self
+                    .coll
+                    .insert_record_batch(&batch, &self.options)
+                    .map_err(|e| format!("{}: insert failed: {e}", self.name))?;
+                return self.inserted(start, &result);
+            }
+        }
+        // Line by line into documents: every line stored or reported exactly.
+        let pending = std::mem::take(&mut self.pending);
+        let records = pending.iter().map(|(line, text)| Record {
+            line,
+            doc: text.map_err(str::to_owned).and_then(parse_document),
+        });
+        let mut go_on = true;
+        for record in records {
+            if !self.take(record)? {
+                go_on = false;
+                break;
+            }
+        }
+        self.pending = pending;
+        self.pending.clear();
+        if go_on && last {
+            go_on = self.flush()?;
+        }
+        Ok(go_on)
     }
 
     /// Inserts the pending batch; returns whether ingestion goes on.
@@ -565,6 +693,12 @@ impl Loader<'_> {
             .coll
             .insert_many(&self.docs, &self.options)
             .map_err(|e| format!("{}: insert failed: {e}", self.name))?;
+        self.inserted(start, &result)
+    }
+
+    /// Counts and reports what the insert of the pending batch, started at `start`, did;
+    /// returns whether ingestion goes on.
+    fn inserted(&mut self, start: Instant, result: &InsertResult) -> CmdResult<bool> {
         self.summary.insert_seconds += start.elapsed().as_secs_f64();
         if self.report_acks {
             self.ack(result.inserted)?;

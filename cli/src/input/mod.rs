@@ -3,6 +3,7 @@
 
 pub(crate) mod csv;
 pub(crate) mod ndjson;
+pub(crate) mod ndjson_columns;
 pub(crate) mod open;
 #[cfg(test)]
 mod roundtrip_tests;

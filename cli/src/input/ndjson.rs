@@ -51,33 +51,35 @@ fn json_kind(value: &serde_json::Value) -> &'static str {
     }
 }
 
-/// Reads NDJSON line by line; yields one [`Record`] per non-blank line.
+/// Reads NDJSON line by line, without parsing: [`NdjsonLines::next_line`] gives each
+/// non-blank line's text (or why it is not text).
 ///
 /// Blank lines (and a trailing `\r` of CRLF files) are skipped; line numbers count every
 /// line from 1, so they match what an editor shows. A read error (e.g. a truncated
 /// compressed input) comes after every complete line before it, marked with the number of
 /// the line it cut ([`at_line`]).
-pub(crate) struct NdjsonReader<R> {
+pub(crate) struct NdjsonLines<R> {
     reader: R,
     line_no: u64,
     buf: Vec<u8>,
 }
 
-impl<R: BufRead> NdjsonReader<R> {
+impl<R: BufRead> NdjsonLines<R> {
     /// A reader of `reader`'s lines.
     pub(crate) fn new(reader: R) -> Self {
-        NdjsonReader {
+        NdjsonLines {
             reader,
             line_no: 0,
             buf: Vec::new(),
         }
     }
-}
 
-impl<R: BufRead> Iterator for NdjsonReader<R> {
-    type Item = io::Result<Record>;
-
-    fn next(&mut self) -> Option<Self::Item> {
+    /// The next non-blank line: its number and its text, or why it is not text (invalid
+    /// UTF-8); `None` at the end of the input.
+    ///
+    /// # Errors
+    /// A read error, marked with the line it cut.
+    pub(crate) fn next_line(&mut self) -> Option<io::Result<(u64, Result<&str, String>)>> {
         loop {
             self.buf.clear();
             match self.reader.read_until(b'\n', &mut self.buf) {
@@ -87,23 +89,44 @@ impl<R: BufRead> Iterator for NdjsonReader<R> {
                 Err(e) => return Some(Err(at_line(self.line_no + 1, e))),
             }
             self.line_no += 1;
-            let text = match std::str::from_utf8(&self.buf) {
-                Ok(text) => text.trim_end_matches(['\n', '\r']),
-                Err(e) => {
-                    return Some(Ok(Record {
-                        line: self.line_no,
-                        doc: Err(format!("line is not valid UTF-8: {e}")),
-                    }));
-                }
+            let blank = match std::str::from_utf8(&self.buf) {
+                Ok(text) => text.trim().is_empty(),
+                Err(_) => false,
             };
-            if text.trim().is_empty() {
+            if blank {
                 continue;
             }
-            return Some(Ok(Record {
-                line: self.line_no,
-                doc: parse_document(text),
-            }));
+            let text = std::str::from_utf8(&self.buf)
+                .map(|text| text.trim_end_matches(['\n', '\r']))
+                .map_err(|e| format!("line is not valid UTF-8: {e}"));
+            return Some(Ok((self.line_no, text)));
         }
+    }
+}
+
+/// Reads NDJSON line by line; yields one [`Record`] per non-blank line (see
+/// [`NdjsonLines`]).
+pub(crate) struct NdjsonReader<R> {
+    lines: NdjsonLines<R>,
+}
+
+impl<R: BufRead> NdjsonReader<R> {
+    /// A reader of `reader`'s lines.
+    pub(crate) fn new(reader: R) -> Self {
+        NdjsonReader {
+            lines: NdjsonLines::new(reader),
+        }
+    }
+}
+
+impl<R: BufRead> Iterator for NdjsonReader<R> {
+    type Item = io::Result<Record>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        Some(self.lines.next_line()?.map(|(line, text)| Record {
+            line,
+            doc: text.and_then(parse_document),
+        }))
     }
 }
 
