@@ -73,7 +73,7 @@ fn json_has_the_figures_of_bench_ingest_and_the_row_count() {
         assert!(j.get(key).is_some(), "{key} in {j}");
     }
     assert_eq!(j["measurements"].as_u64(), Some(rows), "{j}");
-    assert_eq!(j["threads"], 1);
+    assert_eq!(j["threads"], 2);
     assert_eq!(j["durability"], "flush");
     assert_eq!(j["rejected"], 0);
     let rate = j["measurements_per_s"].as_f64().expect("rate");
@@ -121,7 +121,7 @@ fn the_table_goes_to_stderr_and_stdout_keeps_stats_and_acks() {
         "write amplification",
         "peak RSS",
         "durability           buffered",
-        "threads              1",
+        "threads              2",
     ] {
         assert!(err.contains(label), "{label:?} in\n{err}");
     }

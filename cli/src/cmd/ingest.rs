@@ -14,10 +14,10 @@
 //! With `--report-acks`, every acknowledged batch is announced on stdout as
 //! `ack FIRST LAST INSERTED` (`docs/durability.md`).
 //!
-//! **One thread.** Reading, decompressing, parsing and `insert_many` all run one after the
-//! other on the calling thread (the engine's background work aside): a batch is parsed, then
-//! inserted, then the next one is parsed. For a file, the progress bar shows the share of its
-//! bytes read (as stored, before decompression), with an ETA.
+//! **Two threads.** Reading, decompressing and parsing run on a thread of their own
+//! ([`crate::input::batches`]), one batch ahead of the calling thread, which inserts (the
+//! engine's background work aside). For a file, the progress bar shows the share of its bytes
+//! read (as stored, before decompression), with an ETA.
 //!
 //! **Figures.** After the last file the database is closed and the figures of
 //! `tscoll bench ingest` are printed ([`crate::cmd::report`]): measurements/s and field
@@ -29,6 +29,7 @@
 use std::io::{self, IsTerminal, Write};
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
+use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 use bson::Document;
@@ -39,9 +40,9 @@ use super::report::{Ingest, Meter};
 use super::{
     CmdError, CmdResult, DbArgs, extjson_value, human_seconds, open_collection, to_extjson,
 };
+use crate::input::batches::{self, Batch, Fields, Source};
 use crate::input::csv::{CsvMapping, CsvReader, TimeFormat, parse_column_list};
-use crate::input::ndjson::{NdjsonLines, parse_document};
-use crate::input::ndjson_columns::{NdjsonColumns, NotColumnar};
+use crate::input::ndjson::NdjsonLines;
 use crate::input::open::{ReadProgress, open_input, strip_compression_suffix};
 use crate::input::{Record, describe_read_error};
 
@@ -280,7 +281,7 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
             field_values: total.field_values,
             seconds: total.seconds,
             durability: args.settings.durability,
-            threads: 1,
+            threads: 2,
             cpu_excluded_seconds: 0.0,
         },
     )?;
@@ -325,7 +326,7 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
         );
         table.note(
             "threads",
-            "reading, parsing and insert_many on one thread".to_owned(),
+            "reading and parsing on one thread, inserting on another".to_owned(),
         );
         errprint!("{table}");
         if args.stats {
@@ -395,12 +396,12 @@ fn ingest_input(
     };
     let name = input.name.clone();
     let read_progress = input.progress.clone();
-    let (csv, ndjson) = if is_csv {
+    let source = if is_csv {
         let reader = CsvReader::new(input.reader, csv_mapping(coll, csv_args)?)
             .map_err(|e| describe_read_error(&name, &e))?;
-        (Some(reader), None)
+        Source::Csv(reader)
     } else {
-        (None, Some(NdjsonLines::new(input.reader)))
+        Source::Ndjson(NdjsonLines::new(input.reader))
     };
     let progress = match &read_progress {
         Some(p) => file_progress_bar(&name, p.size),
@@ -420,15 +421,21 @@ fn ingest_input(
         docs: Vec::new(),
         lines: Vec::new(),
         fields: Vec::new(),
-        pending: PendingLines::default(),
         summary: Summary::default(),
     };
     let start = Instant::now();
-    let result = match (csv, ndjson) {
-        (Some(records), _) => loader.run(records),
-        (None, Some(lines)) => loader.run_ndjson(lines),
-        (None, None) => Ok(()),
+    let fields = Fields {
+        time: &spec.time_field,
+        meta: spec.meta_field.as_deref(),
     };
+    let result = std::thread::scope(|scope| {
+        loader.run(batches::spawn(
+            scope,
+            source,
+            fields,
+            settings.batch_size as usize,
+        ))
+    });
     progress.finish_and_clear();
     let mut summary = loader.summary;
     summary.seconds = start.elapsed().as_secs_f64();
@@ -522,61 +529,48 @@ struct Loader<'a> {
     lines: Vec<u64>,
     /// The field values of each pending document (counted while it is fresh in the cache).
     fields: Vec<u64>,
-    /// NDJSON lines read but not parsed yet.
-    pending: PendingLines,
     summary: Summary,
 }
 
-/// NDJSON lines waiting to be parsed: their text, one after the other, and each line's number
-/// and end in it (or why it is not text).
-#[derive(Default)]
-struct PendingLines {
-    text: String,
-    lines: Vec<(u64, Result<usize, String>)>,
-}
-
-impl PendingLines {
-    fn push(&mut self, line: u64, text: Result<&str, String>) {
-        let end = text.map(|t| {
-            self.text.push_str(t);
-            self.text.len()
-        });
-        self.lines.push((line, end));
-    }
-
-    /// Each line's number and text, in input order.
-    fn iter(&self) -> impl Iterator<Item = (u64, Result<&str, &str>)> {
-        let mut start = 0;
-        self.lines.iter().map(move |(line, end)| match end {
-            Ok(end) => {
-                let text = self.text.get(start..*end).unwrap_or_default();
-                start = *end;
-                (*line, Ok(text))
-            }
-            Err(reason) => (*line, Err(reason.as_str())),
-        })
-    }
-
-    fn clear(&mut self) {
-        self.text.clear();
-        self.lines.clear();
-    }
-}
-
 impl Loader<'_> {
-    /// Loads every record; errors are complete messages naming the input.
-    fn run(&mut self, records: impl Iterator<Item = io::Result<Record>>) -> CmdResult<()> {
-        for record in records {
-            let record = match record {
-                Ok(record) => record,
-                Err(e) => {
+    /// Inserts every batch the parsing thread sends, in input order; errors are complete
+    /// messages naming the input. Returning (or failing) drops `batches`, which ends the
+    /// parsing thread.
+    fn run(&mut self, batches: Receiver<Batch>) -> CmdResult<()> {
+        for batch in batches {
+            match batch {
+                Batch::Columns {
+                    batch,
+                    lines,
+                    fields,
+                } => {
+                    // The parsing thread makes columns only when no document is pending.
+                    if !self.flush()? {
+                        return Ok(());
+                    }
+                    self.lines = lines;
+                    self.fields = fields;
+                    let start = Instant::now();
+                    let result = self
+                        .coll
+                        .insert_record_batch(&batch, &self.options)
+                        .map_err(|e| format!("{}: insert failed: {e}", self.name))?;
+                    if !self.inserted(start, &result)? {
+                        return Ok(());
+                    }
+                }
+                Batch::Records(records) => {
+                    for record in records {
+                        if !self.take(record)? {
+                            return Ok(());
+                        }
+                    }
+                }
+                Batch::ReadError(e) => {
                     // Store every complete line read before the failure, then report it.
                     self.flush()?;
                     return Err(describe_read_error(self.name, &e).into());
                 }
-            };
-            if !self.take(record)? {
-                return Ok(());
             }
         }
         self.flush()?;
@@ -609,78 +603,6 @@ impl Loader<'_> {
                 Ok(true)
             }
         }
-    }
-
-    /// Loads every NDJSON line: each batch of lines is parsed straight into Arrow columns and
-    /// inserted with `insert_record_batch` when its lines allow it
-    /// ([`crate::input::ndjson_columns`]), and line by line into documents for `insert_many`
-    /// otherwise. Errors are complete messages naming the input.
-    fn run_ndjson<R: io::BufRead>(&mut self, mut lines: NdjsonLines<R>) -> CmdResult<()> {
-        while let Some(next) = lines.next_line() {
-            match next {
-                Ok((line, text)) => self.pending.push(line, text),
-                Err(e) => {
-                    // Store every complete line read before the failure, then report it.
-                    self.flush_lines(true)?;
-                    return Err(describe_read_error(self.name, &e).into());
-                }
-            }
-            if self.pending.lines.len() + self.docs.len() >= self.batch_size
-                && !self.flush_lines(false)?
-            {
-                return Ok(());
-            }
-        }
-        self.flush_lines(true)?;
-        Ok(())
-    }
-
-    /// Inserts the pending NDJSON lines, as columns or as documents; returns whether
-    /// ingestion goes on. Documents of good lines are inserted in batches of `--batch-size`
-    /// (bad lines do not count), the last one when `last` is set.
-    fn flush_lines(&mut self, last: bool) -> CmdResult<bool> {
-        let mut columns = NdjsonColumns::new(self.time_field, self.meta_field);
-        let columnar = self.docs.is_empty()
-            && !self.pending.lines.is_empty()
-            && self
-                .pending
-                .iter()
-                .try_for_each(|(_, text)| columns.push_line(text.map_err(|_| NotColumnar)?))
-                .is_ok();
-        if columnar {
-            let fields = columns.field_values().to_vec();
-            if let Ok(batch) = columns.finish() {
-                self.lines
-                    .extend(self.pending.lines.iter().map(|(l, _)| *l));
-                self.fields = fields;
-                self.pending.clear();
-                let start = Instant::now();
-                let result = self
-                    .coll
-                    .insert_record_batch(&batch, &self.options)
-                    .map_err(|e| format!("{}: insert failed: {e}", self.name))?;
-                return self.inserted(start, &result);
-            }
-        }
-        // Line by line into documents: every line stored or reported exactly.
-        let pending = std::mem::take(&mut self.pending);
-        let records = pending.iter().map(|(line, text)| Record {
-            line,
-            doc: text.map_err(str::to_owned).and_then(parse_document),
-        });
-        let mut go_on = true;
-        for record in records {
-            if !self.take(record)? {
-                go_on = false;
-                break;
-            }
-        }
-        self.pending = pending;
-        self.pending.clear();
-        if go_on && last {
-            go_on = self.flush()?;
-        }
-        Ok(go_on)
     }
 
     /// Inserts the pending batch; returns whether ingestion goes on.

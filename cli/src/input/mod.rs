@@ -1,6 +1,7 @@
 //! Input readers shared by `ingest` and `demo`: opening (decompression, stdin), NDJSON
 //! (MongoDB Extended JSON) and CSV.
 
+pub(crate) mod batches;
 pub(crate) mod csv;
 pub(crate) mod ndjson;
 pub(crate) mod ndjson_columns;

@@ -1,0 +1,298 @@
+//! Batches of parsed input, made on a thread of their own while the caller inserts the
+//! previous ones: reading, decompressing and parsing overlap with inserting.
+//!
+//! A batch of NDJSON lines becomes Arrow columns when [`NdjsonColumns`] takes every line of
+//! it, and [`Record`]s (a document or a reason per line) otherwise; CSV input always becomes
+//! records. The inserting side stores records in batches of `batch_size` good documents (bad
+//! lines do not count), so a batch of lines is cut where that side's next `insert_many`
+//! would be full, and columns are made only when that side holds no documents: both sides
+//! count the good documents the same way.
+
+use std::io::{self, BufRead};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+
+use arrow_array::RecordBatch;
+
+use super::Record;
+use super::ndjson::{NdjsonLines, parse_document};
+use super::ndjson_columns::{NdjsonColumns, NotColumnar};
+
+/// Batches handed over at once: one being inserted, one parsed ahead.
+const AHEAD: usize = 1;
+
+/// One batch of parsed input, or the read error that ended it.
+pub(crate) enum Batch {
+    /// Lines read into columns: their line numbers and field values (fields but the time and
+    /// meta fields) per row.
+    Columns {
+        batch: RecordBatch,
+        lines: Vec<u64>,
+        fields: Vec<u64>,
+    },
+    /// Lines parsed one by one, in input order.
+    Records(Vec<Record>),
+    /// The input could not be read past this point (every line before it was in a batch).
+    ReadError(io::Error),
+}
+
+/// Where a parsing thread reads from.
+pub(crate) enum Source<R, C> {
+    /// NDJSON lines.
+    Ndjson(NdjsonLines<R>),
+    /// CSV records, already parsed into measurements.
+    Csv(C),
+}
+
+/// The names batches of columns need.
+pub(crate) struct Fields<'a> {
+    pub(crate) time: &'a str,
+    pub(crate) meta: Option<&'a str>,
+}
+
+/// Parses `source` into batches on a scoped thread and returns the receiving end; the
+/// thread ends at the end of the input, after a read error, or when the receiver is dropped.
+pub(crate) fn spawn<'scope, R, C>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    source: Source<R, C>,
+    fields: Fields<'scope>,
+    batch_size: usize,
+) -> Receiver<Batch>
+where
+    R: BufRead + Send + 'scope,
+    C: Iterator<Item = io::Result<Record>> + Send + 'scope,
+{
+    let (tx, rx) = sync_channel(AHEAD);
+    scope.spawn(move || match source {
+        Source::Ndjson(lines) => ndjson(lines, &fields, batch_size, &tx),
+        Source::Csv(records) => csv(records, batch_size, &tx),
+    });
+    rx
+}
+
+/// NDJSON lines waiting to be parsed: their text, one after the other, and each line's number
+/// and end in it (or why it is not text).
+#[derive(Default)]
+struct Pending {
+    text: String,
+    lines: Vec<(u64, Result<usize, String>)>,
+}
+
+impl Pending {
+    fn push(&mut self, line: u64, text: Result<&str, String>) {
+        let end = text.map(|t| {
+            self.text.push_str(t);
+            self.text.len()
+        });
+        self.lines.push((line, end));
+    }
+
+    /// Each line's number and text, in input order.
+    fn iter(&self) -> impl Iterator<Item = (u64, Result<&str, &str>)> {
+        let mut start = 0;
+        self.lines.iter().map(move |(line, end)| match end {
+            Ok(end) => {
+                let text = self.text.get(start..*end).unwrap_or_default();
+                start = *end;
+                (*line, Ok(text))
+            }
+            Err(reason) => (*line, Err(reason.as_str())),
+        })
+    }
+
+    fn clear(&mut self) {
+        self.text.clear();
+        self.lines.clear();
+    }
+}
+
+fn ndjson<R: BufRead>(
+    mut lines: NdjsonLines<R>,
+    fields: &Fields<'_>,
+    batch_size: usize,
+    tx: &SyncSender<Batch>,
+) {
+    let mut pending = Pending::default();
+    // Good documents the inserting side holds and has not inserted yet.
+    let mut carried = 0usize;
+    loop {
+        let mut error = None;
+        while pending.lines.len() + carried < batch_size {
+            match lines.next_line() {
+                None => break,
+                Some(Ok((line, text))) => pending.push(line, text),
+                Some(Err(e)) => {
+                    error = Some(e);
+                    break;
+                }
+            }
+        }
+        let end = error.is_some() || pending.lines.len() + carried < batch_size;
+        if !pending.lines.is_empty() {
+            let batch = batch_of(&pending, fields, &mut carried, batch_size);
+            pending.clear();
+            if tx.send(batch).is_err() {
+                return;
+            }
+        }
+        if let Some(e) = error {
+            let _ = tx.send(Batch::ReadError(e));
+            return;
+        }
+        if end {
+            return;
+        }
+    }
+}
+
+/// The batch of the pending lines: columns when the inserting side holds no documents and
+/// the columns take every line, records otherwise (counted into `carried`).
+fn batch_of(
+    pending: &Pending,
+    fields: &Fields<'_>,
+    carried: &mut usize,
+    batch_size: usize,
+) -> Batch {
+    if *carried == 0 {
+        let mut columns = NdjsonColumns::new(fields.time, fields.meta);
+        let read = pending
+            .iter()
+            .try_for_each(|(_, text)| columns.push_line(text.map_err(|_| NotColumnar)?));
+        if read.is_ok() {
+            let values = columns.field_values().to_vec();
+            if let Ok(batch) = columns.finish() {
+                return Batch::Columns {
+                    batch,
+                    lines: pending.lines.iter().map(|(l, _)| *l).collect(),
+                    fields: values,
+                };
+            }
+        }
+    }
+    let records: Vec<Record> = pending
+        .iter()
+        .map(|(line, text)| Record {
+            line,
+            doc: text.map_err(str::to_owned).and_then(parse_document),
+        })
+        .collect();
+    let good = records.iter().filter(|r| r.doc.is_ok()).count();
+    *carried = (*carried + good) % batch_size.max(1);
+    Batch::Records(records)
+}
+
+fn csv(
+    mut records: impl Iterator<Item = io::Result<Record>>,
+    batch_size: usize,
+    tx: &SyncSender<Batch>,
+) {
+    loop {
+        let mut batch = Vec::with_capacity(batch_size);
+        let mut error = None;
+        for record in records.by_ref() {
+            match record {
+                Ok(r) => batch.push(r),
+                Err(e) => {
+                    error = Some(e);
+                    break;
+                }
+            }
+            if batch.len() >= batch_size {
+                break;
+            }
+        }
+        let end = error.is_some() || batch.len() < batch_size;
+        if !batch.is_empty() && tx.send(Batch::Records(batch)).is_err() {
+            return;
+        }
+        if let Some(e) = error {
+            let _ = tx.send(Batch::ReadError(e));
+            return;
+        }
+        if end {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Read;
+
+    use super::*;
+
+    /// The kind and line numbers of each batch of `text` in batches of `size`.
+    fn batches(text: &'static [u8], size: usize) -> Vec<(char, Vec<u64>)> {
+        std::thread::scope(|scope| {
+            let fields = Fields {
+                time: "t",
+                meta: None,
+            };
+            let source: Source<_, std::iter::Empty<io::Result<Record>>> =
+                Source::Ndjson(NdjsonLines::new(text));
+            spawn(scope, source, fields, size)
+                .into_iter()
+                .map(|b| match b {
+                    Batch::Columns { lines, .. } => ('c', lines),
+                    Batch::Records(r) => ('r', r.iter().map(|r| r.line).collect()),
+                    Batch::ReadError(_) => ('e', Vec::new()),
+                })
+                .collect()
+        })
+    }
+
+    const GOOD: &str = r#"{"t":{"$date":"2016-01-01T00:00:00Z"},"a":1}"#;
+
+    #[test]
+    fn lines_become_columns_and_records_cut_where_inserts_are_full() {
+        let bad = "{";
+        let text = [GOOD, GOOD, bad, GOOD, GOOD, GOOD, GOOD, GOOD].join("\n");
+        let text: &'static [u8] = Box::leak(text.into_bytes().into_boxed_slice());
+        // Lines 1-2 as columns; 3-4 as records (one good document held); 5 alone completes
+        // that insert; 6-7 as columns again, then 8.
+        assert_eq!(
+            batches(text, 2),
+            [
+                ('c', vec![1, 2]),
+                ('r', vec![3, 4]),
+                ('r', vec![5]),
+                ('c', vec![6, 7]),
+                ('c', vec![8]),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_read_error_comes_after_every_line_before_it() {
+        struct Failing(&'static [u8]);
+        impl Read for Failing {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                if self.0.is_empty() {
+                    return Err(io::Error::other("cut"));
+                }
+                let n = buf.len().min(self.0.len());
+                buf[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        let text = format!("{GOOD}\n{GOOD}\n{GOOD}\n");
+        let text: &'static [u8] = Box::leak(text.into_bytes().into_boxed_slice());
+        let got = std::thread::scope(|scope| {
+            let source: Source<_, std::iter::Empty<io::Result<Record>>> =
+                Source::Ndjson(NdjsonLines::new(io::BufReader::new(Failing(text))));
+            let fields = Fields {
+                time: "t",
+                meta: None,
+            };
+            spawn(scope, source, fields, 2)
+                .into_iter()
+                .map(|b| match b {
+                    Batch::Columns { lines, .. } => ('c', lines),
+                    Batch::Records(r) => ('r', r.iter().map(|r| r.line).collect()),
+                    Batch::ReadError(_) => ('e', Vec::new()),
+                })
+                .collect::<Vec<_>>()
+        });
+        assert_eq!(got, [('c', vec![1, 2]), ('c', vec![3]), ('e', vec![])]);
+    }
+}
