@@ -127,21 +127,33 @@ fn ndjson<R: BufRead>(
             }
         }
         let end = error.is_some() || pending.lines.len() + carried < batch_size;
-        if !pending.lines.is_empty() {
-            let batch = batch_of(&pending, fields, &mut carried, batch_size);
-            pending.clear();
-            if tx.send(batch).is_err() {
-                return;
-            }
-        }
-        if let Some(e) = error {
-            let _ = tx.send(Batch::ReadError(e));
-            return;
-        }
-        if end {
+        let batch = (!pending.lines.is_empty())
+            .then(|| batch_of(&pending, fields, &mut carried, batch_size));
+        pending.clear();
+        if !hand_over(tx, batch, error, end) {
             return;
         }
     }
+}
+
+/// Sends `batch` (if any), then the read error (if any); returns whether reading goes on:
+/// not after an error, at the `end` of the input, or when the receiver is gone.
+fn hand_over(
+    tx: &SyncSender<Batch>,
+    batch: Option<Batch>,
+    error: Option<io::Error>,
+    end: bool,
+) -> bool {
+    if let Some(batch) = batch
+        && tx.send(batch).is_err()
+    {
+        return false;
+    }
+    if let Some(e) = error {
+        let _ = tx.send(Batch::ReadError(e));
+        return false;
+    }
+    !end
 }
 
 /// The batch of the pending lines: columns when the inserting side holds no documents and
@@ -201,14 +213,8 @@ fn csv(
             }
         }
         let end = error.is_some() || batch.len() < batch_size;
-        if !batch.is_empty() && tx.send(Batch::Records(batch)).is_err() {
-            return;
-        }
-        if let Some(e) = error {
-            let _ = tx.send(Batch::ReadError(e));
-            return;
-        }
-        if end {
+        let batch = (!batch.is_empty()).then_some(Batch::Records(batch));
+        if !hand_over(tx, batch, error, end) {
             return;
         }
     }
@@ -220,15 +226,15 @@ mod tests {
 
     use super::*;
 
-    /// The kind and line numbers of each batch of `text` in batches of `size`.
-    fn batches(text: &'static [u8], size: usize) -> Vec<(char, Vec<u64>)> {
+    /// The kind and line numbers of each batch of NDJSON from `input` in batches of `size`.
+    fn batches(input: impl BufRead + Send, size: usize) -> Vec<(char, Vec<u64>)> {
         std::thread::scope(|scope| {
             let fields = Fields {
                 time: "t",
                 meta: None,
             };
             let source: Source<_, std::iter::Empty<io::Result<Record>>> =
-                Source::Ndjson(NdjsonLines::new(text));
+                Source::Ndjson(NdjsonLines::new(input));
             spawn(scope, source, fields, size)
                 .into_iter()
                 .map(|b| match b {
@@ -246,11 +252,10 @@ mod tests {
     fn lines_become_columns_and_records_cut_where_inserts_are_full() {
         let bad = "{";
         let text = [GOOD, GOOD, bad, GOOD, GOOD, GOOD, GOOD, GOOD].join("\n");
-        let text: &'static [u8] = Box::leak(text.into_bytes().into_boxed_slice());
         // Lines 1-2 as columns; 3-4 as records (one good document held); 5 alone completes
         // that insert; 6-7 as columns again, then 8.
         assert_eq!(
-            batches(text, 2),
+            batches(text.as_bytes(), 2),
             [
                 ('c', vec![1, 2]),
                 ('r', vec![3, 4]),
@@ -277,22 +282,7 @@ mod tests {
         }
         let text = format!("{GOOD}\n{GOOD}\n{GOOD}\n");
         let text: &'static [u8] = Box::leak(text.into_bytes().into_boxed_slice());
-        let got = std::thread::scope(|scope| {
-            let source: Source<_, std::iter::Empty<io::Result<Record>>> =
-                Source::Ndjson(NdjsonLines::new(io::BufReader::new(Failing(text))));
-            let fields = Fields {
-                time: "t",
-                meta: None,
-            };
-            spawn(scope, source, fields, 2)
-                .into_iter()
-                .map(|b| match b {
-                    Batch::Columns { lines, .. } => ('c', lines),
-                    Batch::Records(r) => ('r', r.iter().map(|r| r.line).collect()),
-                    Batch::ReadError(_) => ('e', Vec::new()),
-                })
-                .collect::<Vec<_>>()
-        });
+        let got = batches(io::BufReader::new(Failing(text)), 2);
         assert_eq!(got, [('c', vec![1, 2]), ('c', vec![3]), ('e', vec![])]);
     }
 }
