@@ -21,7 +21,11 @@ pub struct CatalogOptions {
     pub idle_bucket_expiry_memory_usage_threshold_bytes: u64,
     /// `timeseriesIdleBucketExpiryMaxCountPerAttempt`. Default = 3.
     pub idle_bucket_expiry_max_count_per_attempt: u32,
-    /// Storage cache size (bytes) for cache-pressure sizing (SPEC §6.6). Default = 64 MiB.
+    /// Storage cache size (bytes) for cache-pressure sizing (SPEC §6.6; also fjall's block
+    /// cache). Default = 256 MiB, the smallest WiredTiger cache MongoDB configures: with 1000
+    /// active buckets it allows 134 KB per bucket, so the 128 000-byte size limit, not cache
+    /// pressure, closes them (64 MiB closed them at 33 KB, about 280 measurements of 12
+    /// fields).
     pub cache_size_bytes: u64,
 }
 
@@ -35,7 +39,7 @@ impl Default for CatalogOptions {
             large_measurement_threshold: 32,
             idle_bucket_expiry_memory_usage_threshold_bytes: 64 << 20,
             idle_bucket_expiry_max_count_per_attempt: 3,
-            cache_size_bytes: 64 << 20,
+            cache_size_bytes: 256 << 20,
         }
     }
 }
