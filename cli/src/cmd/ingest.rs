@@ -1,9 +1,9 @@
 //! `tscoll ingest`: loads NDJSON (MongoDB Extended JSON) or CSV files into a collection.
 //!
-//! Lines are read into batches of `--batch-size` measurements. A batch of NDJSON lines is
-//! parsed straight into Arrow columns and goes to `insert_record_batch` when the columns say
-//! exactly what documents would ([`crate::input::ndjson_columns`]); any other batch, and
-//! every CSV batch, is parsed line by line into documents for `insert_many`. A bad line (malformed JSON, a CSV row that does not map) never reaches the
+//! Lines are read into batches of `--batch-size` measurements. A batch of NDJSON lines or
+//! CSV records is parsed straight into Arrow columns and goes to `insert_record_batch` when
+//! the columns say exactly what documents would ([`crate::input::columns`]); any other batch
+//! is parsed line by line into documents for `insert_many`. A bad line (malformed JSON, a CSV row that does not map) never reaches the
 //! engine; a measurement the engine rejects is mapped back from its index in the batch to its
 //! line. Both are reported as `FILE:LINE: reason` on stderr. With `--ordered` (the default)
 //! ingestion stops at the first bad line, keeping everything before it; with `--unordered`
@@ -399,7 +399,7 @@ fn ingest_input(
     let source = if is_csv {
         let reader = CsvReader::new(input.reader, csv_mapping(coll, csv_args)?)
             .map_err(|e| describe_read_error(&name, &e))?;
-        Source::Csv(reader)
+        Source::Csv(Box::new(reader))
     } else {
         Source::Ndjson(NdjsonLines::new(input.reader))
     };

@@ -1,21 +1,23 @@
 //! Batches of parsed input, made on a thread of their own while the caller inserts the
 //! previous ones: reading, decompressing and parsing overlap with inserting.
 //!
-//! A batch of NDJSON lines becomes Arrow columns when [`NdjsonColumns`] takes every line of
-//! it, and [`Record`]s (a document or a reason per line) otherwise; CSV input always becomes
-//! records. The inserting side stores records in batches of `batch_size` good documents (bad
-//! lines do not count), so a batch of lines is cut where that side's next `insert_many`
-//! would be full, and columns are made only when that side holds no documents: both sides
-//! count the good documents the same way.
+//! A batch of NDJSON lines or CSV records becomes Arrow columns when the columns take every
+//! line of it exactly ([`crate::input::columns`]), and [`Record`]s (a document or a reason
+//! per line) otherwise. The inserting side stores records in batches of `batch_size` good
+//! documents (bad lines do not count), so a batch of lines is cut where that side's next
+//! `insert_many` would be full, and columns are made only when that side holds no
+//! documents: both sides count the good documents the same way.
 
-use std::io::{self, BufRead};
+use std::io::{self, BufRead, Read};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
 use arrow_array::RecordBatch;
 
 use super::Record;
+use super::columns::{NotColumnar, Table};
+use super::csv::CsvReader;
 use super::ndjson::{NdjsonLines, parse_document};
-use super::ndjson_columns::{NdjsonColumns, NotColumnar};
+use super::ndjson_columns::NdjsonColumns;
 
 /// Batches handed over at once: one being inserted, one parsed ahead.
 const AHEAD: usize = 1;
@@ -39,8 +41,8 @@ pub(crate) enum Batch {
 pub(crate) enum Source<R, C> {
     /// NDJSON lines.
     Ndjson(NdjsonLines<R>),
-    /// CSV records, already parsed into measurements.
-    Csv(C),
+    /// CSV records.
+    Csv(Box<CsvReader<C>>),
 }
 
 /// The names batches of columns need.
@@ -59,37 +61,63 @@ pub(crate) fn spawn<'scope, R, C>(
 ) -> Receiver<Batch>
 where
     R: BufRead + Send + 'scope,
-    C: Iterator<Item = io::Result<Record>> + Send + 'scope,
+    C: Read + Send + 'scope,
 {
     let (tx, rx) = sync_channel(AHEAD);
     scope.spawn(move || match source {
-        Source::Ndjson(lines) => ndjson(lines, &fields, batch_size, &tx),
-        Source::Csv(records) => csv(records, batch_size, &tx),
+        Source::Ndjson(lines) => run(
+            PendingLines {
+                lines,
+                text: String::new(),
+                ends: Vec::new(),
+            },
+            &fields,
+            batch_size,
+            &tx,
+        ),
+        Source::Csv(reader) => run(
+            PendingRecords {
+                reader: *reader,
+                records: Vec::new(),
+                lines: Vec::new(),
+            },
+            &fields,
+            batch_size,
+            &tx,
+        ),
     });
     rx
 }
 
-/// NDJSON lines waiting to be parsed: their text, one after the other, and each line's number
-/// and end in it (or why it is not text).
-#[derive(Default)]
-struct Pending {
-    text: String,
-    lines: Vec<(u64, Result<usize, String>)>,
+/// Lines read from an input and not parsed yet.
+trait Pending {
+    /// Lines pending.
+    fn len(&self) -> usize;
+    /// Reads one more line; `None` at the end of the input.
+    fn read(&mut self) -> Option<io::Result<()>>;
+    /// Appends every pending line to `table`, each as one row.
+    fn columns(&self, table: &mut Table<'_>) -> Result<(), NotColumnar>;
+    /// Each pending line's number.
+    fn line_numbers(&self) -> Vec<u64>;
+    /// Each pending line as a record.
+    fn records(&self) -> Vec<Record>;
+    /// Forgets the pending lines.
+    fn clear(&mut self);
 }
 
-impl Pending {
-    fn push(&mut self, line: u64, text: Result<&str, String>) {
-        let end = text.map(|t| {
-            self.text.push_str(t);
-            self.text.len()
-        });
-        self.lines.push((line, end));
-    }
+/// NDJSON lines: their text, one after the other, and each line's number and end in it (or
+/// why it is not text).
+struct PendingLines<R> {
+    lines: NdjsonLines<R>,
+    text: String,
+    ends: Vec<(u64, Result<usize, String>)>,
+}
 
+impl<R> PendingLines<R> {
     /// Each line's number and text, in input order.
     fn iter(&self) -> impl Iterator<Item = (u64, Result<&str, &str>)> {
         let mut start = 0;
-        self.lines.iter().map(move |(line, end)| match end {
+        self.ends.iter().map(move |(line, end)| match end {
             Ok(end) => {
                 let text = self.text.get(start..*end).unwrap_or_default();
                 start = *end;
@@ -98,37 +126,126 @@ impl Pending {
             Err(reason) => (*line, Err(reason.as_str())),
         })
     }
+}
+
+impl<R: BufRead> Pending for PendingLines<R> {
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    fn read(&mut self) -> Option<io::Result<()>> {
+        let (line, text) = match self.lines.next_line()? {
+            Ok(next) => next,
+            Err(e) => return Some(Err(e)),
+        };
+        let end = text.map(|t| {
+            self.text.push_str(t);
+            self.text.len()
+        });
+        self.ends.push((line, end));
+        Some(Ok(()))
+    }
+
+    fn columns(&self, table: &mut Table<'_>) -> Result<(), NotColumnar> {
+        let mut columns = NdjsonColumns::new(table);
+        self.iter()
+            .try_for_each(|(_, text)| columns.push_line(text.map_err(|_| NotColumnar)?))
+    }
+
+    fn line_numbers(&self) -> Vec<u64> {
+        self.ends.iter().map(|(l, _)| *l).collect()
+    }
+
+    fn records(&self) -> Vec<Record> {
+        self.iter()
+            .map(|(line, text)| Record {
+                line,
+                doc: text.map_err(str::to_owned).and_then(parse_document),
+            })
+            .collect()
+    }
 
     fn clear(&mut self) {
         self.text.clear();
+        self.ends.clear();
+    }
+}
+
+/// CSV records (their buffers reused from batch to batch) and each one's line (or why it is
+/// bad).
+struct PendingRecords<C> {
+    reader: CsvReader<C>,
+    records: Vec<csv::StringRecord>,
+    lines: Vec<(u64, Result<(), String>)>,
+}
+
+impl<C: Read> Pending for PendingRecords<C> {
+    fn len(&self) -> usize {
+        self.lines.len()
+    }
+
+    fn read(&mut self) -> Option<io::Result<()>> {
+        let n = self.lines.len();
+        if self.records.len() <= n {
+            self.records.push(csv::StringRecord::new());
+        }
+        let record = self.records.get_mut(n)?;
+        match self.reader.read(record)? {
+            Ok(read) => {
+                self.lines.push(read);
+                Some(Ok(()))
+            }
+            Err(e) => Some(Err(e)),
+        }
+    }
+
+    fn columns(&self, table: &mut Table<'_>) -> Result<(), NotColumnar> {
+        for ((_, read), record) in self.lines.iter().zip(&self.records) {
+            read.as_ref().map_err(|_| NotColumnar)?;
+            self.reader.push_columns(record, table)?;
+        }
+        Ok(())
+    }
+
+    fn line_numbers(&self) -> Vec<u64> {
+        self.lines.iter().map(|(l, _)| *l).collect()
+    }
+
+    fn records(&self) -> Vec<Record> {
+        self.lines
+            .iter()
+            .zip(&self.records)
+            .map(|((line, read), record)| Record {
+                line: *line,
+                doc: read.clone().and_then(|()| self.reader.document(record)),
+            })
+            .collect()
+    }
+
+    fn clear(&mut self) {
         self.lines.clear();
     }
 }
 
-fn ndjson<R: BufRead>(
-    mut lines: NdjsonLines<R>,
-    fields: &Fields<'_>,
-    batch_size: usize,
-    tx: &SyncSender<Batch>,
-) {
-    let mut pending = Pending::default();
+/// Reads `pending`'s input to its end in batches and hands them over.
+fn run(mut pending: impl Pending, fields: &Fields<'_>, batch_size: usize, tx: &SyncSender<Batch>) {
     // Good documents the inserting side holds and has not inserted yet.
     let mut carried = 0usize;
     loop {
         let mut error = None;
-        while pending.lines.len() + carried < batch_size {
-            match lines.next_line() {
+        while pending.len() + carried < batch_size {
+            match pending.read() {
                 None => break,
-                Some(Ok((line, text))) => pending.push(line, text),
+                Some(Ok(())) => {}
                 Some(Err(e)) => {
                     error = Some(e);
                     break;
                 }
             }
         }
-        let end = error.is_some() || pending.lines.len() + carried < batch_size;
-        let batch = (!pending.lines.is_empty())
-            .then(|| batch_of(&pending, fields, &mut carried, batch_size));
+        let end = error.is_some() || pending.len() + carried < batch_size;
+        let batch =
+            (pending.len() > 0).then(|| batch_of(&pending, fields, &mut carried, batch_size));
         pending.clear();
         if !hand_over(tx, batch, error, end) {
             return;
@@ -159,65 +276,28 @@ fn hand_over(
 /// The batch of the pending lines: columns when the inserting side holds no documents and
 /// the columns take every line, records otherwise (counted into `carried`).
 fn batch_of(
-    pending: &Pending,
+    pending: &impl Pending,
     fields: &Fields<'_>,
     carried: &mut usize,
     batch_size: usize,
 ) -> Batch {
     if *carried == 0 {
-        let mut columns = NdjsonColumns::new(fields.time, fields.meta);
-        let read = pending
-            .iter()
-            .try_for_each(|(_, text)| columns.push_line(text.map_err(|_| NotColumnar)?));
-        if read.is_ok() {
-            let values = columns.field_values().to_vec();
-            if let Ok(batch) = columns.finish() {
+        let mut table = Table::new(fields.time, fields.meta);
+        if pending.columns(&mut table).is_ok() {
+            let values = table.field_values().to_vec();
+            if let Ok(batch) = table.finish() {
                 return Batch::Columns {
                     batch,
-                    lines: pending.lines.iter().map(|(l, _)| *l).collect(),
+                    lines: pending.line_numbers(),
                     fields: values,
                 };
             }
         }
     }
-    let records: Vec<Record> = pending
-        .iter()
-        .map(|(line, text)| Record {
-            line,
-            doc: text.map_err(str::to_owned).and_then(parse_document),
-        })
-        .collect();
+    let records = pending.records();
     let good = records.iter().filter(|r| r.doc.is_ok()).count();
     *carried = (*carried + good) % batch_size.max(1);
     Batch::Records(records)
-}
-
-fn csv(
-    mut records: impl Iterator<Item = io::Result<Record>>,
-    batch_size: usize,
-    tx: &SyncSender<Batch>,
-) {
-    loop {
-        let mut batch = Vec::with_capacity(batch_size);
-        let mut error = None;
-        for record in records.by_ref() {
-            match record {
-                Ok(r) => batch.push(r),
-                Err(e) => {
-                    error = Some(e);
-                    break;
-                }
-            }
-            if batch.len() >= batch_size {
-                break;
-            }
-        }
-        let end = error.is_some() || batch.len() < batch_size;
-        let batch = (!batch.is_empty()).then_some(Batch::Records(batch));
-        if !hand_over(tx, batch, error, end) {
-            return;
-        }
-    }
 }
 
 #[cfg(test)]
@@ -233,8 +313,7 @@ mod tests {
                 time: "t",
                 meta: None,
             };
-            let source: Source<_, std::iter::Empty<io::Result<Record>>> =
-                Source::Ndjson(NdjsonLines::new(input));
+            let source: Source<_, &[u8]> = Source::Ndjson(NdjsonLines::new(input));
             spawn(scope, source, fields, size)
                 .into_iter()
                 .map(|b| match b {

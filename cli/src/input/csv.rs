@@ -10,6 +10,7 @@ use std::io::{self, Read};
 
 use bson::{Bson, DateTime, Document};
 
+use super::columns::{NotColumnar, Scalar, Table, next_column, push_field};
 use super::{Record, at_line};
 
 /// How the time column is written.
@@ -103,11 +104,21 @@ fn parse_rfc3339_lenient(text: &str) -> Option<DateTime> {
 
 /// The BSON value a CSV cell's text stands for: int32, int64, double or string.
 pub(crate) fn typed_value(text: &str) -> Bson {
-    if let Ok(i) = text.parse::<i64>() {
-        return match i32::try_from(i) {
+    match typed_scalar(text) {
+        Scalar::Int(i) => match i32::try_from(i) {
             Ok(small) => Bson::Int32(small),
             Err(_) => Bson::Int64(i),
-        };
+        },
+        Scalar::Double(f) => Bson::Double(f),
+        _ => Bson::String(text.to_owned()),
+    }
+}
+
+/// [`typed_value`] as a column value: an integer (int32 when it fits, int64 otherwise), a
+/// double or a string.
+fn typed_scalar(text: &str) -> Scalar<'_> {
+    if let Ok(i) = text.parse::<i64>() {
+        return Scalar::Int(i);
     }
     let numeric_chars = text
         .bytes()
@@ -116,9 +127,9 @@ pub(crate) fn typed_value(text: &str) -> Bson {
         && text.bytes().any(|b| b.is_ascii_digit())
         && let Ok(f) = text.parse::<f64>()
     {
-        return Bson::Double(f);
+        return Scalar::Double(f);
     }
-    Bson::String(text.to_owned())
+    Scalar::Str(text)
 }
 
 /// How CSV columns become a measurement.
@@ -241,9 +252,100 @@ impl<R: Read> CsvReader<R> {
         })
     }
 
+    /// Reads the next record into `record`: its line, or why it is bad; `None` at the end of
+    /// the input.
+    ///
+    /// # Errors
+    /// A read error, marked with the line where the record it cut begins.
+    pub(crate) fn read(
+        &mut self,
+        record: &mut csv::StringRecord,
+    ) -> Option<io::Result<(u64, Result<(), String>)>> {
+        // Where the next record begins: the line a read error cuts.
+        let next_line = self.reader.position().line();
+        match self.reader.read_record(record) {
+            Ok(false) => None,
+            Ok(true) => Some(Ok((
+                record.position().map_or(0, csv::Position::line),
+                Ok(()),
+            ))),
+            Err(e) if e.is_io_error() => Some(Err(at_line(next_line, csv_to_io(e)))),
+            Err(e) => {
+                let line = e.position().map_or(0, csv::Position::line);
+                let reason = match e.kind() {
+                    csv::ErrorKind::UnequalLengths {
+                        expected_len, len, ..
+                    } => {
+                        format!("expected {expected_len} fields, found {len}")
+                    }
+                    csv::ErrorKind::Utf8 { .. } => "field is not valid UTF-8".to_owned(),
+                    _ => e.to_string(),
+                };
+                Some(Ok((line, Err(reason))))
+            }
+        }
+    }
+
+    /// Appends the measurement of `record` to the columns of `table` as one row, fields in
+    /// the order [`CsvReader::document`] inserts them.
+    ///
+    /// # Errors
+    /// [`NotColumnar`] when the columns cannot hold it as the document path stores it (a
+    /// bad time, a cell of another kind than its column's, a field given twice); the table
+    /// is then unusable.
+    pub(crate) fn push_columns(
+        &self,
+        record: &csv::StringRecord,
+        table: &mut Table<'_>,
+    ) -> Result<(), NotColumnar> {
+        let cell = |i: usize| record.get(i).unwrap_or("");
+        let time_text = cell(self.resolved.time);
+        if time_text.trim().is_empty() {
+            return Err(NotColumnar);
+        }
+        let time = self
+            .mapping
+            .time_format
+            .parse_time(time_text)
+            .map_err(|_| NotColumnar)?;
+        let (row, columns) = table.next_row();
+        let mut next = 0;
+        let time = Scalar::Date(time.timestamp_millis());
+        push_field(columns, &self.mapping.time_field, &mut next, row, time)?;
+        if let Some(meta_field) = &self.mapping.meta_field
+            && !self.resolved.meta.is_empty()
+        {
+            let i = next_column(columns, meta_field, &mut next)?;
+            let children = columns.get_mut(i).ok_or(NotColumnar)?.open_struct(row)?;
+            let mut next_child = 0;
+            for (m, name) in &self.resolved.meta {
+                if !cell(*m).is_empty() {
+                    push_field(children, name, &mut next_child, row, typed_scalar(cell(*m)))?;
+                }
+            }
+        }
+        let mut values = 0;
+        for (f, field) in &self.resolved.fields {
+            if !cell(*f).is_empty() {
+                push_field(columns, field, &mut next, row, typed_scalar(cell(*f)))?;
+                values += 1;
+            }
+        }
+        table.end_row(values);
+        Ok(())
+    }
+
     /// Builds the measurement of the current record.
     fn to_document(&self) -> Result<Document, String> {
-        let cell = |i: usize| self.record.get(i).unwrap_or("");
+        self.document(&self.record)
+    }
+
+    /// Builds the measurement of `record`.
+    ///
+    /// # Errors
+    /// The time cell is empty or not a time of the mapping's format.
+    pub(crate) fn document(&self, record: &csv::StringRecord) -> Result<Document, String> {
+        let cell = |i: usize| record.get(i).unwrap_or("");
         let time_text = cell(self.resolved.time);
         if time_text.trim().is_empty() {
             return Err(format!("empty time column '{}'", self.mapping.time_column));
@@ -289,35 +391,13 @@ impl<R: Read> Iterator for CsvReader<R> {
     type Item = io::Result<Record>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        // Where the next record begins: the line a read error cuts.
-        let next_line = self.reader.position().line();
-        match self.reader.read_record(&mut self.record) {
-            Ok(false) => None,
-            Ok(true) => {
-                let line = self.record.position().map_or(0, csv::Position::line);
-                Some(Ok(Record {
-                    line,
-                    doc: self.to_document(),
-                }))
-            }
-            Err(e) if e.is_io_error() => Some(Err(at_line(next_line, csv_to_io(e)))),
-            Err(e) => {
-                let line = e.position().map_or(0, csv::Position::line);
-                let reason = match e.kind() {
-                    csv::ErrorKind::UnequalLengths {
-                        expected_len, len, ..
-                    } => {
-                        format!("expected {expected_len} fields, found {len}")
-                    }
-                    csv::ErrorKind::Utf8 { .. } => "field is not valid UTF-8".to_owned(),
-                    _ => e.to_string(),
-                };
-                Some(Ok(Record {
-                    line,
-                    doc: Err(reason),
-                }))
-            }
-        }
+        let mut record = std::mem::take(&mut self.record);
+        let next = self.read(&mut record);
+        self.record = record;
+        Some(next?.map(|(line, read)| Record {
+            line,
+            doc: read.and_then(|()| self.to_document()),
+        }))
     }
 }
 
@@ -486,5 +566,70 @@ mod tests {
             records[0].doc.as_ref().expect("ok").get("v"),
             Some(&Bson::Int32(1))
         );
+    }
+
+    /// The columns and the documents of every record of `text` (time field `t`, meta field
+    /// `m` from the columns `host` and `rack`), or `None` when the records are not columnar.
+    fn columns_and_documents(text: &str) -> Option<(arrow_array::RecordBatch, Vec<Document>)> {
+        let mapping = CsvMapping {
+            time_column: "time".into(),
+            time_format: TimeFormat::Rfc3339,
+            meta_columns: vec!["host".into(), "rack".into()],
+            columns: None,
+            time_field: "t".into(),
+            meta_field: Some("m".into()),
+            delimiter: b',',
+        };
+        let mut reader = CsvReader::new(text.as_bytes(), mapping).expect("header");
+        let mut table = Table::new("t", Some("m"));
+        let mut docs = Vec::new();
+        let mut record = csv::StringRecord::new();
+        let mut columnar = true;
+        while let Some(read) = reader.read(&mut record) {
+            let (_, read) = read.expect("io");
+            read.expect("record");
+            columnar &= reader.push_columns(&record, &mut table).is_ok();
+            match reader.document(&record) {
+                Ok(doc) => docs.push(doc),
+                Err(_) => columnar = false,
+            }
+        }
+        let batch = table.finish().ok().filter(|_| columnar)?;
+        Some((batch, docs))
+    }
+
+    #[test]
+    fn records_stored_through_columns_as_through_documents() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db =
+            tscoll_engine::Database::open(dir.path(), tscoll_engine::DatabaseOptions::default())
+                .expect("open");
+        let text = "time,host,rack,a,b,c,d\n\
+                    2016-01-01T00:00:00Z,h1,1,5,x,1.5,3000000000\n\
+                    2016-01-01 00:00:10,h1,,7,,2.0,-3000000000\n\
+                    2016-01-01,,2,,\"y,z\",-1e3,\n";
+        let (batch, docs) = columns_and_documents(text).expect("columnar");
+        let [(a, ea), (b, eb)] = crate::input::columns::stored_both_ways(&db, "c", &batch, &docs);
+        assert_eq!(a.len(), 3);
+        assert_eq!(a, b);
+        assert_eq!(ea, eb);
+    }
+
+    #[test]
+    fn records_the_columns_cannot_hold_exactly_are_refused() {
+        for text in [
+            // A column of int32 and int64 cells, of numbers and strings.
+            "time,host,rack,a\n2016-01-01,h,1,1\n2016-01-01,h,1,3000000000\n",
+            "time,host,rack,a\n2016-01-01,h,1,1\n2016-01-01,h,1,x\n",
+            // A bad or empty time (the document path reports it).
+            "time,host,rack,a\nyesterday,h,1,1\n",
+            "time,host,rack,a\n,h,1,1\n",
+            // A field first met after a later one: the row lists them in another order.
+            "time,host,rack,a,b\n2016-01-01,h,1,,1\n2016-01-01,h,1,1,1\n",
+            // No meta cell in any record: an empty sub-document has no column.
+            "time,host,rack,a\n2016-01-01,,,1\n",
+        ] {
+            assert!(columns_and_documents(text).is_none(), "{text}");
+        }
     }
 }

@@ -2,6 +2,7 @@
 //! (MongoDB Extended JSON) and CSV.
 
 pub(crate) mod batches;
+pub(crate) mod columns;
 pub(crate) mod csv;
 pub(crate) mod ndjson;
 pub(crate) mod ndjson_columns;

@@ -27,266 +27,42 @@
 
 use std::borrow::Cow;
 use std::fmt;
-use std::sync::Arc;
 
-use arrow_array::{
-    ArrayRef, BooleanArray, Float64Array, Int32Array, Int64Array, RecordBatch, StringArray,
-    StructArray, TimestampMillisecondArray,
-};
-use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
-use arrow_schema::{DataType, Field, Fields, Schema, TimeUnit};
 use serde::de::{self, DeserializeSeed, MapAccess, Visitor};
 
-/// A batch of lines that Arrow columns cannot hold exactly as the document path stores it
-/// (see the module documentation); the lines go through the document path instead.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct NotColumnar;
+use super::columns::{Builder, NotColumnar, Scalar, Table, next_column};
 
-/// The values of one field, of one kind (`Unset` until the first value).
-enum Values {
-    Unset,
-    Int32(Vec<i32>),
-    Int64(Vec<i64>),
-    Double(Vec<f64>),
-    Bool(Vec<bool>),
-    /// Offsets (one more than rows) into the bytes.
-    Str(Vec<i32>, Vec<u8>),
-    /// Milliseconds since the epoch.
-    Date(Vec<i64>),
-    /// A sub-document: its fields, each a column of the same rows.
-    Struct(Vec<Builder>),
+/// NDJSON lines read into the Arrow columns of a [`Table`], one row per line.
+pub(crate) struct NdjsonColumns<'t, 'a> {
+    table: &'t mut Table<'a>,
 }
 
-/// The column of one field: a slot per row (`valid` false where the row lacks the field).
-struct Builder {
-    name: String,
-    values: Values,
-    valid: Vec<bool>,
-}
-
-/// One value of a line, as the parser gives it.
-enum Scalar<'a> {
-    Int(i64),
-    Double(f64),
-    Bool(bool),
-    Str(&'a str),
-    Date(i64),
-}
-
-impl Builder {
-    fn new(name: String) -> Builder {
-        Builder {
-            name,
-            values: Values::Unset,
-            valid: Vec::new(),
-        }
-    }
-
-    /// Pads the column with missing values up to `rows` rows.
-    fn pad_to(&mut self, rows: usize) {
-        let missing = rows.saturating_sub(self.valid.len());
-        if missing == 0 {
-            return;
-        }
-        self.valid.resize(rows, false);
-        match &mut self.values {
-            Values::Unset => {}
-            Values::Int32(v) => v.resize(rows, 0),
-            Values::Int64(v) | Values::Date(v) => v.resize(rows, 0),
-            Values::Double(v) => v.resize(rows, 0.0),
-            Values::Bool(v) => v.resize(rows, false),
-            Values::Str(offsets, _) => {
-                let last = offsets.last().copied().unwrap_or(0);
-                offsets.resize(rows + 1, last);
-            }
-            Values::Struct(children) => {
-                for c in children {
-                    c.pad_to(rows);
-                }
-            }
-        }
-    }
-
-    /// Opens row `row` of the column (padding the rows before it): fails when the row
-    /// already holds a value (a field name repeated in one object).
-    fn open_row(&mut self, row: usize) -> Result<(), NotColumnar> {
-        if self.valid.len() > row {
-            return Err(NotColumnar);
-        }
-        self.pad_to(row);
-        self.valid.push(true);
-        Ok(())
-    }
-
-    /// Appends a scalar as row `row`.
-    fn push(&mut self, row: usize, value: Scalar<'_>) -> Result<(), NotColumnar> {
-        self.open_row(row)?;
-        if matches!(self.values, Values::Unset) {
-            self.values = match value {
-                Scalar::Int(i) if i32::try_from(i).is_ok() => Values::Int32(vec![0; row]),
-                Scalar::Int(_) => Values::Int64(vec![0; row]),
-                Scalar::Double(_) => Values::Double(vec![0.0; row]),
-                Scalar::Bool(_) => Values::Bool(vec![false; row]),
-                Scalar::Str(_) => Values::Str(vec![0; row + 1], Vec::new()),
-                Scalar::Date(_) => Values::Date(vec![0; row]),
-            };
-        }
-        match (&mut self.values, value) {
-            (Values::Int32(v), Scalar::Int(i)) => {
-                v.push(i32::try_from(i).map_err(|_| NotColumnar)?)
-            }
-            (Values::Int64(v), Scalar::Int(i)) if i32::try_from(i).is_err() => v.push(i),
-            (Values::Double(v), Scalar::Double(d)) => v.push(d),
-            (Values::Bool(v), Scalar::Bool(b)) => v.push(b),
-            (Values::Date(v), Scalar::Date(ms)) => v.push(ms),
-            (Values::Str(offsets, bytes), Scalar::Str(s)) => {
-                bytes.extend_from_slice(s.as_bytes());
-                offsets.push(i32::try_from(bytes.len()).map_err(|_| NotColumnar)?);
-            }
-            _ => return Err(NotColumnar),
-        }
-        Ok(())
-    }
-
-    /// Opens row `row` as a sub-document and returns its fields.
-    fn open_struct(&mut self, row: usize) -> Result<&mut Vec<Builder>, NotColumnar> {
-        self.open_row(row)?;
-        if matches!(self.values, Values::Unset) {
-            self.values = Values::Struct(Vec::new());
-        }
-        match &mut self.values {
-            Values::Struct(children) => Ok(children),
-            _ => Err(NotColumnar),
-        }
-    }
-
-    /// The Arrow field and array of the column's first `rows` rows.
-    fn finish(mut self, rows: usize) -> Result<(Field, ArrayRef), NotColumnar> {
-        self.pad_to(rows);
-        let nulls = if self.valid.iter().all(|&v| v) {
-            None
-        } else {
-            Some(NullBuffer::from(self.valid))
-        };
-        let array: ArrayRef = match self.values {
-            Values::Unset => return Err(NotColumnar),
-            Values::Int32(v) => Arc::new(Int32Array::new(ScalarBuffer::from(v), nulls)),
-            Values::Int64(v) => Arc::new(Int64Array::new(ScalarBuffer::from(v), nulls)),
-            Values::Double(v) => Arc::new(Float64Array::new(ScalarBuffer::from(v), nulls)),
-            Values::Bool(v) => Arc::new(BooleanArray::new(BooleanBuffer::from(v), nulls)),
-            Values::Date(v) => {
-                Arc::new(TimestampMillisecondArray::new(ScalarBuffer::from(v), nulls))
-            }
-            Values::Str(offsets, bytes) => Arc::new(
-                StringArray::try_new(
-                    OffsetBuffer::new(ScalarBuffer::from(offsets)),
-                    Buffer::from_vec(bytes),
-                    nulls,
-                )
-                .map_err(|_| NotColumnar)?,
-            ),
-            Values::Struct(children) => {
-                let mut fields = Vec::with_capacity(children.len());
-                let mut arrays = Vec::with_capacity(children.len());
-                for c in children {
-                    let (f, a) = c.finish(rows)?;
-                    fields.push(f);
-                    arrays.push(a);
-                }
-                Arc::new(
-                    StructArray::try_new(Fields::from(fields), arrays, nulls)
-                        .map_err(|_| NotColumnar)?,
-                )
-            }
-        };
-        let field = Field::new(self.name, array.data_type().clone(), true);
-        Ok((field, array))
-    }
-}
-
-/// NDJSON lines read into Arrow columns, one builder per top-level field.
-pub(crate) struct NdjsonColumns<'a> {
-    time_field: &'a str,
-    meta_field: Option<&'a str>,
-    columns: Vec<Builder>,
-    /// Field values per line: its fields but the time and meta fields.
-    field_values: Vec<u64>,
-    rows: usize,
-}
-
-impl<'a> NdjsonColumns<'a> {
-    /// Empty columns for a collection with these time and meta fields.
-    pub(crate) fn new(time_field: &'a str, meta_field: Option<&'a str>) -> Self {
-        NdjsonColumns {
-            time_field,
-            meta_field,
-            columns: Vec::new(),
-            field_values: Vec::new(),
-            rows: 0,
-        }
+impl<'t, 'a> NdjsonColumns<'t, 'a> {
+    /// Lines into `table`'s columns.
+    pub(crate) fn new(table: &'t mut Table<'a>) -> Self {
+        NdjsonColumns { table }
     }
 
     /// Appends one line (a JSON object).
     ///
     /// # Errors
     /// [`NotColumnar`] when the line is not an object the columns hold exactly (including
-    /// malformed JSON); the columns are then unusable and the batch goes through the
-    /// document path.
+    /// malformed JSON); the table is then unusable and the batch goes through the document
+    /// path.
     pub(crate) fn push_line(&mut self, text: &str) -> Result<(), NotColumnar> {
         let mut de = serde_json::Deserializer::from_str(text);
-        let special = Special {
-            time: self.time_field,
-            meta: self.meta_field,
-        };
+        let (time, meta) = self.table.special();
+        let (row, columns) = self.table.next_row();
         let fields = ObjectSeed {
-            columns: &mut self.columns,
-            row: self.rows,
-            special: Some(special),
+            columns,
+            row,
+            special: Some(Special { time, meta }),
         }
         .deserialize(&mut de)
         .map_err(|_| NotColumnar)?;
         de.end().map_err(|_| NotColumnar)?;
-        self.field_values.push(fields);
-        self.rows += 1;
+        self.table.end_row(fields);
         Ok(())
-    }
-
-    /// Field values of each line appended: its fields but the time and meta fields.
-    pub(crate) fn field_values(&self) -> &[u64] {
-        &self.field_values
-    }
-
-    /// The record batch of every line appended.
-    ///
-    /// # Errors
-    /// [`NotColumnar`] when the time field is not a date in every line or `_id` is missing
-    /// from some line.
-    pub(crate) fn finish(self) -> Result<RecordBatch, NotColumnar> {
-        let rows = self.rows;
-        let mut fields = Vec::with_capacity(self.columns.len());
-        let mut arrays = Vec::with_capacity(self.columns.len());
-        let mut has_time = false;
-        for c in self.columns {
-            let (field, array) = c.finish(rows)?;
-            let name = field.name().as_str();
-            if name == self.time_field || name == "_id" {
-                let whole = array.null_count() == 0;
-                let date = matches!(
-                    array.data_type(),
-                    DataType::Timestamp(TimeUnit::Millisecond, _)
-                );
-                if !whole || (name == self.time_field && !date) {
-                    return Err(NotColumnar);
-                }
-                has_time |= name == self.time_field;
-            }
-            fields.push(field);
-            arrays.push(array);
-        }
-        if !has_time {
-            return Err(NotColumnar);
-        }
-        RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays).map_err(|_| NotColumnar)
     }
 }
 
@@ -351,22 +127,8 @@ impl<'de> Visitor<'de> for ObjectSeed<'_, '_> {
             if name.as_bytes().contains(&0) || name.starts_with('$') {
                 return Err(de::Error::custom(Refused));
             }
-            // Lines list their fields in one order: the next column is tried first. A field
-            // before the previous one's column would be stored after it.
-            let i = match self.columns.get(next).filter(|c| c.name == name) {
-                Some(_) => next,
-                None => match self.columns.iter().position(|c| c.name == name) {
-                    Some(i) => i,
-                    None => {
-                        self.columns.push(Builder::new(name.to_owned()));
-                        self.columns.len() - 1
-                    }
-                },
-            };
-            if i < next {
-                return Err(de::Error::custom(Refused));
-            }
-            next = i + 1;
+            let i = next_column(self.columns, name, &mut next)
+                .map_err(|_| de::Error::custom(Refused))?;
             if let Some(s) = self.special
                 && name != s.time
                 && Some(name) != s.meta
@@ -539,65 +301,33 @@ mod tests {
     use bson::Document;
     use proptest::prelude::*;
     use proptest::test_runner::{Config, TestRunner};
-    use tscoll_engine::{Database, DatabaseOptions, FindOptions, InsertOptions, TimeseriesOptions};
+    use tscoll_engine::{Database, DatabaseOptions};
+
+    use arrow_array::RecordBatch;
 
     use super::*;
-    use crate::cmd::to_extjson;
+    use crate::input::columns::stored_both_ways;
     use crate::input::ndjson::parse_document;
 
     /// The columns of `lines`, or `NotColumnar`.
     fn columns(lines: &[&str]) -> Result<RecordBatch, NotColumnar> {
-        let mut c = NdjsonColumns::new("t", Some("m"));
+        let mut table = Table::new("t", Some("m"));
+        let mut c = NdjsonColumns::new(&mut table);
         for line in lines {
             c.push_line(line)?;
         }
-        c.finish()
-    }
-
-    /// Every measurement of the collection as relaxed Extended JSON without its `_id`
-    /// (generated, so different in each collection), in time order.
-    fn stored(coll: &tscoll_engine::Collection) -> Vec<String> {
-        let options = FindOptions {
-            sort: Some(tscoll_engine::SortOrder::Ascending),
-            ..FindOptions::default()
-        };
-        let mut docs: Vec<String> = coll
-            .find(&Document::new(), &options)
-            .expect("find")
-            .into_iter()
-            .map(|mut d| {
-                d.remove("_id");
-                to_extjson(d)
-            })
-            .collect();
-        // Equal times come in any order.
-        docs.sort();
-        docs
+        table.finish()
     }
 
     /// Inserts `lines` through the columns and through documents into two collections of
     /// one database and returns what each stored and the errors each reported.
     fn both_ways(db: &Database, n: usize, lines: &[&str]) -> [(Vec<String>, Vec<usize>); 2] {
-        let options = TimeseriesOptions::new("t").meta_field("m");
-        let a = db
-            .create_collection(&format!("a{n}"), &options)
-            .expect("create");
-        let b = db
-            .create_collection(&format!("b{n}"), &options)
-            .expect("create");
-        let unordered = InsertOptions {
-            ordered: false,
-            ..InsertOptions::default()
-        };
         let batch = columns(lines).expect("columnar");
-        let ra = a.insert_record_batch(&batch, &unordered).expect("insert");
         let docs: Vec<Document> = lines
             .iter()
             .map(|l| parse_document(l).expect("document"))
             .collect();
-        let rb = b.insert_many(&docs, &unordered).expect("insert");
-        let errors = |r: &tscoll_engine::InsertResult| r.errors.iter().map(|e| e.index).collect();
-        [(stored(&a), errors(&ra)), (stored(&b), errors(&rb))]
+        stored_both_ways(db, &format!("n{n}"), &batch, &docs)
     }
 
     #[test]
@@ -783,13 +513,14 @@ mod tests {
 
     #[test]
     fn field_values_leave_out_time_and_meta() {
-        let mut c = NdjsonColumns::new("t", Some("m"));
+        let mut table = Table::new("t", Some("m"));
+        let mut c = NdjsonColumns::new(&mut table);
         c.push_line(r#"{"t":{"$date":"2016-01-01T00:00:00Z"},"m":1,"a":1,"b":{"x":1}}"#)
             .expect("line");
         c.push_line(r#"{"t":{"$date":"2016-01-01T00:00:00Z"},"a":2}"#)
             .expect("line");
-        assert_eq!(c.field_values(), [2, 1]);
-        let batch = c.finish().expect("batch");
+        assert_eq!(table.field_values(), [2, 1]);
+        let batch = table.finish().expect("batch");
         assert_eq!(batch.num_rows(), 2);
         let names: Vec<&str> = batch
             .schema_ref()
@@ -808,7 +539,7 @@ mod tests {
         ])
         .expect("columns");
         let a = batch.column(1);
-        assert_eq!(a.data_type(), &DataType::Boolean);
+        assert_eq!(a.data_type(), &arrow_schema::DataType::Boolean);
         assert_eq!(a.null_count(), 1);
     }
 }
