@@ -274,6 +274,10 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
             .map_err(|e| format!("compacting {}: {e}", args.db.db.display()))?;
     }
     let close_seconds = closing.elapsed().as_secs_f64();
+    // Disk bytes of the database as a closed one holds them (fjall removes the files a
+    // compaction replaced once no version of the tree refers to them).
+    drop(coll);
+    drop(db);
     let report = meter.finish(
         &args.db.db,
         Ingest {

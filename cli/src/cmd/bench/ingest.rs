@@ -211,17 +211,12 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
     }
     let options = TimeseriesOptions::new(tsbs::TIME_FIELD).meta_field(tsbs::META_FIELD);
     let coll = db.create_collection(COLLECTION, &options)?;
-    let figures = measure(args, &workload, &db, &coll, &dir)?;
-    let stats = coll.stats()?;
-    let figures = Figures {
-        stored_bytes: stats.stored_bytes,
-        ..figures
-    };
+    let (figures, measurement_count) = measure(args, &workload, db, coll, &dir)?;
     let inserted = figures.report.ingest.measurements;
-    if stats.measurement_count != workload.measurements() || inserted != workload.measurements() {
+    if measurement_count != workload.measurements() || inserted != workload.measurements() {
         return Err(format!(
-            "the collection holds {} measurements; {inserted} were inserted, {} expected",
-            stats.measurement_count,
+            "the collection holds {measurement_count} measurements; {inserted} were inserted, \
+             {} expected",
             workload.measurements()
         )
         .into());
@@ -235,15 +230,17 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Inserts the workload, closes the database and gathers the figures (all but the
-/// collection's stats).
+/// Inserts the workload, closes the database, gathers the figures and the collection's
+/// measurement count, and drops the database (so that the disk bytes are those a closed
+/// database holds: fjall removes the files a compaction replaced once no version of the tree
+/// refers to them).
 fn measure(
     args: &Args,
     workload: &Workload,
-    db: &Database,
-    coll: &Collection,
+    db: Database,
+    coll: Collection,
     dir: &std::path::Path,
-) -> CmdResult<Figures> {
+) -> CmdResult<(Figures, u64)> {
     let threads = args.threads as usize;
     let batch = args.batch_size as usize;
     let options = InsertOptions {
@@ -272,7 +269,7 @@ fn measure(
         let handles: Vec<_> = parts
             .into_iter()
             .map(|mut part| {
-                let (ready, go, round, progress) = (&ready, &go, &round, &progress);
+                let (ready, go, round, progress, coll) = (&ready, &go, &round, &progress, &coll);
                 let options = &options;
                 let generate = args.generate;
                 let columnar = args.columnar;
@@ -328,6 +325,10 @@ fn measure(
     // Disk bytes are measured after flush and compaction: the data as it stays.
     db.compact()?;
     let close_seconds = closing.elapsed().as_secs_f64();
+    let stats = coll.stats()?;
+    let fjall_disk_space = db.disk_space()?;
+    drop(coll);
+    drop(db);
     let report = meter.finish(
         dir,
         Ingest {
@@ -339,15 +340,16 @@ fn measure(
             cpu_excluded_seconds: generating_seconds,
         },
     )?;
-    Ok(Figures {
+    let figures = Figures {
         report,
         close_seconds,
         generating_seconds,
-        fjall_disk_space: db.disk_space()?,
-        stored_bytes: 0,
+        fjall_disk_space,
+        stored_bytes: stats.stored_bytes,
         rss_at_start_bytes,
         bucket_catalog,
-    })
+    };
+    Ok((figures, stats.measurement_count))
 }
 
 /// The timed seconds: for each span index (round), the time from the earliest start to the
