@@ -321,8 +321,8 @@ impl Collection {
     /// missing field. Types: `Float64`, `Float32` → double; `Int8`, `Int16`, `Int32`,
     /// `UInt8`, `UInt16` → int32; `Int64`, `UInt32`, `UInt64` → int64; `Boolean` → bool;
     /// `Utf8`, `LargeUtf8` → string; `Timestamp`, `Date64` → date; `Struct` → document.
-    /// Without an `_id` column
-    /// each row gets a generated ObjectId. Validation and the outcome are those of
+    /// A row without an `_id` (no `_id` column, or a null in it)
+    /// gets a generated ObjectId. Validation and the outcome are those of
     /// [`Collection::insert_many`]: a row with a null time, a `UInt64` past `i64::MAX` or
     /// too large for a bucket is rejected with its position, and with `ordered` nothing after
     /// it is inserted.
@@ -543,7 +543,9 @@ impl CollectionInner {
                 continue;
             };
             // The row's size and UInt64 values past i64::MAX.
-            let mut raw = if has_id { 0 } else { 2 + 3 + 12 };
+            // A row without an `_id` gets a generated one.
+            let id_absent = !has_id || fields.iter().any(|f| f.name == "_id" && f.absent(row));
+            let mut raw = if id_absent { 2 + 3 + 12 } else { 0 };
             let mut bad = None;
             for f in &fields {
                 match f.size(row, &mut scratch) {
@@ -613,6 +615,14 @@ impl CollectionInner {
                     present += 1;
                 }
                 for (f, (_, column)) in fields.iter().zip(out.fields.iter_mut().skip(offset)) {
+                    if f.name == "_id" && f.absent(row) {
+                        // A null `_id` is a missing one: generated, as for a document.
+                        column.push_bytes(tag::OBJECT_ID, &ObjectId::new().bytes());
+                        raw += 2 + 3 + 12;
+                        names += 4;
+                        present += 1;
+                        continue;
+                    }
                     let size = f.push(row, column).unwrap_or_default();
                     if size > 0 {
                         raw += size;

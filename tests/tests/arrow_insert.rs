@@ -295,6 +295,40 @@ fn refused_columns_insert_nothing() {
     assert_eq!(cols.count(&doc! {}).expect("count"), 0);
 }
 
+/// A null in the `_id` column is a missing `_id`: that row gets a generated ObjectId, as a
+/// document without `_id` does; the other rows keep theirs.
+#[test]
+fn a_null_id_is_generated() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (_db, _docs, cols) = open(dir.path(), 1000);
+    let batch = RecordBatch::try_from_iter([
+        (
+            "t",
+            Arc::new(TimestampMillisecondArray::from(vec![0, 1, 2])) as ArrayRef,
+        ),
+        (
+            "_id",
+            Arc::new(Int32Array::from(vec![Some(7), None, Some(9)])) as ArrayRef,
+        ),
+    ])
+    .expect("batch");
+    let result = cols
+        .insert_record_batch(&batch, &InsertOptions::default())
+        .expect("insert");
+    assert_eq!(result.inserted, 3);
+    let found = cols
+        .find(&doc! {}, &tscoll_engine::FindOptions::default())
+        .expect("find");
+    let mut ids: Vec<&Bson> = found.iter().filter_map(|d| d.get("_id")).collect();
+    ids.sort_by_key(|b| format!("{b:?}"));
+    assert_eq!(ids.len(), 3, "{found:?}");
+    assert!(ids.contains(&&Bson::Int32(7)) && ids.contains(&&Bson::Int32(9)));
+    assert!(
+        ids.iter().any(|b| matches!(b, Bson::ObjectId(_))),
+        "{found:?}"
+    );
+}
+
 /// Meta values met again in later calls are found from the collection's cache of meta values:
 /// a struct meta with a null child is the value without that child, and a row whose meta is
 /// null has no meta, in every call as in the first.
