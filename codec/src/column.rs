@@ -191,6 +191,21 @@ pub struct RowStart {
     pub bytes: usize,
 }
 
+/// Consecutive rows of a [`Column`], lane by lane ([`Column::row_lanes`]).
+#[derive(Clone, Copy, Debug)]
+pub struct RowLanes<'a> {
+    /// Their type codes.
+    pub types: &'a [u8],
+    /// The int-lane values they hold.
+    pub ints: &'a [i64],
+    /// The float-lane values they hold.
+    pub floats: &'a [f64],
+    /// Where the first of them starts.
+    pub start: RowStart,
+    /// How many bytes-lane values they hold.
+    pub bytes: usize,
+}
+
 /// One row's value, borrowed from a [`Column`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum ValueRef<'a> {
@@ -523,9 +538,15 @@ impl Column {
     /// # Panics
     /// If the bytes lane would exceed 4 GiB (a caller bug).
     pub fn extend_from_rows_at(&mut self, other: &Column, start: RowStart, to: usize) {
-        let (types, ints, floats) = other.lanes_from(start, to);
-        let nb = lane_counts(types).map_or(0, |[_, _, _, b]| b);
-        let b0 = start.bytes;
+        self.extend_from_lanes(other, &other.row_lanes(start, to));
+    }
+
+    /// Appends the rows of `other` that `lanes` (from [`Column::row_lanes`] of `other`) holds.
+    ///
+    /// # Panics
+    /// If the bytes lane would exceed 4 GiB (a caller bug).
+    pub fn extend_from_lanes(&mut self, other: &Column, lanes: &RowLanes<'_>) {
+        let (b0, nb) = (lanes.start.bytes, lanes.bytes);
         let end_of = |k: usize| {
             k.checked_sub(1)
                 .and_then(|i| other.ends.get(i))
@@ -534,9 +555,9 @@ impl Column {
         };
         let (first, last) = (end_of(b0), end_of(b0 + nb));
         let base = u32::try_from(self.bytes.len()).expect("bytes lane over 4 GiB");
-        self.types.extend_from_slice(types);
-        self.ints.extend_from_slice(ints);
-        self.floats.extend_from_slice(floats);
+        self.types.extend_from_slice(lanes.types);
+        self.ints.extend_from_slice(lanes.ints);
+        self.floats.extend_from_slice(lanes.floats);
         self.bytes.extend_from_slice(
             other
                 .bytes
@@ -561,16 +582,33 @@ impl Column {
     /// int and float lane values they hold.
     #[must_use]
     pub fn lanes_from(&self, start: RowStart, to: usize) -> (&[u8], &[i64], &[f64]) {
-        let to = to.clamp(start.row, self.types.len().max(start.row));
-        let types = self.types.get(start.row..to).unwrap_or_default();
-        let [_, ni, nf, _] = lane_counts(types).unwrap_or([0; 4]);
-        (
+        let lanes = self.row_lanes(start, to);
+        (lanes.types, lanes.ints, lanes.floats)
+    }
+
+    /// Rows from `start` (a [`RowStart`] of this column) to `to`, lane by lane (the type
+    /// codes counted once).
+    #[must_use]
+    pub fn row_lanes(&self, start: RowStart, to: usize) -> RowLanes<'_> {
+        let types = self.types_from(start, to);
+        let [_, ni, nf, nb] = lane_counts(types).unwrap_or([0; 4]);
+        RowLanes {
             types,
-            self.ints.get(start.int..start.int + ni).unwrap_or_default(),
-            self.floats
+            ints: self.ints.get(start.int..start.int + ni).unwrap_or_default(),
+            floats: self
+                .floats
                 .get(start.float..start.float + nf)
                 .unwrap_or_default(),
-        )
+            start,
+            bytes: nb,
+        }
+    }
+
+    /// The type codes of the rows from `start` (a [`RowStart`] of this column) to `to`.
+    #[must_use]
+    pub fn types_from(&self, start: RowStart, to: usize) -> &[u8] {
+        let to = to.clamp(start.row, self.types.len().max(start.row));
+        self.types.get(start.row..to).unwrap_or_default()
     }
 
     /// The values of the rows from `start` (a [`RowStart`] of this column) to `to`.

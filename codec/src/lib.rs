@@ -50,7 +50,7 @@ mod zigzag;
 mod zstd_pass;
 
 pub use blob::{BlobHeader, ColumnEntry, ColumnLayout};
-pub use column::{Column, ColumnIter, Lane, RowStart, ValueRef, tag};
+pub use column::{Column, ColumnIter, Lane, RowLanes, RowStart, ValueRef, tag};
 pub use error::{Error, Result};
 pub use float::FloatLayout;
 pub use format::{

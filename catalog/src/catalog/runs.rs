@@ -4,7 +4,7 @@
 //! appended to its batch as one run, column by column, with one min/max update per column.
 //! Any other row is placed alone, exactly as [`BucketCatalog::stage`] places a measurement.
 
-use tscoll_codec::{RowStart, tag};
+use tscoll_codec::{RowLanes, RowStart, tag};
 
 use super::*;
 use crate::columns::MeasurementColumns;
@@ -222,8 +222,8 @@ fn fast_run(
 
 /// The first row in `from..end` where `column` has a value (`end` when none).
 fn first_present(column: &Column, from: RowStart, end: usize) -> usize {
-    let (types, _, _) = column.lanes_from(from, end);
-    types
+    column
+        .types_from(from, end)
         .iter()
         .position(|&t| t != tag::MISSING)
         .map_or(end, |p| from.row + p)
@@ -237,8 +237,8 @@ fn first_incompatible(minmax: &MinMax, column: &Column, from: RowStart, end: usi
         return first_present(column, from, end);
     };
     let (code, rank) = (type_code(min), canonical_rank(min));
-    let (types, _, _) = column.lanes_from(from, end);
-    types
+    column
+        .types_from(from, end)
         .iter()
         .position(|&t| {
             t != tag::MISSING
@@ -295,14 +295,15 @@ impl BucketCatalog {
             let Some(f) = bucket.fields.get_mut(i) else {
                 continue;
             };
-            if let Some((lo, hi)) = range_bounds(column, *cursor, to) {
+            let lanes = column.row_lanes(*cursor, to);
+            if let Some((lo, hi)) = range_bounds(column, &lanes, to) {
                 f.minmax.update(&lo);
                 f.minmax.update(&hi);
             }
             bucket
                 .rows
                 .column_at(&bucket.fields, i, row0)
-                .extend_from_rows_at(column, *cursor, to);
+                .extend_from_lanes(column, &lanes);
         }
         data.rows += run.rows;
         data.indices
@@ -325,10 +326,10 @@ impl BucketCatalog {
     }
 }
 
-/// The least and greatest value of rows `from..to` in BSON order (SPEC ), `None`
-/// when they hold no value.
-fn range_bounds(column: &Column, from: RowStart, to: usize) -> Option<(Bson, Bson)> {
-    let (types, ints, floats) = column.lanes_from(from, to);
+/// The least and greatest value of the rows of `lanes` (rows of `column` up to `to`) in BSON
+/// order (SPEC ), `None` when they hold no value.
+fn range_bounds(column: &Column, lanes: &RowLanes<'_>, to: usize) -> Option<(Bson, Bson)> {
+    let (types, ints, floats, from) = (lanes.types, lanes.ints, lanes.floats, lanes.start);
     let first = *types.first()?;
     if types.iter().all(|&t| t == first) {
         match first {
