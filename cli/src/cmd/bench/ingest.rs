@@ -407,6 +407,9 @@ struct Inserter<'a> {
 
 impl Inserter<'_> {
     /// `insert_many` of one batch, counted on the progress bar.
+    // Not inlined: `valgrind --toggle-collect` counts the instructions under it
+    // (docs/BENCHMARKS.md).
+    #[inline(never)]
     fn insert(&self, docs: &[Document]) -> CmdResult<u64> {
         let n = checked_insert(self.coll, docs, self.options)?;
         self.progress.inc(n);
@@ -466,6 +469,9 @@ impl Inserter<'_> {
     }
 
     /// `--generate ahead --columnar`: the pre-built record batches, one after the other.
+    // Not inlined: `valgrind --toggle-collect` counts the instructions under it
+    // (docs/BENCHMARKS.md).
+    #[inline(never)]
     fn ahead_columnar(&self, batches: Vec<RecordBatch>) -> CmdResult<ThreadRun> {
         let start = Instant::now();
         let mut inserted = 0;
