@@ -1,4 +1,4 @@
-"""DuckDB's side of `benches/field/run.sh`, and the table of both sides.
+"""DuckDB's side of `benches/field/run.sh`, and the table of every side.
 
 Subcommands (each prints JSON lines on stdout, except `table`):
 
@@ -295,10 +295,13 @@ def cmd_table(args):
     )
     # Query timings: DuckDB's own, and tscoll's `bench query` (keys name and median_ms).
     duck_q = {}
+    ch_q = {}
     tscoll_q = {}
     for l in lines:
         if l.get("engine") == "duckdb" and l.get("kind") == "query":
             duck_q = {q["name"]: q["median_ms"] for q in l["queries"]}
+        elif l.get("engine") == "clickhouse" and l.get("kind") == "query":
+            ch_q = {q["name"]: q["median_ms"] for q in l["queries"]}
         elif l.get("engine") == "tscoll" and l.get("kind") == "query":
             # `bench query --json`: the medians as q1_ms, q2_ms, q3_ms (earlier versions: a
             # "queries" list of {name, median_ms}).
@@ -319,6 +322,8 @@ def cmd_table(args):
         q = None
         if l.get("engine") == "duckdb" and l.get("mode", "").startswith("bulk"):
             q = duck_q
+        elif l.get("engine") == "clickhouse":
+            q = ch_q
         elif l.get("engine") == "tscoll" and l.get("queried"):
             q = tscoll_q
         print(

@@ -1,19 +1,24 @@
 #!/usr/bin/env bash
-# The field, side by side: DuckDB and tscoll load and query the same TSBS cpu-only data.
+# The field, side by side: DuckDB, ClickHouse and tscoll load and query the same TSBS
+# cpu-only data.
 #
 #   benches/field/run.sh [--hosts H] [--days D]      (default 1000 hosts x 1 day)
 #
-# Needs Rust and Python 3 (with venv) and the network for pip: DuckDB goes into a venv
-# under target/field-venv (version pinned in benches/field/requirements.txt). The data goes
+# Needs Rust and Python 3 (with venv) and the network for pip: DuckDB and ClickHouse (chDB,
+# in process) go into a venv under target/field-venv (versions pinned in
+# benches/field/requirements.txt). The data goes
 # to target/field-data (NDJSON and CSV of `tscoll bench gen`, kept for the next run with the
 # same size; the CSV also cut into 5000-row files), then, one after the other:
 #
 #   (a) DuckDB: CREATE TABLE ... AS SELECT * FROM read_csv(...) of the CSV, one transaction
 #   (b) DuckDB: one COPY per 5000-row file, each in its own transaction (synced per commit)
-#   (c) tscoll ingest --json of the NDJSON file (one thread, batches of 5000, buffered)
+#   (b2) ClickHouse (chDB): INSERT ... SELECT * FROM file(...) of the CSV into a MergeTree
+#   (c) tscoll ingest --json of the NDJSON file, then of the CSV file (parsing on one thread,
+#       inserting on another, batches of 5000, buffered)
 #   (d) tscoll bench ingest --json: 1 and 2 threads, buffered and sync
 #   then the queries q1, q2, q3 (median of 5 runs after one untimed) on the databases of
-#   (a) (duckdb_bench.py query) and (c) (tscoll bench query --json).
+#   (a) (duckdb_bench.py query), (b2) (clickhouse_bench.py query) and (c) (tscoll bench
+#   query --json).
 #
 # Prints a markdown table, then the raw JSON lines (also kept in
 # target/field-data/results-<H>x<D>.jsonl).
@@ -76,12 +81,23 @@ echo "== (b) DuckDB 5000-row commits" >&2
 "$py" "$here/duckdb_bench.py" commits --dir "$chunks" --db "$data/duckdb-commits.db" >> "$results"
 rm -f "$data/duckdb-commits.db" "$data/duckdb-commits.db.wal"
 
+echo "== (b2) ClickHouse bulk load" >&2
+"$py" "$here/clickhouse_bench.py" bulk --csv "$csv" --db "$data/clickhouse-bulk" >> "$results"
+
 echo "== (c) tscoll ingest" >&2
+csv_db="$data/tscoll-ingest-csv.db"
+rm -rf "$csv_db"
+"$tscoll" create --db "$csv_db" cpu --time-field time --meta-field tags --granularity seconds >/dev/null
+"$tscoll" ingest --db "$csv_db" cpu "$csv" --json --compact \
+    --csv-meta-columns hostname,region,datacenter,rack,os,arch,team,service,service_version,service_environment \
+    | "$py" "$here/duckdb_bench.py" tag "tscoll ingest, CSV, 2 threads (parse, insert), batches of 5000" \
+        --set engine='"tscoll"' >> "$results"
+rm -rf "$csv_db"
 db="$data/tscoll-ingest.db"
 rm -rf "$db"
 "$tscoll" create --db "$db" cpu --time-field time --meta-field tags --granularity seconds >/dev/null
 "$tscoll" ingest --db "$db" cpu "$ndjson" --json --compact \
-    | "$py" "$here/duckdb_bench.py" tag "tscoll ingest, NDJSON, 1 thread, batches of 5000" \
+    | "$py" "$here/duckdb_bench.py" tag "tscoll ingest, NDJSON, 2 threads (parse, insert), batches of 5000" \
         --set engine='"tscoll"' --set queried=true >> "$results"
 
 echo "== (d) tscoll bench ingest" >&2
@@ -101,6 +117,10 @@ done
 
 echo "== queries: DuckDB" >&2
 "$py" "$here/duckdb_bench.py" query --db "$data/duckdb-bulk.db" --hosts "$hosts" --days "$days" \
+    --reps 5 >> "$results"
+
+echo "== queries: ClickHouse" >&2
+"$py" "$here/clickhouse_bench.py" query --db "$data/clickhouse-bulk" --hosts "$hosts" --days "$days" \
     --reps 5 >> "$results"
 
 echo "== queries: tscoll bench query" >&2

@@ -1,0 +1,184 @@
+"""ClickHouse's side of `benches/field/run.sh`, in process (chDB, `pip install chdb-core`).
+
+Subcommands (each prints one JSON line on stdout):
+
+  bulk    --csv FILE --db DIR              one INSERT ... SELECT * FROM file(...) of the CSV
+                                           into a MergeTree table ordered by (hostname, time)
+  query   --db DIR --hosts H --days D      q1, q2, q3: one untimed run, then the median of N
+
+The load measures, around the INSERT only: wall time, user+sys CPU time of this process
+(every ClickHouse thread included), then OPTIMIZE TABLE ... FINAL (timed apart; its CPU
+time is counted with the load's, as DuckDB's CHECKPOINT and tscoll's `close` are), and the
+allocated size of the database directory. ClickHouse does not fsync inserted parts by
+default. Query results are discarded by the Null output format inside ClickHouse, so the
+time is the engine's. The queries, columns and figures are those of `duckdb_bench.py`.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import time
+
+from duckdb_bench import FIELDS, TAGS, cpu_seconds, peak_rss_bytes
+
+TABLE = ", ".join(
+    ["time DateTime64(3, 'UTC')"]
+    + [f"{t} LowCardinality(String)" for t in TAGS]
+    + [f"{f} Int32" for f in FIELDS]
+)
+# The structure of the CSV as file() reads it (no quotes: it sits inside a string literal).
+STRUCTURE = ", ".join(
+    ["time DateTime64(3)"] + [f"{t} String" for t in TAGS] + [f"{f} Int32" for f in FIELDS]
+)
+
+
+def session(path):
+    import chdb
+    from chdb import session as chs
+
+    return chdb, chs.Session(path)
+
+
+def allocated_bytes(path):
+    total = 0
+    for root, _, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_blocks * 512
+            except FileNotFoundError:
+                pass
+    return total
+
+
+def cmd_bulk(args):
+    shutil.rmtree(args.db, ignore_errors=True)
+    chdb, s = session(args.db)
+    s.query("CREATE DATABASE IF NOT EXISTS bench")
+    s.query(f"CREATE TABLE bench.cpu ({TABLE}) ENGINE = MergeTree ORDER BY (hostname, time)")
+    path = os.path.abspath(args.csv)
+    cpu0, start = cpu_seconds(), time.perf_counter()
+    s.query(
+        f"INSERT INTO bench.cpu SELECT * FROM file('{path}', 'CSVWithNames', '{STRUCTURE}') "
+        "SETTINGS date_time_input_format = 'best_effort'"
+    )
+    wall = time.perf_counter() - start
+    merge_start = time.perf_counter()
+    s.query("OPTIMIZE TABLE bench.cpu FINAL")
+    merge_s = time.perf_counter() - merge_start
+    cpu = cpu_seconds() - cpu0
+    rows = int(str(s.query("SELECT count() FROM bench.cpu", "CSV")).strip())
+    threads = int(str(s.query("SELECT getSetting('max_threads')", "CSV")).strip().strip('"'))
+    s.close()
+    disk = allocated_bytes(args.db)
+    print(
+        json.dumps(
+            {
+                "system": f"ClickHouse {chdb.__version__} (chDB), bulk CSV load, {threads} threads",
+                "engine": "clickhouse",
+                "chdb_version": chdb.__version__,
+                "mode": "bulk CSV load",
+                "measurements": rows,
+                "seconds": wall,
+                "measurements_per_s": rows / max(wall, 1e-9),
+                "cpu_seconds": cpu,
+                "measurements_per_cpu_s": rows / cpu if cpu > 0 else None,
+                "merge_seconds": merge_s,
+                "disk_bytes": disk,
+                "bytes_per_measurement": disk / max(rows, 1),
+                "peak_rss_bytes": peak_rss_bytes(),
+                "durability": "no fsync",
+                "threads": threads,
+            }
+        )
+    )
+
+
+def queries(hosts, days):
+    host = f"host_{min(42, hosts - 1)}"
+    fields = ", ".join(FIELDS)
+    avgs = ", ".join(f"avg({f}) AS avg_{f}" for f in FIELDS)
+    hours = int(days * 24 + 0.999999)
+    return [
+        (
+            "q1",
+            f"all 10 fields of {host}, 12:00 to 18:00 of the first day, sorted on time",
+            f"SELECT time, {fields} FROM bench.cpu WHERE hostname = '{host}' "
+            "AND time >= toDateTime64('2016-01-01 12:00:00', 3, 'UTC') "
+            "AND time < toDateTime64('2016-01-01 18:00:00', 3, 'UTC') ORDER BY time",
+            2160 if days >= 0.75 else None,
+        ),
+        (
+            "q2",
+            "max(usage_user) per host per hour, all data",
+            "SELECT hostname, toStartOfHour(time) AS hour, max(usage_user) AS max_usage_user "
+            "FROM bench.cpu GROUP BY hostname, hour",
+            hosts * hours,
+        ),
+        (
+            "q3",
+            "avg of the 10 fields per host per hour, all data",
+            f"SELECT hostname, toStartOfHour(time) AS hour, {avgs} "
+            "FROM bench.cpu GROUP BY hostname, hour",
+            hosts * hours,
+        ),
+    ]
+
+
+def cmd_query(args):
+    chdb, s = session(args.db)
+    out = []
+    for name, what, sql, expected in queries(args.hosts, args.days):
+        s.query(sql, "Null")  # warm-up, untimed
+        runs = []
+        for _ in range(args.reps):
+            start = time.perf_counter()
+            s.query(sql, "Null")
+            runs.append((time.perf_counter() - start) * 1000.0)
+        rows = int(str(s.query(f"SELECT count() FROM ({sql})", "CSV")).strip())
+        if expected is not None and rows != expected:
+            print(f"{name}: {rows} rows, expected {expected}", file=sys.stderr)
+        out.append(
+            {
+                "name": name,
+                "query": what,
+                "sql": sql,
+                "median_ms": statistics.median(runs),
+                "runs_ms": runs,
+                "rows": rows,
+                "expected_rows": expected,
+            }
+        )
+    s.close()
+    print(
+        json.dumps(
+            {
+                "system": f"ClickHouse {chdb.__version__} (chDB), queries",
+                "engine": "clickhouse",
+                "kind": "query",
+                "reps": args.reps,
+                "queries": out,
+            }
+        )
+    )
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("bulk")
+    p.add_argument("--csv", required=True)
+    p.add_argument("--db", required=True)
+    p = sub.add_parser("query")
+    p.add_argument("--db", required=True)
+    p.add_argument("--hosts", type=int, required=True)
+    p.add_argument("--days", type=float, required=True)
+    p.add_argument("--reps", type=int, default=5)
+    args = parser.parse_args()
+    {"bulk": cmd_bulk, "query": cmd_query}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    main()
