@@ -8,7 +8,8 @@
 //! ([`NotColumnar`] otherwise, and the batch goes through the document path, which stores
 //! or reports each line exactly):
 //!
-//! * the line is an object, with no field name repeated (at any depth) or holding a NUL byte;
+//! * the line is an object, with no field name repeated, holding a NUL byte or starting with
+//!   `$` (at any depth);
 //! * every line lists its fields in the order of their first appearance in the batch (a
 //!   field new to the batch after the others), at every depth: a bucket keeps its fields in
 //!   one order, that of their first appearance in it, and the columnar insert meets each
