@@ -18,11 +18,9 @@ import argparse
 import json
 import os
 import shutil
-import statistics
-import sys
 import time
 
-from duckdb_bench import FIELDS, TAGS, cpu_seconds, peak_rss_bytes
+from duckdb_bench import FIELDS, TAGS, cpu_seconds, peak_rss_bytes, queries, timed_queries
 
 TABLE = ", ".join(
     ["time DateTime64(3, 'UTC')"]
@@ -96,61 +94,24 @@ def cmd_bulk(args):
     )
 
 
-def queries(hosts, days):
-    host = f"host_{min(42, hosts - 1)}"
-    fields = ", ".join(FIELDS)
-    avgs = ", ".join(f"avg({f}) AS avg_{f}" for f in FIELDS)
-    hours = int(days * 24 + 0.999999)
-    return [
-        (
-            "q1",
-            f"all 10 fields of {host}, 12:00 to 18:00 of the first day, sorted on time",
-            f"SELECT time, {fields} FROM bench.cpu WHERE hostname = '{host}' "
-            "AND time >= toDateTime64('2016-01-01 12:00:00', 3, 'UTC') "
-            "AND time < toDateTime64('2016-01-01 18:00:00', 3, 'UTC') ORDER BY time",
-            2160 if days >= 0.75 else None,
-        ),
-        (
-            "q2",
-            "max(usage_user) per host per hour, all data",
-            "SELECT hostname, toStartOfHour(time) AS hour, max(usage_user) AS max_usage_user "
-            "FROM bench.cpu GROUP BY hostname, hour",
-            hosts * hours,
-        ),
-        (
-            "q3",
-            "avg of the 10 fields per host per hour, all data",
-            f"SELECT hostname, toStartOfHour(time) AS hour, {avgs} "
-            "FROM bench.cpu GROUP BY hostname, hour",
-            hosts * hours,
-        ),
-    ]
-
-
 def cmd_query(args):
     chdb, s = session(args.db)
-    out = []
-    for name, what, sql, expected in queries(args.hosts, args.days):
-        s.query(sql, "Null")  # warm-up, untimed
-        runs = []
-        for _ in range(args.reps):
-            start = time.perf_counter()
-            s.query(sql, "Null")
-            runs.append((time.perf_counter() - start) * 1000.0)
-        rows = int(str(s.query(f"SELECT count() FROM ({sql})", "CSV")).strip())
-        if expected is not None and rows != expected:
-            print(f"{name}: {rows} rows, expected {expected}", file=sys.stderr)
-        out.append(
-            {
-                "name": name,
-                "query": what,
-                "sql": sql,
-                "median_ms": statistics.median(runs),
-                "runs_ms": runs,
-                "rows": rows,
-                "expected_rows": expected,
-            }
-        )
+
+    def run(sql):
+        # The result is discarded inside ClickHouse, so the time is the engine's.
+        s.query(sql, "Null")
+
+    def count(sql):
+        return int(str(s.query(f"SELECT count() FROM ({sql})", "CSV")).strip())
+
+    qs = queries(
+        args.hosts,
+        args.days,
+        table="bench.cpu",
+        hour="toStartOfHour(time)",
+        at="toDateTime64('{}', 3, 'UTC')",
+    )
+    out = timed_queries(qs, run, count, args.reps)
     s.close()
     print(
         json.dumps(

@@ -181,51 +181,50 @@ def cmd_commits(args):
     print(json.dumps(report))
 
 
-def queries(hosts, days):
+def queries(hosts, days, table="cpu", hour="date_trunc('hour', time)", at="TIMESTAMP '{}'"):
+    """q1, q2, q3 as (name, what, sql, expected rows) in a dialect: `table`, the `hour` of a
+    row's time, and `at`, a format turning "YYYY-MM-DD hh:mm:ss" (UTC) into a time literal."""
     host = f"host_{min(42, hosts - 1)}"
     fields = ", ".join(FIELDS)
     avgs = ", ".join(f"avg({f}) AS avg_{f}" for f in FIELDS)
     hours = int(days * 24 + 0.999999)
+    lo, hi = at.format("2016-01-01 12:00:00"), at.format("2016-01-01 18:00:00")
     return [
         (
             "q1",
             f"all 10 fields of {host}, 12:00 to 18:00 of the first day, sorted on time",
-            f"SELECT time, {fields} FROM cpu WHERE hostname = '{host}' "
-            "AND time >= TIMESTAMP '2016-01-01 12:00:00' AND time < TIMESTAMP '2016-01-01 18:00:00' "
-            "ORDER BY time",
+            f"SELECT time, {fields} FROM {table} WHERE hostname = '{host}' "
+            f"AND time >= {lo} AND time < {hi} ORDER BY time",
             2160 if days >= 0.75 else None,
         ),
         (
             "q2",
             "max(usage_user) per host per hour, all data",
-            "SELECT hostname, date_trunc('hour', time) AS hour, max(usage_user) AS max_usage_user "
-            "FROM cpu GROUP BY hostname, hour",
+            f"SELECT hostname, {hour} AS hour, max(usage_user) AS max_usage_user "
+            f"FROM {table} GROUP BY hostname, hour",
             hosts * hours,
         ),
         (
             "q3",
             "avg of the 10 fields per host per hour, all data",
-            f"SELECT hostname, date_trunc('hour', time) AS hour, {avgs} "
-            "FROM cpu GROUP BY hostname, hour",
+            f"SELECT hostname, {hour} AS hour, {avgs} FROM {table} GROUP BY hostname, hour",
             hosts * hours,
         ),
     ]
 
 
-def cmd_query(args):
-    duckdb, con = connect(args.db)
+def timed_queries(qs, run, count, reps):
+    """Times each query of `qs` with `run(sql)`: one untimed run, then `reps` timed ones;
+    `count(sql)` gives its rows. Returns the JSON objects of the queries."""
     out = []
-    for name, what, sql, expected in queries(args.hosts, args.days):
-        # The result is materialized inside DuckDB (a temporary table), not converted to
-        # Python objects, so the time is the engine's.
-        timed = f"CREATE OR REPLACE TEMP TABLE result AS {sql}"
-        con.execute(timed)  # warm-up, untimed
+    for name, what, sql, expected in qs:
+        run(sql)  # warm-up, untimed
         runs = []
-        for _ in range(args.reps):
+        for _ in range(reps):
             start = time.perf_counter()
-            con.execute(timed)
+            run(sql)
             runs.append((time.perf_counter() - start) * 1000.0)
-        rows = con.execute("SELECT count(*) FROM result").fetchone()[0]
+        rows = count(sql)
         if expected is not None and rows != expected:
             print(f"{name}: {rows} rows, expected {expected}", file=sys.stderr)
         out.append(
@@ -239,6 +238,21 @@ def cmd_query(args):
                 "expected_rows": expected,
             }
         )
+    return out
+
+
+def cmd_query(args):
+    duckdb, con = connect(args.db)
+
+    def run(sql):
+        # The result is materialized inside DuckDB (a temporary table), not converted to
+        # Python objects, so the time is the engine's.
+        con.execute(f"CREATE OR REPLACE TEMP TABLE result AS {sql}")
+
+    def count(_sql):
+        return con.execute("SELECT count(*) FROM result").fetchone()[0]
+
+    out = timed_queries(queries(args.hosts, args.days), run, count, args.reps)
     print(
         json.dumps(
             {

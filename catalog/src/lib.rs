@@ -3,8 +3,9 @@
 //! The catalog decides which bucket each measurement goes to (placement and rollover,
 //! SPEC §6), keeps the open buckets' control state (min/max, schema, size estimate, SPEC §4.3,
 //! §5, §6.4) and the open buckets' rows, staged straight into their columns in write batches
-//! that writers commit with the commit-rights protocol (SPEC §7). It does no I/O: reopening asks the engine through
-//! [`BucketSource`], and committing hands the engine a [`PreparedBatch`] to write.
+//! that writers commit with the commit-rights protocol (SPEC §7). It does no I/O: reopening
+//! asks the engine through [`BucketSource`], and committing hands the engine a
+//! [`PreparedBatch`] to write.
 #![forbid(unsafe_code)]
 
 mod bucket;

@@ -321,8 +321,8 @@ impl Collection {
     /// missing field. Types: `Float64`, `Float32` → double; `Int8`, `Int16`, `Int32`,
     /// `UInt8`, `UInt16` → int32; `Int64`, `UInt32`, `UInt64` → int64; `Boolean` → bool;
     /// `Utf8`, `LargeUtf8` → string; `Timestamp`, `Date64` → date; `Struct` → document.
-    /// A row without an `_id` (no `_id` column, or a null in it)
-    /// gets a generated ObjectId. Validation and the outcome are those of
+    /// A row without an `_id` (no `_id` column, or a null in it) gets a generated ObjectId
+    /// . Validation and the outcome are those of
     /// [`Collection::insert_many`]: a row with a null time, a `UInt64` past `i64::MAX` or
     /// too large for a bucket is rejected with its position, and with `ordered` nothing after
     /// it is inserted.
@@ -469,7 +469,8 @@ impl CollectionInner {
                 spec.time_field
             )));
         };
-        let has_id = fields.iter().any(|f| f.name == "_id");
+        let id_field = fields.iter().position(|f| f.name == "_id");
+        let has_id = id_field.is_some();
         // Series: the key of each distinct meta value, found from a hash of the value as
         // the batch holds it (in this batch, or in the collection's cache of values seen
         // before); only a value new to both is built and normalized.
@@ -544,7 +545,9 @@ impl CollectionInner {
             };
             // The row's size and UInt64 values past i64::MAX.
             // A row without an `_id` gets a generated one.
-            let id_absent = !has_id || fields.iter().any(|f| f.name == "_id" && f.absent(row));
+            let id_absent = id_field
+                .and_then(|i| fields.get(i))
+                .is_none_or(|f| f.absent(row));
             let mut raw = if id_absent { 2 + 3 + 12 } else { 0 };
             let mut bad = None;
             for f in &fields {
@@ -614,8 +617,9 @@ impl CollectionInner {
                     names += 4;
                     present += 1;
                 }
-                for (f, (_, column)) in fields.iter().zip(out.fields.iter_mut().skip(offset)) {
-                    if f.name == "_id" && f.absent(row) {
+                let columns = out.fields.iter_mut().skip(offset);
+                for (k, (f, (_, column))) in fields.iter().zip(columns).enumerate() {
+                    if Some(k) == id_field && f.absent(row) {
                         // A null `_id` is a missing one: generated, as for a document.
                         column.push_bytes(tag::OBJECT_ID, &ObjectId::new().bytes());
                         raw += 2 + 3 + 12;

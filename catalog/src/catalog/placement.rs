@@ -397,8 +397,8 @@ impl BucketCatalog {
     }
 
     /// Appends `m` to the bucket's active batch: its values to the bucket's columns, min/max,
-    /// size, sortedness (`delta`: the estimate's increment, when placement computed it). Returns the batch and the
-    /// staged bytes to account.
+    /// size, sortedness (`delta`: the estimate's increment, when placement computed it).
+    /// Returns the batch and the staged bytes to account.
     #[expect(clippy::too_many_arguments, reason = "internal step of stage")]
     pub(super) fn append(
         &self,

@@ -296,7 +296,7 @@ impl BucketCatalog {
                 continue;
             };
             let lanes = column.row_lanes(*cursor, to);
-            if let Some((lo, hi)) = range_bounds(column, &lanes, to) {
+            if let Some((lo, hi)) = range_bounds(column, &lanes) {
                 f.minmax.update(&lo);
                 f.minmax.update(&hi);
             }
@@ -326,10 +326,11 @@ impl BucketCatalog {
     }
 }
 
-/// The least and greatest value of the rows of `lanes` (rows of `column` up to `to`) in BSON
-/// order (SPEC ), `None` when they hold no value.
-fn range_bounds(column: &Column, lanes: &RowLanes<'_>, to: usize) -> Option<(Bson, Bson)> {
+/// The least and greatest value of the rows of `lanes` (rows of `column`) in BSON order
+/// (SPEC ), `None` when they hold no value.
+fn range_bounds(column: &Column, lanes: &RowLanes<'_>) -> Option<(Bson, Bson)> {
     let (types, ints, floats, from) = (lanes.types, lanes.ints, lanes.floats, lanes.start);
+    let to = from.row + types.len();
     let first = *types.first()?;
     if types.iter().all(|&t| t == first) {
         match first {

@@ -122,7 +122,7 @@ impl<'de> Visitor<'de> for ObjectSeed<'_, '_> {
         let mut counted = 0u64;
         let mut next = 0usize;
         let mut any = false;
-        while let Some(key) = map.next_key::<Key<'de>>()? {
+        while let Some(key) = map.next_key::<Text<'de>>()? {
             any = true;
             let name: &str = &key.0;
             if name.as_bytes().contains(&0) || name.starts_with('$') {
@@ -153,22 +153,23 @@ impl<'de> Visitor<'de> for ObjectSeed<'_, '_> {
     }
 }
 
-/// A field name, borrowed from the line unless it holds escapes.
-struct Key<'de>(Cow<'de, str>);
+/// A string of the line (a field name, or the text of a `$date`), borrowed from the line
+/// unless it holds escapes.
+struct Text<'de>(Cow<'de, str>);
 
-impl<'de> de::Deserialize<'de> for Key<'de> {
+impl<'de> de::Deserialize<'de> for Text<'de> {
     fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V;
         impl<'de> Visitor<'de> for V {
-            type Value = Key<'de>;
+            type Value = Text<'de>;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("a field name")
             }
-            fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Key<'de>, E> {
-                Ok(Key(Cow::Borrowed(s)))
+            fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Borrowed(s)))
             }
-            fn visit_str<E: de::Error>(self, s: &str) -> Result<Key<'de>, E> {
-                Ok(Key(Cow::Owned(s.to_owned())))
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Owned(s.to_owned())))
             }
         }
         d.deserialize_str(V)
@@ -234,16 +235,16 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let Some(first) = map.next_key::<Key<'de>>()? else {
+        let Some(first) = map.next_key::<Text<'de>>()? else {
             return Err(de::Error::custom(Refused));
         };
         if first.0 == "$date" {
             // Relaxed `{"$date": "<RFC 3339>"}`, read as the bson crate reads it.
-            let text = map.next_value::<Key<'de>>()?;
+            let text = map.next_value::<Text<'de>>()?;
             let ms = bson::DateTime::parse_rfc3339_str(&text.0)
                 .map_err(|_| de::Error::custom(Refused))?
                 .timestamp_millis();
-            if map.next_key::<Key<'de>>()?.is_some() {
+            if map.next_key::<Text<'de>>()?.is_some() {
                 return Err(de::Error::custom(Refused));
             }
             return self.push(Scalar::Date(ms));
@@ -267,7 +268,7 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
 
 /// A map whose first key was already read.
 struct Prefixed<'de, A> {
-    first: Option<Key<'de>>,
+    first: Option<Text<'de>>,
     rest: A,
 }
 
