@@ -14,7 +14,7 @@
 //!   - `open_buckets`: a catalog whose 100 buckets hold the previous batch (committed); every
 //!     measurement goes to its series' open bucket.
 //!   - `open_buckets_commit`: as `open_buckets`, plus the catalog's side of the commit: claim
-//!     of the commit rights, `prepare_commit` and `finish` of the 100 write batches (no
+//!     of the commit rights, prepare and finish of the 100 write batches (no
 //!     encoding, no fjall).
 //! * `column_pivot/push_value`: documents to columns alone: every field value of one batch
 //!   pushed into the typed lanes of its series' `tscoll_codec::Column` by
@@ -36,6 +36,7 @@
 
 use std::collections::HashMap;
 use std::hint::black_box;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bson::oid::ObjectId;
@@ -47,7 +48,7 @@ use criterion::{
 use tscoll_benches::tsbs::{self, Generator, Workload};
 use tscoll_catalog::value::push_value;
 use tscoll_catalog::{
-    BucketCatalog, BucketKey, BucketingSpec, CatalogOptions, Measurement, NoStorage, PreparedBatch,
+    BucketCatalog, BucketKey, BucketingSpec, CatalogOptions, Measurement, NoStorage, Prepared,
     StageOutcome, WriterId, write_normalized,
 };
 use tscoll_codec::{Column, encode_bucket};
@@ -168,8 +169,8 @@ fn bucketing() -> BucketingSpec {
 }
 
 /// An empty catalog for the benched collection.
-fn catalog() -> BucketCatalog {
-    BucketCatalog::new(bucketing(), CatalogOptions::default())
+fn catalog() -> Arc<BucketCatalog> {
+    Arc::new(BucketCatalog::new(bucketing(), CatalogOptions::default()))
 }
 
 /// Stages every series of a batch, as the write path does.
@@ -186,23 +187,23 @@ fn stage_all(
 }
 
 /// Claims and prepares every write batch of `outcomes` (all of them this writer's).
-fn prepare_all(catalog: &BucketCatalog, outcomes: &[StageOutcome]) -> Vec<PreparedBatch> {
+fn prepare_all(catalog: &Arc<BucketCatalog>, outcomes: &[StageOutcome]) -> Vec<Prepared> {
     let mut prepared = Vec::new();
     for batch in outcomes.iter().flat_map(|o| &o.batches) {
-        assert!(batch.claim_commit_rights(), "single writer");
-        prepared.push(catalog.prepare_commit(batch).expect("prepare"));
+        let rights = catalog.claim(batch).expect("single writer");
+        prepared.push(rights.prepare().expect("prepare"));
     }
     prepared
 }
 
 /// A catalog whose buckets hold `batch`, committed (no storage): their buckets are open and
 /// idle.
-fn catalog_holding(batch: &Batch) -> BucketCatalog {
+fn catalog_holding(batch: &Batch) -> Arc<BucketCatalog> {
     let catalog = catalog();
     let (keys, groups) = batch.groups();
     let outcomes = stage_all(&catalog, WriterId(1), &keys, &groups);
     for p in prepare_all(&catalog, &outcomes) {
-        assert!(catalog.finish(&p).is_empty(), "no bucket closes");
+        assert!(p.finish().is_empty(), "no bucket closes");
     }
     catalog
 }
@@ -238,8 +239,8 @@ fn bench_catalog_placement(c: &mut Criterion) {
             |catalog| {
                 let outcomes = stage_all(&catalog, writer, &keys, black_box(&groups));
                 let prepared = prepare_all(&catalog, &outcomes);
-                let closed: usize = prepared.iter().map(|p| catalog.finish(p).len()).sum();
-                (catalog, prepared, closed)
+                let closed: usize = prepared.into_iter().map(|p| p.finish().len()).sum();
+                (catalog, outcomes, closed)
             },
             BatchSize::LargeInput,
         );

@@ -2,7 +2,7 @@
 //! write-ahead log holds (DESIGN "Write path rules (v2)": one log record per commit group).
 //!
 //! A committer prepares its batches into one [`CommitRows`]
-//! ([`crate::BucketCatalog::prepare_commit_to`]): each batch's rows are copied once, from its
+//! ([`crate::CommitRights::prepare_into`]): each batch's rows are copied once, from its
 //! bucket's in-memory columns to the table's, batch after batch. Columns are matched by field
 //! name; buckets of one source list their fields in one order, so a lookup is usually one
 //! comparison.

@@ -5,12 +5,13 @@
 //! §5, §6.4) and the open buckets' rows, staged straight into their columns in write batches
 //! that writers commit with the commit-rights protocol (SPEC §7). It does no I/O: reopening
 //! asks the engine through [`BucketSource`], and committing hands the engine a
-//! [`PreparedBatch`] to write.
+//! [`Prepared`] batch to write, which aborts itself unless it is finished.
 #![forbid(unsafe_code)]
 
 mod bucket;
 mod catalog;
 mod columns;
+mod commit_error;
 mod commit_rows;
 mod key;
 mod minmax;
@@ -22,10 +23,12 @@ mod write_batch;
 
 pub use bucket::{BucketId, BucketRows, BucketState, RolloverAction, RolloverReason, StoredBucket};
 pub use catalog::{
-    BucketCatalog, BucketPart, BucketSource, BucketingSpec, ClosedBucket, MAX_BSON_OBJECT_SIZE,
-    Measurement, MemoryPool, NoStorage, QueryOutcome, STRIPES, StageError, StageOutcome,
+    BucketCatalog, BucketPart, BucketSource, BucketingSpec, ClosedBucket, CommitRights,
+    MAX_BSON_OBJECT_SIZE, Measurement, MemoryPool, NoStorage, Prepared, QueryOutcome, STRIPES,
+    StageError, StageOutcome,
 };
 pub use columns::MeasurementColumns;
+pub use commit_error::CommitError;
 pub use commit_rows::CommitRows;
 pub use key::{BucketKey, write_normalized};
 pub use minmax::MinMax;

@@ -3,6 +3,7 @@
 use tscoll_codec::Column;
 
 use crate::bucket::BucketId;
+use crate::commit_error::CommitError;
 use crate::key::BucketKey;
 use crate::sync::{Arc, AtomicBool, Condvar, Mutex, Ordering, lock};
 
@@ -17,7 +18,7 @@ pub struct WriteBatch {
     /// Set (under the stripe lock) when the batch is prepared (SPEC ).
     prepared: AtomicBool,
     pub(crate) data: Mutex<BatchData>,
-    outcome: Mutex<Option<Result<(), String>>>,
+    outcome: Mutex<Option<Result<(), CommitError>>>,
     done: Condvar,
 }
 
@@ -69,8 +70,8 @@ impl WriteBatch {
     }
 
     /// Atomically claims the right to commit this batch (SPEC ); exactly one caller
-    /// ever gets `true`.
-    pub fn claim_commit_rights(&self) -> bool {
+    /// ever gets `true` ([`crate::BucketCatalog::claim`]).
+    pub(crate) fn claim_commit_rights(&self) -> bool {
         !self.commit_rights.swap(true, Ordering::AcqRel)
     }
 
@@ -104,7 +105,7 @@ impl WriteBatch {
 
     /// Settles the batch's outcome; the first outcome wins (a batch failed by an abort stays
     /// failed, SPEC ).
-    pub(crate) fn fulfil(&self, result: Result<(), String>) {
+    pub(crate) fn fulfil(&self, result: Result<(), CommitError>) {
         let mut g = lock(&self.outcome);
         if g.is_none() {
             *g = Some(result);
@@ -113,8 +114,8 @@ impl WriteBatch {
         self.done.notify_all();
     }
 
-    /// The abort reason, if the batch was failed.
-    pub(crate) fn failure(&self) -> Option<String> {
+    /// Why the batch failed, if it was aborted.
+    pub(crate) fn failure(&self) -> Option<CommitError> {
         match lock(&self.outcome).as_ref() {
             Some(Err(e)) => Some(e.clone()),
             _ => None,
@@ -138,8 +139,8 @@ impl WriteBatch {
     /// Waits until the batch is committed or aborted (SPEC ).
     ///
     /// # Errors
-    /// The abort reason when the batch was aborted.
-    pub fn wait(&self) -> Result<(), String> {
+    /// Why the batch was aborted, when it was.
+    pub fn wait(&self) -> Result<(), CommitError> {
         let mut g = lock(&self.outcome);
         loop {
             if let Some(r) = g.as_ref() {
@@ -155,9 +156,9 @@ impl WriteBatch {
 
 /// A batch ready to be written by the engine (SPEC ): the rows as columns plus the
 /// bucket's new control state.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct PreparedBatch {
-    /// The batch itself (pass it back to `finish` or `abort`).
+    /// The batch itself.
     pub batch: Arc<WriteBatch>,
     /// Bucket `_id`.
     pub bucket_id: BucketId,
@@ -181,9 +182,8 @@ pub struct PreparedBatch {
     pub size_estimate: u64,
     /// The rows as `(field, column)` in the bucket's field order, fields with no value in
     /// this batch left out, every column `rows` rows long, from
-    /// [`crate::BucketCatalog::prepare_commit`]. Empty from
-    /// [`crate::BucketCatalog::prepare_commit_to`], which appends the rows to a
-    /// [`crate::CommitRows`] instead.
+    /// [`crate::CommitRights::prepare`]. Empty from [`crate::CommitRights::prepare_into`],
+    /// which appends the rows to a [`crate::CommitRows`] instead.
     pub columns: Vec<(String, Column)>,
     /// Number of measurements.
     pub rows: usize,

@@ -44,8 +44,8 @@ fn waiting_on_an_unfinished_batch_counts_num_waits() {
         .batches
         .remove(0);
     // Two writers share the batch: this one commits, the other set it aside.
-    assert!(batch.claim_commit_rights());
-    assert!(!batch.claim_commit_rights());
+    let rights = catalog.claim(&batch).expect("the first claim wins");
+    assert!(catalog.claim(&batch).is_none(), "the second is set aside");
     let waiter = {
         let (catalog, batch) = (Arc::clone(&catalog), Arc::clone(&batch));
         std::thread::spawn(move || catalog.wait(&batch))
@@ -54,8 +54,7 @@ fn waiting_on_an_unfinished_batch_counts_num_waits() {
     while num_waits(&catalog) == 0 {
         std::thread::yield_now();
     }
-    let prepared = catalog.prepare_commit(&batch).expect("prepare");
-    catalog.finish(&prepared);
+    rights.prepare().expect("prepare").finish();
     assert_eq!(waiter.join().expect("waiter"), Ok(()));
     assert_eq!(num_waits(&catalog), 1);
     // The batch is done: another wait returns at once and counts nothing.

@@ -27,13 +27,17 @@ use bson::{Bson, DateTime, Document, doc};
 use loom::sync::Arc;
 use loom::thread;
 use tscoll_catalog::{
-    BucketCatalog, BucketId, BucketKey, BucketSource, BucketingSpec, CatalogOptions, Measurement,
-    NoStorage, PreparedBatch, QueryOutcome, StoredBucket, WriteBatch, WriterId,
+    BucketCatalog, BucketId, BucketKey, BucketSource, BucketingSpec, CatalogOptions, CommitError,
+    CommitRights, Measurement, NoStorage, Prepared, PreparedBatch, QueryOutcome, StoredBucket,
+    WriteBatch, WriterId,
 };
 
-/// The catalog's `Arc` (batches, keys): std's, also under loom (`src/sync.rs`). The threads of
-/// a model share the catalog and the storage double through loom's `Arc`.
+/// The catalog's `Arc` (batches, keys, the catalog itself, which commit rights and prepared
+/// batches hold): std's, also under loom (`src/sync.rs`). The threads of a model share the
+/// storage double through loom's `Arc`.
 type Batch = std::sync::Arc<WriteBatch>;
+/// The catalog, shared by the threads of a model (std's `Arc`, see [`Batch`]).
+type Catalog = std::sync::Arc<BucketCatalog>;
 
 const HOUR: i64 = 3_600_000;
 /// Start of an hour: every measurement of these models falls into one bucket window.
@@ -54,8 +58,8 @@ where
     builder.check(f);
 }
 
-fn catalog() -> Arc<BucketCatalog> {
-    Arc::new(BucketCatalog::new(
+fn catalog() -> Catalog {
+    Catalog::new(BucketCatalog::new(
         BucketingSpec {
             time_field: "t".to_owned(),
             meta_field: Some("m".to_owned()),
@@ -126,45 +130,52 @@ fn stage(
     outcome.batches
 }
 
-fn claim(store: &Store, mine: &[usize], batch: &Batch) -> bool {
-    let won = batch.claim_commit_rights();
-    let verdict = if won { "won" } else { "lost: set aside" };
+fn claim(catalog: &Catalog, store: &Store, mine: &[usize], batch: &Batch) -> Option<CommitRights> {
+    let won = catalog.claim(batch);
+    let verdict = if won.is_some() {
+        "won"
+    } else {
+        "lost: set aside"
+    };
     store.event(mine, format!("claim {}: {verdict}", store.name(batch)));
     won
 }
 
-fn prepare(
-    catalog: &BucketCatalog,
-    store: &Store,
-    mine: &[usize],
-    batch: &Batch,
-) -> Result<PreparedBatch, String> {
-    store.event(
-        mine,
-        format!("prepare_commit({}) called", store.name(batch)),
-    );
-    let r = catalog.prepare_commit(batch);
+/// Prepares a batch whose commit rights `rights` are; an error aborts the batch.
+fn prepare(store: &Store, mine: &[usize], rights: CommitRights) -> Result<Prepared, CommitError> {
+    let batch = Batch::clone(rights.batch());
+    store.event(mine, format!("prepare({}) called", store.name(&batch)));
+    let r = rights.prepare();
     let what = match &r {
         Ok(p) => format!(
-            "prepare_commit({}) = segment {}, committed_before {}, rows {:?}",
-            store.name(batch),
+            "prepare({}) = segment {}, committed_before {}, rows {:?}",
+            store.name(&batch),
             p.segment_no,
             p.committed_before,
             batch.indices()
         ),
-        Err(e) => format!("prepare_commit({}) = Err({e})", store.name(batch)),
+        Err(e) => format!("prepare({}) = Err({e}), aborted", store.name(&batch)),
     };
     store.event(mine, what);
     r
 }
 
-fn abort(catalog: &BucketCatalog, store: &Store, mine: &[usize], batch: &Batch, reason: &str) {
-    catalog.abort(batch, reason);
-    store.event(mine, format!("abort({}, {reason:?})", store.name(batch)));
+/// Gives up commit rights: the batch fails with `reason`.
+fn abort(store: &Store, mine: &[usize], rights: CommitRights, reason: &str) {
+    let name = store.name(rights.batch());
+    rights.abort(CommitError::WriteFailed(reason.to_owned()));
+    store.event(mine, format!("abort({name}, {reason:?})"));
+}
+
+/// Aborts a prepared batch whose write failed.
+fn abort_prepared(store: &Store, mine: &[usize], p: Prepared, reason: &str) {
+    let name = store.name(&p.batch);
+    p.abort(CommitError::WriteFailed(reason.to_owned()));
+    store.event(mine, format!("abort({name}, {reason:?})"));
 }
 
 /// Waits on a batch set aside; `Ok` means its rows were committed by someone else.
-fn wait(store: &Store, mine: &[usize], batch: &Batch) -> Result<(), String> {
+fn wait(store: &Store, mine: &[usize], batch: &Batch) -> Result<(), CommitError> {
     let r = batch.wait();
     store.event(mine, format!("wait({}) = {r:?}", store.name(batch)));
     r
@@ -180,24 +191,20 @@ struct Report {
 /// The commit half of `engine/src/write.rs` `insert_many`: claim commit rights of every batch,
 /// prepare what was won (aborting on error), write the prepared batches, finish them, then wait
 /// on the batches set aside.
-fn commit(catalog: &BucketCatalog, store: &Store, mine: &[usize], batches: Vec<Batch>) -> Report {
+fn commit(catalog: &Catalog, store: &Store, mine: &[usize], batches: Vec<Batch>) -> Report {
     let mut report = Report::default();
     let mut prepared = Vec::new();
     let mut set_aside = Vec::new();
     for batch in batches {
-        if claim(store, mine, &batch) {
-            match prepare(catalog, store, mine, &batch) {
+        match claim(catalog, store, mine, &batch) {
+            Some(rights) => match prepare(store, mine, rights) {
                 Ok(p) => prepared.push(p),
-                Err(reason) => {
-                    abort(catalog, store, mine, &batch, &reason);
-                    report.failed.extend(own(batch.indices(), mine));
-                }
-            }
-        } else {
-            set_aside.push(batch);
+                Err(_) => report.failed.extend(own(batch.indices(), mine)),
+            },
+            None => set_aside.push(batch),
         }
     }
-    write_and_finish(catalog, store, &prepared, mine, &mut report);
+    write_and_finish(store, prepared, mine, &mut report);
     for batch in set_aside {
         match wait(store, mine, &batch) {
             Ok(()) => {
@@ -219,37 +226,35 @@ fn commit(catalog: &BucketCatalog, store: &Store, mine: &[usize], batches: Vec<B
 }
 
 /// Writes prepared batches (as one storage transaction) and finishes them.
-fn write_and_finish(
-    catalog: &BucketCatalog,
-    store: &Store,
-    prepared: &[PreparedBatch],
-    mine: &[usize],
-    report: &mut Report,
-) {
-    for p in prepared {
+fn write_and_finish(store: &Store, prepared: Vec<Prepared>, mine: &[usize], report: &mut Report) {
+    for p in &prepared {
         store.begin(p);
     }
     // Storage I/O takes time: let other threads run between prepare and the write (the
     // storage double's std mutex is not a scheduling point of loom).
     thread::yield_now();
-    for p in prepared {
-        store.write(mine, p, catalog.stored_state(p));
+    for p in &prepared {
+        store.write(mine, p, p.stored_state());
     }
     for p in prepared {
-        store.end(p);
+        store.end(&p);
         report.committed.extend(own(p.batch.indices(), mine));
-        catalog.finish(p);
-        store.event(mine, format!("finish({})", store.name(&p.batch)));
+        let name = store.name(&p.batch);
+        p.finish();
+        store.event(mine, format!("finish({name})"));
     }
 }
 
+/// Writer w0 stages measurement 0, wins the commit rights of its batch and prepares it: the
+/// start of the models where another writer acts while a batch is prepared.
+fn prepare_first(catalog: &Catalog, store: &Store, source: &dyn BucketSource) -> Prepared {
+    let first = stage(catalog, store, &[0], source);
+    let rights = claim(catalog, store, &[0], &first[0]).expect("won");
+    prepare(store, &[0], rights).expect("prepare")
+}
+
 /// A whole insert of the measurements `ids`.
-fn insert(
-    catalog: &BucketCatalog,
-    store: &Store,
-    ids: &[usize],
-    source: &dyn BucketSource,
-) -> Report {
+fn insert(catalog: &Catalog, store: &Store, ids: &[usize], source: &dyn BucketSource) -> Report {
     let batches = stage(catalog, store, ids, source);
     commit(catalog, store, ids, batches)
 }
@@ -525,12 +530,12 @@ fn check_reports(store: &Store, writers: &[(&[usize], &Report)]) {
 
 /// Spawns a writer inserting `ids` (the whole protocol).
 fn spawn_insert(
-    catalog: &Arc<BucketCatalog>,
+    catalog: &Catalog,
     store: &Arc<Store>,
     ids: &'static [usize],
     reopen: bool,
 ) -> thread::JoinHandle<Report> {
-    let (catalog, store) = (Arc::clone(catalog), Arc::clone(store));
+    let (catalog, store) = (Catalog::clone(catalog), Arc::clone(store));
     thread::spawn(move || {
         let source: &dyn BucketSource = if reopen { &*store } else { &NoStorage };
         insert(&catalog, &store, ids, source)
@@ -627,7 +632,7 @@ fn set_aside_writer_waits_for_the_committer() {
             "one batch per bucket (op id 0)"
         );
         let spawn = |ids: &'static [usize], batches: Vec<Batch>| {
-            let (catalog, store) = (Arc::clone(&catalog), Arc::clone(&store));
+            let (catalog, store) = (Catalog::clone(&catalog), Arc::clone(&store));
             thread::spawn(move || commit(&catalog, &store, ids, batches))
         };
         let a = spawn(&[0], first);
@@ -649,25 +654,25 @@ fn second_batch_of_a_bucket_waits_for_the_prepared_one() {
     model(|| {
         let catalog = catalog();
         let store = Arc::new(Store::default());
-        let first = stage(&catalog, &store, &[0], &NoStorage);
-        assert!(claim(&store, &[0], &first[0]));
-        let p1 = prepare(&catalog, &store, &[0], &first[0]).expect("prepare");
+        let p1 = prepare_first(&catalog, &store, &NoStorage);
+        let first = Batch::clone(&p1.batch);
         let committer = {
-            let (catalog, store) = (Arc::clone(&catalog), Arc::clone(&store));
+            let store = Arc::clone(&store);
             thread::spawn(move || {
                 let mut report = Report::default();
-                write_and_finish(&catalog, &store, &[p1], &[0], &mut report);
+                write_and_finish(&store, vec![p1], &[0], &mut report);
                 report
             })
         };
         let second = {
-            let (catalog, store) = (Arc::clone(&catalog), Arc::clone(&store));
+            let (catalog, store) = (Catalog::clone(&catalog), Arc::clone(&store));
             thread::spawn(move || {
                 let batches = stage(&catalog, &store, &[10], &NoStorage);
                 assert_eq!(batches.len(), 1);
-                assert!(!Batch::ptr_eq(&batches[0], &first[0]));
-                store.check(claim(&store, &[10], &batches[0]), "nobody else claims it");
-                let p2 = prepare(&catalog, &store, &[10], &batches[0]).expect("prepare");
+                assert!(!Batch::ptr_eq(&batches[0], &first));
+                let rights = claim(&catalog, &store, &[10], &batches[0]);
+                store.check(rights.is_some(), "nobody else claims it");
+                let p2 = prepare(&store, &[10], rights.expect("won")).expect("prepare");
                 store.check(
                     store.contents(&p2.bucket_id) == [0],
                     "prepared only after the first batch was written",
@@ -677,7 +682,7 @@ fn second_batch_of_a_bucket_waits_for_the_prepared_one() {
                     "prepared on top of the first batch",
                 );
                 let mut report = Report::default();
-                write_and_finish(&catalog, &store, &[p2], &[10], &mut report);
+                write_and_finish(&store, vec![p2], &[10], &mut report);
                 report
             })
         };
@@ -702,17 +707,15 @@ fn abort_while_another_batch_is_prepared() {
     model(|| {
         let catalog = catalog();
         let store = Arc::new(Store::default());
-        let first = stage(&catalog, &store, &[0], &NoStorage);
-        assert!(claim(&store, &[0], &first[0]));
-        let p1 = prepare(&catalog, &store, &[0], &first[0]).expect("prepare");
+        let p1 = prepare_first(&catalog, &store, &NoStorage);
         let second = stage(&catalog, &store, &[10], &NoStorage);
-        assert!(!Batch::ptr_eq(&first[0], &second[0]));
+        assert!(!Batch::ptr_eq(&p1.batch, &second[0]));
         let committer = {
-            let (catalog, store) = (Arc::clone(&catalog), Arc::clone(&store));
+            let store = Arc::clone(&store);
             thread::spawn(move || {
                 let batch = Batch::clone(&p1.batch);
                 let mut report = Report::default();
-                write_and_finish(&catalog, &store, &[p1], &[0], &mut report);
+                write_and_finish(&store, vec![p1], &[0], &mut report);
                 store.check(
                     wait(&store, &[0], &batch).is_ok(),
                     "the prepared batch commits normally",
@@ -721,11 +724,12 @@ fn abort_while_another_batch_is_prepared() {
             })
         };
         let aborter = {
-            let (catalog, store) = (Arc::clone(&catalog), Arc::clone(&store));
+            let (catalog, store) = (Catalog::clone(&catalog), Arc::clone(&store));
             thread::spawn(move || {
                 let batch = &second[0];
-                store.check(claim(&store, &[10], batch), "nobody else claims it");
-                abort(&catalog, &store, &[10], batch, "write conflict");
+                let rights = claim(&catalog, &store, &[10], batch);
+                store.check(rights.is_some(), "nobody else claims it");
+                abort(&store, &[10], rights.expect("won"), "write conflict");
                 store.check(wait(&store, &[10], batch).is_err(), "reported as failed");
                 store.check(batch.indices() == [10], "with its measurement");
                 store.check(store.occurrences(10) == 0, "which is not stored");
@@ -736,6 +740,57 @@ fn abort_while_another_batch_is_prepared() {
         let (a, b) = (committer.join().unwrap(), aborter.join().unwrap());
         check_reports(&store, &[(&[0], &a), (&[10], &b)]);
         store.check(a.committed == [0] && b.committed == [10], "both stored");
+    });
+}
+
+/// Model 3b: model 3 where the committer abandons its prepared batch (an early
+/// return or a panic drops it) instead of writing it. The drop aborts it: the batch fails,
+/// the bucket is not left prepared, the other writer's batch fails with it (it was not
+/// prepared) and its retry is committed exactly once; nothing of the abandoned batch is
+/// stored.
+#[test]
+fn abandoned_prepared_batch_aborts_itself() {
+    model(|| {
+        let catalog = catalog();
+        let store = Arc::new(Store::default());
+        let p1 = prepare_first(&catalog, &store, &NoStorage);
+        let second = stage(&catalog, &store, &[10], &NoStorage);
+        let abandoner = {
+            let store = Arc::clone(&store);
+            thread::spawn(move || {
+                let batch = Batch::clone(&p1.batch);
+                drop(p1);
+                store.event(&[0], "dropped its prepared batch".to_owned());
+                store.check(
+                    wait(&store, &[0], &batch) == Err(CommitError::Abandoned),
+                    "the dropped batch is aborted",
+                );
+                Report {
+                    committed: Vec::new(),
+                    failed: vec![0],
+                }
+            })
+        };
+        let other = {
+            let (catalog, store) = (Catalog::clone(&catalog), Arc::clone(&store));
+            thread::spawn(move || {
+                let mut report = commit(&catalog, &store, &[10], second);
+                if !report.failed.is_empty() {
+                    report = insert(&catalog, &store, &[10], &NoStorage);
+                }
+                report
+            })
+        };
+        let (a, b) = (abandoner.join().unwrap(), other.join().unwrap());
+        check_reports(&store, &[(&[0], &a), (&[10], &b)]);
+        store.check(
+            store.occurrences(0) == 0,
+            "nothing of the dropped batch stored",
+        );
+        store.check(
+            b.committed == [10],
+            "the other writer's measurement is stored",
+        );
     });
 }
 
@@ -791,24 +846,22 @@ fn abort_while_another_batch_is_prepared_then_retry_with_reopening() {
     model(|| {
         let catalog = catalog();
         let store = Arc::new(Store::default());
-        let first = stage(&catalog, &store, &[0], &*store);
-        assert!(claim(&store, &[0], &first[0]));
-        let p1 = prepare(&catalog, &store, &[0], &first[0]).expect("prepare");
+        let p1 = prepare_first(&catalog, &store, &*store);
         let second = stage(&catalog, &store, &[10], &*store);
         let committer = {
-            let (catalog, store) = (Arc::clone(&catalog), Arc::clone(&store));
+            let store = Arc::clone(&store);
             thread::spawn(move || {
                 let mut report = Report::default();
-                write_and_finish(&catalog, &store, &[p1], &[0], &mut report);
+                write_and_finish(&store, vec![p1], &[0], &mut report);
                 report
             })
         };
         let aborter = {
-            let (catalog, store) = (Arc::clone(&catalog), Arc::clone(&store));
+            let (catalog, store) = (Catalog::clone(&catalog), Arc::clone(&store));
             thread::spawn(move || {
                 let batch = &second[0];
-                assert!(claim(&store, &[10], batch));
-                abort(&catalog, &store, &[10], batch, "write conflict");
+                let rights = claim(&catalog, &store, &[10], batch).expect("won");
+                abort(&store, &[10], rights, "write conflict");
                 store.check(wait(&store, &[10], batch).is_err(), "reported as failed");
                 insert(&catalog, &store, &[10], &*store)
             })
@@ -838,19 +891,19 @@ fn batch_failed_by_abort_is_not_committed_later() {
         store.seed(&[100]);
         // w0 reopens the stored bucket and prepares its batch.
         let a_batches = stage(&catalog, &store, &[0], &*store);
-        assert!(claim(&store, &[0], &a_batches[0]));
-        let pa = prepare(&catalog, &store, &[0], &a_batches[0]).expect("prepare");
+        let rights = claim(&catalog, &store, &[0], &a_batches[0]).expect("won");
+        let pa = prepare(&store, &[0], rights).expect("prepare");
         assert_eq!(pa.bucket_id, STORED);
         // w10 and w20 share the next batch of the bucket; w10 claims it, w20 sets it aside.
         let b_batches = stage(&catalog, &store, &[10], &*store);
         let c_batches = stage(&catalog, &store, &[20], &*store);
         assert!(Batch::ptr_eq(&b_batches[0], &c_batches[0]));
-        assert!(claim(&store, &[10], &b_batches[0]));
+        let b_rights = claim(&catalog, &store, &[10], &b_batches[0]).expect("won");
         let writer_a = {
-            let (catalog, store) = (Arc::clone(&catalog), Arc::clone(&store));
+            let store = Arc::clone(&store);
             thread::spawn(move || {
                 // The storage write of w0's batch fails.
-                abort(&catalog, &store, &[0], &pa.batch, "storage failure");
+                abort_prepared(&store, &[0], pa, "storage failure");
                 Report {
                     committed: Vec::new(),
                     failed: vec![0],
@@ -858,16 +911,13 @@ fn batch_failed_by_abort_is_not_committed_later() {
             })
         };
         let writer_b = {
-            let (catalog, store) = (Arc::clone(&catalog), Arc::clone(&store));
+            let store = Arc::clone(&store);
             thread::spawn(move || {
                 let batch = &b_batches[0];
                 let mut report = Report::default();
-                match prepare(&catalog, &store, &[10], batch) {
-                    Ok(p) => write_and_finish(&catalog, &store, &[p], &[10], &mut report),
-                    Err(reason) => {
-                        abort(&catalog, &store, &[10], batch, &reason);
-                        report.failed.extend(own(batch.indices(), &[10]));
-                    }
+                match prepare(&store, &[10], b_rights) {
+                    Ok(p) => write_and_finish(&store, vec![p], &[10], &mut report),
+                    Err(_) => report.failed.extend(own(batch.indices(), &[10])),
                 }
                 report
             })
@@ -894,7 +944,7 @@ fn direct_write_while_a_writer_inserts() {
         let store = Arc::new(Store::default());
         store.seed(&[100]);
         let writer = {
-            let (catalog, store) = (Arc::clone(&catalog), Arc::clone(&store));
+            let (catalog, store) = (Catalog::clone(&catalog), Arc::clone(&store));
             thread::spawn(move || {
                 let mut report = insert(&catalog, &store, &[0], &*store);
                 if !report.failed.is_empty() {

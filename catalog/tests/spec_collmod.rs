@@ -2,6 +2,8 @@
 //! open, checks later measurements against the new span, and gives new buckets the new
 //! rounding (jstest bucket_granularity.js `testIncreasingSecondsToMinutes`).
 
+use std::sync::Arc;
+
 use bson::{Bson, DateTime, Document, doc};
 use tscoll_catalog::{
     BucketCatalog, BucketId, BucketKey, BucketingSpec, CatalogOptions, Measurement, NoStorage,
@@ -27,7 +29,7 @@ fn doc_at(t: i64) -> Document {
 }
 
 /// Stages and commits one measurement; returns its bucket and the bucket's min time.
-fn insert(catalog: &BucketCatalog, t: i64) -> (BucketId, i64) {
+fn insert(catalog: &Arc<BucketCatalog>, t: i64) -> (BucketId, i64) {
     let d = doc_at(t);
     let key = BucketKey::from_meta(Some(&Bson::String("s".to_owned())));
     let m = [Measurement {
@@ -40,16 +42,23 @@ fn insert(catalog: &BucketCatalog, t: i64) -> (BucketId, i64) {
         .stage(WriterId(1), &key, &m, &NoStorage)
         .batches
         .remove(0);
-    assert!(batch.claim_commit_rights());
-    let p = catalog.prepare_commit(&batch).expect("prepare");
-    catalog.finish(&p);
-    (p.bucket_id, p.min_time)
+    let p = catalog
+        .claim(&batch)
+        .expect("rights")
+        .prepare()
+        .expect("prepare");
+    let placed = (p.bucket_id, p.min_time);
+    p.finish();
+    placed
 }
 
 #[test]
 fn r_12_5_open_bucket_takes_measurements_up_to_the_new_span() {
     // granularity seconds: span 1 h, rounding 1 min.
-    let catalog = BucketCatalog::new(spec(HOUR, MINUTE), CatalogOptions::default());
+    let catalog = Arc::new(BucketCatalog::new(
+        spec(HOUR, MINUTE),
+        CatalogOptions::default(),
+    ));
     let (open, min) = insert(&catalog, T);
     assert_eq!(min, T - 5_000, "rounded to the minute");
     // seconds → minutes: span 24 h, rounding 1 h. The open bucket stays open...
@@ -70,7 +79,10 @@ fn r_12_5_open_bucket_takes_measurements_up_to_the_new_span() {
 
 #[test]
 fn r_12_5_without_the_change_the_same_measurement_starts_a_new_bucket() {
-    let catalog = BucketCatalog::new(spec(HOUR, MINUTE), CatalogOptions::default());
+    let catalog = Arc::new(BucketCatalog::new(
+        spec(HOUR, MINUTE),
+        CatalogOptions::default(),
+    ));
     let (open, min) = insert(&catalog, T);
     let (other, _) = insert(&catalog, min + 23 * HOUR);
     assert_ne!(

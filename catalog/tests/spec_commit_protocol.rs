@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use bson::{DateTime, Document, doc};
 use tscoll_catalog::{
-    BucketCatalog, BucketSource, Measurement, NoStorage, PreparedBatch, StatsSnapshot,
+    BucketCatalog, BucketSource, CommitError, Measurement, NoStorage, PreparedBatch, StatsSnapshot,
     StoredBucket, WriteBatch, WriterId,
 };
 
@@ -41,26 +41,32 @@ fn stage(
     out.batches
 }
 
-fn commit(catalog: &BucketCatalog, batch: &Arc<WriteBatch>) -> PreparedBatch {
-    assert!(batch.claim_commit_rights(), "commit rights");
-    let p = catalog.prepare_commit(batch).expect("prepare");
-    catalog.finish(&p);
-    p
+fn commit(catalog: &Arc<BucketCatalog>, batch: &Arc<WriteBatch>) -> PreparedBatch {
+    let p = catalog
+        .claim(batch)
+        .expect("commit rights")
+        .prepare()
+        .expect("prepare");
+    let done = PreparedBatch::clone(&p);
+    p.finish();
+    done
 }
 
 /// [`commit`], also returning the stored state the commit leaves in a store that writes every
-/// commit (`BucketCatalog::stored_state`).
+/// commit (`Prepared::stored_state`).
 fn commit_stored(
-    catalog: &BucketCatalog,
+    catalog: &Arc<BucketCatalog>,
     batch: &Arc<WriteBatch>,
 ) -> (PreparedBatch, StoredBucket) {
-    assert!(batch.claim_commit_rights(), "commit rights");
-    let p = catalog.prepare_commit(batch).expect("prepare");
-    let stored = catalog
-        .stored_state(&p)
-        .expect("the bucket is in the catalog");
-    catalog.finish(&p);
-    (p, stored)
+    let p = catalog
+        .claim(batch)
+        .expect("commit rights")
+        .prepare()
+        .expect("prepare");
+    let stored = p.stored_state().expect("the bucket is in the catalog");
+    let done = PreparedBatch::clone(&p);
+    p.finish();
+    (done, stored)
 }
 
 fn stats(catalog: &BucketCatalog) -> StatsSnapshot {
@@ -101,12 +107,12 @@ fn r_7_3_2_measurements_of_an_aborted_batch_are_placed_again_once() {
     let b1 = stage(&c, 1, &[doc_at(1000, 1)], 1, &NoStorage);
     let b2 = stage(&c, 2, &[doc_at(2000, 2)], 7, &NoStorage);
     assert!(Arc::ptr_eq(&b1[0], &b2[0]));
-    assert!(b1[0].claim_commit_rights());
-    let p1 = c.prepare_commit(&b1[0]).expect("prepare");
-    c.abort(&p1.batch, "disk full");
+    let p1 = c.claim(&b1[0]).expect("rights").prepare().expect("prepare");
+    let full = CommitError::WriteFailed("disk full".to_owned());
+    p1.abort(full.clone());
     // Writer 2 set the batch aside and learns the failure, with its own measurements.
-    assert!(!b2[0].claim_commit_rights());
-    assert_eq!(c.wait(&b2[0]), Err("disk full".to_owned()));
+    assert!(c.claim(&b2[0]).is_none());
+    assert_eq!(c.wait(&b2[0]), Err(full));
     assert_eq!(b2[0].indices_of(WriterId(2)), vec![7]);
     // The bucket left the catalog, its committed row handed to the engine to store; both
     // writers retry their own measurement. The stored bucket (1 measurement) is reopened and
@@ -143,12 +149,13 @@ fn r_7_4_1_direct_write_clears_the_bucket_and_blocks_its_reopening() {
     let pending = stage(&c, 2, &[doc_at(1000, 1)], 1, &NoStorage);
     assert_eq!(pending[0].bucket_id(), p0.bucket_id);
     c.direct_write_start(&key(), &p0.bucket_id);
-    assert!(pending[0].claim_commit_rights());
-    assert!(
-        c.prepare_commit(&pending[0]).is_err(),
+    let rights = c.claim(&pending[0]).expect("rights");
+    assert_eq!(
+        rights.prepare().err(),
+        Some(CommitError::DirectWrite),
         "a batch of a cleared bucket is not committed"
     );
-    assert!(c.wait(&pending[0]).is_err());
+    assert_eq!(c.wait(&pending[0]), Err(CommitError::DirectWrite));
     assert_eq!(c.gauges().open_buckets, 0);
     // While the direct write runs, the bucket is not reopened: the retry opens a new one.
     let storage = Finds(Some(s0.clone()));
@@ -174,8 +181,7 @@ fn r_7_4_1_direct_write_clears_the_bucket_and_blocks_its_reopening() {
 fn r_7_4_1_direct_write_waits_for_the_prepared_batch() {
     let c = Arc::new(catalog());
     let batch = stage(&c, 1, &[doc_at(0, 0)], 0, &NoStorage).remove(0);
-    assert!(batch.claim_commit_rights());
-    let p = c.prepare_commit(&batch).expect("prepare");
+    let p = c.claim(&batch).expect("rights").prepare().expect("prepare");
     let id = batch.bucket_id();
     let done = Arc::new(AtomicBool::new(false));
     let writer = {
@@ -194,12 +200,12 @@ fn r_7_4_1_direct_write_waits_for_the_prepared_batch() {
         !done.load(Ordering::SeqCst),
         "a direct write does not start while a batch is prepared"
     );
-    c.finish(&p);
+    p.finish();
     writer.join().expect("direct writer");
     assert!(done.load(Ordering::SeqCst));
     assert_eq!(c.gauges().open_buckets, 0, "the bucket was cleared");
     assert_eq!(stats(&c).num_measurements_committed, 1);
-    c.direct_write_finish(&key(), &p.bucket_id);
+    c.direct_write_finish(&key(), &id);
 }
 
 #[test]
@@ -210,7 +216,11 @@ fn r_6_10_frozen_bucket_is_never_reopened() {
     let pending = stage(&c, 1, &[doc_at(1000, 1)], 1, &NoStorage);
     c.freeze(&key(), &p0.bucket_id);
     c.freeze(&key(), &p0.bucket_id);
-    assert!(c.wait(&pending[0]).is_err(), "the staged batch fails");
+    assert_eq!(
+        c.wait(&pending[0]),
+        Err(CommitError::Frozen),
+        "the staged batch fails"
+    );
     let storage = Finds(Some(s0.clone()));
     let retry = stage(&c, 1, &[doc_at(1000, 1)], 1, &storage);
     assert_ne!(retry[0].bucket_id(), p0.bucket_id);
@@ -242,8 +252,9 @@ fn r_6_9_5_staged_rows_count_until_they_leave_the_catalog() {
     let c = catalog();
     let batch = stage(&c, 1, std::slice::from_ref(&d), 0, &NoStorage).remove(0);
     assert!(c.memory_usage() > 100_000);
-    assert!(batch.claim_commit_rights());
-    c.abort(&batch, "disk full");
+    c.claim(&batch)
+        .expect("rights")
+        .abort(CommitError::WriteFailed("disk full".to_owned()));
     assert_eq!(c.memory_usage(), 0);
     // Dropping the collection frees every byte.
     let c = catalog();
@@ -251,4 +262,38 @@ fn r_6_9_5_staged_rows_count_until_they_leave_the_catalog() {
     assert!(c.memory_usage() > 0);
     c.clear_all();
     assert_eq!(c.memory_usage(), 0);
+}
+
+#[test]
+fn r_7_3_1_commit_rights_or_a_prepared_batch_dropped_abort_the_batch() {
+    // Rights dropped unprepared: the batch fails, its writers learn why, its staged bytes and
+    // its bucket leave the catalog, and the next insert of the series commits.
+    let c = catalog();
+    let batch = stage(&c, 1, &[doc_at(0, 0)], 0, &NoStorage).remove(0);
+    drop(c.claim(&batch).expect("rights"));
+    assert_eq!(c.wait(&batch), Err(CommitError::Abandoned));
+    assert_eq!(c.memory_usage(), 0);
+    assert_eq!(c.gauges().open_buckets, 0);
+    let retry = stage(&c, 1, &[doc_at(0, 0)], 0, &NoStorage).remove(0);
+    assert_eq!(commit(&c, &retry).rows, 1);
+
+    // A prepared batch dropped (an early return between prepare and finish): the bucket is
+    // not left prepared, so another writer's batch of it does not wait forever; being
+    // unprepared, that batch fails with it and its retry commits once.
+    let c = catalog();
+    let first = stage(&c, 1, &[doc_at(0, 0)], 0, &NoStorage).remove(0);
+    let p = c.claim(&first).expect("rights").prepare().expect("prepare");
+    let second = stage(&c, 2, &[doc_at(1000, 1)], 1, &NoStorage).remove(0);
+    assert!(
+        !Arc::ptr_eq(&first, &second),
+        "a new batch of the prepared bucket"
+    );
+    drop(p);
+    assert_eq!(c.wait(&first), Err(CommitError::Abandoned));
+    assert_eq!(c.wait(&second), Err(CommitError::Abandoned));
+    let retry = stage(&c, 2, &[doc_at(1000, 1)], 1, &NoStorage).remove(0);
+    let done = commit(&c, &retry);
+    assert_eq!((done.committed_before, done.rows), (0, 1));
+    let s = stats(&c);
+    assert_eq!((s.num_commits, s.num_measurements_committed), (1, 1));
 }

@@ -26,13 +26,13 @@ fn stage(c: &BucketCatalog, ms: i64, source: &dyn BucketSource) -> Arc<WriteBatc
 }
 
 /// Commits a batch, returning it and the stored state the commit leaves in a store that writes
-/// every commit (`BucketCatalog::stored_state`).
-fn commit_stored(c: &BucketCatalog, batch: &Arc<WriteBatch>) -> (PreparedBatch, StoredBucket) {
-    assert!(batch.claim_commit_rights());
-    let p = c.prepare_commit(batch).expect("prepare");
-    let stored = c.stored_state(&p).expect("the bucket is in the catalog");
-    c.finish(&p);
-    (p, stored)
+/// every commit (`Prepared::stored_state`).
+fn commit_stored(c: &Arc<BucketCatalog>, batch: &Arc<WriteBatch>) -> (PreparedBatch, StoredBucket) {
+    let p = c.claim(batch).expect("rights").prepare().expect("prepare");
+    let stored = p.stored_state().expect("the bucket is in the catalog");
+    let done = PreparedBatch::clone(&p);
+    p.finish();
+    (done, stored)
 }
 
 /// A stored bucket of the series (committed by another catalog), altered by `change`; then a

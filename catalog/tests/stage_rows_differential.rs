@@ -78,7 +78,7 @@ fn input() -> impl Strategy<Value = Input> {
 /// (action and count), and per batch its rows and the state the commit writes.
 fn run(input: &Input, columnar: bool) -> (Vec<String>, u64) {
     let (max_count, max_size, min_count) = input.options;
-    let catalog = BucketCatalog::new(
+    let catalog = std::sync::Arc::new(BucketCatalog::new(
         spec(),
         CatalogOptions {
             bucket_max_count: max_count,
@@ -86,7 +86,7 @@ fn run(input: &Input, columnar: bool) -> (Vec<String>, u64) {
             bucket_min_count: min_count,
             ..CatalogOptions::default()
         },
-    );
+    ));
     let mut log = Vec::new();
     for (c, call) in input.calls.iter().enumerate() {
         for (s, series) in call.iter().enumerate() {
@@ -137,9 +137,12 @@ fn run(input: &Input, columnar: bool) -> (Vec<String>, u64) {
                     .collect::<Vec<_>>()
             ));
             for batch in &outcome.batches {
-                assert!(batch.claim_commit_rights(), "commit rights");
-                let p = catalog.prepare_commit(batch).expect("prepare");
-                let stored = catalog.stored_state(&p).expect("in the catalog");
+                let p = catalog
+                    .claim(batch)
+                    .expect("commit rights")
+                    .prepare()
+                    .expect("prepare");
+                let stored = p.stored_state().expect("in the catalog");
                 log.push(format!(
                     "batch rows {} count {} before {} size {} sorted {} min_time {} max_time {} raw {} \
                      columns {:?} min {} max {} owners {:?}",
@@ -156,7 +159,7 @@ fn run(input: &Input, columnar: bool) -> (Vec<String>, u64) {
                     stored.max,
                     batch.rows_of(writer),
                 ));
-                catalog.finish(&p);
+                p.finish();
             }
         }
     }

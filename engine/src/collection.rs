@@ -25,7 +25,7 @@ pub(crate) struct CollectionInner {
     pub(crate) name: String,
     pub(crate) id: u64,
     pub(crate) spec: RwLock<CollectionSpec>,
-    pub(crate) catalog: BucketCatalog,
+    pub(crate) catalog: Arc<BucketCatalog>,
     pub(crate) fjall: fjall::Database,
     /// The stored buckets: segments, control records, the meta+time index.
     pub(crate) store: BucketStore,
@@ -69,7 +69,7 @@ impl CollectionInner {
         pool: MemoryPool,
         storage: Storage,
     ) -> Self {
-        let catalog = BucketCatalog::with_pool(bucketing(&spec), options, pool);
+        let catalog = Arc::new(BucketCatalog::with_pool(bucketing(&spec), options, pool));
         CollectionInner {
             name,
             id,

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use bson::{Bson, Document, oid::ObjectId};
 use tscoll_catalog::value::element_size;
 use tscoll_catalog::{
-    BucketKey, CommitRows, MAX_BSON_OBJECT_SIZE, Measurement, PreparedBatch, StageError,
+    BucketKey, CommitError, CommitRows, MAX_BSON_OBJECT_SIZE, Measurement, Prepared, StageError,
     WriteBatch, WriterId,
 };
 
@@ -336,29 +336,23 @@ impl CollectionInner {
         // The rows of every batch this writer commits, in one table: its log record's rows.
         let mut table = CommitRows::new();
         for batch in batches {
-            if batch.claim_commit_rights() {
-                match self.catalog.prepare_commit_to(&batch, &mut table) {
+            match self.catalog.claim(&batch) {
+                Some(rights) => match rights.prepare_into(&mut table) {
                     Ok(p) => prepared.push(p),
-                    Err(reason) => {
-                        self.catalog.abort(&batch, &reason);
-                        push_failed(&mut failed, &batch, writer, &reason);
-                    }
-                }
-            } else {
-                set_aside.push(batch);
+                    Err(e) => push_failed(&mut failed, &batch, writer, &e.to_string()),
+                },
+                None => set_aside.push(batch),
             }
         }
         let written = self.commit(prepared, table, durability, writer, &mut failed)?;
-        for p in &written {
+        for p in written {
             result.inserted += p.batch.rows_of(writer);
-            self.catalog.finish(p);
+            p.finish();
         }
         for batch in set_aside {
             match self.catalog.wait(&batch) {
                 Ok(()) => result.inserted += batch.rows_of(writer),
-                Err(reason) => {
-                    push_failed(&mut failed, &batch, writer, &reason);
-                }
+                Err(e) => push_failed(&mut failed, &batch, writer, &e.to_string()),
             }
         }
         Ok(failed)
@@ -368,18 +362,18 @@ impl CollectionInner {
     /// asked for (SPEC ): per bucket, where its new rows go; `table`, the rows of every
     /// batch in order, encoded by the codec. A batch whose rows fail to encode freezes its
     /// bucket (SPEC §6.10) and is aborted; this writer's measurements of it go to `failed`.
-    /// Returns the batches written. The caller holds the commit gate.
+    /// Returns the batches written, to be finished. The caller holds the commit gate.
     ///
     /// # Errors
     /// A log write failure: every batch is aborted (its other writers retry, R-7.3.2).
     fn commit(
         &self,
-        mut prepared: Vec<PreparedBatch>,
+        mut prepared: Vec<Prepared>,
         mut table: CommitRows,
         durability: Durability,
         writer: WriterId,
         failed: &mut Vec<(usize, String)>,
-    ) -> Result<Vec<PreparedBatch>> {
+    ) -> Result<Vec<Prepared>> {
         if prepared.is_empty() {
             return Ok(prepared);
         }
@@ -393,18 +387,18 @@ impl CollectionInner {
                 table.clear();
                 for p in prepared {
                     let mut alone = CommitRows::new();
-                    self.catalog.batch_rows(&p, &mut alone);
+                    p.append_rows(&mut alone);
                     alone.finish();
                     match encode_rows(&alone) {
                         Ok(_) => {
-                            self.catalog.batch_rows(&p, &mut table);
+                            p.append_rows(&mut table);
                             kept.push(p);
                         }
                         Err(e) => {
                             let reason = format!("bucket frozen: {}", Error::from(e));
                             self.catalog.freeze(&p.key, &p.bucket_id);
-                            self.catalog.abort(&p.batch, &reason);
                             push_failed(failed, &p.batch, writer, &reason);
+                            p.abort(CommitError::WriteFailed(reason));
                         }
                     }
                 }
@@ -416,24 +410,24 @@ impl CollectionInner {
                 match log_record(&prepared, &table) {
                     Ok(record) => record,
                     Err(e) => {
-                        self.abort_all(&prepared, &e);
+                        abort_all(prepared, &e);
                         return Err(e);
                     }
                 }
             }
         };
-        let written = prepared;
         if let Err(e) = self.wal.append(&record.encode(), durability) {
-            self.abort_all(&written, &e);
+            abort_all(prepared, &e);
             return Err(e);
         }
-        Ok(written)
+        Ok(prepared)
     }
+}
 
-    fn abort_all(&self, prepared: &[PreparedBatch], e: &Error) {
-        for p in prepared {
-            self.catalog.abort(&p.batch, &e.to_string());
-        }
+/// Aborts prepared batches that were not written (their other writers retry, R-7.3.2).
+fn abort_all(prepared: Vec<Prepared>, e: &Error) {
+    for p in prepared {
+        p.abort(CommitError::WriteFailed(e.to_string()));
     }
 }
 
@@ -476,7 +470,7 @@ pub(crate) fn take_outcome(
 
 /// The log record of a commit: per prepared batch, where its rows go in its bucket and the
 /// series' key when the bucket is new; `table`, the rows of every batch in order, encoded.
-fn log_record(prepared: &[PreparedBatch], table: &CommitRows) -> Result<LogRecord> {
+fn log_record(prepared: &[Prepared], table: &CommitRows) -> Result<LogRecord> {
     #[expect(clippy::cast_possible_truncation, reason = "rows ≤ bucket_max_count")]
     let entries = prepared
         .iter()

@@ -1,10 +1,16 @@
-//! The commit protocol (SPEC §7): waiting for another writer's commit, preparing a batch,
-//! finishing it, and aborting it with every other unprepared batch of its bucket.
+//! The commit protocol (SPEC §7), typed: a writer claims a batch's commit rights
+//! ([`BucketCatalog::claim`] → [`CommitRights`]), prepares it ([`CommitRights::prepare`] →
+//! [`Prepared`]), writes it, and finishes it ([`Prepared::finish`]). Rights or a prepared
+//! batch dropped on the way (an early return, a panic) abort the batch, so no writer waits on
+//! it forever and its bucket is not left prepared. Aborting fails every other unprepared batch
+//! of the bucket.
+
+use std::ops::Deref;
 
 use super::*;
-use crate::CommitRows;
+use crate::{CommitError, CommitRows};
 
-/// Where [`BucketCatalog::prepare`] puts a batch's rows.
+/// Where [`CommitRights::prepare`] puts a batch's rows.
 enum Rows<'t> {
     /// Into the prepared batch, copied.
     Copy,
@@ -12,46 +18,183 @@ enum Rows<'t> {
     Append(&'t mut CommitRows),
 }
 
-impl BucketCatalog {
-    /// Waits for a batch set aside by [`WriteBatch::claim_commit_rights`] to be committed or
-    /// aborted by its committer, counting `numWaits` when it is not done yet (SPEC ).
+/// The right to commit one write batch, won by [`BucketCatalog::claim`] (SPEC ).
+///
+/// Consumed by [`CommitRights::prepare`], [`CommitRights::prepare_into`] or
+/// [`CommitRights::abort`]. Dropped otherwise, it aborts the batch with
+/// [`CommitError::Abandoned`].
+#[must_use = "dropping commit rights aborts the batch"]
+pub struct CommitRights {
+    catalog: Arc<BucketCatalog>,
+    batch: Arc<WriteBatch>,
+    settled: bool,
+}
+
+impl CommitRights {
+    /// The batch these rights commit.
+    #[must_use]
+    pub fn batch(&self) -> &Arc<WriteBatch> {
+        &self.batch
+    }
+
+    /// Prepares the batch (SPEC ): waits while another batch of the bucket is
+    /// prepared (R-7.2.5, counting `numWaits`), then hands out the bucket's new control state
+    /// and a copy of the rows ([`PreparedBatch::columns`]).
     ///
     /// # Errors
-    /// The abort reason when the batch was aborted.
-    pub fn wait(&self, batch: &WriteBatch) -> Result<(), String> {
+    /// Why the batch cannot be committed (it was failed by an abort, or its bucket was
+    /// cleared or frozen meanwhile); the batch is then aborted with that error.
+    pub fn prepare(self) -> Result<Prepared, CommitError> {
+        self.prepare_rows(Rows::Copy)
+    }
+
+    /// As [`CommitRights::prepare`], appending the rows to `table` instead of copying them
+    /// into the prepared batch: a committer prepares all its batches into one table, the rows
+    /// of its log record.
+    ///
+    /// # Errors
+    /// As [`CommitRights::prepare`]; `table` is then unchanged.
+    pub fn prepare_into(self, table: &mut CommitRows) -> Result<Prepared, CommitError> {
+        self.prepare_rows(Rows::Append(table))
+    }
+
+    /// Gives the rights up: the batch and every other unprepared batch of its bucket fail
+    /// with `error` (SPEC ).
+    pub fn abort(mut self, error: CommitError) {
+        self.settled = true;
+        self.catalog.abort(&self.batch, error);
+    }
+
+    fn prepare_rows(mut self, rows: Rows<'_>) -> Result<Prepared, CommitError> {
+        self.settled = true;
+        match self.catalog.prepare(&self.batch, rows) {
+            Ok(batch) => Ok(Prepared {
+                catalog: Arc::clone(&self.catalog),
+                batch,
+                settled: false,
+            }),
+            Err(e) => {
+                self.catalog.abort(&self.batch, e.clone());
+                Err(e)
+            }
+        }
+    }
+}
+
+impl Drop for CommitRights {
+    fn drop(&mut self) {
+        if !self.settled {
+            self.catalog.abort(&self.batch, CommitError::Abandoned);
+        }
+    }
+}
+
+impl std::fmt::Debug for CommitRights {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CommitRights")
+            .field("batch", &self.batch)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A prepared batch (SPEC ): its rows and its bucket's new control state
+/// ([`PreparedBatch`], through `Deref`), to be written and then finished. It holds the
+/// catalog, so it may be finished on another thread than the one that prepared it.
+///
+/// While it lives, no other batch of the bucket is prepared. Consumed by
+/// [`Prepared::finish`] or [`Prepared::abort`]. Dropped otherwise, it aborts the batch with
+/// [`CommitError::Abandoned`].
+#[must_use = "dropping a prepared batch aborts it"]
+pub struct Prepared {
+    catalog: Arc<BucketCatalog>,
+    batch: PreparedBatch,
+    settled: bool,
+}
+
+impl Prepared {
+    /// Finishes the batch once it is written (SPEC ): fulfils it, counts it, and marks
+    /// the bucket idle or applies its deferred rollover. Returns buckets that left memory.
+    pub fn finish(mut self) -> Vec<ClosedBucket> {
+        self.settled = true;
+        self.catalog.finish(&self.batch)
+    }
+
+    /// Aborts the batch, which was not written (SPEC ): it and every other unprepared
+    /// batch of its bucket fail with `error`, and the bucket leaves the catalog.
+    pub fn abort(mut self, error: CommitError) {
+        self.settled = true;
+        self.catalog.abort(&self.batch.batch, error);
+    }
+
+    /// Appends the batch's rows to `table` (they stay in the bucket's columns until it is
+    /// finished); nothing when its bucket left the catalog.
+    pub fn append_rows(&self, table: &mut CommitRows) {
+        self.catalog.batch_rows(&self.batch, table);
+    }
+
+    /// The stored state a commit of this batch leaves when it is written as a segment with
+    /// its control record (what a [`BucketSource`] reads back to reopen the bucket, SPEC
+    /// §6.8): control min/max and count after the commit, the next segment number, not
+    /// closed. `None` once the bucket has left the catalog. The engine stores buckets from
+    /// [`crate::BucketPart`]s; this serves models of a store that writes every commit.
+    #[must_use]
+    pub fn stored_state(&self) -> Option<StoredBucket> {
+        self.catalog.stored_state(&self.batch)
+    }
+}
+
+impl Deref for Prepared {
+    type Target = PreparedBatch;
+
+    fn deref(&self) -> &PreparedBatch {
+        &self.batch
+    }
+}
+
+impl Drop for Prepared {
+    fn drop(&mut self) {
+        if !self.settled {
+            self.catalog
+                .abort(&self.batch.batch, CommitError::Abandoned);
+        }
+    }
+}
+
+impl std::fmt::Debug for Prepared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prepared")
+            .field("batch", &self.batch)
+            .finish_non_exhaustive()
+    }
+}
+
+impl BucketCatalog {
+    /// Claims the right to commit `batch` (SPEC ): exactly one caller ever gets
+    /// `Some`. A writer that gets `None` waits for the batch ([`BucketCatalog::wait`]). The
+    /// rights hold the catalog (one reference count) until they are settled.
+    pub fn claim(self: &Arc<Self>, batch: &Arc<WriteBatch>) -> Option<CommitRights> {
+        batch.claim_commit_rights().then(|| CommitRights {
+            catalog: Arc::clone(self),
+            batch: Arc::clone(batch),
+            settled: false,
+        })
+    }
+
+    /// Waits for a batch set aside by [`BucketCatalog::claim`] to be committed or aborted by
+    /// its committer, counting `numWaits` when it is not done yet (SPEC ).
+    ///
+    /// # Errors
+    /// Why the batch was aborted, when it was.
+    pub fn wait(&self, batch: &WriteBatch) -> Result<(), CommitError> {
         if !batch.is_finished() {
             ExecutionStats::bump(&self.stats.num_waits);
         }
         batch.wait()
     }
 
-    /// Prepares a batch for commit (SPEC ): waits while another batch of the bucket is
-    /// prepared, then hands out the bucket's new control state and a copy of the
-    /// rows ([`PreparedBatch::columns`]).
-    ///
-    /// # Errors
-    /// A message when the bucket was cleared or frozen meanwhile (the batch is then aborted).
-    pub fn prepare_commit(&self, batch: &Arc<WriteBatch>) -> Result<PreparedBatch, String> {
-        self.prepare(batch, Rows::Copy)
-    }
-
-    /// As [`BucketCatalog::prepare_commit`], appending the rows to `table` instead of copying
-    /// them into the prepared batch: a committer prepares all its batches into one table,
-    /// the rows of its log record.
-    ///
-    /// # Errors
-    /// As [`BucketCatalog::prepare_commit`]; `table` is then unchanged.
-    pub fn prepare_commit_to(
-        &self,
-        batch: &Arc<WriteBatch>,
-        table: &mut CommitRows,
-    ) -> Result<PreparedBatch, String> {
-        self.prepare(batch, Rows::Append(table))
-    }
-
     /// Appends the rows of prepared batch `p` (not finished yet) to `table`; nothing when its
     /// bucket left the catalog.
-    pub fn batch_rows(&self, p: &PreparedBatch, table: &mut CommitRows) {
+    fn batch_rows(&self, p: &PreparedBatch, table: &mut CommitRows) {
         let stripe = lock(&self.stripes[p.batch.stripe]);
         if let Some(bucket) = stripe.buckets.get(&p.bucket_id) {
             let from = (p.committed_before - bucket.rows_base) as usize;
@@ -59,16 +202,20 @@ impl BucketCatalog {
         }
     }
 
-    fn prepare(&self, batch: &Arc<WriteBatch>, rows_to: Rows<'_>) -> Result<PreparedBatch, String> {
+    fn prepare(
+        &self,
+        batch: &Arc<WriteBatch>,
+        rows_to: Rows<'_>,
+    ) -> Result<PreparedBatch, CommitError> {
         let mut stripe = lock(&self.stripes[batch.stripe]);
         loop {
             // A batch failed by an abort (of its bucket, by another writer) is never
             // committed.
-            if let Some(reason) = batch.failure() {
-                return Err(reason);
+            if let Some(error) = batch.failure() {
+                return Err(error);
             }
             let Some(bucket) = stripe.buckets.get(&batch.bucket_id) else {
-                return Err("bucket was cleared from the catalog".to_owned());
+                return Err(CommitError::BucketCleared);
             };
             if !bucket.prepared {
                 break;
@@ -79,10 +226,12 @@ impl BucketCatalog {
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
         }
         let Some(bucket) = stripe.buckets.get_mut(&batch.bucket_id) else {
-            return Err("bucket was cleared from the catalog".to_owned());
+            return Err(CommitError::BucketCleared);
         };
-        if bucket.state != BucketState::Normal {
-            return Err("bucket was cleared or frozen".to_owned());
+        match bucket.state {
+            BucketState::Normal => {}
+            BucketState::Frozen => return Err(CommitError::Frozen),
+            BucketState::Cleared => return Err(CommitError::BucketCleared),
         }
         if bucket
             .active
@@ -127,12 +276,8 @@ impl BucketCatalog {
         })
     }
 
-    /// The stored state a commit of `p` leaves when it is written as a segment with its
-    /// control record (what a [`BucketSource`] reads back to reopen the bucket, SPEC §6.8):
-    /// control min/max and count after the commit, the next segment number, not closed.
-    /// `None` once the bucket has left the catalog. The engine stores buckets from
-    /// [`crate::BucketPart`]s; this serves models of a store that writes every commit.
-    pub fn stored_state(&self, p: &PreparedBatch) -> Option<StoredBucket> {
+    /// See [`Prepared::stored_state`].
+    fn stored_state(&self, p: &PreparedBatch) -> Option<StoredBucket> {
         let stripe = lock(&self.stripes[p.batch.stripe]);
         let bucket = stripe.buckets.get(&p.bucket_id)?;
         let (min, max) = bucket.control_min_max();
@@ -152,9 +297,8 @@ impl BucketCatalog {
         })
     }
 
-    /// Finishes a committed batch (SPEC ): fulfils it, counts it, and marks the bucket
-    /// idle or applies its deferred rollover. Returns buckets that left memory.
-    pub fn finish(&self, prepared: &PreparedBatch) -> Vec<ClosedBucket> {
+    /// See [`Prepared::finish`].
+    fn finish(&self, prepared: &PreparedBatch) -> Vec<ClosedBucket> {
         let batch = &prepared.batch;
         let mut closed = Vec::new();
         let mut stripe = lock(&self.stripes[batch.stripe]);
@@ -215,7 +359,7 @@ impl BucketCatalog {
     /// if no batch of it is prepared or the aborted batch is the prepared one; if another
     /// writer's batch is prepared, the bucket is marked cleared (no series finds it, no
     /// insert goes to it) and leaves when that batch finishes.
-    pub fn abort(&self, batch: &Arc<WriteBatch>, reason: &str) {
+    fn abort(&self, batch: &Arc<WriteBatch>, error: CommitError) {
         let mut stripe = lock(&self.stripes[batch.stripe]);
         let prepared_by_other = stripe
             .buckets
@@ -224,17 +368,17 @@ impl BucketCatalog {
         self.clear_bucket(
             &mut stripe,
             &batch.bucket_id,
-            reason,
+            &error,
             prepared_by_other,
             BucketState::Cleared,
         );
         drop(stripe);
         self.stripe_cv[batch.stripe].notify_all();
         self.release_staged(batch);
-        batch.fulfil(Err(reason.to_owned()));
+        batch.fulfil(Err(error));
     }
 
-    /// Takes a bucket out of the catalog: its unprepared batch fails with `reason` (its
+    /// Takes a bucket out of the catalog: its unprepared batch fails with `error` (its
     /// writers retry, SPEC ). With `keep_prepared` (another writer's batch of it is
     /// prepared) the bucket is only marked `state` and detached from its series, and leaves
     /// when that batch finishes; otherwise it is removed now.
@@ -242,7 +386,7 @@ impl BucketCatalog {
         &self,
         stripe: &mut Stripe,
         id: &BucketId,
-        reason: &str,
+        error: &CommitError,
         keep_prepared: bool,
         state: BucketState,
     ) {
@@ -257,7 +401,7 @@ impl BucketCatalog {
                 .rows
                 .truncate(bucket.count.saturating_sub(bucket.rows_base) as usize);
             self.release_staged(&active);
-            active.fulfil(Err(reason.to_owned()));
+            active.fulfil(Err(error.clone()));
         }
         if !keep_prepared {
             self.remove_bucket(stripe, id);

@@ -3,6 +3,7 @@
 //! failed to encode is frozen (§6.10).
 
 use super::*;
+use crate::CommitError;
 
 impl BucketCatalog {
     /// Registers a direct write on bucket `id` of series `key` (an update, delete or TTL
@@ -24,7 +25,7 @@ impl BucketCatalog {
         self.clear_bucket(
             &mut stripe,
             id,
-            "bucket was cleared by a direct write",
+            &CommitError::DirectWrite,
             false,
             BucketState::Cleared,
         );
@@ -60,7 +61,7 @@ impl BucketCatalog {
         self.clear_bucket(
             &mut stripe,
             id,
-            "bucket is frozen",
+            &CommitError::Frozen,
             prepared,
             BucketState::Frozen,
         );

@@ -58,7 +58,7 @@ impl BucketCatalog {
             for id in ids {
                 if let Some(active) = stripe.buckets.get_mut(&id).and_then(|b| b.active.take()) {
                     self.release_staged(&active);
-                    active.fulfil(Err("the collection was dropped".to_owned()));
+                    active.fulfil(Err(crate::CommitError::CollectionDropped));
                 }
                 if let Some(b) = self.remove_bucket(&mut stripe, &id) {
                     closed.push(ClosedBucket::of(b, RolloverAction::HardClose));

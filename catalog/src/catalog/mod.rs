@@ -8,7 +8,7 @@
 //! | `runs.rs` | staging columnar rows: runs appended to an open bucket column by column |
 //! | `reopening.rs` | archived records and reopening (archive-based and query-based) |
 //! | `expiry.rs` | idle expiry under memory pressure; emptying the catalog |
-//! | `commit.rs` | waiting, preparing, finishing and aborting batches (commit rights) |
+//! | `commit.rs` | the commit protocol: commit rights, prepared batches, finishing, aborting |
 //! | `direct.rs` | direct writes (deletes, meta updates, TTL) and frozen buckets |
 //! | `storing.rs` | rows leaving for storage: parts of open buckets and of buckets leaving memory |
 
@@ -38,6 +38,7 @@ mod reopening;
 mod runs;
 mod storing;
 
+pub use commit::{CommitRights, Prepared};
 pub use storing::BucketPart;
 
 /// Number of independent lock stripes (SPEC §0).

@@ -2,6 +2,8 @@
 //! field `t`, a 1-hour span and minute rounding (granularity seconds), and a storage double
 //! whose reopening query finds one given bucket.
 
+use std::sync::Arc;
+
 use bson::{Bson, DateTime, Document, doc};
 use tscoll_catalog::{
     BucketCatalog, BucketId, BucketKey, BucketSource, BucketingSpec, CatalogOptions, QueryOutcome,
@@ -14,8 +16,8 @@ pub(crate) const HOUR: i64 = 3_600_000;
 pub(crate) const T0: i64 = 1000 * HOUR;
 
 /// A catalog with default parameters, span 1 h, rounding 1 min.
-pub(crate) fn catalog() -> BucketCatalog {
-    BucketCatalog::new(
+pub(crate) fn catalog() -> Arc<BucketCatalog> {
+    Arc::new(BucketCatalog::new(
         BucketingSpec {
             time_field: "t".to_owned(),
             meta_field: Some("m".to_owned()),
@@ -23,7 +25,7 @@ pub(crate) fn catalog() -> BucketCatalog {
             rounding_ms: 60_000,
         },
         CatalogOptions::default(),
-    )
+    ))
 }
 
 /// The series `m: "s"`.
