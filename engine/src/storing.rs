@@ -14,23 +14,77 @@ use crate::control::Control;
 use crate::error::{Error, Result};
 use crate::storage::wal::{LogEntry, LogRecord, RecordKind, encode_table};
 
+/// Blobs of buckets new to the store that, leaving memory together, reach this many bytes are
+/// written straight into a table of the data keyspace (fjall's ingestion, one table for all
+/// of them) instead of through fjall's journal: the write-ahead log already holds their rows,
+/// so a journal copy would only add bytes written and, after `close`, bytes kept (fjall keeps
+/// its active journal file until it passes 64 MB). Smaller groups go through the journal, so
+/// a bucket closing alone does not make a table of its own (docs/BENCHMARKS.md).
+pub(crate) const INGEST_MIN_BYTES: usize = 128 * 1024;
+
+/// Where a part's blob comes from when it is stored.
+enum Blob {
+    /// Encode it from the part's columns.
+    Encode,
+    /// Encoded already: write it with the control record.
+    Encoded(Vec<u8>),
+    /// Written already, by an ingestion: only the control record and index entries remain.
+    Ingested,
+}
+
 impl CollectionInner {
     /// Stores the rows of buckets that left memory (each under its bucket's merge lock).
-    /// A part that fails to store goes back to the catalog's queue, to be stored by the next
-    /// writer or the next checkpoint.
+    /// Buckets new to the store, stored whole, have their blobs ingested into one table when
+    /// they reach [`INGEST_MIN_BYTES`]. Parts that fail to store go back to the catalog's
+    /// queue, to be stored by the next writer or the next checkpoint.
     ///
     /// # Errors
     /// The first failure ([`Error::Storage`], [`Error::Codec`]).
     pub(crate) fn store_leaving(&self) -> Result<()> {
-        let mut parts = self.catalog.take_leaving().into_iter();
-        while let Some(part) = parts.next() {
+        let (fresh, others): (Vec<BucketPart>, Vec<BucketPart>) = self
+            .catalog
+            .take_leaving()
+            .into_iter()
+            .partition(is_fresh_whole);
+        let mut queue: Vec<(BucketPart, Blob)> = Vec::with_capacity(fresh.len() + others.len());
+        let mut fresh = fresh.into_iter();
+        let mut blobs = Vec::with_capacity(fresh.len());
+        while let Some(part) = fresh.next() {
+            match encode_part(&part) {
+                Ok(blob) => blobs.push((part, blob)),
+                Err(e) => {
+                    let mut back: Vec<BucketPart> = blobs.into_iter().map(|(p, _)| p).collect();
+                    back.push(part);
+                    back.extend(fresh);
+                    back.extend(others);
+                    self.catalog.return_leaving(back);
+                    return Err(e);
+                }
+            }
+        }
+        let fresh_bytes: usize = blobs.iter().map(|(_, b)| b.len()).sum();
+        if fresh_bytes >= INGEST_MIN_BYTES {
+            let segments = blobs.iter().map(|(p, b)| (p.id, p.segment_no, &b[..]));
+            if let Err(e) = self.store.ingest_segments(segments) {
+                let mut back: Vec<BucketPart> = blobs.into_iter().map(|(p, _)| p).collect();
+                back.extend(others);
+                self.catalog.return_leaving(back);
+                return Err(e);
+            }
+            queue.extend(blobs.into_iter().map(|(p, _)| (p, Blob::Ingested)));
+        } else {
+            queue.extend(blobs.into_iter().map(|(p, b)| (p, Blob::Encoded(b))));
+        }
+        queue.extend(others.into_iter().map(|p| (p, Blob::Encode)));
+        let mut queue = queue.into_iter();
+        while let Some((part, blob)) = queue.next() {
             let stored = {
                 let _serialized = self.merge_lock(&part.id);
-                self.store_part_locked(&part)
+                self.store_part_blob_locked(&part, blob)
             };
             if let Err(e) = stored {
                 let mut back = vec![part];
-                back.extend(parts);
+                back.extend(queue.map(|(p, _)| p));
                 self.catalog.return_leaving(back);
                 return Err(e);
             }
@@ -69,6 +123,12 @@ impl CollectionInner {
     /// part of a bucket with earlier segments is then merged with them. The caller holds the
     /// bucket's merge lock.
     pub(crate) fn store_part_locked(&self, part: &BucketPart) -> Result<()> {
+        self.store_part_blob_locked(part, Blob::Encode)
+    }
+
+    /// [`CollectionInner::store_part_locked`] with the part's blob encoded or ingested
+    /// already.
+    fn store_part_blob_locked(&self, part: &BucketPart, blob: Blob) -> Result<()> {
         let secondary = self.has_secondary_indexes();
         let previous = if part.stored_before == 0 || !secondary {
             None
@@ -77,17 +137,22 @@ impl CollectionInner {
         };
         let control = Control::of_part(part);
         let mut wb = self.fjall.batch();
-        if part.first_row == 0 {
+        // An ingested blob is the bucket's only segment already.
+        if part.first_row == 0 && !matches!(blob, Blob::Ingested) {
             for seg in self.store.segment_numbers(&part.id)? {
                 self.store.remove_segment(&mut wb, &part.id, seg);
             }
         }
         if part.rows > 0 {
-            let refs: Vec<(&str, &Column)> =
-                part.columns.iter().map(|(n, c)| (n.as_str(), c)).collect();
-            let blob = encode_bucket(part.rows, &refs)?;
-            self.store
-                .put_segment(&mut wb, &part.id, part.segment_no, blob);
+            let blob = match blob {
+                Blob::Encode => Some(encode_part(part)?),
+                Blob::Encoded(blob) => Some(blob),
+                Blob::Ingested => None,
+            };
+            if let Some(blob) = blob {
+                self.store
+                    .put_segment(&mut wb, &part.id, part.segment_no, blob);
+            }
             self.store.put_control(&mut wb, &part.id, control.encode());
         }
         if part.stored_before == 0 {
@@ -236,4 +301,17 @@ impl CollectionInner {
             Ok(())
         }
     }
+}
+
+/// Whether `part` is a whole bucket new to the store (no segment, control record or index
+/// entry stored before): its blob may be ingested ahead of its control record, which alone
+/// makes it visible.
+fn is_fresh_whole(part: &BucketPart) -> bool {
+    part.stored_before == 0 && part.first_row == 0 && part.segment_no == 0 && part.rows > 0
+}
+
+/// The blob of a part's rows.
+fn encode_part(part: &BucketPart) -> Result<Vec<u8>> {
+    let refs: Vec<(&str, &Column)> = part.columns.iter().map(|(n, c)| (n.as_str(), c)).collect();
+    Ok(encode_bucket(part.rows, &refs)?)
 }

@@ -282,6 +282,38 @@ impl BucketStore {
         wb.insert(&self.data, data_key(id, segment), blob);
     }
 
+    /// Writes segments straight into one new table of the data keyspace, bypassing fjall's
+    /// journal (fjall's ingestion; the table is synced before this returns). For blobs whose
+    /// control records are written after them: until then no index entry or control record
+    /// leads a read to them. A segment ingested again replaces the earlier one.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when fjall fails; nothing is visible then.
+    pub(crate) fn ingest_segments<'b>(
+        &self,
+        segments: impl IntoIterator<Item = (BucketId, u32, &'b [u8])>,
+    ) -> Result<()> {
+        let mut keyed: Vec<([u8; 16], &[u8])> = segments
+            .into_iter()
+            .map(|(id, segment, blob)| (data_key(&id, segment), blob))
+            .collect();
+        // fjall's ingestion takes keys in strictly increasing order (it panics otherwise).
+        keyed.sort_unstable_by_key(|k| k.0);
+        keyed.dedup_by(|a, b| a.0 == b.0);
+        let mut ingestion = self
+            .data
+            .start_ingestion()
+            .map_err(Error::storage("starting an ingestion of bucket segments"))?;
+        for (key, blob) in keyed {
+            ingestion
+                .write(key, blob)
+                .map_err(Error::storage("ingesting bucket segments"))?;
+        }
+        ingestion
+            .finish()
+            .map_err(Error::storage("ingesting bucket segments"))
+    }
+
     /// Adds the removal of a segment to `wb`.
     pub(crate) fn remove_segment(&self, wb: &mut OwnedWriteBatch, id: &BucketId, segment: u32) {
         wb.remove(&self.data, data_key(id, segment));
