@@ -26,6 +26,10 @@ struct Cli {
     /// (recovery after a crash replays at most about this much).
     #[arg(long, global = true, value_name = "BYTES", default_value_t = 64 << 20)]
     checkpoint_bytes: u64,
+    /// Bytes of blobs that buckets leaving memory together must reach to be written straight
+    /// into a table rather than through fjall's journal (0: always; a huge value: never).
+    #[arg(long, global = true, value_name = "BYTES", default_value_t = 128 << 10)]
+    ingest_min_bytes: u64,
     /// The command to run.
     #[command(subcommand)]
     command: Command,
@@ -73,7 +77,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     cmd::set_recover(cli.recover);
-    cmd::set_checkpoint_bytes(cli.checkpoint_bytes);
+    cmd::set_log_options(cli.checkpoint_bytes, cli.ingest_min_bytes);
     let result = match cli.command {
         Command::Create(args) => cmd::create::run(&args),
         Command::Ingest(args) => cmd::ingest::run(&args),

@@ -13,8 +13,10 @@
 //!
 //! The next round continues the same series with new measurements, so buckets left open by
 //! the killed process are reopened (SPEC §6.8) and continued by the next one. The kill delay
-//! varies (20–400 ms) so kills land at startup, during commits and during merges. A last
-//! round runs to completion and shuts down cleanly.
+//! varies (20–400 ms) so kills land at startup, during commits and during merges; every other
+//! child writes the blobs of buckets leaving memory straight into tables before their control
+//! records (`--ingest-min-bytes 0`), so kills land between the two as well. A last round runs
+//! to completion and shuts down cleanly.
 //!
 //! `TSCOLL_CRASH_SEED` and `TSCOLL_CRASH_ROUNDS` override the seed and the number of kills.
 
@@ -138,6 +140,14 @@ struct Outcome {
 /// Runs one child ingest of the measurements from id `start` on, fed through its stdin, and
 /// kills it after `delay`; without a delay, feeds [`FINAL_LINES`] and lets it finish.
 fn run_child(db: &Path, start: i64, delay: Option<Duration>, model: &mut Model) -> Outcome {
+    // Every other child ingests the blobs of buckets leaving memory straight into tables,
+    // whatever their size (`--ingest-min-bytes 0`): kills also land between such an
+    // ingestion and the control records that make its blobs visible.
+    let ingest_min_bytes = if model.round_starts.len().is_multiple_of(2) {
+        "0"
+    } else {
+        "131072"
+    };
     let mut child = Command::new(env!("CARGO_BIN_EXE_tscoll"))
         .arg("ingest")
         .arg("--db")
@@ -149,6 +159,7 @@ fn run_child(db: &Path, start: i64, delay: Option<Duration>, model: &mut Model) 
         // A checkpoint of the write-ahead log every few calls: kills also land inside
         // checkpoints (and the buckets they store).
         .args(["--checkpoint-bytes", "4096"])
+        .args(["--ingest-min-bytes", ingest_min_bytes])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -37,6 +37,12 @@ pub struct LogOptions {
     /// Age of the last checkpoint that triggers the next one, when something was logged since.
     /// Default 5 minutes.
     pub checkpoint_interval: std::time::Duration,
+    /// Bytes of blobs that buckets leaving memory together, new to the store, must reach to
+    /// be written straight into a table instead of through fjall's journal (the log holds
+    /// their rows until a checkpoint; `docs/durability.md`, "What storing a bucket writes").
+    /// Default 128 KiB: fewer would make small tables; `0` ingests every such group,
+    /// `u64::MAX` none.
+    pub ingest_min_bytes: u64,
 }
 
 impl Default for LogOptions {
@@ -44,6 +50,7 @@ impl Default for LogOptions {
         LogOptions {
             checkpoint_bytes: 64 << 20,
             checkpoint_interval: std::time::Duration::from_secs(300),
+            ingest_min_bytes: 128 << 10,
         }
     }
 }

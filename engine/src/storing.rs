@@ -14,14 +14,6 @@ use crate::control::Control;
 use crate::error::{Error, Result};
 use crate::storage::wal::{LogEntry, LogRecord, RecordKind, encode_table};
 
-/// Blobs of buckets new to the store that, leaving memory together, reach this many bytes are
-/// written straight into a table of the data keyspace (fjall's ingestion, one table for all
-/// of them) instead of through fjall's journal: the write-ahead log already holds their rows,
-/// so a journal copy would only add bytes written and, after `close`, bytes kept (fjall keeps
-/// its active journal file until it passes 64 MB). Smaller groups go through the journal, so
-/// a bucket closing alone does not make a table of its own (docs/BENCHMARKS.md).
-pub(crate) const INGEST_MIN_BYTES: usize = 128 * 1024;
-
 /// Where a part's blob comes from when it is stored.
 enum Blob {
     /// Encode it from the part's columns.
@@ -34,9 +26,13 @@ enum Blob {
 
 impl CollectionInner {
     /// Stores the rows of buckets that left memory (each under its bucket's merge lock).
-    /// Buckets new to the store, stored whole, have their blobs ingested into one table when
-    /// they reach [`INGEST_MIN_BYTES`]. Parts that fail to store go back to the catalog's
-    /// queue, to be stored by the next writer or the next checkpoint.
+    /// Buckets new to the store, stored whole, have their blobs ingested into one table (fjall's
+    /// ingestion, no journal copy: the log already holds their rows) when together they reach
+    /// [`crate::LogOptions::ingest_min_bytes`]; smaller groups go through the journal, so a
+    /// bucket closing alone does not make a table of its own. Control records and index
+    /// entries, which make a blob visible, always go through the journal, after the blobs.
+    /// Parts that fail to store go back to the catalog's queue, to be stored by the next
+    /// writer or the next checkpoint.
     ///
     /// # Errors
     /// The first failure ([`Error::Storage`], [`Error::Codec`]).
@@ -62,8 +58,8 @@ impl CollectionInner {
                 }
             }
         }
-        let fresh_bytes: usize = blobs.iter().map(|(_, b)| b.len()).sum();
-        if fresh_bytes >= INGEST_MIN_BYTES {
+        let fresh_bytes: u64 = blobs.iter().map(|(_, b)| b.len() as u64).sum();
+        if !blobs.is_empty() && fresh_bytes >= self.log_options.ingest_min_bytes {
             let segments = blobs.iter().map(|(p, b)| (p.id, p.segment_no, &b[..]));
             if let Err(e) = self.store.ingest_segments(segments) {
                 let mut back: Vec<BucketPart> = blobs.into_iter().map(|(p, _)| p).collect();

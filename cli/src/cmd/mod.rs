@@ -81,17 +81,23 @@ pub(crate) fn set_recover(on: bool) {
 
 /// The global `--checkpoint-bytes` (bytes logged between checkpoints of a collection's log).
 static CHECKPOINT_BYTES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(64 << 20);
+/// The global `--ingest-min-bytes` ([`LogOptions::ingest_min_bytes`]).
+static INGEST_MIN_BYTES: std::sync::atomic::AtomicU64 =
+    std::sync::atomic::AtomicU64::new(128 << 10);
 
-/// Sets the global `--checkpoint-bytes` (from `main`).
-pub(crate) fn set_checkpoint_bytes(bytes: u64) {
-    CHECKPOINT_BYTES.store(bytes, std::sync::atomic::Ordering::Relaxed);
+/// Sets the global `--checkpoint-bytes` and `--ingest-min-bytes` (from `main`).
+pub(crate) fn set_log_options(checkpoint_bytes: u64, ingest_min_bytes: u64) {
+    CHECKPOINT_BYTES.store(checkpoint_bytes, std::sync::atomic::Ordering::Relaxed);
+    INGEST_MIN_BYTES.store(ingest_min_bytes, std::sync::atomic::Ordering::Relaxed);
 }
 
-/// The options databases are opened with: the defaults, with `--checkpoint-bytes`.
+/// The options databases are opened with: the defaults, with `--checkpoint-bytes` and
+/// `--ingest-min-bytes`.
 pub(crate) fn db_options() -> DatabaseOptions {
     DatabaseOptions {
         log: LogOptions {
             checkpoint_bytes: CHECKPOINT_BYTES.load(std::sync::atomic::Ordering::Relaxed),
+            ingest_min_bytes: INGEST_MIN_BYTES.load(std::sync::atomic::Ordering::Relaxed),
             ..LogOptions::default()
         },
         ..DatabaseOptions::default()
