@@ -28,9 +28,9 @@ impl CollectionInner {
     /// Stores the rows of buckets that left memory (each under its bucket's merge lock).
     /// Buckets new to the store, stored whole, have their blobs ingested into one table (fjall's
     /// ingestion, no journal copy: the log already holds their rows) when together they reach
-    /// [`crate::LogOptions::ingest_min_bytes`]; smaller groups go through the journal, so a
-    /// bucket closing alone does not make a table of its own. Control records and index
-    /// entries, which make a blob visible, always go through the journal, after the blobs.
+    /// [`crate::LogOptions::ingest_min_bytes`], and so are their index entries and control
+    /// records ([`CollectionInner::ingest_fresh`]); smaller groups go through the journal, so
+    /// a bucket closing alone does not make a table of its own.
     /// Parts that fail to store go back to the catalog's queue, to be stored by the next
     /// writer or the next checkpoint.
     ///
@@ -60,14 +60,20 @@ impl CollectionInner {
         }
         let fresh_bytes: u64 = blobs.iter().map(|(_, b)| b.len() as u64).sum();
         if !blobs.is_empty() && fresh_bytes >= self.log_options.ingest_min_bytes {
-            let segments = blobs.iter().map(|(p, b)| (p.id, p.segment_no, &b[..]));
-            if let Err(e) = self.store.ingest_segments(segments) {
+            let whole = !self.has_secondary_indexes();
+            if let Err(e) = self.ingest_fresh(&blobs, whole) {
                 let mut back: Vec<BucketPart> = blobs.into_iter().map(|(p, _)| p).collect();
                 back.extend(others);
                 self.catalog.return_leaving(back);
                 return Err(e);
             }
-            queue.extend(blobs.into_iter().map(|(p, _)| (p, Blob::Ingested)));
+            if whole {
+                for (part, _) in &blobs {
+                    self.catalog.stored(&part.key, &part.id);
+                }
+            } else {
+                queue.extend(blobs.into_iter().map(|(p, _)| (p, Blob::Ingested)));
+            }
         } else {
             queue.extend(blobs.into_iter().map(|(p, b)| (p, Blob::Encoded(b))));
         }
@@ -85,6 +91,31 @@ impl CollectionInner {
                 return Err(e);
             }
             self.catalog.stored(&part.key, &part.id);
+        }
+        Ok(())
+    }
+
+    /// Ingests the blobs of buckets new to the store (`fresh`, whole) into one table of the
+    /// data keyspace; with `whole`, also their index entries and then their control records,
+    /// each into one table, so that nothing of them goes through fjall's journal. Control
+    /// records come last: they make the buckets visible (reads skip an index entry whose
+    /// bucket has no control record). A crash on the way leaves what recovery writes again
+    /// from the log, under the same keys. Without `whole` (the collection has secondary
+    /// indexes), the control records and index entries are then written in batches.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when fjall fails.
+    fn ingest_fresh(&self, fresh: &[(BucketPart, Vec<u8>)], whole: bool) -> Result<()> {
+        let segments = fresh.iter().map(|(p, b)| (p.id, p.segment_no, &b[..]));
+        self.store.ingest_segments(segments)?;
+        if whole {
+            let entries = fresh.iter().map(|(p, _)| (&*p.key, p.min_time, p.id));
+            self.store.ingest_index_entries(entries)?;
+            let controls = fresh
+                .iter()
+                .map(|(p, _)| (p.id, Control::of_part(p).encode()))
+                .collect();
+            self.store.ingest_controls(controls)?;
         }
         Ok(())
     }

@@ -18,6 +18,8 @@
 pub(crate) mod keys;
 pub(crate) mod wal;
 
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::ops::RangeBounds;
 
 use fjall::{Keyspace, KeyspaceCreateOptions, OwnedWriteBatch, Slice};
@@ -293,25 +295,54 @@ impl BucketStore {
         &self,
         segments: impl IntoIterator<Item = (BucketId, u32, &'b [u8])>,
     ) -> Result<()> {
-        let mut keyed: Vec<([u8; 16], &[u8])> = segments
+        let items = segments
             .into_iter()
-            .map(|(id, segment, blob)| (data_key(&id, segment), blob))
-            .collect();
-        // fjall's ingestion takes keys in strictly increasing order (it panics otherwise).
-        keyed.sort_unstable_by_key(|k| k.0);
-        keyed.dedup_by(|a, b| a.0 == b.0);
-        let mut ingestion = self
-            .data
-            .start_ingestion()
-            .map_err(Error::storage("starting an ingestion of bucket segments"))?;
-        for (key, blob) in keyed {
-            ingestion
-                .write(key, blob)
-                .map_err(Error::storage("ingesting bucket segments"))?;
+            .map(|(id, segment, blob)| (data_key(&id, segment).to_vec(), blob.to_vec()));
+        ingest(&self.data, items.collect(), "ingesting bucket segments")
+    }
+
+    /// As [`BucketStore::ingest_segments`] for control records: written last, they make the
+    /// buckets visible.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when fjall fails.
+    pub(crate) fn ingest_controls(&self, controls: Vec<(BucketId, Vec<u8>)>) -> Result<()> {
+        let items = controls.into_iter().map(|(id, c)| (id.to_vec(), c));
+        ingest(&self.ctl, items.collect(), "ingesting control records")
+    }
+
+    /// As [`BucketStore::ingest_segments`] for the index entries of buckets new to the store
+    /// (`(series, min time, id)`), with a collision marker for each meta hash that another
+    /// series uses, in the store or among these buckets. Reads skip an entry whose bucket
+    /// has no control record yet.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when fjall fails.
+    pub(crate) fn ingest_index_entries<'k>(
+        &self,
+        entries: impl IntoIterator<Item = (&'k BucketKey, i64, BucketId)>,
+    ) -> Result<()> {
+        // The series first met under each hash: the store's, else the first of these.
+        let mut first_of_hash: HashMap<u64, Option<Vec<u8>>> = HashMap::new();
+        let mut items = Vec::new();
+        for (key, min_time, id) in entries {
+            let first = match first_of_hash.entry(key.hash) {
+                Entry::Occupied(o) => o.into_mut(),
+                Entry::Vacant(v) => v.insert(self.first_series_of_hash(key.hash)?),
+            };
+            match first {
+                Some(bytes) if *bytes != key.bytes => {
+                    items.push((collision_marker_key(key.hash).to_vec(), Vec::new()));
+                }
+                Some(_) => {}
+                None => *first = Some(key.bytes.clone()),
+            }
+            items.push((
+                index_key(key.hash, min_time, &id).to_vec(),
+                key.bytes.clone(),
+            ));
         }
-        ingestion
-            .finish()
-            .map_err(Error::storage("ingesting bucket segments"))
+        ingest(&self.idx, items, "ingesting index entries")
     }
 
     /// Adds the removal of a segment to `wb`.
@@ -385,17 +416,7 @@ impl BucketStore {
         min_time: i64,
         id: &BucketId,
     ) -> Result<()> {
-        let prefix = key.hash.to_be_bytes();
-        let first = self
-            .idx
-            .prefix(prefix)
-            .find_map(|item| match item.into_inner() {
-                Ok((k, v)) if k.len() > prefix.len() => Some(Ok(v)),
-                Ok(_) => None,
-                Err(e) => Some(Err(e)),
-            })
-            .transpose()
-            .map_err(Error::storage("reading the meta+time index"))?;
+        let first = self.first_series_of_hash(key.hash)?;
         if first.is_some_and(|v| v[..] != key.bytes[..]) {
             wb.insert(&self.idx, collision_marker_key(key.hash), []);
         }
@@ -405,6 +426,20 @@ impl BucketStore {
             key.bytes.clone(),
         );
         Ok(())
+    }
+
+    /// The normalized meta bytes of the first index entry under meta hash `hash`, if any.
+    fn first_series_of_hash(&self, hash: u64) -> Result<Option<Vec<u8>>> {
+        let prefix = hash.to_be_bytes();
+        self.idx
+            .prefix(prefix)
+            .find_map(|item| match item.into_inner() {
+                Ok((k, v)) if k.len() > prefix.len() => Some(Ok(v.to_vec())),
+                Ok(_) => None,
+                Err(e) => Some(Err(e)),
+            })
+            .transpose()
+            .map_err(Error::storage("reading the meta+time index"))
     }
 
     /// The series key a stored bucket's index entry holds (`min_time` and `hash` from its
@@ -481,6 +516,28 @@ fn index_item(item: fjall::Guard) -> Option<Result<IndexItem>> {
         }),
         Err(e) => Some(Err(Error::storage("scanning the meta+time index")(e))),
     }
+}
+
+/// Writes `items` straight into one new table of `ks` (fjall's ingestion, no journal; synced
+/// before this returns). fjall takes keys in strictly increasing order (it panics
+/// otherwise), so they are sorted, and of equal keys the last is kept.
+fn ingest(ks: &Keyspace, mut items: Vec<(Vec<u8>, Vec<u8>)>, context: &'static str) -> Result<()> {
+    if items.is_empty() {
+        return Ok(());
+    }
+    // Stable: of equal keys, the later one stays last, and is the one kept.
+    items.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut ingestion = ks.start_ingestion().map_err(Error::storage(context))?;
+    let mut items = items.into_iter().peekable();
+    while let Some((key, value)) = items.next() {
+        if items.peek().is_some_and(|(next, _)| *next == key) {
+            continue;
+        }
+        ingestion
+            .write(key, value)
+            .map_err(Error::storage(context))?;
+    }
+    ingestion.finish().map_err(Error::storage(context))
 }
 
 /// The bytes the keys and values of a keyspace take.
