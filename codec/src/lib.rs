@@ -45,7 +45,7 @@ mod range_coder;
 mod rans;
 mod reader;
 mod types;
-mod varint;
+pub mod varint;
 mod zigzag;
 mod zstd_pass;
 

@@ -83,24 +83,7 @@ impl<'a> Reader<'a> {
 
     /// Reads an unsigned LEB128 varint (at most 10 bytes, no bits beyond 64).
     pub(crate) fn varint(&mut self) -> Result<u64> {
-        let mut v = 0u64;
-        for i in 0..10u32 {
-            let Some((&b, tail)) = self.buf.split_first() else {
-                return Err(Error::Truncated {
-                    needed: 1,
-                    available: 0,
-                });
-            };
-            self.buf = tail;
-            if i == 9 && b > 1 {
-                return Err(Error::Corruption("varint overflows 64 bits".to_owned()));
-            }
-            v |= u64::from(b & 0x7F) << (7 * i);
-            if b & 0x80 == 0 {
-                return Ok(v);
-            }
-        }
-        Err(Error::Corruption("varint longer than 10 bytes".to_owned()))
+        crate::varint::take(&mut self.buf)
     }
 
     /// Reads a zigzag varint.

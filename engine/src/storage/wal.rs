@@ -5,11 +5,14 @@
 //!
 //! Files `<db>/wal/c<collection id>/<sequence, 20 digits>.log`, each a run of frames
 //! `u32 length | u64 xxh3 of the payload | payload` (little-endian). A payload is a
-//! [`LogRecord`]: a kind byte (1 commit, 2 checkpoint), a `u32` entry count, then per entry
-//! `bucket _id (12 bytes) | flags u8 (1: key follows, 2: sorted) | [u32 length | key bytes] |
-//! min time i64 | first row u32 | rows u32 | raw bytes u64 | size estimate u64`, then
-//! `u32 length | blob`: every entry's rows, entry after entry, as one table encoded by the
-//! codec (`docs/format.md`; a field an entry lacks is missing in its rows).
+//! [`LogRecord`]: a kind byte (3 commit, 4 checkpoint), a varint entry count, then per entry
+//! `flags u8 (1: key follows, 2: sorted) | shared u8 | the bucket _id's last 12 − shared
+//! bytes (the first ones are the previous entry's) | [varint length | key bytes] | zigzag
+//! varint min time − the previous entry's | varint first row | varint rows | varint raw bytes
+//! | varint size estimate`, then `varint length | blob`: every entry's rows, entry after entry,
+//! as one table encoded by the codec (`docs/format.md`; a field an entry lacks is missing in
+//! its rows). Kinds 1 and 2, the same fields at fixed widths (`docs/keys.md`), are still
+//! read.
 //!
 //! A frame cut short at the end of the last file is a write a crash interrupted: reading stops
 //! there. Anything else that does not parse is [`Error::Corruption`].
@@ -27,7 +30,7 @@ use std::time::Instant;
 use std::collections::HashMap;
 
 use tscoll_catalog::{BucketId, CommitRows};
-use tscoll_codec::{Column, encode_bucket};
+use tscoll_codec::{Column, encode_bucket, varint};
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::error::{Error, Result};
@@ -106,90 +109,176 @@ pub(crate) struct LogRecord {
 }
 
 impl LogRecord {
-    /// The payload bytes.
+    /// The payload bytes, in the compact layout (kind 3 or 4, see the module documentation).
     pub(crate) fn encode(&self) -> Vec<u8> {
         let size: usize = self
             .entries
             .iter()
-            .map(|e| 64 + e.key.as_ref().map_or(0, Vec::len))
+            .map(|e| 24 + e.key.as_ref().map_or(0, Vec::len))
             .sum();
-        let mut out = Vec::with_capacity(9 + size + self.rows.len());
-        out.push(self.kind as u8);
-        out.extend_from_slice(&len32(self.entries.len()).to_le_bytes());
+        let mut out = Vec::with_capacity(16 + size + self.rows.len());
+        out.push(match self.kind {
+            RecordKind::Commit => COMPACT_COMMIT,
+            RecordKind::Checkpoint => COMPACT_CHECKPOINT,
+        });
+        varint::put(&mut out, self.entries.len() as u64);
+        let mut previous_id = [0u8; 12];
+        let mut previous_min_time = 0i64;
         for e in &self.entries {
-            out.extend_from_slice(&e.id);
             out.push(u8::from(e.key.is_some()) | (u8::from(e.sorted) << 1));
+            let shared =
+                e.id.iter()
+                    .zip(&previous_id)
+                    .take_while(|(a, b)| a == b)
+                    .count();
+            #[expect(clippy::cast_possible_truncation, reason = "at most 12")]
+            out.push(shared as u8);
+            out.extend_from_slice(e.id.get(shared..).unwrap_or_default());
             if let Some(k) = &e.key {
-                out.extend_from_slice(&len32(k.len()).to_le_bytes());
+                varint::put(&mut out, k.len() as u64);
                 out.extend_from_slice(k);
             }
-            out.extend_from_slice(&e.min_time.to_le_bytes());
-            out.extend_from_slice(&e.first_row.to_le_bytes());
-            out.extend_from_slice(&e.rows.to_le_bytes());
-            out.extend_from_slice(&e.uncompressed_bytes.to_le_bytes());
-            out.extend_from_slice(&e.size_estimate.to_le_bytes());
+            varint::put_signed(&mut out, e.min_time.wrapping_sub(previous_min_time));
+            varint::put(&mut out, u64::from(e.first_row));
+            varint::put(&mut out, u64::from(e.rows));
+            varint::put(&mut out, e.uncompressed_bytes);
+            varint::put(&mut out, e.size_estimate);
+            previous_id = e.id;
+            previous_min_time = e.min_time;
         }
-        out.extend_from_slice(&len32(self.rows.len()).to_le_bytes());
+        varint::put(&mut out, self.rows.len() as u64);
         out.extend_from_slice(&self.rows);
         out
     }
 
-    /// Parses a payload.
+    /// Parses a payload, in either layout.
     ///
     /// # Errors
     /// A message naming what is wrong.
     pub(crate) fn decode(bytes: &[u8]) -> std::result::Result<LogRecord, String> {
         let mut r = Reader(bytes);
-        let kind = match r.u8()? {
-            1 => RecordKind::Commit,
-            2 => RecordKind::Checkpoint,
-            k => return Err(format!("unknown record kind {k}")),
-        };
-        let n = r.u32()? as usize;
-        // Every entry takes at least 45 bytes: a count beyond that is damage.
-        if n > r.0.len() / 45 {
-            return Err(format!("{n} entries cannot fit in {} bytes", r.0.len()));
+        match r.u8()? {
+            1 => decode_fixed(r, RecordKind::Commit),
+            2 => decode_fixed(r, RecordKind::Checkpoint),
+            COMPACT_COMMIT => decode_compact(r, RecordKind::Commit),
+            COMPACT_CHECKPOINT => decode_compact(r, RecordKind::Checkpoint),
+            k => Err(format!("unknown record kind {k}")),
         }
-        let mut entries = Vec::with_capacity(n);
-        for _ in 0..n {
-            let id: BucketId = r
-                .take(12)?
-                .try_into()
-                .map_err(|_| "short bucket id".to_owned())?;
-            let flags = r.u8()?;
-            let key = if flags & 1 == 1 {
-                let len = r.u32()? as usize;
-                Some(r.take(len)?.to_vec())
-            } else {
-                None
-            };
-            let min_time = r.i64()?;
-            let first_row = r.u32()?;
-            let rows = r.u32()?;
-            let uncompressed_bytes = r.u64()?;
-            let size_estimate = r.u64()?;
-            entries.push(LogEntry {
-                id,
-                key,
-                sorted: flags & 2 == 2,
-                min_time,
-                first_row,
-                rows,
-                uncompressed_bytes,
-                size_estimate,
-            });
-        }
-        let len = r.u32()? as usize;
-        let rows = r.take(len)?.to_vec();
-        if !r.0.is_empty() {
-            return Err(format!("{} bytes after the rows", r.0.len()));
-        }
-        Ok(LogRecord {
-            kind,
-            entries,
-            rows,
-        })
     }
+}
+
+/// Kind byte of a commit record in the compact layout.
+const COMPACT_COMMIT: u8 = 3;
+/// Kind byte of a checkpoint record in the compact layout.
+const COMPACT_CHECKPOINT: u8 = 4;
+
+/// The rest of a record in the compact layout (kinds 3 and 4).
+fn decode_compact(mut r: Reader<'_>, kind: RecordKind) -> std::result::Result<LogRecord, String> {
+    let n = r.varint()?;
+    // Every entry takes at least 7 bytes: a count beyond that is damage.
+    if n > (r.0.len() / 7) as u64 {
+        return Err(format!("{n} entries cannot fit in {} bytes", r.0.len()));
+    }
+    #[expect(
+        clippy::cast_possible_truncation,
+        reason = "bounded by the bytes above"
+    )]
+    let mut entries = Vec::with_capacity(n as usize);
+    let mut previous_id = [0u8; 12];
+    let mut previous_min_time = 0i64;
+    for _ in 0..n {
+        let flags = r.u8()?;
+        let shared = usize::from(r.u8()?);
+        let mut id = previous_id;
+        let Some(tail) = id.get_mut(shared..) else {
+            return Err(format!("{shared} bytes shared with a 12-byte bucket id"));
+        };
+        tail.copy_from_slice(r.take(12 - shared)?);
+        let key = if flags & 1 == 1 {
+            let len = r.varint()?;
+            let len = usize::try_from(len).map_err(|_| format!("key of {len} bytes"))?;
+            Some(r.take(len)?.to_vec())
+        } else {
+            None
+        };
+        let min_time = previous_min_time.wrapping_add(r.varint_signed()?);
+        let first_row = r.varint_u32("first row")?;
+        let rows = r.varint_u32("row count")?;
+        let uncompressed_bytes = r.varint()?;
+        let size_estimate = r.varint()?;
+        entries.push(LogEntry {
+            id,
+            key,
+            sorted: flags & 2 == 2,
+            min_time,
+            first_row,
+            rows,
+            uncompressed_bytes,
+            size_estimate,
+        });
+        previous_id = id;
+        previous_min_time = min_time;
+    }
+    let len = r.varint()?;
+    let len = usize::try_from(len).map_err(|_| format!("rows of {len} bytes"))?;
+    let rows = r.take(len)?.to_vec();
+    if !r.0.is_empty() {
+        return Err(format!("{} bytes after the rows", r.0.len()));
+    }
+    Ok(LogRecord {
+        kind,
+        entries,
+        rows,
+    })
+}
+
+/// The rest of a record in the fixed layout of kinds 1 and 2, which earlier versions wrote (a
+/// log left by a crash of one is still recovered).
+fn decode_fixed(mut r: Reader<'_>, kind: RecordKind) -> std::result::Result<LogRecord, String> {
+    let n = r.u32()? as usize;
+    // Every entry takes at least 45 bytes: a count beyond that is damage.
+    if n > r.0.len() / 45 {
+        return Err(format!("{n} entries cannot fit in {} bytes", r.0.len()));
+    }
+    let mut entries = Vec::with_capacity(n);
+    for _ in 0..n {
+        let id: BucketId = r
+            .take(12)?
+            .try_into()
+            .map_err(|_| "short bucket id".to_owned())?;
+        let flags = r.u8()?;
+        let key = if flags & 1 == 1 {
+            let len = r.u32()? as usize;
+            Some(r.take(len)?.to_vec())
+        } else {
+            None
+        };
+        let min_time = r.i64()?;
+        let first_row = r.u32()?;
+        let rows = r.u32()?;
+        let uncompressed_bytes = r.u64()?;
+        let size_estimate = r.u64()?;
+        entries.push(LogEntry {
+            id,
+            key,
+            sorted: flags & 2 == 2,
+            min_time,
+            first_row,
+            rows,
+            uncompressed_bytes,
+            size_estimate,
+        });
+    }
+    let len = r.u32()? as usize;
+    let rows = r.take(len)?.to_vec();
+    if !r.0.is_empty() {
+        return Err(format!("{} bytes after the rows", r.0.len()));
+    }
+    Ok(LogRecord {
+        kind,
+        entries,
+        rows,
+    })
 }
 
 /// Concatenates pieces of rows — `(rows, columns)`, each column `rows` long — into one table
@@ -277,6 +366,16 @@ impl<'a> Reader<'a> {
     }
     fn i64(&mut self) -> std::result::Result<i64, String> {
         Ok(i64::from_le_bytes(self.array()?))
+    }
+    fn varint(&mut self) -> std::result::Result<u64, String> {
+        varint::take(&mut self.0).map_err(|e| e.to_string())
+    }
+    fn varint_signed(&mut self) -> std::result::Result<i64, String> {
+        varint::take_signed(&mut self.0).map_err(|e| e.to_string())
+    }
+    fn varint_u32(&mut self, what: &str) -> std::result::Result<u32, String> {
+        let v = self.varint()?;
+        u32::try_from(v).map_err(|_| format!("{what} {v} over 32 bits"))
     }
 }
 
@@ -728,5 +827,110 @@ mod tests {
         for cut in 0..a.encode().len() {
             assert!(LogRecord::decode(&a.encode()[..cut]).is_err());
         }
+    }
+
+    /// The fixed layout of kinds 1 and 2, as earlier versions wrote it.
+    fn encode_fixed(r: &LogRecord) -> Vec<u8> {
+        let mut out = vec![r.kind as u8];
+        out.extend_from_slice(&len32(r.entries.len()).to_le_bytes());
+        for e in &r.entries {
+            out.extend_from_slice(&e.id);
+            out.push(u8::from(e.key.is_some()) | (u8::from(e.sorted) << 1));
+            if let Some(k) = &e.key {
+                out.extend_from_slice(&len32(k.len()).to_le_bytes());
+                out.extend_from_slice(k);
+            }
+            out.extend_from_slice(&e.min_time.to_le_bytes());
+            out.extend_from_slice(&e.first_row.to_le_bytes());
+            out.extend_from_slice(&e.rows.to_le_bytes());
+            out.extend_from_slice(&e.uncompressed_bytes.to_le_bytes());
+            out.extend_from_slice(&e.size_estimate.to_le_bytes());
+        }
+        out.extend_from_slice(&len32(r.rows.len()).to_le_bytes());
+        out.extend_from_slice(&r.rows);
+        out
+    }
+
+    /// A commit of one row to each of `n` buckets, as a trickle of real-time data logs it:
+    /// bucket ids that differ in their last bytes, one hour's min time, growing sizes.
+    fn trickle_record(n: u16) -> LogRecord {
+        let entries = (0..n)
+            .map(|i| {
+                let mut id = [7u8; 12];
+                id[10..].copy_from_slice(&i.to_be_bytes());
+                LogEntry {
+                    id,
+                    key: (i % 50 == 0).then(|| vec![u8::try_from(i % 200).expect("small"); 150]),
+                    sorted: i % 3 != 0,
+                    min_time: 1_700_000_000_000 + 3_600_000 * i64::from(i % 2),
+                    first_row: 123,
+                    rows: 1,
+                    uncompressed_bytes: 45_000 + u64::from(i),
+                    size_estimate: 52_000 + u64::from(i),
+                }
+            })
+            .collect();
+        LogRecord {
+            kind: RecordKind::Commit,
+            entries,
+            rows: vec![9; 100],
+        }
+    }
+
+    #[test]
+    fn compact_records_round_trip_and_stay_small() {
+        let mut a = trickle_record(1000);
+        a.entries.push(LogEntry {
+            min_time: i64::MIN,
+            first_row: u32::MAX,
+            rows: u32::MAX,
+            uncompressed_bytes: u64::MAX,
+            size_estimate: 0,
+            ..entry(200, true)
+        });
+        a.entries.push(LogEntry {
+            min_time: i64::MAX,
+            ..entry(200, false)
+        });
+        for kind in [RecordKind::Commit, RecordKind::Checkpoint] {
+            a.kind = kind;
+            let bytes = a.encode();
+            assert_eq!(LogRecord::decode(&bytes), Ok(a.clone()));
+            assert_eq!(LogRecord::decode(&encode_fixed(&a)), Ok(a.clone()));
+        }
+        // Without their keys, the trickle's entries take 15 bytes each, a third of the fixed
+        // layout's 45.
+        let mut b = trickle_record(1000);
+        for e in &mut b.entries {
+            e.key = None;
+        }
+        let per_entry = (b.encode().len() - 100) / 1000;
+        assert!(per_entry <= 15, "{per_entry} bytes per entry");
+        assert!((encode_fixed(&b).len() - 100) / 1000 >= 45);
+    }
+
+    #[test]
+    fn a_log_in_the_fixed_layout_is_still_read() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let log = WriteAheadLog::open(dir.path().join("wal")).expect("open");
+        let a = trickle_record(10);
+        log.append(&encode_fixed(&a), Durability::Flush)
+            .expect("append");
+        log.append(&a.encode(), Durability::Flush).expect("append");
+        assert_eq!(records(&log), vec![a.clone(), a]);
+    }
+
+    #[test]
+    fn every_cut_of_a_compact_record_is_an_error() {
+        let a = trickle_record(60);
+        let bytes = a.encode();
+        for cut in 0..bytes.len() {
+            assert!(LogRecord::decode(&bytes[..cut]).is_err(), "cut at {cut}");
+        }
+        // A shared prefix longer than an id is damage, not a panic.
+        let mut bad = bytes.clone();
+        let first_shared = 1 + varint::len(60) + 1;
+        bad[first_shared] = 13;
+        assert!(LogRecord::decode(&bad).is_err());
     }
 }
