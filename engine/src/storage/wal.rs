@@ -221,15 +221,7 @@ fn decode_compact(mut r: Reader<'_>, kind: RecordKind) -> std::result::Result<Lo
     }
     let len = r.varint()?;
     let len = usize::try_from(len).map_err(|_| format!("rows of {len} bytes"))?;
-    let rows = r.take(len)?.to_vec();
-    if !r.0.is_empty() {
-        return Err(format!("{} bytes after the rows", r.0.len()));
-    }
-    Ok(LogRecord {
-        kind,
-        entries,
-        rows,
-    })
+    with_rows(r, len, kind, entries)
 }
 
 /// The rest of a record in the fixed layout of kinds 1 and 2, which earlier versions wrote (a
@@ -253,23 +245,29 @@ fn decode_fixed(mut r: Reader<'_>, kind: RecordKind) -> std::result::Result<LogR
         } else {
             None
         };
-        let min_time = r.i64()?;
-        let first_row = r.u32()?;
-        let rows = r.u32()?;
-        let uncompressed_bytes = r.u64()?;
-        let size_estimate = r.u64()?;
+        // Fields are read in the order they are written.
         entries.push(LogEntry {
             id,
             key,
             sorted: flags & 2 == 2,
-            min_time,
-            first_row,
-            rows,
-            uncompressed_bytes,
-            size_estimate,
+            min_time: r.i64()?,
+            first_row: r.u32()?,
+            rows: r.u32()?,
+            uncompressed_bytes: r.u64()?,
+            size_estimate: r.u64()?,
         });
     }
     let len = r.u32()? as usize;
+    with_rows(r, len, kind, entries)
+}
+
+/// The record of `entries`, with the `len` bytes of rows that end the payload `r` reads.
+fn with_rows(
+    mut r: Reader<'_>,
+    len: usize,
+    kind: RecordKind,
+    entries: Vec<LogEntry>,
+) -> std::result::Result<LogRecord, String> {
     let rows = r.take(len)?.to_vec();
     if !r.0.is_empty() {
         return Err(format!("{} bytes after the rows", r.0.len()));
