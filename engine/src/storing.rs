@@ -14,6 +14,12 @@ use crate::control::Control;
 use crate::error::{Error, Result};
 use crate::storage::wal::{LogEntry, LogRecord, RecordKind, encode_table};
 
+/// Blob bytes ingested at most in one table: the blobs of buckets leaving memory together are
+/// encoded and ingested this many at a time (or 256 × `ingest_min_bytes` when that is less),
+/// so storing many at once (a close, a checkpoint at high cardinality) holds a bounded part of
+/// them in memory.
+const INGEST_CHUNK_BYTES: u64 = 32 << 20;
+
 /// Where a part's blob comes from when it is stored.
 enum Blob {
     /// Encode it from the part's columns.
@@ -29,8 +35,9 @@ impl CollectionInner {
     /// Buckets new to the store, stored whole, have their blobs ingested into one table (fjall's
     /// ingestion, no journal copy: the log already holds their rows) when together they reach
     /// [`crate::LogOptions::ingest_min_bytes`], and so are their index entries and control
-    /// records ([`CollectionInner::ingest_fresh`]); smaller groups go through the journal, so
-    /// a bucket closing alone does not make a table of its own.
+    /// records ([`CollectionInner::ingest_fresh`]), at most [`INGEST_CHUNK_BYTES`] of blobs
+    /// at a time; smaller groups go through the journal, so a bucket closing alone does not
+    /// make a table of its own.
     /// Parts that fail to store go back to the catalog's queue, to be stored by the next
     /// writer or the next checkpoint.
     ///
@@ -42,42 +49,78 @@ impl CollectionInner {
             .take_leaving()
             .into_iter()
             .partition(is_fresh_whole);
-        let mut queue: Vec<(BucketPart, Blob)> = Vec::with_capacity(fresh.len() + others.len());
         let mut fresh = fresh.into_iter();
-        let mut blobs = Vec::with_capacity(fresh.len());
-        while let Some(part) = fresh.next() {
-            match encode_part(&part) {
-                Ok(blob) => blobs.push((part, blob)),
-                Err(e) => {
-                    let mut back: Vec<BucketPart> = blobs.into_iter().map(|(p, _)| p).collect();
-                    back.push(part);
-                    back.extend(fresh);
-                    back.extend(others);
-                    self.catalog.return_leaving(back);
+        let min_bytes = self.log_options.ingest_min_bytes;
+        let chunk_bytes = min_bytes.saturating_mul(256).clamp(1, INGEST_CHUNK_BYTES);
+        let give_back = |stored: Vec<BucketPart>, fresh: std::vec::IntoIter<BucketPart>, others| {
+            let mut back = stored;
+            back.extend(fresh);
+            back.extend(others);
+            self.catalog.return_leaving(back);
+        };
+        loop {
+            // The blobs of the next fresh buckets, up to `chunk_bytes` at a time: a close of
+            // many series does not hold every blob at once.
+            let mut chunk: Vec<(BucketPart, Vec<u8>)> = Vec::new();
+            let mut bytes = 0u64;
+            while bytes < chunk_bytes {
+                let Some(part) = fresh.next() else { break };
+                match encode_part(&part) {
+                    Ok(blob) => {
+                        bytes += blob.len() as u64;
+                        chunk.push((part, blob));
+                    }
+                    Err(e) => {
+                        let mut back: Vec<BucketPart> = chunk.into_iter().map(|(p, _)| p).collect();
+                        back.push(part);
+                        give_back(back, fresh, others);
+                        return Err(e);
+                    }
+                }
+            }
+            if chunk.is_empty() {
+                break;
+            }
+            let queue = if bytes >= min_bytes {
+                let whole = !self.has_secondary_indexes();
+                if let Err(e) = self.ingest_fresh(&chunk, whole) {
+                    give_back(chunk.into_iter().map(|(p, _)| p).collect(), fresh, others);
                     return Err(e);
                 }
-            }
-        }
-        let fresh_bytes: u64 = blobs.iter().map(|(_, b)| b.len() as u64).sum();
-        if !blobs.is_empty() && fresh_bytes >= self.log_options.ingest_min_bytes {
-            let whole = !self.has_secondary_indexes();
-            if let Err(e) = self.ingest_fresh(&blobs, whole) {
-                let mut back: Vec<BucketPart> = blobs.into_iter().map(|(p, _)| p).collect();
-                back.extend(others);
-                self.catalog.return_leaving(back);
+                if whole {
+                    for (part, _) in &chunk {
+                        self.catalog.stored(&part.key, &part.id);
+                    }
+                    continue;
+                }
+                chunk
+                    .into_iter()
+                    .map(|(p, _)| (p, Blob::Ingested))
+                    .collect()
+            } else {
+                chunk
+                    .into_iter()
+                    .map(|(p, b)| (p, Blob::Encoded(b)))
+                    .collect()
+            };
+            if let Err((e, back)) = self.store_each(queue) {
+                give_back(back, fresh, others);
                 return Err(e);
             }
-            if whole {
-                for (part, _) in &blobs {
-                    self.catalog.stored(&part.key, &part.id);
-                }
-            } else {
-                queue.extend(blobs.into_iter().map(|(p, _)| (p, Blob::Ingested)));
-            }
-        } else {
-            queue.extend(blobs.into_iter().map(|(p, b)| (p, Blob::Encoded(b))));
         }
-        queue.extend(others.into_iter().map(|p| (p, Blob::Encode)));
+        let queue = others.into_iter().map(|p| (p, Blob::Encode)).collect();
+        self.store_each(queue).map_err(|(e, back)| {
+            self.catalog.return_leaving(back);
+            e
+        })
+    }
+
+    /// Stores parts one by one, each under its bucket's merge lock. On a failure, returns it
+    /// with the parts not stored.
+    fn store_each(
+        &self,
+        queue: Vec<(BucketPart, Blob)>,
+    ) -> std::result::Result<(), (Error, Vec<BucketPart>)> {
         let mut queue = queue.into_iter();
         while let Some((part, blob)) = queue.next() {
             let stored = {
@@ -87,8 +130,7 @@ impl CollectionInner {
             if let Err(e) = stored {
                 let mut back = vec![part];
                 back.extend(queue.map(|(p, _)| p));
-                self.catalog.return_leaving(back);
-                return Err(e);
+                return Err((e, back));
             }
             self.catalog.stored(&part.key, &part.id);
         }

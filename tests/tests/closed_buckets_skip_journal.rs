@@ -9,8 +9,8 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use bson::{Document, doc};
-use tscoll_engine::{CatalogOptions, Database, DatabaseOptions, FindOptions, IndexOptions};
-use tscoll_tests::spec::{at, insert_all, options, temp_collection};
+use tscoll_engine::{Database, DatabaseOptions, FindOptions, IndexOptions, LogOptions};
+use tscoll_tests::spec::{at, insert_all, options};
 
 const SECOND: i64 = 1_000;
 const HOUR: i64 = 3_600_000;
@@ -66,8 +66,14 @@ fn measurement(series: usize, row: usize, seed: &mut u64) -> Document {
 /// later, which makes every bucket leave memory in that call; checks what that call added to
 /// the journal and the tables (`max_journal_share`: the journal's growth at most this part
 /// of the tables'), then that everything reads back, also after reopening.
-fn check_closing_buckets(secondary_index: bool, max_journal_share: u64) {
-    let (dir, db, coll) = temp_collection(CatalogOptions::default(), &options(true));
+fn check_closing_buckets(log: LogOptions, secondary_index: bool, max_journal_share: u64) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db_options = || DatabaseOptions {
+        log,
+        ..DatabaseOptions::default()
+    };
+    let db = Database::open(dir.path(), db_options()).expect("open");
+    let coll = db.create_collection("c", &options(true)).expect("create");
     if secondary_index {
         coll.create_index(&doc! { "a": 1 }, &IndexOptions::default())
             .expect("create index");
@@ -116,7 +122,7 @@ fn check_closing_buckets(secondary_index: bool, max_journal_share: u64) {
     db.close().expect("close");
     drop(coll);
     drop(db);
-    let db = Database::open(dir.path(), DatabaseOptions::default()).expect("reopen");
+    let db = Database::open(dir.path(), db_options()).expect("reopen");
     let coll = db.collection("c").expect("collection");
     assert_eq!(coll.count(&doc! {}).expect("count"), total);
     assert_eq!(
@@ -146,11 +152,21 @@ fn check_closing_buckets(secondary_index: bool, max_journal_share: u64) {
 #[test]
 fn buckets_leaving_memory_together_reach_the_tables_without_the_journal() {
     // Blobs, index entries and control records all skip the journal.
-    check_closing_buckets(false, 64);
+    check_closing_buckets(LogOptions::default(), false, 64);
 }
 
 #[test]
 fn with_a_secondary_index_the_blobs_skip_the_journal() {
     // Control records, index and secondary index entries go through the journal.
-    check_closing_buckets(true, 4);
+    check_closing_buckets(LogOptions::default(), true, 4);
+}
+
+#[test]
+fn many_closing_buckets_are_ingested_a_chunk_at_a_time() {
+    // 4 KiB: chunks of at most 1 MiB of blobs, so the closing call ingests two or more.
+    let log = LogOptions {
+        ingest_min_bytes: 4096,
+        ..LogOptions::default()
+    };
+    check_closing_buckets(log, false, 64);
 }
