@@ -27,7 +27,8 @@ struct Cli {
     #[arg(long, global = true, value_name = "BYTES", default_value_t = 64 << 20)]
     checkpoint_bytes: u64,
     /// Bytes of blobs that buckets leaving memory together must reach to be written straight
-    /// into a table rather than through fjall's journal (0: always; a huge value: never).
+    /// into a table rather than through fjall's journal (0: always, slow when buckets leave
+    /// one at a time; a huge value: never).
     #[arg(long, global = true, value_name = "BYTES", default_value_t = 128 << 10)]
     ingest_min_bytes: u64,
     /// The command to run.

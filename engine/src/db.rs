@@ -40,8 +40,10 @@ pub struct LogOptions {
     /// Bytes of blobs that buckets leaving memory together, new to the store, must reach to
     /// be written straight into a table instead of through fjall's journal (the log holds
     /// their rows until a checkpoint; `docs/durability.md`, "What storing a bucket writes").
-    /// Default 128 KiB: fewer would make small tables; `0` ingests every such group,
-    /// `u64::MAX` none.
+    /// Default 128 KiB: fewer would make small tables; `u64::MAX` ingests none. `0` ingests
+    /// every such group, even a bucket leaving alone, at the cost of three tables, their
+    /// fsyncs and three memtable flushes each time: for tests, not for many series expiring
+    /// one by one.
     pub ingest_min_bytes: u64,
 }
 
