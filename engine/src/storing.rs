@@ -83,20 +83,18 @@ impl CollectionInner {
             }
             let queue = if bytes >= min_bytes {
                 let whole = !self.has_secondary_indexes();
-                if let Err(e) = self.ingest_fresh(&chunk, whole) {
-                    give_back(chunk.into_iter().map(|(p, _)| p).collect(), fresh, others);
+                let (parts, blobs): (Vec<BucketPart>, Vec<Vec<u8>>) = chunk.into_iter().unzip();
+                if let Err(e) = self.ingest_fresh(&parts, blobs, whole) {
+                    give_back(parts, fresh, others);
                     return Err(e);
                 }
                 if whole {
-                    for (part, _) in &chunk {
+                    for part in &parts {
                         self.catalog.stored(&part.key, &part.id);
                     }
                     continue;
                 }
-                chunk
-                    .into_iter()
-                    .map(|(p, _)| (p, Blob::Ingested))
-                    .collect()
+                parts.into_iter().map(|p| (p, Blob::Ingested)).collect()
             } else {
                 chunk
                     .into_iter()
@@ -137,9 +135,9 @@ impl CollectionInner {
         Ok(())
     }
 
-    /// Ingests the blobs of buckets new to the store (`fresh`, whole) into one table of the
-    /// data keyspace; with `whole`, also their index entries and then their control records,
-    /// each into one table, so that nothing of them goes through fjall's journal. Control
+    /// Ingests `blobs`, those of buckets new to the store (`fresh`, whole, in the same order),
+    /// moved rather than copied, into one table of the data keyspace; with `whole`, also their
+    /// index entries and then their control records, each into one table, so that nothing of them goes through fjall's journal. Control
     /// records come last: they make the buckets visible (reads skip an index entry whose
     /// bucket has no control record). A crash on the way leaves what recovery writes again
     /// from the log, under the same keys. Without `whole` (the collection has secondary
@@ -147,15 +145,18 @@ impl CollectionInner {
     ///
     /// # Errors
     /// [`Error::Storage`] when fjall fails.
-    fn ingest_fresh(&self, fresh: &[(BucketPart, Vec<u8>)], whole: bool) -> Result<()> {
-        let segments = fresh.iter().map(|(p, b)| (p.id, p.segment_no, &b[..]));
+    fn ingest_fresh(&self, fresh: &[BucketPart], blobs: Vec<Vec<u8>>, whole: bool) -> Result<()> {
+        let segments = fresh
+            .iter()
+            .zip(blobs)
+            .map(|(p, b)| (p.id, p.segment_no, b));
         self.store.ingest_segments(segments)?;
         if whole {
-            let entries = fresh.iter().map(|(p, _)| (&*p.key, p.min_time, p.id));
+            let entries = fresh.iter().map(|p| (&*p.key, p.min_time, p.id));
             self.store.ingest_index_entries(entries)?;
             let controls = fresh
                 .iter()
-                .map(|(p, _)| (p.id, Control::of_part(p).encode()))
+                .map(|p| (p.id, Control::of_part(p).encode()))
                 .collect();
             self.store.ingest_controls(controls)?;
         }

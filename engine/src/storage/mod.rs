@@ -291,13 +291,13 @@ impl BucketStore {
     ///
     /// # Errors
     /// [`Error::Storage`] when fjall fails; nothing is visible then.
-    pub(crate) fn ingest_segments<'b>(
+    pub(crate) fn ingest_segments(
         &self,
-        segments: impl IntoIterator<Item = (BucketId, u32, &'b [u8])>,
+        segments: impl IntoIterator<Item = (BucketId, u32, Vec<u8>)>,
     ) -> Result<()> {
         let items = segments
             .into_iter()
-            .map(|(id, segment, blob)| (data_key(&id, segment).to_vec(), blob.to_vec()));
+            .map(|(id, segment, blob)| (data_key(&id, segment).to_vec(), blob));
         ingest(&self.data, items.collect(), "ingesting bucket segments")
     }
 
