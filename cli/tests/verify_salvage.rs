@@ -137,12 +137,12 @@ fn damaged_journal(root: &Path, name: &str) -> std::path::PathBuf {
         let bytes = std::fs::read(p).expect("read");
         bytes.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1)
     };
-    // Each insert is logged, then stored (a read stores what open buckets hold) and made
+    // Each insert is logged, then stored (a flush stores what open buckets hold) and made
     // durable in fjall's journal by a checkpoint, which also empties the write-ahead log: the
     // journal alone holds the writes.
     let insert = |d: Document| {
         coll.insert_many(&[d], &sync).expect("insert");
-        coll.count(&doc! {}).expect("count");
+        coll.flush().expect("flush");
         coll.checkpoint().expect("checkpoint");
     };
     for d in docs("a", 0, 10) {

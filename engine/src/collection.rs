@@ -206,6 +206,18 @@ impl Collection {
         self.inner.checkpoint_log()
     }
 
+    /// Stores the rows open buckets hold that are not stored yet: one more part (segment and
+    /// control record) per bucket, in fjall's journal, with the buckets staying open. Reads
+    /// do not need it (they combine the store with the rows in memory); direct writes,
+    /// `stats` and `verify` do it themselves. The parts are durable once fjall persists (a
+    /// checkpoint, or `close`).
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when fjall fails; [`Error::Codec`] when rows cannot be encoded.
+    pub fn flush(&self) -> Result<()> {
+        self.inner.flush_open()
+    }
+
     /// Stores idle open buckets held in several stored parts whole (they leave memory and stay
     /// reopenable), takes a checkpoint, then writes the collection's memtables to tables and
     /// compacts each keyspace fully: superseded control records, the segments merged away and

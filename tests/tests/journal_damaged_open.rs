@@ -58,9 +58,9 @@ fn image() -> Image {
                 .insert_many(std::slice::from_ref(d), &sync)
                 .expect("insert");
             assert_eq!(r.inserted, 1);
-            // Stored (a read stores what open buckets hold) and synced to fjall's journal by
+            // Stored (a flush stores what open buckets hold) and synced to fjall's journal by
             // a checkpoint, which empties the write-ahead log: the journal holds the write.
-            coll.count(&bson::doc! {}).expect("count");
+            coll.flush().expect("flush");
             coll.checkpoint().expect("checkpoint");
         }
         sets.push(ids(&docs).into_iter().collect::<BTreeSet<i64>>());

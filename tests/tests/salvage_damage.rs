@@ -20,9 +20,9 @@ fn populated(dir: &std::path::Path) -> (Database, Collection) {
     let coll = create(&db, "w");
     for k in 0..3 {
         insert(&coll, &measurements("a", k * 10, 10, k * 600_000, 60_000));
-        // A read stores the open bucket's new rows as a part: series a's bucket ends up in
+        // A flush stores the open bucket's new rows as a part: series a's bucket ends up in
         // three segments.
-        coll.count(&bson::doc! {}).expect("count");
+        coll.flush().expect("flush");
     }
     insert(&coll, &measurements("b", 100, 20, 0, 360_000));
     insert(&coll, &measurements("c", 200, 5, 0, 1000));

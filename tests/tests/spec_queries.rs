@@ -1210,7 +1210,8 @@ fn r_13_2_without_the_default_index_queries_read_the_whole_bucket_directory() {
     coll.drop_index("m_1_t_1").expect("drop the default index");
     let (found, stats) = sorted_find(&coll, filter.clone());
     assert_same_rows(&found, &reference_find(&docs, &filter), "dropped");
-    assert_eq!(stats.index_entries_scanned, 60, "every bucket: {stats:?}");
+    // Every stored bucket: the 10 series' newest buckets are open, in memory only.
+    assert_eq!(stats.index_entries_scanned, 50, "every bucket: {stats:?}");
     assert_eq!(stats.buckets_read, 2, "{stats:?}");
     assert_eq!(coll.count(&filter).expect("count"), 6);
     let (last, stats) = coll
@@ -1220,7 +1221,7 @@ fn r_13_2_without_the_default_index_queries_read_the_whole_bucket_directory() {
         &last,
         &reference_last(&docs, &doc! { "m": { "$in": ["s1", "s2"] } }),
     );
-    assert_eq!(stats.index_entries_scanned, 60, "{stats:?}");
+    assert_eq!(stats.index_entries_scanned, 50, "{stats:?}");
     let spec = AggregateSpec {
         window_ms: HOUR,
         by_series: true,

@@ -100,13 +100,15 @@ fn a_crash_keeps_every_logged_measurement_once() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (db, coll) = open(dir.path(), LogOptions::default());
     let mut all = Vec::new();
-    // Three series; a read stores a part of each open bucket in the middle; a checkpoint
+    // Three series; a flush stores a part of each open bucket in the middle; a checkpoint
     // records the rest; then more rows only the log holds, one series time-backward.
     for (k, m) in ["a", "b", "c"].into_iter().enumerate() {
         let docs = measurements(m, 1000 * k as i64, 30, 0);
         insert(&coll, &docs);
         all.extend(docs);
     }
+    assert_eq!(by_id(&coll), expected(&all));
+    coll.flush().expect("flush");
     assert_eq!(by_id(&coll), expected(&all));
     let more = measurements("a", 30, 20, 30);
     insert(&coll, &more);

@@ -22,6 +22,7 @@ impl BucketCatalog {
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
         }
         *stripe.direct_writes.entry(*id).or_insert(0) += 1;
+        self.clears.fetch_add(1, Ordering::SeqCst);
         self.clear_bucket(
             &mut stripe,
             id,
@@ -47,6 +48,21 @@ impl BucketCatalog {
         }
     }
 
+    /// How many direct writes have started and buckets been frozen: a reader holding a copy
+    /// of open buckets' rows ([`BucketCatalog::memory_rows`]) knows by it whether any bucket
+    /// may have been cleared since, and then trusts the copy of the buckets still open
+    /// only ([`BucketCatalog::is_open`]).
+    pub fn clears(&self) -> u64 {
+        self.clears.load(Ordering::SeqCst)
+    }
+
+    /// Whether bucket `id` of series `key` is open in memory.
+    pub fn is_open(&self, key: &BucketKey, id: &BucketId) -> bool {
+        lock(&self.stripes[Self::stripe_of(key)])
+            .buckets
+            .contains_key(id)
+    }
+
     /// Freezes bucket `id` of series `key` after its data failed to encode or decode
     /// (SPEC §6.10): it is cleared from the catalog, never written by the insert path and
     /// never reopened again (`numBucketsFrozen`, once per bucket). A batch of it being
@@ -57,6 +73,7 @@ impl BucketCatalog {
         if stripe.frozen.insert(*id) {
             ExecutionStats::bump(&self.stats.num_buckets_frozen);
         }
+        self.clears.fetch_add(1, Ordering::SeqCst);
         let prepared = stripe.buckets.get(id).is_some_and(|b| b.prepared);
         self.clear_bucket(
             &mut stripe,

@@ -281,6 +281,8 @@ pub struct BucketCatalog {
     id_counter: AtomicU64,
     /// Rows of buckets that left memory, for the engine to store ([`BucketCatalog::take_leaving`]).
     leaving: Mutex<Vec<BucketPart>>,
+    /// Direct writes started and buckets frozen so far ([`BucketCatalog::clears`]).
+    clears: AtomicU64,
 }
 
 /// Memory usage shared by catalogs under one threshold (SPEC ): cheap to clone,
@@ -327,6 +329,7 @@ impl BucketCatalog {
             archived_buckets: AtomicU64::new(0),
             id_counter: AtomicU64::new(RandomState::new().hash_one(0x7473_636f_6c6c_u64)),
             leaving: Mutex::new(Vec::new()),
+            clears: AtomicU64::new(0),
         }
     }
 

@@ -162,11 +162,22 @@ impl BucketCatalog {
     /// Every open bucket's unstored rows, copied (they stay unstored): what a checkpoint of
     /// the write-ahead log records.
     pub fn unstored_rows(&self) -> Vec<BucketPart> {
+        self.memory_rows(&mut |_, _, _| true)
+    }
+
+    /// The unstored rows of the open buckets `want(series, min time, max time)` accepts
+    /// (times in ms), copied (they stay unstored), each with the bucket's control state:
+    /// what a read adds to the stored buckets. Each bucket is copied under its stripe's lock,
+    /// so its part holds the rows committed at one moment.
+    pub fn memory_rows(
+        &self,
+        want: &mut dyn FnMut(&BucketKey, i64, i64) -> bool,
+    ) -> Vec<BucketPart> {
         let mut out = Vec::new();
         for m in &self.stripes {
             let stripe = lock(m);
             for b in stripe.buckets.values() {
-                if b.committed_count <= b.stored_count {
+                if b.committed_count <= b.stored_count || !want(&b.key, b.min_time, b.max_time) {
                     continue;
                 }
                 let skip = (b.stored_count - b.rows_base) as usize;

@@ -25,11 +25,12 @@ use tscoll_catalog::BucketId;
 use super::QueryStats;
 use super::bulk::{dense, id_order};
 use super::control_view::ControlView;
+use super::memory::{MemoryView, Reader};
 use super::parallel::{self, run_parts};
 use super::plan::{Candidate, Plan, Verdict};
 use super::rowfilter::RowFilter;
 use super::unpack::SegmentView;
-use crate::collection::{Collection, CollectionInner};
+use crate::collection::Collection;
 use crate::error::{Error, ErrorCode, Result};
 use crate::filter::lookup;
 
@@ -169,7 +170,10 @@ impl Collection {
         spec: &AggregateSpec,
     ) -> Result<(AggregateBatch, QueryStats)> {
         let mut stats = QueryStats::default();
-        let batch = self.inner.aggregate(filter, spec, &mut stats)?;
+        validate(spec)?;
+        let plan = Plan::new(&self.inner, filter)?;
+        let memory = MemoryView::capture(&self.inner, &plan)?;
+        let batch = Reader::new(&self.inner, &memory).aggregate(&plan, spec, &mut stats)?;
         Ok((batch, stats))
     }
 }
@@ -925,7 +929,7 @@ const MAX_PARTS: usize = 16;
 /// its control records, then the segments of the buckets control did not answer, into its
 /// own groups; the parts' groups are merged in part order.
 struct Job<'a> {
-    inner: &'a CollectionInner,
+    reader: Reader<'a>,
     plan: &'a Plan,
     rows: &'a RowFilter<'a>,
     spec: &'a AggregateSpec,
@@ -953,7 +957,7 @@ impl<'a> Job<'a> {
 
     /// Reads part `i` into groups of its own.
     fn part(&self, i: usize) -> Result<(Groups<'a>, QueryStats)> {
-        let inner = self.inner;
+        let inner = self.reader;
         let spec = self.spec;
         let time_field = self.plan.spec.time_field.as_str();
         let from = (i * self.part_len).min(self.order.len());
@@ -1078,20 +1082,16 @@ fn control_may_answer(
         })
 }
 
-impl CollectionInner {
+impl Reader<'_> {
     fn aggregate(
         &self,
-        filter: &Document,
+        plan: &Plan,
         spec: &AggregateSpec,
         stats: &mut QueryStats,
     ) -> Result<AggregateBatch> {
-        // Reads and direct writes see the store: rows held in memory are stored first.
-        self.flush_open()?;
-        validate(spec)?;
-        let plan = Plan::new(self, filter)?;
         let time_field = plan.spec.time_field.as_str();
         let rows = RowFilter::new(&plan.filter, time_field);
-        let mut cands = self.candidates(&plan, stats)?;
+        let mut cands = self.candidates(plan, stats)?;
         let paths: Vec<Option<Vec<String>>> = spec
             .outputs
             .iter()
@@ -1108,8 +1108,8 @@ impl CollectionInner {
         };
         let threads = parallel::threads();
         let job = Job {
-            inner: self,
-            plan: &plan,
+            reader: *self,
+            plan,
             rows: &rows,
             spec,
             paths: &paths,

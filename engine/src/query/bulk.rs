@@ -26,7 +26,7 @@ impl CollectionInner {
     ///
     /// # Errors
     /// [`Error::Storage`] when fjall fails, or what `f` returns.
-    pub(crate) fn for_each_control(
+    pub(crate) fn for_each_stored_control(
         &self,
         ids: &[BucketId],
         dense: bool,
@@ -35,7 +35,7 @@ impl CollectionInner {
         let order = id_order(ids);
         if !dense {
             for i in order {
-                if let Some(c) = self.control_bytes(&ids[i])? {
+                if let Some(c) = self.stored_control_bytes(&ids[i])? {
                     f(i, c)?;
                 }
             }
@@ -66,7 +66,7 @@ impl CollectionInner {
     /// # Errors
     /// [`Error::Storage`] or [`Error::Codec`] when a segment cannot be read, or what `f`
     /// returns.
-    pub(crate) fn for_each_bucket(
+    pub(crate) fn for_each_stored_bucket(
         &self,
         ids: &[BucketId],
         dense: bool,

@@ -8,13 +8,14 @@ use tscoll_catalog::value::to_bson;
 use tscoll_codec::tag;
 
 use super::control_view::ControlBytes;
+use super::memory::{MemoryView, Reader};
 use super::plan::{Candidate, Plan, Verdict};
 use super::projection::Projection;
 use super::rowfilter::RowFilter;
 use super::topk::{TopK, order_candidates};
 use super::unpack::SegmentView;
 use super::{FindOptions, QueryStats, SortOrder};
-use crate::collection::{Collection, CollectionInner};
+use crate::collection::Collection;
 use crate::error::Result;
 
 /// The measurements a query found, column by column (row `i` of every vector is the same
@@ -124,7 +125,13 @@ impl Collection {
         options: &FindOptions,
     ) -> Result<(ColumnBatch, QueryStats)> {
         let mut stats = QueryStats::default();
-        let batch = self.inner.find_columns(filter, options, &mut stats)?;
+        let plan = Plan::new(&self.inner, filter)?;
+        let memory = if options.limit == Some(0) {
+            MemoryView::default()
+        } else {
+            MemoryView::capture(&self.inner, &plan)?
+        };
+        let batch = Reader::new(&self.inner, &memory).find_columns(&plan, options, &mut stats)?;
         Ok((batch, stats))
     }
 }
@@ -161,22 +168,19 @@ impl Builder {
     }
 }
 
-impl CollectionInner {
+impl Reader<'_> {
     fn find_columns(
         &self,
-        filter: &Document,
+        plan: &Plan,
         options: &FindOptions,
         stats: &mut QueryStats,
     ) -> Result<ColumnBatch> {
-        // Reads and direct writes see the store: rows held in memory are stored first.
-        self.flush_open()?;
-        let plan = Plan::new(self, filter)?;
         let projection = Projection::parse(options.projection.as_ref())?;
         if options.limit == Some(0) {
             return Ok(ColumnBatch::default());
         }
         let rows = RowFilter::new(&plan.filter, &plan.spec.time_field);
-        let mut cands = self.candidates(&plan, stats)?;
+        let mut cands = self.candidates(plan, stats)?;
         let mut keep = match (options.sort, options.limit) {
             (Some(order), Some(k)) => {
                 order_candidates(&mut cands.buckets, order);
@@ -229,7 +233,7 @@ impl CollectionInner {
             }
             let fields: Vec<&str> = control.field_names().collect();
             let meta = cands.series[cand.series].meta(self)?;
-            let ctx = (&plan, &projection, &rows);
+            let ctx = (plan, &projection, &rows);
             self.columns_of_bucket(ctx, cand, meta, &fields, verdict, &mut b, &mut keep, stats)?;
         }
         b.batch.times.reserve(b.rows_hint);
@@ -240,7 +244,7 @@ impl CollectionInner {
                 .map_err(|r| self.corrupt_control(&cand.id, r))?;
             let fields: Vec<&str> = control.field_names().collect();
             let meta = cands.series[cand.series].meta(self)?;
-            let ctx = (&plan, &projection, &rows);
+            let ctx = (plan, &projection, &rows);
             self.columns_of_bucket(ctx, cand, meta, &fields, verdict, &mut b, &mut keep, stats)?;
         }
         let mut batch = b.batch;

@@ -232,7 +232,7 @@ impl CollectionInner {
     ///
     /// # Errors
     /// [`Error::Storage`] when fjall fails.
-    pub(crate) fn control_bytes(&self, id: &BucketId) -> Result<Option<ControlBytes>> {
+    pub(crate) fn stored_control_bytes(&self, id: &BucketId) -> Result<Option<ControlBytes>> {
         Ok(self.store.control(id)?.map(ControlBytes))
     }
 

@@ -7,10 +7,11 @@ use tscoll_catalog::BucketId;
 
 use super::QueryStats;
 use super::bulk::dense;
+use super::memory::{MemoryView, Reader};
 use super::plan::{Plan, Verdict};
 use super::rowfilter::RowFilter;
 use super::unpack::SegmentView;
-use crate::collection::{Collection, CollectionInner};
+use crate::collection::Collection;
 use crate::error::Result;
 
 impl Collection {
@@ -46,19 +47,18 @@ impl Collection {
     /// As [`Collection::find`].
     pub fn count_with_stats(&self, filter: &Document) -> Result<(u64, QueryStats)> {
         let mut stats = QueryStats::default();
-        let n = self.inner.count(filter, &mut stats)?;
+        let plan = Plan::new(&self.inner, filter)?;
+        let memory = MemoryView::capture(&self.inner, &plan)?;
+        let n = Reader::new(&self.inner, &memory).count(&plan, &mut stats)?;
         Ok((n, stats))
     }
 }
 
-impl CollectionInner {
-    fn count(&self, filter: &Document, stats: &mut QueryStats) -> Result<u64> {
-        // Reads and direct writes see the store: rows held in memory are stored first.
-        self.flush_open()?;
-        let plan = Plan::new(self, filter)?;
+impl Reader<'_> {
+    fn count(&self, plan: &Plan, stats: &mut QueryStats) -> Result<u64> {
         let time_field = plan.spec.time_field.as_str();
         let rows = RowFilter::new(&plan.filter, time_field);
-        let cands = self.candidates(&plan, stats)?;
+        let cands = self.candidates(plan, stats)?;
         let ids: Vec<BucketId> = cands.buckets.iter().map(|c| c.id).collect();
         let mut total = 0u64;
         let mut partial: Vec<BucketId> = Vec::new();

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use bson::Document;
 
+use super::memory::{MemoryView, Reader};
 use super::plan::{Candidate, Candidates, Plan};
 use super::projection::Projection;
 use super::rowfilter::RowFilter;
@@ -25,6 +26,8 @@ use crate::error::Result;
 /// [`Error::Corruption`](crate::Error::Corruption)) it ends.
 pub struct FindCursor {
     inner: Arc<CollectionInner>,
+    /// The rows still in memory the query may read (a bucket's are dropped once read).
+    memory: MemoryView,
     plan: Plan,
     projection: Projection,
     cands: Candidates,
@@ -101,10 +104,16 @@ impl FindCursor {
         let plan = Plan::new(inner, filter)?;
         let projection = Projection::parse(options.projection.as_ref())?;
         let mut stats = QueryStats::default();
+        let memory = if options.limit == Some(0) {
+            MemoryView::default()
+        } else {
+            MemoryView::capture(inner, &plan)?
+        };
+        let reader = Reader::new(inner, &memory);
         let mut cands = if options.limit == Some(0) {
             Candidates::default()
         } else {
-            inner.candidates(&plan, &mut stats)?
+            reader.candidates(&plan, &mut stats)?
         };
         let rows = match (options.sort, options.limit) {
             (Some(order), Some(k)) if k > 0 => {
@@ -114,7 +123,7 @@ impl FindCursor {
                     projection: &projection,
                     rows: &filter,
                 };
-                let top = inner.top_k(&ctx, &mut cands, order, k, &mut stats)?;
+                let top = reader.top_k(&ctx, &mut cands, order, k, &mut stats)?;
                 cands = Candidates::default();
                 Rows::Ready(top.into_iter())
             }
@@ -132,8 +141,14 @@ impl FindCursor {
                 SortOrder::Descending => visit.sort_by_key(|i| std::cmp::Reverse(key(i))),
             }
         }
+        let memory = if cands.buckets.is_empty() {
+            MemoryView::default()
+        } else {
+            memory
+        };
         Ok(FindCursor {
             inner: Arc::clone(inner),
+            memory,
             plan,
             projection,
             cands,
@@ -171,8 +186,14 @@ impl FindCursor {
             projection: &self.projection,
             rows: &filter,
         };
-        self.inner
-            .visit_bucket(&ctx, &self.cands, &cand, &mut self.stats)
+        let rows = Reader::new(&self.inner, &self.memory).visit_bucket(
+            &ctx,
+            &self.cands,
+            &cand,
+            &mut self.stats,
+        )?;
+        self.memory.remove(&cand.id);
+        Ok(rows)
     }
 
     /// Whether the candidate `cand`, not read yet, may hold a row that comes before (or ties

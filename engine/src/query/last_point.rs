@@ -18,10 +18,11 @@ use tscoll_catalog::value::compare;
 
 use super::QueryStats;
 use super::control_view::ControlBytes;
+use super::memory::{MemoryView, Reader};
 use super::plan::{Plan, Series, Verdict, prefix_hashes};
 use super::rowfilter::RowFilter;
 use super::unpack::{SegmentView, Shape, build_row};
-use crate::collection::{Collection, CollectionInner};
+use crate::collection::Collection;
 use crate::error::{Error, Result};
 use crate::storage::keys::parse_index_key;
 use crate::storage::keys::{hash_prefix, hash_time_range};
@@ -64,7 +65,9 @@ impl Collection {
     /// As [`Collection::find`].
     pub fn last_points_with_stats(&self, filter: &Document) -> Result<(Vec<Document>, QueryStats)> {
         let mut stats = QueryStats::default();
-        let docs = self.inner.last_points(filter, &mut stats)?;
+        let plan = Plan::new(&self.inner, filter)?;
+        let memory = MemoryView::capture(&self.inner, &plan)?;
+        let docs = Reader::new(&self.inner, &memory).last_points(&plan, &mut stats)?;
         Ok((docs, stats))
     }
 }
@@ -104,22 +107,35 @@ struct Scan<'p> {
     bounds: (i64, i64),
     /// `(meta value, last point)` per series.
     out: Vec<(Option<Bson>, Document)>,
+    /// The entries of the buckets in memory by series (meta bytes), oldest first; a series'
+    /// are taken when its stored entries are read, the rest read at the end.
+    memory: HashMap<Vec<u8>, Vec<Entry>>,
 }
 
-impl CollectionInner {
-    fn last_points(&self, filter: &Document, stats: &mut QueryStats) -> Result<Vec<Document>> {
-        // Reads and direct writes see the store: rows held in memory are stored first.
-        self.flush_open()?;
-        let plan = Plan::new(self, filter)?;
+impl Reader<'_> {
+    fn last_points(&self, plan: &Plan, stats: &mut QueryStats) -> Result<Vec<Document>> {
         let secondary = self.secondary_candidates(&plan.filter)?;
         let Some(bounds) = plan.min_time_bounds() else {
             return Ok(Vec::new());
         };
+        let mut memory: HashMap<Vec<u8>, Vec<Entry>> = HashMap::new();
+        for (id, m) in self.memory().iter() {
+            memory.entry(m.key.bytes.clone()).or_default().push(Entry {
+                id: *id,
+                min_time: m.min_time,
+                hash: m.key.hash,
+                meta: fjall::Slice::from(&m.key.bytes[..]),
+            });
+        }
+        for entries in memory.values_mut() {
+            entries.sort_unstable_by_key(|e| (e.min_time, e.id));
+        }
         let mut scan = Scan {
-            plan: &plan,
+            plan,
             rows: RowFilter::new(&plan.filter, &plan.spec.time_field),
             bounds,
             out: Vec::new(),
+            memory,
         };
         let indexes = self.indexes();
         let prefix_usable = !indexes.default_dropped && !indexes.default_hidden;
@@ -143,12 +159,20 @@ impl CollectionInner {
                 }
             }
             self.grouped(&mut scan, entries.into_iter(), stats)?;
-        } else if let Some(hashes) = prefix_hashes(&plan) {
+        } else if let Some(hashes) = prefix_hashes(plan) {
             for hash in hashes {
                 self.one_hash(&mut scan, hash, stats)?;
             }
         } else {
             self.every_hash(&mut scan, stats)?;
+        }
+        // Series with buckets in memory whose stored entries were not read.
+        let rest: Vec<Entry> = std::mem::take(&mut scan.memory)
+            .into_values()
+            .flatten()
+            .collect();
+        if !rest.is_empty() {
+            self.grouped(&mut scan, rest.into_iter(), stats)?;
         }
         let mut out = scan.out;
         out.sort_by(|(a, _), (b, _)| match (a, b) {
@@ -254,18 +278,49 @@ impl CollectionInner {
         let plan = scan.plan;
         let mut series: Option<Series> = None;
         let mut best: Option<Best> = None;
-        for e in entries {
-            let e = e?;
-            if count {
-                stats.index_entries_scanned += 1;
+        let mut entries = entries.fuse();
+        let mut stored: Option<Entry> = None;
+        // The series' entries in memory, oldest first.
+        let mut memory: Vec<Entry> = Vec::new();
+        loop {
+            if stored.is_none() {
+                stored = entries.next().transpose()?;
+                if count && stored.is_some() {
+                    stats.index_entries_scanned += 1;
+                }
             }
             if series.is_none() {
-                let s = Series::new(e.meta.to_vec(), e.hash);
+                let Some(first) = &stored else {
+                    return Ok(());
+                };
+                let s = Series::new(first.meta.to_vec(), first.hash);
                 if plan.filter.has_meta_preds() && !plan.filter.matches_meta(s.meta(self)?) {
                     return Ok(());
                 }
+                memory = scan.memory.remove(&s.bytes).unwrap_or_default();
                 series = Some(s);
             }
+            // The newer of the next stored entry and the next one in memory (once, when a
+            // bucket in memory is stored too).
+            let newer_in_memory = match (&stored, memory.last()) {
+                (_, None) => false,
+                (None, Some(_)) => true,
+                (Some(s), Some(m)) => (m.min_time, m.id) >= (s.min_time, s.id),
+            };
+            let e = if newer_in_memory {
+                let m = memory.pop();
+                if let (Some(s), Some(m)) = (&stored, &m)
+                    && s.id == m.id
+                {
+                    stored = None;
+                }
+                m
+            } else {
+                stored.take()
+            };
+            let Some(e) = e else {
+                break;
+            };
             if best
                 .as_ref()
                 .is_some_and(|b| plan.last_possible_time(e.min_time) <= b.time())

@@ -7,7 +7,8 @@
 //! |---|---|
 //! | `plan.rs` | the filter with the collection's bucketing; candidate buckets from the index; the verdict of a control record |
 //! | `control_view.rs` | a control record read in place |
-//! | `bulk.rs` | reading the controls and segments of many buckets: scans or point lookups |
+//! | `bulk.rs` | reading the controls and segments of many stored buckets: scans or point lookups |
+//! | `memory.rs` | the rows open buckets hold unstored, read with the stored buckets |
 //! | `unpack.rs` | decoding a bucket's segments and building measurements |
 //! | `rowfilter.rs` | the per-measurement filter on decoded columns |
 //! | `projection.rs` | inclusion / exclusion projections |
@@ -23,6 +24,7 @@ mod control_view;
 mod count;
 mod cursor;
 mod last_point;
+mod memory;
 mod parallel;
 mod plan;
 mod projection;
@@ -38,8 +40,9 @@ pub use columnar::ColumnBatch;
 pub use cursor::FindCursor;
 pub use stats::QueryStats;
 
-use crate::collection::{Collection, CollectionInner};
+use crate::collection::Collection;
 use crate::error::Result;
+use memory::Reader;
 use plan::{Candidate, Candidates, Plan, Verdict};
 use projection::Projection;
 use rowfilter::RowFilter;
@@ -141,8 +144,11 @@ impl Collection {
     /// sort on time and no limit, buckets are read in min-time order and merged by time; the
     /// cursor holds the buckets whose time ranges overlap the current position (about one per
     /// series with `bucketMaxSpanSeconds` of data each). With a sort and a limit it holds the
-    /// best `limit` measurements (SPEC R-14.4.7). The index is read when the cursor is made;
-    /// buckets removed later are skipped, measurements added later may or may not be seen.
+    /// best `limit` measurements (SPEC R-14.4.7). The index is read when the cursor is made,
+    /// and the rows open buckets hold that are not stored yet are copied then (those of the
+    /// buckets the filter may select; each is dropped once read): every measurement
+    /// acknowledged before the cursor is made is seen; buckets removed later are skipped,
+    /// measurements added later may or may not be seen.
     ///
     /// ```
     /// # use bson::{DateTime, doc};
@@ -168,7 +174,6 @@ impl Collection {
     /// [`Error::Codec`](crate::Error::Codec) or [`Error::Corruption`](crate::Error::Corruption)
     /// when a bucket cannot be read; the cursor ends after the first error.
     pub fn find_cursor(&self, filter: &Document, options: &FindOptions) -> Result<FindCursor> {
-        self.inner.flush_open()?;
         FindCursor::new(&self.inner, filter, options)
     }
 }
@@ -204,7 +209,7 @@ pub(crate) struct FindCtx<'a> {
     pub(crate) rows: &'a RowFilter<'a>,
 }
 
-impl CollectionInner {
+impl Reader<'_> {
     /// The best `k` measurements by time (a sort with a limit, SPEC R-14.4.7): buckets in
     /// min-time order, stopping once no remaining bucket can hold a better one.
     pub(crate) fn top_k(

@@ -331,7 +331,11 @@ impl CollectionInner {
     ///
     /// # Errors
     /// [`Error::Storage`] when a scan fails; [`Error::Corruption`] for a bad index entry.
-    pub(crate) fn candidates(&self, plan: &Plan, stats: &mut QueryStats) -> Result<Candidates> {
+    pub(crate) fn stored_candidates(
+        &self,
+        plan: &Plan,
+        stats: &mut QueryStats,
+    ) -> Result<Candidates> {
         let secondary = self.secondary_candidates(&plan.filter)?;
         let Some(bounds) = plan.min_time_bounds() else {
             return Ok(Candidates::default());

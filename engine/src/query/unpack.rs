@@ -209,28 +209,11 @@ pub(crate) fn build_row(
 }
 
 impl CollectionInner {
-    /// Decodes every segment of a bucket, in stored order, with the time column and the
-    /// columns `keep` accepts; counts the bucket as unpacked.
-    ///
-    /// # Errors
-    /// [`Error::Storage`] or [`Error::Codec`] when a segment cannot be read.
-    pub(crate) fn decode_bucket(
-        &self,
-        id: &BucketId,
-        keep: &mut dyn FnMut(&str) -> bool,
-        stats: &mut QueryStats,
-    ) -> Result<Vec<Bucket>> {
-        let time_field = self.spec().time_field;
-        stats.buckets_unpacked += 1;
-        let segments = self.read_segments(id, &mut |n| n == time_field || keep(n))?;
-        Ok(segments.into_iter().map(|(_, b)| b).collect())
-    }
-
     /// Decodes only the last segment of a bucket (where a time-sorted bucket keeps its latest
     /// measurement); counts the bucket as unpacked.
     ///
     /// # Errors
-    /// As [`CollectionInner::decode_bucket`].
+    /// [`Error::Storage`] or [`Error::Codec`] when the segment cannot be read.
     pub(crate) fn decode_last_segment(
         &self,
         id: &BucketId,

@@ -1,0 +1,469 @@
+//! What a read adds to the store: the rows open buckets hold that are not stored yet
+//! (DESIGN "Write path rules (v2)": a commit only logs its rows). A query takes a
+//! [`MemoryView`] when it starts — a copy of the unstored rows of the open buckets it may
+//! need, each bucket with its control state — and reads through a [`Reader`], which combines
+//! the view with fjall wherever buckets are read: candidates, control records and segments.
+//! Nothing is written to the store for a read.
+//!
+//! A bucket's rows are numbered from 0 in the order they were committed; the store holds a
+//! prefix of them (the parts stored so far) and the view the rows from its first unstored
+//! one on. A reader appends the view's rows past the ones the store returned, and takes the
+//! view's control record unless the store's counts as many rows: a bucket stored while the
+//! query runs is read once, from whichever side has it.
+
+use std::collections::{HashMap, HashSet};
+use std::ops::Deref;
+
+use tscoll_catalog::{BucketId, BucketKey, BucketPart};
+use tscoll_codec::Bucket;
+
+use super::QueryStats;
+use super::control_view::ControlBytes;
+use super::plan::{Candidate, Candidates, Plan, Series, meta_matches_raw};
+use crate::collection::CollectionInner;
+use crate::control::Control;
+use crate::error::Result;
+
+/// The unstored rows of the open buckets a query may read, copied when it starts.
+#[derive(Default)]
+pub(crate) struct MemoryView {
+    buckets: HashMap<BucketId, MemoryBucket>,
+    /// The catalog's [`BucketCatalog::clears`](tscoll_catalog::BucketCatalog::clears) before
+    /// the rows were copied.
+    clears: u64,
+}
+
+/// One open bucket's unstored rows and its control state after them.
+pub(crate) struct MemoryBucket {
+    /// The series.
+    pub(crate) key: std::sync::Arc<BucketKey>,
+    /// `control.min.<time>` (rounded, ms): where the bucket's index entry sorts.
+    pub(crate) min_time: i64,
+    /// Rows of the bucket (stored and not).
+    count: u32,
+    /// Position in the bucket of the first row of `rows`.
+    first_row: u32,
+    /// The bucket's control record as it would be stored now.
+    control: fjall::Slice,
+    /// The unstored rows.
+    rows: Bucket,
+}
+
+impl MemoryView {
+    /// Copies the unstored rows of the open buckets whose series and min time `plan` may
+    /// select (meta predicates are checked on the series' bytes where they decide alone;
+    /// [`Reader::candidates`] checks the rest). Buckets that left memory are stored first
+    /// ([`CollectionInner::store_leaving`]), as every writer does before it returns.
+    ///
+    /// # Errors
+    /// What storing the leaving buckets returns.
+    pub(crate) fn capture(inner: &CollectionInner, plan: &Plan) -> Result<MemoryView> {
+        let Some((lo, hi)) = plan.min_time_bounds() else {
+            return Ok(MemoryView::default());
+        };
+        {
+            let _gate = inner
+                .commit_gate
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            inner.store_leaving()?;
+        }
+        let clears = inner.catalog.clears();
+        let meta_preds = plan.filter.has_meta_preds();
+        let parts = inner.catalog.memory_rows(&mut |key, min_time, _| {
+            (lo..=hi).contains(&min_time)
+                && (!meta_preds || meta_matches_raw(&plan.filter, &key.bytes) != Some(false))
+        });
+        Ok(MemoryView::of_parts(parts, clears))
+    }
+
+    fn of_parts(parts: Vec<BucketPart>, clears: u64) -> MemoryView {
+        let buckets = parts
+            .into_iter()
+            .map(|part| {
+                let control = fjall::Slice::from(Control::of_part(&part).encode());
+                let bucket = MemoryBucket {
+                    key: part.key,
+                    min_time: part.min_time,
+                    count: part.count,
+                    first_row: part.first_row,
+                    control,
+                    rows: Bucket {
+                        row_count: part.rows,
+                        columns: part.columns,
+                    },
+                };
+                (part.id, bucket)
+            })
+            .collect();
+        MemoryView { buckets, clears }
+    }
+
+    /// Whether no open bucket is in the view.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.buckets.is_empty()
+    }
+
+    /// The view's bucket `id`.
+    pub(crate) fn get(&self, id: &BucketId) -> Option<&MemoryBucket> {
+        self.buckets.get(id)
+    }
+
+    /// Drops bucket `id` from the view (a cursor that has read it).
+    pub(crate) fn remove(&mut self, id: &BucketId) {
+        self.buckets.remove(id);
+    }
+
+    /// Every bucket of the view, with its `_id`.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&BucketId, &MemoryBucket)> {
+        self.buckets.iter()
+    }
+}
+
+impl MemoryBucket {
+    /// The control record to read, given the store's (`None`: not stored): the view's
+    /// unless the store's counts at least as many rows (stored while the query ran).
+    fn control(&self, stored: Option<ControlBytes>) -> ControlBytes {
+        match stored {
+            Some(c) if c.view().is_ok_and(|v| v.count >= u64::from(self.count)) => c,
+            _ => ControlBytes::from_slice(self.control.clone()),
+        }
+    }
+
+    /// Appends to `segments` (the bucket's stored segments, decoded) the view's rows past
+    /// the ones they hold, with the columns `keep` accepts.
+    fn append_to(&self, segments: &mut Vec<Bucket>, keep: &mut dyn FnMut(&str) -> bool) {
+        let stored: usize = segments.iter().map(|s| s.row_count).sum();
+        let skip = stored.saturating_sub(self.first_row as usize);
+        if skip >= self.rows.row_count {
+            return;
+        }
+        let columns = self
+            .rows
+            .columns
+            .iter()
+            .filter(|(name, _)| keep(name))
+            .map(|(name, c)| {
+                let c = if skip == 0 { c.clone() } else { c.tail(skip) };
+                (name.clone(), c)
+            })
+            .collect();
+        segments.push(Bucket {
+            row_count: self.rows.row_count - skip,
+            columns,
+        });
+    }
+}
+
+/// One query's reads: the collection's store combined with the [`MemoryView`] taken when the
+/// query began. Dereferences to the collection for everything else.
+#[derive(Clone, Copy)]
+pub(crate) struct Reader<'a> {
+    inner: &'a CollectionInner,
+    memory: &'a MemoryView,
+}
+
+impl Deref for Reader<'_> {
+    type Target = CollectionInner;
+
+    fn deref(&self) -> &CollectionInner {
+        self.inner
+    }
+}
+
+impl<'a> Reader<'a> {
+    /// Reads `inner` with `memory`.
+    pub(crate) fn new(inner: &'a CollectionInner, memory: &'a MemoryView) -> Reader<'a> {
+        Reader { inner, memory }
+    }
+
+    /// The open buckets' rows the query reads besides the store.
+    pub(crate) fn memory(&self) -> &'a MemoryView {
+        self.memory
+    }
+
+    /// The view's rows of bucket `id`, unless a direct write may have changed the bucket
+    /// since they were copied (SPEC clears it from the catalog: then the bucket is
+    /// read from the store alone, unless it is open again).
+    fn memory_bucket(&self, id: &BucketId) -> Option<&'a MemoryBucket> {
+        let m = self.memory.get(id)?;
+        let catalog = &self.inner.catalog;
+        (catalog.clears() == self.memory.clears || catalog.is_open(&m.key, id)).then_some(m)
+    }
+
+    /// The control record of a bucket, or `None` when the bucket is gone (removed after the
+    /// index was scanned).
+    ///
+    /// # Errors
+    /// [`Error::Storage`](crate::Error::Storage) when fjall fails.
+    pub(crate) fn control_bytes(&self, id: &BucketId) -> Result<Option<ControlBytes>> {
+        let stored = self.inner.stored_control_bytes(id)?;
+        Ok(match self.memory_bucket(id) {
+            Some(m) => Some(m.control(stored)),
+            None => stored,
+        })
+    }
+
+    /// Calls `f(i, control)` for every `ids[i]` that has a control record: the stored ones in
+    /// id order ([`CollectionInner::for_each_stored_control`]), then those only in memory.
+    ///
+    /// # Errors
+    /// [`Error::Storage`](crate::Error::Storage) when fjall fails, or what `f` returns.
+    pub(crate) fn for_each_control(
+        &self,
+        ids: &[BucketId],
+        dense: bool,
+        f: &mut dyn FnMut(usize, ControlBytes) -> Result<()>,
+    ) -> Result<()> {
+        if self.memory.is_empty() {
+            return self.inner.for_each_stored_control(ids, dense, f);
+        }
+        let mut seen = HashSet::new();
+        self.inner
+            .for_each_stored_control(ids, dense, &mut |i, c| match self.memory_bucket(&ids[i]) {
+                Some(m) => {
+                    seen.insert(i);
+                    f(i, m.control(Some(c)))
+                }
+                None => f(i, c),
+            })?;
+        for (i, id) in ids.iter().enumerate() {
+            if !seen.contains(&i)
+                && let Some(m) = self.memory_bucket(id)
+            {
+                f(i, m.control(None))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Calls `f(i, segments)` for every `ids[i]` with its segments decoded (the time column
+    /// and the columns `keep` accepts) and its rows in memory after them: the stored buckets
+    /// in id order, then those only in memory.
+    ///
+    /// # Errors
+    /// [`Error::Storage`](crate::Error::Storage) or [`Error::Codec`](crate::Error::Codec)
+    /// when a segment cannot be read, or what `f` returns.
+    pub(crate) fn for_each_bucket(
+        &self,
+        ids: &[BucketId],
+        dense: bool,
+        keep: &mut dyn FnMut(&str) -> bool,
+        f: &mut dyn FnMut(usize, Vec<Bucket>) -> Result<()>,
+    ) -> Result<()> {
+        if self.memory.is_empty() {
+            return self.inner.for_each_stored_bucket(ids, dense, keep, f);
+        }
+        let time_field = self.inner.spec().time_field;
+        // The columns of the view's buckets to keep, asked once per name.
+        let mut kept: HashMap<&str, bool> = HashMap::new();
+        for id in ids {
+            if let Some(m) = self.memory_bucket(id) {
+                for (name, _) in &m.rows.columns {
+                    kept.entry(name.as_str())
+                        .or_insert_with(|| name == &time_field || keep(name));
+                }
+            }
+        }
+        let mut keep_kept = |n: &str| kept.get(n).copied().unwrap_or(false);
+        let mut seen = HashSet::new();
+        self.inner
+            .for_each_stored_bucket(ids, dense, keep, &mut |i, mut segments| {
+                if let Some(m) = self.memory_bucket(&ids[i]) {
+                    seen.insert(i);
+                    m.append_to(&mut segments, &mut keep_kept);
+                }
+                f(i, segments)
+            })?;
+        for (i, id) in ids.iter().enumerate() {
+            if !seen.contains(&i)
+                && let Some(m) = self.memory_bucket(id)
+            {
+                let mut segments = Vec::new();
+                m.append_to(&mut segments, &mut keep_kept);
+                f(i, segments)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Every segment of a bucket, decoded (the columns `keep` accepts), then its rows in
+    /// memory.
+    ///
+    /// # Errors
+    /// [`Error::Storage`](crate::Error::Storage) or [`Error::Codec`](crate::Error::Codec)
+    /// when a segment cannot be read.
+    pub(crate) fn bucket_segments(
+        &self,
+        id: &BucketId,
+        keep: &mut dyn FnMut(&str) -> bool,
+    ) -> Result<Vec<Bucket>> {
+        let mut segments: Vec<Bucket> = self
+            .inner
+            .read_segments(id, keep)?
+            .into_iter()
+            .map(|(_, b)| b)
+            .collect();
+        if let Some(m) = self.memory_bucket(id) {
+            m.append_to(&mut segments, keep);
+        }
+        Ok(segments)
+    }
+
+    /// The candidate buckets of `plan` ([`CollectionInner::stored_candidates`]) with the
+    /// view's buckets that pass its meta predicates added, all in index order (series hash,
+    /// then min time).
+    ///
+    /// # Errors
+    /// As [`CollectionInner::stored_candidates`]; [`Error::Corruption`](crate::Error::Corruption)
+    /// when a series' meta value does not read.
+    pub(crate) fn candidates(&self, plan: &Plan, stats: &mut QueryStats) -> Result<Candidates> {
+        let mut cands = self.inner.stored_candidates(plan, stats)?;
+        if self.memory.is_empty() {
+            return Ok(cands);
+        }
+        let listed: HashSet<BucketId> = cands
+            .buckets
+            .iter()
+            .filter(|c| self.memory.get(&c.id).is_some())
+            .map(|c| c.id)
+            .collect();
+        // The series the index listed (some rejected by the meta predicates) by key.
+        let mut listed_series: HashMap<(u64, Vec<u8>), usize> = HashMap::new();
+        for (i, s) in cands.series.iter().enumerate() {
+            listed_series.insert((s.hash, s.bytes.clone()), i);
+        }
+        // Each series of the view: its position in `cands.series`, `None` when rejected.
+        let mut series_of: HashMap<(u64, &[u8]), Option<usize>> = HashMap::new();
+        let mut added = false;
+        let mut fresh: Vec<(&BucketId, &MemoryBucket)> = self
+            .memory
+            .iter()
+            .filter(|(id, _)| !listed.contains(*id))
+            .collect();
+        fresh.sort_unstable_by_key(|(id, _)| **id);
+        for (id, m) in fresh {
+            let series_key = (m.key.hash, m.key.bytes.as_slice());
+            let series = match series_of.get(&series_key) {
+                Some(&s) => s,
+                None => {
+                    let position = match listed_series.get(&(m.key.hash, m.key.bytes.clone())) {
+                        Some(&s) => s,
+                        None => {
+                            cands
+                                .series
+                                .push(Series::new(m.key.bytes.clone(), m.key.hash));
+                            cands.series.len() - 1
+                        }
+                    };
+                    let s = &cands.series[position];
+                    let matches =
+                        !plan.filter.has_meta_preds() || plan.filter.matches_meta(s.meta(self)?);
+                    let series = matches.then_some(position);
+                    series_of.insert(series_key, series);
+                    series
+                }
+            };
+            let Some(series) = series else {
+                continue;
+            };
+            cands.buckets.push(Candidate {
+                id: *id,
+                min_time: m.min_time,
+                series,
+            });
+            added = true;
+        }
+        if added {
+            let series = &cands.series;
+            cands
+                .buckets
+                .sort_by_key(|c| (series[c.series].hash, c.min_time, c.id));
+            cands.in_range = None;
+        }
+        Ok(cands)
+    }
+
+    /// Decodes every segment of a bucket and its rows in memory, with the time column and the
+    /// columns `keep` accepts; counts the bucket as unpacked.
+    ///
+    /// # Errors
+    /// [`Error::Storage`](crate::Error::Storage) or [`Error::Codec`](crate::Error::Codec)
+    /// when a segment cannot be read.
+    pub(crate) fn decode_bucket(
+        &self,
+        id: &BucketId,
+        keep: &mut dyn FnMut(&str) -> bool,
+        stats: &mut QueryStats,
+    ) -> Result<Vec<Bucket>> {
+        let time_field = self.inner.spec().time_field;
+        stats.buckets_unpacked += 1;
+        self.bucket_segments(id, &mut |n| n == time_field || keep(n))
+    }
+
+    /// Decodes only the last segment of a bucket (where a time-sorted bucket keeps its latest
+    /// measurement), or its rows in memory when it has some; counts the bucket as unpacked.
+    ///
+    /// # Errors
+    /// As [`Reader::decode_bucket`].
+    pub(crate) fn decode_last_segment(
+        &self,
+        id: &BucketId,
+        stats: &mut QueryStats,
+    ) -> Result<Option<Bucket>> {
+        if self.memory_bucket(id).is_some() {
+            let mut segments = self.decode_bucket(id, &mut |_| true, stats)?;
+            return Ok(segments.pop());
+        }
+        self.inner.decode_last_segment(id, stats)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bson::{DateTime, doc};
+
+    use crate::{
+        AggregateSpec, Database, DatabaseOptions, FindOptions, InsertOptions, TimeseriesOptions,
+    };
+
+    #[test]
+    fn queries_read_rows_in_memory_without_storing_them() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Database::open(dir.path(), DatabaseOptions::default()).expect("open");
+        let coll = db
+            .create_collection("c", &TimeseriesOptions::new("t").meta_field("m"))
+            .expect("create");
+        let docs: Vec<_> = (0..50_i64)
+            .map(|i| doc! { "t": DateTime::from_millis(i * 1000), "m": i % 3, "v": i })
+            .collect();
+        coll.insert_many(&docs, &InsertOptions::default())
+            .expect("insert");
+        let unstored = coll.inner.catalog.unstored_rows();
+        assert_eq!(unstored.iter().map(|p| p.rows).sum::<usize>(), 50);
+
+        let all = coll.find(&doc! {}, &FindOptions::default()).expect("find");
+        assert_eq!(all.len(), 50);
+        assert_eq!(coll.count(&doc! { "m": 1 }).expect("count"), 17);
+        let last = coll.last_points(&doc! {}).expect("last");
+        assert_eq!(last.len(), 3);
+        assert_eq!(last[2].get_i64("v").expect("v"), 47);
+        let spec = AggregateSpec {
+            window_ms: 3_600_000,
+            by_series: false,
+            outputs: vec![("n".into(), crate::Accumulator::Count)],
+        };
+        let groups = coll.aggregate(&doc! {}, &spec).expect("aggregate");
+        assert_eq!(groups[0].get_i64("n").expect("n"), 50);
+        let columns = coll
+            .find_columns(&doc! { "m": 2 }, &FindOptions::default())
+            .expect("columns");
+        assert_eq!(columns.len(), 16);
+
+        // Nothing was stored: the rows are still unstored, and the store has no bucket.
+        assert_eq!(coll.inner.catalog.unstored_rows(), unstored);
+        for part in &unstored {
+            assert!(coll.inner.store.control(&part.id).expect("read").is_none());
+        }
+    }
+}
