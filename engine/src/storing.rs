@@ -1,11 +1,14 @@
 //! Storing the rows of open buckets (DESIGN "Write path rules (v2)"). A commit only logs its
 //! rows (`write.rs`); a bucket is encoded and stored — blob, control record, index entry —
-//! when it leaves memory. Before a read or a direct write sees the store, the rows open
-//! buckets hold are stored as parts; a bucket leaving memory with every row in it is then
+//! when it leaves memory. Before a direct write or a whole-store read sees the store, the
+//! rows open buckets hold are stored as parts (queries read them in memory instead); a bucket leaving memory with every row in it is then
 //! written as one blob, replacing its parts. A checkpoint records the rows still only in
 //! memory in a new log file and drops the older files (`storage::wal`).
 
+use std::sync::Arc;
+
 use fjall::PersistMode;
+
 use tscoll_catalog::{BucketId, BucketPart};
 use tscoll_codec::{Column, encode_bucket};
 
@@ -44,24 +47,25 @@ impl CollectionInner {
     /// # Errors
     /// The first failure ([`Error::Storage`], [`Error::Codec`]).
     pub(crate) fn store_leaving(&self) -> Result<()> {
-        let (fresh, others): (Vec<BucketPart>, Vec<BucketPart>) = self
+        let (fresh, others): (Vec<Arc<BucketPart>>, Vec<Arc<BucketPart>>) = self
             .catalog
             .take_leaving()
             .into_iter()
-            .partition(is_fresh_whole);
+            .partition(|p| is_fresh_whole(p));
         let mut fresh = fresh.into_iter();
         let min_bytes = self.log_options.ingest_min_bytes;
         let chunk_bytes = min_bytes.saturating_mul(256).clamp(1, INGEST_CHUNK_BYTES);
-        let give_back = |stored: Vec<BucketPart>, fresh: std::vec::IntoIter<BucketPart>, others| {
-            let mut back = stored;
-            back.extend(fresh);
-            back.extend(others);
-            self.catalog.return_leaving(back);
-        };
+        let give_back =
+            |stored: Vec<Arc<BucketPart>>, fresh: std::vec::IntoIter<Arc<BucketPart>>, others| {
+                let mut back = stored;
+                back.extend(fresh);
+                back.extend(others);
+                self.catalog.return_leaving(back);
+            };
         loop {
             // The blobs of the next fresh buckets, up to `chunk_bytes` at a time: a close of
             // many series does not hold every blob at once.
-            let mut chunk: Vec<(BucketPart, Vec<u8>)> = Vec::new();
+            let mut chunk: Vec<(Arc<BucketPart>, Vec<u8>)> = Vec::new();
             let mut bytes = 0u64;
             while bytes < chunk_bytes {
                 let Some(part) = fresh.next() else { break };
@@ -71,7 +75,8 @@ impl CollectionInner {
                         chunk.push((part, blob));
                     }
                     Err(e) => {
-                        let mut back: Vec<BucketPart> = chunk.into_iter().map(|(p, _)| p).collect();
+                        let mut back: Vec<Arc<BucketPart>> =
+                            chunk.into_iter().map(|(p, _)| p).collect();
                         back.push(part);
                         give_back(back, fresh, others);
                         return Err(e);
@@ -83,7 +88,8 @@ impl CollectionInner {
             }
             let queue = if bytes >= min_bytes {
                 let whole = !self.has_secondary_indexes();
-                let (parts, blobs): (Vec<BucketPart>, Vec<Vec<u8>>) = chunk.into_iter().unzip();
+                let (parts, blobs): (Vec<Arc<BucketPart>>, Vec<Vec<u8>>) =
+                    chunk.into_iter().unzip();
                 if let Err(e) = self.ingest_fresh(&parts, blobs, whole) {
                     give_back(parts, fresh, others);
                     return Err(e);
@@ -117,8 +123,8 @@ impl CollectionInner {
     /// with the parts not stored.
     fn store_each(
         &self,
-        queue: Vec<(BucketPart, Blob)>,
-    ) -> std::result::Result<(), (Error, Vec<BucketPart>)> {
+        queue: Vec<(Arc<BucketPart>, Blob)>,
+    ) -> std::result::Result<(), (Error, Vec<Arc<BucketPart>>)> {
         let mut queue = queue.into_iter();
         while let Some((part, blob)) = queue.next() {
             let stored = {
@@ -145,7 +151,12 @@ impl CollectionInner {
     ///
     /// # Errors
     /// [`Error::Storage`] when fjall fails.
-    fn ingest_fresh(&self, fresh: &[BucketPart], blobs: Vec<Vec<u8>>, whole: bool) -> Result<()> {
+    fn ingest_fresh(
+        &self,
+        fresh: &[Arc<BucketPart>],
+        blobs: Vec<Vec<u8>>,
+        whole: bool,
+    ) -> Result<()> {
         let segments = fresh
             .iter()
             .zip(blobs)

@@ -275,3 +275,49 @@ fn a_cursor_reads_each_row_once_when_its_bucket_is_stored_meanwhile() {
     assert_eq!(unique.len(), seen.len(), "a row twice: {seen:?}");
     assert!((0..20).all(|i| unique.contains(&i)), "{seen:?}");
 }
+
+#[test]
+fn reads_beside_a_writer_see_every_acknowledged_measurement_once() {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let (_d, _db, coll) = temp_collection(
+        CatalogOptions::default(),
+        &TimeseriesOptions::new("t").meta_field("m"),
+    );
+    // Acknowledged (insert returned) and attempted (insert called) measurements.
+    let acked = AtomicU64::new(0);
+    let attempted = AtomicU64::new(0);
+    let done = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            // 50 series, one point per series every 10 minutes: every sixth batch rolls
+            // every bucket over, so buckets leave memory and are stored all the time.
+            for step in 0..300_i64 {
+                let docs: Vec<Document> = (0..50_i64)
+                    .map(|k| doc! { "t": at(step * 10 * MIN + k), "m": format!("s{k}"), "v": step })
+                    .collect();
+                attempted.fetch_add(50, Ordering::SeqCst);
+                insert_all(&coll, &docs);
+                acked.fetch_add(50, Ordering::SeqCst);
+            }
+            done.store(true, Ordering::SeqCst);
+        });
+        let mut reads = 0;
+        while !done.load(Ordering::SeqCst) || reads == 0 {
+            let low = acked.load(Ordering::SeqCst);
+            let n = coll.count(&doc! {}).expect("count");
+            let found = coll
+                .find(&doc! { "m": "s7" }, &FindOptions::default())
+                .expect("find")
+                .len() as u64;
+            let high = attempted.load(Ordering::SeqCst);
+            assert!(n >= low && n <= high, "count {n} outside [{low}, {high}]");
+            assert!(
+                found * 50 >= low && found * 50 <= high,
+                "series s7: {found} rows, [{low}, {high}]"
+            );
+            reads += 1;
+        }
+        assert!(reads > 1);
+    });
+    assert_eq!(coll.count(&doc! {}).expect("count"), 300 * 50);
+}

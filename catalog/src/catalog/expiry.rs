@@ -82,7 +82,7 @@ impl BucketCatalog {
         let gone: HashSet<BucketId> = closed.iter().map(|c| c.id).collect();
         lock(&self.leaving).retain(|p| !gone.contains(&p.id));
         for m in &self.stripes {
-            lock(m).storing.retain(|id| !gone.contains(id));
+            lock(m).storing.retain(|id, _| !gone.contains(id));
         }
         closed
     }

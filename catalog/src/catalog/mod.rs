@@ -260,9 +260,10 @@ struct Stripe {
     direct_writes: HashMap<BucketId, u32>,
     /// Frozen buckets (SPEC §6.10): never written or reopened again.
     frozen: HashSet<BucketId>,
-    /// Buckets that left memory and whose rows the engine is storing: not reopened until
-    /// stored.
-    storing: HashSet<BucketId>,
+    /// Buckets that left memory and whose rows the engine is storing, with those rows: not
+    /// reopened until stored, and read from here meanwhile
+    /// ([`BucketCatalog::memory_rows`]).
+    storing: HashMap<BucketId, Arc<BucketPart>>,
 }
 
 /// The bucket catalog of one collection (SPEC §6).
@@ -280,7 +281,7 @@ pub struct BucketCatalog {
     archived_buckets: AtomicU64,
     id_counter: AtomicU64,
     /// Rows of buckets that left memory, for the engine to store ([`BucketCatalog::take_leaving`]).
-    leaving: Mutex<Vec<BucketPart>>,
+    leaving: Mutex<Vec<Arc<BucketPart>>>,
     /// Direct writes started and buckets frozen so far ([`BucketCatalog::clears`]).
     clears: AtomicU64,
 }
@@ -443,7 +444,8 @@ impl BucketCatalog {
     fn remove_bucket(&self, stripe: &mut Stripe, id: &BucketId) -> Option<Bucket> {
         let mut bucket = stripe.buckets.remove(id)?;
         if let Some(part) = BucketPart::take(&mut bucket, true) {
-            stripe.storing.insert(*id);
+            let part = Arc::new(part);
+            stripe.storing.insert(*id, Arc::clone(&part));
             lock(&self.leaving).push(part);
         }
         if let Some(seq) = bucket.idle_seq {

@@ -106,7 +106,7 @@ impl BucketCatalog {
             ExecutionStats::bump(&s.num_bucket_reopenings_failed_due_to_marked_frozen);
             return None;
         }
-        if stripe.storing.contains(&stored.id) {
+        if stripe.storing.contains_key(&stored.id) {
             // It left memory a moment ago and its last rows are not stored yet.
             return None;
         }

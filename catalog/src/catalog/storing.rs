@@ -105,16 +105,44 @@ impl BucketPart {
     }
 }
 
+impl BucketPart {
+    /// The rows of open bucket `b` not stored yet, copied, with its control state.
+    fn copy_unstored(b: &Bucket) -> BucketPart {
+        let skip = (b.stored_count - b.rows_base) as usize;
+        let (control_min, control_max) = b.control_min_max();
+        BucketPart {
+            id: b.id,
+            key: Arc::clone(&b.key),
+            min_time: b.min_time,
+            max_time: b.max_time,
+            count: b.committed_count,
+            first_row: b.stored_count,
+            stored_before: b.stored_count,
+            segment_no: b.stored_segments,
+            sorted: b.sorted,
+            size_estimate: b.size,
+            uncompressed_bytes: b.committed_uncompressed,
+            control_min,
+            control_max,
+            rows: (b.committed_count - b.stored_count) as usize,
+            columns: b
+                .rows
+                .slice(skip, (b.committed_count - b.rows_base) as usize),
+            closing: false,
+        }
+    }
+}
+
 impl BucketCatalog {
     /// Parts of buckets that left memory, to store now (each bucket's id stays marked as
     /// being stored, so it is not reopened, until [`BucketCatalog::stored`]).
-    pub fn take_leaving(&self) -> Vec<BucketPart> {
+    pub fn take_leaving(&self) -> Vec<Arc<BucketPart>> {
         std::mem::take(&mut *lock(&self.leaving))
     }
 
     /// Puts back parts the engine could not store (they are handed out again by the next
     /// [`BucketCatalog::take_leaving`]).
-    pub fn return_leaving(&self, parts: Vec<BucketPart>) {
+    pub fn return_leaving(&self, parts: Vec<Arc<BucketPart>>) {
         lock(&self.leaving).extend(parts);
     }
 
@@ -162,46 +190,42 @@ impl BucketCatalog {
     /// Every open bucket's unstored rows, copied (they stay unstored): what a checkpoint of
     /// the write-ahead log records.
     pub fn unstored_rows(&self) -> Vec<BucketPart> {
-        self.memory_rows(&mut |_, _, _| true)
+        let mut out = Vec::new();
+        for m in &self.stripes {
+            let stripe = lock(m);
+            out.extend(
+                stripe
+                    .buckets
+                    .values()
+                    .filter(|b| b.committed_count > b.stored_count)
+                    .map(BucketPart::copy_unstored),
+            );
+        }
+        out
     }
 
-    /// The unstored rows of the open buckets `want(series, min time, max time)` accepts
-    /// (times in ms), copied (they stay unstored), each with the bucket's control state:
-    /// what a read adds to the stored buckets. Each bucket is copied under its stripe's lock,
-    /// so its part holds the rows committed at one moment.
+    /// What a read adds to the stored buckets, of the buckets `want(series, min time, max
+    /// time)` accepts (times in ms): the unstored rows of open buckets, copied (they stay
+    /// unstored), and the rows of buckets that left memory and are being stored (shared),
+    /// each part with its bucket's control state. Each stripe is read under its lock, so a
+    /// bucket's part holds the rows committed at one moment, and a bucket leaving memory
+    /// meanwhile is met either open or leaving.
     pub fn memory_rows(
         &self,
         want: &mut dyn FnMut(&BucketKey, i64, i64) -> bool,
-    ) -> Vec<BucketPart> {
+    ) -> Vec<Arc<BucketPart>> {
         let mut out = Vec::new();
         for m in &self.stripes {
             let stripe = lock(m);
             for b in stripe.buckets.values() {
-                if b.committed_count <= b.stored_count || !want(&b.key, b.min_time, b.max_time) {
-                    continue;
+                if b.committed_count > b.stored_count && want(&b.key, b.min_time, b.max_time) {
+                    out.push(Arc::new(BucketPart::copy_unstored(b)));
                 }
-                let skip = (b.stored_count - b.rows_base) as usize;
-                let (control_min, control_max) = b.control_min_max();
-                out.push(BucketPart {
-                    id: b.id,
-                    key: Arc::clone(&b.key),
-                    min_time: b.min_time,
-                    max_time: b.max_time,
-                    count: b.committed_count,
-                    first_row: b.stored_count,
-                    stored_before: b.stored_count,
-                    segment_no: b.stored_segments,
-                    sorted: b.sorted,
-                    size_estimate: b.size,
-                    uncompressed_bytes: b.committed_uncompressed,
-                    control_min,
-                    control_max,
-                    rows: (b.committed_count - b.stored_count) as usize,
-                    columns: b
-                        .rows
-                        .slice(skip, (b.committed_count - b.rows_base) as usize),
-                    closing: false,
-                });
+            }
+            for part in stripe.storing.values() {
+                if want(&part.key, part.min_time, part.max_time) {
+                    out.push(Arc::clone(part));
+                }
             }
         }
         out

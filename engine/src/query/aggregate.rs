@@ -172,7 +172,7 @@ impl Collection {
         let mut stats = QueryStats::default();
         validate(spec)?;
         let plan = Plan::new(&self.inner, filter)?;
-        let memory = MemoryView::capture(&self.inner, &plan)?;
+        let memory = MemoryView::capture(&self.inner, &plan);
         let batch = Reader::new(&self.inner, &memory).aggregate(&plan, spec, &mut stats)?;
         Ok((batch, stats))
     }

@@ -129,7 +129,7 @@ impl Collection {
         let memory = if options.limit == Some(0) {
             MemoryView::default()
         } else {
-            MemoryView::capture(&self.inner, &plan)?
+            MemoryView::capture(&self.inner, &plan)
         };
         let batch = Reader::new(&self.inner, &memory).find_columns(&plan, options, &mut stats)?;
         Ok((batch, stats))

@@ -48,7 +48,7 @@ impl Collection {
     pub fn count_with_stats(&self, filter: &Document) -> Result<(u64, QueryStats)> {
         let mut stats = QueryStats::default();
         let plan = Plan::new(&self.inner, filter)?;
-        let memory = MemoryView::capture(&self.inner, &plan)?;
+        let memory = MemoryView::capture(&self.inner, &plan);
         let n = Reader::new(&self.inner, &memory).count(&plan, &mut stats)?;
         Ok((n, stats))
     }

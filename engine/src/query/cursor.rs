@@ -107,7 +107,7 @@ impl FindCursor {
         let memory = if options.limit == Some(0) {
             MemoryView::default()
         } else {
-            MemoryView::capture(inner, &plan)?
+            MemoryView::capture(inner, &plan)
         };
         let reader = Reader::new(inner, &memory);
         let mut cands = if options.limit == Some(0) {

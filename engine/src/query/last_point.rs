@@ -66,7 +66,7 @@ impl Collection {
     pub fn last_points_with_stats(&self, filter: &Document) -> Result<(Vec<Document>, QueryStats)> {
         let mut stats = QueryStats::default();
         let plan = Plan::new(&self.inner, filter)?;
-        let memory = MemoryView::capture(&self.inner, &plan)?;
+        let memory = MemoryView::capture(&self.inner, &plan);
         let docs = Reader::new(&self.inner, &memory).last_points(&plan, &mut stats)?;
         Ok((docs, stats))
     }
@@ -120,12 +120,15 @@ impl Reader<'_> {
         };
         let mut memory: HashMap<Vec<u8>, Vec<Entry>> = HashMap::new();
         for (id, m) in self.memory().iter() {
-            memory.entry(m.key.bytes.clone()).or_default().push(Entry {
-                id: *id,
-                min_time: m.min_time,
-                hash: m.key.hash,
-                meta: fjall::Slice::from(&m.key.bytes[..]),
-            });
+            memory
+                .entry(m.key().bytes.clone())
+                .or_default()
+                .push(Entry {
+                    id: *id,
+                    min_time: m.min_time(),
+                    hash: m.key().hash,
+                    meta: fjall::Slice::from(&m.key().bytes[..]),
+                });
         }
         for entries in memory.values_mut() {
             entries.sort_unstable_by_key(|e| (e.min_time, e.id));

@@ -1,9 +1,10 @@
 //! What a read adds to the store: the rows open buckets hold that are not stored yet
 //! (DESIGN "Write path rules (v2)": a commit only logs its rows). A query takes a
 //! [`MemoryView`] when it starts — a copy of the unstored rows of the open buckets it may
-//! need, each bucket with its control state — and reads through a [`Reader`], which combines
-//! the view with fjall wherever buckets are read: candidates, control records and segments.
-//! Nothing is written to the store for a read.
+//! need, and the rows of the buckets that left memory and are being stored, each bucket with
+//! its control state — and reads through a [`Reader`], which combines the view with fjall
+//! wherever buckets are read: candidates, control records and segments. A read writes
+//! nothing.
 //!
 //! A bucket's rows are numbered from 0 in the order they were committed; the store holds a
 //! prefix of them (the parts stored so far) and the view the rows from its first unstored
@@ -13,6 +14,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::ops::Deref;
+use std::sync::Arc;
 
 use tscoll_catalog::{BucketId, BucketKey, BucketPart};
 use tscoll_codec::Bucket;
@@ -33,67 +35,40 @@ pub(crate) struct MemoryView {
     clears: u64,
 }
 
-/// One open bucket's unstored rows and its control state after them.
+/// One bucket's rows not stored yet (an open bucket's, or those of a bucket that left
+/// memory and is being stored) and its control state after them.
 pub(crate) struct MemoryBucket {
-    /// The series.
-    pub(crate) key: std::sync::Arc<BucketKey>,
-    /// `control.min.<time>` (rounded, ms): where the bucket's index entry sorts.
-    pub(crate) min_time: i64,
-    /// Rows of the bucket (stored and not).
-    count: u32,
-    /// Position in the bucket of the first row of `rows`.
-    first_row: u32,
+    /// The rows, from position `part.first_row` of the bucket on.
+    part: Arc<BucketPart>,
     /// The bucket's control record as it would be stored now.
     control: fjall::Slice,
-    /// The unstored rows.
-    rows: Bucket,
 }
 
 impl MemoryView {
-    /// Copies the unstored rows of the open buckets whose series and min time `plan` may
-    /// select (meta predicates are checked on the series' bytes where they decide alone;
-    /// [`Reader::candidates`] checks the rest). Buckets that left memory are stored first
-    /// ([`CollectionInner::store_leaving`]), as every writer does before it returns.
-    ///
-    /// # Errors
-    /// What storing the leaving buckets returns.
-    pub(crate) fn capture(inner: &CollectionInner, plan: &Plan) -> Result<MemoryView> {
+    /// Takes the rows not stored yet of the buckets whose series and min time `plan` may
+    /// select ([`BucketCatalog::memory_rows`](tscoll_catalog::BucketCatalog::memory_rows):
+    /// open buckets' copied, those of buckets leaving memory shared). Meta predicates are
+    /// checked on the series' bytes where they decide alone; [`Reader::candidates`] checks
+    /// the rest.
+    pub(crate) fn capture(inner: &CollectionInner, plan: &Plan) -> MemoryView {
         let Some((lo, hi)) = plan.min_time_bounds() else {
-            return Ok(MemoryView::default());
+            return MemoryView::default();
         };
-        {
-            let _gate = inner
-                .commit_gate
-                .read()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            inner.store_leaving()?;
-        }
         let clears = inner.catalog.clears();
         let meta_preds = plan.filter.has_meta_preds();
         let parts = inner.catalog.memory_rows(&mut |key, min_time, _| {
             (lo..=hi).contains(&min_time)
                 && (!meta_preds || meta_matches_raw(&plan.filter, &key.bytes) != Some(false))
         });
-        Ok(MemoryView::of_parts(parts, clears))
+        MemoryView::of_parts(parts, clears)
     }
 
-    fn of_parts(parts: Vec<BucketPart>, clears: u64) -> MemoryView {
+    fn of_parts(parts: Vec<Arc<BucketPart>>, clears: u64) -> MemoryView {
         let buckets = parts
             .into_iter()
             .map(|part| {
                 let control = fjall::Slice::from(Control::of_part(&part).encode());
-                let bucket = MemoryBucket {
-                    key: part.key,
-                    min_time: part.min_time,
-                    count: part.count,
-                    first_row: part.first_row,
-                    control,
-                    rows: Bucket {
-                        row_count: part.rows,
-                        columns: part.columns,
-                    },
-                };
-                (part.id, bucket)
+                (part.id, MemoryBucket { part, control })
             })
             .collect();
         MemoryView { buckets, clears }
@@ -121,11 +96,26 @@ impl MemoryView {
 }
 
 impl MemoryBucket {
+    /// The series.
+    pub(crate) fn key(&self) -> &BucketKey {
+        &self.part.key
+    }
+
+    /// `control.min.<time>` (rounded, ms): where the bucket's index entry sorts.
+    pub(crate) fn min_time(&self) -> i64 {
+        self.part.min_time
+    }
+
     /// The control record to read, given the store's (`None`: not stored): the view's
     /// unless the store's counts at least as many rows (stored while the query ran).
     fn control(&self, stored: Option<ControlBytes>) -> ControlBytes {
         match stored {
-            Some(c) if c.view().is_ok_and(|v| v.count >= u64::from(self.count)) => c,
+            Some(c)
+                if c.view()
+                    .is_ok_and(|v| v.count >= u64::from(self.part.count)) =>
+            {
+                c
+            }
             _ => ControlBytes::from_slice(self.control.clone()),
         }
     }
@@ -134,12 +124,12 @@ impl MemoryBucket {
     /// the ones they hold, with the columns `keep` accepts.
     fn append_to(&self, segments: &mut Vec<Bucket>, keep: &mut dyn FnMut(&str) -> bool) {
         let stored: usize = segments.iter().map(|s| s.row_count).sum();
-        let skip = stored.saturating_sub(self.first_row as usize);
-        if skip >= self.rows.row_count {
+        let skip = stored.saturating_sub(self.part.first_row as usize);
+        if skip >= self.part.rows {
             return;
         }
         let columns = self
-            .rows
+            .part
             .columns
             .iter()
             .filter(|(name, _)| keep(name))
@@ -149,7 +139,7 @@ impl MemoryBucket {
             })
             .collect();
         segments.push(Bucket {
-            row_count: self.rows.row_count - skip,
+            row_count: self.part.rows - skip,
             columns,
         });
     }
@@ -188,7 +178,7 @@ impl<'a> Reader<'a> {
     fn memory_bucket(&self, id: &BucketId) -> Option<&'a MemoryBucket> {
         let m = self.memory.get(id)?;
         let catalog = &self.inner.catalog;
-        (catalog.clears() == self.memory.clears || catalog.is_open(&m.key, id)).then_some(m)
+        (catalog.clears() == self.memory.clears || catalog.is_open(m.key(), id)).then_some(m)
     }
 
     /// The control record of a bucket, or `None` when the bucket is gone (removed after the
@@ -259,7 +249,7 @@ impl<'a> Reader<'a> {
         let mut kept: HashMap<&str, bool> = HashMap::new();
         for id in ids {
             if let Some(m) = self.memory_bucket(id) {
-                for (name, _) in &m.rows.columns {
+                for (name, _) in &m.part.columns {
                     kept.entry(name.as_str())
                         .or_insert_with(|| name == &time_field || keep(name));
                 }
@@ -343,16 +333,16 @@ impl<'a> Reader<'a> {
             .collect();
         fresh.sort_unstable_by_key(|(id, _)| **id);
         for (id, m) in fresh {
-            let series_key = (m.key.hash, m.key.bytes.as_slice());
+            let series_key = (m.key().hash, m.key().bytes.as_slice());
             let series = match series_of.get(&series_key) {
                 Some(&s) => s,
                 None => {
-                    let position = match listed_series.get(&(m.key.hash, m.key.bytes.clone())) {
+                    let position = match listed_series.get(&(m.key().hash, m.key().bytes.clone())) {
                         Some(&s) => s,
                         None => {
                             cands
                                 .series
-                                .push(Series::new(m.key.bytes.clone(), m.key.hash));
+                                .push(Series::new(m.key().bytes.clone(), m.key().hash));
                             cands.series.len() - 1
                         }
                     };
@@ -369,7 +359,7 @@ impl<'a> Reader<'a> {
             };
             cands.buckets.push(Candidate {
                 id: *id,
-                min_time: m.min_time,
+                min_time: m.min_time(),
                 series,
             });
             added = true;
