@@ -18,7 +18,7 @@ use std::mem::discriminant;
 
 use bson::{Bson, DateTime, Document};
 use tscoll_catalog::value::{compare, to_bson};
-use tscoll_codec::{ValueRef, tag};
+use tscoll_codec::{Bucket, ValueRef, tag};
 
 use tscoll_catalog::BucketId;
 
@@ -30,6 +30,7 @@ use super::parallel::{self, run_parts};
 use super::plan::{Candidate, Plan, Verdict};
 use super::rowfilter::RowFilter;
 use super::unpack::SegmentView;
+use super::walk::{Collector, Take};
 use crate::collection::Collection;
 use crate::error::{Error, ErrorCode, Result};
 use crate::filter::lookup;
@@ -957,92 +958,128 @@ impl<'a> Job<'a> {
 
     /// Reads part `i` into groups of its own.
     fn part(&self, i: usize) -> Result<(Groups<'a>, QueryStats)> {
-        let inner = self.reader;
         let spec = self.spec;
-        let time_field = self.plan.spec.time_field.as_str();
         let from = (i * self.part_len).min(self.order.len());
         let positions = &self.order[from..(from + self.part_len).min(self.order.len())];
         let ids: Vec<BucketId> = positions.iter().map(|&p| self.cands[p].id).collect();
-        let series_of = |k: usize| {
-            if spec.by_series {
-                self.cands[positions[k]].series
-            } else {
-                0
-            }
-        };
         let mut stats = QueryStats::default();
         // About one group per bucket (a bucket spans one or two windows; a window, one or two
         // buckets of a series).
-        let mut groups = Groups::new(spec, self.range, positions.len());
-        // Pass 1: control records. Buckets answered from control are added now; the others
-        // (position in `ids`, partial or not, rows in time order or not) are unpacked in
-        // pass 2.
-        let mut unpack: Vec<(usize, bool, bool)> = Vec::new();
-        if self.read_control {
-            inner.for_each_control(&ids, self.dense, &mut |k, bytes| {
-                stats.buckets_read += 1;
-                let control = bytes
-                    .view()
-                    .map_err(|r| inner.corrupt_control(&ids[k], r))?;
-                let verdict = self.plan.judge(&control, &mut stats);
-                if verdict == Verdict::Pruned || control.count == 0 {
-                    return Ok(());
-                }
-                let one_window = control.min_time.div_euclid(spec.window_ms)
-                    == control.max_time.div_euclid(spec.window_ms);
-                if verdict == Verdict::Whole
-                    && one_window
-                    && from_control(&mut groups, series_of(k), &control, self.paths, time_field)
-                {
-                    stats.buckets_from_control += 1;
-                } else {
-                    unpack.push((k, verdict == Verdict::Partial, control.sorted));
-                }
-                Ok(())
-            })?;
-        } else {
-            stats.buckets_whole += ids.len() as u64;
-            unpack.extend((0..ids.len()).map(|k| (k, false, false)));
+        let mut part = Part {
+            job: self,
+            ids: &ids,
+            series: positions
+                .iter()
+                .map(|&p| {
+                    if spec.by_series {
+                        self.cands[p].series
+                    } else {
+                        0
+                    }
+                })
+                .collect(),
+            groups: Groups::new(spec, self.range, positions.len()),
+            flags: vec![(false, false); ids.len()],
+        };
+        // Buckets answered from control are added as their control records are read; the
+        // others (partial or not, rows in time order or not) when unpacked.
+        self.reader
+            .collect_bulk(self.plan, &ids, self.dense, &mut part, &mut stats)?;
+        Ok((part.groups, stats))
+    }
+}
+
+/// One part of an aggregate: its candidates' groups.
+struct Part<'j, 'a> {
+    job: &'j Job<'a>,
+    ids: &'j [BucketId],
+    /// The series (group position) of each candidate.
+    series: Vec<usize>,
+    groups: Groups<'a>,
+    /// `(partial, sorted)` of each candidate unpacked: filtered row by row; rows in time
+    /// order.
+    flags: Vec<(bool, bool)>,
+}
+
+impl Collector for Part<'_, '_> {
+    fn needs_control(&self) -> bool {
+        self.job.read_control
+    }
+
+    fn control(
+        &mut self,
+        k: usize,
+        control: &ControlView<'_>,
+        verdict: Verdict,
+        stats: &mut QueryStats,
+    ) -> Result<Take> {
+        let spec = self.job.spec;
+        if control.count == 0 {
+            return Ok(Take::Done);
         }
-        // Pass 2: the other buckets, decoding the accumulators' and the filter's columns.
-        let unpack_ids: Vec<BucketId> = unpack.iter().map(|(k, ..)| ids[*k]).collect();
-        let dense_unpack = self.dense && unpack_ids.len().saturating_mul(4) >= ids.len();
-        let mut keep =
-            |n: &str| self.paths.iter().flatten().any(|p| p[0] == n) || self.rows.reads(n);
-        inner.for_each_bucket(&unpack_ids, dense_unpack, &mut keep, &mut |u, segments| {
-            stats.buckets_unpacked += 1;
-            let (k, partial, sorted) = unpack[u];
-            let series = series_of(k);
-            let corrupt = |r| inner.corrupt_data(&ids[k], r);
-            for seg in &segments {
-                let mut view = SegmentView::lazy(seg, time_field).map_err(corrupt)?;
-                stats.rows_examined += view.rows() as u64;
-                if partial {
-                    stats.rows_filtered += view.rows() as u64;
-                    add_filtered(
-                        &mut groups,
-                        series,
-                        &mut view,
-                        self.rows,
-                        self.paths,
-                        time_field,
-                    )
-                    .map_err(corrupt)?;
-                } else {
-                    add_whole(
-                        &mut groups,
-                        series,
-                        &mut view,
-                        sorted,
-                        self.paths,
-                        time_field,
-                    )
-                    .map_err(corrupt)?;
-                }
+        let one_window = control.min_time.div_euclid(spec.window_ms)
+            == control.max_time.div_euclid(spec.window_ms);
+        let time_field = self.job.plan.spec.time_field.as_str();
+        if verdict == Verdict::Whole
+            && one_window
+            && from_control(
+                &mut self.groups,
+                self.series[k],
+                control,
+                self.job.paths,
+                time_field,
+            )
+        {
+            stats.buckets_from_control += 1;
+            return Ok(Take::Done);
+        }
+        self.flags[k] = (verdict == Verdict::Partial, control.sorted);
+        Ok(Take::Unpack)
+    }
+
+    fn reads(&self, field: &str, _whole: bool) -> bool {
+        self.job.paths.iter().flatten().any(|p| p[0] == field) || self.job.rows.reads(field)
+    }
+
+    fn bucket(
+        &mut self,
+        k: usize,
+        segments: Vec<Bucket>,
+        _control: Option<(&ControlView<'_>, Verdict)>,
+        stats: &mut QueryStats,
+    ) -> Result<()> {
+        let job = self.job;
+        let time_field = job.plan.spec.time_field.as_str();
+        let (partial, sorted) = self.flags[k];
+        let series = self.series[k];
+        let corrupt = |r| job.reader.corrupt_data(&self.ids[k], r);
+        for seg in &segments {
+            let mut view = SegmentView::lazy(seg, time_field).map_err(corrupt)?;
+            stats.rows_examined += view.rows() as u64;
+            if partial {
+                stats.rows_filtered += view.rows() as u64;
+                add_filtered(
+                    &mut self.groups,
+                    series,
+                    &mut view,
+                    job.rows,
+                    job.paths,
+                    time_field,
+                )
+                .map_err(corrupt)?;
+            } else {
+                add_whole(
+                    &mut self.groups,
+                    series,
+                    &mut view,
+                    sorted,
+                    job.paths,
+                    time_field,
+                )
+                .map_err(corrupt)?;
             }
-            Ok(())
-        })?;
-        Ok((groups, stats))
+        }
+        Ok(())
     }
 }
 

@@ -5,15 +5,16 @@ use std::collections::HashMap;
 
 use bson::{Bson, DateTime, Document};
 use tscoll_catalog::value::to_bson;
-use tscoll_codec::tag;
+use tscoll_codec::{Bucket, tag};
 
-use super::control_view::ControlBytes;
+use super::control_view::ControlView;
 use super::memory::{MemoryView, Reader};
-use super::plan::{Candidate, Plan, Verdict};
+use super::plan::{Candidate, Candidates, Plan, Verdict};
 use super::projection::Projection;
 use super::rowfilter::RowFilter;
 use super::topk::{TopK, order_candidates};
 use super::unpack::SegmentView;
+use super::walk::{Collector, Take};
 use super::{FindOptions, QueryStats, SortOrder};
 use crate::collection::Collection;
 use crate::error::Result;
@@ -181,7 +182,7 @@ impl Reader<'_> {
         }
         let rows = RowFilter::new(&plan.filter, &plan.spec.time_field);
         let mut cands = self.candidates(plan, stats)?;
-        let mut keep = match (options.sort, options.limit) {
+        let keep = match (options.sort, options.limit) {
             (Some(order), Some(k)) => {
                 order_candidates(&mut cands.buckets, order);
                 Keep::Top(TopK::new(k, order))
@@ -189,64 +190,26 @@ impl Reader<'_> {
             (None, Some(n)) => Keep::First(n),
             _ => Keep::All,
         };
-        let mut b = Builder {
-            batch: ColumnBatch::default(),
-            series: HashMap::new(),
-            fields: HashMap::new(),
-            rows_hint: 0,
+        let all = matches!(keep, Keep::All);
+        let mut collector = Columns {
+            reader: *self,
+            plan,
+            projection: &projection,
+            rows: &rows,
+            cands: &cands,
+            sort: options.sort,
+            b: Builder {
+                batch: ColumnBatch::default(),
+                series: HashMap::new(),
+                fields: HashMap::new(),
+                rows_hint: 0,
+            },
+            keep,
         };
         // With every row kept, the buckets are judged first and unpacked after, so that the
         // columns are sized once (the sum of their counts).
-        let mut kept: Vec<(&Candidate, ControlBytes, Verdict)> = Vec::new();
-        for cand in &cands.buckets {
-            match &keep {
-                Keep::First(n) if b.batch.len() >= *n => break,
-                Keep::Top(top)
-                    if top.closed_to(cand.min_time, plan.last_possible_time(cand.min_time)) =>
-                {
-                    break;
-                }
-                _ => {}
-            }
-            let Some(bytes) = self.control_bytes(&cand.id)? else {
-                continue;
-            };
-            stats.buckets_read += 1;
-            let control = bytes
-                .view()
-                .map_err(|r| self.corrupt_control(&cand.id, r))?;
-            let verdict = plan.judge(&control, stats);
-            if verdict == Verdict::Pruned {
-                continue;
-            }
-            if let Keep::Top(top) = &keep
-                && options.sort == Some(SortOrder::Descending)
-                && top.kth().is_some_and(|kth| control.max_time <= kth)
-            {
-                stats.buckets_skipped += 1;
-                continue;
-            }
-            if matches!(keep, Keep::All) {
-                b.rows_hint += usize::try_from(control.count).unwrap_or(0);
-                kept.push((cand, bytes, verdict));
-                continue;
-            }
-            let fields: Vec<&str> = control.field_names().collect();
-            let meta = cands.series[cand.series].meta(self)?;
-            let ctx = (plan, &projection, &rows);
-            self.columns_of_bucket(ctx, cand, meta, &fields, verdict, &mut b, &mut keep, stats)?;
-        }
-        b.batch.times.reserve(b.rows_hint);
-        b.batch.series.reserve(b.rows_hint);
-        for (cand, bytes, verdict) in kept {
-            let control = bytes
-                .view()
-                .map_err(|r| self.corrupt_control(&cand.id, r))?;
-            let fields: Vec<&str> = control.field_names().collect();
-            let meta = cands.series[cand.series].meta(self)?;
-            let ctx = (plan, &projection, &rows);
-            self.columns_of_bucket(ctx, cand, meta, &fields, verdict, &mut b, &mut keep, stats)?;
-        }
+        self.collect_in_order(plan, &cands.buckets, all, &mut collector, stats)?;
+        let Columns { b, keep, .. } = collector;
         let mut batch = b.batch;
         let order: Option<Vec<usize>> = match keep {
             Keep::Top(top) => Some(top.into_sorted().into_iter().map(|(_, r)| r).collect()),
@@ -278,27 +241,81 @@ impl Reader<'_> {
         stats.rows_returned = batch.len() as u64;
         Ok(batch)
     }
+}
 
-    #[expect(clippy::too_many_arguments, reason = "one bucket's context")]
-    fn columns_of_bucket(
-        &self,
-        (plan, projection, rows): (&Plan, &Projection, &RowFilter<'_>),
-        cand: &Candidate,
-        meta: Option<&Bson>,
-        fields: &[&str],
-        verdict: Verdict,
-        b: &mut Builder,
-        keep: &mut Keep,
+/// `find_columns`' collector: the matching rows of the buckets visited, appended to the
+/// batch's columns.
+struct Columns<'a> {
+    reader: Reader<'a>,
+    plan: &'a Plan,
+    projection: &'a Projection,
+    rows: &'a RowFilter<'a>,
+    cands: &'a Candidates,
+    sort: Option<SortOrder>,
+    b: Builder,
+    keep: Keep,
+}
+
+impl Collector for Columns<'_> {
+    fn closed(&self, cand: &Candidate) -> bool {
+        match &self.keep {
+            Keep::First(n) => self.b.batch.len() >= *n,
+            Keep::Top(top) => {
+                top.closed_to(cand.min_time, self.plan.last_possible_time(cand.min_time))
+            }
+            Keep::All => false,
+        }
+    }
+
+    fn control(
+        &mut self,
+        _k: usize,
+        control: &ControlView<'_>,
+        _verdict: Verdict,
+        stats: &mut QueryStats,
+    ) -> Result<Take> {
+        if let Keep::Top(top) = &self.keep
+            && self.sort == Some(SortOrder::Descending)
+            && top.kth().is_some_and(|kth| control.max_time <= kth)
+        {
+            stats.buckets_skipped += 1;
+            return Ok(Take::Done);
+        }
+        if matches!(self.keep, Keep::All) {
+            self.b.rows_hint += usize::try_from(control.count).unwrap_or(0);
+        }
+        Ok(Take::Unpack)
+    }
+
+    fn reads(&self, field: &str, whole: bool) -> bool {
+        let whole = whole || self.rows.is_empty();
+        self.projection.keeps(field) || (!whole && self.rows.reads(field))
+    }
+
+    fn bucket(
+        &mut self,
+        k: usize,
+        segments: Vec<Bucket>,
+        control: Option<(&ControlView<'_>, Verdict)>,
         stats: &mut QueryStats,
     ) -> Result<()> {
+        let Some((control, verdict)) = control else {
+            return Ok(());
+        };
+        let (plan, projection, rows) = (self.plan, self.projection, self.rows);
+        let b = &mut self.b;
+        if b.rows_hint > 0 {
+            // Sized once, before the first rows (every control record was read).
+            b.batch.times.reserve(b.rows_hint);
+            b.batch.series.reserve(b.rows_hint);
+            b.rows_hint = 0;
+        }
+        let cand = &self.cands.buckets[k];
+        let meta = self.cands.series[cand.series].meta(&self.reader)?;
+        let fields: Vec<&str> = control.field_names().collect();
         let time_field = plan.spec.time_field.as_str();
         let whole = verdict == Verdict::Whole || rows.is_empty();
-        let segments = self.decode_bucket(
-            &cand.id,
-            &mut |n| projection.keeps(n) || (!whole && rows.reads(n)),
-            stats,
-        )?;
-        let corrupt = |r| self.corrupt_data(&cand.id, r);
+        let corrupt = |r| self.reader.corrupt_data(&cand.id, r);
         let series = match b.series.get(&cand.series) {
             Some(&s) => s,
             None => {
@@ -308,6 +325,7 @@ impl Reader<'_> {
                 s
             }
         };
+        let keep = &mut self.keep;
         for seg in &segments {
             let mut view = SegmentView::lazy(seg, time_field).map_err(corrupt)?;
             let bound = (!whole).then(|| rows.bind(&mut view, time_field));

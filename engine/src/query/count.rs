@@ -4,13 +4,16 @@
 
 use bson::Document;
 use tscoll_catalog::BucketId;
+use tscoll_codec::Bucket;
 
 use super::QueryStats;
 use super::bulk::dense;
+use super::control_view::ControlView;
 use super::memory::{MemoryView, Reader};
 use super::plan::{Plan, Verdict};
 use super::rowfilter::RowFilter;
 use super::unpack::SegmentView;
+use super::walk::{Collector, Take};
 use crate::collection::Collection;
 use crate::error::Result;
 
@@ -56,48 +59,71 @@ impl Collection {
 
 impl Reader<'_> {
     fn count(&self, plan: &Plan, stats: &mut QueryStats) -> Result<u64> {
-        let time_field = plan.spec.time_field.as_str();
-        let rows = RowFilter::new(&plan.filter, time_field);
         let cands = self.candidates(plan, stats)?;
         let ids: Vec<BucketId> = cands.buckets.iter().map(|c| c.id).collect();
-        let mut total = 0u64;
-        let mut partial: Vec<BucketId> = Vec::new();
-        self.for_each_control(&ids, dense(ids.len(), cands.in_range), &mut |i, bytes| {
-            stats.buckets_read += 1;
-            let control = bytes.view().map_err(|r| self.corrupt_control(&ids[i], r))?;
-            match plan.judge(&control, stats) {
-                Verdict::Pruned => {}
-                Verdict::Whole => {
-                    stats.buckets_from_control += 1;
-                    total += control.count;
+        let mut count = Count {
+            reader: *self,
+            plan,
+            rows: RowFilter::new(&plan.filter, &plan.spec.time_field),
+            ids: &ids,
+            total: 0,
+        };
+        let dense = dense(ids.len(), cands.in_range);
+        self.collect_bulk(plan, &ids, dense, &mut count, stats)?;
+        stats.rows_returned = count.total;
+        Ok(count.total)
+    }
+}
+
+/// Counting: a bucket matching whole from `control.count`, the others row by row.
+struct Count<'a> {
+    reader: Reader<'a>,
+    plan: &'a Plan,
+    rows: RowFilter<'a>,
+    ids: &'a [BucketId],
+    total: u64,
+}
+
+impl Collector for Count<'_> {
+    fn control(
+        &mut self,
+        _k: usize,
+        control: &ControlView<'_>,
+        verdict: Verdict,
+        stats: &mut QueryStats,
+    ) -> Result<Take> {
+        if verdict == Verdict::Whole {
+            stats.buckets_from_control += 1;
+            self.total += control.count;
+            return Ok(Take::Done);
+        }
+        Ok(Take::Unpack)
+    }
+
+    fn reads(&self, field: &str, _whole: bool) -> bool {
+        self.rows.reads(field)
+    }
+
+    fn bucket(
+        &mut self,
+        k: usize,
+        segments: Vec<Bucket>,
+        _control: Option<(&ControlView<'_>, Verdict)>,
+        stats: &mut QueryStats,
+    ) -> Result<()> {
+        let time_field = self.plan.spec.time_field.as_str();
+        let corrupt = |r| self.reader.corrupt_data(&self.ids[k], r);
+        for seg in &segments {
+            let mut view = SegmentView::lazy(seg, time_field).map_err(corrupt)?;
+            let bound = self.rows.bind(&mut view, time_field);
+            stats.rows_examined += view.rows() as u64;
+            stats.rows_filtered += view.rows() as u64;
+            for row in 0..view.rows() {
+                if bound.matches(&view, row).map_err(corrupt)? {
+                    self.total += 1;
                 }
-                Verdict::Partial => partial.push(ids[i]),
             }
-            Ok(())
-        })?;
-        let dense_unpack = dense(partial.len(), cands.in_range);
-        self.for_each_bucket(
-            &partial,
-            dense_unpack,
-            &mut |n| rows.reads(n),
-            &mut |i, segments| {
-                stats.buckets_unpacked += 1;
-                let corrupt = |r| self.corrupt_data(&partial[i], r);
-                for seg in &segments {
-                    let mut view = SegmentView::lazy(seg, time_field).map_err(corrupt)?;
-                    let bound = rows.bind(&mut view, time_field);
-                    stats.rows_examined += view.rows() as u64;
-                    stats.rows_filtered += view.rows() as u64;
-                    for row in 0..view.rows() {
-                        if bound.matches(&view, row).map_err(corrupt)? {
-                            total += 1;
-                        }
-                    }
-                }
-                Ok(())
-            },
-        )?;
-        stats.rows_returned = total;
-        Ok(total)
+        }
+        Ok(())
     }
 }

@@ -13,6 +13,7 @@
 //! | `rowfilter.rs` | the per-measurement filter on decoded columns |
 //! | `projection.rs` | inclusion / exclusion projections |
 //! | `topk.rs` | sort on time with a limit that stops early |
+//! | `walk.rs` | the one walk over candidate buckets and the `Collector` each query kind is |
 //! | `count.rs`, `last_point.rs`, `aggregate.rs`, `columnar.rs` | the other query kinds |
 //! | `parallel.rs` | running the parts of one query on a few threads |
 //! | `stats.rs` | the work counters |
@@ -32,8 +33,10 @@ mod rowfilter;
 mod stats;
 mod topk;
 mod unpack;
+mod walk;
 
-use bson::{Bson, Document};
+use bson::Document;
+use tscoll_codec::Bucket;
 
 pub use aggregate::{Accumulator, AggregateBatch, AggregateSpec};
 pub use columnar::ColumnBatch;
@@ -42,12 +45,14 @@ pub use stats::QueryStats;
 
 use crate::collection::Collection;
 use crate::error::Result;
+use control_view::ControlView;
 use memory::Reader;
 use plan::{Candidate, Candidates, Plan, Verdict};
 use projection::Projection;
 use rowfilter::RowFilter;
 use topk::{TopK, order_candidates};
 use unpack::{SegmentView, Shape, build_row};
+use walk::{Collector, Take};
 
 /// Order of results on the time field.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -220,38 +225,17 @@ impl Reader<'_> {
         k: usize,
         stats: &mut QueryStats,
     ) -> Result<Vec<Document>> {
-        let plan = ctx.plan;
         order_candidates(&mut cands.buckets, order);
-        let mut sink = Sink::Top(TopK::new(k, order));
-        for cand in &cands.buckets {
-            if let Sink::Top(top) = &sink
-                && top.closed_to(cand.min_time, plan.last_possible_time(cand.min_time))
-            {
-                break;
-            }
-            let Some(bytes) = self.control_bytes(&cand.id)? else {
-                continue; // removed since the index was read
-            };
-            stats.buckets_read += 1;
-            let control = bytes
-                .view()
-                .map_err(|r| self.corrupt_control(&cand.id, r))?;
-            let verdict = plan.judge(&control, stats);
-            if verdict == Verdict::Pruned {
-                continue;
-            }
-            if let Sink::Top(top) = &sink
-                && order == SortOrder::Descending
-                && top.kth().is_some_and(|kth| control.max_time <= kth)
-            {
-                stats.buckets_skipped += 1;
-                continue;
-            }
-            let meta = cands.series[cand.series].meta(self)?;
-            let fields: Vec<&str> = control.field_names().collect();
-            self.find_in_bucket(ctx, cand, &fields, verdict, meta, &mut sink, stats)?;
-        }
-        let Sink::Top(top) = sink else {
+        let mut find = Find {
+            reader: *self,
+            ctx,
+            walked: &cands.buckets,
+            series: &cands.series,
+            order: Some(order),
+            sink: Sink::Top(TopK::new(k, order)),
+        };
+        self.collect_in_order(ctx.plan, &cands.buckets, false, &mut find, stats)?;
+        let Sink::Top(top) = find.sink else {
             return Ok(Vec::new());
         };
         Ok(top.into_sorted().into_iter().map(|(_, d)| d).collect())
@@ -266,48 +250,86 @@ impl Reader<'_> {
         cand: &Candidate,
         stats: &mut QueryStats,
     ) -> Result<Vec<(i64, Document)>> {
-        let Some(bytes) = self.control_bytes(&cand.id)? else {
-            return Ok(Vec::new()); // removed since the index was read
+        let walked = std::slice::from_ref(cand);
+        let mut find = Find {
+            reader: *self,
+            ctx,
+            walked,
+            series: &cands.series,
+            order: None,
+            sink: Sink::All(Vec::new()),
         };
-        stats.buckets_read += 1;
-        let control = bytes
-            .view()
-            .map_err(|r| self.corrupt_control(&cand.id, r))?;
-        let verdict = ctx.plan.judge(&control, stats);
-        if verdict == Verdict::Pruned {
-            return Ok(Vec::new());
-        }
-        let meta = cands.series[cand.series].meta(self)?;
-        let fields: Vec<&str> = control.field_names().collect();
-        let mut sink = Sink::All(Vec::new());
-        self.find_in_bucket(ctx, cand, &fields, verdict, meta, &mut sink, stats)?;
-        match sink {
+        self.collect_in_order(ctx.plan, walked, false, &mut find, stats)?;
+        match find.sink {
             Sink::All(rows) => Ok(rows),
             Sink::Top(_) => Ok(Vec::new()),
         }
     }
+}
 
-    /// Unpacks one candidate bucket into `sink`. `fields` = the bucket's fields in column
-    /// order.
-    #[expect(clippy::too_many_arguments, reason = "one bucket's context")]
-    fn find_in_bucket(
-        &self,
-        ctx: &FindCtx<'_>,
-        cand: &Candidate,
-        fields: &[&str],
-        verdict: Verdict,
-        meta: Option<&Bson>,
-        sink: &mut Sink,
+/// `find`'s collector: the matching measurements of the buckets visited, built in the shape
+/// of SPEC §14.1, into a sink.
+struct Find<'a> {
+    reader: Reader<'a>,
+    ctx: &'a FindCtx<'a>,
+    /// The candidates walked (positions `k`).
+    walked: &'a [Candidate],
+    /// The series of the query's candidates.
+    series: &'a [plan::Series],
+    /// The sort of a top-k walk.
+    order: Option<SortOrder>,
+    sink: Sink,
+}
+
+impl Collector for Find<'_> {
+    fn closed(&self, cand: &Candidate) -> bool {
+        let plan = self.ctx.plan;
+        matches!(&self.sink, Sink::Top(top)
+            if top.closed_to(cand.min_time, plan.last_possible_time(cand.min_time)))
+    }
+
+    fn control(
+        &mut self,
+        _k: usize,
+        control: &ControlView<'_>,
+        _verdict: Verdict,
+        stats: &mut QueryStats,
+    ) -> Result<Take> {
+        if let Sink::Top(top) = &self.sink
+            && self.order == Some(SortOrder::Descending)
+            && top.kth().is_some_and(|kth| control.max_time <= kth)
+        {
+            stats.buckets_skipped += 1;
+            return Ok(Take::Done);
+        }
+        Ok(Take::Unpack)
+    }
+
+    fn reads(&self, field: &str, whole: bool) -> bool {
+        let ctx = self.ctx;
+        let whole = whole || ctx.rows.is_empty();
+        ctx.projection.keeps(field) || (!whole && ctx.rows.reads(field))
+    }
+
+    /// Unpacks one candidate bucket into the sink.
+    fn bucket(
+        &mut self,
+        k: usize,
+        segments: Vec<Bucket>,
+        control: Option<(&ControlView<'_>, Verdict)>,
         stats: &mut QueryStats,
     ) -> Result<()> {
+        let ctx = self.ctx;
+        let cand = &self.walked[k];
+        let Some((control, verdict)) = control else {
+            return Ok(());
+        };
+        // The bucket's fields in column order.
+        let fields: Vec<&str> = control.field_names().collect();
+        let meta = self.series[cand.series].meta(&self.reader)?;
         let spec = &ctx.plan.spec;
         let time_field = spec.time_field.as_str();
         let whole = verdict == Verdict::Whole || ctx.rows.is_empty();
-        let segments = self.decode_bucket(
-            &cand.id,
-            &mut |n| ctx.projection.keeps(n) || (!whole && ctx.rows.reads(n)),
-            stats,
-        )?;
         let shape = Shape {
             time: ctx.projection.keeps(time_field).then_some(time_field),
             meta: match (meta, spec.meta_field.as_deref()) {
@@ -315,7 +337,7 @@ impl Reader<'_> {
                 _ => None,
             },
         };
-        let corrupt = |r| self.corrupt_data(&cand.id, r);
+        let corrupt = |r| self.reader.corrupt_data(&cand.id, r);
         for seg in &segments {
             let mut view = SegmentView::new(seg, time_field).map_err(corrupt)?;
             let bound = (!whole).then(|| ctx.rows.bind(&mut view, time_field));
@@ -333,10 +355,11 @@ impl Reader<'_> {
                     }
                 }
                 let t = view.times[row];
-                if !sink.accepts(t) {
+                if !self.sink.accepts(t) {
                     continue;
                 }
-                sink.push(t, build_row(&view, row, shape, &cols).map_err(corrupt)?);
+                self.sink
+                    .push(t, build_row(&view, row, shape, &cols).map_err(corrupt)?);
             }
         }
         Ok(())
