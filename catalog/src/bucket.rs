@@ -145,8 +145,21 @@ impl BucketRows {
     /// Rows `from..to`, each column as long as the rows; fields with no value in them are
     /// left out.
     pub(crate) fn slice(&self, from: usize, to: usize) -> Vec<(String, Column)> {
+        self.slice_where(from, to, &mut |_| true)
+    }
+
+    /// As [`BucketRows::slice`], of the columns `keep` accepts only.
+    pub(crate) fn slice_where(
+        &self,
+        from: usize,
+        to: usize,
+        keep: &mut dyn FnMut(&str) -> bool,
+    ) -> Vec<(String, Column)> {
         let mut out = Vec::with_capacity(self.columns.len());
         for (name, c) in &self.columns {
+            if !keep(name) {
+                continue;
+            }
             let mut part = c.rows(from, to);
             if part.all_missing() {
                 continue;

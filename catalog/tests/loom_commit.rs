@@ -28,8 +28,8 @@ use loom::sync::Arc;
 use loom::thread;
 use tscoll_catalog::{
     BucketCatalog, BucketId, BucketKey, BucketSource, BucketingSpec, CatalogOptions, CommitError,
-    CommitRights, Measurement, NoStorage, Prepared, PreparedBatch, QueryOutcome, StoredBucket,
-    WriteBatch, WriterId,
+    CommitRights, Measurement, NoStorage, Prepared, PreparedBatch, QueryOutcome, SourceError,
+    StoredBucket, WriteBatch, WriterId,
 };
 
 /// The catalog's `Arc` (batches, keys, the catalog itself, which commit rights and prepared
@@ -472,8 +472,8 @@ impl Store {
 /// query of over every stored bucket of the series, whether or not it is open in the
 /// catalog (the catalog must recognise duplicates itself, R-6.8.5).
 impl BucketSource for Store {
-    fn fetch(&self, _: &BucketKey, id: &BucketId) -> Option<StoredBucket> {
-        self.lock().buckets.get(id).map(|b| b.control.clone())
+    fn fetch(&self, _: &BucketKey, id: &BucketId) -> Result<Option<StoredBucket>, SourceError> {
+        Ok(self.lock().buckets.get(id).map(|b| b.control.clone()))
     }
 
     fn query(
@@ -483,8 +483,9 @@ impl BucketSource for Store {
         span_ms: i64,
         max_count: u32,
         max_size: u64,
-    ) -> QueryOutcome {
-        self.lock()
+    ) -> Result<QueryOutcome, SourceError> {
+        Ok(self
+            .lock()
             .buckets
             .values()
             .map(|b| &b.control)
@@ -498,7 +499,7 @@ impl BucketSource for Store {
             })
             .map_or(QueryOutcome::Miss, |c| {
                 QueryOutcome::Hit(Box::new(c.clone()))
-            })
+            }))
     }
 }
 

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use bson::Bson;
 use tscoll_catalog::{
-    BucketCatalog, BucketKey, BucketSource, Measurement, NoStorage, PreparedBatch, StatsSnapshot,
-    StoredBucket, WriteBatch, WriterId,
+    BucketCatalog, BucketId, BucketKey, BucketSource, Measurement, NoStorage, PreparedBatch,
+    QueryOutcome, SourceError, StageError, StatsSnapshot, StoredBucket, WriteBatch, WriterId,
 };
 
 mod common;
@@ -104,4 +104,47 @@ fn r_6_8_5_a_bucket_already_open_is_not_loaded_twice() {
     let s = c.stats();
     assert_eq!(s.num_duplicate_buckets_reopened, 1);
     assert_eq!(s.num_buckets_reopened, 0);
+}
+
+#[test]
+fn a_storage_error_while_looking_for_a_bucket_rejects_the_measurement_and_changes_nothing() {
+    let c = catalog();
+    // A new series asks storage for a bucket to reopen; storage fails.
+    let d = doc_at(0, 1);
+    let m = [Measurement {
+        index: 7,
+        time: T0,
+        doc: &d,
+        generated_id: None,
+    }];
+    let out = c.stage(WriterId(1), &key(), &m, &Broken);
+    assert!(out.batches.is_empty());
+    assert_eq!(
+        out.rejected,
+        vec![(7, StageError::Storage(SourceError("disk gone".into())))]
+    );
+    assert_eq!(c.gauges().open_buckets, 0);
+    // Storage answers again: the measurement goes into a new bucket.
+    let batch = stage(&c, 0, &NoStorage);
+    assert_eq!(batch.indices_of(WriterId(1)), vec![0]);
+    assert_eq!(c.gauges().open_buckets, 1);
+}
+
+/// A storage that cannot be read: every reopening request fails.
+struct Broken;
+
+impl BucketSource for Broken {
+    fn fetch(&self, _: &BucketKey, _: &BucketId) -> Result<Option<StoredBucket>, SourceError> {
+        Err(SourceError("disk gone".into()))
+    }
+    fn query(
+        &self,
+        _: &BucketKey,
+        _: i64,
+        _: i64,
+        _: u32,
+        _: u64,
+    ) -> Result<QueryOutcome, SourceError> {
+        Err(SourceError("disk gone".into()))
+    }
 }

@@ -1,7 +1,7 @@
 //! The engine's answer to the catalog's reopening requests (SPEC §6.8): archived buckets by
 //! `_id`, and the query over the meta+time index.
 
-use tscoll_catalog::{BucketId, BucketKey, BucketSource, QueryOutcome, StoredBucket};
+use tscoll_catalog::{BucketId, BucketKey, BucketSource, QueryOutcome, SourceError, StoredBucket};
 
 use crate::collection::CollectionInner;
 use crate::storage::keys::{hash_time_range, parse_index_key};
@@ -11,9 +11,11 @@ pub(crate) struct Reopener<'a> {
 }
 
 impl BucketSource for Reopener<'_> {
-    fn fetch(&self, key: &BucketKey, id: &BucketId) -> Option<StoredBucket> {
-        let control = self.coll.control(id).ok()??;
-        (control.meta_hash == key.hash).then(|| control.to_stored(*id, key.bytes.clone()))
+    fn fetch(&self, key: &BucketKey, id: &BucketId) -> Result<Option<StoredBucket>, SourceError> {
+        let Some(control) = self.coll.control(id).map_err(source_error)? else {
+            return Ok(None);
+        };
+        Ok((control.meta_hash == key.hash).then(|| control.to_stored(*id, key.bytes.clone())))
     }
 
     fn query(
@@ -23,13 +25,13 @@ impl BucketSource for Reopener<'_> {
         span_ms: i64,
         max_count: u32,
         max_size: u64,
-    ) -> QueryOutcome {
+    ) -> Result<QueryOutcome, SourceError> {
         // the default meta+time index qualifies, or an index without a partial
         // filter whose bucket key starts with `meta, control.min.<time>` (`control.min.<time>`
         // without a metaField). The query itself reads the meta+time keyspace, which lists
         // every bucket (it is kept when the default index is dropped).
         if !self.coll.reopening_index_exists() {
-            return QueryOutcome::NoIndex;
+            return Ok(QueryOutcome::NoIndex);
         }
         let (lo, hi) = hash_time_range(
             key.hash,
@@ -37,23 +39,30 @@ impl BucketSource for Reopener<'_> {
             time,
         );
         for item in self.coll.store.index_scan(&lo[..]..=&hi[..]) {
-            let Ok((k, v)) = item.into_inner() else {
-                return QueryOutcome::Miss;
-            };
+            let (k, v) = item
+                .into_inner()
+                .map_err(|e| SourceError(format!("scanning the meta+time index: {e}")))?;
             let Some((_, _, id)) = parse_index_key(&k) else {
                 continue;
             };
             if v[..] != key.bytes[..] {
                 continue;
             }
-            let Ok(Some(control)) = self.coll.control(&id) else {
-                continue;
+            let Some(control) = self.coll.control(&id).map_err(source_error)? else {
+                continue; // removed since the index was read
             };
             if control.closed || control.count >= max_count || control.size_estimate >= max_size {
                 continue;
             }
-            return QueryOutcome::Hit(Box::new(control.to_stored(id, v.to_vec())));
+            return Ok(QueryOutcome::Hit(Box::new(
+                control.to_stored(id, v.to_vec()),
+            )));
         }
-        QueryOutcome::Miss
+        Ok(QueryOutcome::Miss)
     }
+}
+
+/// A storage or corruption error met while looking for a bucket to reopen.
+fn source_error(e: crate::Error) -> SourceError {
+    SourceError(e.to_string())
 }

@@ -463,6 +463,11 @@ pub(crate) fn take_outcome(
                 code: ErrorCode::BadValue,
                 message: format!("measurement cannot be stored: {reason}"),
             },
+            StageError::Storage(e) => WriteError {
+                index,
+                code: ErrorCode::InternalError,
+                message: format!("reading stored buckets to place the measurement: {e}"),
+            },
         });
     }
     batches.extend(outcome.batches);

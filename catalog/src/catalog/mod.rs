@@ -105,12 +105,25 @@ pub enum QueryOutcome {
     Hit(Box<StoredBucket>),
 }
 
+/// Why a [`BucketSource`] could not read storage: the measurement that asked is rejected
+/// with it ([`StageError::Storage`]); the catalog is left as if nothing was found.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SourceError(pub String);
+
 /// The engine's side of reopening (SPEC §6.8): the catalog asks, the engine reads storage.
 pub trait BucketSource {
-    /// Reads the control of bucket `id` of series `key` (archive-based reopening, R-6.8.1).
-    fn fetch(&self, key: &BucketKey, id: &BucketId) -> Option<StoredBucket>;
+    /// Reads the control of bucket `id` of series `key` (archive-based reopening, R-6.8.1);
+    /// `Ok(None)` when it is gone or belongs to another series.
+    ///
+    /// # Errors
+    /// [`SourceError`] when storage cannot be read.
+    fn fetch(&self, key: &BucketKey, id: &BucketId) -> Result<Option<StoredBucket>, SourceError>;
     /// Finds a bucket of `key` with `min_time ≤ time`, `min_time > time − span`, not closed,
     /// count below `max_count` and size estimate below `max_size`.
+    ///
+    /// # Errors
+    /// [`SourceError`] when storage cannot be read.
     fn query(
         &self,
         key: &BucketKey,
@@ -118,7 +131,7 @@ pub trait BucketSource {
         span_ms: i64,
         max_count: u32,
         max_size: u64,
-    ) -> QueryOutcome;
+    ) -> Result<QueryOutcome, SourceError>;
 }
 
 /// A source that never finds anything (no storage): every query misses.
@@ -126,11 +139,18 @@ pub trait BucketSource {
 pub struct NoStorage;
 
 impl BucketSource for NoStorage {
-    fn fetch(&self, _: &BucketKey, _: &BucketId) -> Option<StoredBucket> {
-        None
+    fn fetch(&self, _: &BucketKey, _: &BucketId) -> Result<Option<StoredBucket>, SourceError> {
+        Ok(None)
     }
-    fn query(&self, _: &BucketKey, _: i64, _: i64, _: u32, _: u64) -> QueryOutcome {
-        QueryOutcome::Miss
+    fn query(
+        &self,
+        _: &BucketKey,
+        _: i64,
+        _: i64,
+        _: u32,
+        _: u64,
+    ) -> Result<QueryOutcome, SourceError> {
+        Ok(QueryOutcome::Miss)
     }
 }
 
@@ -164,6 +184,8 @@ pub enum StageError {
     TooLarge(u64),
     /// A value of the row cannot be rebuilt from its column (`BadValue`).
     BadValue(String),
+    /// Storage could not be read to find a bucket to reopen (SPEC §6.8).
+    Storage(SourceError),
 }
 
 /// What staging a group of measurements produced.

@@ -93,7 +93,7 @@ impl BucketCatalog {
         let (id, delta) = match fast {
             Some(placed) => placed,
             None => {
-                let placed = self.place(
+                let placed = match self.place(
                     stripe,
                     &st.key,
                     m,
@@ -101,7 +101,13 @@ impl BucketCatalog {
                     &st.options,
                     st.source,
                     &mut st.out,
-                );
+                ) {
+                    Ok(placed) => placed,
+                    Err(e) => {
+                        st.out.rejected.push((m.index, StageError::Storage(e)));
+                        return;
+                    }
+                };
                 st.only_open = stripe
                     .series
                     .get(&st.key)
@@ -159,7 +165,7 @@ impl BucketCatalog {
         options: &CatalogOptions,
         source: &dyn BucketSource,
         out: &mut StageOutcome,
-    ) -> (BucketId, Option<u64>) {
+    ) -> Result<(BucketId, Option<u64>), SourceError> {
         let derived = derived_max_size(options, self.active_buckets());
         let series = stripe.series.entry(Arc::clone(key)).or_default();
         let had_open = series.open.is_some();
@@ -197,7 +203,7 @@ impl BucketCatalog {
                 continue;
             }
             match self.rollover_reason(bucket, m, spec, options, derived, None) {
-                Ok(delta) => return (id, Some(delta)),
+                Ok(delta) => return Ok((id, Some(delta))),
                 Err(reason) => {
                     if reason == RolloverReason::TimeBackward {
                         if is_open {
@@ -230,11 +236,11 @@ impl BucketCatalog {
             source,
             allow_query && open_failed_backward_only,
             out,
-        ) {
-            return (id, None);
+        )? {
+            return Ok((id, None));
         }
         self.expire_idle(stripe, options, out);
-        (self.allocate(stripe, key, m, spec, !had_open), None)
+        Ok((self.allocate(stripe, key, m, spec, !had_open), None))
     }
 
     /// The first rollover reason of SPEC §6.3 that applies to `bucket` for `m` (`Err`), else

@@ -52,7 +52,7 @@ impl BucketCatalog {
         source: &dyn BucketSource,
         allow_query: bool,
         out: &mut StageOutcome,
-    ) -> Option<BucketId> {
+    ) -> Result<Option<BucketId>, SourceError> {
         let s = &self.stats;
         // Archive-based: the archived record with the largest min time ≤ time.
         let archived = stripe
@@ -62,7 +62,7 @@ impl BucketCatalog {
             .filter(|(t, _)| m.time.saturating_sub(*t) < spec.max_span_ms);
         let stored = if let Some((min_time, id)) = archived {
             self.take_archived(stripe, key, min_time);
-            match source.fetch(key, &id) {
+            match source.fetch(key, &id)? {
                 Some(b) => {
                     ExecutionStats::bump(&s.num_buckets_fetched);
                     Some(b)
@@ -80,7 +80,7 @@ impl BucketCatalog {
                 spec.max_span_ms,
                 options.bucket_max_count,
                 eff_max,
-            ) {
+            )? {
                 QueryOutcome::Hit(b) => {
                     ExecutionStats::bump(&s.num_buckets_queried);
                     Some(*b)
@@ -93,35 +93,37 @@ impl BucketCatalog {
         } else {
             None
         };
-        let stored = stored?;
+        let Some(stored) = stored else {
+            return Ok(None);
+        };
         if stripe.buckets.contains_key(&stored.id) {
             ExecutionStats::bump(&s.num_duplicate_buckets_reopened);
-            return None;
+            return Ok(None);
         }
         if stripe.direct_writes.contains_key(&stored.id) {
             ExecutionStats::bump(&s.num_bucket_reopenings_failed_due_to_write_conflict);
-            return None;
+            return Ok(None);
         }
         if stripe.frozen.contains(&stored.id) {
             ExecutionStats::bump(&s.num_bucket_reopenings_failed_due_to_marked_frozen);
-            return None;
+            return Ok(None);
         }
         if stripe.storing.contains_key(&stored.id) {
             // It left memory a moment ago and its last rows are not stored yet.
-            return None;
+            return Ok(None);
         }
         // Rehydration checks.
         if stored.key_bytes != key.bytes {
             ExecutionStats::bump(&s.num_bucket_reopenings_failed_due_to_hash_collision);
-            return None;
+            return Ok(None);
         }
         if stored.closed {
             ExecutionStats::bump(&s.num_bucket_reopenings_failed_due_to_marked_closed);
-            return None;
+            return Ok(None);
         }
         let Some(fields) = stored.fields(&spec.time_field) else {
             ExecutionStats::bump(&s.num_bucket_reopenings_failed_due_to_min_max_calculation);
-            return None;
+            return Ok(None);
         };
         let mut bucket = Bucket {
             id: stored.id,
@@ -154,7 +156,7 @@ impl BucketCatalog {
             .rollover_reason(&mut bucket, m, spec, options, derived, None)
             .is_err()
         {
-            return None;
+            return Ok(None);
         }
         self.expire_idle(stripe, options, out);
         // Loading: the reopened bucket becomes the open bucket of its key.
@@ -181,7 +183,7 @@ impl BucketCatalog {
         stripe.buckets.insert(id, bucket);
         stripe.series.entry(Arc::clone(key)).or_default().open = Some(id);
         ExecutionStats::bump(&s.num_buckets_reopened);
-        Some(id)
+        Ok(Some(id))
     }
 
     /// Drops the archived record of bucket `id` of series `key`, if any.

@@ -106,8 +106,9 @@ impl BucketPart {
 }
 
 impl BucketPart {
-    /// The rows of open bucket `b` not stored yet, copied, with its control state.
-    fn copy_unstored(b: &Bucket) -> BucketPart {
+    /// The rows of open bucket `b` not stored yet, copied (the columns `columns` accepts),
+    /// with its control state.
+    fn copy_unstored(b: &Bucket, columns: &mut dyn FnMut(&str) -> bool) -> BucketPart {
         let skip = (b.stored_count - b.rows_base) as usize;
         let (control_min, control_max) = b.control_min_max();
         BucketPart {
@@ -127,7 +128,7 @@ impl BucketPart {
             rows: (b.committed_count - b.stored_count) as usize,
             columns: b
                 .rows
-                .slice(skip, (b.committed_count - b.rows_base) as usize),
+                .slice_where(skip, (b.committed_count - b.rows_base) as usize, columns),
             closing: false,
         }
     }
@@ -198,7 +199,7 @@ impl BucketCatalog {
                     .buckets
                     .values()
                     .filter(|b| b.committed_count > b.stored_count)
-                    .map(BucketPart::copy_unstored),
+                    .map(|b| BucketPart::copy_unstored(b, &mut |_| true)),
             );
         }
         out
@@ -206,20 +207,22 @@ impl BucketCatalog {
 
     /// What a read adds to the stored buckets, of the buckets `want(series, min time, max
     /// time)` accepts (times in ms): the unstored rows of open buckets, copied (they stay
-    /// unstored), and the rows of buckets that left memory and are being stored (shared),
-    /// each part with its bucket's control state. Each stripe is read under its lock, so a
+    /// unstored; only the columns `columns` accepts), and the rows of buckets that left memory
+    /// and are being stored (shared, every column), each part with its bucket's control
+    /// state. Each stripe is read under its lock, so a
     /// bucket's part holds the rows committed at one moment, and a bucket leaving memory
     /// meanwhile is met either open or leaving.
     pub fn memory_rows(
         &self,
         want: &mut dyn FnMut(&BucketKey, i64, i64) -> bool,
+        columns: &mut dyn FnMut(&str) -> bool,
     ) -> Vec<Arc<BucketPart>> {
         let mut out = Vec::new();
         for m in &self.stripes {
             let stripe = lock(m);
             for b in stripe.buckets.values() {
                 if b.committed_count > b.stored_count && want(&b.key, b.min_time, b.max_time) {
-                    out.push(Arc::new(BucketPart::copy_unstored(b)));
+                    out.push(Arc::new(BucketPart::copy_unstored(b, columns)));
                 }
             }
             for part in stripe.storing.values() {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use bson::{Bson, DateTime, Document, doc};
 use tscoll_catalog::{
     BucketCatalog, BucketId, BucketKey, BucketSource, BucketingSpec, CatalogOptions, QueryOutcome,
-    StoredBucket,
+    SourceError, StoredBucket,
 };
 
 /// One hour (ms): the bucket span.
@@ -42,13 +42,20 @@ pub(crate) fn doc_at(ms: i64, v: i64) -> Document {
 pub(crate) struct Finds(pub(crate) Option<StoredBucket>);
 
 impl BucketSource for Finds {
-    fn fetch(&self, _: &BucketKey, id: &BucketId) -> Option<StoredBucket> {
-        self.0.clone().filter(|b| b.id == *id)
+    fn fetch(&self, _: &BucketKey, id: &BucketId) -> Result<Option<StoredBucket>, SourceError> {
+        Ok(self.0.clone().filter(|b| b.id == *id))
     }
-    fn query(&self, _: &BucketKey, _: i64, _: i64, _: u32, _: u64) -> QueryOutcome {
-        match &self.0 {
+    fn query(
+        &self,
+        _: &BucketKey,
+        _: i64,
+        _: i64,
+        _: u32,
+        _: u64,
+    ) -> Result<QueryOutcome, SourceError> {
+        Ok(match &self.0 {
             Some(b) => QueryOutcome::Hit(Box::new(b.clone())),
             None => QueryOutcome::Miss,
-        }
+        })
     }
 }

@@ -173,7 +173,14 @@ impl Collection {
         let mut stats = QueryStats::default();
         validate(spec)?;
         let plan = Plan::new(&self.inner, filter)?;
-        let memory = MemoryView::capture(&self.inner, &plan);
+        let rows = RowFilter::new(&plan.filter, &plan.spec.time_field);
+        let memory = MemoryView::capture(&self.inner, &plan, &|n| {
+            rows.reads(n)
+                || spec
+                    .outputs
+                    .iter()
+                    .any(|(_, a)| a.field().is_some_and(|f| f.split('.').next() == Some(n)))
+        });
         let batch = Reader::new(&self.inner, &memory).aggregate(&plan, spec, &mut stats)?;
         Ok((batch, stats))
     }

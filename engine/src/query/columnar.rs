@@ -130,7 +130,11 @@ impl Collection {
         let memory = if options.limit == Some(0) {
             MemoryView::default()
         } else {
-            MemoryView::capture(&self.inner, &plan)
+            let projection = Projection::parse(options.projection.as_ref())?;
+            let rows = RowFilter::new(&plan.filter, &plan.spec.time_field);
+            MemoryView::capture(&self.inner, &plan, &|n| {
+                projection.keeps(n) || rows.reads(n)
+            })
         };
         let batch = Reader::new(&self.inner, &memory).find_columns(&plan, options, &mut stats)?;
         Ok((batch, stats))

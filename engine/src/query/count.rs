@@ -51,7 +51,8 @@ impl Collection {
     pub fn count_with_stats(&self, filter: &Document) -> Result<(u64, QueryStats)> {
         let mut stats = QueryStats::default();
         let plan = Plan::new(&self.inner, filter)?;
-        let memory = MemoryView::capture(&self.inner, &plan);
+        let rows = RowFilter::new(&plan.filter, &plan.spec.time_field);
+        let memory = MemoryView::capture(&self.inner, &plan, &|n| rows.reads(n));
         let n = Reader::new(&self.inner, &memory).count(&plan, &mut stats)?;
         Ok((n, stats))
     }

@@ -107,7 +107,8 @@ impl FindCursor {
         let memory = if options.limit == Some(0) {
             MemoryView::default()
         } else {
-            MemoryView::capture(inner, &plan)
+            let rows = RowFilter::new(&plan.filter, &plan.spec.time_field);
+            MemoryView::capture(inner, &plan, &|n| projection.keeps(n) || rows.reads(n))
         };
         let reader = Reader::new(inner, &memory);
         let mut cands = if options.limit == Some(0) {

@@ -66,7 +66,7 @@ impl Collection {
     pub fn last_points_with_stats(&self, filter: &Document) -> Result<(Vec<Document>, QueryStats)> {
         let mut stats = QueryStats::default();
         let plan = Plan::new(&self.inner, filter)?;
-        let memory = MemoryView::capture(&self.inner, &plan);
+        let memory = MemoryView::capture(&self.inner, &plan, &|_| true);
         let docs = Reader::new(&self.inner, &memory).last_points(&plan, &mut stats)?;
         Ok((docs, stats))
     }

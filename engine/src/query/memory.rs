@@ -47,19 +47,27 @@ pub(crate) struct MemoryBucket {
 impl MemoryView {
     /// Takes the rows not stored yet of the buckets whose series and min time `plan` may
     /// select ([`BucketCatalog::memory_rows`](tscoll_catalog::BucketCatalog::memory_rows):
-    /// open buckets' copied, those of buckets leaving memory shared). Meta predicates are
-    /// checked on the series' bytes where they decide alone; [`Reader::candidates`] checks
-    /// the rest.
-    pub(crate) fn capture(inner: &CollectionInner, plan: &Plan) -> MemoryView {
+    /// open buckets' copied, the time column and the columns `reads` accepts; those of
+    /// buckets leaving memory shared). Meta predicates are checked on the series' bytes
+    /// where they decide alone; [`Reader::candidates`] checks the rest.
+    pub(crate) fn capture(
+        inner: &CollectionInner,
+        plan: &Plan,
+        reads: &dyn Fn(&str) -> bool,
+    ) -> MemoryView {
         let Some((lo, hi)) = plan.min_time_bounds() else {
             return MemoryView::default();
         };
         let clears = inner.catalog.clears();
         let meta_preds = plan.filter.has_meta_preds();
-        let parts = inner.catalog.memory_rows(&mut |key, min_time, _| {
-            (lo..=hi).contains(&min_time)
-                && (!meta_preds || meta_matches_raw(&plan.filter, &key.bytes) != Some(false))
-        });
+        let time_field = plan.spec.time_field.as_str();
+        let parts = inner.catalog.memory_rows(
+            &mut |key, min_time, _| {
+                (lo..=hi).contains(&min_time)
+                    && (!meta_preds || meta_matches_raw(&plan.filter, &key.bytes) != Some(false))
+            },
+            &mut |name| name == time_field || reads(name),
+        );
         MemoryView::of_parts(parts, clears)
     }
 

@@ -19,13 +19,15 @@
 //! unless `--no-compact`, the database is compacted (`Database::compact`: every bucket in one
 //! blob with its latest control record, the journal's writes in tables) and closed. The
 //! queries run on the database opened again, so they start from storage, not from the
-//! ingest's memory. Ingest and compaction are not timed.
+//! ingest's memory. With `--open`, the queries run on the database still open after the
+//! ingest instead: every series' newest bucket is in memory, its rows read beside the store
+//! by every query. Ingest and compaction are not timed.
 //!
 //! **What is timed.** Each query runs once untimed (warm-up), then `--reps` times (default 5);
 //! each run is timed alone (wall clock around the engine call, results kept in memory, not
 //! printed). The median and the 90th percentile (nearest rank) are reported in milliseconds,
 //! with the query's work counters (`QueryStats`) and its result count. `--json` prints one
-//! object: the workload, `measurements`, `buckets`, `ingest_seconds`, `compact_seconds`, `reps`,
+//! object: the workload, `measurements`, `buckets`, `ingest_seconds`, `compact_seconds`, `open`, `reps`,
 //! and per query `q1_ms` (the median), `q1_p90_ms`, `q1_results` and `q1_stats` (the counters).
 //!
 //! **Checks.** The expected results are computed from the generated data (one pass of the
@@ -81,6 +83,11 @@ pub(crate) struct Args {
     /// with its latest control record and the journal's writes are in tables).
     #[arg(long)]
     pub(crate) no_compact: bool,
+    /// Query the database still open after ingesting the workload: no close, no compaction,
+    /// so every series' newest bucket is still in memory and each query reads its rows
+    /// beside the store (ignored when the database holds the workload already).
+    #[arg(long)]
+    pub(crate) open: bool,
     /// Threads inserting the workload when it is ingested.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub(crate) threads: u32,
@@ -112,28 +119,35 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
     let workload = args.workload.workload();
     let (_temp, dir) = super::bench_dir(args.db.as_deref(), "tscoll-bench-query-")?;
     let mut ingest_seconds = None;
-    let db = Database::open(&dir, DatabaseOptions::default())
+    let mut db = Database::open(&dir, DatabaseOptions::default())
         .map_err(|e| format!("cannot open database {}: {e}", dir.display()))?;
     if db.collection(COLLECTION).is_err() {
         let options = TimeseriesOptions::new(tsbs::TIME_FIELD).meta_field(tsbs::META_FIELD);
         let coll = db.create_collection(COLLECTION, &options)?;
         let start = Instant::now();
         ingest(&coll, &workload, args.threads as usize)?;
-        db.close()?;
+        if !args.open {
+            db.close()?;
+        }
         ingest_seconds = Some(start.elapsed().as_secs_f64());
     }
+    let open = args.open && ingest_seconds.is_some();
     let mut compact_seconds = None;
-    if !args.no_compact {
-        let start = Instant::now();
-        db.compact()?;
-        db.close()?;
-        compact_seconds = Some(start.elapsed().as_secs_f64());
+    if !open {
+        if !args.no_compact {
+            let start = Instant::now();
+            db.compact()?;
+            db.close()?;
+            compact_seconds = Some(start.elapsed().as_secs_f64());
+        }
+        drop(db);
+        db = Database::open(&dir, DatabaseOptions::default())
+            .map_err(|e| format!("cannot open database {}: {e}", dir.display()))?;
     }
-    drop(db);
-    let db = Database::open(&dir, DatabaseOptions::default())
-        .map_err(|e| format!("cannot open database {}: {e}", dir.display()))?;
     let coll = db.collection(COLLECTION)?;
-    let stats = coll.stats()?;
+    // `stats` stores the rows open buckets hold: with the database still open, only after
+    // the queries.
+    let stats_before = if open { None } else { Some(coll.stats()?) };
     let expected = Expected::compute(&workload);
     let reps = args.reps as usize;
     let mut timings = Vec::new();
@@ -144,6 +158,10 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
             _ => q3(&coll, &expected, reps)?,
         });
     }
+    let stats = match stats_before {
+        Some(s) => s,
+        None => coll.stats()?,
+    };
     let mut out = std::io::stdout().lock();
     if args.json {
         let mut line = json!({
@@ -154,6 +172,7 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
             "buckets": stats.bucket_count,
             "ingest_seconds": ingest_seconds,
             "compact_seconds": compact_seconds,
+            "open": open,
             "reps": reps,
         });
         if let Value::Object(map) = &mut line {
