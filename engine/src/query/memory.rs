@@ -377,7 +377,8 @@ impl<'a> Reader<'a> {
             cands
                 .buckets
                 .sort_by_key(|c| (series[c.series].hash, c.min_time, c.id));
-            cands.in_range = None;
+            // `in_range` still estimates the stored buckets in the candidates' id range,
+            // which decides whether the stored ones are read by a scan.
         }
         Ok(cands)
     }
