@@ -7,7 +7,9 @@
 //! confirms the value itself, never the hash alone.
 //!
 //! A meta value's key never changes, so entries never go stale; the cache is emptied when it
-//! holds [`MAX_ENTRIES`] values, which bounds its memory.
+//! holds [`MAX_ENTRIES`] values or about [`MAX_BYTES`] of them, which bounds its memory (a
+//! meta value of ten string tags takes about 2 KB as a `Bson` document: at many series the
+//! count alone let the cache grow past 100 MB).
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -20,6 +22,17 @@ use crate::series::BuildFx;
 /// Values held before the cache is emptied.
 pub(crate) const MAX_ENTRIES: usize = 1 << 16;
 
+/// Estimated bytes held before the cache is emptied: each entry counts its series key, its
+/// value's BSON size × [`HEAP_PER_BSON_BYTE`] (a decoded document's strings, map and enum
+/// take several times its BSON bytes) and a fixed overhead.
+pub(crate) const MAX_BYTES: usize = 32 << 20;
+
+/// Heap bytes of a decoded `Bson` value per byte of its BSON encoding (estimate).
+const HEAP_PER_BSON_BYTE: usize = 8;
+
+/// Fixed bytes per entry (the vector slot, the key's struct, the map entry).
+const ENTRY_OVERHEAD: usize = 96;
+
 /// Locks a cache (a panic while it was held leaves it consistent: every entry is whole).
 pub(crate) fn lock(cache: &Mutex<MetaCache>) -> MutexGuard<'_, MetaCache> {
     cache.lock().unwrap_or_else(PoisonError::into_inner)
@@ -31,6 +44,8 @@ pub(crate) fn lock(cache: &Mutex<MetaCache>) -> MutexGuard<'_, MetaCache> {
 pub(crate) struct MetaCache {
     by_hash: HashMap<u64, Vec<(Option<Bson>, BucketKey)>, BuildFx>,
     entries: usize,
+    /// Estimated bytes of the entries ([`MAX_BYTES`]).
+    bytes: usize,
 }
 
 impl MetaCache {
@@ -49,12 +64,22 @@ impl MetaCache {
 
     /// Remembers the key of `value`, hashed as `hash`.
     pub(crate) fn insert(&mut self, hash: u64, value: Option<Bson>, key: BucketKey) {
-        if self.entries >= MAX_ENTRIES {
+        let value_bytes = value.as_ref().map_or(0, |v| {
+            usize::try_from(tscoll_catalog::value::value_size(v))
+                .unwrap_or(usize::MAX)
+                .saturating_mul(HEAP_PER_BSON_BYTE)
+        });
+        let cost = value_bytes
+            .saturating_add(key.bytes.len())
+            .saturating_add(ENTRY_OVERHEAD);
+        if self.entries >= MAX_ENTRIES || self.bytes.saturating_add(cost) > MAX_BYTES {
             self.by_hash.clear();
             self.entries = 0;
+            self.bytes = 0;
         }
         self.by_hash.entry(hash).or_default().push((value, key));
         self.entries += 1;
+        self.bytes = self.bytes.saturating_add(cost);
     }
 }
 
@@ -79,5 +104,23 @@ mod tests {
         // Full: the next value empties it first.
         assert_eq!(c.get(7, |_| true), None);
         assert_eq!(c.get(100 + MAX_ENTRIES as u64 - 1, |_| true), Some(&a));
+    }
+
+    #[test]
+    fn empties_when_its_values_reach_the_byte_bound() {
+        let mut c = MetaCache::default();
+        let key = BucketKey::from_bytes(vec![0; 200]);
+        // A 1000-byte string value: about 8 KB estimated, so some 4000 fit in 32 MiB.
+        let value = Bson::String("x".repeat(1000));
+        let fit = MAX_BYTES / (1005 * HEAP_PER_BSON_BYTE + 200 + ENTRY_OVERHEAD);
+        for i in 0..fit as u64 {
+            c.insert(i, Some(value.clone()), key.clone());
+        }
+        assert_eq!(c.entries, fit);
+        assert!(c.get(0, |_| true).is_some());
+        c.insert(u64::MAX, Some(value), key);
+        assert_eq!(c.entries, 1, "emptied before the entry past the bound");
+        assert!(c.get(0, |_| true).is_none());
+        assert!(c.get(u64::MAX, |_| true).is_some());
     }
 }
