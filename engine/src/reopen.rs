@@ -4,7 +4,8 @@
 use tscoll_catalog::{BucketId, BucketKey, BucketSource, QueryOutcome, SourceError, StoredBucket};
 
 use crate::collection::CollectionInner;
-use crate::storage::keys::{hash_time_range, parse_index_key};
+use crate::storage::IndexRow;
+use crate::storage::keys::hash_time_range;
 
 pub(crate) struct Reopener<'a> {
     pub(crate) coll: &'a CollectionInner,
@@ -38,16 +39,14 @@ impl BucketSource for Reopener<'_> {
             time.saturating_sub(span_ms.saturating_sub(1)),
             time,
         );
-        for item in self.coll.store.index_scan(&lo[..]..=&hi[..]) {
-            let (k, v) = item
-                .into_inner()
-                .map_err(|e| SourceError(format!("scanning the meta+time index: {e}")))?;
-            let Some((_, _, id)) = parse_index_key(&k) else {
+        for row in self.coll.store.index_scan(&lo[..]..=&hi[..]) {
+            let IndexRow::Bucket(item) = row.map_err(source_error)? else {
                 continue;
             };
-            if v[..] != key.bytes[..] {
+            if item.meta[..] != key.bytes[..] {
                 continue;
             }
+            let (id, v) = (item.id, item.meta);
             let Some(control) = self.coll.control(&id).map_err(source_error)? else {
                 continue; // removed since the index was read
             };

@@ -20,7 +20,8 @@ use crate::index::IndexOptions;
 use crate::journal::RecoveryReport;
 use crate::options::{CollectionSpec, TimeseriesOptions};
 use crate::storage::keys::{
-    hex, is_collision_marker, parse_control_key, parse_data_key, parse_index_key, parse_retired_key,
+    SAME_AS_SERIES_RECORD, hex, parse_control_key, parse_data_key, parse_index_key,
+    parse_retired_key, parse_series_record, parse_series_record_key,
 };
 use crate::verify::{fmt_time, read_rows, secondary_meta};
 use crate::write::{Durability, InsertOptions};
@@ -422,6 +423,8 @@ impl Run<'_> {
     /// The bucket directory (meta+time index).
     fn read_directory(&mut self) -> Directory {
         let mut dir = Directory::default();
+        // The last series record met: its hash and meta.
+        let mut record: Option<(u64, Option<Vec<u8>>)> = None;
         for item in self.snap.iter(self.coll.store.raw().index) {
             let (k, v) = match item.into_inner() {
                 Ok(kv) => kv,
@@ -432,13 +435,25 @@ impl Run<'_> {
                     break;
                 }
             };
-            if is_collision_marker(&k) {
+            if let Some(hash) = parse_series_record_key(&k) {
+                // A series record: it sorts before the entries of its hash that refer to it.
+                let meta = parse_series_record(&v).and_then(|r| r.meta.map(<[u8]>::to_vec));
+                record = Some((hash, meta));
                 continue;
             }
-            let Some((_, _, id)) = parse_index_key(&k) else {
+            let Some((hash, _, id)) = parse_index_key(&k) else {
                 continue;
             };
-            let key = BucketKey::from_bytes(v.to_vec());
+            let bytes = if v[..] == SAME_AS_SERIES_RECORD {
+                match &record {
+                    Some((h, Some(meta))) if *h == hash => meta.clone(),
+                    // The record is lost: the bucket's meta is looked for elsewhere.
+                    _ => continue,
+                }
+            } else {
+                v.to_vec()
+            };
+            let key = BucketKey::from_bytes(bytes);
             if key.meta_value().is_err() {
                 continue; // the entry is damaged: its bucket's meta is looked for elsewhere
             }

@@ -23,8 +23,9 @@ use crate::index::SecondaryIndex;
 use crate::index::spec::Component;
 use crate::journal::RecoveryReport;
 use crate::storage::keys::{
-    hex, is_collision_marker, keyspace_names, parse_control_key, parse_data_key, parse_index_key,
-    parse_retired_key, secondary_entry_bucket, secondary_index_keyspace,
+    SAME_AS_SERIES_RECORD, hex, keyspace_names, parse_control_key, parse_data_key, parse_index_key,
+    parse_retired_key, parse_series_record, parse_series_record_key, secondary_entry_bucket,
+    secondary_index_keyspace,
 };
 use crate::storage::wal::LogPosition;
 
@@ -54,8 +55,9 @@ pub enum ProblemKind {
     MissingIndexEntry,
     /// A meta+time index entry without a bucket.
     DanglingIndexEntry,
-    /// A meta+time index entry that disagrees with its bucket (meta hash, min time) or whose
-    /// meta bytes do not decode or do not hash to its key.
+    /// A meta+time index entry that disagrees with its bucket (meta hash, min time), whose
+    /// meta bytes do not decode or do not hash to its key, or that refers to a series record
+    /// that is missing; a series record that does not read.
     IndexEntryMismatch,
     /// A bucket a secondary index must list is not in it (or the index's keyspace is missing).
     MissingSecondaryEntry,
@@ -567,6 +569,8 @@ impl CollectionInner {
     ) -> BTreeMap<BucketId, DirEntry> {
         let mut dir = BTreeMap::new();
         let mut metas: HashMap<Vec<u8>, Arc<[u8]>> = HashMap::new();
+        // The last series record met: its hash and meta.
+        let mut record: Option<(u64, Option<Vec<u8>>)> = None;
         for item in snap.iter(self.store.raw().index) {
             let (k, v) = match item.into_inner() {
                 Ok(kv) => kv,
@@ -582,7 +586,36 @@ impl CollectionInner {
                     break;
                 }
             };
-            if is_collision_marker(&k) {
+            if let Some(hash) = parse_series_record_key(&k) {
+                // A series record: it sorts before the entries of its hash that refer to it.
+                record = Some((hash, None));
+                match parse_series_record(&v) {
+                    None => ck.problem(
+                        None,
+                        ProblemKind::IndexEntryMismatch,
+                        format!(
+                            "keyspace {idx_name}: the series record {} has unknown flags",
+                            hex(&k)
+                        ),
+                    ),
+                    Some(r) => {
+                        let meta = r.meta.map(<[u8]>::to_vec);
+                        if let Some(m) = &meta
+                            && BucketKey::from_bytes(m.clone()).hash != hash
+                        {
+                            ck.problem(
+                                None,
+                                ProblemKind::IndexEntryMismatch,
+                                format!(
+                                    "keyspace {idx_name}: the meta of series record {} \
+                                     hashes elsewhere",
+                                    hex(&k)
+                                ),
+                            );
+                        }
+                        record = Some((hash, meta));
+                    }
+                }
                 continue;
             }
             let Some((hash, min_time, id)) = parse_index_key(&k) else {
@@ -590,14 +623,33 @@ impl CollectionInner {
                     None,
                     ProblemKind::MalformedKey,
                     format!(
-                        "keyspace {idx_name}: key {} is not hash, min time and bucket id",
+                        "keyspace {idx_name}: key {} is neither a series record's nor hash, \
+                         min time and bucket id",
                         hex(&k)
                     ),
                 );
                 continue;
             };
             ck.report.index_entries += 1;
-            let key = BucketKey::from_bytes(v.to_vec());
+            let bytes = if v[..] == SAME_AS_SERIES_RECORD {
+                match &record {
+                    Some((h, Some(meta))) if *h == hash => meta.clone(),
+                    _ => {
+                        ck.problem(
+                            Some(&id),
+                            ProblemKind::IndexEntryMismatch,
+                            format!(
+                                "keyspace {idx_name}: the entry refers to a series record \
+                                 that does not exist"
+                            ),
+                        );
+                        continue;
+                    }
+                }
+            } else {
+                v.to_vec()
+            };
+            let key = BucketKey::from_bytes(bytes);
             if key.hash != hash {
                 ck.problem(
                     Some(&id),

@@ -11,6 +11,7 @@ use tscoll_engine::{Collection, Database, DatabaseOptions, ErrorCode};
 
 use damage::{
     all, assert_same, create, flip_value, hex, ids, insert, keyspaces, measurements, segments,
+    series_entries,
 };
 
 /// Collection `w` (series `a`: one bucket of three segments of 10 measurements; series `b`:
@@ -152,12 +153,7 @@ fn buckets_without_control_or_index_entry_are_copied() {
     let names = keyspaces(&coll);
     // Series b has two buckets: remove the directory entry of one, the control record of
     // the other.
-    let b_entries: Vec<(Vec<u8>, Vec<u8>)> = db
-        .raw_entries(&names[2])
-        .expect("idx")
-        .into_iter()
-        .filter(|(k, v)| k.len() == 28 && v.ends_with(b"b\0\0"))
-        .collect();
+    let b_entries = series_entries(&db, &coll, b"b\0\0");
     assert_eq!(b_entries.len(), 2, "series b has two buckets");
     db.raw_write(&names[2], &b_entries[0].0, None)
         .expect("delete entry");
@@ -179,11 +175,9 @@ fn a_bucket_of_unknown_series_is_listed() {
     // Series c: one bucket. Its directory entry and its secondary index entries are gone:
     // nothing holds its meta value any more.
     let names = keyspaces(&coll);
-    let (key, _) = db
-        .raw_entries(&names[2])
-        .expect("idx")
+    let (key, _) = series_entries(&db, &coll, b"c\0\0")
         .into_iter()
-        .find(|(k, v)| k.len() == 28 && v.ends_with(b"c\0\0"))
+        .next()
         .expect("series c");
     let id = key[16..28].to_vec();
     db.raw_write(&names[2], &key, None).expect("delete");

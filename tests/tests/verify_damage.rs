@@ -1,12 +1,12 @@
 //! `Database::verify` (`tscoll verify`, `docs/cli.md`): an intact database after every kind of
 //! write has no problem; each injected damage is found and named with its collection and
 //! bucket id: a flipped byte in a stored blob, a deleted or altered control record, a deleted
-//! meta+time index entry, a deleted secondary index entry.
+//! meta+time index entry or series record, a deleted secondary index entry.
 
 mod damage;
 
 use bson::{DateTime, Document, doc};
-use tscoll_engine::{Database, DatabaseOptions, Problem, ProblemKind, VerifyReport};
+use tscoll_engine::{Database, DatabaseOptions, FindOptions, Problem, ProblemKind, VerifyReport};
 
 use damage::{create, flip_value, insert, keyspaces, measurements, segments};
 
@@ -213,12 +213,51 @@ fn an_altered_control_record_is_found() {
 }
 
 #[test]
+fn a_deleted_series_record_is_found_in_every_entry_of_its_series() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (db, coll) = populated(dir.path());
+    let names = keyspaces(&coll);
+    // Series b's meta is stored once, in its record; its entries refer to it.
+    let (record, _) = db
+        .raw_entries(&names[2])
+        .expect("idx")
+        .into_iter()
+        .find(|(k, v)| k.len() == 8 && v.ends_with(b"b\0\0"))
+        .expect("series b's record");
+    let entries = damage::series_entries(&db, &coll, b"b\0\0");
+    assert!(entries.iter().all(|(_, v)| v[..] == [0]), "{entries:?}");
+    db.raw_write(&names[2], &record, None).expect("delete");
+    let r = db.verify().expect("verify");
+    // Each entry is named, and its bucket has no usable directory entry left.
+    let named = only(&r, ProblemKind::IndexEntryMismatch);
+    assert_eq!(named.len(), entries.len(), "{:#?}", r.problems);
+    assert!(named.iter().all(|p| p.detail.contains("series record")));
+    assert_eq!(
+        only(&r, ProblemKind::MissingIndexEntry).len(),
+        entries.len(),
+        "{:#?}",
+        r.problems
+    );
+    assert_eq!(r.problems.len(), 2 * entries.len(), "{:#?}", r.problems);
+    // A query reports the damage instead of giving the buckets another series.
+    let err = coll
+        .find(&doc! {}, &FindOptions::default())
+        .expect_err("find");
+    assert!(err.to_string().contains("series record"), "{err}");
+}
+
+#[test]
 fn deleted_index_entries_are_found() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (db, coll) = populated(dir.path());
     let names = keyspaces(&coll);
     // The directory entry of one bucket.
-    let (idx_key, idx_value) = db.raw_entries(&names[2]).expect("idx").swap_remove(0);
+    let (idx_key, idx_value) = db
+        .raw_entries(&names[2])
+        .expect("idx")
+        .into_iter()
+        .find(|(k, _)| k.len() == 28)
+        .expect("an entry");
     let bucket = damage::hex(&idx_key[16..28]);
     db.raw_write(&names[2], &idx_key, None).expect("delete");
     let r = db.verify().expect("verify");

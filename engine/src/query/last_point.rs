@@ -8,7 +8,7 @@
 //! looked at while their possible rows (`min time + span`) could still beat the best time
 //! found; their control records (`control.max`) usually settle it, and only the bucket
 //! holding the best measurement is unpacked. Series that share a meta hash (a collision
-//! marker exists, `docs/keys.md`) have the entries of their prefix grouped by meta bytes.
+//! record says so, `docs/keys.md`) have the entries of their prefix grouped by meta bytes.
 
 use std::collections::HashMap;
 
@@ -23,8 +23,8 @@ use super::plan::{Plan, Series, Verdict, prefix_hashes};
 use super::rowfilter::RowFilter;
 use super::unpack::{SegmentView, Shape, build_row};
 use crate::collection::Collection;
-use crate::error::{Error, Result};
-use crate::storage::keys::parse_index_key;
+use crate::error::Result;
+use crate::storage::IndexRow;
 use crate::storage::keys::{hash_prefix, hash_time_range};
 
 impl Collection {
@@ -495,15 +495,15 @@ impl Reader<'_> {
     }
 }
 
-/// Reads one raw index item; `None` for a collision marker.
-fn index_item(item: fjall::Guard) -> Result<Option<Entry>> {
-    let (k, v) = item
-        .into_inner()
-        .map_err(Error::storage("scanning the meta+time index"))?;
-    Ok(parse_index_key(&k).map(|(hash, min_time, id)| Entry {
-        id,
-        min_time,
-        hash,
-        meta: v,
-    }))
+/// One item of an index scan; `None` for a series record.
+fn index_item(row: Result<IndexRow>) -> Result<Option<Entry>> {
+    Ok(match row? {
+        IndexRow::Bucket(item) => Some(Entry {
+            id: item.id,
+            min_time: item.min_time,
+            hash: item.hash,
+            meta: item.meta,
+        }),
+        IndexRow::Series { .. } => None,
+    })
 }

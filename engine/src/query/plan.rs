@@ -18,7 +18,8 @@ use crate::collection::CollectionInner;
 use crate::error::{Error, Result};
 use crate::filter::{Cmp, Filter, Pred, cmp_holds};
 use crate::options::CollectionSpec;
-use crate::storage::keys::{hash_prefix, hash_time_range, hex, parse_index_key};
+use crate::storage::keys::{hash_prefix, hash_time_range, hex};
+use crate::storage::{IndexRow, IndexScan};
 
 /// A parsed query over one collection: the filter and the bucketing it is judged with.
 pub(crate) struct Plan {
@@ -353,25 +354,18 @@ impl CollectionInner {
             // the default index is gone (or hidden from the planner); its keyspace
             // still lists every bucket.
             b.out.in_range = Some(0);
-            for item in self.store.index_scan_all() {
-                let (k, v) = item
-                    .into_inner()
-                    .map_err(Error::storage("scanning the meta+time index"))?;
-                if let Some((hash, min_time, id)) = parse_index_key(&k) {
-                    stats.index_entries_scanned += 1;
-                    b.add(self, hash, min_time, id, &v)?;
-                }
+            for item in self.store.index_entries() {
+                let item = item?;
+                stats.index_entries_scanned += 1;
+                b.add(self, item.hash, item.min_time, item.id, &item.meta)?;
             }
         } else if let Some(hashes) = prefix_hashes(plan) {
             for hash in hashes {
                 let (lo, hi) = hash_time_range(hash, bounds.0, bounds.1);
-                for item in self.store.index_scan(&lo[..]..=&hi[..]) {
-                    let (k, v) = item
-                        .into_inner()
-                        .map_err(Error::storage("scanning the meta+time index"))?;
-                    if let Some((hash, min_time, id)) = parse_index_key(&k) {
+                for row in self.store.index_scan(&lo[..]..=&hi[..]) {
+                    if let IndexRow::Bucket(item) = row? {
                         stats.index_entries_scanned += 1;
-                        b.add(self, hash, min_time, id, &v)?;
+                        b.add(self, item.hash, item.min_time, item.id, &item.meta)?;
                     }
                 }
             }
@@ -422,8 +416,8 @@ impl CollectionInner {
     }
 
     /// Every index entry with min time in `[lo, hi]`, series by series: the scan reads the
-    /// index in order. The first entry of a hash that no other series shares (no collision
-    /// marker) is offered to `visit` as [`ScanEntry::Series`] before its time is looked at;
+    /// index in order. The first entry of a hash that no other series shares (its series
+    /// record is not marked shared) is offered to `visit` as [`ScanEntry::Series`] before its time is looked at;
     /// when `visit` declines it, the scan seeks to the next hash. Otherwise it seeks to
     /// `hash ‖ lo` when it meets an entry older than `lo`, and to the next hash when it meets
     /// one newer than `hi` or when `visit` declines a [`ScanEntry::Bucket`] (the series is not
@@ -440,50 +434,55 @@ impl CollectionInner {
         stats: &mut QueryStats,
         visit: &mut EntryVisitor<'_>,
     ) -> Result<()> {
-        let from = |key: Vec<u8>| match end_hash {
-            Some(end) => self.store.index_scan(key..hash_prefix(end).to_vec()),
-            None => self.store.index_scan(key..),
+        let seek = |iter: &mut IndexScan, key: Vec<u8>| match end_hash {
+            Some(end) => iter.seek(key..hash_prefix(end).to_vec()),
+            None => iter.seek(key..),
         };
-        let mut iter = from(hash_prefix(first_hash).to_vec());
-        // The hash of the last collision marker met (it sorts before its hash's entries).
+        let mut iter = match end_hash {
+            Some(end) => self
+                .store
+                .index_scan(hash_prefix(first_hash).to_vec()..hash_prefix(end).to_vec()),
+            None => self.store.index_scan(hash_prefix(first_hash).to_vec()..),
+        };
+        // The hash of the last shared series record met (it sorts before its hash's entries).
         let mut shared: Option<u64> = None;
         // The hash whose series was offered last.
         let mut offered: Option<u64> = None;
         loop {
-            let Some(item) = iter.next() else {
+            let Some(row) = iter.next() else {
                 return Ok(());
             };
-            let (k, v) = item
-                .into_inner()
-                .map_err(Error::storage("scanning the meta+time index"))?;
-            let Some((hash, min_time, id)) = parse_index_key(&k) else {
-                if let Ok(marker) = <[u8; 8]>::try_from(&k[..]) {
-                    shared = Some(u64::from_be_bytes(marker));
+            let item = match row? {
+                IndexRow::Series { hash, shared: true } => {
+                    shared = Some(hash);
+                    continue;
                 }
-                continue;
+                IndexRow::Series { .. } => continue,
+                IndexRow::Bucket(item) => item,
             };
+            let (hash, min_time, id) = (item.hash, item.min_time, item.id);
             stats.index_entries_scanned += 1;
             let next_hash = if offered != Some(hash)
                 && shared != Some(hash)
-                && !visit(ScanEntry::Series(hash, &v))?
+                && !visit(ScanEntry::Series(hash, &item.meta))?
             {
                 true
             } else if min_time < lo {
                 offered = Some(hash);
                 let (start, _) = hash_time_range(hash, lo, hi);
-                iter = from(start.to_vec());
+                seek(&mut iter, start.to_vec());
                 continue;
             } else if min_time > hi {
                 true
             } else {
                 offered = Some(hash);
-                !visit(ScanEntry::Bucket(hash, min_time, id, &v))? && shared != Some(hash)
+                !visit(ScanEntry::Bucket(hash, min_time, id, &item.meta))? && shared != Some(hash)
             };
             if next_hash {
                 let Some(next) = hash.checked_add(1) else {
                     return Ok(());
                 };
-                iter = from(hash_prefix(next).to_vec());
+                seek(&mut iter, hash_prefix(next).to_vec());
             }
         }
     }

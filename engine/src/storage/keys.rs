@@ -52,7 +52,9 @@ pub(crate) fn retired_key(id: &BucketId) -> [u8; 13] {
 }
 
 /// Meta+time index key (SPEC §13, R-13.5): `meta hash (8, BE) ‖ min time (8) ‖ bucket id (12)`.
-/// The full normalized meta is the entry's value (hash collisions are told apart by it).
+/// The entry's value is [`SAME_AS_SERIES_RECORD`] when the bucket's series is the one its
+/// hash's [series record](series_record_key) holds, else the full normalized meta (hash
+/// collisions are told apart by it).
 pub(crate) fn index_key(hash: u64, min_time: i64, id: &BucketId) -> [u8; 28] {
     let mut k = [0u8; 28];
     k[..8].copy_from_slice(&hash.to_be_bytes());
@@ -61,10 +63,55 @@ pub(crate) fn index_key(hash: u64, min_time: i64, id: &BucketId) -> [u8; 28] {
     k
 }
 
-/// Marker in the index keyspace: more than one series has used meta hash `hash`. It sorts
-/// before every entry of the hash and is 8 bytes long, so entry scans skip it.
-pub(crate) fn collision_marker_key(hash: u64) -> [u8; 8] {
+/// Key of the series record of meta hash `hash` in the index keyspace: the 8 bytes of the
+/// hash alone, so it sorts before every entry of the hash and entry scans (28-byte keys)
+/// skip it. Its value is [`series_record_value`]: the meta of the first series stored under
+/// the hash, kept once for all its buckets, and whether another series shares the hash.
+pub(crate) fn series_record_key(hash: u64) -> [u8; 8] {
     hash.to_be_bytes()
+}
+
+/// Value of an index entry whose bucket belongs to the series its hash's record holds: one
+/// zero byte, which no normalized meta is (they start with a BSON type byte, and the no-meta
+/// series' is empty).
+pub(crate) const SAME_AS_SERIES_RECORD: [u8; 1] = [0];
+
+/// Flag of a series record: another series has used the same meta hash.
+const SHARED: u8 = 1;
+
+/// A series record's value: flags (u8: 1 = another series shares the hash) ‖ the normalized
+/// meta bytes of the series it holds.
+pub(crate) fn series_record_value(shared: bool, meta: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(1 + meta.len());
+    v.push(if shared { SHARED } else { 0 });
+    v.extend_from_slice(meta);
+    v
+}
+
+/// A series record as read ([`series_record_value`]).
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct SeriesRecord<'a> {
+    /// Whether more than one series has used the hash.
+    pub(crate) shared: bool,
+    /// The normalized meta of the series whose entries refer to the record; `None` for the
+    /// empty record earlier versions wrote as a collision marker (their entries all hold
+    /// their meta).
+    pub(crate) meta: Option<&'a [u8]>,
+}
+
+/// Parses a series record's value; `None` when its flags are not known.
+pub(crate) fn parse_series_record(v: &[u8]) -> Option<SeriesRecord<'_>> {
+    match v.split_first() {
+        None => Some(SeriesRecord {
+            shared: true,
+            meta: None,
+        }),
+        Some((&flags, meta)) if flags & !SHARED == 0 => Some(SeriesRecord {
+            shared: flags & SHARED != 0,
+            meta: Some(meta),
+        }),
+        Some(_) => None,
+    }
 }
 
 /// Splits an index key into `(hash, min time, bucket id)`.
@@ -101,9 +148,9 @@ pub(crate) fn parse_retired_key(k: &[u8]) -> Option<BucketId> {
     }
 }
 
-/// Whether an index key is a collision marker ([`collision_marker_key`]).
-pub(crate) fn is_collision_marker(k: &[u8]) -> bool {
-    k.len() == 8
+/// The meta hash of a series record's key ([`series_record_key`]); `None` for other keys.
+pub(crate) fn parse_series_record_key(k: &[u8]) -> Option<u64> {
+    <[u8; 8]>::try_from(k).ok().map(u64::from_be_bytes)
 }
 
 /// The bucket id a secondary index entry points at: its key's last 12 bytes (`docs/keys.md`,
@@ -160,8 +207,8 @@ mod tests {
         assert_eq!(parse_data_key(&id), None);
         assert_eq!(parse_control_key(&id), Some(id));
         assert_eq!(parse_control_key(&data_key(&id, 0)), None);
-        assert!(is_collision_marker(&collision_marker_key(9)));
-        assert!(!is_collision_marker(&index_key(9, 0, &id)));
+        assert_eq!(parse_series_record_key(&series_record_key(9)), Some(9));
+        assert_eq!(parse_series_record_key(&index_key(9, 0, &id)), None);
         let mut k = vec![13, 0x40, 0, 0, 0, 0, 0, 0, 0, 0, 0];
         k.extend_from_slice(&id);
         assert_eq!(secondary_entry_bucket(&k), Some(id));
@@ -173,5 +220,20 @@ mod tests {
         let id = [7u8; 12];
         let k = index_key(42, -5, &id);
         assert_eq!(parse_index_key(&k), Some((42, -5, id)));
+    }
+
+    #[test]
+    fn series_records_round_trip() {
+        for shared in [false, true] {
+            for meta in [&b""[..], b"\x02\x03\x00\x00\x00ab\x00"] {
+                let v = series_record_value(shared, meta);
+                let r = parse_series_record(&v).unwrap();
+                assert_eq!((r.shared, r.meta), (shared, Some(meta)));
+            }
+        }
+        // The empty value of earlier versions: a shared hash, meta unknown.
+        let old = parse_series_record(&[]).unwrap();
+        assert_eq!((old.shared, old.meta), (true, None));
+        assert_eq!(parse_series_record(&[4, 1]), None);
     }
 }

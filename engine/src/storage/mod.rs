@@ -9,7 +9,8 @@
 //! | `c{id}_data` | bucket id (12) ‖ segment number (4, BE) | bucket blob (`docs/format.md`) |
 //! | `c{id}_ctl` | bucket id (12) | control record (BSON) |
 //! | `c{id}_ctl` | bucket id (12) ‖ `00` | retirement marker: a log position (16) |
-//! | `c{id}_idx` | meta hash (8, BE) ‖ min time (8) ‖ bucket id (12) | normalized meta bytes |
+//! | `c{id}_idx` | meta hash (8, BE) | series record: flags (1) ‖ normalized meta bytes |
+//! | `c{id}_idx` | meta hash (8, BE) ‖ min time (8) ‖ bucket id (12) | `00` (the series record's meta) or normalized meta bytes |
 //!
 //! Keyspace options (fixed when a keyspace is created): LZ4 on every level and no bloom
 //! filter for blobs, in 64 KiB blocks; LZ4 on every level for control records and index
@@ -18,17 +19,17 @@
 pub(crate) mod keys;
 pub(crate) mod wal;
 
-use std::collections::HashMap;
-use std::collections::hash_map::Entry;
 use std::ops::RangeBounds;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use fjall::{Keyspace, KeyspaceCreateOptions, OwnedWriteBatch, Slice};
 use tscoll_catalog::{BucketId, BucketKey};
 
 use crate::error::{Error, Result};
 use keys::{
-    collision_marker_key, data_key, hex, index_key, keyspace_names, parse_data_key,
-    parse_index_key, retired_key,
+    SAME_AS_SERIES_RECORD, data_key, hex, index_key, keyspace_names, parse_data_key,
+    parse_index_key, parse_series_record, parse_series_record_key, retired_key, series_record_key,
+    series_record_value,
 };
 use wal::LogPosition;
 
@@ -41,8 +42,11 @@ pub(crate) struct BucketStore {
     data: Keyspace,
     /// Control records.
     ctl: Keyspace,
-    /// The meta+time index (SPEC ).
+    /// The meta+time index (SPEC) and the series records.
     idx: Keyspace,
+    /// Held while a series record is read and written ([`BucketStore::entry_value`]), so
+    /// that two series first stored at once under one hash do not both claim its record.
+    series_lock: Arc<Mutex<()>>,
 }
 
 /// One item of the meta+time index.
@@ -53,8 +57,23 @@ pub(crate) struct IndexItem {
     pub(crate) min_time: i64,
     /// Bucket `_id`.
     pub(crate) id: BucketId,
-    /// The normalized meta bytes (SPEC ).
+    /// The normalized meta bytes (SPEC ), taken from the series record when the entry
+    /// refers to it.
     pub(crate) meta: Slice,
+}
+
+/// One item of a scan of the index keyspace ([`BucketStore::index_scan`]).
+pub(crate) enum IndexRow {
+    /// The series record of a meta hash (it sorts before the hash's entries).
+    Series {
+        /// The meta hash.
+        hash: u64,
+        /// Whether more than one series has used the hash: then the entries of its prefix
+        /// belong to several series, told apart by their meta.
+        shared: bool,
+    },
+    /// A bucket's entry.
+    Bucket(IndexItem),
 }
 
 /// One stored segment of a bucket, in a scan of many buckets.
@@ -104,6 +123,7 @@ impl BucketStore {
             idx: fjall
                 .keyspace(&idx, small_options)
                 .map_err(Error::storage("opening an index keyspace"))?,
+            series_lock: Arc::new(Mutex::new(())),
         })
     }
 
@@ -312,35 +332,22 @@ impl BucketStore {
     }
 
     /// As [`BucketStore::ingest_segments`] for the index entries of buckets new to the store
-    /// (`(series, min time, id)`), with a collision marker for each meta hash that another
-    /// series uses, in the store or among these buckets. Reads skip an entry whose bucket
-    /// has no control record yet.
+    /// (`(series, min time, id)`). The series records they refer to are written first
+    /// ([`BucketStore::entry_value`]), through the journal; the ingestion flushes the
+    /// memtable before its table becomes visible, so no entry is ever read or recovered
+    /// without its record. Reads skip an entry whose bucket has no control record yet.
     ///
     /// # Errors
-    /// [`Error::Storage`] when fjall fails.
+    /// [`Error::Storage`] when fjall fails; [`Error::Corruption`] when a series record does
+    /// not read.
     pub(crate) fn ingest_index_entries<'k>(
         &self,
         entries: impl IntoIterator<Item = (&'k BucketKey, i64, BucketId)>,
     ) -> Result<()> {
-        // The series first met under each hash: the store's, else the first of these.
-        let mut first_of_hash: HashMap<u64, Option<Vec<u8>>> = HashMap::new();
         let mut items = Vec::new();
         for (key, min_time, id) in entries {
-            let first = match first_of_hash.entry(key.hash) {
-                Entry::Occupied(o) => o.into_mut(),
-                Entry::Vacant(v) => v.insert(self.first_series_of_hash(key.hash)?),
-            };
-            match first {
-                Some(bytes) if *bytes != key.bytes => {
-                    items.push((collision_marker_key(key.hash).to_vec(), Vec::new()));
-                }
-                Some(_) => {}
-                None => *first = Some(key.bytes.clone()),
-            }
-            items.push((
-                index_key(key.hash, min_time, &id).to_vec(),
-                key.bytes.clone(),
-            ));
+            let value = self.entry_value(key)?;
+            items.push((index_key(key.hash, min_time, &id).to_vec(), value));
         }
         ingest(&self.idx, items, "ingesting index entries")
     }
@@ -361,23 +368,25 @@ impl BucketStore {
 
     // ---- the meta+time index -----------------------------------------------------------
 
-    /// Every index entry, in key order (series hash, then min time); collision markers are
-    /// skipped.
+    /// Every index entry, in key order (series hash, then min time), with its meta.
     pub(crate) fn index_entries(&self) -> impl DoubleEndedIterator<Item = Result<IndexItem>> {
-        self.idx.iter().filter_map(index_item)
+        self.index_scan_all().filter_map(|row| match row {
+            Ok(IndexRow::Bucket(item)) => Some(Ok(item)),
+            Ok(IndexRow::Series { .. }) => None,
+            Err(e) => Some(Err(e)),
+        })
     }
 
-    /// The raw items of the index in `range`, collision markers included, for the scans that
-    /// seek by key (the skip scan, the last-point scan); keys are parsed with
-    /// [`keys::parse_index_key`].
-    pub(crate) fn index_scan<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> fjall::Iter {
-        self.idx.range(range)
+    /// The items of the index with keys in `range` (series records and entries), for the
+    /// scans that seek by key (the skip scan, the last-point scan, reopening); a range is
+    /// built from [`keys::hash_prefix`] and [`keys::hash_time_range`].
+    pub(crate) fn index_scan<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> IndexScan {
+        IndexScan::new(self.clone(), self.idx.range(range))
     }
 
-    /// Every raw item of the index, collision markers included (see
-    /// [`BucketStore::index_scan`]).
-    pub(crate) fn index_scan_all(&self) -> fjall::Iter {
-        self.idx.iter()
+    /// Every item of the index (see [`BucketStore::index_scan`]).
+    pub(crate) fn index_scan_all(&self) -> IndexScan {
+        IndexScan::new(self.clone(), self.idx.iter())
     }
 
     /// An estimate of the number of index items (O(1); fjall's `approximate_len`).
@@ -397,18 +406,97 @@ impl BucketStore {
     /// one series must check the meta bytes of every entry of the hash prefix).
     ///
     /// # Errors
-    /// [`Error::Storage`] when fjall fails.
+    /// [`Error::Storage`] when fjall fails; [`Error::Corruption`] when the series record does
+    /// not read.
     pub(crate) fn hash_shared(&self, hash: u64) -> Result<bool> {
-        self.idx
-            .contains_key(collision_marker_key(hash))
-            .map_err(Error::storage("reading the meta+time index"))
+        Ok(self.series_record(hash)?.is_some_and(|(shared, _)| shared))
     }
 
-    /// Adds the index entry of a new bucket to `wb`, and a collision marker when another
-    /// series already uses the same meta hash.
+    /// The series record of `hash`: whether the hash is shared, and the meta entries that
+    /// refer to it take (`None` for the empty record of earlier versions); `None` when the
+    /// hash has no record.
     ///
     /// # Errors
-    /// [`Error::Storage`] when reading the index fails.
+    /// [`Error::Storage`] when fjall fails; [`Error::Corruption`] when the record does not
+    /// read.
+    fn series_record(&self, hash: u64) -> Result<Option<(bool, Option<Slice>)>> {
+        let Some(v) = self
+            .idx
+            .get(series_record_key(hash))
+            .map_err(Error::storage("reading a series record"))?
+        else {
+            return Ok(None);
+        };
+        let record = parse_series_record(&v).ok_or_else(|| self.corrupt_series(hash))?;
+        Ok(Some((record.shared, record.meta.map(Slice::from))))
+    }
+
+    /// The [`Error::Corruption`] of a series record with unknown flags.
+    fn corrupt_series(&self, hash: u64) -> Error {
+        Error::Corruption {
+            keyspace: format!("c{}_idx", self.coll_id),
+            key: hex(&series_record_key(hash)),
+            reason: "the series record's flags are not known".to_owned(),
+        }
+    }
+
+    /// The value of a new index entry of series `key`: [`SAME_AS_SERIES_RECORD`] when the
+    /// hash's series record holds this series, else the meta bytes. The first series stored
+    /// under a hash writes the record; a second one marks it shared. The record is written
+    /// at once (through fjall's journal, before any batch or table holding the entry), so
+    /// the entry is never durable without it; a record whose entry is then not written holds
+    /// a series without buckets, which costs only its bytes.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when fjall fails; [`Error::Corruption`] when the series record does
+    /// not read.
+    fn entry_value(&self, key: &BucketKey) -> Result<Vec<u8>> {
+        let _serialized = self
+            .series_lock
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let record = match self.series_record(key.hash)? {
+            Some((_, Some(meta))) if meta[..] == key.bytes[..] => {
+                return Ok(SAME_AS_SERIES_RECORD.to_vec());
+            }
+            Some((false, Some(meta))) => Some(series_record_value(true, &meta)),
+            // Another series holds the record, already marked shared, or an earlier
+            // version's marker.
+            Some(_) => None,
+            // No record: a new hash, or one whose entries an earlier version wrote, each
+            // with its meta.
+            None => match self.first_series_of_hash(key.hash)? {
+                Some(first) if first != key.bytes => {
+                    if first[..] == SAME_AS_SERIES_RECORD {
+                        return Err(self.corrupt_series(key.hash));
+                    }
+                    Some(series_record_value(true, &first))
+                }
+                _ => {
+                    self.put_series_record(series_record_value(false, &key.bytes), key.hash)?;
+                    return Ok(SAME_AS_SERIES_RECORD.to_vec());
+                }
+            },
+        };
+        if let Some(record) = record {
+            self.put_series_record(record, key.hash)?;
+        }
+        Ok(key.bytes.clone())
+    }
+
+    /// Writes a series record through fjall's journal.
+    fn put_series_record(&self, value: Vec<u8>, hash: u64) -> Result<()> {
+        self.idx
+            .insert(series_record_key(hash), value)
+            .map_err(Error::storage("writing a series record"))
+    }
+
+    /// Adds the index entry of a new bucket to `wb` (writing its series record first when
+    /// the series is new, [`BucketStore::entry_value`]).
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when fjall fails; [`Error::Corruption`] when the series record does
+    /// not read.
     pub(crate) fn put_index_entry(
         &self,
         wb: &mut OwnedWriteBatch,
@@ -416,15 +504,8 @@ impl BucketStore {
         min_time: i64,
         id: &BucketId,
     ) -> Result<()> {
-        let first = self.first_series_of_hash(key.hash)?;
-        if first.is_some_and(|v| v[..] != key.bytes[..]) {
-            wb.insert(&self.idx, collision_marker_key(key.hash), []);
-        }
-        wb.insert(
-            &self.idx,
-            index_key(key.hash, min_time, id),
-            key.bytes.clone(),
-        );
+        let value = self.entry_value(key)?;
+        wb.insert(&self.idx, index_key(key.hash, min_time, id), value);
         Ok(())
     }
 
@@ -442,6 +523,24 @@ impl BucketStore {
             .map_err(Error::storage("reading the meta+time index"))
     }
 
+    /// The meta an entry's value stands for: its own bytes, or its series record's.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when fjall fails; [`Error::Corruption`] when the entry refers to a
+    /// record that is missing or holds no meta.
+    fn entry_meta(&self, hash: u64, id: &BucketId, value: Slice) -> Result<Slice> {
+        if value[..] != SAME_AS_SERIES_RECORD {
+            return Ok(value);
+        }
+        match self.series_record(hash)? {
+            Some((_, Some(meta))) => Ok(meta),
+            _ => Err(self.corrupt_index(
+                id,
+                "the entry refers to a series record that does not exist".to_owned(),
+            )),
+        }
+    }
+
     /// The series key a stored bucket's index entry holds (`min_time` and `hash` from its
     /// control record); `None` when the entry is missing.
     ///
@@ -453,11 +552,15 @@ impl BucketStore {
         min_time: i64,
         id: &BucketId,
     ) -> Result<Option<BucketKey>> {
-        Ok(self
+        let Some(value) = self
             .idx
             .get(index_key(hash, min_time, id))
             .map_err(Error::storage("reading the meta+time index"))?
-            .map(|v| BucketKey::from_bytes(v.to_vec())))
+        else {
+            return Ok(None);
+        };
+        let meta = self.entry_meta(hash, id, value)?;
+        Ok(Some(BucketKey::from_bytes(meta.to_vec())))
     }
 
     /// Adds the removal of an index entry to `wb`.
@@ -503,18 +606,81 @@ pub(crate) struct RawKeyspaces<'a> {
     pub(crate) index: &'a Keyspace,
 }
 
-/// An index item from a raw key and value; `None` for a collision marker.
-fn index_item(item: fjall::Guard) -> Option<Result<IndexItem>> {
-    match item.into_inner() {
-        Ok((k, meta)) => parse_index_key(&k).map(|(hash, min_time, id)| {
-            Ok(IndexItem {
+/// A scan of the index keyspace in either direction: series records and entries, each
+/// entry with its meta (an entry that refers to its series record takes the record's meta:
+/// from the record the scan met last, or read once per hash when the scan meets the
+/// entries first, backwards or from inside a hash's range).
+pub(crate) struct IndexScan {
+    store: BucketStore,
+    inner: fjall::Iter,
+    /// The last series record met or read: its hash and meta.
+    record: Option<(u64, Slice)>,
+}
+
+impl IndexScan {
+    fn new(store: BucketStore, inner: fjall::Iter) -> IndexScan {
+        IndexScan {
+            store,
+            inner,
+            record: None,
+        }
+    }
+
+    /// Continues from another place of the index (a seek), keeping the record it knows.
+    pub(crate) fn seek<K: AsRef<[u8]>, R: RangeBounds<K>>(&mut self, range: R) {
+        self.inner = self.store.idx.range(range);
+    }
+
+    fn row(&mut self, item: fjall::Guard) -> Result<IndexRow> {
+        let (k, v) = item
+            .into_inner()
+            .map_err(Error::storage("scanning the meta+time index"))?;
+        if let Some((hash, min_time, id)) = parse_index_key(&k) {
+            let meta = if v[..] != SAME_AS_SERIES_RECORD {
+                v
+            } else if let Some((_, meta)) = self.record.as_ref().filter(|(h, _)| *h == hash) {
+                meta.clone()
+            } else {
+                let meta = self.store.entry_meta(hash, &id, v)?;
+                self.record = Some((hash, meta.clone()));
+                meta
+            };
+            return Ok(IndexRow::Bucket(IndexItem {
                 hash,
                 min_time,
                 id,
                 meta,
-            })
-        }),
-        Err(e) => Some(Err(Error::storage("scanning the meta+time index")(e))),
+            }));
+        }
+        let hash = parse_series_record_key(&k).ok_or_else(|| Error::Corruption {
+            keyspace: format!("c{}_idx", self.store.coll_id),
+            key: hex(&k),
+            reason: "the key is neither a series record's nor an entry's".to_owned(),
+        })?;
+        let record = parse_series_record(&v).ok_or_else(|| self.store.corrupt_series(hash))?;
+        if let Some(meta) = record.meta {
+            self.record = Some((hash, Slice::from(meta)));
+        }
+        Ok(IndexRow::Series {
+            hash,
+            shared: record.shared,
+        })
+    }
+}
+
+impl Iterator for IndexScan {
+    type Item = Result<IndexRow>;
+
+    fn next(&mut self) -> Option<Result<IndexRow>> {
+        let item = self.inner.next()?;
+        Some(self.row(item))
+    }
+}
+
+impl DoubleEndedIterator for IndexScan {
+    fn next_back(&mut self) -> Option<Result<IndexRow>> {
+        let item = self.inner.next_back()?;
+        Some(self.row(item))
     }
 }
 
@@ -548,4 +714,155 @@ fn raw_bytes(ks: &Keyspace, context: &'static str) -> Result<u64> {
         n += (k.len() + v.len()) as u64;
     }
     Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store(dir: &std::path::Path) -> (fjall::Database, BucketStore) {
+        let fjall = fjall::Database::builder(dir).open().unwrap();
+        let store = BucketStore::open(&fjall, 1).unwrap();
+        (fjall, store)
+    }
+
+    /// Two series under one hash (a collision the hash function makes unlikely but the
+    /// format must survive), as keys with a chosen hash.
+    fn key(hash: u64, meta: &[u8]) -> BucketKey {
+        let mut k = BucketKey::from_bytes(meta.to_vec());
+        k.hash = hash;
+        k
+    }
+
+    fn put(fjall: &fjall::Database, store: &BucketStore, k: &BucketKey, t: i64, id: u8) {
+        let mut wb = fjall.batch();
+        store.put_index_entry(&mut wb, k, t, &[id; 12]).unwrap();
+        wb.commit().unwrap();
+    }
+
+    fn raw_value(store: &BucketStore, hash: u64, t: i64, id: u8) -> Vec<u8> {
+        store
+            .idx
+            .get(index_key(hash, t, &[id; 12]))
+            .unwrap()
+            .unwrap()
+            .to_vec()
+    }
+
+    fn metas(rows: impl Iterator<Item = Result<IndexRow>>) -> Vec<(u8, Vec<u8>)> {
+        rows.filter_map(|r| match r.unwrap() {
+            IndexRow::Bucket(i) => Some((i.id[0], i.meta.to_vec())),
+            IndexRow::Series { .. } => None,
+        })
+        .collect()
+    }
+
+    #[test]
+    fn a_series_meta_is_stored_once_and_entries_of_another_series_of_its_hash_keep_theirs() {
+        let dir = tempfile::tempdir().unwrap();
+        let (fjall, store) = store(dir.path());
+        let (a, b) = (key(7, b"\x02aaaa"), key(7, b"\x02bbbb"));
+        put(&fjall, &store, &a, 10, 1);
+        put(&fjall, &store, &a, 20, 2);
+        assert_eq!(raw_value(&store, 7, 10, 1), SAME_AS_SERIES_RECORD);
+        assert!(!store.hash_shared(7).unwrap());
+        put(&fjall, &store, &b, 15, 3);
+        put(&fjall, &store, &a, 30, 4);
+        // The second series keeps its meta in its entry and marks the hash shared.
+        assert_eq!(raw_value(&store, 7, 15, 3), b.bytes);
+        assert_eq!(raw_value(&store, 7, 30, 4), SAME_AS_SERIES_RECORD);
+        assert!(store.hash_shared(7).unwrap());
+        let want = vec![
+            (1, a.bytes.clone()),
+            (3, b.bytes.clone()),
+            (2, a.bytes.clone()),
+            (4, a.bytes.clone()),
+        ];
+        assert_eq!(metas(store.index_scan_all()), want);
+        // Backwards, and from inside the hash's range: the record is read, not met.
+        let mut back = metas(store.index_scan_all().rev());
+        back.reverse();
+        assert_eq!(back, want);
+        let (lo, hi) = keys::hash_time_range(7, 20, 30);
+        assert_eq!(metas(store.index_scan(&lo[..]..=&hi[..])), want[2..]);
+        let mut scan = store.index_scan(&lo[..]..=&hi[..]);
+        scan.seek(&lo[..]..=&hi[..]);
+        assert_eq!(metas(scan), want[2..]);
+        assert_eq!(
+            store.series_key(7, 20, &[2; 12]).unwrap().unwrap().bytes,
+            a.bytes
+        );
+        // Ingested entries follow the same rules.
+        store
+            .ingest_index_entries([(&b, 40, [5; 12]), (&a, 50, [6; 12])])
+            .unwrap();
+        assert_eq!(raw_value(&store, 7, 40, 5), b.bytes);
+        assert_eq!(raw_value(&store, 7, 50, 6), SAME_AS_SERIES_RECORD);
+        assert_eq!(
+            metas(store.index_entries().map(|r| r.map(IndexRow::Bucket))).len(),
+            6
+        );
+    }
+
+    #[test]
+    fn entries_and_markers_of_earlier_versions_still_read_and_get_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let (fjall, store) = store(dir.path());
+        let (a, b, c) = (key(1, b"\x02a"), key(2, b"\x02b"), key(2, b"\x02c"));
+        // As earlier versions wrote them: every entry with its meta, an empty record as the
+        // marker of a shared hash.
+        store
+            .idx
+            .insert(index_key(1, 0, &[1; 12]), a.bytes.clone())
+            .unwrap();
+        store
+            .idx
+            .insert(index_key(2, 0, &[2; 12]), b.bytes.clone())
+            .unwrap();
+        store
+            .idx
+            .insert(index_key(2, 5, &[3; 12]), c.bytes.clone())
+            .unwrap();
+        store.idx.insert(series_record_key(2), []).unwrap();
+        assert!(store.hash_shared(2).unwrap());
+        assert!(!store.hash_shared(1).unwrap());
+        // A new bucket of an old series: its hash gets a record, the new entry refers to it.
+        put(&fjall, &store, &a, 10, 4);
+        assert_eq!(raw_value(&store, 1, 10, 4), SAME_AS_SERIES_RECORD);
+        // A second series under the old hash: the record holds the first one, marked shared.
+        let a2 = key(1, b"\x02z");
+        put(&fjall, &store, &a2, 20, 5);
+        assert_eq!(raw_value(&store, 1, 20, 5), a2.bytes);
+        assert!(store.hash_shared(1).unwrap());
+        // Under the old marker, entries keep their meta.
+        put(&fjall, &store, &c, 30, 6);
+        assert_eq!(raw_value(&store, 2, 30, 6), c.bytes);
+        let got = metas(store.index_scan_all());
+        assert_eq!(
+            got,
+            vec![
+                (1, a.bytes.clone()),
+                (4, a.bytes.clone()),
+                (5, a2.bytes.clone()),
+                (2, b.bytes.clone()),
+                (3, c.bytes.clone()),
+                (6, c.bytes.clone()),
+            ]
+        );
+    }
+
+    #[test]
+    fn an_entry_whose_series_record_is_missing_is_reported_as_corruption() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_fjall, store) = store(dir.path());
+        store
+            .idx
+            .insert(index_key(3, 0, &[1; 12]), SAME_AS_SERIES_RECORD)
+            .unwrap();
+        let err = store.index_scan_all().next().unwrap().err().unwrap();
+        assert!(matches!(err, Error::Corruption { .. }), "{err}");
+        store.idx.insert(series_record_key(3), [9, 2]).unwrap();
+        assert!(store.index_scan_all().next().unwrap().is_err());
+        assert!(store.hash_shared(3).is_err());
+    }
 }

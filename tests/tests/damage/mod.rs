@@ -140,6 +140,30 @@ pub fn keyspaces(coll: &Collection) -> Vec<String> {
     coll.storage_keyspaces()
 }
 
+/// The meta+time index entries `(key, value)` of the series whose series record's meta ends
+/// with `meta_suffix` (`docs/keys.md`: the record's key is the meta hash, the entries' keys
+/// start with it).
+///
+/// # Panics
+/// When the index keyspace cannot be read or no record matches.
+#[must_use]
+pub fn series_entries(
+    db: &Database,
+    coll: &Collection,
+    meta_suffix: &[u8],
+) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let items = db.raw_entries(&keyspaces(coll)[2]).expect("idx");
+    let hash = items
+        .iter()
+        .find(|(k, v)| k.len() == 8 && v.ends_with(meta_suffix))
+        .map(|(k, _)| k.clone())
+        .expect("the series' record");
+    items
+        .into_iter()
+        .filter(|(k, _)| k.len() == 28 && k.starts_with(&hash))
+        .collect()
+}
+
 /// One bucket's segments: its id in hex and `(segment number, data key)` of each.
 pub type BucketSegments = (String, Vec<(u32, Vec<u8>)>);
 
