@@ -212,7 +212,13 @@ impl Reader<'_> {
         };
         // With every row kept, the buckets are judged first and unpacked after, so that the
         // columns are sized once (the sum of their counts).
-        self.collect_in_order(plan, &cands.buckets, all, &mut collector, stats)?;
+        self.collect_in_order(
+            plan,
+            &mut cands.buckets.iter().copied().map(Ok),
+            all,
+            &mut collector,
+            stats,
+        )?;
         let Columns { b, keep, .. } = collector;
         let mut batch = b.batch;
         let order: Option<Vec<usize>> = match keep {
@@ -261,7 +267,7 @@ struct Columns<'a> {
 }
 
 impl Collector for Columns<'_> {
-    fn closed(&self, cand: &Candidate) -> bool {
+    fn closed(&mut self, cand: &Candidate) -> bool {
         match &self.keep {
             Keep::First(n) => self.b.batch.len() >= *n,
             Keep::Top(top) => {

@@ -7,7 +7,10 @@
 //! measurement older than its bucket's start goes to another bucket), so earlier buckets are
 //! looked at while their possible rows (`min time + span`) could still beat the best time
 //! found; their control records (`control.max`) usually settle it, and only the bucket
-//! holding the best measurement is unpacked. Series that share a meta hash (a collision
+//! holding the best measurement is unpacked. A series' buckets, stored ones merged with
+//! those in memory, go through the in-order walk every query kind makes ([`super::walk`])
+//! as they are read from the index, with a collector ([`Latest`]) that closes the walk once
+//! no earlier bucket can win. Series that share a meta hash (a collision
 //! record says so, `docs/keys.md`) have the entries of their prefix grouped by meta bytes.
 
 use std::collections::HashMap;
@@ -16,12 +19,15 @@ use bson::{Bson, Document};
 use tscoll_catalog::BucketId;
 use tscoll_catalog::value::compare;
 
+use tscoll_codec::Bucket;
+
 use super::QueryStats;
-use super::control_view::ControlBytes;
+use super::control_view::ControlView;
 use super::memory::{MemoryView, Reader};
-use super::plan::{Plan, Series, Verdict, prefix_hashes};
+use super::plan::{Candidate, Plan, Series, Verdict, prefix_hashes};
 use super::rowfilter::RowFilter;
 use super::unpack::{SegmentView, Shape, build_row};
+use super::walk::{Collector, Take};
 use crate::collection::Collection;
 use crate::error::Result;
 use crate::storage::IndexRow;
@@ -86,7 +92,10 @@ enum Best {
     Bucket {
         id: BucketId,
         time: i64,
-        control: ControlBytes,
+        /// The bucket's rows are in time order (`control`).
+        sorted: bool,
+        /// The bucket's fields (`control`).
+        fields: Vec<String>,
     },
     /// A measurement found by unpacking a bucket that did not match whole.
     Row { time: i64, doc: Document },
@@ -97,6 +106,155 @@ impl Best {
         match self {
             Best::Bucket { time, .. } | Best::Row { time, .. } => *time,
         }
+    }
+}
+
+/// The last point of one series, collected by the in-order walk ([`super::walk`]) from its
+/// buckets newest min time first: a bucket that matches whole offers its `control.max`
+/// (its row is read at the end, from the winner only), one that does not is unpacked for
+/// its latest matching row, and the walk closes once no earlier bucket can hold a later
+/// measurement.
+struct Latest<'a, 'r> {
+    reader: &'a Reader<'r>,
+    plan: &'a Plan,
+    rows: &'a RowFilter<'a>,
+    meta: Option<&'a Bson>,
+    /// The candidate the walk is at.
+    current: Option<BucketId>,
+    best: Option<Best>,
+}
+
+impl Collector for Latest<'_, '_> {
+    fn closed(&mut self, cand: &Candidate) -> bool {
+        self.current = Some(cand.id);
+        self.best
+            .as_ref()
+            .is_some_and(|b| self.plan.last_possible_time(cand.min_time) <= b.time())
+    }
+
+    fn control(
+        &mut self,
+        _k: usize,
+        control: &ControlView<'_>,
+        verdict: Verdict,
+        stats: &mut QueryStats,
+    ) -> Result<Take> {
+        if self
+            .best
+            .as_ref()
+            .is_some_and(|b| control.max_time <= b.time())
+        {
+            stats.buckets_skipped += 1;
+            return Ok(Take::Done);
+        }
+        if verdict != Verdict::Whole {
+            return Ok(Take::Unpack);
+        }
+        if let Some(id) = self.current {
+            self.best = Some(Best::Bucket {
+                id,
+                time: control.max_time,
+                sorted: control.sorted,
+                fields: control.field_names().map(str::to_owned).collect(),
+            });
+        }
+        Ok(Take::Done)
+    }
+
+    fn reads(&self, _field: &str, _whole: bool) -> bool {
+        true
+    }
+
+    fn bucket(
+        &mut self,
+        _k: usize,
+        segments: Vec<Bucket>,
+        control: Option<(&ControlView<'_>, Verdict)>,
+        stats: &mut QueryStats,
+    ) -> Result<()> {
+        let (Some(id), Some((control, _))) = (self.current, control) else {
+            return Ok(());
+        };
+        let time_field = self.plan.spec.time_field.as_str();
+        let corrupt = |r| self.reader.corrupt_data(&id, r);
+        let mut views = Vec::with_capacity(segments.len());
+        for seg in &segments {
+            views.push(SegmentView::lazy(seg, time_field).map_err(corrupt)?);
+        }
+        let mut found: Option<(usize, usize, i64)> = None;
+        for (s, view) in views.iter_mut().enumerate() {
+            let bound = self.rows.bind(view, time_field);
+            let view = &*view;
+            stats.rows_examined += view.rows() as u64;
+            stats.rows_filtered += view.rows() as u64;
+            for row in 0..view.rows() {
+                let t = view.times[row];
+                if found.is_some_and(|(_, _, b)| t < b) {
+                    continue;
+                }
+                if bound.matches(view, row).map_err(corrupt)? {
+                    found = Some((s, row, t));
+                }
+            }
+        }
+        let Some((s, row, time)) = found else {
+            return Ok(());
+        };
+        if self.best.as_ref().is_none_or(|b| time > b.time()) {
+            let fields: Vec<&str> = control.field_names().collect();
+            let doc = shape_row(self.plan, &views[s], row, &fields, self.meta).map_err(corrupt)?;
+            self.best = Some(Best::Row { time, doc });
+        }
+        Ok(())
+    }
+}
+
+/// The candidates of one series, newest min time first: its stored entries (as the index
+/// scan yields them) merged with its buckets in memory, a bucket in both taken once.
+struct Newest<I> {
+    stored: I,
+    /// The next stored entry, read ahead.
+    next_stored: Option<Entry>,
+    /// The series' buckets in memory, oldest first.
+    memory: Vec<Entry>,
+    /// Whether stored entries are counted as index entries scanned (`scanned`).
+    count: bool,
+    scanned: u64,
+}
+
+impl<I: Iterator<Item = Result<Entry>>> Iterator for Newest<I> {
+    type Item = Result<Candidate>;
+
+    fn next(&mut self) -> Option<Result<Candidate>> {
+        if self.next_stored.is_none() {
+            match self.stored.next() {
+                Some(Ok(e)) => {
+                    self.scanned += u64::from(self.count);
+                    self.next_stored = Some(e);
+                }
+                Some(Err(e)) => return Some(Err(e)),
+                None => {}
+            }
+        }
+        let newer_in_memory = match (&self.next_stored, self.memory.last()) {
+            (_, None) => false,
+            (None, Some(_)) => true,
+            (Some(s), Some(m)) => (m.min_time, m.id) >= (s.min_time, s.id),
+        };
+        let e = if newer_in_memory {
+            let m = self.memory.pop()?;
+            if self.next_stored.as_ref().is_some_and(|s| s.id == m.id) {
+                self.next_stored = None;
+            }
+            m
+        } else {
+            self.next_stored.take()?
+        };
+        Some(Ok(Candidate {
+            id: e.id,
+            min_time: e.min_time,
+            series: 0,
+        }))
     }
 }
 
@@ -279,97 +437,46 @@ impl Reader<'_> {
         stats: &mut QueryStats,
     ) -> Result<()> {
         let plan = scan.plan;
-        let mut series: Option<Series> = None;
-        let mut best: Option<Best> = None;
         let mut entries = entries.fuse();
-        let mut stored: Option<Entry> = None;
-        // The series' entries in memory, oldest first.
-        let mut memory: Vec<Entry> = Vec::new();
-        loop {
-            if stored.is_none() {
-                stored = entries.next().transpose()?;
-                if count && stored.is_some() {
-                    stats.index_entries_scanned += 1;
-                }
-            }
-            if series.is_none() {
-                let Some(first) = &stored else {
-                    return Ok(());
-                };
-                let s = Series::new(first.meta.to_vec(), first.hash);
-                if plan.filter.has_meta_preds() && !plan.filter.matches_meta(s.meta(self)?) {
-                    return Ok(());
-                }
-                memory = scan.memory.remove(&s.bytes).unwrap_or_default();
-                series = Some(s);
-            }
-            // The newer of the next stored entry and the next one in memory (once, when a
-            // bucket in memory is stored too).
-            let newer_in_memory = match (&stored, memory.last()) {
-                (_, None) => false,
-                (None, Some(_)) => true,
-                (Some(s), Some(m)) => (m.min_time, m.id) >= (s.min_time, s.id),
-            };
-            let e = if newer_in_memory {
-                let m = memory.pop();
-                if let (Some(s), Some(m)) = (&stored, &m)
-                    && s.id == m.id
-                {
-                    stored = None;
-                }
-                m
-            } else {
-                stored.take()
-            };
-            let Some(e) = e else {
-                break;
-            };
-            if best
-                .as_ref()
-                .is_some_and(|b| plan.last_possible_time(e.min_time) <= b.time())
-            {
-                break; // no earlier bucket can hold a later measurement
-            }
-            let Some(bytes) = self.control_bytes(&e.id)? else {
-                continue;
-            };
-            stats.buckets_read += 1;
-            let control = bytes.view().map_err(|r| self.corrupt_control(&e.id, r))?;
-            let verdict = plan.judge(&control, stats);
-            if verdict == Verdict::Pruned {
-                continue;
-            }
-            if best.as_ref().is_some_and(|b| control.max_time <= b.time()) {
-                stats.buckets_skipped += 1;
-                continue;
-            }
-            if verdict == Verdict::Whole {
-                let time = control.max_time;
-                best = Some(Best::Bucket {
-                    id: e.id,
-                    time,
-                    control: bytes,
-                });
-            } else {
-                let meta = series.as_ref().map_or(Ok(None), |s| s.meta(self))?;
-                let fields: Vec<&str> = control.field_names().collect();
-                if let Some((time, doc)) = self.latest_match(scan, &e.id, &fields, meta, stats)?
-                    && best.as_ref().is_none_or(|b| time > b.time())
-                {
-                    best = Some(Best::Row { time, doc });
-                }
-            }
-        }
-        let (Some(series), Some(best)) = (series, best) else {
+        let Some(first) = entries.next().transpose()? else {
             return Ok(());
         };
+        stats.index_entries_scanned += u64::from(count);
+        let series = Series::new(first.meta.to_vec(), first.hash);
         let meta = series.meta(self)?;
+        if plan.filter.has_meta_preds() && !plan.filter.matches_meta(meta) {
+            return Ok(());
+        }
+        let mut newest = Newest {
+            stored: entries,
+            next_stored: Some(first),
+            memory: scan.memory.remove(&series.bytes).unwrap_or_default(),
+            count,
+            scanned: 0,
+        };
+        let mut latest = Latest {
+            reader: self,
+            plan,
+            rows: &scan.rows,
+            meta,
+            current: None,
+            best: None,
+        };
+        self.collect_in_order(plan, &mut newest, false, &mut latest, stats)?;
+        stats.index_entries_scanned += newest.scanned;
+        let Some(best) = latest.best else {
+            return Ok(());
+        };
         let doc = match best {
             Best::Row { doc, .. } => doc,
-            Best::Bucket { id, time, control } => {
-                let control = control.view().map_err(|r| self.corrupt_control(&id, r))?;
-                let fields: Vec<&str> = control.field_names().collect();
-                match self.row_at(scan, &id, time, control.sorted, &fields, meta, stats)? {
+            Best::Bucket {
+                id,
+                time,
+                sorted,
+                fields,
+            } => {
+                let fields: Vec<&str> = fields.iter().map(String::as_str).collect();
+                match self.row_at(plan, &id, time, sorted, &fields, meta, stats)? {
                     Some(doc) => doc,
                     None => return Ok(()), // the bucket was removed meanwhile
                 }
@@ -379,53 +486,12 @@ impl Reader<'_> {
         Ok(())
     }
 
-    /// The latest measurement of a bucket that passes the row filter.
-    fn latest_match(
-        &self,
-        scan: &Scan<'_>,
-        id: &BucketId,
-        fields: &[&str],
-        meta: Option<&Bson>,
-        stats: &mut QueryStats,
-    ) -> Result<Option<(i64, Document)>> {
-        let time_field = scan.plan.spec.time_field.as_str();
-        let segments = self.decode_bucket(id, &mut |_| true, stats)?;
-        let corrupt = |r| self.corrupt_data(id, r);
-        let mut views = Vec::with_capacity(segments.len());
-        for seg in &segments {
-            views.push(SegmentView::lazy(seg, time_field).map_err(corrupt)?);
-        }
-        let mut best: Option<(usize, usize, i64)> = None;
-        for (s, view) in views.iter_mut().enumerate() {
-            let bound = scan.rows.bind(view, time_field);
-            let view = &*view;
-            stats.rows_examined += view.rows() as u64;
-            stats.rows_filtered += view.rows() as u64;
-            for row in 0..view.rows() {
-                let t = view.times[row];
-                if best.is_some_and(|(_, _, b)| t < b) {
-                    continue;
-                }
-                if bound.matches(view, row).map_err(corrupt)? {
-                    best = Some((s, row, t));
-                }
-            }
-        }
-        let Some((s, row, t)) = best else {
-            return Ok(None);
-        };
-        let doc = self
-            .shape_row(scan, &views[s], row, fields, meta)
-            .map_err(corrupt)?;
-        Ok(Some((t, doc)))
-    }
-
     /// The (last stored) measurement at `time` (the bucket's `control.max`) of a bucket: for a
     /// time-sorted bucket only its last segment is decoded. `None` when the bucket is gone.
     #[expect(clippy::too_many_arguments, reason = "one bucket's context")]
     fn row_at(
         &self,
-        scan: &Scan<'_>,
+        plan: &Plan,
         id: &BucketId,
         time: i64,
         sorted: bool,
@@ -433,15 +499,14 @@ impl Reader<'_> {
         meta: Option<&Bson>,
         stats: &mut QueryStats,
     ) -> Result<Option<Document>> {
-        let time_field = scan.plan.spec.time_field.as_str();
+        let time_field = plan.spec.time_field.as_str();
         let corrupt = |r| self.corrupt_data(id, r);
         if sorted && let Some(seg) = self.decode_last_segment(id, stats)? {
             let view = SegmentView::lazy(&seg, time_field).map_err(corrupt)?;
             stats.rows_examined += view.rows() as u64;
             if let Some(row) = view.times.iter().rposition(|&t| t == time) {
                 return Ok(Some(
-                    self.shape_row(scan, &view, row, fields, meta)
-                        .map_err(corrupt)?,
+                    shape_row(plan, &view, row, fields, meta).map_err(corrupt)?,
                 ));
             }
             stats.buckets_unpacked -= 1; // decoded again below
@@ -466,33 +531,31 @@ impl Reader<'_> {
             return Ok(None); // removed since the index was read
         };
         Ok(Some(
-            self.shape_row(scan, &views[s], row, fields, meta)
-                .map_err(corrupt)?,
+            shape_row(plan, &views[s], row, fields, meta).map_err(corrupt)?,
         ))
     }
+}
 
-    /// A whole measurement (SPEC ).
-    fn shape_row(
-        &self,
-        scan: &Scan<'_>,
-        view: &SegmentView<'_>,
-        row: usize,
-        fields: &[&str],
-        meta: Option<&Bson>,
-    ) -> std::result::Result<Document, String> {
-        let spec = &scan.plan.spec;
-        let time_field = spec.time_field.as_str();
-        let shape = Shape {
-            time: Some(time_field),
-            meta: meta.zip(spec.meta_field.as_deref()).map(|(m, n)| (n, m)),
-        };
-        let cols: Vec<(&str, usize)> = fields
-            .iter()
-            .filter(|n| **n != time_field)
-            .filter_map(|n| view.position(n).map(|p| (*n, p)))
-            .collect();
-        build_row(view, row, shape, &cols)
-    }
+/// A whole measurement (SPEC ).
+fn shape_row(
+    plan: &Plan,
+    view: &SegmentView<'_>,
+    row: usize,
+    fields: &[&str],
+    meta: Option<&Bson>,
+) -> std::result::Result<Document, String> {
+    let spec = &plan.spec;
+    let time_field = spec.time_field.as_str();
+    let shape = Shape {
+        time: Some(time_field),
+        meta: meta.zip(spec.meta_field.as_deref()).map(|(m, n)| (n, m)),
+    };
+    let cols: Vec<(&str, usize)> = fields
+        .iter()
+        .filter(|n| **n != time_field)
+        .filter_map(|n| view.position(n).map(|p| (*n, p)))
+        .collect();
+    build_row(view, row, shape, &cols)
 }
 
 /// One item of an index scan; `None` for a series record.

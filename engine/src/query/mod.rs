@@ -234,7 +234,13 @@ impl Reader<'_> {
             order: Some(order),
             sink: Sink::Top(TopK::new(k, order)),
         };
-        self.collect_in_order(ctx.plan, &cands.buckets, false, &mut find, stats)?;
+        self.collect_in_order(
+            ctx.plan,
+            &mut cands.buckets.iter().copied().map(Ok),
+            false,
+            &mut find,
+            stats,
+        )?;
         let Sink::Top(top) = find.sink else {
             return Ok(Vec::new());
         };
@@ -259,7 +265,13 @@ impl Reader<'_> {
             order: None,
             sink: Sink::All(Vec::new()),
         };
-        self.collect_in_order(ctx.plan, walked, false, &mut find, stats)?;
+        self.collect_in_order(
+            ctx.plan,
+            &mut walked.iter().copied().map(Ok),
+            false,
+            &mut find,
+            stats,
+        )?;
         match find.sink {
             Sink::All(rows) => Ok(rows),
             Sink::Top(_) => Ok(Vec::new()),
@@ -282,7 +294,7 @@ struct Find<'a> {
 }
 
 impl Collector for Find<'_> {
-    fn closed(&self, cand: &Candidate) -> bool {
+    fn closed(&mut self, cand: &Candidate) -> bool {
         let plan = self.ctx.plan;
         matches!(&self.sink, Sink::Top(top)
             if top.closed_to(cand.min_time, plan.last_possible_time(cand.min_time)))

@@ -1,9 +1,10 @@
-//! The one walk over candidate buckets that every query kind but the last point makes
+//! The one walk over candidate buckets that every query kind makes
 //! (SPEC §14.4): read a candidate's control record (stored, or the view's for a bucket in
 //! memory), judge it against the filter, let the query answer from control or ask for the
 //! bucket's rows, decode only the columns it reads, and hand it the rows. A query kind is a
 //! [`Collector`], in the manner of tantivy's: `count`, `aggregate`, `find` (and its cursor,
-//! and top-k) and `find_columns` differ only in what they collect.
+//! and top-k), `find_columns` and the last point per series differ only in what they collect
+//! (and the last point in the order it hands candidates over).
 //!
 //! Two orders: [`Reader::collect_bulk`] reads the controls of every candidate in id order
 //! (scans when they are dense, [`super::bulk`]), then the buckets to unpack, for collectors
@@ -40,8 +41,9 @@ pub(crate) trait Collector {
         true
     }
 
-    /// In-order walks: whether no candidate from `cand` on can change the result.
-    fn closed(&self, _cand: &Candidate) -> bool {
+    /// In-order walks: whether no candidate from `cand` on can change the result. Called
+    /// for each candidate as the walk reaches it, before its control record.
+    fn closed(&mut self, _cand: &Candidate) -> bool {
         false
     }
 
@@ -131,21 +133,25 @@ impl Reader<'_> {
 
     /// Walks candidates `cands` in the order given, each control record then (if asked) its
     /// rows, until the collector is closed; with `controls_first`, every control record
-    /// before any rows (a collector that sizes its result first).
+    /// before any rows (a collector that sizes its result first). Candidates are taken from
+    /// `cands` as the walk reaches them, so a collector that closes early stops the scan
+    /// that yields them (the last point reads the index backwards that way). Candidate `k`
+    /// is the `k`-th yielded.
     ///
     /// # Errors
-    /// As [`Reader::collect_bulk`].
+    /// As [`Reader::collect_bulk`], and what `cands` yields.
     pub(crate) fn collect_in_order(
         &self,
         plan: &Plan,
-        cands: &[Candidate],
+        cands: &mut dyn Iterator<Item = Result<Candidate>>,
         controls_first: bool,
         collector: &mut dyn Collector,
         stats: &mut QueryStats,
     ) -> Result<()> {
-        let mut kept: Vec<(usize, ControlBytes, Verdict)> = Vec::new();
-        for (k, cand) in cands.iter().enumerate() {
-            if collector.closed(cand) {
+        let mut kept: Vec<(usize, Candidate, ControlBytes, Verdict)> = Vec::new();
+        for (k, cand) in cands.enumerate() {
+            let cand = cand?;
+            if collector.closed(&cand) {
                 break;
             }
             let Some(bytes) = self.control_bytes(&cand.id)? else {
@@ -162,17 +168,16 @@ impl Reader<'_> {
                 continue;
             }
             if controls_first {
-                kept.push((k, bytes, verdict));
+                kept.push((k, cand, bytes, verdict));
             } else {
-                self.unpack_one(k, cand, &control, verdict, collector, stats)?;
+                self.unpack_one(k, &cand, &control, verdict, collector, stats)?;
             }
         }
-        for (k, bytes, verdict) in kept {
-            let cand = &cands[k];
+        for (k, cand, bytes, verdict) in kept {
             let control = bytes
                 .view()
                 .map_err(|r| self.corrupt_control(&cand.id, r))?;
-            self.unpack_one(k, cand, &control, verdict, collector, stats)?;
+            self.unpack_one(k, &cand, &control, verdict, collector, stats)?;
         }
         Ok(())
     }
