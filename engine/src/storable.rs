@@ -43,12 +43,41 @@ impl fmt::Display for Unstorable {
     }
 }
 
+/// Whether `name` holds a NUL byte. Field names are short (a measurement's are checked one
+/// by one, most under 24 bytes), where a byte-at-a-time search costs several instructions
+/// per byte: this tests 8 bytes at once (a word has a zero byte when subtracting 1 from each
+/// byte borrows into a byte whose top bit was clear), the last word overlapping the one
+/// before it.
+#[inline]
+pub(crate) fn has_nul(name: &str) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let b = name.as_bytes();
+    if b.len() < 8 {
+        return b.contains(&0);
+    }
+    let word = |at: usize| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&b[at..at + 8]);
+        let w = u64::from_le_bytes(w);
+        w.wrapping_sub(ONES) & !w & HIGHS != 0
+    };
+    let mut at = 0;
+    while at + 8 <= b.len() {
+        if word(at) {
+            return true;
+        }
+        at += 8;
+    }
+    at < b.len() && word(b.len() - 8)
+}
+
 /// Checks one element (a field name and its value) at any depth.
 ///
 /// # Errors
 /// The first field name, depth first, that BSON cannot store.
 pub(crate) fn check_element(name: &str, value: &Bson) -> std::result::Result<(), Unstorable> {
-    if name.as_bytes().contains(&0) {
+    if has_nul(name) {
         return Err(Unstorable {
             path: vec![name.to_owned()],
         });
@@ -96,7 +125,7 @@ pub(crate) fn require_storable(what: &str, doc: &Document) -> Result<()> {
 /// # Errors
 /// `BadValue` naming the option.
 pub(crate) fn require_nul_free(what: &str, name: &str) -> Result<()> {
-    if name.as_bytes().contains(&0) {
+    if has_nul(name) {
         return Err(Error::rejected(
             ErrorCode::BadValue,
             format!("{what} \"{}\" contains a NUL byte", name.escape_debug()),
@@ -110,6 +139,23 @@ mod tests {
     use bson::{JavaScriptCodeWithScope, Regex, doc};
 
     use super::*;
+
+    #[test]
+    fn has_nul_finds_a_nul_at_every_position_of_names_of_every_length() {
+        for len in 0..40 {
+            let clean = "x".repeat(len);
+            assert!(!has_nul(&clean), "{len}");
+            // Bytes with the top bit set or 0x01 next to each other must not look like a NUL.
+            let tricky: String = (0..len).map(|i| if i % 2 == 0 { '\u{1}' } else { 'é' }).collect();
+            assert!(!has_nul(&tricky), "{tricky:?}");
+            for at in 0..len {
+                let mut b = clean.clone().into_bytes();
+                b[at] = 0;
+                let name = String::from_utf8(b).expect("ascii");
+                assert!(has_nul(&name), "{len} {at}");
+            }
+        }
+    }
 
     #[test]
     fn ordinary_documents_pass() {
