@@ -146,7 +146,9 @@ mod tests {
             let clean = "x".repeat(len);
             assert!(!has_nul(&clean), "{len}");
             // Bytes with the top bit set or 0x01 next to each other must not look like a NUL.
-            let tricky: String = (0..len).map(|i| if i % 2 == 0 { '\u{1}' } else { 'é' }).collect();
+            let tricky: String = (0..len)
+                .map(|i| if i % 2 == 0 { '\u{1}' } else { 'é' })
+                .collect();
             assert!(!has_nul(&tricky), "{tricky:?}");
             for at in 0..len {
                 let mut b = clean.clone().into_bytes();
