@@ -44,7 +44,8 @@ impl Collection {
     ///   use the new span from now on (R-12.5, R-14.4.5); a changed collection is no longer
     ///   fixed bucketing (R-12.6).
     /// - `expireAfterSeconds` applies at the next TTL pass (R-10.3).
-    /// - `index: {name, hidden}` hides or unhides an index (allowed alone, R-12.4).
+    /// - `index: {name, hidden}` or `index: {keyPattern, hidden}` hides or unhides an index
+    ///   given by name or by key pattern in user form (allowed alone, R-12.4).
     ///
     /// ```
     /// # use bson::doc;
@@ -63,37 +64,56 @@ impl Collection {
     /// `InvalidOptions` for a forbidden transition, option or combination (messages as
     /// MongoDB's); `BadValue` for out-of-range seconds or an unknown granularity;
     /// `TypeMismatch` for values of the wrong type; `IDLUnknownField` for an unknown option
-    /// inside `timeseries` or at the top level; [`Error::Storage`] when saving fails.
+    /// inside `timeseries` or at the top level; `IndexNotFound` for an `index` option naming
+    /// no index (by name or key pattern); [`Error::Storage`] when saving fails.
     pub fn coll_mod(&self, command: &Document) -> Result<CollectionSpec> {
         crate::storable::require_storable("collMod", command)?;
         let (spec, hide) = self.inner.coll_mod(command)?;
-        if let Some((name, hidden)) = hide {
-            self.hide_index(&name, hidden)?;
+        match hide {
+            Some((IndexTarget::Name(name), hidden)) => self.hide_index(&name, hidden)?,
+            Some((IndexTarget::Key(keys), hidden)) => self.hide_index_by_key(&keys, hidden)?,
+            None => {}
         }
         Ok(spec)
     }
 }
 
-/// `index: {name, hidden}` of a collMod (SPEC R-12.4: allowed alone): the index name and
-/// whether to hide it.
-fn index_hiding(ix: &Document) -> Result<(String, bool)> {
-    let name = match ix.get("name") {
-        Some(Bson::String(n)) => n.clone(),
-        _ => {
-            return Err(invalid(
-                "collMod 'index' needs the index 'name' (a key pattern is not supported)",
-            ));
-        }
-    };
+/// The index a collMod's `index` option names.
+pub(crate) enum IndexTarget {
+    /// By name (`index: {name}`).
+    Name(String),
+    /// By key pattern in user form (`index: {keyPattern}`).
+    Key(Document),
+}
+
+/// `index: {name | keyPattern, hidden}` of a collMod (SPEC R-12.4: allowed alone): the index
+/// and whether to hide it.
+fn index_hiding(ix: &Document) -> Result<(IndexTarget, bool)> {
     for (k, _) in ix {
-        if k != "name" && k != "hidden" {
+        if !["name", "keyPattern", "hidden"].contains(&k.as_str()) {
             return Err(invalid(format!(
                 "collMod 'index.{k}' cannot be changed on a time-series collection"
             )));
         }
     }
+    let target = match (ix.get("name"), ix.get("keyPattern")) {
+        (Some(_), Some(_)) => {
+            return Err(invalid(
+                "collMod 'index' takes either 'name' or 'keyPattern', not both",
+            ));
+        }
+        (Some(Bson::String(n)), None) => IndexTarget::Name(n.clone()),
+        (None, Some(Bson::Document(k))) => IndexTarget::Key(k.clone()),
+        (Some(_), None) => return Err(invalid("collMod 'index.name' must be a string")),
+        (None, Some(_)) => return Err(invalid("collMod 'index.keyPattern' must be an object")),
+        (None, None) => {
+            return Err(invalid(
+                "collMod 'index' needs the index's 'name' or its 'keyPattern'",
+            ));
+        }
+    };
     match ix.get("hidden") {
-        Some(Bson::Boolean(h)) => Ok((name, *h)),
+        Some(Bson::Boolean(h)) => Ok((target, *h)),
         _ => Err(invalid("collMod 'index' needs 'hidden': true or false")),
     }
 }
@@ -101,7 +121,10 @@ fn index_hiding(ix: &Document) -> Result<(String, bool)> {
 impl CollectionInner {
     /// Validates and applies the collection options of a collMod; returns the new spec and
     /// the index hiding to apply, if any.
-    fn coll_mod(&self, command: &Document) -> Result<(CollectionSpec, Option<(String, bool)>)> {
+    fn coll_mod(
+        &self,
+        command: &Document,
+    ) -> Result<(CollectionSpec, Option<(IndexTarget, bool)>)> {
         // Reads and direct writes see the store: rows held in memory are stored first.
         self.flush_open()?;
         let options: Vec<(&String, &Bson)> = command

@@ -7,8 +7,9 @@ use crate::error::{Error, ErrorCode, Result};
 /// Largest allowed `bucketMaxSpanSeconds` / `bucketRoundingSeconds`: 365 days (SPEC §0).
 pub const MAX_BUCKET_SPAN_SECONDS: i64 = 31_536_000;
 
-/// Largest allowed `expireAfterSeconds`: 2^62 (SPEC §1.4).
-pub const MAX_EXPIRE_AFTER_SECONDS: i64 = 1 << 62;
+/// Largest allowed `expireAfterSeconds`: 2^62 − 1 (SPEC §1.4: 2^62 itself is rejected, as
+/// MongoDB rejects `NumberLong("4611686018427387904")`).
+pub const MAX_EXPIRE_AFTER_SECONDS: i64 = (1 << 62) - 1;
 
 /// Preset bucketing of a collection (SPEC ).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -458,7 +459,10 @@ fn check_expire_after_seconds(e: i64) -> Result<()> {
     if e > MAX_EXPIRE_AFTER_SECONDS {
         return Err(Error::rejected(
             ErrorCode::InvalidOptions,
-            format!("'expireAfterSeconds' cannot be greater than {MAX_EXPIRE_AFTER_SECONDS}"),
+            format!(
+                "'expireAfterSeconds' must be less than 2^62 ({}), got {e}",
+                MAX_EXPIRE_AFTER_SECONDS + 1
+            ),
         ));
     }
     Ok(())

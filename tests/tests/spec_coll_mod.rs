@@ -255,6 +255,17 @@ fn r_12_4_timeseries_is_not_combined_and_some_options_are_forbidden() {
         code(&coll, doc! { "expireAfterSeconds": -1 }),
         ErrorCode::InvalidOptions
     );
+    // SPEC §1.4: 2^62 itself is rejected, as at create; 2^62 − 1 is taken.
+    assert_eq!(
+        code(&coll, doc! { "expireAfterSeconds": 1_i64 << 62 }),
+        ErrorCode::InvalidOptions
+    );
+    assert_eq!(
+        coll.coll_mod(&doc! { "expireAfterSeconds": (1_i64 << 62) - 1 })
+            .expect("collMod")
+            .expire_after_seconds,
+        Some((1 << 62) - 1)
+    );
     assert_eq!(
         code(&coll, doc! { "expireAfterSeconds": { "a": 1 } }),
         ErrorCode::TypeMismatch
@@ -376,4 +387,61 @@ fn r_12_4_index_hiding_is_allowed_alone() {
         ),
         ErrorCode::InvalidOptions
     );
+}
+
+/// Whether index `name` is listed as hidden.
+fn listed_hidden(coll: &Collection, name: &str) -> bool {
+    coll.list_indexes()
+        .expect("list")
+        .iter()
+        .find(|d| d.get_str("name").ok() == Some(name))
+        .expect("listed")
+        .get_bool("hidden")
+        .unwrap_or(false)
+}
+
+#[test]
+fn r_12_4_an_index_is_hidden_by_its_key_pattern_too() {
+    let (_d, _db, coll) = coll_with(&with_granularity("seconds"));
+    let name = coll
+        .create_index(&doc! { "v": -1 }, &tscoll_engine::IndexOptions::default())
+        .expect("index");
+    coll.coll_mod(&doc! { "index": { "keyPattern": { "v": -1 }, "hidden": true } })
+        .expect("hide by key");
+    assert!(listed_hidden(&coll, &name));
+    coll.coll_mod(&doc! { "index": { "keyPattern": { "v": -1 }, "hidden": false } })
+        .expect("unhide by key");
+    assert!(!listed_hidden(&coll, &name));
+    // The default index, by its user-form key (SPEC ).
+    coll.coll_mod(&doc! { "index": { "keyPattern": { "m": 1, "t": 1 }, "hidden": true } })
+        .expect("hide the default index");
+    assert!(listed_hidden(&coll, "m_1_t_1"));
+    // No such key, a key of the other direction, `_id`, both a name and a key, a key that is
+    // not an object.
+    for (ix, want) in [
+        (
+            doc! { "keyPattern": { "w": 1 }, "hidden": true },
+            ErrorCode::IndexNotFound,
+        ),
+        (
+            doc! { "keyPattern": { "v": 1 }, "hidden": true },
+            ErrorCode::IndexNotFound,
+        ),
+        (
+            doc! { "keyPattern": { "_id": 1 }, "hidden": true },
+            ErrorCode::IndexNotFound,
+        ),
+        (
+            doc! { "name": &name, "keyPattern": { "v": -1 }, "hidden": true },
+            ErrorCode::InvalidOptions,
+        ),
+        (
+            doc! { "keyPattern": "v_-1", "hidden": true },
+            ErrorCode::InvalidOptions,
+        ),
+        (doc! { "hidden": true }, ErrorCode::InvalidOptions),
+    ] {
+        assert_eq!(code(&coll, doc! { "index": ix.clone() }), want, "{ix}");
+    }
+    assert!(!listed_hidden(&coll, &name));
 }

@@ -222,20 +222,17 @@ fn r_1_4_expire_after_seconds_negative_is_invalid_options() {
 }
 
 #[test]
-fn r_1_4_expire_after_seconds_above_2_pow_62_is_invalid_options() {
-    assert_eq!(MAX_EXPIRE_AFTER_SECONDS, 1_i64 << 62);
-    assert_eq!(
-        validate_err(&ts("t").expire_after_seconds((1 << 62) + 1)).0,
-        ErrorCode::InvalidOptions
-    );
-    assert_eq!(
-        validate_err(&ts("t").expire_after_seconds(i64::MAX)).0,
-        ErrorCode::InvalidOptions
-    );
-    let cmd = doc! { "timeseries": { "timeField": "t" }, "expireAfterSeconds": (1_i64 << 62) + 1 };
-    assert_eq!(create_cmd_err(&cmd), ErrorCode::InvalidOptions);
-    // 2^62 itself and 0 are allowed (§1.5).
-    for e in [0, 1_i64 << 62] {
+fn r_1_4_expire_after_seconds_of_2_pow_62_and_above_is_invalid_options() {
+    assert_eq!(MAX_EXPIRE_AFTER_SECONDS, (1_i64 << 62) - 1);
+    for e in [1_i64 << 62, (1 << 62) + 1, i64::MAX] {
+        let (code, message) = validate_err(&ts("t").expire_after_seconds(e));
+        assert_eq!(code, ErrorCode::InvalidOptions, "{e}");
+        assert!(message.contains("4611686018427387904"), "{message}");
+        let cmd = doc! { "timeseries": { "timeField": "t" }, "expireAfterSeconds": e };
+        assert_eq!(create_cmd_err(&cmd), ErrorCode::InvalidOptions, "{e}");
+    }
+    // 2^62 − 1 and 0 are allowed (§1.5).
+    for e in [0, (1_i64 << 62) - 1] {
         let spec = ts("t")
             .expire_after_seconds(e)
             .validate()

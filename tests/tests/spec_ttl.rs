@@ -128,7 +128,7 @@ fn r_10_4_the_largest_expiry_never_wraps_around() {
         &coll,
         &[m(DateTime::from_millis(i64::MIN / 2), 1), m(at(0), 2)],
     );
-    // now − 2^62 s does not fit in 64 bits of ms: nothing can be that old, nothing goes.
+    // now − (2^62 − 1) s does not fit in 64 bits of ms: nothing can be that old, nothing goes.
     let r = coll.expire(i64::MAX).expect("expire");
     assert_eq!(r.measurements, 0);
     assert_eq!(values(&coll).len(), 2);

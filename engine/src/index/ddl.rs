@@ -268,11 +268,20 @@ impl Collection {
     /// `IndexNotFound` when the pattern does not convert (SPEC) or no index has it;
     /// [`Error::Storage`] when fjall fails.
     pub fn drop_index_by_key(&self, keys: &Document) -> Result<()> {
+        let name = self.index_name_by_key(keys)?;
+        self.drop_index(&name)
+    }
+
+    /// The name of the index with key pattern `keys` (user form).
+    ///
+    /// # Errors
+    /// `IndexNotFound` when the pattern does not convert (SPEC) or no index has it.
+    fn index_name_by_key(&self, keys: &Document) -> Result<String> {
         let spec = self.inner.spec();
         let components = spec::components(keys, &spec)
             .map_err(|e| not_found(format!("can't find index with key: {keys} ({e})")))?;
         let current = self.inner.indexes();
-        let name = default_definition(&current, &spec)
+        default_definition(&current, &spec)
             .filter(|d| d.components == components)
             .map(|d| d.name)
             .or_else(|| {
@@ -282,8 +291,18 @@ impl Collection {
                     .find(|s| s.def.components == components)
                     .map(|s| s.def.name.clone())
             })
-            .ok_or_else(|| not_found(format!("can't find index with key: {keys}")))?;
-        self.drop_index(&name)
+            .ok_or_else(|| not_found(format!("can't find index with key: {keys}")))
+    }
+
+    /// As [`Collection::hide_index`] for the index with key pattern `keys` (user form), as
+    /// collMod `index: {keyPattern, hidden}`.
+    ///
+    /// # Errors
+    /// `IndexNotFound` when the pattern does not convert (SPEC) or no index has it;
+    /// [`Error::Storage`] when the record cannot be saved.
+    pub fn hide_index_by_key(&self, keys: &Document, hidden: bool) -> Result<()> {
+        let name = self.index_name_by_key(keys)?;
+        self.hide_index(&name, hidden)
     }
 
     /// Hides or unhides an index (collMod `index: {name, hidden}`, SPEC ): a hidden
