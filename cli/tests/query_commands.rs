@@ -44,6 +44,44 @@ fn find_with_filter_sort_limit_and_projection() {
 }
 
 #[test]
+fn find_takes_a_sort_document_skip_and_limit_0_as_mongodb() {
+    let s = loaded();
+    let values = |args: &[&str]| -> Vec<i64> {
+        let mut all = vec!["m", "--filter", r#"{"meta.series":"a"}"#];
+        all.extend_from_slice(args);
+        s.run("find", &all)
+            .ok()
+            .json_lines()
+            .iter()
+            .map(|d| d["v"].as_i64().expect("v"))
+            .collect()
+    };
+    let newest_first = values(&["--sort", r#"{"ts": -1}"#]);
+    assert!(newest_first.len() > 3, "{newest_first:?}");
+    assert_eq!(values(&["--sort", "ts:-1"]), newest_first);
+    // Skip, then limit; a limit of 0 is no limit.
+    assert_eq!(
+        values(&["--sort", r#"{"ts":-1}"#, "--skip", "1", "--limit", "2"]),
+        newest_first[1..3]
+    );
+    assert_eq!(
+        values(&["--sort", r#"{"ts":-1}"#, "--limit", "0"]),
+        newest_first
+    );
+    assert_eq!(
+        values(&["--sort", r#"{"ts":-1}"#, "--skip", "2"]),
+        newest_first[2..]
+    );
+    assert!(values(&["--skip", "1000"]).is_empty());
+    let run = s.run("find", &["m", "--sort", r#"{"v": 1}"#]).failed();
+    assert!(
+        run.stderr().contains("only the time field 'ts'"),
+        "{}",
+        run.stderr()
+    );
+}
+
+#[test]
 fn find_rejects_bad_arguments() {
     let s = loaded();
     let run = s.run("find", &["m", "--filter", "{"]).failed();

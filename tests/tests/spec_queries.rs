@@ -1280,6 +1280,7 @@ fn columnar_result_equals_find() {
             projection,
             sort: Some(SortOrder::Ascending),
             limit: None,
+            skip: 0,
         };
         let rows = coll.find(&filter, &opts).expect("find");
         let (batch, stats) = coll
@@ -1421,6 +1422,7 @@ proptest! {
         filter in filter_strategy(),
         sort in proptest::option::of(prop_oneof![Just(SortOrder::Ascending), Just(SortOrder::Descending)]),
         limit in proptest::option::of(0usize..30),
+        skip in prop_oneof![3 => Just(0usize), 1 => 0usize..12],
         spec in spec_strategy(),
     ) {
         let (_d, _db, coll) = setup(&meta_opts());
@@ -1429,14 +1431,16 @@ proptest! {
             insert_all(&coll, chunk);
         }
         let expected = reference_find(&docs, &filter);
-        let opts = FindOptions { projection: None, sort, limit };
+        let opts = FindOptions { projection: None, sort, limit, skip };
         let (found, stats) = coll.find_with_stats(&filter, &opts).expect("find");
         let by_time: HashMap<i64, &Document> = expected.iter().map(|d| (time_of(d), *d)).collect();
         for f in &found {
             let e = by_time.get(&time_of(f));
             prop_assert!(e.is_some_and(|e| same_measurement(f, e)), "{} not expected for {}", f, filter);
         }
-        let n = limit.map_or(expected.len(), |l| l.min(expected.len()));
+        // MongoDB: skip first, then the limit; a limit of 0 is no limit.
+        let after_skip = expected.len().saturating_sub(skip);
+        let n = limit.filter(|&l| l > 0).map_or(after_skip, |l| l.min(after_skip));
         prop_assert_eq!(found.len(), n, "{} {:?}", filter, stats);
         let mut times: Vec<i64> = expected.iter().map(|d| time_of(d)).collect();
         if sort == Some(SortOrder::Descending) {
@@ -1444,7 +1448,8 @@ proptest! {
         }
         let found_times: Vec<i64> = found.iter().map(time_of).collect();
         if sort.is_some() {
-            prop_assert_eq!(&found_times, &times[..n]);
+            let from = skip.min(times.len());
+            prop_assert_eq!(&found_times, &times[from..from + n]);
         }
         let columns = coll.find_columns(&filter, &opts).expect("columns");
         prop_assert_eq!(&columns.times, &found_times);

@@ -25,19 +25,23 @@ pub(crate) struct Args {
     /// Projection in Extended JSON, e.g. `{"ts":1,"temp":1}`.
     #[arg(long, value_name = "JSON")]
     pub(crate) projection: Option<String>,
-    /// Sort on the time field: `FIELD:1` (ascending) or `FIELD:-1` (descending).
-    #[arg(long, value_name = "FIELD:1|FIELD:-1")]
+    /// Sort on the time field: `FIELD:1` (ascending) or `FIELD:-1` (descending), or as a
+    /// MongoDB sort document, `{"FIELD": 1}` / `{"FIELD": -1}`.
+    #[arg(long, value_name = "FIELD:1|FIELD:-1|JSON")]
     pub(crate) sort: Option<String>,
-    /// Print at most N measurements.
+    /// Print at most N measurements (0: no limit, as MongoDB's `limit(0)`).
     #[arg(long, value_name = "N")]
     pub(crate) limit: Option<usize>,
+    /// Pass over the first N matching measurements (after the sort), as MongoDB's `skip`.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub(crate) skip: usize,
     /// Print only the number of matching measurements (buckets that match whole are counted
     /// from their control record, SPEC R-14.1.4).
-    #[arg(long, conflicts_with_all = ["projection", "sort", "limit", "last"])]
+    #[arg(long, conflicts_with_all = ["projection", "sort", "limit", "skip", "last"])]
     pub(crate) count: bool,
     /// Print the last measurement (greatest time) of each series among those matching the
     /// filter, ordered by meta value.
-    #[arg(long, conflicts_with_all = ["projection", "sort", "limit"])]
+    #[arg(long, conflicts_with_all = ["projection", "sort", "limit", "skip"])]
     pub(crate) last: bool,
     /// Also print the query's work counters (index entries, buckets read, pruned, unpacked,
     /// answered from control, rows) on stderr as one JSON object.
@@ -45,12 +49,34 @@ pub(crate) struct Args {
     pub(crate) stats: bool,
 }
 
-/// Parses `--sort FIELD:1|FIELD:-1`; the field must be the collection's time field.
+/// Parses `--sort FIELD:1|FIELD:-1` or a sort document `{"FIELD": 1}`; the field must be the
+/// collection's time field.
 ///
 /// # Errors
-/// Another field, or a direction other than `1`/`-1`.
+/// Another field, more than one field, or a direction other than `1`/`-1`.
 pub(crate) fn parse_sort(text: &str, time_field: &str) -> CmdResult<SortOrder> {
-    let (field, direction) = text.rsplit_once(':').unwrap_or((time_field, text));
+    let (field, direction) = if text.trim_start().starts_with('{') {
+        let doc = parse_json_arg("--sort", text)?;
+        let mut fields = doc.iter();
+        let (Some((field, direction)), None) = (fields.next(), fields.next()) else {
+            return Err(format!(
+                "--sort: give one field, the time field '{time_field}', as {{\"{time_field}\": 1}} \
+                 or {{\"{time_field}\": -1}}"
+            )
+            .into());
+        };
+        let direction = match direction {
+            bson::Bson::Int32(n) => n.to_string(),
+            bson::Bson::Int64(n) => n.to_string(),
+            #[expect(clippy::cast_possible_truncation, reason = "1.0 and -1.0 only")]
+            bson::Bson::Double(n) if n.fract() == 0.0 => (*n as i64).to_string(),
+            other => other.to_string(),
+        };
+        (field.clone(), direction)
+    } else {
+        let (field, direction) = text.rsplit_once(':').unwrap_or((time_field, text));
+        (field.to_owned(), direction.to_owned())
+    };
     if field != time_field {
         return Err(format!(
             "--sort: only the time field '{time_field}' can be sorted on, not '{field}'"
@@ -106,6 +132,7 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
                 projection,
                 sort,
                 limit: args.limit,
+                skip: args.skip,
             };
             let mut cursor = coll
                 .find_cursor(&filter, &options)
@@ -146,5 +173,37 @@ mod tests {
         assert!(matches!(parse_sort("-1", "ts"), Ok(SortOrder::Descending)));
         assert!(parse_sort("temp:1", "ts").is_err());
         assert!(parse_sort("ts:2", "ts").is_err());
+    }
+
+    #[test]
+    fn sort_documents_as_mongodb_writes_them() {
+        assert!(matches!(
+            parse_sort(r#"{"ts": -1}"#, "ts"),
+            Ok(SortOrder::Descending)
+        ));
+        assert!(matches!(
+            parse_sort(r#" {"ts":1}"#, "ts"),
+            Ok(SortOrder::Ascending)
+        ));
+        assert!(matches!(
+            parse_sort(r#"{"ts": 1.0}"#, "ts"),
+            Ok(SortOrder::Ascending)
+        ));
+        let err = |t: &str| {
+            parse_sort(t, "ts")
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default()
+        };
+        assert!(
+            err(r#"{"temp": -1}"#).contains("only the time field 'ts'"),
+            "{}",
+            err(r#"{"temp": -1}"#)
+        );
+        assert!(err(r#"{"ts": 1, "temp": 1}"#).contains("one field"));
+        assert!(err("{}").contains("one field"));
+        assert!(err(r#"{"ts": 2}"#).contains("1 or -1"));
+        assert!(err(r#"{"ts": "x"}"#).contains("1 or -1"));
+        assert!(err(r#"{"ts": "#).contains("--sort"));
     }
 }

@@ -127,9 +127,7 @@ impl Collection {
     ) -> Result<(ColumnBatch, QueryStats)> {
         let mut stats = QueryStats::default();
         let plan = Plan::new(&self.inner, filter)?;
-        let memory = if options.limit == Some(0) {
-            MemoryView::default()
-        } else {
+        let memory = {
             let projection = Projection::parse(options.projection.as_ref())?;
             let rows = RowFilter::new(&plan.filter, &plan.spec.time_field);
             MemoryView::capture(&self.inner, &plan, &|n| {
@@ -181,12 +179,9 @@ impl Reader<'_> {
         stats: &mut QueryStats,
     ) -> Result<ColumnBatch> {
         let projection = Projection::parse(options.projection.as_ref())?;
-        if options.limit == Some(0) {
-            return Ok(ColumnBatch::default());
-        }
         let rows = RowFilter::new(&plan.filter, &plan.spec.time_field);
         let mut cands = self.candidates(plan, stats)?;
-        let keep = match (options.sort, options.limit) {
+        let keep = match (options.sort, options.keep()) {
             (Some(order), Some(k)) => {
                 order_candidates(&mut cands.buckets, order);
                 Keep::Top(TopK::new(k, order))
@@ -245,8 +240,14 @@ impl Reader<'_> {
             }
             _ => None,
         };
-        if let Some(order) = order {
-            batch = gather(batch, &order);
+        let skip = options.skip.min(batch.len());
+        match order {
+            Some(order) => batch = gather(batch, order.get(skip..).unwrap_or_default()),
+            None if skip > 0 => {
+                let rest: Vec<usize> = (skip..batch.len()).collect();
+                batch = gather(batch, &rest);
+            }
+            None => {}
         }
         stats.rows_returned = batch.len() as u64;
         Ok(batch)

@@ -38,6 +38,8 @@ pub struct FindCursor {
     rows: Rows,
     /// Measurements still to yield (the limit), `None` = all.
     remaining: Option<usize>,
+    /// Measurements still to pass over before the first one yielded.
+    skip: usize,
     stats: QueryStats,
     done: bool,
 }
@@ -104,27 +106,24 @@ impl FindCursor {
         let plan = Plan::new(inner, filter)?;
         let projection = Projection::parse(options.projection.as_ref())?;
         let mut stats = QueryStats::default();
-        let memory = if options.limit == Some(0) {
-            MemoryView::default()
-        } else {
+        let memory = {
             let rows = RowFilter::new(&plan.filter, &plan.spec.time_field);
             MemoryView::capture(inner, &plan, &|n| projection.keeps(n) || rows.reads(n))
         };
         let reader = Reader::new(inner, &memory);
-        let mut cands = if options.limit == Some(0) {
-            Candidates::default()
-        } else {
-            reader.candidates(&plan, &mut stats)?
-        };
-        let rows = match (options.sort, options.limit) {
-            (Some(order), Some(k)) if k > 0 => {
+        let mut cands = reader.candidates(&plan, &mut stats)?;
+        let mut skip = options.skip;
+        let rows = match (options.sort, options.keep()) {
+            (Some(order), Some(k)) => {
                 let filter = RowFilter::new(&plan.filter, &plan.spec.time_field);
                 let ctx = FindCtx {
                     plan: &plan,
                     projection: &projection,
                     rows: &filter,
                 };
-                let top = reader.top_k(&ctx, &mut cands, order, k, &mut stats)?;
+                let mut top = reader.top_k(&ctx, &mut cands, order, k, &mut stats)?;
+                top.drain(..skip.min(top.len()));
+                skip = 0;
                 cands = Candidates::default();
                 Rows::Ready(top.into_iter())
             }
@@ -156,7 +155,8 @@ impl FindCursor {
             visit,
             next: 0,
             rows,
-            remaining: options.limit,
+            remaining: options.limit(),
+            skip,
             stats,
             done: false,
         })
@@ -270,6 +270,19 @@ impl Iterator for FindCursor {
     fn next(&mut self) -> Option<Result<Document>> {
         if self.done || self.remaining == Some(0) {
             return None;
+        }
+        while self.skip > 0 {
+            match self.step() {
+                Ok(Some(_)) => self.skip -= 1,
+                Ok(None) => {
+                    self.done = true;
+                    return None;
+                }
+                Err(e) => {
+                    self.done = true;
+                    return Some(Err(e));
+                }
+            }
         }
         match self.step() {
             Ok(Some(doc)) => {

@@ -72,10 +72,27 @@ pub struct FindOptions {
     /// Sort on the time field. Default = bucket order, rows in stored order (SPEC ).
     /// Measurements with equal times come in no specified order.
     pub sort: Option<SortOrder>,
-    /// At most this many measurements (`Some(0)` returns none). Default = all. With a sort,
-    /// buckets are visited in min-time order and the visit stops once no remaining bucket can
-    /// hold a better measurement (SPEC ).
+    /// At most this many measurements. Default = all; `Some(0)` is no limit too, as
+    /// MongoDB's `limit(0)`. With a sort, buckets are visited in min-time order and the visit
+    /// stops once no remaining bucket can hold a better measurement (SPEC ).
     pub limit: Option<usize>,
+    /// Measurements passed over before the first one returned (MongoDB's `skip`), in the
+    /// order of the result (after the sort); the limit counts the ones after them.
+    /// Default 0. With a sort and a limit, the best `skip + limit` are kept while buckets
+    /// are visited.
+    pub skip: usize,
+}
+
+impl FindOptions {
+    /// The limit in force: `None` for none (`limit` unset or 0).
+    pub(crate) fn limit(&self) -> Option<usize> {
+        self.limit.filter(|&n| n > 0)
+    }
+
+    /// The number of best measurements a sorted query with a limit keeps: `skip + limit`.
+    pub(crate) fn keep(&self) -> Option<usize> {
+        self.limit().map(|n| n.saturating_add(self.skip))
+    }
 }
 
 impl Collection {
