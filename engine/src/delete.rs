@@ -11,7 +11,7 @@ use tscoll_codec::Column;
 use crate::collection::{Collection, CollectionInner};
 use crate::control::Control;
 use crate::error::{Error, Result};
-use crate::filter::{Filter, Pred};
+use crate::filter::Filter;
 use crate::storage::keys::hex;
 use crate::store::IndexEntry;
 
@@ -68,10 +68,7 @@ impl Collection {
 
 /// Whether a filter reads the meta field only (then whole buckets match or not, SPEC §14.2).
 pub(crate) fn meta_only(filter: &Filter) -> bool {
-    filter
-        .preds
-        .iter()
-        .all(|p| matches!(p, Pred::Meta { .. } | Pred::MetaIn { .. }))
+    filter.meta_only()
 }
 
 impl CollectionInner {
@@ -85,7 +82,7 @@ impl CollectionInner {
         let Some(bounds) = filter.min_time_bounds(spec.bucket_max_span_seconds * 1000) else {
             return Ok(out);
         };
-        for (entry, _) in self.buckets_matching_meta(&filter, bounds)? {
+        for (entry, meta) in self.buckets_matching_meta(&filter, bounds)? {
             let deleted = self.direct_write(&entry, || {
                 let Some(control) = self.control(&entry.id)? else {
                     return Ok((0, false)); // removed meanwhile
@@ -105,7 +102,14 @@ impl CollectionInner {
                 ) {
                     return Ok((0, false));
                 }
-                self.delete_rows(&entry, &control, &filter, just_one, &spec.time_field)
+                self.delete_rows(
+                    &entry,
+                    &control,
+                    &filter,
+                    just_one,
+                    &spec.time_field,
+                    meta.as_ref(),
+                )
             })?;
             let (deleted, whole) = deleted;
             if deleted > 0 {
@@ -132,6 +136,7 @@ impl CollectionInner {
         filter: &Filter,
         just_one: bool,
         time_field: &str,
+        meta: Option<&Bson>,
     ) -> Result<(u64, bool)> {
         let (rows, columns) = self.read_columns(&entry.id, control)?;
         let corrupt = |reason: String| Error::Corruption {
@@ -157,7 +162,7 @@ impl CollectionInner {
         let mut remove = vec![false; rows];
         let mut removed = 0u64;
         for (i, doc) in docs.iter().enumerate() {
-            if filter.matches_row(doc, times[i]) {
+            if filter.matches_row(doc, times[i], meta) {
                 remove[i] = true;
                 removed += 1;
                 if just_one {

@@ -1,6 +1,7 @@
 //! Query filters: the MongoDB-style filter document parsed into predicates on the meta field,
 //! the time field and measurement fields (SPEC §14.2–§14.4).
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 
 use bson::{Bson, Document};
@@ -48,10 +49,174 @@ pub(crate) enum Pred {
     },
 }
 
-/// A parsed filter: the conjunction of its predicates.
+/// A parsed filter: the conjunction of its predicates and its clauses.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct Filter {
+    /// The top-level comparisons and `$in`s: pushed down to the index, control records and
+    /// whole buckets (SPEC §14.4).
     pub(crate) preds: Vec<Pred>,
+    /// Everything else (`$or`, `$nor`, `$not`, `$ne`, `$nin`, `$exists`, and the predicates
+    /// inside them): evaluated exactly, per series when a clause reads the meta field only,
+    /// per measurement otherwise; it never prunes a bucket by control.
+    pub(crate) clauses: Vec<Node>,
+}
+
+/// Where a leaf of a [`Node`] reads its value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Target {
+    /// The meta field (the leaf's path is inside it).
+    Meta,
+    /// The time field.
+    Time,
+    /// A measurement field (the leaf's path starts with it).
+    Field,
+}
+
+/// A test of one value, with MongoDB's semantics (type bracketing, `null` matching a
+/// missing field, an array matching when an element does).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Test {
+    /// `$eq`, `$gt`, `$gte`, `$lt`, `$lte`.
+    Cmp(Cmp, Bson),
+    /// `$in`.
+    In(Vec<Bson>),
+    /// `$ne`: not `$eq` (so a missing field matches, unless the operand is `null`).
+    Ne(Bson),
+    /// `$nin`: not `$in`.
+    Nin(Vec<Bson>),
+    /// `$exists`.
+    Exists(bool),
+    /// `$not: {ops}`: not all of them (a missing field matches).
+    Not(Vec<Test>),
+}
+
+/// A boolean tree of tests (a filter document inside `$or`, `$nor`, `$and`).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Node {
+    /// Every child holds.
+    And(Vec<Node>),
+    /// Some child holds.
+    Or(Vec<Node>),
+    /// No child holds.
+    Nor(Vec<Node>),
+    /// A test of the value at `path`: inside the meta field for [`Target::Meta`], from the
+    /// measurement's top level for [`Target::Field`], empty for [`Target::Time`].
+    Leaf {
+        target: Target,
+        path: Vec<String>,
+        test: Test,
+    },
+}
+
+/// A value a [`Node`] reads: `Ok(None)` when missing, `Err` when a stored value is corrupt.
+pub(crate) type Got<'a> = std::result::Result<Option<Cow<'a, Bson>>, String>;
+
+/// The values a [`Node`] reads, from a measurement or a series.
+pub(crate) trait Values {
+    /// The value at `path` of `target`.
+    fn get(&self, target: Target, path: &[String]) -> Got<'_>;
+}
+
+impl Test {
+    /// Whether value `v` (`None`: missing) passes.
+    pub(crate) fn holds(&self, v: Option<&Bson>) -> bool {
+        match self {
+            Test::Cmp(op, x) => matches_value(v, *op, x),
+            Test::In(xs) => xs.iter().any(|x| matches_value(v, Cmp::Eq, x)),
+            Test::Ne(x) => !matches_value(v, Cmp::Eq, x),
+            Test::Nin(xs) => !xs.iter().any(|x| matches_value(v, Cmp::Eq, x)),
+            Test::Exists(e) => v.is_some() == *e,
+            Test::Not(tests) => !tests.iter().all(|t| t.holds(v)),
+        }
+    }
+}
+
+impl Node {
+    /// Whether the tree holds for `values`.
+    ///
+    /// # Errors
+    /// What `values` fails with.
+    pub(crate) fn eval(&self, values: &dyn Values) -> std::result::Result<bool, String> {
+        Ok(match self {
+            Node::And(children) => {
+                for c in children {
+                    if !c.eval(values)? {
+                        return Ok(false);
+                    }
+                }
+                true
+            }
+            Node::Or(children) => {
+                for c in children {
+                    if c.eval(values)? {
+                        return Ok(true);
+                    }
+                }
+                false
+            }
+            Node::Nor(children) => {
+                for c in children {
+                    if c.eval(values)? {
+                        return Ok(false);
+                    }
+                }
+                true
+            }
+            Node::Leaf { target, path, test } => {
+                let v = values.get(*target, path)?;
+                test.holds(v.as_deref())
+            }
+        })
+    }
+
+    /// Calls `f` with the target and path of every leaf.
+    pub(crate) fn for_each_leaf(&self, f: &mut dyn FnMut(Target, &[String])) {
+        match self {
+            Node::And(c) | Node::Or(c) | Node::Nor(c) => {
+                c.iter().for_each(|n| n.for_each_leaf(f));
+            }
+            Node::Leaf { target, path, .. } => f(*target, path),
+        }
+    }
+
+    /// Whether every leaf reads the meta field (the tree is judged once per series).
+    pub(crate) fn meta_only(&self) -> bool {
+        let mut only = true;
+        self.for_each_leaf(&mut |t, _| only &= t == Target::Meta);
+        only
+    }
+}
+
+/// The meta value of a series, for the clauses that read only it.
+struct MetaValues<'a>(Option<&'a Bson>);
+
+impl Values for MetaValues<'_> {
+    fn get(&self, target: Target, path: &[String]) -> Got<'_> {
+        Ok(match target {
+            Target::Meta => lookup(self.0, path).map(Cow::Borrowed),
+            Target::Time | Target::Field => None,
+        })
+    }
+}
+
+/// A measurement as a document of its fields (the meta left out), its time and its series'
+/// meta value.
+struct DocValues<'a> {
+    doc: &'a Document,
+    time: i64,
+    meta: Option<&'a Bson>,
+}
+
+impl Values for DocValues<'_> {
+    fn get(&self, target: Target, path: &[String]) -> Got<'_> {
+        Ok(match target {
+            Target::Meta => lookup(self.meta, path).map(Cow::Borrowed),
+            Target::Time => Some(Cow::Owned(Bson::DateTime(bson::DateTime::from_millis(
+                self.time,
+            )))),
+            Target::Field => lookup_doc(self.doc, path).map(Cow::Borrowed),
+        })
+    }
 }
 
 impl Filter {
@@ -70,81 +235,73 @@ impl Filter {
     fn add(&mut self, filter: &Document, time_field: &str, meta_field: Option<&str>) -> Result<()> {
         for (k, v) in filter {
             if k == "$and" {
-                let Bson::Array(items) = v else {
-                    return Err(bad("$and needs an array of filter documents"));
-                };
-                for item in items {
-                    let Bson::Document(d) = item else {
-                        return Err(bad("$and needs an array of filter documents"));
-                    };
+                for d in filter_array(k, v)? {
                     self.add(d, time_field, meta_field)?;
                 }
+                continue;
+            }
+            if k == "$or" || k == "$nor" {
+                let children = filter_array(k, v)?
+                    .into_iter()
+                    .map(|d| parse_node(d, time_field, meta_field))
+                    .collect::<Result<Vec<_>>>()?;
+                self.clauses.push(if k == "$or" {
+                    Node::Or(children)
+                } else {
+                    Node::Nor(children)
+                });
                 continue;
             }
             if k.starts_with('$') {
                 return Err(bad(&format!("unsupported top-level operator {k}")));
             }
             let path: Vec<String> = k.split('.').map(str::to_owned).collect();
-            let ops: Vec<(Option<Cmp>, &Bson)> = match v {
-                Bson::Document(d) if d.keys().next().is_some_and(|k| k.starts_with('$')) => d
-                    .iter()
-                    .map(|(op, val)| match op.as_str() {
-                        "$eq" => Ok((Some(Cmp::Eq), val)),
-                        "$gt" => Ok((Some(Cmp::Gt), val)),
-                        "$gte" => Ok((Some(Cmp::Gte), val)),
-                        "$lt" => Ok((Some(Cmp::Lt), val)),
-                        "$lte" => Ok((Some(Cmp::Lte), val)),
-                        "$in" => Ok((None, val)),
-                        other => Err(bad(&format!("unsupported query operator {other}"))),
-                    })
-                    .collect::<Result<_>>()?,
-                other => vec![(Some(Cmp::Eq), other)],
-            };
-            for (op, val) in ops {
-                let is_meta = meta_field.is_some_and(|m| path[0] == m);
-                let is_time = path.len() == 1 && path[0] == time_field;
-                let pred = match op {
-                    None => {
-                        let Bson::Array(values) = val else {
-                            return Err(bad("$in needs an array"));
-                        };
-                        if is_meta {
-                            Pred::MetaIn {
-                                path: path[1..].to_vec(),
-                                values: values.clone(),
-                            }
-                        } else {
-                            Pred::FieldIn {
-                                path: path.clone(),
-                                values: values.clone(),
-                            }
-                        }
+            let (target, rel) = target_of(&path, time_field, meta_field);
+            for test in parse_tests(k, v)? {
+                match (test, target) {
+                    (Test::In(values), Target::Meta) => Pred::MetaIn {
+                        path: rel.to_vec(),
+                        values,
                     }
-                    Some(op) if is_meta => Pred::Meta {
-                        path: path[1..].to_vec(),
+                    .push_to(self),
+                    (Test::In(values), _) => Pred::FieldIn {
+                        path: path.clone(),
+                        values,
+                    }
+                    .push_to(self),
+                    (Test::Cmp(op, value), Target::Meta) => Pred::Meta {
+                        path: rel.to_vec(),
                         op,
-                        value: val.clone(),
-                    },
-                    Some(op) if is_time => Pred::Time {
+                        value,
+                    }
+                    .push_to(self),
+                    (Test::Cmp(op, value), Target::Time) => Pred::Time {
                         op,
-                        value: match val {
+                        value: match value {
                             Bson::DateTime(t) => Some(t.timestamp_millis()),
                             _ => None,
                         },
-                    },
-                    Some(op) => Pred::Field {
+                    }
+                    .push_to(self),
+                    (Test::Cmp(op, value), Target::Field) => Pred::Field {
                         path: path.clone(),
                         op,
-                        value: val.clone(),
-                    },
-                };
-                self.preds.push(pred);
+                        value,
+                    }
+                    .push_to(self),
+                    (test, target) => self.clauses.push(Node::Leaf {
+                        target,
+                        path: rel.to_vec(),
+                        test,
+                    }),
+                }
             }
         }
         Ok(())
     }
 
-    /// Whether a bucket's meta value passes every meta predicate (SPEC §14.2).
+    /// Whether a bucket's meta value passes every meta predicate and every clause that reads
+    /// the meta field only (SPEC §14.2).
     pub(crate) fn matches_meta(&self, meta: Option<&Bson>) -> bool {
         self.preds.iter().all(|p| match p {
             Pred::Meta { path, op, value } => matches_value(lookup(meta, path), *op, value),
@@ -153,12 +310,18 @@ impl Filter {
                 values.iter().any(|x| matches_value(v, Cmp::Eq, x))
             }
             _ => true,
-        })
+        }) && self
+            .clauses
+            .iter()
+            .filter(|c| c.meta_only())
+            .all(|c| c.eval(&MetaValues(meta)).unwrap_or(false))
     }
 
-    /// Whether an unpacked measurement passes every measurement and time predicate.
-    pub(crate) fn matches_row(&self, doc: &Document, time: i64) -> bool {
-        self.preds.iter().all(|p| match p {
+    /// Whether an unpacked measurement (`doc`: its fields but the meta field) of a series
+    /// with meta value `meta` passes every measurement and time predicate and every clause
+    /// that reads more than the meta field.
+    pub(crate) fn matches_row(&self, doc: &Document, time: i64, meta: Option<&Bson>) -> bool {
+        let preds = self.preds.iter().all(|p| match p {
             Pred::Time { op, value } => value.is_some_and(|v| cmp_holds(time.cmp(&v), *op)),
             Pred::Field { path, op, value } => matches_value(lookup_doc(doc, path), *op, value),
             Pred::FieldIn { path, values } => {
@@ -166,7 +329,28 @@ impl Filter {
                 values.iter().any(|x| matches_value(v, Cmp::Eq, x))
             }
             _ => true,
-        })
+        });
+        let values = DocValues { doc, time, meta };
+        preds
+            && self
+                .clauses
+                .iter()
+                .filter(|c| !c.meta_only())
+                .all(|c| c.eval(&values).unwrap_or(false))
+    }
+
+    /// The clauses evaluated per measurement (those reading more than the meta field).
+    pub(crate) fn row_clauses(&self) -> impl Iterator<Item = &Node> {
+        self.clauses.iter().filter(|c| !c.meta_only())
+    }
+
+    /// Whether the filter reads the meta field only (then whole buckets match or not, SPEC
+    /// §14.2).
+    pub(crate) fn meta_only(&self) -> bool {
+        self.preds
+            .iter()
+            .all(|p| matches!(p, Pred::Meta { .. } | Pred::MetaIn { .. }))
+            && self.clauses.iter().all(Node::meta_only)
     }
 
     /// Time bounds on `control.min.<time>` for the index scan, given the span (R-14.4.3):
@@ -266,6 +450,9 @@ impl Filter {
         fixed_span: Option<i64>,
     ) -> bool {
         let on_boundary = |v: i64| fixed_span.is_some_and(|s| aligned(v, s));
+        if self.row_clauses().next().is_some() {
+            return false;
+        }
         self.preds.iter().all(|p| match p {
             Pred::Time { op, value } => value.is_some_and(|v| match op {
                 Cmp::Eq => min_time == v && max_time == v,
@@ -279,11 +466,13 @@ impl Filter {
         })
     }
 
-    /// Whether the filter has predicates on the meta field (SPEC §14.2).
+    /// Whether the filter has predicates (or clauses) judged on the meta value alone (SPEC
+    /// §14.2).
     pub(crate) fn has_meta_preds(&self) -> bool {
         self.preds
             .iter()
             .any(|p| matches!(p, Pred::Meta { .. } | Pred::MetaIn { .. }))
+            || self.clauses.iter().any(Node::meta_only)
     }
 
     /// The whole-meta equality operands, if the filter has one (for an index prefix scan).
@@ -454,6 +643,140 @@ fn lookup_doc<'a>(doc: &'a Document, path: &[String]) -> Option<&'a Bson> {
     lookup(doc.get(&path[0]), &path[1..])
 }
 
+impl Pred {
+    fn push_to(self, f: &mut Filter) {
+        f.preds.push(self);
+    }
+}
+
+/// The filter documents of an `$and`, `$or` or `$nor`.
+fn filter_array<'a>(op: &str, v: &'a Bson) -> Result<Vec<&'a Document>> {
+    let need = || bad(&format!("{op} needs a non-empty array of filter documents"));
+    let Bson::Array(items) = v else {
+        return Err(need());
+    };
+    if items.is_empty() && op != "$and" {
+        return Err(need());
+    }
+    items
+        .iter()
+        .map(|i| match i {
+            Bson::Document(d) => Ok(d),
+            _ => Err(need()),
+        })
+        .collect()
+}
+
+/// Where a filter path reads: the target and the path inside it.
+fn target_of<'p>(
+    path: &'p [String],
+    time_field: &str,
+    meta_field: Option<&str>,
+) -> (Target, &'p [String]) {
+    if meta_field.is_some_and(|m| path[0] == m) {
+        (Target::Meta, &path[1..])
+    } else if path.len() == 1 && path[0] == time_field {
+        (Target::Time, &[])
+    } else {
+        (Target::Field, path)
+    }
+}
+
+/// The tests of one field's condition: `{$op: operand, ...}` or a value (equality).
+fn parse_tests(field: &str, v: &Bson) -> Result<Vec<Test>> {
+    let Bson::Document(d) = v else {
+        return Ok(vec![Test::Cmp(Cmp::Eq, v.clone())]);
+    };
+    if !d.keys().next().is_some_and(|k| k.starts_with('$')) {
+        return Ok(vec![Test::Cmp(Cmp::Eq, v.clone())]);
+    }
+    let array = |op: &str, val: &Bson| match val {
+        Bson::Array(values) => Ok(values.clone()),
+        _ => Err(bad(&format!("{op} needs an array"))),
+    };
+    d.iter()
+        .map(|(op, val)| {
+            Ok(match op.as_str() {
+                "$eq" => Test::Cmp(Cmp::Eq, val.clone()),
+                "$gt" => Test::Cmp(Cmp::Gt, val.clone()),
+                "$gte" => Test::Cmp(Cmp::Gte, val.clone()),
+                "$lt" => Test::Cmp(Cmp::Lt, val.clone()),
+                "$lte" => Test::Cmp(Cmp::Lte, val.clone()),
+                "$in" => Test::In(array(op, val)?),
+                "$ne" => Test::Ne(val.clone()),
+                "$nin" => Test::Nin(array(op, val)?),
+                "$exists" => Test::Exists(truthy(val)),
+                "$not" => match val {
+                    Bson::Document(inner)
+                        if inner.keys().next().is_some_and(|k| k.starts_with('$')) =>
+                    {
+                        Test::Not(parse_tests(field, val)?)
+                    }
+                    _ => {
+                        return Err(bad(&format!(
+                            "$not of '{field}' needs a document of operators, e.g. \
+                             {{$not: {{$gt: 5}}}}"
+                        )));
+                    }
+                },
+                other => return Err(bad(&format!("unsupported query operator {other}"))),
+            })
+        })
+        .collect()
+}
+
+/// MongoDB's truthiness of an `$exists` operand: false, 0 and null are false.
+fn truthy(v: &Bson) -> bool {
+    match v {
+        Bson::Boolean(b) => *b,
+        Bson::Int32(n) => *n != 0,
+        Bson::Int64(n) => *n != 0,
+        Bson::Double(n) => *n != 0.0,
+        Bson::Null | Bson::Undefined => false,
+        _ => true,
+    }
+}
+
+/// A filter document inside `$or`, `$nor` or `$and` as a tree (the conjunction of its
+/// entries).
+fn parse_node(doc: &Document, time_field: &str, meta_field: Option<&str>) -> Result<Node> {
+    let mut all = Vec::new();
+    for (k, v) in doc {
+        match k.as_str() {
+            "$and" | "$or" | "$nor" => {
+                let children = filter_array(k, v)?
+                    .into_iter()
+                    .map(|d| parse_node(d, time_field, meta_field))
+                    .collect::<Result<Vec<_>>>()?;
+                all.push(match k.as_str() {
+                    "$and" => Node::And(children),
+                    "$or" => Node::Or(children),
+                    _ => Node::Nor(children),
+                });
+            }
+            _ if k.starts_with('$') => {
+                return Err(bad(&format!("unsupported top-level operator {k}")));
+            }
+            _ => {
+                let path: Vec<String> = k.split('.').map(str::to_owned).collect();
+                let (target, rel) = target_of(&path, time_field, meta_field);
+                for test in parse_tests(k, v)? {
+                    all.push(Node::Leaf {
+                        target,
+                        path: rel.to_vec(),
+                        test,
+                    });
+                }
+            }
+        }
+    }
+    Ok(if all.len() == 1 {
+        all.remove(0)
+    } else {
+        Node::And(all)
+    })
+}
+
 fn bad(msg: &str) -> Error {
     Error::rejected(ErrorCode::BadValue, msg)
 }
@@ -466,6 +789,94 @@ mod tests {
 
     fn parse(f: Document) -> Filter {
         Filter::parse(&f, "t", Some("m")).expect("parse")
+    }
+
+    /// `doc` (its `m` field as the meta value) matches `filter`: the meta clauses judged on the
+    /// series, the rest on the measurement, as queries do.
+    fn matches(filter: &Document, doc: &Document) -> bool {
+        let f = parse(filter.clone());
+        let meta = doc.get("m");
+        let mut fields = doc.clone();
+        fields.remove("m");
+        let t = doc.get_datetime("t").map_or(0, |t| t.timestamp_millis());
+        f.matches_meta(meta) && f.matches_row(&fields, t, meta)
+    }
+
+    #[test]
+    fn negations_existence_and_boolean_trees_follow_mongodb() {
+        let a = doc! { "t": DateTime::from_millis(5), "m": "x", "v": 3, "arr": [1, 2] };
+        let b = doc! { "t": DateTime::from_millis(9), "m": "y" };
+        let cases: Vec<(Document, bool, bool)> = vec![
+            // $ne and $nin: a missing field is "not equal"; an array is equal when an element is.
+            (doc! { "v": { "$ne": 3 } }, false, true),
+            (doc! { "v": { "$ne": null } }, true, false),
+            (doc! { "v": { "$nin": [1, 3] } }, false, true),
+            (doc! { "arr": { "$ne": 2 } }, false, true),
+            (doc! { "arr": { "$nin": [7] } }, true, true),
+            // $exists
+            (doc! { "v": { "$exists": true } }, true, false),
+            (doc! { "v": { "$exists": false } }, false, true),
+            (doc! { "m": { "$exists": 0 } }, false, false),
+            // $not: not all of its operators; a missing field passes.
+            (doc! { "v": { "$not": { "$gt": 2 } } }, false, true),
+            (doc! { "v": { "$not": { "$gt": 5, "$lt": 1 } } }, true, true),
+            // $or / $nor / nested $and, over meta, time and fields at once.
+            (doc! { "$or": [{ "m": "y" }, { "v": 3 }] }, true, true),
+            (doc! { "$or": [{ "m": "z" }, { "v": 4 }] }, false, false),
+            (doc! { "$nor": [{ "m": "y" }, { "v": 3 }] }, false, false),
+            (doc! { "$nor": [{ "m": "z" }] }, true, true),
+            (
+                doc! { "$or": [{ "$and": [{ "m": "x" }, { "t": { "$lt": DateTime::from_millis(6) } }] }, { "v": { "$exists": false } }] },
+                true,
+                true,
+            ),
+            (
+                doc! { "t": { "$ne": DateTime::from_millis(9) } },
+                true,
+                false,
+            ),
+            (
+                doc! { "m": { "$ne": "x" }, "$or": [{ "v": 3 }, { "m": "y" }] },
+                false,
+                true,
+            ),
+        ];
+        for (filter, want_a, want_b) in cases {
+            assert_eq!(matches(&filter, &a), want_a, "{filter} on {a}");
+            assert_eq!(matches(&filter, &b), want_b, "{filter} on {b}");
+        }
+    }
+
+    #[test]
+    fn clauses_never_prune_or_settle_a_bucket_by_control() {
+        let f = parse(doc! { "$or": [{ "v": { "$gt": 100 } }, { "w": 1 }] });
+        assert!(f.preds.is_empty() && f.clauses.len() == 1);
+        let (min, max) = (doc! { "v": 1 }, doc! { "v": 2 });
+        assert!(f.bucket_may_match(0, 10, &min, &max));
+        assert!(!f.whole_bucket_matches(0, 10));
+        assert_eq!(f.min_time_bounds(1000), Some((i64::MIN, i64::MAX)));
+        // A clause on the meta field alone is judged per series, and leaves whole buckets.
+        let m = parse(doc! { "$or": [{ "m": "a" }, { "m.k": { "$exists": true } }] });
+        assert!(m.has_meta_preds() && m.meta_only());
+        assert!(m.whole_bucket_matches(0, 10));
+        assert!(m.matches_meta(Some(&Bson::String("a".into()))));
+        assert!(!m.matches_meta(Some(&Bson::String("b".into()))));
+    }
+
+    #[test]
+    fn malformed_trees_and_operators_are_bad_values() {
+        for f in [
+            doc! { "$or": [] },
+            doc! { "$or": { "v": 1 } },
+            doc! { "$nor": [1] },
+            doc! { "v": { "$not": 5 } },
+            doc! { "v": { "$nin": 5 } },
+            doc! { "v": { "$regexp": "x" } },
+            doc! { "$where": "1" },
+        ] {
+            let err = Filter::parse(&f, "t", Some("m")).expect_err("bad filter");
+            assert_eq!(err.code(), ErrorCode::BadValue, "{f}: {err}");
+        }
     }
 
     fn may(f: Document, min: &Document, max: &Document) -> bool {
@@ -600,10 +1011,11 @@ mod tests {
                             op,
                             value: o.clone(),
                         }],
+                        clauses: Vec::new(),
                     };
                     assert_eq!(
                         value_ref_matches(*v, &[], op, o),
-                        Ok(f.matches_row(&doc, 0)),
+                        Ok(f.matches_row(&doc, 0, None)),
                         "{doc} {op:?} {o}"
                     );
                 }

@@ -2269,7 +2269,10 @@ impl Harness<'_> {
         let fdoc = filter.to_doc();
         let got = engine("find", self.coll().find(&fdoc, &options))?;
         let matches: BTreeMap<i64, Row> = self.matching(filter).into_iter().collect();
-        let n = limit.map_or(matches.len(), |l| matches.len().min(usize::from(l)));
+        // MongoDB: a limit of 0 is no limit.
+        let n = limit
+            .filter(|&l| l > 0)
+            .map_or(matches.len(), |l| matches.len().min(usize::from(l)));
         let what = || format!("find {fdoc} {options:?}");
         ensure!(
             got.len() == n,

@@ -117,29 +117,50 @@ fn get_path<'a>(doc: &'a Document, path: &str) -> Option<&'a Bson> {
     Some(cur)
 }
 
+/// Whether field value `v` (`None`: missing) passes one operator of a field condition.
+fn op_matches(v: Option<&Bson>, op: &str, operand: &Bson) -> bool {
+    let in_list = |list: &Bson| {
+        list.as_array()
+            .expect("array operand")
+            .iter()
+            .any(|x| value_matches(v, "$eq", x))
+    };
+    match op {
+        "$in" => in_list(operand),
+        "$nin" => !in_list(operand),
+        // MongoDB: `$ne` is the negation of `$eq`, so a missing field is "not equal".
+        "$ne" => !value_matches(v, "$eq", operand),
+        "$exists" => v.is_some() == operand.as_bool().expect("$exists bool"),
+        "$not" => !operand
+            .as_document()
+            .expect("$not document")
+            .iter()
+            .all(|(op, x)| op_matches(v, op, x)),
+        _ => value_matches(v, op, operand),
+    }
+}
+
 /// Whether an inserted measurement matches a filter document (conjunction of field
-/// conditions, `$and`).
+/// conditions, `$and`, `$or`, `$nor`).
 fn reference_match(doc: &Document, filter: &Document) -> bool {
     filter.iter().all(|(k, cond)| {
-        if k == "$and" {
-            let Bson::Array(items) = cond else {
-                panic!("$and")
-            };
-            return items
+        let branches = || {
+            cond.as_array()
+                .expect("array of filters")
                 .iter()
-                .all(|i| reference_match(doc, i.as_document().expect("doc")));
+                .map(|i| reference_match(doc, i.as_document().expect("doc")))
+                .collect::<Vec<bool>>()
+        };
+        match k.as_str() {
+            "$and" => return branches().into_iter().all(|b| b),
+            "$or" => return branches().into_iter().any(|b| b),
+            "$nor" => return !branches().into_iter().any(|b| b),
+            _ => {}
         }
         let v = get_path(doc, k);
         match cond {
             Bson::Document(ops) if ops.keys().next().is_some_and(|o| o.starts_with('$')) => {
-                ops.iter().all(|(op, operand)| match op.as_str() {
-                    "$in" => operand
-                        .as_array()
-                        .expect("$in array")
-                        .iter()
-                        .any(|x| value_matches(v, "$eq", x)),
-                    _ => value_matches(v, op, operand),
-                })
+                ops.iter().all(|(op, operand)| op_matches(v, op, operand))
             }
             operand => value_matches(v, "$eq", operand),
         }
@@ -1372,16 +1393,49 @@ fn pred_strategy() -> impl Strategy<Value = (String, Bson)> {
         3 => (op.clone(), 0i64..2880).prop_map(|(op, k)| ("t".to_owned(), Bson::Document(doc! { op: at(k * MIN) }))),
         3 => (op.clone(), operand.clone()).prop_map(|(op, x)| ("v".to_owned(), Bson::Document(doc! { op: x }))),
         1 => proptest::collection::vec(operand, 1..3).prop_map(|v| ("v".to_owned(), Bson::Document(doc! { "$in": v }))),
-        1 => (op, 0i32..100).prop_map(|(op, x)| ("w".to_owned(), Bson::Document(doc! { op: x }))),
+        1 => (op.clone(), 0i32..100).prop_map(|(op, x)| ("w".to_owned(), Bson::Document(doc! { op: x }))),
+        // Negations and existence, on every kind of field.
+        2 => (field_strategy(), prop_oneof![Just("$ne"), Just("$nin")], value_strategy())
+            .prop_map(|(f, op, x)| {
+                let x = x.unwrap_or(Bson::Null);
+                let operand = if op == "$nin" { Bson::Array(vec![x, Bson::String("b".into())]) } else { x };
+                (f, Bson::Document(doc! { op: operand }))
+            }),
+        1 => (field_strategy(), any::<bool>())
+            .prop_map(|(f, e)| (f, Bson::Document(doc! { "$exists": e }))),
+        1 => (field_strategy(), op, 0i32..100)
+            .prop_map(|(f, op, x)| (f, Bson::Document(doc! { "$not": { op: x } }))),
+        1 => (0i64..2880).prop_map(|k| ("t".to_owned(), Bson::Document(doc! { "$ne": at(k * MIN) }))),
     ]
 }
 
+fn field_strategy() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just("m".to_owned()),
+        Just("v".to_owned()),
+        Just("w".to_owned())
+    ]
+}
+
+/// A filter document: a conjunction of conditions, some of them grouped in `$or`, `$nor` or
+/// `$and`, nested one level.
+fn node_strategy() -> impl Strategy<Value = Document> {
+    let leaf = pred_strategy().prop_map(|(k, v)| doc! { k: v });
+    leaf.prop_recursive(2, 12, 3, |inner| {
+        (
+            prop_oneof![Just("$or"), Just("$nor"), Just("$and")],
+            proptest::collection::vec(inner, 1..4),
+        )
+            .prop_map(|(op, items)| {
+                let items: Vec<Bson> = items.into_iter().map(Bson::Document).collect();
+                doc! { op: items }
+            })
+    })
+}
+
 fn filter_strategy() -> impl Strategy<Value = Document> {
-    proptest::collection::vec(pred_strategy(), 0..4).prop_map(|preds| {
-        let items: Vec<Bson> = preds
-            .into_iter()
-            .map(|(k, v)| Bson::Document(doc! { k: v }))
-            .collect();
+    proptest::collection::vec(node_strategy(), 0..4).prop_map(|preds| {
+        let items: Vec<Bson> = preds.into_iter().map(Bson::Document).collect();
         if items.is_empty() {
             doc! {}
         } else {

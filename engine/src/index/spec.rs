@@ -403,15 +403,7 @@ pub(crate) fn validate(
         ));
     }
     let partial = match &options.partial_filter_expression {
-        Some(p) => Some((
-            p.clone(),
-            Filter::parse(p, &spec.time_field, spec.meta_field.as_deref()).map_err(|e| {
-                reject(
-                    ErrorCode::BadValue,
-                    format!("partialFilterExpression {p}: {e}"),
-                )
-            })?,
-        )),
+        Some(p) => Some((p.clone(), partial_filter(p, spec)?)),
         None => None,
     };
     if options.expire_after_seconds.is_some() {
@@ -474,6 +466,26 @@ pub(crate) fn validate(
         partial,
         hidden: options.hidden,
     })
+}
+
+/// A `partialFilterExpression` parsed: comparisons, `$in` and `$and` (what the index's
+/// entries can be judged by, from a bucket's meta value and control record); `$or`, `$nor`,
+/// `$not`, `$ne`, `$nin` and `$exists` are refused.
+fn partial_filter(p: &Document, spec: &CollectionSpec) -> Result<Filter> {
+    let bad = |e: String| {
+        reject(
+            ErrorCode::BadValue,
+            format!("partialFilterExpression {p}: {e}"),
+        )
+    };
+    let filter = Filter::parse(p, &spec.time_field, spec.meta_field.as_deref())
+        .map_err(|e| bad(e.to_string()))?;
+    if !filter.clauses.is_empty() {
+        return Err(bad(
+            "only comparisons, $in and $and are supported in a partial filter".to_owned(),
+        ));
+    }
+    Ok(filter)
 }
 
 #[cfg(test)]

@@ -847,11 +847,11 @@ fn add_filtered(
     groups: &mut Groups<'_>,
     series: usize,
     view: &mut SegmentView<'_>,
-    rows: &RowFilter<'_>,
+    (rows, meta): (&RowFilter<'_>, Option<&Bson>),
     paths: &[Option<Vec<String>>],
     time_field: &str,
 ) -> std::result::Result<(), String> {
-    let bound = rows.bind(view, time_field);
+    let bound = rows.bind(view, time_field, meta);
     let sources = sources_of(view, paths, time_field, true);
     let view = &*view;
     let window_ms = groups.spec.window_ms;
@@ -940,6 +940,8 @@ struct Job<'a> {
     reader: Reader<'a>,
     plan: &'a Plan,
     rows: &'a RowFilter<'a>,
+    /// The meta value of each series, when the row filter reads it (else empty).
+    metas: &'a [Option<Bson>],
     spec: &'a AggregateSpec,
     paths: &'a [Option<Vec<String>>],
     cands: &'a [Candidate],
@@ -975,6 +977,7 @@ impl<'a> Job<'a> {
         let mut part = Part {
             job: self,
             ids: &ids,
+            positions,
             series: positions
                 .iter()
                 .map(|&p| {
@@ -1000,6 +1003,8 @@ impl<'a> Job<'a> {
 struct Part<'j, 'a> {
     job: &'j Job<'a>,
     ids: &'j [BucketId],
+    /// The position in `job.cands` of each candidate.
+    positions: &'j [usize],
     /// The series (group position) of each candidate.
     series: Vec<usize>,
     groups: Groups<'a>,
@@ -1065,11 +1070,17 @@ impl Collector for Part<'_, '_> {
             stats.rows_examined += view.rows() as u64;
             if partial {
                 stats.rows_filtered += view.rows() as u64;
+                let meta = self
+                    .positions
+                    .get(k)
+                    .and_then(|&p| job.cands.get(p))
+                    .and_then(|c| job.metas.get(c.series))
+                    .and_then(Option::as_ref);
                 add_filtered(
                     &mut self.groups,
                     series,
                     &mut view,
-                    job.rows,
+                    (job.rows, meta),
                     job.paths,
                     time_field,
                 )
@@ -1151,10 +1162,22 @@ impl Reader<'_> {
             (ids.len() / PART_MIN).clamp(1, MAX_PARTS)
         };
         let threads = parallel::threads();
+        // The series' meta values, when the row filter reads them (a clause such as
+        // `$or: [{meta: …}, {field: …}]`).
+        let metas: Vec<Option<Bson>> = if rows.needs_meta() {
+            let mut metas = Vec::with_capacity(cands.series.len());
+            for s in &cands.series {
+                metas.push(s.meta(self)?.cloned());
+            }
+            metas
+        } else {
+            Vec::new()
+        };
         let job = Job {
             reader: *self,
             plan,
             rows: &rows,
+            metas: &metas,
             spec,
             paths: &paths,
             cands: &cands.buckets,

@@ -339,7 +339,7 @@ impl Collector for Columns<'_> {
         let keep = &mut self.keep;
         for seg in &segments {
             let mut view = SegmentView::lazy(seg, time_field).map_err(corrupt)?;
-            let bound = (!whole).then(|| rows.bind(&mut view, time_field));
+            let bound = (!whole).then(|| rows.bind(&mut view, time_field, meta));
             // (batch field, where its values are) of the projected fields this segment has.
             let cols: Vec<(usize, Cells<'_>)> = fields
                 .iter()

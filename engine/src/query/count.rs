@@ -2,7 +2,7 @@
 //! ) is counted from `control.count` without unpacking; the others decode only the
 //! columns the filter reads.
 
-use bson::Document;
+use bson::{Bson, Document};
 use tscoll_catalog::BucketId;
 use tscoll_codec::Bucket;
 
@@ -62,11 +62,26 @@ impl Reader<'_> {
     fn count(&self, plan: &Plan, stats: &mut QueryStats) -> Result<u64> {
         let cands = self.candidates(plan, stats)?;
         let ids: Vec<BucketId> = cands.buckets.iter().map(|c| c.id).collect();
+        let rows = RowFilter::new(&plan.filter, &plan.spec.time_field);
+        // Each candidate's meta value, when the row filter reads it.
+        let mut metas: Vec<Option<Bson>> = Vec::new();
+        if rows.needs_meta() {
+            let mut by_series = Vec::with_capacity(cands.series.len());
+            for s in &cands.series {
+                by_series.push(s.meta(self)?.cloned());
+            }
+            metas = cands
+                .buckets
+                .iter()
+                .map(|c| by_series.get(c.series).cloned().flatten())
+                .collect();
+        }
         let mut count = Count {
             reader: *self,
             plan,
-            rows: RowFilter::new(&plan.filter, &plan.spec.time_field),
+            rows,
             ids: &ids,
+            metas: &metas,
             total: 0,
         };
         let dense = dense(ids.len(), cands.in_range);
@@ -82,6 +97,8 @@ struct Count<'a> {
     plan: &'a Plan,
     rows: RowFilter<'a>,
     ids: &'a [BucketId],
+    /// Each candidate's meta value, when the row filter reads it (else empty).
+    metas: &'a [Option<Bson>],
     total: u64,
 }
 
@@ -116,7 +133,8 @@ impl Collector for Count<'_> {
         let corrupt = |r| self.reader.corrupt_data(&self.ids[k], r);
         for seg in &segments {
             let mut view = SegmentView::lazy(seg, time_field).map_err(corrupt)?;
-            let bound = self.rows.bind(&mut view, time_field);
+            let meta = self.metas.get(k).and_then(Option::as_ref);
+            let bound = self.rows.bind(&mut view, time_field, meta);
             stats.rows_examined += view.rows() as u64;
             stats.rows_filtered += view.rows() as u64;
             for row in 0..view.rows() {

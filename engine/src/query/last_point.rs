@@ -183,7 +183,7 @@ impl Collector for Latest<'_, '_> {
         }
         let mut found: Option<(usize, usize, i64)> = None;
         for (s, view) in views.iter_mut().enumerate() {
-            let bound = self.rows.bind(view, time_field);
+            let bound = self.rows.bind(view, time_field, self.meta);
             let view = &*view;
             stats.rows_examined += view.rows() as u64;
             stats.rows_filtered += view.rows() as u64;

@@ -98,10 +98,20 @@ impl FindOptions {
 impl Collection {
     /// Finds measurements matching a MongoDB-style filter (SPEC §14).
     ///
-    /// Supported: equality and `$in` on the meta field and its sub-fields (`"meta.series"`);
-    /// `$eq/$gt/$gte/$lt/$lte` on the time field (date operands; others match nothing) and on
-    /// measurement fields (dotted paths too); `$in` on measurement fields; `$and`. Whole-meta
-    /// equality is field-order sensitive (SPEC ). Each result has the shape of SPEC §14.1:
+    /// Supported, on the meta field and its sub-fields (`"meta.series"`), the time field and
+    /// measurement fields (dotted paths too): `$eq`, `$gt`, `$gte`, `$lt`, `$lte`, `$in`,
+    /// `$ne`, `$nin`, `$exists`, `$not` (of operators), and `$and`, `$or`, `$nor` at any depth,
+    /// with MongoDB's semantics (type bracketing; `null` matches a missing field; `$ne`,
+    /// `$nin` and `$not` match it too; an array matches when an element does). The time field
+    /// only holds dates: a comparison with another type matches nothing. Whole-meta equality
+    /// is field-order sensitive (SPEC ).
+    ///
+    /// What is pushed down (SPEC §14.4): the top-level comparisons and `$in`s choose buckets
+    /// through the index and prune them by their control record; a bucket that matches whole
+    /// by time and meta is not filtered row by row. Parts of the filter that read only the
+    /// meta field (any operator, in `$or`s too) are judged once per series. The rest (`$or`,
+    /// `$nor`, `$not`, `$ne`, `$nin`, `$exists` on measurement or time fields) is evaluated
+    /// exactly on each measurement of the buckets that remain. Each result has the shape of SPEC §14.1:
     /// time field, meta field, then the bucket's other columns.
     ///
     /// Buckets are chosen through the meta+time index and pruned with their control record
@@ -369,7 +379,7 @@ impl Collector for Find<'_> {
         let corrupt = |r| self.reader.corrupt_data(&cand.id, r);
         for seg in &segments {
             let mut view = SegmentView::new(seg, time_field).map_err(corrupt)?;
-            let bound = (!whole).then(|| ctx.rows.bind(&mut view, time_field));
+            let bound = (!whole).then(|| ctx.rows.bind(&mut view, time_field, meta));
             let cols: Vec<(&str, usize)> = fields
                 .iter()
                 .filter(|n| **n != time_field && ctx.projection.keeps(n))

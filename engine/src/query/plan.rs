@@ -510,6 +510,10 @@ pub(crate) type EntryVisitor<'a> = dyn FnMut(ScanEntry<'_>) -> Result<bool> + 'a
 /// or a symbol, compared bytewise), a missing path matches no string; a path reaching an
 /// array needs the value (arrays match when an element does).
 pub(crate) fn meta_matches_raw(filter: &Filter, meta: &[u8]) -> Option<bool> {
+    // Clauses (`$or`, `$ne`, ...) on the meta value are judged on the decoded value.
+    if filter.clauses.iter().any(crate::filter::Node::meta_only) {
+        return None;
+    }
     // Only a document has sub-fields: in any other meta value every sub-field is missing.
     let doc = match meta.split_first() {
         Some((&0x03, bytes)) => Some(RawDocument::from_bytes(bytes).ok()?),
