@@ -82,6 +82,33 @@ fn find_takes_a_sort_document_skip_and_limit_0_as_mongodb() {
 }
 
 #[test]
+fn find_takes_or_nor_and_negations() {
+    let s = loaded();
+    let count = |filter: &str| -> u64 {
+        let out = s
+            .run("find", &["m", "--filter", filter, "--count"])
+            .ok()
+            .stdout();
+        out.trim().parse().expect("a count")
+    };
+    let all = count("{}");
+    let a = count(r#"{"meta.series":"a"}"#);
+    assert!(a > 0 && a < all, "{a} of {all}");
+    assert_eq!(count(r#"{"$nor":[{"meta.series":"a"}]}"#), all - a);
+    assert_eq!(count(r#"{"meta.series":{"$ne":"a"}}"#), all - a);
+    assert_eq!(
+        count(r#"{"$or":[{"meta.series":"a"},{"meta.series":{"$ne":"a"}}]}"#),
+        all
+    );
+    let big = count(r#"{"v":{"$gt":5}}"#);
+    assert_eq!(count(r#"{"v":{"$not":{"$gt":5}}}"#), all - big);
+    assert_eq!(
+        count(r#"{"v":{"$exists":true}}"#) + count(r#"{"v":{"$exists":false}}"#),
+        all
+    );
+}
+
+#[test]
 fn find_rejects_bad_arguments() {
     let s = loaded();
     let run = s.run("find", &["m", "--filter", "{"]).failed();
