@@ -88,6 +88,171 @@ pub(crate) enum Test {
     Exists(bool),
     /// `$not: {ops}`: not all of them (a missing field matches).
     Not(Vec<Test>),
+    /// `$type`: the value's BSON type is one of these (type numbers; an array also matches
+    /// by an element's type).
+    Type(Vec<i32>),
+    /// `$regex` (with `$options`), or a regular expression as an equality operand: a string
+    /// or symbol value (or an array element) matches the pattern.
+    Regex(Pattern),
+    /// `$mod: [divisor, remainder]`: a number whose integer part modulo the divisor is the
+    /// remainder.
+    Mod(i64, i64),
+    /// `$size`: an array of this many elements.
+    Size(usize),
+    /// `$all`: an array holding every operand (each as `$eq` would match it).
+    All(Vec<Bson>),
+    /// `$elemMatch: {ops}`: an array with an element passing all of them.
+    ElemMatch(Vec<Test>),
+    /// `$elemMatch: {filter}`: an array with a document element matching the filter (its
+    /// leaves are [`Target::Field`] paths inside the element).
+    ElemMatchDoc(Box<Node>),
+}
+
+/// A compiled regular expression of a filter (`regex` crate: Perl-like syntax without
+/// look-around or back-references, where MongoDB uses PCRE).
+#[derive(Clone, Debug)]
+pub(crate) struct Pattern {
+    source: String,
+    options: String,
+    re: regex::Regex,
+}
+
+impl PartialEq for Pattern {
+    fn eq(&self, other: &Self) -> bool {
+        self.source == other.source && self.options == other.options
+    }
+}
+
+impl Pattern {
+    /// Compiles `source` with MongoDB's options `i` (case), `m` (multi-line), `s` (dot
+    /// matches new lines) and `x` (extended).
+    fn new(source: &str, options: &str) -> Result<Pattern> {
+        let mut b = regex::RegexBuilder::new(source);
+        for o in options.chars() {
+            match o {
+                'i' => b.case_insensitive(true),
+                'm' => b.multi_line(true),
+                's' => b.dot_matches_new_line(true),
+                'x' => b.ignore_whitespace(true),
+                other => {
+                    return Err(bad(&format!("invalid flag in regex options: {other}")));
+                }
+            };
+        }
+        let re = b
+            .build()
+            .map_err(|e| bad(&format!("invalid regular expression /{source}/: {e}")))?;
+        Ok(Pattern {
+            source: source.to_owned(),
+            options: options.to_owned(),
+            re,
+        })
+    }
+}
+
+/// The BSON type number of a value (`$type`).
+fn type_number(v: &Bson) -> i32 {
+    match v {
+        Bson::Double(_) => 1,
+        Bson::String(_) => 2,
+        Bson::Document(_) => 3,
+        Bson::Array(_) => 4,
+        Bson::Binary(_) => 5,
+        Bson::Undefined => 6,
+        Bson::ObjectId(_) => 7,
+        Bson::Boolean(_) => 8,
+        Bson::DateTime(_) => 9,
+        Bson::Null => 10,
+        Bson::RegularExpression(_) => 11,
+        Bson::DbPointer(_) => 12,
+        Bson::JavaScriptCode(_) => 13,
+        Bson::Symbol(_) => 14,
+        Bson::JavaScriptCodeWithScope(_) => 15,
+        Bson::Int32(_) => 16,
+        Bson::Timestamp(_) => 17,
+        Bson::Int64(_) => 18,
+        Bson::Decimal128(_) => 19,
+        Bson::MinKey => -1,
+        Bson::MaxKey => 127,
+    }
+}
+
+/// The type numbers a `$type` operand names: a number, an alias (`"double"`, ...,
+/// `"number"` for the four numeric types) or an array of them.
+fn type_numbers(v: &Bson) -> Result<Vec<i32>> {
+    const ALIASES: [(&str, i32); 21] = [
+        ("double", 1),
+        ("string", 2),
+        ("object", 3),
+        ("array", 4),
+        ("binData", 5),
+        ("undefined", 6),
+        ("objectId", 7),
+        ("bool", 8),
+        ("date", 9),
+        ("null", 10),
+        ("regex", 11),
+        ("dbPointer", 12),
+        ("javascript", 13),
+        ("symbol", 14),
+        ("javascriptWithScope", 15),
+        ("int", 16),
+        ("timestamp", 17),
+        ("long", 18),
+        ("decimal", 19),
+        ("minKey", -1),
+        ("maxKey", 127),
+    ];
+    let known = |n: i32| (1..=19).contains(&n) || n == -1 || n == 127;
+    match v {
+        Bson::Array(items) if !items.is_empty() => {
+            let mut out = Vec::new();
+            for i in items {
+                out.extend(type_numbers(i)?);
+            }
+            Ok(out)
+        }
+        Bson::String(s) if s == "number" => Ok(vec![1, 16, 18, 19]),
+        Bson::String(s) => ALIASES
+            .iter()
+            .find(|(a, _)| a == s)
+            .map(|(_, n)| vec![*n])
+            .ok_or_else(|| bad(&format!("unknown type name alias: {s}"))),
+        other => match exact_int(other) {
+            Some(n) if i32::try_from(n).is_ok_and(known) => {
+                Ok(vec![i32::try_from(n).unwrap_or_default()])
+            }
+            _ => Err(bad(&format!("invalid numerical type code: {other}"))),
+        },
+    }
+}
+
+/// A number that is a whole value (`$mod`, `$size`, `$type` operands).
+fn exact_int(v: &Bson) -> Option<i64> {
+    match v {
+        Bson::Int32(n) => Some(i64::from(*n)),
+        Bson::Int64(n) => Some(*n),
+        #[expect(
+            clippy::cast_possible_truncation,
+            reason = "checked to be whole and in range"
+        )]
+        Bson::Double(d) if d.fract() == 0.0 && d.abs() < 9.0e18 => Some(*d as i64),
+        _ => None,
+    }
+}
+
+/// The integer part of a number (`$mod` truncates doubles, as MongoDB does).
+fn int_part(v: &Bson) -> Option<i64> {
+    match v {
+        Bson::Int32(n) => Some(i64::from(*n)),
+        Bson::Int64(n) => Some(*n),
+        #[expect(
+            clippy::cast_possible_truncation,
+            reason = "finite and in range, checked"
+        )]
+        Bson::Double(d) if d.is_finite() && d.abs() < 9.0e18 => Some(d.trunc() as i64),
+        _ => None,
+    }
 }
 
 /// A boolean tree of tests (a filter document inside `$or`, `$nor`, `$and`).
@@ -127,7 +292,61 @@ impl Test {
             Test::Nin(xs) => !xs.iter().any(|x| matches_value(v, Cmp::Eq, x)),
             Test::Exists(e) => v.is_some() == *e,
             Test::Not(tests) => !tests.iter().all(|t| t.holds(v)),
+            Test::Type(types) => v.is_some_and(|v| {
+                types.contains(&type_number(v))
+                    || matches!(v, Bson::Array(items)
+                        if items.iter().any(|i| types.contains(&type_number(i))))
+            }),
+            Test::Regex(p) => v.is_some_and(|v| {
+                any_element(v, |e| match e {
+                    Bson::String(s) | Bson::Symbol(s) => p.re.is_match(s),
+                    Bson::RegularExpression(r) => {
+                        r.pattern.as_str() == p.source && r.options.as_str() == p.options
+                    }
+                    _ => false,
+                })
+            }),
+            Test::Mod(d, r) => v.is_some_and(|v| {
+                any_element(v, |e| int_part(e).is_some_and(|n| n.wrapping_rem(*d) == *r))
+            }),
+            Test::Size(n) => matches!(v, Some(Bson::Array(items)) if items.len() == *n),
+            Test::All(xs) => !xs.is_empty() && xs.iter().all(|x| matches_value(v, Cmp::Eq, x)),
+            Test::ElemMatch(tests) => matches!(v, Some(Bson::Array(items))
+                if items.iter().any(|e| tests.iter().all(|t| t.holds_on_element(e)))),
+            Test::ElemMatchDoc(node) => matches!(v, Some(Bson::Array(items))
+            if items.iter().any(|e| match e {
+                Bson::Document(d) => node.eval(&ElementValues(d)).unwrap_or(false),
+                _ => false,
+            })),
         }
+    }
+
+    /// As [`Test::holds`] on one element of an array (`$elemMatch`): a comparison does not
+    /// descend into a nested array.
+    fn holds_on_element(&self, e: &Bson) -> bool {
+        match (self, e) {
+            (Test::Cmp(op, x), Bson::Array(_)) if !matches!(x, Bson::Array(_)) => {
+                canonical_rank(e) == canonical_rank(x) && cmp_holds(compare(e, x), *op)
+            }
+            _ => self.holds(Some(e)),
+        }
+    }
+}
+
+/// Whether `v`, or an element of it when it is an array, passes `f`.
+fn any_element(v: &Bson, f: impl Fn(&Bson) -> bool) -> bool {
+    f(v) || matches!(v, Bson::Array(items) if items.iter().any(&f))
+}
+
+/// A document element of an array, for the filter of an `$elemMatch`.
+struct ElementValues<'a>(&'a Document);
+
+impl Values for ElementValues<'_> {
+    fn get(&self, target: Target, path: &[String]) -> Got<'_> {
+        Ok(match target {
+            Target::Field => lookup_doc(self.0, path).map(Cow::Borrowed),
+            Target::Meta | Target::Time => None,
+        })
     }
 }
 
@@ -685,6 +904,13 @@ fn target_of<'p>(
 /// The tests of one field's condition: `{$op: operand, ...}` or a value (equality).
 fn parse_tests(field: &str, v: &Bson) -> Result<Vec<Test>> {
     let Bson::Document(d) = v else {
+        // A regular expression as a value matches strings (MongoDB), not only equal regexes.
+        if let Bson::RegularExpression(r) = v {
+            return Ok(vec![Test::Regex(Pattern::new(
+                r.pattern.as_str(),
+                r.options.as_str(),
+            )?)]);
+        }
         return Ok(vec![Test::Cmp(Cmp::Eq, v.clone())]);
     };
     if !d.keys().next().is_some_and(|k| k.starts_with('$')) {
@@ -694,9 +920,10 @@ fn parse_tests(field: &str, v: &Bson) -> Result<Vec<Test>> {
         Bson::Array(values) => Ok(values.clone()),
         _ => Err(bad(&format!("{op} needs an array"))),
     };
-    d.iter()
+    let tests: Vec<Option<Test>> = d
+        .iter()
         .map(|(op, val)| {
-            Ok(match op.as_str() {
+            Ok(Some(match op.as_str() {
                 "$eq" => Test::Cmp(Cmp::Eq, val.clone()),
                 "$gt" => Test::Cmp(Cmp::Gt, val.clone()),
                 "$gte" => Test::Cmp(Cmp::Gte, val.clone()),
@@ -706,12 +933,73 @@ fn parse_tests(field: &str, v: &Bson) -> Result<Vec<Test>> {
                 "$ne" => Test::Ne(val.clone()),
                 "$nin" => Test::Nin(array(op, val)?),
                 "$exists" => Test::Exists(truthy(val)),
+                "$type" => Test::Type(type_numbers(val)?),
+                "$regex" => {
+                    let options = match d.get("$options") {
+                        None => "",
+                        Some(Bson::String(o)) => o.as_str(),
+                        Some(_) => return Err(bad("$options has to be a string")),
+                    };
+                    match val {
+                        Bson::String(p) => Test::Regex(Pattern::new(p, options)?),
+                        Bson::RegularExpression(r) if options.is_empty() => {
+                            Test::Regex(Pattern::new(r.pattern.as_str(), r.options.as_str())?)
+                        }
+                        _ => return Err(bad("$regex has to be a string")),
+                    }
+                }
+                "$options" => {
+                    if !d.contains_key("$regex") {
+                        return Err(bad("$options needs a $regex"));
+                    }
+                    return Ok(None);
+                }
+                "$mod" => {
+                    let parts = match val {
+                        Bson::Array(a) => a.iter().map(exact_int).collect::<Option<Vec<_>>>(),
+                        _ => None,
+                    };
+                    match parts.as_deref() {
+                        Some([0, _]) => return Err(bad("$mod: divisor cannot be 0")),
+                        Some(&[d, r]) => Test::Mod(d, r),
+                        _ => {
+                            return Err(bad(
+                                "$mod needs an array of two numbers: [divisor, remainder]",
+                            ));
+                        }
+                    }
+                }
+                "$size" => match exact_int(val).and_then(|n| usize::try_from(n).ok()) {
+                    Some(n) => Test::Size(n),
+                    None => return Err(bad("$size needs a whole, non-negative number")),
+                },
+                "$all" => Test::All(array(op, val)?),
+                "$elemMatch" => match val {
+                    Bson::Document(inner)
+                        if inner.keys().next().is_some_and(|k| k.starts_with('$'))
+                            && !matches!(
+                                inner.keys().next().map(String::as_str),
+                                Some("$and" | "$or" | "$nor")
+                            ) =>
+                    {
+                        Test::ElemMatch(parse_tests(field, val)?)
+                    }
+                    Bson::Document(inner) => {
+                        // No element field is the time field: filters hold no NUL in names.
+                        Test::ElemMatchDoc(Box::new(parse_node(inner, "\0", None)?))
+                    }
+                    _ => return Err(bad("$elemMatch needs an object")),
+                },
                 "$not" => match val {
                     Bson::Document(inner)
                         if inner.keys().next().is_some_and(|k| k.starts_with('$')) =>
                     {
                         Test::Not(parse_tests(field, val)?)
                     }
+                    Bson::RegularExpression(r) => Test::Not(vec![Test::Regex(Pattern::new(
+                        r.pattern.as_str(),
+                        r.options.as_str(),
+                    )?)]),
                     _ => {
                         return Err(bad(&format!(
                             "$not of '{field}' needs a document of operators, e.g. \
@@ -720,9 +1008,10 @@ fn parse_tests(field: &str, v: &Bson) -> Result<Vec<Test>> {
                     }
                 },
                 other => return Err(bad(&format!("unsupported query operator {other}"))),
-            })
+            }))
         })
-        .collect()
+        .collect::<Result<_>>()?;
+    Ok(tests.into_iter().flatten().collect())
 }
 
 /// MongoDB's truthiness of an `$exists` operand: false, 0 and null are false.
@@ -848,6 +1137,78 @@ mod tests {
     }
 
     #[test]
+    fn element_and_array_operators_follow_mongodb() {
+        let a = doc! {
+            "t": DateTime::from_millis(5), "m": { "host": "web-01", "n": 7 },
+            "s": "Error: disk", "x": 10.7, "i": 3_i64, "arr": [1, "two", { "k": 5, "j": "a" }, [4]],
+        };
+        let b =
+            doc! { "t": DateTime::from_millis(9), "m": { "host": "db-02" }, "s": "ok", "arr": [] };
+        let regex = |p: &str, o: &str| {
+            Bson::RegularExpression(bson::Regex {
+                pattern: p.try_into().expect("pattern"),
+                options: o.try_into().expect("options"),
+            })
+        };
+        let cases: Vec<(Document, bool, bool)> = vec![
+            (doc! { "s": { "$type": "string" } }, true, true),
+            (doc! { "x": { "$type": "number" } }, true, false),
+            (doc! { "i": { "$type": [16, "long"] } }, true, false),
+            (doc! { "arr": { "$type": "array" } }, true, true),
+            // An array also matches by an element's type.
+            (doc! { "arr": { "$type": "object" } }, true, false),
+            (
+                doc! { "s": { "$regex": "^error", "$options": "i" } },
+                true,
+                false,
+            ),
+            (doc! { "s": { "$regex": "^error" } }, false, false),
+            (doc! { "s": regex("disk$", "") }, true, false),
+            (doc! { "m.host": regex("^web-\\d+$", "") }, true, false),
+            (doc! { "s": { "$not": regex("^ok", "") } }, true, false),
+            (doc! { "arr": { "$regex": "^tw" } }, true, false),
+            // $mod truncates doubles; arrays match by element.
+            (doc! { "x": { "$mod": [5, 0] } }, true, false),
+            (doc! { "i": { "$mod": [2, 1] } }, true, false),
+            (doc! { "m.n": { "$mod": [4, 3] } }, true, false),
+            (doc! { "arr": { "$size": 4 } }, true, false),
+            (doc! { "arr": { "$size": 0 } }, false, true),
+            (doc! { "arr": { "$all": [1, "two"] } }, true, false),
+            (doc! { "arr": { "$all": [1, 9] } }, false, false),
+            (doc! { "arr": { "$all": [] } }, false, false),
+            (
+                doc! { "arr": { "$elemMatch": { "$gte": 1, "$lt": 2 } } },
+                true,
+                false,
+            ),
+            (
+                doc! { "arr": { "$elemMatch": { "k": { "$gt": 4 }, "j": "a" } } },
+                true,
+                false,
+            ),
+            (
+                doc! { "arr": { "$elemMatch": { "k": { "$gt": 5 } } } },
+                false,
+                false,
+            ),
+            (
+                doc! { "arr": { "$elemMatch": { "$or": [{ "k": 1 }, { "j": "a" }] } } },
+                true,
+                false,
+            ),
+            (
+                doc! { "$or": [{ "s": { "$type": "double" } }, { "arr": { "$size": 0 } }] },
+                false,
+                true,
+            ),
+        ];
+        for (filter, want_a, want_b) in cases {
+            assert_eq!(matches(&filter, &a), want_a, "{filter} on {a}");
+            assert_eq!(matches(&filter, &b), want_b, "{filter} on {b}");
+        }
+    }
+
+    #[test]
     fn clauses_never_prune_or_settle_a_bucket_by_control() {
         let f = parse(doc! { "$or": [{ "v": { "$gt": 100 } }, { "w": 1 }] });
         assert!(f.preds.is_empty() && f.clauses.len() == 1);
@@ -873,6 +1234,17 @@ mod tests {
             doc! { "v": { "$nin": 5 } },
             doc! { "v": { "$regexp": "x" } },
             doc! { "$where": "1" },
+            doc! { "v": { "$type": "integer" } },
+            doc! { "v": { "$type": 42 } },
+            doc! { "v": { "$regex": "(" } },
+            doc! { "v": { "$regex": "a", "$options": "q" } },
+            doc! { "v": { "$options": "i" } },
+            doc! { "v": { "$mod": [0, 1] } },
+            doc! { "v": { "$mod": [3] } },
+            doc! { "v": { "$size": -1 } },
+            doc! { "v": { "$size": 1.5 } },
+            doc! { "v": { "$all": 1 } },
+            doc! { "v": { "$elemMatch": 1 } },
         ] {
             let err = Filter::parse(&f, "t", Some("m")).expect_err("bad filter");
             assert_eq!(err.code(), ErrorCode::BadValue, "{f}: {err}");

@@ -136,6 +136,32 @@ fn op_matches(v: Option<&Bson>, op: &str, operand: &Bson) -> bool {
             .expect("$not document")
             .iter()
             .all(|(op, x)| op_matches(v, op, x)),
+        // The kinds these tests generate: names for the numeric kinds, strings and null.
+        "$type" => v.is_some_and(|v| {
+            let name = match v {
+                Bson::Int32(_) => "int",
+                Bson::Int64(_) => "long",
+                Bson::Double(_) => "double",
+                Bson::String(_) => "string",
+                Bson::Null => "null",
+                _ => "other",
+            };
+            let want = operand.as_str().expect("$type alias");
+            name == want || (want == "number" && matches!(name, "int" | "long" | "double"))
+        }),
+        "$mod" => {
+            let [d, r] = &operand.as_array().expect("$mod array")[..] else {
+                panic!("$mod [d, r]")
+            };
+            let (d, r) = (d.as_i32().expect("d"), r.as_i32().expect("r"));
+            match v {
+                Some(Bson::Int32(n)) => n % d == r,
+                Some(Bson::Int64(n)) => n % i64::from(d) == i64::from(r),
+                #[allow(clippy::cast_possible_truncation)]
+                Some(Bson::Double(x)) => (x.trunc() as i64) % i64::from(d) == i64::from(r),
+                _ => false,
+            }
+        }
         _ => value_matches(v, op, operand),
     }
 }
@@ -1406,6 +1432,10 @@ fn pred_strategy() -> impl Strategy<Value = (String, Bson)> {
         1 => (field_strategy(), op, 0i32..100)
             .prop_map(|(f, op, x)| (f, Bson::Document(doc! { "$not": { op: x } }))),
         1 => (0i64..2880).prop_map(|k| ("t".to_owned(), Bson::Document(doc! { "$ne": at(k * MIN) }))),
+        1 => (field_strategy(), prop::sample::select(vec!["int", "long", "double", "number", "string", "null"]))
+            .prop_map(|(f, t)| (f, Bson::Document(doc! { "$type": t }))),
+        1 => (field_strategy(), 2i32..5, 0i32..3)
+            .prop_map(|(f, d, r)| (f, Bson::Document(doc! { "$mod": [d, r - 1] }))),
     ]
 }
 

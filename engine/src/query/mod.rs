@@ -100,18 +100,23 @@ impl Collection {
     ///
     /// Supported, on the meta field and its sub-fields (`"meta.series"`), the time field and
     /// measurement fields (dotted paths too): `$eq`, `$gt`, `$gte`, `$lt`, `$lte`, `$in`,
-    /// `$ne`, `$nin`, `$exists`, `$not` (of operators), and `$and`, `$or`, `$nor` at any depth,
-    /// with MongoDB's semantics (type bracketing; `null` matches a missing field; `$ne`,
-    /// `$nin` and `$not` match it too; an array matches when an element does). The time field
+    /// `$ne`, `$nin`, `$exists`, `$not`, `$type` (numbers and aliases, `"number"`), `$regex`
+    /// with `$options` `imsx` (or a regular expression as the value; the `regex` crate's
+    /// syntax, which has no look-around or back-references), `$mod`, `$size`, `$all`,
+    /// `$elemMatch` (of operators or of a filter on document elements), and `$and`, `$or`,
+    /// `$nor` at any depth, with MongoDB's semantics (type bracketing; `null` matches a
+    /// missing field; `$ne`, `$nin` and `$not` match it too; an array matches when an element
+    /// does). Not supported: `$expr`, `$where`, `$text`, geospatial operators, regular
+    /// expressions inside `$in`. The time field
     /// only holds dates: a comparison with another type matches nothing. Whole-meta equality
     /// is field-order sensitive (SPEC ).
     ///
     /// What is pushed down (SPEC §14.4): the top-level comparisons and `$in`s choose buckets
     /// through the index and prune them by their control record; a bucket that matches whole
     /// by time and meta is not filtered row by row. Parts of the filter that read only the
-    /// meta field (any operator, in `$or`s too) are judged once per series. The rest (`$or`,
-    /// `$nor`, `$not`, `$ne`, `$nin`, `$exists` on measurement or time fields) is evaluated
-    /// exactly on each measurement of the buckets that remain. Each result has the shape of SPEC §14.1:
+    /// meta field (any operator, in `$or`s too) are judged once per series. The rest (every
+    /// other operator on measurement or time fields, and `$or`/`$nor` mixing them) is
+    /// evaluated exactly on each measurement of the buckets that remain. Each result has the shape of SPEC §14.1:
     /// time field, meta field, then the bucket's other columns.
     ///
     /// Buckets are chosen through the meta+time index and pruned with their control record
