@@ -398,6 +398,63 @@ impl Node {
         }
     }
 
+    /// Whether a bucket may hold a measurement for which the tree holds, judged by its time
+    /// range and control min/max (SPEC §14.4): `false` only when control proves none does.
+    /// An `$or` prunes when every branch does; comparisons and `$in`s as the top-level ones
+    /// do; `$exists: true` on a top-level field the bucket has never held prunes; the
+    /// other operators, `$nor` and meta leaves (judged per series) keep the bucket.
+    pub(crate) fn may_match(
+        &self,
+        min_time: i64,
+        max_time: i64,
+        control: &dyn ControlBounds,
+    ) -> bool {
+        match self {
+            Node::And(c) => c.iter().all(|n| n.may_match(min_time, max_time, control)),
+            Node::Or(c) => c.iter().any(|n| n.may_match(min_time, max_time, control)),
+            Node::Nor(_) => true,
+            Node::Leaf {
+                target: Target::Meta,
+                ..
+            } => true,
+            Node::Leaf {
+                target: Target::Time,
+                test,
+                ..
+            } => match test {
+                Test::Cmp(op, Bson::DateTime(v)) => {
+                    time_may_match(*op, v.timestamp_millis(), min_time, max_time)
+                }
+                // the time field holds dates only.
+                Test::Cmp(_, _) => false,
+                Test::In(values) => values.iter().any(|v| match v {
+                    Bson::DateTime(v) => {
+                        time_may_match(Cmp::Eq, v.timestamp_millis(), min_time, max_time)
+                    }
+                    _ => false,
+                }),
+                _ => true,
+            },
+            Node::Leaf {
+                target: Target::Field,
+                path,
+                test,
+            } => {
+                let (min, max) = control.bounds(&path[0]);
+                match test {
+                    Test::Cmp(op, v) => {
+                        path_may_match(min.as_ref(), max.as_ref(), &path[1..], *op, v)
+                    }
+                    Test::In(values) => values.iter().any(|v| {
+                        path_may_match(min.as_ref(), max.as_ref(), &path[1..], Cmp::Eq, v)
+                    }),
+                    Test::Exists(true) if path.len() == 1 => min.is_some() || max.is_some(),
+                    _ => true,
+                }
+            }
+        }
+    }
+
     /// Whether every leaf reads the meta field (the tree is judged once per series).
     pub(crate) fn meta_only(&self) -> bool {
         let mut only = true;
@@ -631,13 +688,9 @@ impl Filter {
         control: &dyn ControlBounds,
     ) -> bool {
         self.preds.iter().all(|p| match p {
-            Pred::Time { op, value } => value.is_some_and(|v| match op {
-                Cmp::Eq => min_time <= v && v <= max_time,
-                Cmp::Gt => max_time > v,
-                Cmp::Gte => max_time >= v,
-                Cmp::Lt => min_time < v,
-                Cmp::Lte => min_time <= v,
-            }),
+            Pred::Time { op, value } => {
+                value.is_some_and(|v| time_may_match(*op, v, min_time, max_time))
+            }
             Pred::Field { path, op, value } => {
                 let (min, max) = control.bounds(&path[0]);
                 path_may_match(min.as_ref(), max.as_ref(), &path[1..], *op, value)
@@ -649,7 +702,10 @@ impl Filter {
                     .any(|v| path_may_match(min.as_ref(), max.as_ref(), &path[1..], Cmp::Eq, v))
             }
             Pred::Meta { .. } | Pred::MetaIn { .. } => true,
-        })
+        }) && self
+            .clauses
+            .iter()
+            .all(|c| c.may_match(min_time, max_time, control))
     }
 
     /// Whether every row of a bucket matches without evaluating rows: only time
@@ -775,6 +831,17 @@ fn path_may_match(
         Cmp::Gte => compare(max, v) != Ordering::Less,
         Cmp::Lt => compare(min, v) == Ordering::Less,
         Cmp::Lte => compare(min, v) != Ordering::Greater,
+    }
+}
+
+/// Whether a bucket whose rows lie in `[min_time, max_time]` may hold a time `op v`.
+fn time_may_match(op: Cmp, v: i64, min_time: i64, max_time: i64) -> bool {
+    match op {
+        Cmp::Eq => min_time <= v && v <= max_time,
+        Cmp::Gt => max_time > v,
+        Cmp::Gte => max_time >= v,
+        Cmp::Lt => min_time < v,
+        Cmp::Lte => min_time <= v,
     }
 }
 
@@ -1209,10 +1276,32 @@ mod tests {
     }
 
     #[test]
-    fn clauses_never_prune_or_settle_a_bucket_by_control() {
-        let f = parse(doc! { "$or": [{ "v": { "$gt": 100 } }, { "w": 1 }] });
-        assert!(f.preds.is_empty() && f.clauses.len() == 1);
+    fn an_or_prunes_a_bucket_only_when_every_branch_does_and_never_settles_one() {
         let (min, max) = (doc! { "v": 1 }, doc! { "v": 2 });
+        let may = |f: Document| parse(f).bucket_may_match(0, 10, &min, &max);
+        // v in [1, 2], no w, times in [0, 10].
+        assert!(!may(doc! { "$or": [{ "v": { "$gt": 100 } }, { "w": 1 }] }));
+        assert!(may(doc! { "$or": [{ "v": { "$gt": 100 } }, { "v": 2 }] }));
+        assert!(may(
+            doc! { "$or": [{ "v": { "$gt": 100 } }, { "w": { "$exists": false } }] }
+        ));
+        assert!(!may(
+            doc! { "$or": [{ "w": { "$exists": true } }, { "v": { "$in": [5, 6] } }] }
+        ));
+        assert!(!may(
+            doc! { "$or": [{ "t": { "$gt": DateTime::from_millis(10) } }, { "t": 5 }] }
+        ));
+        assert!(may(
+            doc! { "$or": [{ "t": { "$gt": DateTime::from_millis(9) } }, { "t": 5 }] }
+        ));
+        assert!(may(doc! { "$or": [{ "m": "zz" }, { "w": 1 }] })); // meta: judged per series
+        assert!(may(doc! { "$nor": [{ "v": 1 }] }));
+        assert!(may(doc! { "v": { "$ne": 1 } }));
+        assert!(!may(
+            doc! { "$and": [{ "$or": [{ "v": 1 }] }, { "$or": [{ "w": 1 }] }] }
+        ));
+        let f = parse(doc! { "$or": [{ "v": { "$gt": 1 } }, { "w": 1 }] });
+        assert!(f.preds.is_empty() && f.clauses.len() == 1);
         assert!(f.bucket_may_match(0, 10, &min, &max));
         assert!(!f.whole_bucket_matches(0, 10));
         assert_eq!(f.min_time_bounds(1000), Some((i64::MIN, i64::MAX)));

@@ -276,6 +276,29 @@ fn hourly(series: &[&str], hours: i64, per_hour: i64) -> Vec<Document> {
     docs
 }
 
+// ---- for $or: a bucket is pruned when control rules out every branch --------------------
+
+#[test]
+fn r_14_4_1_an_or_prunes_the_buckets_every_branch_rules_out() {
+    let (_d, _db, coll) = setup(&meta_opts());
+    // Six hours of two series, one bucket per series and hour; v is the minute of the day.
+    let docs = hourly(&["a", "b"], 6, 6);
+    insert_all(&coll, &docs);
+    coll.flush().expect("flush");
+    // The first and the last hour only: v < 60 or v >= 300.
+    let filter = doc! { "$or": [{ "v": { "$lt": 60 } }, { "v": { "$gte": 300 } }] };
+    let (found, stats) = sorted_find(&coll, filter.clone());
+    assert_same_rows(&found, &reference_find(&docs, &filter), "$or");
+    assert_eq!(stats.buckets_pruned, 8, "{stats:?}");
+    assert_eq!(stats.buckets_unpacked, 4, "{stats:?}");
+    assert_eq!(coll.count(&filter).expect("count"), found.len() as u64);
+    // A branch control cannot judge ($ne) keeps every bucket.
+    let filter = doc! { "$or": [{ "v": { "$lt": 60 } }, { "v": { "$ne": 100 } }] };
+    let (found, stats) = sorted_find(&coll, filter.clone());
+    assert_same_rows(&found, &reference_find(&docs, &filter), "$or with $ne");
+    assert_eq!(stats.buckets_pruned, 0, "{stats:?}");
+}
+
 // ---- R-14.1.2 ---------------------------------------------------------------------------------
 
 #[test]

@@ -114,9 +114,11 @@ impl Collection {
     /// What is pushed down (SPEC §14.4): the top-level comparisons and `$in`s choose buckets
     /// through the index and prune them by their control record; a bucket that matches whole
     /// by time and meta is not filtered row by row. Parts of the filter that read only the
-    /// meta field (any operator, in `$or`s too) are judged once per series. The rest (every
-    /// other operator on measurement or time fields, and `$or`/`$nor` mixing them) is
-    /// evaluated exactly on each measurement of the buckets that remain. Each result has the shape of SPEC §14.1:
+    /// meta field (any operator, in `$or`s too) are judged once per series. An `$or` prunes
+    /// a bucket by its control record when every branch does (comparisons, `$in`, and
+    /// `$exists: true` on a field the bucket never held). The rest (every other operator on
+    /// measurement or time fields, `$nor`) is evaluated exactly on each measurement of the
+    /// buckets that remain. Each result has the shape of SPEC §14.1:
     /// time field, meta field, then the bucket's other columns.
     ///
     /// Buckets are chosen through the meta+time index and pruned with their control record
