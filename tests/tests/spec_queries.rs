@@ -299,6 +299,60 @@ fn r_14_4_1_an_or_prunes_the_buckets_every_branch_rules_out() {
     assert_eq!(stats.buckets_pruned, 0, "{stats:?}");
 }
 
+// ---- §14.3: projections at any depth ------------------------------------------------------------
+
+#[test]
+fn r_14_3_dotted_projections_cut_meta_and_measurement_values() {
+    let (_d, _db, coll) = setup(&meta_opts());
+    let docs = vec![
+        doc! { "t": at(0), "m": { "series": "s1", "site": "x" }, "loc": { "type": "Point", "c": [1, 2] }, "v": 1 },
+        doc! { "t": at(MIN), "m": { "series": "s1", "site": "x" }, "loc": 5, "v": 2 },
+    ];
+    insert_all(&coll, &docs);
+    let opts = |p: Document| FindOptions {
+        projection: Some(p),
+        sort: Some(SortOrder::Ascending),
+        ..FindOptions::default()
+    };
+    let found = coll
+        .find(
+            &doc! {},
+            &opts(doc! { "m.series": 1, "loc.c": 1, "_id": 0 }),
+        )
+        .expect("find");
+    assert_eq!(
+        found,
+        [
+            doc! { "m": { "series": "s1" }, "loc": { "c": [1, 2] } },
+            doc! { "m": { "series": "s1" } },
+        ]
+    );
+    let found = coll
+        .find(
+            &doc! {},
+            &opts(doc! { "m.site": 0, "loc.type": 0, "_id": 0 }),
+        )
+        .expect("find");
+    assert_eq!(
+        found,
+        [
+            doc! { "t": at(0), "m": { "series": "s1" }, "loc": { "c": [1, 2] }, "v": 1 },
+            doc! { "t": at(MIN), "m": { "series": "s1" }, "loc": 5, "v": 2 },
+        ]
+    );
+    // The columnar result holds the same values.
+    let batch = coll
+        .find_columns(&doc! {}, &opts(doc! { "m.series": 1, "loc.c": 1 }))
+        .expect("columns");
+    assert_eq!(batch.metas, [Some(Bson::Document(doc! { "series": "s1" }))]);
+    let loc = batch.field("loc").expect("loc");
+    assert_eq!(loc, [Some(Bson::Document(doc! { "c": [1, 2] })), None]);
+    let err = coll
+        .find(&doc! {}, &opts(doc! { "v": { "$slice": 1 } }))
+        .expect_err("$slice");
+    assert_eq!(err.code(), tscoll_engine::ErrorCode::BadValue, "{err}");
+}
+
 // ---- R-14.1.2 ---------------------------------------------------------------------------------
 
 #[test]

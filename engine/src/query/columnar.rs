@@ -249,6 +249,18 @@ impl Reader<'_> {
             }
             None => {}
         }
+        if projection.cuts() {
+            for (name, values) in &mut batch.fields {
+                for v in values.iter_mut() {
+                    *v = v.take().and_then(|v| projection.cut(name, v));
+                }
+            }
+            if let Some(meta_field) = plan.spec.meta_field.as_deref() {
+                for m in &mut batch.metas {
+                    *m = m.take().and_then(|v| projection.cut(meta_field, v));
+                }
+            }
+        }
         stats.rows_returned = batch.len() as u64;
         Ok(batch)
     }

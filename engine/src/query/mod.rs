@@ -11,7 +11,7 @@
 //! | `memory.rs` | the rows open buckets hold unstored, read with the stored buckets |
 //! | `unpack.rs` | decoding a bucket's segments and building measurements |
 //! | `rowfilter.rs` | the per-measurement filter on decoded columns |
-//! | `projection.rs` | inclusion / exclusion projections |
+//! | `projection.rs` | inclusion / exclusion projections, at any depth |
 //! | `topk.rs` | sort on time with a limit that stops early |
 //! | `walk.rs` | the one walk over candidate buckets and the `Collector` each query kind is |
 //! | `count.rs`, `last_point.rs`, `aggregate.rs`, `columnar.rs` | the other query kinds |
@@ -66,8 +66,11 @@ pub enum SortOrder {
 /// Options of [`Collection::find`] and [`Collection::find_columns`].
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct FindOptions {
-    /// A MongoDB projection on top-level fields: inclusion (`{a: 1}`, `_id` kept unless
-    /// `_id: 0`) or exclusion (`{a: 0}`). Default = every field (SPEC §14.3).
+    /// A MongoDB projection: inclusion (`{a: 1}`, `_id` kept unless `_id: 0`) or exclusion
+    /// (`{a: 0}`) of fields at any depth (`{"meta.series": 1}`, `{"loc.coordinates": 0}`:
+    /// inside documents and the documents of arrays, as MongoDB). `$slice`, `$elemMatch`,
+    /// `$meta` and positional projections are refused (`BadValue`). Default = every field
+    /// (SPEC §14.3).
     pub projection: Option<Document>,
     /// Sort on the time field. Default = bucket order, rows in stored order (SPEC ).
     /// Measurements with equal times come in no specified order.
@@ -404,8 +407,8 @@ impl Collector for Find<'_> {
                 if !self.sink.accepts(t) {
                     continue;
                 }
-                self.sink
-                    .push(t, build_row(&view, row, shape, &cols).map_err(corrupt)?);
+                let doc = build_row(&view, row, shape, &cols).map_err(corrupt)?;
+                self.sink.push(t, ctx.projection.cut_document(doc));
             }
         }
         Ok(())
