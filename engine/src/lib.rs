@@ -66,7 +66,7 @@ pub use index::IndexOptions;
 pub use journal::RecoveryReport;
 pub use query::{
     Accumulator, AggregateBatch, AggregateSpec, ColumnBatch, FindCursor, FindOptions, QueryStats,
-    SortOrder,
+    SORT_MEMORY_LIMIT, SortOrder,
 };
 pub use salvage::{ControlSummary, LostBucket, SalvageReport, SalvagedCollection};
 pub use stats::{CatalogStats, CollectionStats};

@@ -1405,6 +1405,7 @@ fn columnar_result_equals_find() {
             sort: Some(SortOrder::Ascending),
             limit: None,
             skip: 0,
+            sort_by: None,
         };
         let rows = coll.find(&filter, &opts).expect("find");
         let (batch, stats) = coll
@@ -1592,7 +1593,7 @@ proptest! {
             insert_all(&coll, chunk);
         }
         let expected = reference_find(&docs, &filter);
-        let opts = FindOptions { projection: None, sort, limit, skip };
+        let opts = FindOptions { projection: None, sort, sort_by: None, limit, skip };
         let (found, stats) = coll.find_with_stats(&filter, &opts).expect("find");
         let by_time: HashMap<i64, &Document> = expected.iter().map(|d| (time_of(d), *d)).collect();
         for f in &found {
@@ -1630,5 +1631,52 @@ proptest! {
             .map(|d| (d.get_str("m").ok().map(str::to_owned), time_of(d)))
             .collect();
         prop_assert_eq!(found_last, expected_last.into_iter().collect::<Vec<_>>());
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    /// `sort_by` on measurement fields (a missing field sorting as null), then the time field
+    /// to make the order total, equals a sort of the naive matches, with skip and limit.
+    #[test]
+    fn sorts_on_fields_equal_a_naive_sort(
+        docs in docs_strategy(),
+        filter in filter_strategy(),
+        first in prop_oneof![Just("v"), Just("w"), Just("m")],
+        first_desc in any::<bool>(),
+        time_desc in any::<bool>(),
+        skip in 0usize..8,
+        limit in proptest::option::of(1usize..20),
+    ) {
+        let (_d, _db, coll) = setup(&meta_opts());
+        insert_all(&coll, &docs);
+        let dir = |desc: bool| if desc { -1 } else { 1 };
+        let opts = FindOptions {
+            sort_by: Some(doc! { first: dir(first_desc), "t": dir(time_desc) }),
+            skip,
+            limit,
+            projection: Some(doc! { "w": 0 }),
+            ..FindOptions::default()
+        };
+        let found = coll.find(&filter, &opts).expect("find");
+        let mut expected = reference_find(&docs, &filter);
+        let key = |d: &Document| d.get(first).cloned().unwrap_or(Bson::Null);
+        expected.sort_by(|a, b| {
+            let o = order(&key(a), &key(b));
+            let o = if first_desc { o.reverse() } else { o };
+            let t = time_of(a).cmp(&time_of(b));
+            o.then(if time_desc { t.reverse() } else { t })
+        });
+        let want: Vec<i64> = expected
+            .iter()
+            .skip(skip)
+            .take(limit.unwrap_or(usize::MAX))
+            .map(|d| time_of(d))
+            .collect();
+        let got: Vec<i64> = found.iter().map(time_of).collect();
+        prop_assert_eq!(got, want, "{} {:?}", filter, opts);
+        // The projection applies after the sort: `w` was a sort key, and is gone.
+        prop_assert!(found.iter().all(|d| !d.contains_key("w")));
     }
 }

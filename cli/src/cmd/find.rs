@@ -5,7 +5,8 @@
 use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
 
-use tscoll_engine::{FindOptions, QueryStats, SortOrder};
+use bson::{Bson, Document};
+use tscoll_engine::{FindOptions, QueryStats};
 
 use super::{
     CmdResult, DbArgs, open_collection, parse_json_arg, stdout_result, write_extjson_line,
@@ -25,8 +26,9 @@ pub(crate) struct Args {
     /// Projection in Extended JSON, e.g. `{"ts":1,"temp":1}`.
     #[arg(long, value_name = "JSON")]
     pub(crate) projection: Option<String>,
-    /// Sort on the time field: `FIELD:1` (ascending) or `FIELD:-1` (descending), or as a
-    /// MongoDB sort document, `{"FIELD": 1}` / `{"FIELD": -1}`.
+    /// Sort: `FIELD:1` (ascending) or `FIELD:-1` (descending), or a MongoDB sort document,
+    /// `{"FIELD": 1, "OTHER": -1}`. On the time field alone the output streams; on other
+    /// fields the matches are sorted in memory (at most 100 MiB of them without `--limit`).
     #[arg(long, value_name = "FIELD:1|FIELD:-1|JSON")]
     pub(crate) sort: Option<String>,
     /// Print at most N measurements (0: no limit, as MongoDB's `limit(0)`).
@@ -49,45 +51,46 @@ pub(crate) struct Args {
     pub(crate) stats: bool,
 }
 
-/// Parses `--sort FIELD:1|FIELD:-1` or a sort document `{"FIELD": 1}`; the field must be the
-/// collection's time field.
+/// Parses `--sort`: `FIELD:1`, `FIELD:-1` (or `1`/`-1` alone for the time field), or a
+/// MongoDB sort document, `{"FIELD": 1, "OTHER": -1}`, into a sort document. A sort on the
+/// time field alone streams; on other fields the engine sorts the matches
+/// (`FindOptions::sort_by`).
 ///
 /// # Errors
-/// Another field, more than one field, or a direction other than `1`/`-1`.
-pub(crate) fn parse_sort(text: &str, time_field: &str) -> CmdResult<SortOrder> {
-    let (field, direction) = if text.trim_start().starts_with('{') {
+/// Malformed JSON, no field, or a direction other than `1`/`-1`.
+pub(crate) fn parse_sort(text: &str, time_field: &str) -> CmdResult<Document> {
+    if text.trim_start().starts_with('{') {
         let doc = parse_json_arg("--sort", text)?;
-        let mut fields = doc.iter();
-        let (Some((field, direction)), None) = (fields.next(), fields.next()) else {
-            return Err(format!(
-                "--sort: give one field, the time field '{time_field}', as {{\"{time_field}\": 1}} \
-                 or {{\"{time_field}\": -1}}"
-            )
-            .into());
-        };
-        let direction = match direction {
-            bson::Bson::Int32(n) => n.to_string(),
-            bson::Bson::Int64(n) => n.to_string(),
-            #[expect(clippy::cast_possible_truncation, reason = "1.0 and -1.0 only")]
-            bson::Bson::Double(n) if n.fract() == 0.0 => (*n as i64).to_string(),
-            other => other.to_string(),
-        };
-        (field.clone(), direction)
-    } else {
-        let (field, direction) = text.rsplit_once(':').unwrap_or((time_field, text));
-        (field.to_owned(), direction.to_owned())
+        if doc.is_empty() {
+            return Err(
+                format!("--sort: give at least one field, e.g. {{\"{time_field}\": -1}}").into(),
+            );
+        }
+        for (field, direction) in &doc {
+            let ok = match direction {
+                Bson::Int32(n) => n.abs() == 1,
+                Bson::Int64(n) => n.abs() == 1,
+                Bson::Double(n) => n.abs() == 1.0,
+                _ => false,
+            };
+            if !ok {
+                return Err(format!(
+                    "--sort: the direction of '{field}' must be 1 or -1, not {direction}"
+                )
+                .into());
+            }
+        }
+        return Ok(doc);
+    }
+    let (field, direction) = text.rsplit_once(':').unwrap_or((time_field, text));
+    let direction = match direction.trim() {
+        "1" | "asc" => 1,
+        "-1" | "desc" => -1,
+        other => return Err(format!("--sort: direction must be 1 or -1, not '{other}'").into()),
     };
-    if field != time_field {
-        return Err(format!(
-            "--sort: only the time field '{time_field}' can be sorted on, not '{field}'"
-        )
-        .into());
-    }
-    match direction.trim() {
-        "1" | "asc" => Ok(SortOrder::Ascending),
-        "-1" | "desc" => Ok(SortOrder::Descending),
-        other => Err(format!("--sort: direction must be 1 or -1, not '{other}'").into()),
-    }
+    let mut doc = Document::new();
+    doc.insert(field, direction);
+    Ok(doc)
 }
 
 /// Runs `tscoll find`.
@@ -102,7 +105,7 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
         .map(|p| parse_json_arg("--projection", p))
         .transpose()?;
     let (_db, coll) = open_collection(&args.db.db, &args.coll)?;
-    let sort = args
+    let sort_by = args
         .sort
         .as_deref()
         .map(|s| parse_sort(s, &coll.spec().time_field))
@@ -130,9 +133,10 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
             // many as overlap in time), each written as soon as it is read.
             let options = FindOptions {
                 projection,
-                sort,
+                sort: None,
                 limit: args.limit,
                 skip: args.skip,
+                sort_by,
             };
             let mut cursor = coll
                 .find_cursor(&filter, &options)
@@ -161,49 +165,32 @@ pub(crate) fn print_stats(stats: &QueryStats) {
 
 #[cfg(test)]
 mod tests {
+    use bson::doc;
+
     use super::*;
 
     #[test]
     fn sort_syntax() {
-        assert!(matches!(parse_sort("ts:1", "ts"), Ok(SortOrder::Ascending)));
-        assert!(matches!(
-            parse_sort("ts:-1", "ts"),
-            Ok(SortOrder::Descending)
-        ));
-        assert!(matches!(parse_sort("-1", "ts"), Ok(SortOrder::Descending)));
-        assert!(parse_sort("temp:1", "ts").is_err());
-        assert!(parse_sort("ts:2", "ts").is_err());
+        let sort = |t: &str| parse_sort(t, "ts").map_err(|e| e.to_string());
+        assert_eq!(sort("ts:1"), Ok(doc! { "ts": 1 }));
+        assert_eq!(sort("ts:-1"), Ok(doc! { "ts": -1 }));
+        assert_eq!(sort("-1"), Ok(doc! { "ts": -1 }));
+        assert_eq!(sort("temp:1"), Ok(doc! { "temp": 1 }));
+        assert!(sort("ts:2").is_err_and(|e| e.contains("1 or -1")));
     }
 
     #[test]
     fn sort_documents_as_mongodb_writes_them() {
-        assert!(matches!(
-            parse_sort(r#"{"ts": -1}"#, "ts"),
-            Ok(SortOrder::Descending)
-        ));
-        assert!(matches!(
-            parse_sort(r#" {"ts":1}"#, "ts"),
-            Ok(SortOrder::Ascending)
-        ));
-        assert!(matches!(
-            parse_sort(r#"{"ts": 1.0}"#, "ts"),
-            Ok(SortOrder::Ascending)
-        ));
-        let err = |t: &str| {
-            parse_sort(t, "ts")
-                .err()
-                .map(|e| e.to_string())
-                .unwrap_or_default()
-        };
-        assert!(
-            err(r#"{"temp": -1}"#).contains("only the time field 'ts'"),
-            "{}",
-            err(r#"{"temp": -1}"#)
+        let sort = |t: &str| parse_sort(t, "ts").map_err(|e| e.to_string());
+        assert_eq!(sort(r#"{"ts": -1}"#), Ok(doc! { "ts": -1 }));
+        assert_eq!(
+            sort(r#" {"temp": -1, "ts": 1}"#),
+            Ok(doc! { "temp": -1, "ts": 1 })
         );
-        assert!(err(r#"{"ts": 1, "temp": 1}"#).contains("one field"));
-        assert!(err("{}").contains("one field"));
-        assert!(err(r#"{"ts": 2}"#).contains("1 or -1"));
-        assert!(err(r#"{"ts": "x"}"#).contains("1 or -1"));
-        assert!(err(r#"{"ts": "#).contains("--sort"));
+        assert_eq!(sort(r#"{"ts": 1.0}"#), Ok(doc! { "ts": 1.0 }));
+        assert!(sort("{}").is_err_and(|e| e.contains("at least one field")));
+        assert!(sort(r#"{"ts": 2}"#).is_err_and(|e| e.contains("1 or -1")));
+        assert!(sort(r#"{"ts": "x"}"#).is_err_and(|e| e.contains("1 or -1")));
+        assert!(sort(r#"{"ts": "#).is_err_and(|e| e.contains("--sort")));
     }
 }

@@ -12,12 +12,13 @@ use super::memory::{MemoryView, Reader};
 use super::plan::{Candidate, Candidates, Plan, Verdict};
 use super::projection::Projection;
 use super::rowfilter::RowFilter;
+use super::sort::SortPlan;
 use super::topk::{TopK, order_candidates};
 use super::unpack::SegmentView;
 use super::walk::{Collector, Take};
 use super::{FindOptions, QueryStats, SortOrder};
 use crate::collection::Collection;
-use crate::error::Result;
+use crate::error::{Error, ErrorCode, Result};
 
 /// The measurements a query found, column by column (row `i` of every vector is the same
 /// measurement).
@@ -179,6 +180,16 @@ impl Reader<'_> {
         stats: &mut QueryStats,
     ) -> Result<ColumnBatch> {
         let projection = Projection::parse(options.projection.as_ref())?;
+        let options = &match SortPlan::of(options, &plan.spec.time_field)? {
+            SortPlan::Time(sort) => options.time_sorted(sort),
+            SortPlan::Fields(_) => {
+                return Err(Error::rejected(
+                    ErrorCode::BadValue,
+                    "find_columns sorts on the time field only; use find for a sort on other \
+                     fields",
+                ));
+            }
+        };
         let rows = RowFilter::new(&plan.filter, &plan.spec.time_field);
         let mut cands = self.candidates(plan, stats)?;
         let keep = match (options.sort, options.keep()) {

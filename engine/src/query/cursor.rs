@@ -14,6 +14,7 @@ use super::memory::{MemoryView, Reader};
 use super::plan::{Candidate, Candidates, Plan};
 use super::projection::Projection;
 use super::rowfilter::RowFilter;
+use super::sort::{SortPlan, SortSpec};
 use super::{FindCtx, FindOptions, QueryStats, SortOrder};
 use crate::collection::CollectionInner;
 use crate::error::Result;
@@ -105,6 +106,12 @@ impl FindCursor {
     ) -> Result<FindCursor> {
         let plan = Plan::new(inner, filter)?;
         let projection = Projection::parse(options.projection.as_ref())?;
+        let options = &match SortPlan::of(options, &plan.spec.time_field)? {
+            SortPlan::Time(sort) => options.time_sorted(sort),
+            SortPlan::Fields(spec) => {
+                return FindCursor::sorted(inner, filter, options, &spec, plan, projection);
+            }
+        };
         let mut stats = QueryStats::default();
         let memory = {
             let rows = RowFilter::new(&plan.filter, &plan.spec.time_field);
@@ -157,6 +164,43 @@ impl FindCursor {
             rows,
             remaining: options.limit(),
             skip,
+            stats,
+            done: false,
+        })
+    }
+
+    /// A cursor over measurements sorted on fields other than time ([`super::sort`]): every
+    /// match is read whole by an unsorted cursor, then sorted, skipped, limited and projected.
+    fn sorted(
+        inner: &Arc<CollectionInner>,
+        filter: &Document,
+        options: &FindOptions,
+        spec: &SortSpec,
+        plan: Plan,
+        projection: Projection,
+    ) -> Result<FindCursor> {
+        let mut all = FindCursor::new(inner, filter, &FindOptions::default())?;
+        let rows = spec.sort(all.by_ref(), options.skip, options.limit())?;
+        let mut stats = all.stats();
+        stats.rows_returned = 0;
+        let rows: Vec<Document> = rows
+            .into_iter()
+            .map(|d| {
+                let kept: Document = d.into_iter().filter(|(k, _)| projection.keeps(k)).collect();
+                projection.cut_document(kept)
+            })
+            .collect();
+        Ok(FindCursor {
+            inner: Arc::clone(inner),
+            memory: MemoryView::default(),
+            plan,
+            projection,
+            cands: Candidates::default(),
+            visit: Vec::new(),
+            next: 0,
+            rows: Rows::Ready(rows.into_iter()),
+            remaining: None,
+            skip: 0,
             stats,
             done: false,
         })

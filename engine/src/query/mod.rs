@@ -12,6 +12,7 @@
 //! | `unpack.rs` | decoding a bucket's segments and building measurements |
 //! | `rowfilter.rs` | the per-measurement filter on decoded columns |
 //! | `projection.rs` | inclusion / exclusion projections, at any depth |
+//! | `sort.rs` | sorting on any fields (sort documents) |
 //! | `topk.rs` | sort on time with a limit that stops early |
 //! | `walk.rs` | the one walk over candidate buckets and the `Collector` each query kind is |
 //! | `count.rs`, `last_point.rs`, `aggregate.rs`, `columnar.rs` | the other query kinds |
@@ -30,6 +31,7 @@ mod parallel;
 mod plan;
 mod projection;
 mod rowfilter;
+mod sort;
 mod stats;
 mod topk;
 mod unpack;
@@ -50,6 +52,7 @@ use memory::Reader;
 use plan::{Candidate, Candidates, Plan, Verdict};
 use projection::Projection;
 use rowfilter::RowFilter;
+pub use sort::SORT_MEMORY_LIMIT;
 use topk::{TopK, order_candidates};
 use unpack::{SegmentView, Shape, build_row};
 use walk::{Collector, Take};
@@ -75,6 +78,14 @@ pub struct FindOptions {
     /// Sort on the time field. Default = bucket order, rows in stored order (SPEC ).
     /// Measurements with equal times come in no specified order.
     pub sort: Option<SortOrder>,
+    /// Sort on any fields: a MongoDB sort document, `{field: 1 | -1, ...}` (dotted paths;
+    /// BSON order; a missing field sorts as null; an array by its least element ascending,
+    /// its greatest descending; equal keys keep no specified order). Not with `sort`. A
+    /// document naming only the time field streams as `sort` does. Otherwise the matching
+    /// measurements are read whole and sorted before the skip, the limit and the projection
+    /// apply: with a limit, about twice `skip + limit` of them are held; without, at most
+    /// [`SORT_MEMORY_LIMIT`] bytes (beyond: `BadValue`, as MongoDB without `allowDiskUse`).
+    pub sort_by: Option<Document>,
     /// At most this many measurements. Default = all; `Some(0)` is no limit too, as
     /// MongoDB's `limit(0)`. With a sort, buckets are visited in min-time order and the visit
     /// stops once no remaining bucket can hold a better measurement (SPEC ).
@@ -90,6 +101,16 @@ impl FindOptions {
     /// The limit in force: `None` for none (`limit` unset or 0).
     pub(crate) fn limit(&self) -> Option<usize> {
         self.limit.filter(|&n| n > 0)
+    }
+
+    /// These options with the sort on time `sort` and no sort document (what a sort
+    /// document naming only the time field comes to).
+    pub(crate) fn time_sorted(&self, sort: Option<SortOrder>) -> FindOptions {
+        FindOptions {
+            sort,
+            sort_by: None,
+            ..self.clone()
+        }
     }
 
     /// The number of best measurements a sorted query with a limit keeps: `skip + limit`.
