@@ -9,6 +9,7 @@ use tscoll_catalog::value::{canonical_rank, compare, to_bson};
 use tscoll_codec::{ValueRef, tag};
 
 use crate::error::{Error, ErrorCode, Result};
+use crate::expr::Expr;
 
 /// A comparison operator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -271,6 +272,8 @@ pub(crate) enum Node {
         path: Vec<String>,
         test: Test,
     },
+    /// `$expr`: an aggregation expression that holds ([`crate::expr`]).
+    Expr(Expr),
 }
 
 /// A value a [`Node`] reads: `Ok(None)` when missing, `Err` when a stored value is corrupt.
@@ -385,6 +388,7 @@ impl Node {
                 let v = values.get(*target, path)?;
                 test.holds(v.as_deref())
             }
+            Node::Expr(e) => e.holds(values)?,
         })
     }
 
@@ -395,6 +399,11 @@ impl Node {
                 c.iter().for_each(|n| n.for_each_leaf(f));
             }
             Node::Leaf { target, path, .. } => f(*target, path),
+            Node::Expr(e) => {
+                let mut fields = Vec::new();
+                e.fields(&mut fields);
+                fields.into_iter().for_each(|(t, p)| f(t, p));
+            }
         }
     }
 
@@ -412,7 +421,7 @@ impl Node {
         match self {
             Node::And(c) => c.iter().all(|n| n.may_match(min_time, max_time, control)),
             Node::Or(c) => c.iter().any(|n| n.may_match(min_time, max_time, control)),
-            Node::Nor(_) => true,
+            Node::Nor(_) | Node::Expr(_) => true,
             Node::Leaf {
                 target: Target::Meta,
                 ..
@@ -526,6 +535,10 @@ impl Filter {
                 } else {
                     Node::Nor(children)
                 });
+                continue;
+            }
+            if k == "$expr" {
+                self.clauses.push(parse_expr(v, time_field, meta_field)?);
                 continue;
             }
             if k.starts_with('$') {
@@ -1093,6 +1106,15 @@ fn truthy(v: &Bson) -> bool {
     }
 }
 
+/// An `$expr` operand as a clause.
+fn parse_expr(v: &Bson, time_field: &str, meta_field: Option<&str>) -> Result<Node> {
+    let target = |path: &[String]| {
+        let (t, rel) = target_of(path, time_field, meta_field);
+        (t, rel.to_vec())
+    };
+    Ok(Node::Expr(Expr::parse(v, &target)?))
+}
+
 /// A filter document inside `$or`, `$nor` or `$and` as a tree (the conjunction of its
 /// entries).
 fn parse_node(doc: &Document, time_field: &str, meta_field: Option<&str>) -> Result<Node> {
@@ -1110,6 +1132,7 @@ fn parse_node(doc: &Document, time_field: &str, meta_field: Option<&str>) -> Res
                     _ => Node::Nor(children),
                 });
             }
+            "$expr" => all.push(parse_expr(v, time_field, meta_field)?),
             _ if k.starts_with('$') => {
                 return Err(bad(&format!("unsupported top-level operator {k}")));
             }
@@ -1272,6 +1295,98 @@ mod tests {
         for (filter, want_a, want_b) in cases {
             assert_eq!(matches(&filter, &a), want_a, "{filter} on {a}");
             assert_eq!(matches(&filter, &b), want_b, "{filter} on {b}");
+        }
+    }
+
+    #[test]
+    fn expr_compares_fields_computes_and_follows_aggregation_order() {
+        let a = doc! {
+            "t": DateTime::from_millis(60_000), "m": { "cap": 10 },
+            "user": 7.5, "system": 2, "i": 4, "s": "x",
+        };
+        let b = doc! { "t": DateTime::from_millis(0), "m": { "cap": 1 }, "user": 1, "system": 3 };
+        let cases: Vec<(Document, bool, bool)> = vec![
+            (
+                doc! { "$expr": { "$gt": ["$user", "$system"] } },
+                true,
+                false,
+            ),
+            (
+                doc! { "$expr": { "$lt": [{ "$add": ["$user", "$system"] }, "$m.cap"] } },
+                true,
+                false,
+            ),
+            (
+                doc! { "$expr": { "$eq": [{ "$subtract": ["$user", 0.5] }, 7] } },
+                true,
+                false,
+            ),
+            (
+                doc! { "$expr": { "$eq": [{ "$multiply": ["$i", 2, 3] }, 24] } },
+                true,
+                false,
+            ),
+            (
+                doc! { "$expr": { "$eq": [{ "$divide": ["$system", 4] }, 0.5] } },
+                true,
+                false,
+            ),
+            (
+                doc! { "$expr": { "$eq": [{ "$mod": ["$i", 3] }, 1] } },
+                true,
+                false,
+            ),
+            (
+                doc! { "$expr": { "$gt": [{ "$abs": { "$subtract": ["$system", 5] } }, 2] } },
+                true,
+                false,
+            ),
+            // A string is above every number in BSON order; a missing field below everything.
+            (doc! { "$expr": { "$gt": ["$s", 1000] } }, true, false),
+            (doc! { "$expr": { "$lt": ["$s", null] } }, false, true),
+            (doc! { "$expr": { "$eq": ["$s", null] } }, false, false),
+            // Null operands make arithmetic null; null is false.
+            (
+                doc! { "$expr": { "$add": ["$i", "$nothing"] } },
+                false,
+                false,
+            ),
+            (doc! { "$expr": "$i" }, true, false),
+            (
+                doc! { "$expr": { "$and": ["$i", { "$not": ["$s"] }] } },
+                false,
+                false,
+            ),
+            (
+                doc! { "$expr": { "$or": [{ "$gte": ["$t", { "$literal": DateTime::from_millis(60_000) }] }, "$nothing"] } },
+                true,
+                false,
+            ),
+            // Dates: date minus date is milliseconds.
+            (
+                doc! { "$expr": { "$eq": [{ "$subtract": ["$t", DateTime::from_millis(0)] }, 60_000] } },
+                true,
+                false,
+            ),
+            (
+                doc! { "$or": [{ "$expr": { "$lt": ["$user", "$system"] } }, { "s": "x" }] },
+                true,
+                true,
+            ),
+        ];
+        for (filter, want_a, want_b) in cases {
+            assert_eq!(matches(&filter, &a), want_a, "{filter} on {a}");
+            assert_eq!(matches(&filter, &b), want_b, "{filter} on {b}");
+        }
+        for f in [
+            doc! { "$expr": { "$gt": ["$a"] } },
+            doc! { "$expr": { "$dateTrunc": { "date": "$t", "unit": "hour" } } },
+            doc! { "$expr": { "$gt": ["$$NOW", 1] } },
+            doc! { "$expr": { "$gt": ["$a", 1], "$lt": ["$a", 2] } },
+            doc! { "$expr": { "$eq": [{ "a": 1 }, 1] } },
+        ] {
+            let err = Filter::parse(&f, "t", Some("m")).expect_err("bad $expr");
+            assert_eq!(err.code(), ErrorCode::BadValue, "{f}: {err}");
         }
     }
 

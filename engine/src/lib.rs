@@ -39,6 +39,7 @@ mod collmod;
 mod control;
 mod db;
 mod delete;
+mod expr;
 mod filter;
 mod index;
 mod journal;

@@ -353,6 +353,40 @@ fn r_14_3_dotted_projections_cut_meta_and_measurement_values() {
     assert_eq!(err.code(), tscoll_engine::ErrorCode::BadValue, "{err}");
 }
 
+// ---- $expr: comparisons of two fields and arithmetic, per measurement ----------------------------
+
+#[test]
+fn expr_compares_two_fields_of_each_measurement() {
+    let (_d, _db, coll) = setup(&meta_opts());
+    let docs: Vec<Document> = (0..200_i32)
+        .map(|i| {
+            let series = if i % 2 == 0 { "a" } else { "b" };
+            let mut d = doc! { "t": at(i64::from(i) * MIN), "m": series, "v": (i * 7) % 13 };
+            if i % 5 != 0 {
+                d.insert("w", (i * 3) % 11);
+            }
+            d
+        })
+        .collect();
+    insert_all(&coll, &docs);
+    let filter = doc! { "$expr": { "$gt": [{ "$add": ["$v", 1] }, "$w"] }, "m": "a" };
+    let found = coll.find(&filter, &FindOptions::default()).expect("find");
+    // A missing w sorts below every number: v + 1 > missing holds.
+    let expected: Vec<i64> = docs
+        .iter()
+        .filter(|d| d.get_str("m").ok() == Some("a"))
+        .filter(|d| {
+            let v = d.get_i32("v").expect("v");
+            d.get_i32("w").map_or(true, |w| v + 1 > w)
+        })
+        .map(time_of)
+        .collect();
+    let mut got: Vec<i64> = found.iter().map(time_of).collect();
+    got.sort_unstable();
+    assert_eq!(got, expected);
+    assert_eq!(coll.count(&filter).expect("count"), expected.len() as u64);
+}
+
 // ---- R-14.1.2 ---------------------------------------------------------------------------------
 
 #[test]

@@ -130,7 +130,10 @@ impl Collection {
     /// `$elemMatch` (of operators or of a filter on document elements), and `$and`, `$or`,
     /// `$nor` at any depth, with MongoDB's semantics (type bracketing; `null` matches a
     /// missing field; `$ne`, `$nin` and `$not` match it too; an array matches when an element
-    /// does). Not supported: `$expr`, `$where`, `$text`, geospatial operators, regular
+    /// does); `$expr` with field paths, comparisons (BSON order across types), `$and`, `$or`,
+    /// `$not` and arithmetic (`$add`, `$subtract`, `$multiply`, `$divide`, `$mod`, `$abs`, on
+    /// numbers and dates), evaluated per measurement. Not supported: other expression
+    /// operators (date ones among them), `$where`, `$text`, geospatial operators, regular
     /// expressions inside `$in`. The time field
     /// only holds dates: a comparison with another type matches nothing. Whole-meta equality
     /// is field-order sensitive (SPEC ).

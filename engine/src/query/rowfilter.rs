@@ -188,6 +188,7 @@ fn leaves_of<'f>(n: &'f Node, out: &mut Vec<(Reads, &'f [String])>) {
     match n {
         Node::And(c) | Node::Or(c) | Node::Nor(c) => c.iter().for_each(|n| leaves_of(n, out)),
         Node::Leaf { target, path, .. } => out.push((*target, path)),
+        Node::Expr(e) => e.fields(out),
     }
 }
 
