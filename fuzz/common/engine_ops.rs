@@ -252,6 +252,12 @@ pub enum ValPred {
     Cmp(Cmp, i16, bool),
     /// `{v: {$in: [...]}}` of ints.
     In(Vec<i16>),
+    /// `{v: {$ne: n}}`: a missing `v` or a string is not equal.
+    Ne(i16),
+    /// `{v: {$exists: b}}`.
+    Exists(bool),
+    /// `{$or: [{v: {$lt: a}}, {v: {$gt: b}}]}`: numbers outside `[a, b]`.
+    Outside(i16, i16),
 }
 
 /// A filter: the conjunction of its parts.
@@ -1049,17 +1055,20 @@ fn decode_filter(r: &mut Reader<'_>) -> Filter {
             }
         })
         .collect();
-    let value = match r.byte() % 4 {
+    let value = match r.byte() % 7 {
         0 => None,
         1 | 2 => {
             let double = r.byte() % 4 == 3;
             let op = CMPS[r.pick(CMPS.len())];
             Some(ValPred::Cmp(op, r.value(), double))
         }
-        _ => {
+        3 => {
             let n = 1 + r.pick(3);
             Some(ValPred::In((0..n).map(|_| r.value()).collect()))
         }
+        4 => Some(ValPred::Ne(r.value())),
+        5 => Some(ValPred::Exists(r.byte() % 2 == 0)),
+        _ => Some(ValPred::Outside(r.value(), r.value())),
     };
     Filter { meta, time, value }
 }
@@ -1243,6 +1252,9 @@ fn encode_filter(w: &mut Vec<u8>, f: &Filter) {
             w.extend([3, small(vs.len().saturating_sub(1))]);
             w.extend(vs.iter().map(|v| value_byte(*v)));
         }
+        Some(ValPred::Ne(v)) => w.extend([4, value_byte(*v)]),
+        Some(ValPred::Exists(e)) => w.extend([5, u8::from(!*e)]),
+        Some(ValPred::Outside(a, b)) => w.extend([6, value_byte(*a), value_byte(*b)]),
     }
 }
 
@@ -1576,6 +1588,21 @@ impl Filter {
                 let vs: Vec<Bson> = vs.iter().map(|v| Bson::Int32(i32::from(*v))).collect();
                 d.insert("v", doc! { "$in": vs });
             }
+            Some(ValPred::Ne(n)) => {
+                d.insert("v", doc! { "$ne": i32::from(*n) });
+            }
+            Some(ValPred::Exists(e)) => {
+                d.insert("v", doc! { "$exists": *e });
+            }
+            Some(ValPred::Outside(a, b)) => {
+                d.insert(
+                    "$or",
+                    vec![
+                        Bson::Document(doc! { "v": { "$lt": i32::from(*a) } }),
+                        Bson::Document(doc! { "v": { "$gt": i32::from(*b) } }),
+                    ],
+                );
+            }
         }
         d
     }
@@ -1601,6 +1628,11 @@ impl Filter {
             }
             Some(ValPred::In(vs)) => {
                 val_number(row.v).is_some_and(|x| vs.iter().any(|v| f64::from(*v) == x))
+            }
+            Some(ValPred::Ne(n)) => val_number(row.v) != Some(f64::from(*n)),
+            Some(ValPred::Exists(e)) => !matches!(row.v, Val::Missing) == *e,
+            Some(ValPred::Outside(a, b)) => {
+                val_number(row.v).is_some_and(|x| x < f64::from(*a) || x > f64::from(*b))
             }
         }
     }

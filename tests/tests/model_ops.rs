@@ -199,6 +199,9 @@ fn filter() -> impl Strategy<Value = Filter> {
     let value = prop_oneof![
         4 => (cmp(), value(), prop::bool::weighted(0.25)).prop_map(|(o, v, d)| ValPred::Cmp(o, v, d)),
         1 => prop::collection::vec(value(), 1..=3).prop_map(ValPred::In),
+        1 => value().prop_map(ValPred::Ne),
+        1 => any::<bool>().prop_map(ValPred::Exists),
+        1 => (value(), value()).prop_map(|(a, b)| ValPred::Outside(a, b)),
     ];
     (
         prop::option::weighted(0.5, meta_pred()),
