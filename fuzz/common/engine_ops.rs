@@ -1067,7 +1067,7 @@ fn decode_filter(r: &mut Reader<'_>) -> Filter {
             Some(ValPred::In((0..n).map(|_| r.value()).collect()))
         }
         4 => Some(ValPred::Ne(r.value())),
-        5 => Some(ValPred::Exists(r.byte() % 2 == 0)),
+        5 => Some(ValPred::Exists(r.byte().is_multiple_of(2))),
         _ => Some(ValPred::Outside(r.value(), r.value())),
     };
     Filter { meta, time, value }
