@@ -28,7 +28,7 @@ pub(crate) struct Args {
     pub(crate) projection: Option<String>,
     /// Sort: `FIELD:1` (ascending) or `FIELD:-1` (descending), or a MongoDB sort document,
     /// `{"FIELD": 1, "OTHER": -1}`. On the time field alone the output streams; on other
-    /// fields the matches are sorted in memory (at most 100 MiB of them without `--limit`).
+    /// fields the matches are sorted first (past 100 MiB, in runs on temporary files).
     #[arg(long, value_name = "FIELD:1|FIELD:-1|JSON")]
     pub(crate) sort: Option<String>,
     /// Print at most N measurements (0: no limit, as MongoDB's `limit(0)`).

@@ -14,7 +14,7 @@ use super::memory::{MemoryView, Reader};
 use super::plan::{Candidate, Candidates, Plan};
 use super::projection::Projection;
 use super::rowfilter::RowFilter;
-use super::sort::{SortPlan, SortSpec};
+use super::sort::{SORT_MEMORY_LIMIT, SortPlan, SortSpec, Sorted};
 use super::{FindCtx, FindOptions, QueryStats, SortOrder};
 use crate::collection::CollectionInner;
 use crate::error::Result;
@@ -56,6 +56,8 @@ enum Rows {
     },
     /// A result computed whole (top-k, bounded by the limit).
     Ready(std::vec::IntoIter<Document>),
+    /// Rows sorted on fields ([`super::sort`]), projected as they are taken.
+    Sorted(Sorted),
 }
 
 /// The matching rows of one bucket, sorted by time in the cursor's order.
@@ -180,16 +182,14 @@ impl FindCursor {
         projection: Projection,
     ) -> Result<FindCursor> {
         let mut all = FindCursor::new(inner, filter, &FindOptions::default())?;
-        let rows = spec.sort(all.by_ref(), options.skip, options.limit())?;
+        let rows = spec.sort(
+            all.by_ref(),
+            options.skip,
+            options.limit(),
+            SORT_MEMORY_LIMIT,
+        )?;
         let mut stats = all.stats();
         stats.rows_returned = 0;
-        let rows: Vec<Document> = rows
-            .into_iter()
-            .map(|d| {
-                let kept: Document = d.into_iter().filter(|(k, _)| projection.keeps(k)).collect();
-                projection.cut_document(kept)
-            })
-            .collect();
         Ok(FindCursor {
             inner: Arc::clone(inner),
             memory: MemoryView::default(),
@@ -198,7 +198,7 @@ impl FindCursor {
             cands: Candidates::default(),
             visit: Vec::new(),
             next: 0,
-            rows: Rows::Ready(rows.into_iter()),
+            rows: Rows::Sorted(rows),
             remaining: None,
             skip: 0,
             stats,
@@ -255,6 +255,18 @@ impl FindCursor {
         loop {
             match &mut self.rows {
                 Rows::Ready(rows) => return Ok(rows.next()),
+                Rows::Sorted(rows) => {
+                    return match rows.next().transpose()? {
+                        Some(d) => {
+                            let kept: Document = d
+                                .into_iter()
+                                .filter(|(k, _)| self.projection.keeps(k))
+                                .collect();
+                            Ok(Some(self.projection.cut_document(kept)))
+                        }
+                        None => Ok(None),
+                    };
+                }
                 Rows::Bucket(rows) => {
                     if let Some(doc) = rows.pop_front() {
                         return Ok(Some(doc));

@@ -84,7 +84,9 @@ pub struct FindOptions {
     /// document naming only the time field streams as `sort` does. Otherwise the matching
     /// measurements are read whole and sorted before the skip, the limit and the projection
     /// apply: with a limit, about twice `skip + limit` of them are held; without, at most
-    /// [`SORT_MEMORY_LIMIT`] bytes (beyond: `BadValue`, as MongoDB without `allowDiskUse`).
+    /// [`SORT_MEMORY_LIMIT`] bytes of them, beyond which sorted runs go to temporary files
+    /// and are merged as the cursor is read (an external merge sort; an I/O failure is
+    /// [`Error::Io`](crate::Error::Io)).
     pub sort_by: Option<Document>,
     /// At most this many measurements. Default = all; `Some(0)` is no limit too, as
     /// MongoDB's `limit(0)`. With a sort, buckets are visited in min-time order and the visit

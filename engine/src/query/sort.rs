@@ -1,11 +1,15 @@
 //! Sorting on any fields (`FindOptions::sort_by`, MongoDB's sort document): the matching
 //! measurements are read whole, ordered by their sort keys, and only then cut by the skip, the
-//! limit and the projection. With a limit, at most about twice `skip + limit` rows are held; without
-//! one, the rows are held in memory up to [`SORT_MEMORY_LIMIT`] bytes, past which the query
-//! fails as MongoDB's does without `allowDiskUse`. A sort on the time field alone goes the
-//! streaming way instead (buckets visited in time order, SPEC R-14.4.7).
+//! limit and the projection. With a limit, at most about twice `skip + limit` rows are held.
+//! Without one, rows are held up to [`SORT_MEMORY_LIMIT`] bytes; past it, each such run is
+//! sorted and written to an anonymous temporary file (BSON documents back to back), and the
+//! runs are merged as the result is read, one row of each in memory: an external merge sort
+//! in bounded memory. A sort on the time field alone goes the streaming way instead (buckets
+//! visited in time order, SPEC R-14.4.7).
 
 use std::cmp::Ordering;
+use std::fs::File;
+use std::io::{BufRead, BufReader, BufWriter, Seek, SeekFrom};
 
 use bson::{Bson, Document};
 use tscoll_catalog::value::{compare, document_size};
@@ -14,8 +18,8 @@ use super::{FindOptions, SortOrder};
 use crate::error::{Error, ErrorCode, Result};
 use crate::filter::lookup;
 
-/// Bytes of measurements (as BSON) a sort without a limit may hold: MongoDB's limit for a
-/// blocking sort without `allowDiskUse` (100 MiB).
+/// Bytes of measurements (as BSON) a sort without a limit holds in memory before it writes
+/// them, sorted, to a temporary file: MongoDB's limit for an in-memory sort (100 MiB).
 pub const SORT_MEMORY_LIMIT: u64 = 100 * 1024 * 1024;
 
 /// How a query is sorted.
@@ -27,6 +31,7 @@ pub(crate) enum SortPlan {
 }
 
 /// A parsed sort document.
+#[derive(Clone)]
 pub(crate) struct SortSpec {
     keys: Vec<(Vec<String>, SortOrder)>,
 }
@@ -115,30 +120,27 @@ impl SortSpec {
     }
 
     /// Sorts `rows` (read in any order) and keeps `skip..skip + limit` of them, holding at
-    /// most about twice `skip + limit` rows when there is a limit.
+    /// most about twice `skip + limit` rows when there is a limit, and at most `budget` bytes
+    /// of rows otherwise (the rest goes to temporary files, merged as the result is read).
     ///
     /// # Errors
-    /// `BadValue` when, without a limit, the rows exceed [`SORT_MEMORY_LIMIT`]; what `rows`
+    /// [`Error::Io`] when a temporary file cannot be written or read back; what `rows`
     /// yields.
     pub(crate) fn sort(
         &self,
         rows: impl Iterator<Item = Result<Document>>,
         skip: usize,
         limit: Option<usize>,
-    ) -> Result<Vec<Document>> {
+        budget: u64,
+    ) -> Result<Sorted> {
         let keep = limit.map(|n| n.saturating_add(skip));
         let mut held: Vec<(Vec<Bson>, Document)> = Vec::new();
         let mut bytes = 0u64;
+        let mut runs: Vec<File> = Vec::new();
         for doc in rows {
             let doc = doc?;
             if keep.is_none() {
                 bytes += document_size(&doc);
-                if bytes > SORT_MEMORY_LIMIT {
-                    return Err(bad(format!(
-                        "sort exceeded the memory limit of {SORT_MEMORY_LIMIT} bytes: add a \
-                         limit, a narrower filter, or sort on the time field (which streams)"
-                    )));
-                }
             }
             held.push((self.keys_of(&doc), doc));
             if let Some(k) = keep
@@ -147,15 +149,142 @@ impl SortSpec {
                 held.sort_by(|a, b| self.cmp(&a.0, &b.0));
                 held.truncate(k);
             }
+            if keep.is_none() && bytes > budget {
+                runs.push(self.spill(&mut held)?);
+                bytes = 0;
+            }
         }
-        held.sort_by(|a, b| self.cmp(&a.0, &b.0));
-        Ok(held
-            .into_iter()
-            .skip(skip)
-            .take(limit.unwrap_or(usize::MAX))
-            .map(|(_, d)| d)
-            .collect())
+        if runs.is_empty() {
+            held.sort_by(|a, b| self.cmp(&a.0, &b.0));
+            let rows: Vec<Document> = held
+                .into_iter()
+                .skip(skip)
+                .take(limit.unwrap_or(usize::MAX))
+                .map(|(_, d)| d)
+                .collect();
+            return Ok(Sorted::Memory(rows.into_iter()));
+        }
+        if !held.is_empty() {
+            runs.push(self.spill(&mut held)?);
+        }
+        let mut merge = Merge {
+            spec: self.clone(),
+            runs: Vec::with_capacity(runs.len()),
+        };
+        for file in runs {
+            let mut run = Run {
+                reader: BufReader::new(file),
+                head: None,
+            };
+            run.advance(self)?;
+            merge.runs.push(run);
+        }
+        let mut sorted = Sorted::External(merge);
+        for _ in 0..skip {
+            if sorted.next().transpose()?.is_none() {
+                break;
+            }
+        }
+        Ok(sorted)
     }
+
+    /// Sorts the held rows and writes them to a new temporary file, rewound for reading.
+    fn spill(&self, held: &mut Vec<(Vec<Bson>, Document)>) -> Result<File> {
+        held.sort_by(|a, b| self.cmp(&a.0, &b.0));
+        let file = tempfile::tempfile().map_err(|e| io("creating a sort run file", e))?;
+        let mut w = BufWriter::new(file);
+        for (_, doc) in held.drain(..) {
+            doc.to_writer(&mut w)
+                .map_err(|e| bad(format!("writing a sort run: {e}")))?;
+        }
+        let mut file = w
+            .into_inner()
+            .map_err(|e| io("writing a sort run", e.into_error()))?;
+        file.seek(SeekFrom::Start(0))
+            .map_err(|e| io("rewinding a sort run", e))?;
+        Ok(file)
+    }
+}
+
+/// The sorted rows of a query: in memory, or merged from sorted runs on disk.
+pub(crate) enum Sorted {
+    /// Every row, sorted, skipped and limited.
+    Memory(std::vec::IntoIter<Document>),
+    /// Runs on disk, merged as read (skip applied; no limit: a limit keeps rows in memory).
+    External(Merge),
+}
+
+impl Iterator for Sorted {
+    type Item = Result<Document>;
+
+    fn next(&mut self) -> Option<Result<Document>> {
+        match self {
+            Sorted::Memory(rows) => rows.next().map(Ok),
+            Sorted::External(m) => m.next(),
+        }
+    }
+}
+
+/// The merge of sorted runs: the least head of all runs, then that run's next row.
+pub(crate) struct Merge {
+    spec: SortSpec,
+    runs: Vec<Run>,
+}
+
+/// One sorted run on disk and its next row.
+struct Run {
+    reader: BufReader<File>,
+    head: Option<(Vec<Bson>, Document)>,
+}
+
+impl Run {
+    /// Reads the next row into `head` (`None` at the end of the run).
+    fn advance(&mut self, spec: &SortSpec) -> Result<()> {
+        let at_end = self
+            .reader
+            .fill_buf()
+            .map_err(|e| io("reading a sort run", e))?
+            .is_empty();
+        self.head = if at_end {
+            None
+        } else {
+            let doc = Document::from_reader(&mut self.reader)
+                .map_err(|e| bad(format!("reading a sort run: {e}")))?;
+            Some((spec.keys_of(&doc), doc))
+        };
+        Ok(())
+    }
+}
+
+impl Merge {
+    fn next(&mut self) -> Option<Result<Document>> {
+        // The first run with the least head: equal keys come in run order.
+        let mut best: Option<usize> = None;
+        for (i, run) in self.runs.iter().enumerate() {
+            let Some((keys, _)) = &run.head else {
+                continue;
+            };
+            let better = best.is_none_or(|b| {
+                self.runs[b]
+                    .head
+                    .as_ref()
+                    .is_some_and(|(bk, _)| self.spec.cmp(keys, bk) == Ordering::Less)
+            });
+            if better {
+                best = Some(i);
+            }
+        }
+        let run = &mut self.runs[best?];
+        let (_, doc) = run.head.take()?;
+        if let Err(e) = run.advance(&self.spec) {
+            return Some(Err(e));
+        }
+        Some(Ok(doc))
+    }
+}
+
+fn io(context: &str, e: std::io::Error) -> Error {
+    Error::Io(std::io::Error::new(e.kind(), format!("{context}: {e}")))
 }
 
 fn bad(message: String) -> Error {
@@ -192,10 +321,14 @@ mod tests {
         ];
         let order = |by: Document, skip: usize, limit: Option<usize>| -> Vec<i32> {
             spec(by)
-                .sort(docs.clone().into_iter().map(Ok), skip, limit)
+                .sort(
+                    docs.clone().into_iter().map(Ok),
+                    skip,
+                    limit,
+                    SORT_MEMORY_LIMIT,
+                )
                 .expect("sort")
-                .iter()
-                .map(|d| d.get_i32("i").expect("i"))
+                .map(|d| d.expect("row").get_i32("i").expect("i"))
                 .collect()
         };
         // null and missing first (stable among themselves), numbers, then strings.
@@ -212,6 +345,33 @@ mod tests {
                 all[1..=limit]
             );
         }
+    }
+
+    #[test]
+    fn past_the_memory_budget_sorted_runs_on_disk_are_merged_to_the_same_order() {
+        // 500 rows of about 40 bytes; a budget of 1 000 bytes makes some 20 runs.
+        let docs: Vec<Document> = (0..500_i32)
+            .map(|i| doc! { "i": i, "v": (i * 37) % 101, "s": format!("{}", i % 7) })
+            .collect();
+        let by = spec(doc! { "s": -1, "v": 1, "i": 1 });
+        let sorted = |budget: u64, skip: usize| -> Vec<i32> {
+            let rows = by
+                .sort(docs.clone().into_iter().map(Ok), skip, None, budget)
+                .expect("sort");
+            assert_eq!(
+                matches!(rows, Sorted::External(_)),
+                budget < 1_000_000,
+                "{budget}"
+            );
+            rows.map(|d| d.expect("row").get_i32("i").expect("i"))
+                .collect()
+        };
+        let in_memory = sorted(SORT_MEMORY_LIMIT, 0);
+        assert_eq!(in_memory.len(), 500);
+        assert_eq!(sorted(1000, 0), in_memory);
+        assert_eq!(sorted(1000, 123), in_memory[123..]);
+        assert_eq!(sorted(1, 499), in_memory[499..]);
+        assert!(sorted(1000, 600).is_empty());
     }
 
     #[test]
