@@ -81,6 +81,9 @@ pub(crate) enum Test {
     Cmp(Cmp, Bson),
     /// `$in`.
     In(Vec<Bson>),
+    /// `$in` holding regular expressions: equal to one of the values, or a string (or an
+    /// array element) matching one of the patterns.
+    InAny(Vec<Bson>, Vec<Pattern>),
     /// `$ne`: not `$eq` (so a missing field matches, unless the operand is `null`).
     Ne(Bson),
     /// `$nin`: not `$in`.
@@ -293,6 +296,17 @@ impl Test {
             Test::In(xs) => xs.iter().any(|x| matches_value(v, Cmp::Eq, x)),
             Test::Ne(x) => !matches_value(v, Cmp::Eq, x),
             Test::Nin(xs) => !xs.iter().any(|x| matches_value(v, Cmp::Eq, x)),
+            Test::InAny(xs, patterns) => {
+                xs.iter().any(|x| matches_value(v, Cmp::Eq, x))
+                    || v.is_some_and(|v| {
+                        any_element(v, |e| match e {
+                            Bson::String(s) | Bson::Symbol(s) => {
+                                patterns.iter().any(|p| p.re.is_match(s))
+                            }
+                            _ => false,
+                        })
+                    })
+            }
             Test::Exists(e) => v.is_some() == *e,
             Test::Not(tests) => !tests.iter().all(|t| t.holds(v)),
             Test::Type(types) => v.is_some_and(|v| {
@@ -1009,9 +1023,12 @@ fn parse_tests(field: &str, v: &Bson) -> Result<Vec<Test>> {
                 "$gte" => Test::Cmp(Cmp::Gte, val.clone()),
                 "$lt" => Test::Cmp(Cmp::Lt, val.clone()),
                 "$lte" => Test::Cmp(Cmp::Lte, val.clone()),
-                "$in" => Test::In(array(op, val)?),
+                "$in" => in_test(array(op, val)?)?,
                 "$ne" => Test::Ne(val.clone()),
-                "$nin" => Test::Nin(array(op, val)?),
+                "$nin" => match in_test(array(op, val)?)? {
+                    Test::In(values) => Test::Nin(values),
+                    any => Test::Not(vec![any]),
+                },
                 "$exists" => Test::Exists(truthy(val)),
                 "$type" => Test::Type(type_numbers(val)?),
                 "$regex" => {
@@ -1092,6 +1109,28 @@ fn parse_tests(field: &str, v: &Bson) -> Result<Vec<Test>> {
         })
         .collect::<Result<_>>()?;
     Ok(tests.into_iter().flatten().collect())
+}
+
+/// The test of an `$in` operand list: [`Test::In`], or [`Test::InAny`] when it holds regular
+/// expressions.
+fn in_test(values: Vec<Bson>) -> Result<Test> {
+    if !values
+        .iter()
+        .any(|v| matches!(v, Bson::RegularExpression(_)))
+    {
+        return Ok(Test::In(values));
+    }
+    let mut plain = Vec::new();
+    let mut patterns = Vec::new();
+    for v in values {
+        match v {
+            Bson::RegularExpression(r) => {
+                patterns.push(Pattern::new(r.pattern.as_str(), r.options.as_str())?);
+            }
+            other => plain.push(other),
+        }
+    }
+    Ok(Test::InAny(plain, patterns))
 }
 
 /// MongoDB's truthiness of an `$exists` operand: false, 0 and null are false.
@@ -1257,6 +1296,19 @@ mod tests {
             (doc! { "m.host": regex("^web-\\d+$", "") }, true, false),
             (doc! { "s": { "$not": regex("^ok", "") } }, true, false),
             (doc! { "arr": { "$regex": "^tw" } }, true, false),
+            (doc! { "s": { "$in": [regex("^ok$", ""), 5] } }, false, true),
+            (
+                doc! { "s": { "$in": [regex("DISK", "i"), "ok"] } },
+                true,
+                true,
+            ),
+            (doc! { "arr": { "$in": [regex("^t", "")] } }, true, false),
+            (doc! { "s": { "$nin": [regex("^ok", "")] } }, true, false),
+            (
+                doc! { "m.host": { "$in": [regex("^db", "")] } },
+                false,
+                true,
+            ),
             // $mod truncates doubles; arrays match by element.
             (doc! { "x": { "$mod": [5, 0] } }, true, false),
             (doc! { "i": { "$mod": [2, 1] } }, true, false),

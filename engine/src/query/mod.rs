@@ -135,8 +135,8 @@ impl Collection {
     /// does); `$expr` with field paths, comparisons (BSON order across types), `$and`, `$or`,
     /// `$not` and arithmetic (`$add`, `$subtract`, `$multiply`, `$divide`, `$mod`, `$abs`, on
     /// numbers and dates), evaluated per measurement. Not supported: other expression
-    /// operators (date ones among them), `$where`, `$text`, geospatial operators, regular
-    /// expressions inside `$in`. The time field
+    /// operators (date ones among them), `$where`, `$text`, geospatial operators. Regular
+    /// expressions inside `$in` and `$nin` match strings, as MongoDB's do. The time field
     /// only holds dates: a comparison with another type matches nothing. Whole-meta equality
     /// is field-order sensitive (SPEC ).
     ///
