@@ -1220,6 +1220,14 @@ mod tests {
         f.matches_meta(meta) && f.matches_row(&fields, t, meta)
     }
 
+    /// Each `(filter, matches a, matches b)` of `cases` holds.
+    fn check(cases: &[(Document, bool, bool)], a: &Document, b: &Document) {
+        for (filter, want_a, want_b) in cases {
+            assert_eq!(matches(filter, a), *want_a, "{filter} on {a}");
+            assert_eq!(matches(filter, b), *want_b, "{filter} on {b}");
+        }
+    }
+
     #[test]
     fn negations_existence_and_boolean_trees_follow_mongodb() {
         let a = doc! { "t": DateTime::from_millis(5), "m": "x", "v": 3, "arr": [1, 2] };
@@ -1259,10 +1267,7 @@ mod tests {
                 true,
             ),
         ];
-        for (filter, want_a, want_b) in cases {
-            assert_eq!(matches(&filter, &a), want_a, "{filter} on {a}");
-            assert_eq!(matches(&filter, &b), want_b, "{filter} on {b}");
-        }
+        check(&cases, &a, &b);
     }
 
     #[test]
@@ -1344,10 +1349,7 @@ mod tests {
                 true,
             ),
         ];
-        for (filter, want_a, want_b) in cases {
-            assert_eq!(matches(&filter, &a), want_a, "{filter} on {a}");
-            assert_eq!(matches(&filter, &b), want_b, "{filter} on {b}");
-        }
+        check(&cases, &a, &b);
     }
 
     #[test]
@@ -1426,10 +1428,7 @@ mod tests {
                 true,
             ),
         ];
-        for (filter, want_a, want_b) in cases {
-            assert_eq!(matches(&filter, &a), want_a, "{filter} on {a}");
-            assert_eq!(matches(&filter, &b), want_b, "{filter} on {b}");
-        }
+        check(&cases, &a, &b);
         for f in [
             doc! { "$expr": { "$gt": ["$a"] } },
             doc! { "$expr": { "$dateTrunc": { "date": "$t", "unit": "hour" } } },

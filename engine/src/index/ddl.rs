@@ -294,8 +294,8 @@ impl Collection {
             .ok_or_else(|| not_found(format!("can't find index with key: {keys}")))
     }
 
-    /// As [`Collection::hide_index`] for the index with key pattern `keys` (user form), as
-    /// collMod `index: {keyPattern, hidden}`.
+    /// As [`Collection::hide_index`] for the index with key pattern `keys` (user form, SPEC
+    /// ), as collMod `index: {keyPattern, hidden}` (SPEC ).
     ///
     /// # Errors
     /// `IndexNotFound` when the pattern does not convert (SPEC) or no index has it;

@@ -1165,11 +1165,7 @@ impl Reader<'_> {
         // The series' meta values, when the row filter reads them (a clause such as
         // `$or: [{meta: …}, {field: …}]`).
         let metas: Vec<Option<Bson>> = if rows.needs_meta() {
-            let mut metas = Vec::with_capacity(cands.series.len());
-            for s in &cands.series {
-                metas.push(s.meta(self)?.cloned());
-            }
-            metas
+            cands.metas(self)?
         } else {
             Vec::new()
         };

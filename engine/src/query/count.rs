@@ -10,7 +10,7 @@ use super::QueryStats;
 use super::bulk::dense;
 use super::control_view::ControlView;
 use super::memory::{MemoryView, Reader};
-use super::plan::{Plan, Verdict};
+use super::plan::{Candidate, Plan, Verdict};
 use super::rowfilter::RowFilter;
 use super::unpack::SegmentView;
 use super::walk::{Collector, Take};
@@ -63,24 +63,18 @@ impl Reader<'_> {
         let cands = self.candidates(plan, stats)?;
         let ids: Vec<BucketId> = cands.buckets.iter().map(|c| c.id).collect();
         let rows = RowFilter::new(&plan.filter, &plan.spec.time_field);
-        // Each candidate's meta value, when the row filter reads it.
-        let mut metas: Vec<Option<Bson>> = Vec::new();
-        if rows.needs_meta() {
-            let mut by_series = Vec::with_capacity(cands.series.len());
-            for s in &cands.series {
-                by_series.push(s.meta(self)?.cloned());
-            }
-            metas = cands
-                .buckets
-                .iter()
-                .map(|c| by_series.get(c.series).cloned().flatten())
-                .collect();
-        }
+        // The series' meta values, when the row filter reads them.
+        let metas = if rows.needs_meta() {
+            cands.metas(self)?
+        } else {
+            Vec::new()
+        };
         let mut count = Count {
             reader: *self,
             plan,
             rows,
             ids: &ids,
+            cands: &cands.buckets,
             metas: &metas,
             total: 0,
         };
@@ -97,7 +91,9 @@ struct Count<'a> {
     plan: &'a Plan,
     rows: RowFilter<'a>,
     ids: &'a [BucketId],
-    /// Each candidate's meta value, when the row filter reads it (else empty).
+    /// The candidates, in `ids` order.
+    cands: &'a [Candidate],
+    /// Each series' meta value, when the row filter reads it (else empty).
     metas: &'a [Option<Bson>],
     total: u64,
 }
@@ -133,7 +129,11 @@ impl Collector for Count<'_> {
         let corrupt = |r| self.reader.corrupt_data(&self.ids[k], r);
         for seg in &segments {
             let mut view = SegmentView::lazy(seg, time_field).map_err(corrupt)?;
-            let meta = self.metas.get(k).and_then(Option::as_ref);
+            let meta = self
+                .cands
+                .get(k)
+                .and_then(|c| self.metas.get(c.series))
+                .and_then(Option::as_ref);
             let bound = self.rows.bind(&mut view, time_field, meta);
             stats.rows_examined += view.rows() as u64;
             stats.rows_filtered += view.rows() as u64;

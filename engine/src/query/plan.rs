@@ -177,6 +177,18 @@ pub(crate) struct Candidates {
 }
 
 impl Candidates {
+    /// The meta value of each series, in [`Candidates::series`] order.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] when a stored meta value does not decode.
+    pub(crate) fn metas(&self, inner: &CollectionInner) -> Result<Vec<Option<Bson>>> {
+        let mut metas = Vec::with_capacity(self.series.len());
+        for s in &self.series {
+            metas.push(s.meta(inner)?.cloned());
+        }
+        Ok(metas)
+    }
+
     /// Appends the candidates of another part of the index (other series, later in index
     /// order).
     fn append(&mut self, other: Candidates) {
