@@ -19,6 +19,7 @@
 pub(crate) mod keys;
 pub(crate) mod wal;
 
+use std::collections::HashMap;
 use std::ops::RangeBounds;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -44,8 +45,9 @@ pub(crate) struct BucketStore {
     ctl: Keyspace,
     /// The meta+time index (SPEC) and the series records.
     idx: Keyspace,
-    /// Held while a series record is read and written ([`BucketStore::entry_value`]), so
-    /// that two series first stored at once under one hash do not both claim its record.
+    /// Held from reading a series record until the record written after it is visible
+    /// ([`BucketStore::entry_value`]), so that two series first stored at once under one hash
+    /// do not both claim its record.
     series_lock: Arc<Mutex<()>>,
 }
 
@@ -332,10 +334,11 @@ impl BucketStore {
     }
 
     /// As [`BucketStore::ingest_segments`] for the index entries of buckets new to the store
-    /// (`(series, min time, id)`). The series records they refer to are written first
-    /// ([`BucketStore::entry_value`]), through the journal; the ingestion flushes the
-    /// memtable before its table becomes visible, so no entry is ever read or recovered
-    /// without its record. Reads skip an entry whose bucket has no control record yet.
+    /// (`(series, min time, id)`), with the series records they need, new or marked shared
+    /// ([`BucketStore::entry_value`]), in the same table: an entry is never read or recovered
+    /// without its record. The series lock is held until the table is in place, so that
+    /// another writer sees the records. Reads skip an entry whose bucket has no control record
+    /// yet.
     ///
     /// # Errors
     /// [`Error::Storage`] when fjall fails; [`Error::Corruption`] when a series record does
@@ -344,11 +347,21 @@ impl BucketStore {
         &self,
         entries: impl IntoIterator<Item = (&'k BucketKey, i64, BucketId)>,
     ) -> Result<()> {
+        let _serialized = self
+            .series_lock
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let mut records = HashMap::new();
         let mut items = Vec::new();
         for (key, min_time, id) in entries {
-            let value = self.entry_value(key)?;
+            let value = self.entry_value(key, &mut records)?;
             items.push((index_key(key.hash, min_time, &id).to_vec(), value));
         }
+        items.extend(
+            records
+                .into_iter()
+                .map(|(hash, record)| (series_record_key(hash).to_vec(), record)),
+        );
         ingest(&self.idx, items, "ingesting index entries")
     }
 
@@ -442,27 +455,29 @@ impl BucketStore {
 
     /// The value of a new index entry of series `key`: [`SAME_AS_SERIES_RECORD`] when the
     /// hash's series record holds this series, else the meta bytes. The first series stored
-    /// under a hash writes the record; a second one marks it shared. The record is written
-    /// at once (through fjall's journal, before any batch or table holding the entry), so
-    /// the entry is never durable without it; a record whose entry is then not written holds
-    /// a series without buckets, which costs only its bytes.
+    /// under a hash gets the record; a second one marks it shared. New and changed records go
+    /// to `records` (by hash, consulted before the store), for the caller to write before or
+    /// with the entry, holding the series lock from this call until they are visible.
     ///
     /// # Errors
     /// [`Error::Storage`] when fjall fails; [`Error::Corruption`] when the series record does
     /// not read.
-    fn entry_value(&self, key: &BucketKey) -> Result<Vec<u8>> {
-        let _serialized = self
-            .series_lock
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let record = match self.series_record(key.hash)? {
+    fn entry_value(&self, key: &BucketKey, records: &mut HashMap<u64, Vec<u8>>) -> Result<Vec<u8>> {
+        let current = match records.get(&key.hash) {
+            Some(v) => {
+                let r = parse_series_record(v).ok_or_else(|| self.corrupt_series(key.hash))?;
+                Some((r.shared, r.meta.map(Slice::from)))
+            }
+            None => self.series_record(key.hash)?,
+        };
+        let record = match current {
             Some((_, Some(meta))) if meta[..] == key.bytes[..] => {
                 return Ok(SAME_AS_SERIES_RECORD.to_vec());
             }
-            Some((false, Some(meta))) => Some(series_record_value(true, &meta)),
+            Some((false, Some(meta))) => series_record_value(true, &meta),
             // Another series holds the record, already marked shared, or an earlier
             // version's marker.
-            Some(_) => None,
+            Some(_) => return Ok(key.bytes.clone()),
             // No record: a new hash, or one whose entries an earlier version wrote, each
             // with its meta.
             None => match self.first_series_of_hash(key.hash)? {
@@ -470,29 +485,20 @@ impl BucketStore {
                     if first[..] == SAME_AS_SERIES_RECORD {
                         return Err(self.corrupt_series(key.hash));
                     }
-                    Some(series_record_value(true, &first))
+                    series_record_value(true, &first)
                 }
                 _ => {
-                    self.put_series_record(series_record_value(false, &key.bytes), key.hash)?;
+                    records.insert(key.hash, series_record_value(false, &key.bytes));
                     return Ok(SAME_AS_SERIES_RECORD.to_vec());
                 }
             },
         };
-        if let Some(record) = record {
-            self.put_series_record(record, key.hash)?;
-        }
+        records.insert(key.hash, record);
         Ok(key.bytes.clone())
     }
 
-    /// Writes a series record through fjall's journal.
-    fn put_series_record(&self, value: Vec<u8>, hash: u64) -> Result<()> {
-        self.idx
-            .insert(series_record_key(hash), value)
-            .map_err(Error::storage("writing a series record"))
-    }
-
-    /// Adds the index entry of a new bucket to `wb` (writing its series record first when
-    /// the series is new, [`BucketStore::entry_value`]).
+    /// Adds the index entry of a new bucket to `wb`, writing the series record it needs
+    /// (new, or marked shared: [`BucketStore::entry_value`]) through fjall's journal first.
     ///
     /// # Errors
     /// [`Error::Storage`] when fjall fails; [`Error::Corruption`] when the series record does
@@ -504,7 +510,19 @@ impl BucketStore {
         min_time: i64,
         id: &BucketId,
     ) -> Result<()> {
-        let value = self.entry_value(key)?;
+        let _serialized = self
+            .series_lock
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let mut records = HashMap::new();
+        let value = self.entry_value(key, &mut records)?;
+        // Through fjall's journal now, before the batch: visible to the next writer, and
+        // recovered whenever the batch is (the journal is replayed in order).
+        for (hash, record) in records {
+            self.idx
+                .insert(series_record_key(hash), record)
+                .map_err(Error::storage("writing a series record"))?;
+        }
         wb.insert(&self.idx, index_key(key.hash, min_time, id), value);
         Ok(())
     }
@@ -801,6 +819,19 @@ mod tests {
         assert_eq!(
             metas(store.index_entries().map(|r| r.map(IndexRow::Bucket))).len(),
             6
+        );
+        // A series new to the store, ingested: its record goes into the same table.
+        let c = key(9, b"\x02cccc");
+        store
+            .ingest_index_entries([(&c, 60, [7; 12]), (&c, 70, [8; 12])])
+            .unwrap();
+        assert_eq!(raw_value(&store, 9, 60, 7), SAME_AS_SERIES_RECORD);
+        assert_eq!(raw_value(&store, 9, 70, 8), SAME_AS_SERIES_RECORD);
+        assert!(!store.hash_shared(9).unwrap());
+        let (lo, hi) = keys::hash_time_range(9, 0, 100);
+        assert_eq!(
+            metas(store.index_scan(&lo[..]..=&hi[..])),
+            vec![(7, c.bytes.clone()), (8, c.bytes.clone())]
         );
     }
 
