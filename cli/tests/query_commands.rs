@@ -232,3 +232,64 @@ fn create_rejects_conflicting_options_and_reading_a_missing_db_fails() {
         .stdout();
     assert!(out.contains("bucketMaxSpanSeconds"), "{out}");
 }
+
+#[test]
+fn update_takes_any_filter_one_and_upsert() {
+    let s = loaded();
+    let out = s
+        .run(
+            "update",
+            &[
+                "m",
+                "--filter",
+                r#"{"v":{"$gte":9}}"#,
+                "--update",
+                r#"{"$inc":{"v":100}}"#,
+            ],
+        )
+        .ok()
+        .stdout();
+    assert!(out.contains("matched 2 measurements, modified 2"), "{out}");
+    assert_eq!(s.values("m"), [1, 2, 3, 4, 5, 6, 7, 8, 109, 110]);
+    // One measurement, by a replacement.
+    s.run(
+        "update",
+        &[
+            "m",
+            "--filter",
+            r#"{"v":1}"#,
+            "--update",
+            r#"{"ts":{"$date":"2016-01-01T00:01:00Z"},"meta":{"series":"b"},"v":-1}"#,
+            "--one",
+        ],
+    )
+    .ok();
+    assert_eq!(s.values("m"), [-1, 2, 3, 4, 5, 6, 7, 8, 109, 110]);
+    // Nothing matches: upsert from the filter's equalities.
+    let out = s
+        .run(
+            "update",
+            &[
+                "m",
+                "--filter",
+                r#"{"meta.series":"c","v":0}"#,
+                "--update",
+                r#"{"$set":{"ts":{"$date":"2016-01-02T00:00:00Z"}}}"#,
+                "--upsert",
+            ],
+        )
+        .ok()
+        .stdout();
+    assert!(out.contains("upserted"), "{out}");
+    assert_eq!(s.values("m").len(), 11);
+    // A measurement left without its time field: refused with MongoDB's category.
+    let err = s
+        .run(
+            "update",
+            &["m", "--filter", "{}", "--update", r#"{"$unset":{"ts":""}}"#],
+        )
+        .failed()
+        .stderr();
+    assert!(err.contains("BadValue"), "{err}");
+    assert_eq!(s.values("m").len(), 11);
+}

@@ -3,16 +3,12 @@
 //! measurements and writes the rest back under the same `_id`, keeping its
 //! `control.min.<time>`; a bucket left empty is removed. The result counts measurements.
 
-use bson::{Bson, DateTime, Document};
-use tscoll_catalog::MinMax;
-use tscoll_catalog::value::to_bson;
-use tscoll_codec::Column;
+use bson::{Bson, Document};
 
 use crate::collection::{Collection, CollectionInner};
 use crate::control::Control;
 use crate::error::{Error, Result};
 use crate::filter::Filter;
-use crate::storage::keys::hex;
 use crate::store::IndexEntry;
 
 /// Outcome of [`Collection::delete_many`] / [`Collection::delete_one`].
@@ -138,31 +134,11 @@ impl CollectionInner {
         time_field: &str,
         meta: Option<&Bson>,
     ) -> Result<(u64, bool)> {
-        let (rows, columns) = self.read_columns(&entry.id, control)?;
-        let corrupt = |reason: String| Error::Corruption {
-            keyspace: format!("c{}_data", self.id),
-            key: hex(&entry.id),
-            reason,
-        };
-        // One document per row with the bucket's fields, for the row predicates.
-        let mut docs: Vec<Document> = vec![Document::new(); rows];
-        let mut times = vec![i64::MIN; rows];
-        for (name, col) in &columns {
-            for (i, v) in col.iter().enumerate().take(rows) {
-                if let Some(b) = to_bson(v).map_err(corrupt)? {
-                    if name == time_field
-                        && let Bson::DateTime(t) = &b
-                    {
-                        times[i] = t.timestamp_millis();
-                    }
-                    docs[i].insert(name.clone(), b);
-                }
-            }
-        }
-        let mut remove = vec![false; rows];
+        let bucket = self.read_bucket_rows(entry, control, time_field)?;
+        let mut remove = vec![false; bucket.rows];
         let mut removed = 0u64;
-        for (i, doc) in docs.iter().enumerate() {
-            if filter.matches_row(doc, times[i], meta) {
+        for (i, doc) in bucket.docs.iter().enumerate() {
+            if filter.matches_row(doc, bucket.times[i], meta) {
                 remove[i] = true;
                 removed += 1;
                 if just_one {
@@ -173,67 +149,10 @@ impl CollectionInner {
         if removed == 0 {
             return Ok((0, false));
         }
-        if removed as usize == rows {
-            self.write_removal(entry, Some(control))?;
-            return Ok((removed, true));
-        }
-        let kept = rows - removed as usize;
-        let mut new_columns = Vec::with_capacity(columns.len());
-        let mut min = Document::new();
-        let mut max = Document::new();
-        let mut max_time = i64::MIN;
-        for (i, r) in remove.iter().enumerate() {
-            if !r {
-                max_time = max_time.max(times[i]);
-            }
-        }
-        for (name, col) in &columns {
-            let mut new_col = Column::with_capacity(kept);
-            let mut mm: Option<MinMax> = None;
-            for (i, v) in col.iter().enumerate().take(rows) {
-                if remove[i] {
-                    continue;
-                }
-                new_col.push(v);
-                if name != time_field
-                    && let Some(b) = docs[i].get(name)
-                {
-                    match &mut mm {
-                        Some(m) => m.update(b),
-                        None => mm = Some(MinMax::new(b)),
-                    }
-                }
-            }
-            if name == time_field {
-                // SPEC §11.1 [master]: the rewritten bucket keeps its control.min time.
-                let original = control
-                    .min
-                    .get(time_field)
-                    .cloned()
-                    .unwrap_or(Bson::DateTime(DateTime::from_millis(control.min_time)));
-                min.insert(name.clone(), original);
-                max.insert(name.clone(), DateTime::from_millis(max_time));
-            } else if let Some(m) = mm {
-                min.insert(name.clone(), m.min());
-                max.insert(name.clone(), m.max());
-            } else {
-                continue; // no remaining measurement has this field
-            }
-            new_columns.push((name.clone(), new_col));
-        }
-        let scale = |v: u64| -> u64 {
-            u64::try_from(u128::from(v) * kept as u128 / rows as u128).unwrap_or(v)
-        };
-        let new_control = Control {
-            count: u32::try_from(kept).unwrap_or(u32::MAX),
-            max_time,
-            size_estimate: scale(control.size_estimate),
-            uncompressed_bytes: scale(control.uncompressed_bytes),
-            min,
-            max,
-            ..control.clone()
-        };
-        self.write_rewrite(entry, kept, &new_columns, control, &new_control)?;
-        Ok((removed, false))
+        let mut wb = self.fjall.batch();
+        let whole = self.put_rows_removed(&mut wb, entry, control, &bucket, &remove, time_field)?;
+        wb.commit()
+            .map_err(Error::storage("removing measurements from a bucket"))?;
+        Ok((removed, whole))
     }
 }

@@ -12,8 +12,17 @@ use std::io;
 pub enum ErrorCode {
     /// `BadValue` (2): a value is out of range or of the wrong form.
     BadValue,
+    /// `FailedToParse` (9): a command document of the wrong shape (e.g. an update mixing
+    /// operators and fields, or an unknown update operator).
+    FailedToParse,
     /// `TypeMismatch` (14): a value has the wrong BSON type.
     TypeMismatch,
+    /// `PathNotViable` (28): an update path runs through a value that is neither a document
+    /// nor an array.
+    PathNotViable,
+    /// `ConflictingUpdateOperators` (40): two update operators touch the same path, or one
+    /// a path inside the other's.
+    ConflictingUpdateOperators,
     /// `NamespaceNotFound` (26): no such collection.
     NamespaceNotFound,
     /// `IndexNotFound` (27): no index of that name or key (SPEC §13; also `_id_`, R-13.1).
@@ -48,7 +57,10 @@ impl ErrorCode {
     pub fn code(self) -> i32 {
         match self {
             ErrorCode::BadValue => 2,
+            ErrorCode::FailedToParse => 9,
             ErrorCode::TypeMismatch => 14,
+            ErrorCode::PathNotViable => 28,
+            ErrorCode::ConflictingUpdateOperators => 40,
             ErrorCode::NamespaceNotFound => 26,
             ErrorCode::IndexNotFound => 27,
             ErrorCode::NamespaceExists => 48,
@@ -69,7 +81,10 @@ impl ErrorCode {
     pub fn name(self) -> &'static str {
         match self {
             ErrorCode::BadValue => "BadValue",
+            ErrorCode::FailedToParse => "FailedToParse",
             ErrorCode::TypeMismatch => "TypeMismatch",
+            ErrorCode::PathNotViable => "PathNotViable",
+            ErrorCode::ConflictingUpdateOperators => "ConflictingUpdateOperators",
             ErrorCode::NamespaceNotFound => "NamespaceNotFound",
             ErrorCode::IndexNotFound => "IndexNotFound",
             ErrorCode::NamespaceExists => "NamespaceExists",

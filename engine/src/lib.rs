@@ -48,6 +48,7 @@ mod meta_cache;
 mod query;
 mod recovery;
 mod reopen;
+mod rewrite;
 mod salvage;
 mod series;
 mod stats;
@@ -73,6 +74,6 @@ pub use salvage::{ControlSummary, LostBucket, SalvageReport, SalvagedCollection}
 pub use stats::{CatalogStats, CollectionStats};
 pub use tscoll_catalog::{CatalogOptions, StatsSnapshot};
 pub use ttl::{ExpireResult, TtlMonitor};
-pub use update::UpdateResult;
+pub use update::{UpdateOptions, UpdateResult};
 pub use verify::{Problem, ProblemKind, VerifyReport};
 pub use write::{Durability, InsertOptions, InsertResult, WriteError};

@@ -89,27 +89,56 @@ impl CollectionInner {
         entry: &IndexEntry,
         f: impl FnOnce() -> Result<T>,
     ) -> Result<T> {
-        self.catalog.direct_write_start(&entry.key, &entry.id);
+        self.direct_write_all(std::slice::from_ref(entry), f)
+    }
+
+    /// [`CollectionInner::direct_write`] of several stored buckets at once, for a change that
+    /// writes them in one atomic batch (an update, SPEC §11.2): each is cleared from the
+    /// catalog, and their merge locks are taken in stripe order.
+    pub(crate) fn direct_write_all<T>(
+        &self,
+        entries: &[IndexEntry],
+        f: impl FnOnce() -> Result<T>,
+    ) -> Result<T> {
+        for entry in entries {
+            self.catalog.direct_write_start(&entry.key, &entry.id);
+        }
         let result = {
             let _gate = self
                 .commit_gate
                 .read()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            // Clearing the bucket from the catalog handed its unstored rows over: store them
-            // before `f` reads the bucket.
+            // Clearing the buckets from the catalog handed their unstored rows over: store
+            // them before `f` reads the buckets.
             self.store_leaving().and_then(|()| {
-                let _merges = self.merge_lock(&entry.id);
+                let mut stripes: Vec<usize> =
+                    entries.iter().map(|e| self.merge_stripe(&e.id)).collect();
+                stripes.sort_unstable();
+                stripes.dedup();
+                let _merges: Vec<_> = stripes
+                    .iter()
+                    .map(|s| {
+                        self.merge_locks[*s]
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    })
+                    .collect();
                 f()
             })
         };
-        self.catalog.direct_write_finish(&entry.key, &entry.id);
+        for entry in entries {
+            self.catalog.direct_write_finish(&entry.key, &entry.id);
+        }
         result
+    }
+
+    fn merge_stripe(&self, id: &BucketId) -> usize {
+        usize::from(id[11]) % self.merge_locks.len()
     }
 
     /// The lock serializing merges and direct writes of bucket `id`.
     pub(crate) fn merge_lock(&self, id: &BucketId) -> std::sync::MutexGuard<'_, ()> {
-        let stripe = usize::from(id[11]) % self.merge_locks.len();
-        self.merge_locks[stripe]
+        self.merge_locks[self.merge_stripe(id)]
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
@@ -136,25 +165,40 @@ impl CollectionInner {
         control: Option<&Control>,
     ) -> Result<()> {
         let mut wb = self.fjall.batch();
-        for seg in self.store.segment_numbers(&entry.id)? {
-            self.store.remove_segment(&mut wb, &entry.id, seg);
-        }
-        self.store.remove_control(&mut wb, &entry.id);
-        self.store
-            .remove_index_entry(&mut wb, entry.key.hash, entry.min_time, &entry.id);
-        self.index_bucket_change(&mut wb, &entry.id, &entry.key, control, None)?;
-        self.retire(&mut wb, &entry.id)?;
+        self.put_removal(&mut wb, entry, control)?;
         wb.commit().map_err(Error::storage("removing a bucket"))
+    }
+
+    /// [`CollectionInner::write_removal`] added to a batch the caller commits.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when fjall fails.
+    pub(crate) fn put_removal(
+        &self,
+        wb: &mut fjall::OwnedWriteBatch,
+        entry: &IndexEntry,
+        control: Option<&Control>,
+    ) -> Result<()> {
+        for seg in self.store.segment_numbers(&entry.id)? {
+            self.store.remove_segment(wb, &entry.id, seg);
+        }
+        self.store.remove_control(wb, &entry.id);
+        self.store
+            .remove_index_entry(wb, entry.key.hash, entry.min_time, &entry.id);
+        self.index_bucket_change(wb, &entry.id, &entry.key, control, None)?;
+        self.retire(wb, &entry.id)
     }
 
     /// Replaces a stored bucket's rows by `columns` (`rows` rows, stored order kept) under the
     /// same `_id` (SPEC §11.1), with `control` recomputed by the caller (`old` is the control
-    /// record before). One atomic batch. Call inside [`CollectionInner::direct_write`].
+    /// record before), added to a batch the caller commits. Call inside
+    /// [`CollectionInner::direct_write`].
     ///
     /// # Errors
     /// [`Error::Codec`] when the columns cannot be encoded; [`Error::Storage`] when fjall fails.
-    pub(crate) fn write_rewrite(
+    pub(crate) fn put_rewrite(
         &self,
+        wb: &mut fjall::OwnedWriteBatch,
         entry: &IndexEntry,
         rows: usize,
         columns: &[(String, Column)],
@@ -163,17 +207,15 @@ impl CollectionInner {
     ) -> Result<()> {
         let refs: Vec<(&str, &Column)> = columns.iter().map(|(n, c)| (n.as_str(), c)).collect();
         let blob = tscoll_codec::encode_bucket(rows, &refs)?;
-        let mut wb = self.fjall.batch();
         for seg in self.store.segment_numbers(&entry.id)? {
-            self.store.remove_segment(&mut wb, &entry.id, seg);
+            self.store.remove_segment(wb, &entry.id, seg);
         }
         let mut control = control.clone();
         control.next_segment = 1;
-        self.store.put_segment(&mut wb, &entry.id, 0, blob);
-        self.store.put_control(&mut wb, &entry.id, control.encode());
-        self.index_bucket_change(&mut wb, &entry.id, &entry.key, Some(old), Some(&control))?;
-        self.retire(&mut wb, &entry.id)?;
-        wb.commit().map_err(Error::storage("rewriting a bucket"))
+        self.store.put_segment(wb, &entry.id, 0, blob);
+        self.store.put_control(wb, &entry.id, control.encode());
+        self.index_bucket_change(wb, &entry.id, &entry.key, Some(old), Some(&control))?;
+        self.retire(wb, &entry.id)
     }
 
     /// Adds to a direct write's batch the bucket's retirement marker: the rows the log holds
@@ -214,31 +256,29 @@ impl CollectionInner {
             .map_err(Error::storage("removing retirement markers"))
     }
 
-    /// Moves a stored bucket to another series (a meta update, SPEC §11.2): its index entry
-    /// and control record take the new meta; the column data does not hold the meta and
-    /// stays. Call inside [`CollectionInner::direct_write`].
+    /// Adds to `wb` the move of a stored bucket to another series (a meta update, SPEC
+    /// §11.2): its index entry and control record take the new meta; the column data does
+    /// not hold the meta and stays. Call inside [`CollectionInner::direct_write_all`].
     ///
     /// # Errors
     /// [`Error::Storage`] when fjall fails.
-    pub(crate) fn write_move(
+    pub(crate) fn put_move(
         &self,
+        wb: &mut fjall::OwnedWriteBatch,
         entry: &IndexEntry,
         old: &Control,
         new_key: &BucketKey,
     ) -> Result<()> {
         let mut control = old.clone();
         control.meta_hash = new_key.hash;
-        let mut wb = self.fjall.batch();
         self.store
-            .remove_index_entry(&mut wb, entry.key.hash, entry.min_time, &entry.id);
+            .remove_index_entry(wb, entry.key.hash, entry.min_time, &entry.id);
         self.store
-            .put_index_entry(&mut wb, new_key, entry.min_time, &entry.id)?;
-        self.store.put_control(&mut wb, &entry.id, control.encode());
-        self.index_bucket_change(&mut wb, &entry.id, &entry.key, Some(old), None)?;
-        self.index_bucket_change(&mut wb, &entry.id, new_key, None, Some(&control))?;
-        self.retire(&mut wb, &entry.id)?;
-        wb.commit()
-            .map_err(Error::storage("updating a bucket's meta"))
+            .put_index_entry(wb, new_key, entry.min_time, &entry.id)?;
+        self.store.put_control(wb, &entry.id, control.encode());
+        self.index_bucket_change(wb, &entry.id, &entry.key, Some(old), None)?;
+        self.index_bucket_change(wb, &entry.id, new_key, None, Some(&control))?;
+        self.retire(wb, &entry.id)
     }
 }
 

@@ -256,6 +256,30 @@ impl CollectionInner {
         Ok(())
     }
 
+    /// Adds to `wb` a whole bucket new to the store (a part holding every row of a bucket
+    /// never stored, e.g. one an update placed, SPEC §11.2): its blob, control record, index
+    /// entry and secondary index entries.
+    ///
+    /// # Errors
+    /// [`Error::Codec`] when the rows cannot be encoded; [`Error::Storage`].
+    pub(crate) fn put_fresh_bucket(
+        &self,
+        wb: &mut fjall::OwnedWriteBatch,
+        part: &BucketPart,
+    ) -> Result<()> {
+        debug_assert!(is_fresh_whole(part), "a fresh whole bucket");
+        let control = Control::of_part(part);
+        self.store
+            .put_segment(wb, &part.id, part.segment_no, encode_part(part)?);
+        self.store.put_control(wb, &part.id, control.encode());
+        self.store
+            .put_index_entry(wb, &part.key, part.min_time, &part.id)?;
+        if self.has_secondary_indexes() {
+            self.index_bucket_change(wb, &part.id, &part.key, None, Some(&control))?;
+        }
+        Ok(())
+    }
+
     /// Merges a bucket's segments into one blob, written under the last segment's number.
     /// The caller holds the bucket's merge lock: a bucket may be reopened, continued and
     /// closed again by another writer, and two merges reading different segment sets would

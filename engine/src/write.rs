@@ -92,14 +92,25 @@ impl Collection {
     }
 }
 
-struct Validated<'a> {
-    keys: Vec<BucketKey>,
-    groups: Vec<Vec<Measurement<'a>>>,
-    errors: Vec<WriteError>,
+/// Measurements checked (SPEC §2) and grouped by series, sorted by time.
+pub(crate) struct Validated<'a> {
+    /// The series.
+    pub(crate) keys: Vec<BucketKey>,
+    /// The measurements of each series, in time order.
+    pub(crate) groups: Vec<Vec<Measurement<'a>>>,
+    /// The rejected measurements.
+    pub(crate) errors: Vec<WriteError>,
 }
 
 impl CollectionInner {
-    fn validate<'a>(&self, docs: &'a [Document], ids: &'a [Bson], ordered: bool) -> Validated<'a> {
+    /// Checks measurements (SPEC §2) and groups them by series; `ids` are the `_id`s given,
+    /// in order, to the measurements without one. With `ordered`, stops at the first bad one.
+    pub(crate) fn validate<'a>(
+        &self,
+        docs: &'a [Document],
+        ids: &'a [Bson],
+        ordered: bool,
+    ) -> Validated<'a> {
         let spec = self.spec();
         let time_field = spec.time_field.as_str();
         let meta_field = spec.meta_field.as_deref();

@@ -107,6 +107,19 @@ pub const CREATE_EXPIRES: [Option<i64>; 5] = [None, Some(0), Some(60), Some(3_60
 pub const EXPIRES: [i64; 4] = [0, 60, 3_600, 86_400];
 /// Fixed-bucketing spans collMod asks for (SPEC ).
 pub const SPANS: [i64; 5] = [60, 600, 3_600, 7_200, 86_400];
+/// What an [`Op::Update`] or [`Op::UpdateOne`] does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Change {
+    /// `{$inc: {v: n}}`: a string `v` refuses the whole update (`TypeMismatch`).
+    IncV(i16),
+    /// `{$set: {v: ...}}` (`$unset` for [`Val::Missing`]).
+    SetV(Val),
+    /// `{$set: {m: <series>}}` as written (`$unset` for series 3): renormalized.
+    SetMeta(u8),
+    /// `{$set: {t: T0 + minute}}`: the measurement moves in time, placed again (§6.2).
+    SetTime(u16),
+}
+
 /// Kinds of refused updates ([`Op::BadUpdate`]).
 pub const BAD_UPDATES: u8 = 5;
 /// Kinds of refused `expireAfterSeconds` values ([`CollModOp::BadExpire`]).
@@ -347,7 +360,25 @@ pub enum Op {
         /// The new series.
         to: u8,
     },
-    /// An update outside the meta field, refused with `InvalidOptions` (SPEC §11.2).
+    /// `update_many(<filter>, <change>)` on any field (SPEC §11.2 [8.0+]).
+    Update {
+        /// The filter.
+        filter: Filter,
+        /// What the update does.
+        change: Change,
+    },
+    /// `update_one({_id: <id>}, <change>)` on the model's measurement at position
+    /// `pick % count` in `_id` order (nothing when the collection is empty).
+    UpdateOne {
+        /// Which measurement.
+        pick: u8,
+        /// What the update does.
+        change: Change,
+    },
+    /// An update refused as MongoDB 8.0 refuses it (SPEC §11.2): a measurement left without
+    /// a datetime time field (`BadValue`, when anything matches), a replacement with multi
+    /// (`FailedToParse`), `$inc` by a string (`TypeMismatch`), two operators on one path
+    /// (`ConflictingUpdateOperators`). Nothing changes.
     BadUpdate(u8),
     /// `expire(T0 + minute)`.
     Expire {
@@ -964,11 +995,19 @@ fn decode_op(r: &mut Reader<'_>) -> Op {
             filter: decode_filter(r),
             one: r.flag(),
         },
-        20..=21 => Op::UpdateMeta {
+        20 => Op::UpdateMeta {
             filter: decode_meta_pred(r),
             to: r.series(),
         },
-        22 => Op::BadUpdate(r.byte() % BAD_UPDATES),
+        21 => Op::Update {
+            filter: decode_filter(r),
+            change: decode_change(r),
+        },
+        22 if b >= 0xe0 => Op::BadUpdate(r.byte() % BAD_UPDATES),
+        22 => Op::UpdateOne {
+            pick: r.byte(),
+            change: decode_change(r),
+        },
         23..=25 if b >= 0xe0 => Op::ExpireAt(r.date()),
         23..=25 => Op::Expire { minute: r.u16() },
         26..=28 => Op::CollMod(match r.byte() % 8 {
@@ -1023,6 +1062,41 @@ fn decode_meas(r: &mut Reader<'_>) -> Meas {
         time,
         extra,
         meta,
+    }
+}
+
+/// A change: its kind byte, then its operand.
+fn decode_change(r: &mut Reader<'_>) -> Change {
+    match r.byte() % 4 {
+        0 => Change::IncV(r.value()),
+        1 => Change::SetV(match r.byte() % 4 {
+            0 => Val::Int(r.value()),
+            1 => Val::Double(r.value()),
+            2 => Val::Str(r.byte() % 4),
+            _ => Val::Missing,
+        }),
+        2 => Change::SetMeta(r.series()),
+        _ => Change::SetTime(r.minute()),
+    }
+}
+
+fn encode_change(w: &mut Vec<u8>, c: Change) {
+    match c {
+        Change::IncV(n) => w.extend([0, value_byte(n)]),
+        Change::SetV(v) => {
+            w.push(1);
+            match v {
+                Val::Int(n) => w.extend([0, value_byte(n)]),
+                Val::Double(n) => w.extend([1, value_byte(n)]),
+                Val::Str(k) => w.extend([2, k]),
+                Val::Missing => w.push(3),
+            }
+        }
+        Change::SetMeta(to) => w.extend([2, to]),
+        Change::SetTime(minute) => {
+            w.push(3);
+            w.extend(minute.to_be_bytes());
+        }
     }
 }
 
@@ -1186,7 +1260,16 @@ fn encode_op(w: &mut Vec<u8>, op: &Op) {
             encode_meta_pred(w, filter.as_ref());
             w.push(*to);
         }
-        Op::BadUpdate(k) => w.extend([22, *k]),
+        Op::Update { filter, change } => {
+            w.push(21);
+            encode_filter(w, filter);
+            encode_change(w, *change);
+        }
+        Op::UpdateOne { pick, change } => {
+            w.extend([22, *pick]);
+            encode_change(w, *change);
+        }
+        Op::BadUpdate(k) => w.extend([0xe0 | 22, *k]),
         Op::Expire { minute } => {
             w.push(23);
             w.extend(minute.to_be_bytes());
@@ -1954,6 +2037,11 @@ fn expect_error<T: std::fmt::Debug>(
 /// A returned measurement equals the model's (SPEC ): the time, the meta value and
 /// `_id` first and in this order, then the other data fields in any order (the bucket's
 /// column order); every value identical (types, values, bits, nested fields in order).
+/// Whether an update leaves a measurement as it was (the meta value compared normalized).
+fn same_row(a: &Row, b: &Row) -> bool {
+    a.t == b.t && a.v == b.v && same_value(a.meta.as_ref(), b.meta.as_ref())
+}
+
 fn same(got: &Document, expected: &Document) -> bool {
     let head = |d: &Document| {
         d.iter()
@@ -2136,21 +2224,30 @@ impl Harness<'_> {
             Op::LastPoints { filter } => self.last_points(filter),
             Op::Delete { filter, one } => self.delete(filter, *one),
             Op::UpdateMeta { filter, to } => self.update(*filter, *to),
+            Op::Update { filter, change } => self.update_many(filter, *change),
+            Op::UpdateOne { pick, change } => self.update_one(*pick, *change),
             Op::BadUpdate(k) => {
-                let date = DateTime::from_millis(T0);
-                let (filter, update) = match k {
-                    0 => (doc! { "v": 1 }, doc! { "$set": { "m": 0 } }),
-                    1 => (doc! {}, doc! { "$set": { "v": 1 } }),
-                    2 => (doc! {}, doc! { "m": 1 }),
-                    3 => (doc! { "t": { "$gt": date } }, doc! { "$set": { "m": 0 } }),
-                    _ => (doc! {}, doc! { "$rename": { "m": "x" } }),
+                let (update, code) = match k {
+                    0 => (doc! { "$set": { "t": "x" } }, ErrorCode::BadValue),
+                    1 => (doc! { "$unset": { "t": "" } }, ErrorCode::BadValue),
+                    2 => (doc! { "m": 1 }, ErrorCode::FailedToParse),
+                    3 => (doc! { "$inc": { "v": "a" } }, ErrorCode::TypeMismatch),
+                    _ => (
+                        doc! { "$set": { "v": 1 }, "$inc": { "v": 1 } },
+                        ErrorCode::ConflictingUpdateOperators,
+                    ),
                 };
-                let r = self.coll().update_many(&filter, &update);
-                expect_error(
-                    &format!("update_many({filter}, {update})"),
-                    r,
-                    ErrorCode::InvalidOptions,
-                )?;
+                let r = self.coll().update_many(&doc! {}, &update);
+                let what = format!("update_many({{}}, {update})");
+                if code == ErrorCode::BadValue && self.rows.is_empty() {
+                    let r = engine(&what, r)?;
+                    ensure!(
+                        r.matched == 0,
+                        "{what}: matched {r:?} in an empty collection"
+                    );
+                    return Ok(());
+                }
+                expect_error(&what, r, code)?;
                 self.summary.refused += 1;
                 Ok(())
             }
@@ -2453,6 +2550,111 @@ impl Harness<'_> {
             self.summary.deleted += 1;
         }
         Ok(())
+    }
+
+    /// What `change` makes of `row`: `None` when it refuses the update (`$inc` of a string).
+    fn changed(row: &Row, change: Change) -> Option<Row> {
+        let mut new = row.clone();
+        match change {
+            Change::IncV(n) => {
+                new.v = match row.v {
+                    Val::Int(i) => Val::Int(i + n),
+                    Val::Double(i) => Val::Double(i + n),
+                    Val::Missing => Val::Int(n),
+                    Val::Str(_) => return None,
+                }
+            }
+            Change::SetV(v) => new.v = v,
+            Change::SetMeta(to) => new.meta = meta_value(to),
+            Change::SetTime(minute) => new.t = T0 + i64::from(minute) * MINUTE_MS,
+        }
+        Some(new)
+    }
+
+    fn change_doc(change: Change) -> Document {
+        match change {
+            Change::IncV(n) => doc! { "$inc": { "v": i32::from(n) } },
+            Change::SetV(v) => match val_bson(v) {
+                Some(b) => doc! { "$set": { "v": b } },
+                None => doc! { "$unset": { "v": "" } },
+            },
+            Change::SetMeta(to) => match meta_written(to) {
+                Some(m) => doc! { "$set": { "m": m } },
+                None => doc! { "$unset": { "m": "" } },
+            },
+            Change::SetTime(minute) => {
+                doc! { "$set": { "t": DateTime::from_millis(T0 + i64::from(minute) * MINUTE_MS) } }
+            }
+        }
+    }
+
+    /// Applies `change` to the model's `matched` rows after the engine answered `r` to the
+    /// update: every row changes or (a refusal) none does.
+    fn check_update(
+        &mut self,
+        what: &str,
+        matched: &[i64],
+        change: Change,
+        r: Result<tscoll_engine::UpdateResult, tscoll_engine::Error>,
+    ) -> Result<(), String> {
+        let mut new_rows = Vec::new();
+        for id in matched {
+            let row = &self.rows[id];
+            match Self::changed(row, change) {
+                Some(new) => {
+                    if !same_row(row, &new) {
+                        new_rows.push((*id, new));
+                    }
+                }
+                None => {
+                    expect_error(what, r, ErrorCode::TypeMismatch)?;
+                    self.summary.refused += 1;
+                    return Ok(());
+                }
+            }
+        }
+        let r = engine(what, r)?;
+        ensure!(
+            r.matched == matched.len() as u64 && r.modified == new_rows.len() as u64,
+            "{what}: expected matched {} modified {}, got {r:?}",
+            matched.len(),
+            new_rows.len()
+        );
+        self.summary.updated += new_rows.len();
+        for (id, row) in new_rows {
+            self.rows.insert(id, row);
+        }
+        Ok(())
+    }
+
+    fn update_many(&mut self, filter: &Filter, change: Change) -> Result<(), String> {
+        let fdoc = filter.to_doc();
+        let update = Self::change_doc(change);
+        let matched: Vec<i64> = self
+            .matching(filter)
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect();
+        let r = self.coll().update_many(&fdoc, &update);
+        self.check_update(
+            &format!("update_many({fdoc}, {update})"),
+            &matched,
+            change,
+            r,
+        )
+    }
+
+    fn update_one(&mut self, pick: u8, change: Change) -> Result<(), String> {
+        let ids: Vec<i64> = self.rows.keys().copied().collect();
+        let Some(id) = (!ids.is_empty()).then(|| ids[usize::from(pick) % ids.len()]) else {
+            return Ok(());
+        };
+        let fdoc = doc! { "_id": id };
+        let update = Self::change_doc(change);
+        let r = self
+            .coll()
+            .update_one(&fdoc, &update, &tscoll_engine::UpdateOptions::default());
+        self.check_update(&format!("update_one({fdoc}, {update})"), &[id], change, r)
     }
 
     fn update(&mut self, filter: Option<MetaPred>, to: u8) -> Result<(), String> {

@@ -154,6 +154,21 @@ pub mod spec {
         v
     }
 
+    /// Asserts that every stored bucket's `meta` is the document `meta` (as stored:
+    /// normalized, R-3.1).
+    ///
+    /// # Panics
+    /// When the buckets cannot be read or one has another meta value.
+    pub fn assert_every_bucket_meta(coll: &Collection, meta: &Document) {
+        let metas: Vec<Document> = coll
+            .buckets()
+            .expect("buckets")
+            .iter()
+            .map(|b| b.get_document("meta").expect("meta").clone())
+            .collect();
+        assert!(metas.iter().all(|m| m == meta), "{metas:?}");
+    }
+
     /// The measurements matching `filter`, in time order.
     ///
     /// # Panics

@@ -14,8 +14,8 @@ use std::path::PathBuf;
 use bson::{Bson, DateTime, Document, doc};
 use engine_ops::{
     Avoid, BAD_EXPIRES, BAD_UPDATES, BINARY_SUBTYPES, BUCKETINGS, Bucketing, CHARS, CREATE_EXPIRES,
-    CollModOp, DATES, DOUBLES, EXPIRES, Filter, INT32S, INT64S, MAX_BINARY, MAX_COUNTS, MAX_DEPTH,
-    MAX_ENTRIES, MAX_FIELDS, MAX_INSERT, MAX_NAME_CHARS, MAX_OPS, MAX_STRING_CHARS,
+    Change, CollModOp, DATES, DOUBLES, EXPIRES, Filter, INT32S, INT64S, MAX_BINARY, MAX_COUNTS,
+    MAX_DEPTH, MAX_ENTRIES, MAX_FIELDS, MAX_INSERT, MAX_NAME_CHARS, MAX_OPS, MAX_STRING_CHARS,
     MEMORY_THRESHOLDS, MINUTES, Meas, MetaPred, NAMES, Op, Proj, SERIES, SPANS, Setup, Summary,
     TimeKind, TimePred, VALUE_RANGE, Val, ValPred, Value, decimals, decode, encode, regex_options,
     run_ops, run_ops_avoiding, unique,
@@ -212,6 +212,21 @@ fn filter() -> impl Strategy<Value = Filter> {
         .prop_map(|(meta, time, value)| Filter { meta, time, value })
 }
 
+fn change() -> impl Strategy<Value = Change> {
+    prop_oneof![
+        2 => (-3i16..=3).prop_map(Change::IncV),
+        2 => prop_oneof![
+            (-3i16..=3).prop_map(Val::Int),
+            (-3i16..=3).prop_map(Val::Double),
+            (0u8..4).prop_map(Val::Str),
+            Just(Val::Missing),
+        ]
+        .prop_map(Change::SetV),
+        1 => series().prop_map(Change::SetMeta),
+        1 => (0..MINUTES).prop_map(Change::SetTime),
+    ]
+}
+
 fn coll_mod() -> impl Strategy<Value = CollModOp> {
     prop_oneof![
         1 => Just(CollModOp::Granularity(Granularity::Seconds)),
@@ -245,6 +260,8 @@ fn op() -> impl Strategy<Value = Op> {
         3 => (filter(), any::<bool>()).prop_map(|(filter, one)| Op::Delete { filter, one }),
         2 => (prop::option::weighted(0.8, meta_pred()), series())
             .prop_map(|(filter, to)| Op::UpdateMeta { filter, to }),
+        2 => (filter(), change()).prop_map(|(filter, change)| Op::Update { filter, change }),
+        1 => (any::<u8>(), change()).prop_map(|(pick, change)| Op::UpdateOne { pick, change }),
         1 => (0..BAD_UPDATES).prop_map(Op::BadUpdate),
         3 => prop_oneof![3 => 0..8_000u16, 1 => any::<u16>()].prop_map(|minute| Op::Expire { minute }),
         1 => date().prop_map(Op::ExpireAt),

@@ -1,9 +1,12 @@
 //! SPEC §11.2 conformance: meta-only multi updates, translated to the buckets' meta and
-//! renormalized; buckets cleared from the catalog.
+//! renormalized; buckets cleared from the catalog. Updates of any field are
+//! in `spec_update_measurements.rs`.
 
 use bson::{Document, doc};
 use tscoll_engine::{CatalogOptions, Collection, ErrorCode};
-use tscoll_tests::spec::{at, bucket_counts, find_sorted, insert_all, options, temp_collection};
+use tscoll_tests::spec::{
+    assert_every_bucket_meta, at, bucket_counts, find_sorted, insert_all, options, temp_collection,
+};
 
 const MINUTE: i64 = 60_000;
 const HOUR: i64 = 60 * MINUTE;
@@ -80,16 +83,7 @@ fn r_11_2_new_meta_is_renormalized_like_an_inserted_one() {
         values(&coll, doc! { "m": { "dc": "x", "host": "a" } }),
         [1, 2]
     );
-    let metas: Vec<Document> = coll
-        .buckets()
-        .expect("buckets")
-        .iter()
-        .map(|b| b.get_document("meta").expect("meta").clone())
-        .collect();
-    assert!(
-        metas.iter().all(|m| m == &doc! { "dc": "x", "host": "a" }),
-        "{metas:?}"
-    );
+    assert_every_bucket_meta(&coll, &doc! { "dc": "x", "host": "a" });
 }
 
 #[test]
@@ -112,37 +106,44 @@ fn r_11_2_operators_rename_unset_inc() {
 }
 
 #[test]
-fn r_11_2_non_meta_filters_and_updates_are_invalid_options() {
+fn r_11_2_updates_beyond_the_meta_field_take_the_measurement_path() {
+    // What the legacy translation refused with InvalidOptions, MongoDB 8.0 updates.
     let (_dir, _db, coll) = temp_collection(CatalogOptions::default(), &options(true));
     hosts(&coll);
     let cases = [
-        (doc! { "v": 1 }, doc! { "$set": { "m.dc": "z" } }),
+        (doc! { "v": 1 }, doc! { "$set": { "m.dc": "z" } }, 1),
         (
-            doc! { "m.host": "a", "t": at(0) },
+            doc! { "m.host": "a", "t": at(MINUTE) },
             doc! { "$set": { "m.dc": "z" } },
+            1,
         ),
-        (doc! { "m.host": "a" }, doc! { "$set": { "v": 2 } }),
-        (doc! { "m.host": "a" }, doc! { "m": { "host": "q" } }),
+        (doc! { "m.host": "b" }, doc! { "$set": { "v": 40 } }, 1),
         (
-            doc! { "m.host": "a" },
+            doc! { "m.host": "c" },
             doc! { "$rename": { "m.host": "host" } },
+            1,
         ),
     ];
-    for (filter, update) in cases {
-        let e = coll.update_many(&filter, &update).unwrap_err();
-        assert_eq!(
-            e.code(),
-            ErrorCode::InvalidOptions,
-            "{filter} {update}: {e}"
-        );
+    for (filter, update, n) in cases {
+        let r = coll.update_many(&filter, &update).expect("update");
+        assert_eq!((r.matched, r.modified), (n, n), "{filter} {update}");
     }
-    // Nothing changed.
-    assert_eq!(values(&coll, doc! { "m.dc": "x" }).len(), 4);
-    let (_dir2, _db2, plain) = temp_collection(CatalogOptions::default(), &options(false));
-    let e = plain
-        .update_many(&doc! {}, &doc! { "$set": { "m": 1 } })
+    assert_eq!(values(&coll, doc! { "m.dc": "z" }), [1, 2]);
+    assert_eq!(values(&coll, doc! { "m.host": "b" }), [40]);
+    assert_eq!(values(&coll, doc! { "host": "c" }), [5]);
+    // A replacement cannot update many measurements.
+    let e = coll
+        .update_many(&doc! { "m.host": "a" }, &doc! { "m": { "host": "q" } })
         .unwrap_err();
-    assert_eq!(e.code(), ErrorCode::InvalidOptions);
+    assert_eq!(e.code(), ErrorCode::FailedToParse, "{e}");
+    // Without a meta field, `m` is a field like any other.
+    let (_dir2, _db2, plain) = temp_collection(CatalogOptions::default(), &options(false));
+    insert_all(&plain, &[doc! { "t": at(0), "v": 1 }]);
+    let r = plain
+        .update_many(&doc! {}, &doc! { "$set": { "m": 1 } })
+        .expect("update");
+    assert_eq!((r.matched, r.modified), (1, 1));
+    assert_eq!(plain.count(&doc! { "m": 1 }).expect("count"), 1);
 }
 
 #[test]
