@@ -1,12 +1,17 @@
-//! `$expr` in filters: aggregation expressions evaluated on each measurement (MongoDB's
-//! `{$expr: {$gt: ["$usage_user", "$usage_system"]}}`). Supported: field paths (`"$a.b"`, the
-//! meta field and its sub-fields, the time field), literals and `$literal`; comparisons
-//! `$eq`, `$ne`, `$gt`, `$gte`, `$lt`, `$lte` (BSON order across types, a missing field below
-//! every value, as aggregation compares); `$and`, `$or`, `$not`; arithmetic `$add`,
-//! `$subtract`, `$multiply`, `$divide`, `$mod`, `$abs` on numbers and dates. An arithmetic
-//! operand that is null or missing makes the result null; one that is not a number (or a
-//! date where dates are allowed), or a division by zero, also gives null here, where MongoDB
-//! fails the query.
+//! Aggregation expressions: `$expr` in filters, evaluated on each measurement (MongoDB's
+//! `{$expr: {$gt: ["$usage_user", "$usage_system"]}}`), and the expressions of pipeline
+//! stages. Supported: field paths (`"$a.b"`, the meta field and its sub-fields, the time
+//! field), literals and `$literal`, document and array expressions; comparisons `$eq`, `$ne`,
+//! `$gt`, `$gte`, `$lt`, `$lte` (BSON order across types, a missing field below every value,
+//! as aggregation compares); `$and`, `$or`, `$not`, `$cond`, `$ifNull`; arithmetic `$add`,
+//! `$subtract`, `$multiply`, `$divide`, `$mod`, `$abs` on numbers and dates; dates
+//! `$dateTrunc`, `$dateAdd`, `$dateSubtract`, `$dateDiff` (constant `unit`, `binSize` and
+//! `startOfWeek`, UTC), `$year`, `$month`, `$dayOfMonth`, `$dayOfWeek`, `$dayOfYear`,
+//! `$hour`, `$minute`, `$second`, `$millisecond`; conversions `$toLong`, `$toDouble`,
+//! `$toDate`. An operand that is null or missing makes the result null; an arithmetic
+//! operand that is not a number (or a date where dates are allowed), or a division by zero,
+//! also gives null here, where MongoDB fails the query; a date operator given something other
+//! than a date fails the evaluation (in a filter, the measurement does not match).
 
 use std::borrow::Cow;
 use std::cmp::Ordering;
@@ -14,8 +19,9 @@ use std::cmp::Ordering;
 use bson::{Bson, DateTime, Document};
 use tscoll_catalog::value::compare;
 
+use crate::dates::{self, Part, Unit};
 use crate::error::{Error, ErrorCode, Result};
-use crate::filter::{Target, Values};
+use crate::filter::{Target, Values, exact_int};
 
 /// Where a field path of an expression reads: its target and the path inside it.
 pub(crate) type Resolve<'a> = dyn Fn(&[String]) -> (Target, Vec<String>) + 'a;
@@ -37,6 +43,47 @@ pub(crate) enum Expr {
     Not(Box<Expr>),
     /// Arithmetic.
     Arith(Arith, Vec<Expr>),
+    /// A document of expressions (a field whose value is missing is left out).
+    Object(Vec<(String, Expr)>),
+    /// An array of expressions (a missing value is null).
+    Array(Vec<Expr>),
+    /// `$cond`: if, then, else.
+    Cond(Box<Expr>, Box<Expr>, Box<Expr>),
+    /// `$ifNull`: the first operand neither null nor missing, else the last.
+    IfNull(Vec<Expr>),
+    /// `$dateTrunc`.
+    DateTrunc {
+        date: Box<Expr>,
+        unit: Unit,
+        bin_size: i64,
+        start_of_week: i64,
+    },
+    /// `$dateAdd` (`sign` 1) or `$dateSubtract` (`sign` -1).
+    DateAdd {
+        date: Box<Expr>,
+        unit: Unit,
+        amount: Box<Expr>,
+        sign: i64,
+    },
+    /// `$dateDiff`.
+    DateDiff {
+        start: Box<Expr>,
+        end: Box<Expr>,
+        unit: Unit,
+        start_of_week: i64,
+    },
+    /// `$year`, `$month` ...
+    DatePart(Part, Box<Expr>),
+    /// `$toLong`, `$toDouble`, `$toDate`.
+    Convert(Conversion, Box<Expr>),
+}
+
+/// A conversion operator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Conversion {
+    Long,
+    Double,
+    Date,
 }
 
 /// A comparison operator of an expression.
@@ -83,8 +130,16 @@ impl Expr {
             Bson::Document(d) if d.keys().next().is_some_and(|k| k.starts_with('$')) => {
                 parse_operator(d, target)
             }
-            Bson::Document(_) | Bson::Array(_) => Err(bad(
-                "$expr: document and array expressions are not supported; use $literal".to_owned(),
+            Bson::Document(d) => Ok(Expr::Object(
+                d.iter()
+                    .map(|(k, v)| Ok((k.clone(), Expr::parse(v, target)?)))
+                    .collect::<Result<_>>()?,
+            )),
+            Bson::Array(items) => Ok(Expr::Array(
+                items
+                    .iter()
+                    .map(|v| Expr::parse(v, target))
+                    .collect::<Result<_>>()?,
             )),
             other => Ok(Expr::Literal(other.clone())),
         }
@@ -99,10 +154,29 @@ impl Expr {
                 a.fields(out);
                 b.fields(out);
             }
-            Expr::Not(a) => a.fields(out),
-            Expr::And(xs) | Expr::Or(xs) | Expr::Arith(_, xs) => {
+            Expr::Not(a) | Expr::DatePart(_, a) | Expr::Convert(_, a) => a.fields(out),
+            Expr::DateTrunc { date, .. } => date.fields(out),
+            Expr::DateAdd { date, amount, .. } => {
+                date.fields(out);
+                amount.fields(out);
+            }
+            Expr::DateDiff { start, end, .. } => {
+                start.fields(out);
+                end.fields(out);
+            }
+            Expr::Cond(a, b, c) => {
+                a.fields(out);
+                b.fields(out);
+                c.fields(out);
+            }
+            Expr::And(xs)
+            | Expr::Or(xs)
+            | Expr::Arith(_, xs)
+            | Expr::Array(xs)
+            | Expr::IfNull(xs) => {
                 xs.iter().for_each(|x| x.fields(out));
             }
+            Expr::Object(fields) => fields.iter().for_each(|(_, x)| x.fields(out)),
         }
     }
 
@@ -165,6 +239,98 @@ impl Expr {
                 }
                 Some(Cow::Owned(arith(*op, &args)))
             }
+            Expr::Object(fields) => {
+                let mut d = Document::new();
+                for (k, x) in fields {
+                    if let Some(v) = x.eval(values)? {
+                        d.insert(k.clone(), v.into_owned());
+                    }
+                }
+                Some(Cow::Owned(Bson::Document(d)))
+            }
+            Expr::Array(xs) => {
+                let mut a = Vec::with_capacity(xs.len());
+                for x in xs {
+                    a.push(x.eval(values)?.map_or(Bson::Null, Cow::into_owned));
+                }
+                Some(Cow::Owned(Bson::Array(a)))
+            }
+            Expr::Cond(c, a, b) => {
+                if truthy(c.eval(values)?.as_deref()) {
+                    a.eval(values)?
+                } else {
+                    b.eval(values)?
+                }
+            }
+            Expr::IfNull(xs) => {
+                let (last, rest) = xs.split_last().ok_or("$ifNull needs operands")?;
+                for x in rest {
+                    if let Some(v) = x.eval(values)?
+                        && !matches!(v.as_ref(), Bson::Null | Bson::Undefined)
+                    {
+                        return Ok(Some(v));
+                    }
+                }
+                last.eval(values)?
+            }
+            Expr::DateTrunc {
+                date,
+                unit,
+                bin_size,
+                start_of_week,
+            } => date_of(date.eval(values)?.as_deref(), "$dateTrunc")?
+                .map(|t| {
+                    dates::trunc(t, *unit, *bin_size, *start_of_week)
+                        .map(|t| Cow::Owned(Bson::DateTime(DateTime::from_millis(t))))
+                        .ok_or_else(|| "$dateTrunc: the date is out of range".to_owned())
+                })
+                .transpose()?
+                .or(Some(Cow::Owned(Bson::Null))),
+            Expr::DateAdd {
+                date,
+                unit,
+                amount,
+                sign,
+            } => {
+                let t = date_of(date.eval(values)?.as_deref(), "$dateAdd")?;
+                let n = match amount.eval(values)?.as_deref() {
+                    None | Some(Bson::Null) => None,
+                    Some(v) => Some(exact_int(v).ok_or("$dateAdd: amount must be an integer")?),
+                };
+                Some(Cow::Owned(match (t, n) {
+                    (Some(t), Some(n)) => Bson::DateTime(DateTime::from_millis(
+                        dates::add(t, *unit, n.saturating_mul(*sign))
+                            .ok_or("$dateAdd: the result is out of range")?,
+                    )),
+                    _ => Bson::Null,
+                }))
+            }
+            Expr::DateDiff {
+                start,
+                end,
+                unit,
+                start_of_week,
+            } => {
+                let a = date_of(start.eval(values)?.as_deref(), "$dateDiff")?;
+                let b = date_of(end.eval(values)?.as_deref(), "$dateDiff")?;
+                Some(Cow::Owned(match (a, b) {
+                    (Some(a), Some(b)) => Bson::Int64(
+                        dates::diff(a, b, *unit, *start_of_week)
+                            .ok_or("$dateDiff: out of range")?,
+                    ),
+                    _ => Bson::Null,
+                }))
+            }
+            Expr::DatePart(part, date) => Some(Cow::Owned(
+                match date_of(date.eval(values)?.as_deref(), "a date part operator")? {
+                    Some(t) => {
+                        let v = part.of(t);
+                        i32::try_from(v).map_or(Bson::Int64(v), Bson::Int32)
+                    }
+                    None => Bson::Null,
+                },
+            )),
+            Expr::Convert(to, x) => Some(Cow::Owned(convert(*to, x.eval(values)?.as_deref())?)),
         })
     }
 
@@ -190,6 +356,9 @@ fn parse_operator(d: &Document, target: &Resolve<'_>) -> Result<Expr> {
     };
     if op == "$literal" {
         return Ok(Expr::Literal(arg.clone()));
+    }
+    if let Some(e) = parse_named(op, arg, target)? {
+        return Ok(e);
     }
     let args: Vec<Expr> = match arg {
         Bson::Array(items) => items
@@ -246,13 +415,189 @@ fn parse_operator(d: &Document, target: &Resolve<'_>) -> Result<Expr> {
             count(1)?;
             Expr::Arith(Arith::Abs, args)
         }
+        "$ifNull" => {
+            if args.len() < 2 {
+                return Err(bad("$ifNull takes at least 2 operands".to_owned()));
+            }
+            Expr::IfNull(args)
+        }
+        "$cond" => {
+            count(3)?;
+            let mut it = args.into_iter();
+            match (it.next(), it.next(), it.next()) {
+                (Some(c), Some(a), Some(b)) => Expr::Cond(Box::new(c), Box::new(a), Box::new(b)),
+                _ => return Err(bad("$cond takes 3 operands".to_owned())),
+            }
+        }
+        "$toLong" | "$toDouble" | "$toDate" => {
+            count(1)?;
+            let to = match op.as_str() {
+                "$toLong" => Conversion::Long,
+                "$toDouble" => Conversion::Double,
+                _ => Conversion::Date,
+            };
+            Expr::Convert(
+                to,
+                Box::new(args.into_iter().next().unwrap_or(Expr::Literal(Bson::Null))),
+            )
+        }
         other => {
+            if let Some(part) = Part::parse(other) {
+                count(1)?;
+                let date = args.into_iter().next().unwrap_or(Expr::Literal(Bson::Null));
+                return Ok(Expr::DatePart(part, Box::new(date)));
+            }
             return Err(bad(format!(
-                "$expr: operator {other} is not supported (comparisons, $and, $or, $not, \
-                 $add, $subtract, $multiply, $divide, $mod, $abs, $literal are)"
+                "operator {other} is not supported in an expression (comparisons, $and, $or, \
+                 $not, $cond, $ifNull, $add, $subtract, $multiply, $divide, $mod, $abs, \
+                 $dateTrunc, $dateAdd, $dateSubtract, $dateDiff, date parts, $toLong, \
+                 $toDouble, $toDate, $literal are)"
             )));
         }
     })
+}
+
+/// The operators that take a document of named arguments (`$dateTrunc` ...) and `$cond` in
+/// its document form; `None` for the others.
+fn parse_named(op: &str, arg: &Bson, target: &Resolve<'_>) -> Result<Option<Expr>> {
+    let named = ["$dateTrunc", "$dateAdd", "$dateSubtract", "$dateDiff"];
+    let Bson::Document(args) = arg else {
+        if named.contains(&op) {
+            return Err(bad(format!("{op} takes a document of named arguments")));
+        }
+        return Ok(None);
+    };
+    if op == "$cond" {
+        let get = |k: &str| {
+            args.get(k)
+                .ok_or_else(|| bad(format!("$cond needs '{k}'")))
+                .and_then(|v| Expr::parse(v, target))
+        };
+        return Ok(Some(Expr::Cond(
+            Box::new(get("if")?),
+            Box::new(get("then")?),
+            Box::new(get("else")?),
+        )));
+    }
+    if !named.contains(&op) {
+        return Ok(None);
+    }
+    let expr = |k: &str| -> Result<Box<Expr>> {
+        let v = args
+            .get(k)
+            .ok_or_else(|| bad(format!("{op} needs '{k}'")))?;
+        Ok(Box::new(Expr::parse(v, target)?))
+    };
+    let unit = match args.get("unit") {
+        Some(Bson::String(u)) => {
+            Unit::parse(u).ok_or_else(|| bad(format!("{op}: unknown unit '{u}'")))?
+        }
+        _ => return Err(bad(format!("{op} needs 'unit' as a constant string"))),
+    };
+    let start_of_week = match args.get("startOfWeek") {
+        None => 0,
+        Some(Bson::String(s)) => dates::parse_start_of_week(s)
+            .ok_or_else(|| bad(format!("{op}: unknown startOfWeek '{s}'")))?,
+        Some(_) => return Err(bad(format!("{op}: startOfWeek must be a constant string"))),
+    };
+    let allowed: &[&str] = match op {
+        "$dateTrunc" => &["date", "unit", "binSize", "startOfWeek", "timezone"],
+        "$dateDiff" => &["startDate", "endDate", "unit", "startOfWeek", "timezone"],
+        _ => &["startDate", "unit", "amount", "timezone"],
+    };
+    if let Some(k) = args.keys().find(|k| !allowed.contains(&k.as_str())) {
+        return Err(bad(format!("{op}: unknown argument '{k}'")));
+    }
+    match args.get("timezone") {
+        None => {}
+        Some(Bson::String(tz)) if tz == "UTC" || tz == "Etc/UTC" || tz == "+00:00" => {}
+        Some(tz) => {
+            return Err(bad(format!(
+                "{op}: only UTC is supported, not timezone {tz}"
+            )));
+        }
+    }
+    Ok(Some(match op {
+        "$dateTrunc" => Expr::DateTrunc {
+            date: expr("date")?,
+            unit,
+            bin_size: match args.get("binSize") {
+                None => 1,
+                Some(v) => exact_int(v).filter(|n| *n > 0).ok_or_else(|| {
+                    bad("$dateTrunc: binSize must be a positive integer".to_owned())
+                })?,
+            },
+            start_of_week,
+        },
+        "$dateDiff" => Expr::DateDiff {
+            start: expr("startDate")?,
+            end: expr("endDate")?,
+            unit,
+            start_of_week,
+        },
+        _ => Expr::DateAdd {
+            date: expr("startDate")?,
+            unit,
+            amount: expr("amount")?,
+            sign: if op == "$dateSubtract" { -1 } else { 1 },
+        },
+    }))
+}
+
+/// The ms of a date operand; `None` for null or missing.
+fn date_of(v: Option<&Bson>, op: &str) -> std::result::Result<Option<i64>, String> {
+    match v {
+        None | Some(Bson::Null | Bson::Undefined) => Ok(None),
+        Some(Bson::DateTime(t)) => Ok(Some(t.timestamp_millis())),
+        Some(other) => Err(format!("{op} needs a date, not {other}")),
+    }
+}
+
+/// `$toLong`, `$toDouble`, `$toDate`.
+fn convert(to: Conversion, v: Option<&Bson>) -> std::result::Result<Bson, String> {
+    let v = match v {
+        None | Some(Bson::Null | Bson::Undefined) => return Ok(Bson::Null),
+        Some(v) => v,
+    };
+    #[expect(
+        clippy::cast_precision_loss,
+        clippy::cast_possible_truncation,
+        reason = "MongoDB's conversions"
+    )]
+    let out = match (to, v) {
+        (Conversion::Long, Bson::Int32(n)) => Bson::Int64(i64::from(*n)),
+        (Conversion::Long, Bson::Int64(n)) => Bson::Int64(*n),
+        (Conversion::Long, Bson::Double(d)) if d.is_finite() && d.abs() < 9.2e18 => {
+            Bson::Int64(d.trunc() as i64)
+        }
+        (Conversion::Long, Bson::Boolean(b)) => Bson::Int64(i64::from(*b)),
+        (Conversion::Long, Bson::DateTime(t)) => Bson::Int64(t.timestamp_millis()),
+        (Conversion::Long, Bson::String(s)) => Bson::Int64(
+            s.trim()
+                .parse()
+                .map_err(|_| format!("$toLong cannot convert '{s}'"))?,
+        ),
+        (Conversion::Double, Bson::Int32(n)) => Bson::Double(f64::from(*n)),
+        (Conversion::Double, Bson::Int64(n)) => Bson::Double(*n as f64),
+        (Conversion::Double, Bson::Double(d)) => Bson::Double(*d),
+        (Conversion::Double, Bson::Boolean(b)) => Bson::Double(f64::from(u8::from(*b))),
+        (Conversion::Double, Bson::DateTime(t)) => Bson::Double(t.timestamp_millis() as f64),
+        (Conversion::Double, Bson::String(s)) => Bson::Double(
+            s.trim()
+                .parse()
+                .map_err(|_| format!("$toDouble cannot convert '{s}'"))?,
+        ),
+        (Conversion::Date, Bson::DateTime(t)) => Bson::DateTime(*t),
+        (Conversion::Date, Bson::Int64(n)) => Bson::DateTime(DateTime::from_millis(*n)),
+        (Conversion::Date, Bson::Double(d)) if d.is_finite() && d.abs() < 9.2e18 => {
+            Bson::DateTime(DateTime::from_millis(d.trunc() as i64))
+        }
+        (Conversion::Date, Bson::String(s)) => Bson::DateTime(
+            DateTime::parse_rfc3339_str(s).map_err(|_| format!("$toDate cannot convert '{s}'"))?,
+        ),
+        (_, other) => return Err(format!("cannot convert {other} with {to:?}")),
+    };
+    Ok(out)
 }
 
 /// Aggregation's truthiness.

@@ -231,8 +231,9 @@ fn type_numbers(v: &Bson) -> Result<Vec<i32>> {
     }
 }
 
-/// A number that is a whole value (`$mod`, `$size`, `$type` operands).
-fn exact_int(v: &Bson) -> Option<i64> {
+/// A number that is a whole value (`$mod`, `$size`, `$type` operands; expression and update
+/// operands).
+pub(crate) fn exact_int(v: &Bson) -> Option<i64> {
     match v {
         Bson::Int32(n) => Some(i64::from(*n)),
         Bson::Int64(n) => Some(*n),
@@ -1431,10 +1432,11 @@ mod tests {
         check(&cases, &a, &b);
         for f in [
             doc! { "$expr": { "$gt": ["$a"] } },
-            doc! { "$expr": { "$dateTrunc": { "date": "$t", "unit": "hour" } } },
+            doc! { "$expr": { "$dateTrunc": { "date": "$t" } } },
+            doc! { "$expr": { "$dateTrunc": { "date": "$t", "unit": "fortnight" } } },
             doc! { "$expr": { "$gt": ["$$NOW", 1] } },
             doc! { "$expr": { "$gt": ["$a", 1], "$lt": ["$a", 2] } },
-            doc! { "$expr": { "$eq": [{ "a": 1 }, 1] } },
+            doc! { "$expr": { "$eq": [{ "$bogus": 1 }, 1] } },
         ] {
             let err = Filter::parse(&f, "t", Some("m")).expect_err("bad $expr");
             assert_eq!(err.code(), ErrorCode::BadValue, "{f}: {err}");

@@ -37,6 +37,7 @@ mod arrow_insert;
 mod collection;
 mod collmod;
 mod control;
+mod dates;
 mod db;
 mod delete;
 mod expr;
@@ -45,6 +46,7 @@ mod index;
 mod journal;
 
 mod meta_cache;
+mod pipeline;
 mod query;
 mod recovery;
 mod reopen;

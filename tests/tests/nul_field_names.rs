@@ -158,7 +158,7 @@ fn a_nul_field_name_in_a_request_is_refused() {
     );
     assert_bad_value(coll.coll_mod(&doc! { "x\0": 1 }), "collMod");
     assert_bad_value(
-        coll.aggregate(
+        coll.aggregate_windows(
             &doc! {},
             &AggregateSpec {
                 window_ms: 1000,

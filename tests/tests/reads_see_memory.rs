@@ -165,7 +165,7 @@ fn check(coll: &Collection, model: &BTreeMap<i64, Row>, rng: &mut Rng, ctx: &str
         g.1 += r.3;
     }
     let found: BTreeMap<(String, i64), (i64, i64)> = coll
-        .aggregate(&f, &spec)
+        .aggregate_windows(&f, &spec)
         .expect("aggregate")
         .iter()
         .map(|g| {

@@ -1049,7 +1049,7 @@ fn aggregate_whole_buckets_in_one_window_come_from_control() {
         ],
     };
     let (found, stats) = coll
-        .aggregate_with_stats(&doc! {}, &spec)
+        .aggregate_windows_with_stats(&doc! {}, &spec)
         .expect("aggregate");
     assert_same_groups(
         &found,
@@ -1070,7 +1070,7 @@ fn aggregate_whole_buckets_in_one_window_come_from_control() {
     };
     let filter = doc! { "m": { "$in": ["a", "b"] }, "t": { "$gte": at(2 * HOUR) } };
     let (found, stats) = coll
-        .aggregate_with_stats(&filter, &daily)
+        .aggregate_windows_with_stats(&filter, &daily)
         .expect("aggregate");
     assert_same_groups(
         &found,
@@ -1084,7 +1084,7 @@ fn aggregate_whole_buckets_in_one_window_come_from_control() {
         ..spec.clone()
     };
     let (found, stats) = coll
-        .aggregate_with_stats(&doc! { "m": "c" }, &half)
+        .aggregate_windows_with_stats(&doc! { "m": "c" }, &half)
         .expect("aggregate");
     assert_same_groups(
         &found,
@@ -1110,7 +1110,7 @@ fn aggregate_whole_buckets_in_one_window_come_from_control() {
     };
     let filter = doc! { "t": { "$lt": at(20 * HOUR + 25 * MIN) } };
     let (found, stats) = coll
-        .aggregate_with_stats(&filter, &rows)
+        .aggregate_windows_with_stats(&filter, &rows)
         .expect("aggregate");
     assert_same_groups(&found, &reference_aggregate(&docs, &filter, &rows), "rows");
     assert_eq!(stats.buckets_unpacked, 63, "{stats:?}");
@@ -1145,7 +1145,9 @@ fn aggregate_rejects_bad_specs() {
         },
     ];
     for spec in bad {
-        let err = coll.aggregate(&doc! {}, &spec).expect_err("rejected");
+        let err = coll
+            .aggregate_windows(&doc! {}, &spec)
+            .expect_err("rejected");
         assert_eq!(err.code(), tscoll_engine::ErrorCode::BadValue, "{spec:?}");
     }
 }
@@ -1164,7 +1166,7 @@ fn aggregate_columns_hold_the_same_groups() {
             ("first".into(), Accumulator::First("v".into())),
         ],
     };
-    let docs_form = coll.aggregate(&doc! {}, &spec).expect("aggregate");
+    let docs_form = coll.aggregate_windows(&doc! {}, &spec).expect("aggregate");
     let batch = coll.aggregate_columns(&doc! {}, &spec).expect("columns");
     assert_eq!(batch.len(), docs_form.len());
     assert_eq!(
@@ -1237,7 +1239,7 @@ fn aggregates_read_in_parts_equal_naive_computations() {
         ],
     };
     let (found, stats) = coll
-        .aggregate_with_stats(&doc! {}, &hourly)
+        .aggregate_windows_with_stats(&doc! {}, &hourly)
         .expect("aggregate");
     assert_same_groups(
         &found,
@@ -1257,7 +1259,7 @@ fn aggregates_read_in_parts_equal_naive_computations() {
         outputs: vec![("avg".into(), Accumulator::Avg("v".into()))],
     };
     let (found, stats) = coll
-        .aggregate_with_stats(&doc! {}, &means)
+        .aggregate_windows_with_stats(&doc! {}, &means)
         .expect("aggregate");
     assert_same_groups(
         &found,
@@ -1288,11 +1290,11 @@ fn aggregates_read_in_parts_equal_naive_computations() {
             doc! { "w": { "$lte": 40 } },
         ] {
             let ctx = format!("{filter} {window_ms} {by_series}");
-            let found = coll.aggregate(&filter, &spec).expect("aggregate");
+            let found = coll.aggregate_windows(&filter, &spec).expect("aggregate");
             assert_same_groups(&found, &reference_aggregate(&docs, &filter, &spec), &ctx);
             // The parts are merged in id order: the same answer, bit for bit, every time.
             assert_eq!(
-                coll.aggregate(&filter, &spec).expect("again"),
+                coll.aggregate_windows(&filter, &spec).expect("again"),
                 found,
                 "{ctx}"
             );
@@ -1385,7 +1387,7 @@ fn r_13_2_without_the_default_index_queries_read_the_whole_bucket_directory() {
         by_series: true,
         outputs: vec![("n".into(), Accumulator::Count)],
     };
-    let groups = coll.aggregate(&filter, &spec).expect("aggregate");
+    let groups = coll.aggregate_windows(&filter, &spec).expect("aggregate");
     assert_same_groups(
         &groups,
         &reference_aggregate(&docs, &filter, &spec),
@@ -1650,7 +1652,7 @@ proptest! {
         let columns = coll.find_columns(&filter, &opts).expect("columns");
         prop_assert_eq!(&columns.times, &found_times);
         prop_assert_eq!(coll.count(&filter).expect("count"), expected.len() as u64);
-        let groups = coll.aggregate(&filter, &spec).expect("aggregate");
+        let groups = coll.aggregate_windows(&filter, &spec).expect("aggregate");
         let expected_groups = reference_aggregate(&docs, &filter, &spec);
         assert_same_groups(&groups, &expected_groups, &format!("{filter} {spec:?}"));
         let last = coll.last_points(&filter).expect("last points");

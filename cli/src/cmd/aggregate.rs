@@ -1,10 +1,12 @@
-//! `tscoll aggregate`: measurements grouped by time window (and series), with count, min,
-//! max, sum, avg, first and last outputs (`Collection::aggregate`, SPEC ); prints one
-//! relaxed Extended JSON document per group.
+//! `tscoll aggregate`: a MongoDB aggregation pipeline (`--pipeline`, `Collection::aggregate`),
+//! or measurements grouped by time window (and series) with count, min, max, sum, avg, first
+//! and last outputs (`--window`, `Collection::aggregate_windows`, SPEC ); prints one
+//! relaxed Extended JSON document per result.
 
 use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
 
+use bson::{Bson, Document};
 use tscoll_engine::{Accumulator, AggregateSpec};
 
 use super::find::print_stats;
@@ -19,13 +21,17 @@ pub(crate) struct Args {
     pub(crate) db: DbArgs,
     /// Collection name.
     pub(crate) coll: String,
+    /// An aggregation pipeline: a JSON array of stages (Extended JSON), e.g.
+    /// `[{"$match": {...}}, {"$group": {...}}]`. Instead of `--window` and its options.
+    #[arg(long, value_name = "JSON", conflicts_with_all = ["window", "by_series", "outputs", "filter"])]
+    pub(crate) pipeline: Option<String>,
     /// MongoDB-style filter in Extended JSON, applied before grouping (as for `find`).
-    #[arg(long, value_name = "JSON", default_value = "{}")]
-    pub(crate) filter: String,
+    #[arg(long, value_name = "JSON")]
+    pub(crate) filter: Option<String>,
     /// Window length: a number with a unit, `ms`, `s`, `m`, `h` or `d` (`15m`, `1h`, `1d`);
     /// windows start at multiples of it from the Unix epoch.
-    #[arg(long, value_name = "DURATION", value_parser = parse_window)]
-    pub(crate) window: i64,
+    #[arg(long, value_name = "DURATION", value_parser = parse_window, required_unless_present = "pipeline")]
+    pub(crate) window: Option<i64>,
     /// One group per series and window (default: per window over all series).
     #[arg(long)]
     pub(crate) by_series: bool,
@@ -95,12 +101,54 @@ pub(crate) fn parse_output(text: &str) -> Result<(String, Accumulator), String> 
     Ok((name.to_owned(), acc))
 }
 
+/// Parses `--pipeline`: a JSON array of stage documents.
+///
+/// # Errors
+/// Text that is not an array of documents in Extended JSON.
+fn parse_pipeline(text: &str) -> CmdResult<Vec<Document>> {
+    let wrapped = parse_json_arg("--pipeline", &format!("{{\"pipeline\": {text}}}"))?;
+    let Some(Bson::Array(stages)) = wrapped.get("pipeline") else {
+        return Err("--pipeline: expected a JSON array of stages".into());
+    };
+    stages
+        .iter()
+        .map(|s| match s {
+            Bson::Document(d) => Ok(d.clone()),
+            other => Err(format!("--pipeline: a stage is a document, not {other}").into()),
+        })
+        .collect()
+}
+
+/// Prints one relaxed Extended JSON line per document.
+///
+/// # Errors
+/// Writing to stdout fails (other than a closed pipe).
+fn print_documents(docs: Vec<Document>) -> CmdResult<()> {
+    let mut out = BufWriter::with_capacity(256 * 1024, io::stdout().lock());
+    let written = docs
+        .into_iter()
+        .try_for_each(|doc| write_extjson_line(&mut out, doc))
+        .and_then(|()| out.flush());
+    stdout_result(written)?;
+    Ok(())
+}
+
 /// Runs `tscoll aggregate`.
 ///
 /// # Errors
 /// Bad arguments, no such collection, a filter or spec the engine rejects, storage errors.
 pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
-    let filter = parse_json_arg("--filter", &args.filter)?;
+    if let Some(text) = &args.pipeline {
+        let pipeline = parse_pipeline(text)?;
+        let (_db, coll) = open_collection(&args.db.db, &args.coll)?;
+        let docs = coll
+            .aggregate(&pipeline)
+            .map_err(|e| format!("aggregate failed: {e}"))?;
+        print_documents(docs)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let filter = parse_json_arg("--filter", args.filter.as_deref().unwrap_or("{}"))?;
+    let window = args.window.ok_or("give --window or --pipeline")?;
     let (_db, coll) = open_collection(&args.db.db, &args.coll)?;
     let outputs = if args.outputs.is_empty() {
         vec![("count".to_owned(), Accumulator::Count)]
@@ -108,19 +156,14 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
         args.outputs.clone()
     };
     let spec = AggregateSpec {
-        window_ms: args.window,
+        window_ms: window,
         by_series: args.by_series,
         outputs,
     };
     let (groups, stats) = coll
-        .aggregate_with_stats(&filter, &spec)
+        .aggregate_windows_with_stats(&filter, &spec)
         .map_err(|e| format!("aggregate failed: {e}"))?;
-    let mut out = BufWriter::with_capacity(256 * 1024, io::stdout().lock());
-    let written = groups
-        .into_iter()
-        .try_for_each(|doc| write_extjson_line(&mut out, doc))
-        .and_then(|()| out.flush());
-    stdout_result(written)?;
+    print_documents(groups)?;
     if args.stats {
         print_stats(&stats);
     }

@@ -75,7 +75,7 @@ impl Accumulator {
     }
 }
 
-/// What [`Collection::aggregate`] computes.
+/// What [`Collection::aggregate_windows`] computes.
 ///
 /// Each result is one group: `{_id: {<metaField>: <meta>, <timeField>: <window start>},
 /// <output>: <value>, ...}`. The meta entry is there only with `by_series` and for a series
@@ -115,7 +115,7 @@ impl Collection {
     ///     by_series: true,
     ///     outputs: vec![("n".into(), Accumulator::Count), ("top".into(), Accumulator::Max("v".into()))],
     /// };
-    /// let (groups, stats) = coll.aggregate_with_stats(&doc! {}, &spec)?;
+    /// let (groups, stats) = coll.aggregate_windows_with_stats(&doc! {}, &spec)?;
     /// assert_eq!(groups[1], doc! { "_id": { "m": "a", "t": DateTime::from_millis(3_600_000) }, "n": 60_i64, "top": 119_i64 });
     /// assert_eq!(stats.buckets_unpacked, 0); // one bucket per hour, answered from control
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -124,16 +124,21 @@ impl Collection {
     /// # Errors
     /// `BadValue` for a bad spec (window ≤ 0, a bad or repeated output name, an empty field)
     /// or filter; as [`Collection::find`] when stored data cannot be read.
-    pub fn aggregate(&self, filter: &Document, spec: &AggregateSpec) -> Result<Vec<Document>> {
-        self.aggregate_with_stats(filter, spec).map(|(d, _)| d)
+    pub fn aggregate_windows(
+        &self,
+        filter: &Document,
+        spec: &AggregateSpec,
+    ) -> Result<Vec<Document>> {
+        self.aggregate_windows_with_stats(filter, spec)
+            .map(|(d, _)| d)
     }
 
-    /// As [`Collection::aggregate`], also returning what the query did ([`QueryStats`];
+    /// As [`Collection::aggregate_windows`], also returning what the query did ([`QueryStats`];
     /// `rows_returned` is the number of groups).
     ///
     /// # Errors
-    /// As [`Collection::aggregate`].
-    pub fn aggregate_with_stats(
+    /// As [`Collection::aggregate_windows`].
+    pub fn aggregate_windows_with_stats(
         &self,
         filter: &Document,
         spec: &AggregateSpec,
@@ -146,11 +151,11 @@ impl Collection {
         Ok((docs, stats))
     }
 
-    /// As [`Collection::aggregate`], with the groups as columns ([`AggregateBatch`]): each
+    /// As [`Collection::aggregate_windows`], with the groups as columns ([`AggregateBatch`]): each
     /// series' meta value once instead of once per group, no document per group.
     ///
     /// # Errors
-    /// As [`Collection::aggregate`].
+    /// As [`Collection::aggregate_windows`].
     pub fn aggregate_columns(
         &self,
         filter: &Document,
@@ -164,7 +169,7 @@ impl Collection {
     /// ([`QueryStats`]).
     ///
     /// # Errors
-    /// As [`Collection::aggregate`].
+    /// As [`Collection::aggregate_windows`].
     pub fn aggregate_columns_with_stats(
         &self,
         filter: &Document,
@@ -188,7 +193,7 @@ impl Collection {
 
 /// The groups of an aggregate as columns: group `i` is series `series[i]`, window
 /// `windows[i]`, output values `outputs[k].1[i]`. Same groups, order and values as
-/// [`Collection::aggregate`] (see [`AggregateSpec`]).
+/// [`Collection::aggregate_windows`] (see [`AggregateSpec`]).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct AggregateBatch {
     /// Series of each group: an index into [`AggregateBatch::metas`] (0 when not grouped by
@@ -225,7 +230,7 @@ impl AggregateBatch {
             .map(|(_, v)| v.as_slice())
     }
 
-    /// Group `i` as [`Collection::aggregate`] returns it: `{_id: {<meta_field>: <meta>,
+    /// Group `i` as [`Collection::aggregate_windows`] returns it: `{_id: {<meta_field>: <meta>,
     /// <time_field>: <window start>}, <output>: <value>, ...}`.
     ///
     /// # Panics

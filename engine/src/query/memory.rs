@@ -452,7 +452,7 @@ mod tests {
             by_series: false,
             outputs: vec![("n".into(), crate::Accumulator::Count)],
         };
-        let groups = coll.aggregate(&doc! {}, &spec).expect("aggregate");
+        let groups = coll.aggregate_windows(&doc! {}, &spec).expect("aggregate");
         assert_eq!(groups[0].get_i64("n").expect("n"), 50);
         let columns = coll
             .find_columns(&doc! { "m": 2 }, &FindOptions::default())

@@ -29,7 +29,7 @@ mod last_point;
 mod memory;
 mod parallel;
 mod plan;
-mod projection;
+pub(crate) mod projection;
 mod rowfilter;
 mod sort;
 mod stats;

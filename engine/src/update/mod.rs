@@ -20,7 +20,7 @@ use crate::collection::{Collection, CollectionInner};
 use crate::error::{Error, ErrorCode, Result};
 use crate::filter::Filter;
 
-pub(crate) use operators::Update;
+pub(crate) use operators::{Update, set_path, unset_path};
 
 /// Options of [`Collection::update_one`], [`Collection::update_many_with`] and
 /// [`Collection::replace_one`].

@@ -9,7 +9,7 @@ use bson::{Bson, DateTime, Document, Timestamp};
 use tscoll_catalog::value::compare;
 
 use crate::error::{Error, ErrorCode, Result};
-use crate::filter::Filter;
+use crate::filter::{Filter, exact_int};
 
 /// A parsed update: operators, or a whole replacement document.
 #[derive(Clone, Debug)]
@@ -325,7 +325,7 @@ fn parse_kind(op: &str, path: &str, value: &Bson) -> Result<Kind> {
             Bson::Array(a) => Kind::PullAll(a.clone()),
             _ => return Err(bad("$pullAll requires an array argument")),
         },
-        "$pop" => match int_of(value) {
+        "$pop" => match exact_int(value) {
             Some(1) => Kind::Pop { first: false },
             Some(-1) => Kind::Pop { first: true },
             _ => return Err(bad("$pop expects 1 or -1")),
@@ -365,12 +365,14 @@ fn parse_push(value: &Bson) -> Result<Push> {
             },
             "$position" => {
                 push.position = Some(
-                    int_of(v).ok_or_else(|| bad("the value for $position must be an integer"))?,
+                    exact_int(v)
+                        .ok_or_else(|| bad("the value for $position must be an integer"))?,
                 );
             }
             "$slice" => {
-                push.slice =
-                    Some(int_of(v).ok_or_else(|| bad("the value for $slice must be an integer"))?);
+                push.slice = Some(
+                    exact_int(v).ok_or_else(|| bad("the value for $slice must be an integer"))?,
+                );
             }
             "$sort" => {
                 push.sort = Some(match v {
@@ -397,7 +399,7 @@ fn parse_push(value: &Bson) -> Result<Push> {
 }
 
 fn direction(v: &Bson) -> Result<i32> {
-    match int_of(v) {
+    match exact_int(v) {
         Some(1) => Ok(1),
         Some(-1) => Ok(-1),
         _ => Err(bad("the $sort element value of $push must be 1 or -1")),
@@ -443,16 +445,6 @@ fn check_conflicts(ops: &[Op]) -> Result<()> {
 
 fn is_number(v: &Bson) -> bool {
     matches!(v, Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_))
-}
-
-fn int_of(v: &Bson) -> Option<i64> {
-    match v {
-        Bson::Int32(i) => Some(i64::from(*i)),
-        Bson::Int64(i) => Some(*i),
-        #[expect(clippy::cast_possible_truncation, reason = "whole numbers only")]
-        Bson::Double(d) if d.fract() == 0.0 && d.abs() < 9.0e15 => Some(*d as i64),
-        _ => None,
-    }
 }
 
 impl Op {

@@ -1,0 +1,299 @@
+//! Calendar arithmetic on BSON dates (ms since the Unix epoch, UTC), as MongoDB's date
+//! expressions (`$dateTrunc`, `$dateAdd`, `$dateDiff`, `$year` ...) compute it: the
+//! proleptic Gregorian calendar, no time zones.
+
+/// A unit of time of the date expressions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Unit {
+    Millisecond,
+    Second,
+    Minute,
+    Hour,
+    Day,
+    Week,
+    Month,
+    Quarter,
+    Year,
+}
+
+const DAY_MS: i64 = 86_400_000;
+
+/// MongoDB's reference point of `$dateTrunc` bins: 2000-01-01T00:00:00Z (ms).
+pub(crate) const REFERENCE_MS: i64 = 946_684_800_000;
+
+impl Unit {
+    /// Parses MongoDB's unit names (`"hour"`, `"day"` ...).
+    pub(crate) fn parse(s: &str) -> Option<Unit> {
+        Some(match s {
+            "millisecond" => Unit::Millisecond,
+            "second" => Unit::Second,
+            "minute" => Unit::Minute,
+            "hour" => Unit::Hour,
+            "day" => Unit::Day,
+            "week" => Unit::Week,
+            "month" => Unit::Month,
+            "quarter" => Unit::Quarter,
+            "year" => Unit::Year,
+            _ => return None,
+        })
+    }
+
+    /// The unit's length in ms when fixed (up to a week), `None` for months, quarters and
+    /// years.
+    pub(crate) fn fixed_ms(self) -> Option<i64> {
+        Some(match self {
+            Unit::Millisecond => 1,
+            Unit::Second => 1_000,
+            Unit::Minute => 60_000,
+            Unit::Hour => 3_600_000,
+            Unit::Day => DAY_MS,
+            Unit::Week => 7 * DAY_MS,
+            Unit::Month | Unit::Quarter | Unit::Year => return None,
+        })
+    }
+
+    /// Months in the unit (months, quarters, years).
+    fn months(self) -> i64 {
+        match self {
+            Unit::Quarter => 3,
+            Unit::Year => 12,
+            _ => 1,
+        }
+    }
+}
+
+/// Days since 1970-01-01 of a civil date (month 1..=12).
+pub(crate) fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// The civil date `(year, month 1..=12, day 1..=31)` of a day count since 1970-01-01.
+pub(crate) fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+fn days_in_month(y: i64, m: i64) -> i64 {
+    let next = if m == 12 {
+        days_from_civil(y + 1, 1, 1)
+    } else {
+        days_from_civil(y, m + 1, 1)
+    };
+    next - days_from_civil(y, m, 1)
+}
+
+/// Months since 2000-01 of a date, and the ms into that month.
+fn month_index(t: i64) -> (i64, i64) {
+    let days = t.div_euclid(DAY_MS);
+    let (y, m, _) = civil_from_days(days);
+    let start = days_from_civil(y, m, 1) * DAY_MS;
+    ((y - 2000) * 12 + (m - 1), t - start)
+}
+
+fn month_start(index: i64) -> i64 {
+    let y = 2000 + index.div_euclid(12);
+    let m = index.rem_euclid(12) + 1;
+    days_from_civil(y, m, 1) * DAY_MS
+}
+
+/// The first day of the week on or after 2000-01-01 (a Saturday) for weeks starting on
+/// `start_of_week` (0 = Sunday ... 6 = Saturday), in ms.
+fn week_reference(start_of_week: i64) -> i64 {
+    // 2000-01-01 is day 6 of the week (Sunday = 0).
+    REFERENCE_MS + (start_of_week - 6).rem_euclid(7) * DAY_MS
+}
+
+/// `$dateTrunc`: the start of the bin of `bin_size` units holding `t`; bins are counted from
+/// 2000-01-01 (weeks from the first `start_of_week` on or after it). `None` on overflow.
+pub(crate) fn trunc(t: i64, unit: Unit, bin_size: i64, start_of_week: i64) -> Option<i64> {
+    match unit.fixed_ms() {
+        Some(ms) => {
+            let reference = if unit == Unit::Week {
+                week_reference(start_of_week)
+            } else {
+                REFERENCE_MS
+            };
+            let bin = ms.checked_mul(bin_size)?;
+            let offset = t.checked_sub(reference)?;
+            reference.checked_add(offset.div_euclid(bin).checked_mul(bin)?)
+        }
+        None => {
+            let (index, _) = month_index(t);
+            let bin = unit.months() * bin_size;
+            Some(month_start(index.div_euclid(bin) * bin))
+        }
+    }
+}
+
+/// `$dateAdd`: `t` plus `amount` units; months, quarters and years keep the time of day and
+/// clamp the day to the end of a shorter month. `None` on overflow.
+pub(crate) fn add(t: i64, unit: Unit, amount: i64) -> Option<i64> {
+    match unit.fixed_ms() {
+        Some(ms) => t.checked_add(ms.checked_mul(amount)?),
+        None => {
+            let days = t.div_euclid(DAY_MS);
+            let time_of_day = t.rem_euclid(DAY_MS);
+            let (y, m, d) = civil_from_days(days);
+            let index = (y * 12 + m - 1).checked_add(unit.months().checked_mul(amount)?)?;
+            let (ny, nm) = (index.div_euclid(12), index.rem_euclid(12) + 1);
+            let nd = d.min(days_in_month(ny, nm));
+            days_from_civil(ny, nm, nd)
+                .checked_mul(DAY_MS)?
+                .checked_add(time_of_day)
+        }
+    }
+}
+
+/// `$dateDiff`: how many unit boundaries lie between `start` and `end` (negative when `end`
+/// is earlier).
+pub(crate) fn diff(start: i64, end: i64, unit: Unit, start_of_week: i64) -> Option<i64> {
+    match unit.fixed_ms() {
+        Some(ms) => {
+            let a = trunc(start, unit, 1, start_of_week)?;
+            let b = trunc(end, unit, 1, start_of_week)?;
+            Some(b.checked_sub(a)? / ms)
+        }
+        None => {
+            let (a, _) = month_index(start);
+            let (b, _) = month_index(end);
+            Some(b.div_euclid(unit.months()) - a.div_euclid(unit.months()))
+        }
+    }
+}
+
+/// A part of a date (`$year`, `$month` ...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Part {
+    Year,
+    Month,
+    DayOfMonth,
+    Hour,
+    Minute,
+    Second,
+    Millisecond,
+    /// 1 = Sunday ... 7 = Saturday.
+    DayOfWeek,
+    /// 1 ..= 366.
+    DayOfYear,
+}
+
+impl Part {
+    /// Parses the operator name (`"$year"` ...).
+    pub(crate) fn parse(op: &str) -> Option<Part> {
+        Some(match op {
+            "$year" => Part::Year,
+            "$month" => Part::Month,
+            "$dayOfMonth" => Part::DayOfMonth,
+            "$hour" => Part::Hour,
+            "$minute" => Part::Minute,
+            "$second" => Part::Second,
+            "$millisecond" => Part::Millisecond,
+            "$dayOfWeek" => Part::DayOfWeek,
+            "$dayOfYear" => Part::DayOfYear,
+            _ => return None,
+        })
+    }
+
+    /// The part of date `t` (ms).
+    pub(crate) fn of(self, t: i64) -> i64 {
+        let days = t.div_euclid(DAY_MS);
+        let ms = t.rem_euclid(DAY_MS);
+        let (y, m, d) = civil_from_days(days);
+        match self {
+            Part::Year => y,
+            Part::Month => m,
+            Part::DayOfMonth => d,
+            Part::Hour => ms / 3_600_000,
+            Part::Minute => ms / 60_000 % 60,
+            Part::Second => ms / 1_000 % 60,
+            Part::Millisecond => ms % 1_000,
+            // 1970-01-01 was a Thursday (day 5 counting Sunday as 1).
+            Part::DayOfWeek => (days + 4).rem_euclid(7) + 1,
+            Part::DayOfYear => days - days_from_civil(y, 1, 1) + 1,
+        }
+    }
+}
+
+/// Parses MongoDB's `startOfWeek` (`"sunday"`, `"mon"` ... case-insensitive): 0 = Sunday.
+pub(crate) fn parse_start_of_week(s: &str) -> Option<i64> {
+    let s = s.to_ascii_lowercase();
+    ["sun", "mon", "tue", "wed", "thu", "fri", "sat"]
+        .iter()
+        .position(|d| s.starts_with(d))
+        .and_then(|i| i64::try_from(i).ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 2021-03-14T15:09:26.535Z
+    const T: i64 = 1_615_734_566_535;
+
+    #[test]
+    fn civil_dates_round_trip() {
+        for days in [-800_000, -1, 0, 1, 10_957, 18_700, 2_932_896] {
+            let (y, m, d) = civil_from_days(days);
+            assert_eq!(days_from_civil(y, m, d), days);
+        }
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(days_from_civil(2000, 1, 1) * DAY_MS, REFERENCE_MS);
+    }
+
+    #[test]
+    fn trunc_add_diff_and_parts_match_the_calendar() {
+        let day = days_from_civil(2021, 3, 14) * DAY_MS;
+        assert_eq!(trunc(T, Unit::Day, 1, 0), Some(day));
+        assert_eq!(trunc(T, Unit::Hour, 6, 0), Some(day + 12 * 3_600_000));
+        assert_eq!(
+            trunc(T, Unit::Month, 1, 0),
+            Some(days_from_civil(2021, 3, 1) * DAY_MS)
+        );
+        assert_eq!(
+            trunc(T, Unit::Quarter, 1, 0),
+            Some(days_from_civil(2021, 1, 1) * DAY_MS)
+        );
+        assert_eq!(
+            trunc(T, Unit::Year, 1, 0),
+            Some(days_from_civil(2021, 1, 1) * DAY_MS)
+        );
+        // 2021-03-14 is a Sunday; weeks starting Monday begin on the 8th.
+        assert_eq!(trunc(T, Unit::Week, 1, 0), Some(day));
+        assert_eq!(trunc(T, Unit::Week, 1, 1), Some(day - 6 * DAY_MS));
+        assert_eq!(Part::DayOfWeek.of(T), 1);
+        assert_eq!(Part::DayOfYear.of(T), 31 + 28 + 14);
+        assert_eq!(
+            (
+                Part::Hour.of(T),
+                Part::Minute.of(T),
+                Part::Second.of(T),
+                Part::Millisecond.of(T)
+            ),
+            (15, 9, 26, 535)
+        );
+        // Jan 31 + 1 month clamps to Feb 28.
+        let jan31 = days_from_civil(2021, 1, 31) * DAY_MS;
+        assert_eq!(
+            add(jan31, Unit::Month, 1),
+            Some(days_from_civil(2021, 2, 28) * DAY_MS)
+        );
+        assert_eq!(add(jan31, Unit::Hour, -1), Some(jan31 - 3_600_000));
+        assert_eq!(diff(jan31, T, Unit::Month, 0), Some(2));
+        assert_eq!(diff(T - 1, T + 3_600_000, Unit::Hour, 0), Some(1));
+        assert_eq!(parse_start_of_week("Monday"), Some(1));
+    }
+}

@@ -1,0 +1,607 @@
+//! `$group`: documents grouped by the value of the `_id` expression (values equal in BSON
+//! order group together: `1` and `1.0` alike), with accumulators per group; groups come out
+//! sorted by `_id`. The shapes the windowed aggregate engine answers are recognized here
+//! ([`Group::as_windows`]).
+
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BTreeSet};
+
+use bson::{Bson, Document};
+use tscoll_catalog::MAX_BSON_OBJECT_SIZE;
+use tscoll_catalog::value::{compare, value_size};
+
+use super::bad;
+use super::stage::{Docs, evaluate, expression};
+use crate::dates::{REFERENCE_MS, Unit};
+use crate::error::{Error, ErrorCode, Result};
+use crate::expr::Expr;
+use crate::filter::Target;
+use crate::query::{Accumulator, AggregateSpec};
+
+/// An accumulator operator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Op {
+    Sum,
+    Avg,
+    Min,
+    Max,
+    First,
+    Last,
+    Count,
+    StdDevPop,
+    StdDevSamp,
+    Push,
+    AddToSet,
+}
+
+impl Op {
+    /// Parses an accumulator name (`"$sum"` ...).
+    pub(super) fn parse(name: &str) -> Option<Op> {
+        Some(match name {
+            "$sum" => Op::Sum,
+            "$avg" => Op::Avg,
+            "$min" => Op::Min,
+            "$max" => Op::Max,
+            "$first" => Op::First,
+            "$last" => Op::Last,
+            "$count" => Op::Count,
+            "$stdDevPop" => Op::StdDevPop,
+            "$stdDevSamp" => Op::StdDevSamp,
+            "$push" => Op::Push,
+            "$addToSet" => Op::AddToSet,
+            _ => return None,
+        })
+    }
+}
+
+/// The accumulators of `$group` and the window functions of `$setWindowFields` share.
+pub(super) const ACCUMULATORS: &str = "$sum, $avg, $min, $max, $first, $last, $count, \
+                                       $stdDevPop, $stdDevSamp, $push, $addToSet";
+
+/// The running state of one accumulator.
+pub(super) enum State {
+    Sum {
+        int: i64,
+        float: f64,
+        overflow: bool,
+        doubles: bool,
+        longs: bool,
+    },
+    Avg(f64, u64),
+    Min(Option<Bson>),
+    Max(Option<Bson>),
+    First(Option<Bson>),
+    Last(Bson),
+    Count(i64),
+    Std {
+        n: u64,
+        mean: f64,
+        m2: f64,
+        sample: bool,
+    },
+    Push(Vec<Bson>, u64),
+    AddToSet(BTreeSet<Key>, u64),
+}
+
+impl State {
+    pub(super) fn new(op: Op) -> State {
+        match op {
+            Op::Sum => State::Sum {
+                int: 0,
+                float: 0.0,
+                overflow: false,
+                doubles: false,
+                longs: false,
+            },
+            Op::Avg => State::Avg(0.0, 0),
+            Op::Min => State::Min(None),
+            Op::Max => State::Max(None),
+            Op::First => State::First(None),
+            Op::Last => State::Last(Bson::Null),
+            Op::Count => State::Count(0),
+            Op::StdDevPop | Op::StdDevSamp => State::Std {
+                n: 0,
+                mean: 0.0,
+                m2: 0.0,
+                sample: op == Op::StdDevSamp,
+            },
+            Op::Push => State::Push(Vec::new(), 0),
+            Op::AddToSet => State::AddToSet(BTreeSet::new(), 0),
+        }
+    }
+
+    /// Adds one document's value (`None`: missing).
+    ///
+    /// # Errors
+    /// `BSONObjectTooLarge` when `$push` or `$addToSet` passes 16 MiB.
+    #[expect(clippy::cast_precision_loss, reason = "aggregation widens to double")]
+    pub(super) fn add(&mut self, v: Option<&Bson>) -> Result<()> {
+        match self {
+            State::Sum {
+                int,
+                float,
+                overflow,
+                doubles,
+                longs,
+            } => match v {
+                Some(Bson::Int32(n)) => {
+                    *float += f64::from(*n);
+                    *overflow |= int.checked_add(i64::from(*n)).map(|s| *int = s).is_none();
+                }
+                Some(Bson::Int64(n)) => {
+                    *longs = true;
+                    *float += *n as f64;
+                    *overflow |= int.checked_add(*n).map(|s| *int = s).is_none();
+                }
+                Some(Bson::Double(d)) => {
+                    *doubles = true;
+                    *float += d;
+                }
+                _ => {}
+            },
+            State::Avg(sum, n) => {
+                if let Some(x) = number(v) {
+                    *sum += x;
+                    *n += 1;
+                }
+            }
+            State::Min(m) => keep(m, v, Ordering::Less),
+            State::Max(m) => keep(m, v, Ordering::Greater),
+            State::First(f) => {
+                if f.is_none() {
+                    *f = Some(v.cloned().unwrap_or(Bson::Null));
+                }
+            }
+            State::Last(l) => *l = v.cloned().unwrap_or(Bson::Null),
+            State::Count(n) => *n += 1,
+            State::Std { n, mean, m2, .. } => {
+                if let Some(x) = number(v) {
+                    *n += 1;
+                    let delta = x - *mean;
+                    *mean += delta / *n as f64;
+                    *m2 += delta * (x - *mean);
+                }
+            }
+            State::Push(items, bytes) => {
+                if let Some(x) = v {
+                    *bytes += value_size(x) + 8;
+                    too_large(*bytes, "$push")?;
+                    items.push(x.clone());
+                }
+            }
+            State::AddToSet(items, bytes) => {
+                if let Some(x) = v
+                    && items.insert(Key(x.clone()))
+                {
+                    *bytes += value_size(x) + 8;
+                    too_large(*bytes, "$addToSet")?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The accumulator's value.
+    #[expect(clippy::cast_precision_loss, reason = "aggregation widens to double")]
+    pub(super) fn value(&self) -> Bson {
+        match self {
+            State::Sum {
+                int,
+                float,
+                overflow,
+                doubles,
+                longs,
+            } => {
+                if *doubles || *overflow {
+                    Bson::Double(*float)
+                } else if *longs {
+                    Bson::Int64(*int)
+                } else {
+                    i32::try_from(*int).map_or(Bson::Int64(*int), Bson::Int32)
+                }
+            }
+            State::Avg(sum, n) => {
+                if *n == 0 {
+                    Bson::Null
+                } else {
+                    Bson::Double(sum / *n as f64)
+                }
+            }
+            State::Min(m) | State::Max(m) => m.clone().unwrap_or(Bson::Null),
+            State::First(f) => f.clone().unwrap_or(Bson::Null),
+            State::Last(l) => l.clone(),
+            State::Count(n) => i32::try_from(*n).map_or(Bson::Int64(*n), Bson::Int32),
+            State::Std { n, m2, sample, .. } => {
+                let d = if *sample { n.saturating_sub(1) } else { *n };
+                if d == 0 {
+                    Bson::Null
+                } else {
+                    Bson::Double((m2 / d as f64).sqrt())
+                }
+            }
+            State::Push(items, _) => Bson::Array(items.clone()),
+            State::AddToSet(items, _) => Bson::Array(items.iter().map(|k| k.0.clone()).collect()),
+        }
+    }
+}
+
+/// A numeric value as a double (`None` for anything else).
+#[expect(clippy::cast_precision_loss, reason = "aggregation widens to double")]
+pub(super) fn number(v: Option<&Bson>) -> Option<f64> {
+    match v {
+        Some(Bson::Int32(n)) => Some(f64::from(*n)),
+        Some(Bson::Int64(n)) => Some(*n as f64),
+        Some(Bson::Double(d)) => Some(*d),
+        _ => None,
+    }
+}
+
+/// `$min` (`better` = `Less`) or `$max`: keeps `v` when it beats `m`; null and missing
+/// values are ignored.
+fn keep(m: &mut Option<Bson>, v: Option<&Bson>, better: Ordering) {
+    if let Some(x) = v.filter(|x| !matches!(x, Bson::Null | Bson::Undefined))
+        && m.as_ref().is_none_or(|cur| compare(x, cur) == better)
+    {
+        *m = Some(x.clone());
+    }
+}
+
+fn too_large(bytes: u64, op: &str) -> Result<()> {
+    if bytes > MAX_BSON_OBJECT_SIZE {
+        return Err(Error::rejected(
+            ErrorCode::BsonObjectTooLarge,
+            format!("{op} used more than the 16 MiB a group's document may hold"),
+        ));
+    }
+    Ok(())
+}
+
+/// A value ordered and compared in BSON order (`1` equals `1.0`).
+pub(super) struct Key(pub(super) Bson);
+
+impl PartialEq for Key {
+    fn eq(&self, other: &Self) -> bool {
+        compare(&self.0, &other.0) == Ordering::Equal
+    }
+}
+
+impl Eq for Key {}
+
+impl PartialOrd for Key {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Key {
+    fn cmp(&self, other: &Self) -> Ordering {
+        compare(&self.0, &other.0)
+    }
+}
+
+/// One output of a `$group`: its name, operator and operand (`None` for `$count`).
+pub(super) struct Output {
+    name: String,
+    op: Op,
+    arg: Option<Expr>,
+}
+
+/// Parses `{<$op>: <operand>}`, the form of an accumulator or window function.
+pub(super) fn parse_accumulator(
+    stage: &str,
+    name: &str,
+    spec: &Bson,
+) -> Result<(Op, Option<Expr>)> {
+    let Bson::Document(d) = spec else {
+        return Err(bad(format!(
+            "{stage}: '{name}' must be an accumulator object"
+        )));
+    };
+    let Some((op_name, arg)) = d.iter().next() else {
+        return Err(bad(format!("{stage}: '{name}' is an empty object")));
+    };
+    let op = Op::parse(op_name).ok_or_else(|| {
+        bad(format!(
+            "{stage}: the accumulator {op_name} of '{name}' is not supported (supported: {ACCUMULATORS})"
+        ))
+    })?;
+    let arg = if op == Op::Count {
+        match arg {
+            Bson::Document(a) if a.is_empty() => None,
+            _ => return Err(bad(format!("{stage}: $count takes {{}}"))),
+        }
+    } else {
+        Some(expression(arg)?)
+    };
+    Ok((op, arg))
+}
+
+/// A parsed `$group`.
+pub(super) struct Group {
+    id: Expr,
+    outputs: Vec<Output>,
+}
+
+/// A `$group` the windowed aggregate engine answers: its spec, and how to shape its results.
+pub(super) struct Windows {
+    /// What the engine computes.
+    pub(super) spec: AggregateSpec,
+    /// The `_id`: entries (name, is the meta field) of an object, or the window alone.
+    id: Option<Vec<(String, bool)>>,
+}
+
+impl Group {
+    pub(super) fn parse(spec: &Bson) -> Result<Group> {
+        let Bson::Document(d) = spec else {
+            return Err(bad("$group takes a document"));
+        };
+        let id = d
+            .get("_id")
+            .ok_or_else(|| bad("$group needs an _id (null for one group)"))?;
+        let id = expression(id)?;
+        let mut outputs = Vec::new();
+        for (name, v) in d {
+            if name == "_id" {
+                continue;
+            }
+            if name.is_empty() || name.starts_with('$') || name.contains('.') {
+                return Err(bad(format!("$group: '{name}' is not a valid output name")));
+            }
+            let (op, arg) = parse_accumulator("$group", name, v)?;
+            outputs.push(Output {
+                name: name.clone(),
+                op,
+                arg,
+            });
+        }
+        Ok(Group { id, outputs })
+    }
+
+    /// Groups `docs`.
+    ///
+    /// # Errors
+    /// The input's errors, an expression failing, or a `$push` past 16 MiB.
+    pub(super) fn run(&self, docs: Docs<'_>) -> Result<Vec<Document>> {
+        let mut groups: BTreeMap<Key, Vec<State>> = BTreeMap::new();
+        for doc in docs {
+            let doc = doc?;
+            let id = evaluate(&self.id, &doc, "$group")?.unwrap_or(Bson::Null);
+            let states = groups
+                .entry(Key(id))
+                .or_insert_with(|| self.outputs.iter().map(|o| State::new(o.op)).collect());
+            for (o, st) in self.outputs.iter().zip(states.iter_mut()) {
+                let v = match &o.arg {
+                    Some(e) => evaluate(e, &doc, "$group")?,
+                    None => None,
+                };
+                st.add(v.as_ref())?;
+            }
+        }
+        Ok(groups
+            .into_iter()
+            .map(|(id, states)| {
+                let mut out = Document::new();
+                out.insert("_id", id.0);
+                for (o, st) in self.outputs.iter().zip(&states) {
+                    out.insert(o.name.clone(), st.value());
+                }
+                out
+            })
+            .collect())
+    }
+
+    /// The windowed aggregate engine's form of this `$group`, when it has one: `_id` a
+    /// `$dateTrunc` of the time field to a unit of fixed length whose bins line up with the
+    /// epoch, alone or in an object with the whole meta field; outputs `$count`, `$sum: 1`,
+    /// `$min` and `$max` of measurement fields.
+    pub(super) fn as_windows(&self, time_field: &str, meta_field: Option<&str>) -> Option<Windows> {
+        let window = |e: &Expr| -> Option<i64> {
+            let Expr::DateTrunc {
+                date,
+                unit,
+                bin_size,
+                ..
+            } = e
+            else {
+                return None;
+            };
+            let Expr::Field(Target::Field, path) = date.as_ref() else {
+                return None;
+            };
+            if path.len() != 1 || path[0] != time_field || *unit == Unit::Week {
+                return None;
+            }
+            let ms = unit.fixed_ms()?.checked_mul(*bin_size)?;
+            (REFERENCE_MS.rem_euclid(ms) == 0).then_some(ms)
+        };
+        let is_meta = |e: &Expr| matches!(e, Expr::Field(Target::Field, p) if meta_field.is_some_and(|m| p.len() == 1 && p[0] == m));
+        let (window_ms, id, by_series) = match &self.id {
+            Expr::Object(fields) => {
+                let mut window_ms = None;
+                let mut entries = Vec::new();
+                let mut by_series = false;
+                for (name, e) in fields {
+                    if let Some(ms) = window(e) {
+                        if window_ms.replace(ms).is_some() {
+                            return None;
+                        }
+                        entries.push((name.clone(), false));
+                    } else if is_meta(e) && !by_series {
+                        by_series = true;
+                        entries.push((name.clone(), true));
+                    } else {
+                        return None;
+                    }
+                }
+                (window_ms?, Some(entries), by_series)
+            }
+            e => (window(e)?, None, false),
+        };
+        let mut outputs = Vec::new();
+        for o in &self.outputs {
+            let field = |e: &Option<Expr>| -> Option<String> {
+                match e {
+                    Some(Expr::Field(Target::Field, p)) if meta_field.is_none_or(|m| p[0] != m) => {
+                        Some(p.join("."))
+                    }
+                    _ => None,
+                }
+            };
+            let acc = match o.op {
+                Op::Count => Accumulator::Count,
+                Op::Sum if matches!(o.arg, Some(Expr::Literal(Bson::Int32(1)))) => {
+                    Accumulator::Count
+                }
+                Op::Min => Accumulator::Min(field(&o.arg)?),
+                Op::Max => Accumulator::Max(field(&o.arg)?),
+                _ => return None,
+            };
+            outputs.push((o.name.clone(), acc));
+        }
+        Some(Windows {
+            spec: AggregateSpec {
+                window_ms,
+                by_series,
+                outputs,
+            },
+            id,
+        })
+    }
+}
+
+impl Windows {
+    /// The engine's groups in this `$group`'s shape, sorted by `_id`.
+    pub(super) fn results(
+        &self,
+        groups: Vec<Document>,
+        time_field: &str,
+        meta_field: Option<&str>,
+    ) -> Vec<Document> {
+        let mut out: Vec<Document> = groups
+            .into_iter()
+            .map(|g| {
+                let engine_id = g.get_document("_id").cloned().unwrap_or_default();
+                let window = engine_id.get(time_field).cloned().unwrap_or(Bson::Null);
+                let id = match &self.id {
+                    None => window,
+                    Some(entries) => {
+                        let mut d = Document::new();
+                        for (name, meta) in entries {
+                            let v = if *meta {
+                                meta_field.and_then(|m| engine_id.get(m)).cloned()
+                            } else {
+                                Some(window.clone())
+                            };
+                            if let Some(v) = v {
+                                d.insert(name.clone(), v);
+                            }
+                        }
+                        Bson::Document(d)
+                    }
+                };
+                let mut doc = Document::new();
+                doc.insert("_id", id);
+                for (name, acc) in &self.spec.outputs {
+                    let v = g.get(name).cloned().unwrap_or(Bson::Null);
+                    let v = match (acc, v) {
+                        (Accumulator::Count, Bson::Int64(n)) => {
+                            i32::try_from(n).map_or(Bson::Int64(n), Bson::Int32)
+                        }
+                        (_, v) => v,
+                    };
+                    doc.insert(name.clone(), v);
+                }
+                doc
+            })
+            .collect();
+        out.sort_by(|a, b| {
+            compare(
+                a.get("_id").unwrap_or(&Bson::Null),
+                b.get("_id").unwrap_or(&Bson::Null),
+            )
+        });
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bson::doc;
+
+    use super::*;
+
+    fn group(spec: Document) -> Group {
+        Group::parse(&Bson::Document(spec)).expect("group")
+    }
+
+    #[test]
+    fn window_engine_shapes_are_recognized() {
+        let by_hour = doc! { "$dateTrunc": { "date": "$t", "unit": "hour" } };
+        let g = group(doc! {
+            "_id": { "series": "$m", "hour": by_hour.clone() },
+            "n": { "$sum": 1 }, "c": { "$count": {} }, "lo": { "$min": "$v" }, "hi": { "$max": "$t" },
+        });
+        let w = g.as_windows("t", Some("m")).expect("the engine answers it");
+        assert_eq!(w.spec.window_ms, 3_600_000);
+        assert!(w.spec.by_series);
+        assert_eq!(
+            w.spec.outputs,
+            [
+                ("n".into(), Accumulator::Count),
+                ("c".into(), Accumulator::Count),
+                ("lo".into(), Accumulator::Min("v".into())),
+                ("hi".into(), Accumulator::Max("t".into())),
+            ]
+        );
+        let alone = group(doc! { "_id": by_hour.clone(), "n": { "$count": {} } });
+        assert!(
+            !alone
+                .as_windows("t", Some("m"))
+                .expect("window alone")
+                .spec
+                .by_series
+        );
+        for other in [
+            doc! { "_id": by_hour.clone(), "a": { "$avg": "$v" } },
+            doc! { "_id": by_hour.clone(), "s": { "$sum": "$v" } },
+            doc! { "_id": by_hour.clone(), "m": { "$min": "$m.x" } },
+            doc! { "_id": { "$dateTrunc": { "date": "$t", "unit": "month" } }, "n": { "$count": {} } },
+            doc! { "_id": { "$dateTrunc": { "date": "$t", "unit": "week" } }, "n": { "$count": {} } },
+            // 7 hours do not divide the time from the epoch to 2000-01-01.
+            doc! { "_id": { "$dateTrunc": { "date": "$t", "unit": "hour", "binSize": 7 } }, "n": { "$count": {} } },
+            doc! { "_id": "$m", "n": { "$count": {} } },
+            doc! { "_id": { "m": "$m.x", "h": by_hour.clone() }, "n": { "$count": {} } },
+        ] {
+            assert!(
+                group(other.clone()).as_windows("t", Some("m")).is_none(),
+                "{other}"
+            );
+        }
+    }
+
+    #[test]
+    fn sums_keep_integer_types_until_they_overflow() {
+        let sum = |vals: &[Bson]| {
+            let mut st = State::new(Op::Sum);
+            for v in vals {
+                st.add(Some(v)).expect("add");
+            }
+            st.value()
+        };
+        assert_eq!(sum(&[Bson::Int32(1), Bson::Int32(2)]), Bson::Int32(3));
+        assert_eq!(
+            sum(&[Bson::Int32(i32::MAX), Bson::Int32(1)]),
+            Bson::Int64(1 << 31)
+        );
+        assert_eq!(sum(&[Bson::Int32(1), Bson::Int64(2)]), Bson::Int64(3));
+        assert_eq!(
+            sum(&[Bson::Int32(1), Bson::Double(0.5), Bson::String("x".into())]),
+            Bson::Double(1.5)
+        );
+        assert_eq!(sum(&[]), Bson::Int32(0));
+        assert_eq!(
+            sum(&[Bson::Int64(i64::MAX), Bson::Int64(1)]),
+            Bson::Double(i64::MAX as f64 + 1.0)
+        );
+    }
+}

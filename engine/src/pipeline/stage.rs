@@ -1,0 +1,349 @@
+//! The stages of a pipeline: parsing, and running them over a stream of documents.
+
+use std::cmp::Ordering;
+
+use bson::{Bson, Document};
+use tscoll_catalog::value::compare;
+
+use super::bad;
+use super::group::Group;
+use super::window::SetWindowFields;
+use crate::error::Result;
+use crate::expr::Expr;
+use crate::filter::{Filter, Target, Values, exact_int, lookup};
+use crate::query::projection::Projection;
+use crate::update::set_path;
+
+/// A stream of documents between stages.
+pub(super) type Docs<'a> = Box<dyn Iterator<Item = Result<Document>> + 'a>;
+
+/// One parsed stage.
+pub(super) enum Stage {
+    /// `$match`: the filter, and its document (leading ones are pushed down to the read).
+    Match(Box<Filter>, Document),
+    /// `$project`: fields kept or dropped (`None`: none kept), then computed fields.
+    Project(Option<Projection>, Vec<(String, Expr)>),
+    /// `$addFields` / `$set`.
+    AddFields(Vec<(String, Expr)>),
+    /// `$unset`.
+    Unset(Projection),
+    /// `$group`.
+    Group(Group),
+    /// `$sort`: `(path, descending)`.
+    Sort(Vec<(Vec<String>, bool)>),
+    /// `$skip`.
+    Skip(usize),
+    /// `$limit`.
+    Limit(usize),
+    /// `$count`: the output field.
+    Count(String),
+    /// `$setWindowFields`.
+    Window(SetWindowFields),
+}
+
+/// The stages a pipeline may use, for the error naming one that is not.
+const STAGES: &str = "$match, $project, $addFields, $set, $unset, $group, $sort, $skip, $limit, \
+                      $count, $setWindowFields";
+
+/// A field name no document field can have: the time field of filters over stage documents.
+const NO_TIME: &str = "\u{1}";
+
+/// Parses an expression over stage documents (every path reads the document).
+pub(super) fn expression(v: &Bson) -> Result<Expr> {
+    let target = |path: &[String]| (Target::Field, path.to_vec());
+    Expr::parse(v, &target)
+}
+
+/// A document as expression values: every path reads it.
+pub(super) struct DocumentValues<'a>(pub(super) &'a Document);
+
+impl Values for DocumentValues<'_> {
+    fn get(&self, _: Target, path: &[String]) -> crate::filter::Got<'_> {
+        Ok(path
+            .split_first()
+            .and_then(|(first, rest)| lookup(self.0.get(first), rest))
+            .map(std::borrow::Cow::Borrowed))
+    }
+}
+
+/// Evaluates `e` on `doc` (`None`: missing).
+///
+/// # Errors
+/// `BadValue` naming `stage` when the expression fails.
+pub(super) fn evaluate(e: &Expr, doc: &Document, stage: &str) -> Result<Option<Bson>> {
+    e.eval(&DocumentValues(doc))
+        .map(|v| v.map(std::borrow::Cow::into_owned))
+        .map_err(|m| bad(format!("{stage}: {m}")))
+}
+
+fn fields_of(stage: &str, spec: &Bson) -> Result<Vec<(String, Expr)>> {
+    let Bson::Document(d) = spec else {
+        return Err(bad(format!("{stage} takes a document")));
+    };
+    d.iter()
+        .map(|(k, v)| {
+            check_field(stage, k)?;
+            Ok((k.clone(), expression(v)?))
+        })
+        .collect()
+}
+
+fn check_field(stage: &str, name: &str) -> Result<()> {
+    if name.is_empty() || name.starts_with('$') || name.split('.').any(str::is_empty) {
+        return Err(bad(format!("{stage}: '{name}' is not a valid field name")));
+    }
+    Ok(())
+}
+
+fn count_of(stage: &str, v: &Bson) -> Result<usize> {
+    let n = exact_int(v).ok_or_else(|| bad(format!("{stage} takes a whole number, not {v}")))?;
+    usize::try_from(n).map_err(|_| bad(format!("{stage} takes a non-negative number, not {n}")))
+}
+
+/// Parses a sort document (`{field: 1 | -1}`).
+pub(super) fn sort_keys(stage: &str, spec: &Bson) -> Result<Vec<(Vec<String>, bool)>> {
+    let Bson::Document(d) = spec else {
+        return Err(bad(format!("{stage} takes a sort document")));
+    };
+    if d.is_empty() {
+        return Err(bad(format!("{stage} needs at least one field")));
+    }
+    d.iter()
+        .map(|(k, v)| {
+            check_field(stage, k)?;
+            let desc = match v {
+                Bson::Int32(1) | Bson::Int64(1) => false,
+                Bson::Int32(-1) | Bson::Int64(-1) => true,
+                Bson::Double(d) if *d == 1.0 => false,
+                Bson::Double(d) if *d == -1.0 => true,
+                _ => {
+                    return Err(bad(format!(
+                        "{stage}: the direction of '{k}' must be 1 or -1"
+                    )));
+                }
+            };
+            Ok((k.split('.').map(str::to_owned).collect(), desc))
+        })
+        .collect()
+}
+
+impl Stage {
+    /// Parses one stage document (`{"$match": {...}}`).
+    ///
+    /// # Errors
+    /// `BadValue` naming the stage.
+    pub(super) fn parse(stage: &Document) -> Result<Stage> {
+        let mut it = stage.iter();
+        let (Some((name, spec)), None) = (it.next(), it.next()) else {
+            return Err(bad(format!(
+                "a pipeline stage is a document with one field, not {stage}"
+            )));
+        };
+        Ok(match name.as_str() {
+            "$match" => {
+                let Bson::Document(d) = spec else {
+                    return Err(bad("$match takes a filter document"));
+                };
+                Stage::Match(Box::new(Filter::parse(d, NO_TIME, None)?), d.clone())
+            }
+            "$project" => {
+                let Bson::Document(d) = spec else {
+                    return Err(bad("$project takes a document"));
+                };
+                let mut plain = Document::new();
+                let mut computed = Vec::new();
+                for (k, v) in d {
+                    match v {
+                        Bson::Boolean(_) | Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) => {
+                            plain.insert(k.clone(), v.clone());
+                        }
+                        other => {
+                            check_field("$project", k)?;
+                            computed.push((k.clone(), expression(other)?));
+                        }
+                    }
+                }
+                if !computed.is_empty() && !plain.is_empty() {
+                    // Computed fields make it an inclusion: plain entries must include.
+                    let excludes = plain.iter().any(|(k, v)| {
+                        k != "_id"
+                            && matches!(v, Bson::Boolean(false) | Bson::Int32(0) | Bson::Int64(0))
+                    });
+                    if excludes {
+                        return Err(bad(
+                            "$project: cannot exclude fields in an inclusion projection with computed fields",
+                        ));
+                    }
+                }
+                let only_computed = !computed.is_empty() && !plain.keys().any(|k| k != "_id");
+                if only_computed {
+                    // Only computed fields, and `_id` unless excluded.
+                    let id_off = matches!(
+                        plain.get("_id"),
+                        Some(Bson::Boolean(false) | Bson::Int32(0) | Bson::Int64(0))
+                    );
+                    let keep = (!id_off)
+                        .then(|| Projection::parse(Some(&bson::doc! { "_id": 1 })))
+                        .transpose()?;
+                    Stage::Project(keep, computed)
+                } else {
+                    Stage::Project(Some(Projection::parse(Some(&plain))?), computed)
+                }
+            }
+            "$addFields" | "$set" => Stage::AddFields(fields_of(name, spec)?),
+            "$unset" => {
+                let names: Vec<&str> = match spec {
+                    Bson::String(s) => vec![s.as_str()],
+                    Bson::Array(a) => a
+                        .iter()
+                        .map(|v| match v {
+                            Bson::String(s) => Ok(s.as_str()),
+                            _ => Err(bad("$unset takes field names")),
+                        })
+                        .collect::<Result<_>>()?,
+                    _ => return Err(bad("$unset takes a field name or an array of them")),
+                };
+                let mut p = Document::new();
+                for n in names {
+                    check_field("$unset", n)?;
+                    p.insert(n, 0);
+                }
+                Stage::Unset(Projection::parse(Some(&p))?)
+            }
+            "$group" => Stage::Group(Group::parse(spec)?),
+            "$sort" => Stage::Sort(sort_keys("$sort", spec)?),
+            "$skip" => Stage::Skip(count_of("$skip", spec)?),
+            "$limit" => {
+                let n = count_of("$limit", spec)?;
+                if n == 0 {
+                    return Err(bad("$limit must be positive"));
+                }
+                Stage::Limit(n)
+            }
+            "$count" => match spec {
+                Bson::String(f) if !f.is_empty() && !f.starts_with('$') && !f.contains('.') => {
+                    Stage::Count(f.clone())
+                }
+                _ => return Err(bad("$count takes a field name (not empty, no '$' or '.')")),
+            },
+            "$setWindowFields" => Stage::Window(SetWindowFields::parse(spec)?),
+            other => {
+                return Err(bad(format!(
+                    "the pipeline stage {other} is not supported (supported: {STAGES})"
+                )));
+            }
+        })
+    }
+}
+
+/// Compares two documents by sort keys (a missing field sorts as null).
+pub(super) fn compare_by(keys: &[(Vec<String>, bool)], a: &Document, b: &Document) -> Ordering {
+    for (path, desc) in keys {
+        let get = |d: &Document| -> Bson {
+            path.split_first()
+                .and_then(|(f, rest)| lookup(d.get(f), rest))
+                .cloned()
+                .unwrap_or(Bson::Null)
+        };
+        let o = compare(&get(a), &get(b));
+        let o = if *desc { o.reverse() } else { o };
+        if o != Ordering::Equal {
+            return o;
+        }
+    }
+    Ordering::Equal
+}
+
+/// Sets computed fields on a document.
+fn add_fields(mut doc: Document, fields: &[(String, Expr)], stage: &str) -> Result<Document> {
+    let values = fields
+        .iter()
+        .map(|(name, e)| Ok((name, evaluate(e, &doc, stage)?)))
+        .collect::<Result<Vec<_>>>()?;
+    for (name, v) in values {
+        let parts: Vec<&str> = name.split('.').collect();
+        match v {
+            Some(v) => set_path(&mut doc, &parts, v)?,
+            None => {
+                crate::update::unset_path(&mut doc, &parts);
+            }
+        }
+    }
+    Ok(doc)
+}
+
+/// Runs `stages` over `input`.
+///
+/// # Errors
+/// The first error of the input or of a stage.
+pub(super) fn run(stages: &[Stage], input: Docs<'_>) -> Result<Vec<Document>> {
+    let mut docs = input;
+    for stage in stages {
+        docs = match stage {
+            Stage::Match(f, _) => Box::new(docs.filter(move |d| match d {
+                Ok(d) => f.matches_row(d, 0, None),
+                Err(_) => true,
+            })),
+            Stage::Project(p, computed) => Box::new(docs.map(move |d| {
+                let d = d?;
+                let source = d.clone();
+                let mut kept: Document = match p {
+                    Some(p) => d
+                        .into_iter()
+                        .filter(|(k, _)| p.keeps(k))
+                        .filter_map(|(k, v)| p.cut(&k, v).map(|v| (k, v)))
+                        .collect(),
+                    None => Document::new(),
+                };
+                for (name, e) in computed {
+                    let parts: Vec<&str> = name.split('.').collect();
+                    if let Some(v) = evaluate(e, &source, "$project")? {
+                        set_path(&mut kept, &parts, v)?;
+                    }
+                }
+                Ok(kept)
+            })),
+            Stage::AddFields(fields) => {
+                Box::new(docs.map(move |d| add_fields(d?, fields, "$addFields")))
+            }
+            Stage::Unset(p) => Box::new(docs.map(move |d| {
+                Ok(d?
+                    .into_iter()
+                    .filter(|(k, _)| p.keeps(k))
+                    .filter_map(|(k, v)| p.cut(&k, v).map(|v| (k, v)))
+                    .collect())
+            })),
+            Stage::Skip(n) => Box::new(docs.skip(*n)),
+            Stage::Limit(n) => Box::new(docs.take(*n)),
+            Stage::Group(g) => Box::new(g.run(docs)?.into_iter().map(Ok)),
+            Stage::Sort(keys) => {
+                let mut all = docs.collect::<Result<Vec<_>>>()?;
+                all.sort_by(|a, b| compare_by(keys, a, b));
+                Box::new(all.into_iter().map(Ok))
+            }
+            Stage::Count(field) => {
+                let mut n: i64 = 0;
+                for d in docs {
+                    d?;
+                    n += 1;
+                }
+                if n == 0 {
+                    Box::new(std::iter::empty())
+                } else {
+                    let mut out = Document::new();
+                    out.insert(
+                        field.clone(),
+                        i32::try_from(n).map_or(Bson::Int64(n), Bson::Int32),
+                    );
+                    Box::new(std::iter::once(Ok(out)))
+                }
+            }
+            Stage::Window(w) => Box::new(
+                w.run(docs.collect::<Result<Vec<_>>>()?)?
+                    .into_iter()
+                    .map(Ok),
+            ),
+        };
+    }
+    docs.collect()
+}

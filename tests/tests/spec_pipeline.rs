@@ -1,0 +1,252 @@
+//! Aggregation pipelines on the bundled NOAA daily weather (two series, Seattle and New York,
+//! 2012–2015): results against figures computed by hand from the data file (independently of
+//! the engine) and against plain computations over the loaded documents.
+
+use bson::{Bson, DateTime, Document, doc};
+use tscoll_engine::{
+    CatalogOptions, Collection, Database, ErrorCode, Granularity, TimeseriesOptions,
+};
+use tscoll_tests::spec::{insert_all, temp_collection};
+
+const DAY: i64 = 86_400_000;
+
+fn weather() -> (tempfile::TempDir, Database, Collection, Vec<Document>) {
+    let docs =
+        tscoll_tests::load_ndjson(&tscoll_tests::data_dir().join("noaa_weather_daily.ndjson.xz"));
+    let (dir, db, coll) = temp_collection(
+        CatalogOptions::default(),
+        &TimeseriesOptions::new("ts")
+            .meta_field("meta")
+            .granularity(Granularity::Hours),
+    );
+    insert_all(&coll, &docs);
+    (dir, db, coll, docs)
+}
+
+fn series(d: &Document) -> &str {
+    d.get_document("meta")
+        .and_then(|m| m.get_str("series"))
+        .expect("series")
+}
+
+fn ms(d: &Document) -> i64 {
+    d.get_datetime("ts").expect("ts").timestamp_millis()
+}
+
+fn f(d: &Document, k: &str) -> f64 {
+    d.get_f64(k).expect(k)
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
+}
+
+#[test]
+fn group_by_series_and_year_counts_days() {
+    let (_dir, _db, coll, _) = weather();
+    let out = coll
+        .aggregate(&[
+            doc! { "$group": {
+                "_id": { "s": "$meta.series", "y": { "$year": "$ts" } },
+                "days": { "$sum": 1 },
+            } },
+            doc! { "$match": { "_id.s": "Seattle" } },
+        ])
+        .expect("aggregate");
+    // Counted from the data file: 2012 is a leap year.
+    let got: Vec<(i32, i32)> = out
+        .iter()
+        .map(|d| {
+            let id = d.get_document("_id").expect("_id");
+            (
+                id.get_i32("y").expect("y"),
+                d.get_i32("days").expect("days"),
+            )
+        })
+        .collect();
+    assert_eq!(got, [(2012, 366), (2013, 365), (2014, 365), (2015, 365)]);
+}
+
+#[test]
+fn monthly_statistics_of_one_series() {
+    let (_dir, _db, coll, _) = weather();
+    let out = coll
+        .aggregate(&[
+            doc! { "$match": { "meta.series": "Seattle", "ts": { "$lt": DateTime::parse_rfc3339_str("2012-02-01T00:00:00Z").expect("date") } } },
+            doc! { "$group": {
+                "_id": { "$dateTrunc": { "date": "$ts", "unit": "month" } },
+                "avg": { "$avg": "$temp_max" },
+                "windiest": { "$max": "$wind" },
+                "sd": { "$stdDevPop": "$temp_max" },
+                "n": { "$count": {} },
+                "first": { "$first": "$weather" },
+                "kinds": { "$addToSet": "$weather" },
+            } },
+        ])
+        .expect("aggregate");
+    assert_eq!(out.len(), 1);
+    let g = &out[0];
+    assert_eq!(
+        g.get_datetime("_id").expect("_id"),
+        &DateTime::parse_rfc3339_str("2012-01-01T00:00:00Z").expect("date")
+    );
+    // Computed by hand from the file: 31 days, mean 7.054838709677…, max wind 8.2,
+    // population standard deviation 3.39979493780826…
+    assert_eq!(g.get_i32("n").expect("n"), 31);
+    assert!(close(f(g, "avg"), 7.054_838_709_677_42), "{g}");
+    assert!(close(f(g, "windiest"), 8.2), "{g}");
+    assert!((f(g, "sd") - 3.399_794_937_808_267_5).abs() < 1e-9, "{g}");
+    assert_eq!(g.get_str("first").expect("first"), "drizzle");
+    assert!(!g.get_array("kinds").expect("kinds").is_empty());
+}
+
+#[test]
+fn the_window_engine_and_the_general_group_agree() {
+    let (_dir, _db, coll, docs) = weather();
+    let group = |extra: Option<(&str, Bson)>| {
+        let mut g = doc! {
+            "_id": { "s": "$meta", "w": { "$dateTrunc": { "date": "$ts", "unit": "day", "binSize": 10 } } },
+            "n": { "$count": {} },
+            "lo": { "$min": "$temp_min" },
+            "hi": { "$max": "$temp_max" },
+        };
+        if let Some((k, v)) = extra {
+            g.insert(k, v);
+        }
+        coll.aggregate(&[doc! { "$group": g }]).expect("aggregate")
+    };
+    // Count, min and max only: the windowed aggregate engine answers it.
+    let fast = group(None);
+    // An $avg makes it the general $group.
+    let general: Vec<Document> = group(Some(("avg", Bson::Document(doc! { "$avg": "$wind" }))))
+        .into_iter()
+        .map(|mut d| {
+            d.remove("avg");
+            d
+        })
+        .collect();
+    assert_eq!(fast, general);
+    // And both match a plain count per series and 10-day bin since 2000-01-01.
+    let n: i64 = fast
+        .iter()
+        .map(|d| i64::from(d.get_i32("n").expect("n")))
+        .sum();
+    assert_eq!(n, docs.len() as i64);
+    let reference = 946_684_800_000_i64;
+    let bins: std::collections::BTreeSet<(String, i64)> = docs
+        .iter()
+        .map(|d| {
+            (
+                series(d).to_owned(),
+                (ms(d) - reference).div_euclid(10 * DAY),
+            )
+        })
+        .collect();
+    assert_eq!(fast.len(), bins.len());
+}
+
+#[test]
+fn moving_average_derivative_and_integral_per_series() {
+    let (_dir, _db, coll, docs) = weather();
+    let out = coll
+        .aggregate(&[
+            doc! { "$match": { "meta.series": "New York" } },
+            doc! { "$setWindowFields": {
+                "partitionBy": "$meta.series",
+                "sortBy": { "ts": 1 },
+                "output": {
+                    "ma3": { "$avg": "$temp_max", "window": { "documents": [-2, 0] } },
+                    "sum7d": { "$sum": "$precipitation", "window": { "range": [-6, 0], "unit": "day" } },
+                    "slope": { "$derivative": { "input": "$temp_max", "unit": "day" }, "window": { "documents": [-1, 0] } },
+                    "area": { "$integral": { "input": "$temp_max", "unit": "day" }, "window": { "range": [-2, 0], "unit": "day" } },
+                    "running": { "$count": {}, "window": { "documents": ["unbounded", "current"] } },
+                },
+            } },
+        ])
+        .expect("aggregate");
+    let mut ny: Vec<&Document> = docs.iter().filter(|d| series(d) == "New York").collect();
+    ny.sort_by_key(|d| ms(d));
+    assert_eq!(out.len(), ny.len());
+    for (i, d) in out.iter().enumerate() {
+        assert_eq!(ms(d), ms(ny[i]));
+        let t = |j: usize| f(ny[j], "temp_max");
+        let lo = i.saturating_sub(2);
+        let ma = (lo..=i).map(t).sum::<f64>() / (i - lo + 1) as f64;
+        assert!(close(f(d, "ma3"), ma), "row {i}: {d}");
+        // Daily data without gaps: 7 days back is 7 rows.
+        let lo7 = i.saturating_sub(6);
+        let p: f64 = (lo7..=i).map(|j| f(ny[j], "precipitation")).sum();
+        assert!(close(f(d, "sum7d"), p), "row {i}: {d}");
+        if i == 0 {
+            assert_eq!(d.get("slope"), Some(&Bson::Null));
+        } else {
+            assert!(close(f(d, "slope"), t(i) - t(i - 1)), "row {i}: {d}");
+        }
+        let area: f64 = (lo..i).map(|k| (t(k) + t(k + 1)) / 2.0).sum();
+        assert!(close(f(d, "area"), area), "row {i}: {d}");
+        assert_eq!(d.get_i32("running").expect("running"), i as i32 + 1);
+    }
+}
+
+#[test]
+fn project_add_fields_sort_skip_limit_count() {
+    let (_dir, _db, coll, _) = weather();
+    let out = coll
+        .aggregate(&[
+            doc! { "$match": { "weather": "snow" } },
+            doc! { "$addFields": { "range": { "$subtract": ["$temp_max", "$temp_min"] } } },
+            doc! { "$project": { "_id": 0, "city": "$meta.series", "range": 1, "day": { "$dateTrunc": { "date": "$ts", "unit": "day" } } } },
+            doc! { "$sort": { "range": -1, "day": 1 } },
+            doc! { "$skip": 1 },
+            doc! { "$limit": 3 },
+            doc! { "$unset": "day" },
+        ])
+        .expect("aggregate");
+    assert_eq!(out.len(), 3);
+    for d in &out {
+        assert_eq!(d.keys().collect::<Vec<_>>(), ["range", "city"], "{d}");
+    }
+    let ranges: Vec<f64> = out.iter().map(|d| f(d, "range")).collect();
+    assert!(ranges.windows(2).all(|w| w[0] >= w[1]), "{ranges:?}");
+    let count = coll
+        .aggregate(&[
+            doc! { "$match": { "weather": "snow" } },
+            doc! { "$count": "snowy" },
+        ])
+        .expect("aggregate");
+    // Counted from the file.
+    assert_eq!(count, [doc! { "snowy": 119 }]);
+    let none = coll
+        .aggregate(&[
+            doc! { "$match": { "weather": "hail" } },
+            doc! { "$count": "n" },
+        ])
+        .expect("aggregate");
+    assert!(none.is_empty());
+}
+
+#[test]
+fn stages_not_built_are_refused_by_name() {
+    let (_dir, _db, coll) = temp_collection(
+        CatalogOptions::default(),
+        &TimeseriesOptions::new("ts").meta_field("meta"),
+    );
+    for (stage, needle) in [
+        (doc! { "$lookup": { "from": "x" } }, "$lookup"),
+        (
+            doc! { "$group": { "_id": null, "x": { "$median": "$v" } } },
+            "$median",
+        ),
+        (doc! { "$group": { "x": { "$sum": 1 } } }, "_id"),
+        (doc! { "$limit": 0 }, "$limit"),
+        (
+            doc! { "$setWindowFields": { "output": { "d": { "$derivative": { "input": "$v" } } } } },
+            "window",
+        ),
+        (doc! { "$project": { "a": 1, "b": 0 } }, "mix"),
+    ] {
+        let e = coll.aggregate(std::slice::from_ref(&stage)).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::BadValue, "{stage}: {e}");
+        assert!(e.to_string().contains(needle), "{stage}: {e}");
+    }
+}
