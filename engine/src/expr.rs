@@ -8,10 +8,11 @@
 //! `$dateTrunc`, `$dateAdd`, `$dateSubtract`, `$dateDiff` (constant `unit`, `binSize` and
 //! `startOfWeek`, UTC), `$year`, `$month`, `$dayOfMonth`, `$dayOfWeek`, `$dayOfYear`,
 //! `$hour`, `$minute`, `$second`, `$millisecond`; conversions `$toLong`, `$toDouble`,
-//! `$toDate`. An operand that is null or missing makes the result null; an arithmetic
-//! operand that is not a number (or a date where dates are allowed), or a division by zero,
-//! also gives null here, where MongoDB fails the query; a date operator given something other
-//! than a date fails the evaluation (in a filter, the measurement does not match).
+//! `$toDate`. An operand that is null or missing makes the result null. An arithmetic operand
+//! that is not a number (or a date where dates are allowed), a division by zero, or a date
+//! operator given something other than a date fails the evaluation, as in MongoDB: a pipeline
+//! fails naming the stage; in a filter, where MongoDB fails the whole query, the measurement
+//! does not match.
 
 use std::borrow::Cow;
 use std::cmp::Ordering;
@@ -76,6 +77,36 @@ pub(crate) enum Expr {
     DatePart(Part, Box<Expr>),
     /// `$toLong`, `$toDouble`, `$toDate`.
     Convert(Conversion, Box<Expr>),
+}
+
+/// Why an expression has no value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum EvalError {
+    /// A stored value could not be read (corruption).
+    Corrupt(String),
+    /// The expression fails on these values (a division by zero, `$add` of a string, a date
+    /// operator given something else): MongoDB fails the query.
+    Failed(String),
+}
+
+impl EvalError {
+    fn failed(message: &str) -> EvalError {
+        EvalError::Failed(message.to_owned())
+    }
+}
+
+impl From<String> for EvalError {
+    fn from(message: String) -> EvalError {
+        EvalError::Failed(message)
+    }
+}
+
+impl std::fmt::Display for EvalError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EvalError::Corrupt(m) | EvalError::Failed(m) => f.write_str(m),
+        }
+    }
 }
 
 /// A conversion operator.
@@ -187,10 +218,10 @@ impl Expr {
     pub(crate) fn eval<'v>(
         &self,
         values: &'v dyn Values,
-    ) -> std::result::Result<Option<Cow<'v, Bson>>, String> {
+    ) -> std::result::Result<Option<Cow<'v, Bson>>, EvalError> {
         Ok(match self {
             Expr::Literal(b) => Some(Cow::Owned(b.clone())),
-            Expr::Field(t, p) => values.get(*t, p)?,
+            Expr::Field(t, p) => values.get(*t, p).map_err(EvalError::Corrupt)?,
             Expr::Cmp(op, a, b) => {
                 let (a, b) = (a.eval(values)?, b.eval(values)?);
                 let o = match (a.as_deref(), b.as_deref()) {
@@ -237,7 +268,7 @@ impl Expr {
                 for x in xs {
                     args.push(x.eval(values)?.map(Cow::into_owned));
                 }
-                Some(Cow::Owned(arith(*op, &args)))
+                Some(Cow::Owned(arith(*op, &args)?))
             }
             Expr::Object(fields) => {
                 let mut d = Document::new();
@@ -263,7 +294,9 @@ impl Expr {
                 }
             }
             Expr::IfNull(xs) => {
-                let (last, rest) = xs.split_last().ok_or("$ifNull needs operands")?;
+                let (last, rest) = xs
+                    .split_last()
+                    .ok_or_else(|| EvalError::Failed("$ifNull needs operands".to_owned()))?;
                 for x in rest {
                     if let Some(v) = x.eval(values)?
                         && !matches!(v.as_ref(), Bson::Null | Bson::Undefined)
@@ -293,14 +326,18 @@ impl Expr {
                 sign,
             } => {
                 let t = date_of(date.eval(values)?.as_deref(), "$dateAdd")?;
-                let n = match amount.eval(values)?.as_deref() {
-                    None | Some(Bson::Null) => None,
-                    Some(v) => Some(exact_int(v).ok_or("$dateAdd: amount must be an integer")?),
-                };
+                let n =
+                    match amount.eval(values)?.as_deref() {
+                        None | Some(Bson::Null) => None,
+                        Some(v) => Some(exact_int(v).ok_or_else(|| {
+                            EvalError::failed("$dateAdd: amount must be an integer")
+                        })?),
+                    };
                 Some(Cow::Owned(match (t, n) {
                     (Some(t), Some(n)) => Bson::DateTime(DateTime::from_millis(
-                        dates::add(t, *unit, n.saturating_mul(*sign))
-                            .ok_or("$dateAdd: the result is out of range")?,
+                        dates::add(t, *unit, n.saturating_mul(*sign)).ok_or_else(|| {
+                            EvalError::failed("$dateAdd: the result is out of range")
+                        })?,
                     )),
                     _ => Bson::Null,
                 }))
@@ -316,7 +353,7 @@ impl Expr {
                 Some(Cow::Owned(match (a, b) {
                     (Some(a), Some(b)) => Bson::Int64(
                         dates::diff(a, b, *unit, *start_of_week)
-                            .ok_or("$dateDiff: out of range")?,
+                            .ok_or_else(|| EvalError::failed("$dateDiff: out of range"))?,
                     ),
                     _ => Bson::Null,
                 }))
@@ -339,7 +376,7 @@ impl Expr {
     ///
     /// # Errors
     /// What `values` fails with.
-    pub(crate) fn holds(&self, values: &dyn Values) -> std::result::Result<bool, String> {
+    pub(crate) fn holds(&self, values: &dyn Values) -> std::result::Result<bool, EvalError> {
         Ok(truthy(self.eval(values)?.as_deref()))
     }
 }
@@ -664,12 +701,25 @@ impl Num {
 }
 
 /// An arithmetic operator on evaluated operands (`None`: missing).
-fn arith(op: Arith, args: &[Option<Bson>]) -> Bson {
+fn arith(op: Arith, args: &[Option<Bson>]) -> std::result::Result<Bson, String> {
+    let name = match op {
+        Arith::Add => "$add",
+        Arith::Subtract => "$subtract",
+        Arith::Multiply => "$multiply",
+        Arith::Divide => "$divide",
+        Arith::Mod => "$mod",
+        Arith::Abs => "$abs",
+    };
+    let not_numeric = |v: &Bson| {
+        Err(format!(
+            "{name} only supports numeric or date types, not {v}"
+        ))
+    };
     if args
         .iter()
         .any(|a| matches!(a, None | Some(Bson::Null | Bson::Undefined)))
     {
-        return Bson::Null;
+        return Ok(Bson::Null);
     }
     let values: Vec<&Bson> = args.iter().flatten().collect();
     match op {
@@ -680,29 +730,29 @@ fn arith(op: Arith, args: &[Option<Bson>]) -> Bson {
                 match (v, Num::of(v)) {
                     (Bson::DateTime(t), _) if date.is_none() => date = Some(t.timestamp_millis()),
                     (_, Some(n)) => sum = sum.apply(n, i64::checked_add, |a, b| a + b),
-                    _ => return Bson::Null,
+                    _ => return not_numeric(v),
                 }
             }
-            match date {
+            Ok(match date {
                 #[expect(clippy::cast_possible_truncation, reason = "ms of a date")]
                 Some(t) => Bson::DateTime(DateTime::from_millis(match sum {
                     Num::Int(n) => t.saturating_add(n),
                     Num::Float(d) => t.saturating_add(d.round() as i64),
                 })),
                 None => sum.bson(),
-            }
+            })
         }
         Arith::Multiply => {
             let mut product = Num::Int(1);
             for v in values {
                 match Num::of(v) {
                     Some(n) => product = product.apply(n, i64::checked_mul, |a, b| a * b),
-                    None => return Bson::Null,
+                    None => return not_numeric(v),
                 }
             }
-            product.bson()
+            Ok(product.bson())
         }
-        Arith::Subtract => match (values[0], values[1]) {
+        Arith::Subtract => Ok(match (values[0], values[1]) {
             (Bson::DateTime(a), Bson::DateTime(b)) => {
                 Bson::Int64(a.timestamp_millis().saturating_sub(b.timestamp_millis()))
             }
@@ -712,29 +762,29 @@ fn arith(op: Arith, args: &[Option<Bson>]) -> Bson {
                     Num::Int(n) => a.timestamp_millis().saturating_sub(n),
                     Num::Float(d) => a.timestamp_millis().saturating_sub(d.round() as i64),
                 })),
-                None => Bson::Null,
+                None => return not_numeric(b),
             },
             (a, b) => match (Num::of(a), Num::of(b)) {
                 (Some(a), Some(b)) => a.apply(b, i64::checked_sub, |a, b| a - b).bson(),
-                _ => Bson::Null,
+                (None, _) => return not_numeric(a),
+                _ => return not_numeric(b),
             },
+        }),
+        Arith::Divide | Arith::Mod => match (Num::of(values[0]), Num::of(values[1])) {
+            (Some(_), Some(b)) if b.float() == 0.0 => Err(format!("can't {name} by zero")),
+            (Some(a), Some(b)) if op == Arith::Divide => Ok(Bson::Double(a.float() / b.float())),
+            (Some(Num::Int(a)), Some(Num::Int(b))) => Ok(Num::Int(a.wrapping_rem(b)).bson()),
+            (Some(a), Some(b)) => Ok(Bson::Double(a.float() % b.float())),
+            (None, _) => not_numeric(values[0]),
+            _ => not_numeric(values[1]),
         },
-        Arith::Divide => match (Num::of(values[0]), Num::of(values[1])) {
-            (Some(a), Some(b)) if b.float() != 0.0 => Bson::Double(a.float() / b.float()),
-            _ => Bson::Null,
-        },
-        Arith::Mod => match (Num::of(values[0]), Num::of(values[1])) {
-            (Some(Num::Int(a)), Some(Num::Int(b))) if b != 0 => Num::Int(a.wrapping_rem(b)).bson(),
-            (Some(a), Some(b)) if b.float() != 0.0 => Bson::Double(a.float() % b.float()),
-            _ => Bson::Null,
-        },
-        Arith::Abs => match Num::of(values[0]) {
+        Arith::Abs => Ok(match Num::of(values[0]) {
             Some(Num::Int(n)) => n
                 .checked_abs()
                 .map_or(Bson::Double((n as f64).abs()), |a| Num::Int(a).bson()),
             Some(Num::Float(d)) => Bson::Double(d.abs()),
-            None => Bson::Null,
-        },
+            None => return not_numeric(values[0]),
+        }),
     }
 }
 

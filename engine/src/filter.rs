@@ -9,7 +9,7 @@ use tscoll_catalog::value::{canonical_rank, compare, to_bson};
 use tscoll_codec::{ValueRef, tag};
 
 use crate::error::{Error, ErrorCode, Result};
-use crate::expr::Expr;
+use crate::expr::{EvalError, Expr};
 
 /// A comparison operator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -179,6 +179,47 @@ fn type_number(v: &Bson) -> i32 {
         Bson::MinKey => -1,
         Bson::MaxKey => 127,
     }
+}
+
+/// The canonical rank (SPEC, `tscoll_catalog::value::canonical_rank`) of the values
+/// of BSON type number `t`.
+fn rank_of_type(t: i32) -> Option<i32> {
+    Some(match t {
+        1 | 16 | 18 | 19 => 10,
+        2 | 14 => 15,
+        3 => 20,
+        4 => 25,
+        5 => 30,
+        6 => 0,
+        7 => 35,
+        8 => 40,
+        9 => 45,
+        10 => 5,
+        11 => 50,
+        12 => 55,
+        13 => 60,
+        15 => 65,
+        17 => 47,
+        -1 => -1,
+        127 => 127,
+        _ => return None,
+    })
+}
+
+/// Whether a field whose control min and max are `min` and `max` may hold a value of one of
+/// `ranks` (canonical type ranks): every value's rank lies between the min's and the max's;
+/// when arrays may be among them, any type may be inside one.
+fn ranks_may_hold(
+    min: Option<&Bson>,
+    max: Option<&Bson>,
+    mut ranks: impl Iterator<Item = i32>,
+) -> bool {
+    let (Some(min), Some(max)) = (min, max) else {
+        return min.is_some() || max.is_some();
+    };
+    let (lo, hi) = (canonical_rank(min), canonical_rank(max));
+    let array = canonical_rank(&Bson::Array(Vec::new()));
+    (lo <= array && array <= hi) || ranks.any(|r| lo <= r && r <= hi)
 }
 
 /// The type numbers a `$type` operand names: a number, an alias (`"double"`, ...,
@@ -403,7 +444,13 @@ impl Node {
                 let v = values.get(*target, path)?;
                 test.holds(v.as_deref())
             }
-            Node::Expr(e) => e.holds(values)?,
+            // An expression that fails on this measurement does not hold (MongoDB fails the
+            // query); unreadable stored values are corruption.
+            Node::Expr(e) => match e.holds(values) {
+                Ok(b) => b,
+                Err(EvalError::Failed(_)) => false,
+                Err(EvalError::Corrupt(m)) => return Err(m),
+            },
         })
     }
 
@@ -425,8 +472,12 @@ impl Node {
     /// Whether a bucket may hold a measurement for which the tree holds, judged by its time
     /// range and control min/max (SPEC §14.4): `false` only when control proves none does.
     /// An `$or` prunes when every branch does; comparisons and `$in`s as the top-level ones
-    /// do; `$exists: true` on a top-level field the bucket has never held prunes; the
-    /// other operators, `$nor` and meta leaves (judged per series) keep the bucket.
+    /// do; `$exists: true` on a top-level field the bucket has never held prunes; `$type` and
+    /// `$regex` on a top-level field prune when the canonical type ranks of its control min
+    /// and max (every value's rank lies between them, R-4.3.4) leave out every type asked for
+    /// and arrays (whose elements could have it); the other operators (`$nin`, `$ne`,
+    /// `$exists: false`, ...: control does not say whether a row lacks the field), `$nor` and
+    /// meta leaves (judged per series) keep the bucket.
     pub(crate) fn may_match(
         &self,
         min_time: i64,
@@ -473,6 +524,15 @@ impl Node {
                         path_may_match(min.as_ref(), max.as_ref(), &path[1..], Cmp::Eq, v)
                     }),
                     Test::Exists(true) if path.len() == 1 => min.is_some() || max.is_some(),
+                    Test::Type(types) if path.len() == 1 => ranks_may_hold(
+                        min.as_ref(),
+                        max.as_ref(),
+                        types.iter().filter_map(|t| rank_of_type(*t)),
+                    ),
+                    // A regular expression matches strings, symbols and regexes only.
+                    Test::Regex(_) if path.len() == 1 => {
+                        ranks_may_hold(min.as_ref(), max.as_ref(), [15, 50].into_iter())
+                    }
                     _ => true,
                 }
             }
@@ -1465,6 +1525,24 @@ mod tests {
         assert!(may(doc! { "$or": [{ "m": "zz" }, { "w": 1 }] })); // meta: judged per series
         assert!(may(doc! { "$nor": [{ "v": 1 }] }));
         assert!(may(doc! { "v": { "$ne": 1 } }));
+        // $type and $regex: v holds numbers only.
+        assert!(may(doc! { "v": { "$type": "int" } }));
+        assert!(may(doc! { "v": { "$type": ["string", "number"] } }));
+        assert!(!may(doc! { "v": { "$type": "string" } }));
+        assert!(!may(doc! { "w": { "$type": "int" } }));
+        assert!(!may(doc! { "v": { "$regex": "^a" } }));
+        assert!(!may(
+            doc! { "$or": [{ "v": { "$type": "date" } }, { "w": 1 }] }
+        ));
+        // From numbers to strings: no date, but maybe an object? No: objects rank above
+        // strings. Arrays in the range could hold anything.
+        let (smin, smax) = (doc! { "v": 1 }, doc! { "v": "z" });
+        let may_s = |f: Document| parse(f).bucket_may_match(0, 10, &smin, &smax);
+        assert!(may_s(doc! { "v": { "$regex": "^a" } }));
+        assert!(!may_s(doc! { "v": { "$type": "object" } }));
+        let (amin, amax) = (doc! { "v": 1 }, doc! { "v": [1] });
+        let may_a = |f: Document| parse(f).bucket_may_match(0, 10, &amin, &amax);
+        assert!(may_a(doc! { "v": { "$type": "date" } }));
         assert!(!may(
             doc! { "$and": [{ "$or": [{ "v": 1 }] }, { "$or": [{ "w": 1 }] }] }
         ));

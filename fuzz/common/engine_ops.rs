@@ -271,7 +271,16 @@ pub enum ValPred {
     Exists(bool),
     /// `{$or: [{v: {$lt: a}}, {v: {$gt: b}}]}`: numbers outside `[a, b]`.
     Outside(i16, i16),
+    /// `{v: {$type: TYPES[k]}}`.
+    Type(u8),
+    /// `{v: {$regex: REGEXES[k]}}`.
+    Regex(u8),
 }
+
+/// `$type` operands of [`ValPred::Type`].
+pub const TYPES: [&str; 4] = ["int", "double", "string", "number"];
+/// Patterns of [`ValPred::Regex`] (strings are `s0` to `s3`).
+pub const REGEXES: [&str; 4] = ["^s", "1$", "s[02]", "^x"];
 
 /// A filter: the conjunction of its parts.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -335,6 +344,15 @@ pub enum Op {
         limit: Option<u8>,
         /// The projection.
         projection: Proj,
+    },
+    /// `find` sorted by `{v: ±1, _id: 1}` (a sort on a measurement field, a unique order).
+    FindBy {
+        /// The filter.
+        filter: Filter,
+        /// `v` descending.
+        desc: bool,
+        /// `FindOptions::limit` (0: none).
+        limit: Option<u8>,
     },
     /// `count`.
     Count {
@@ -976,6 +994,14 @@ fn decode_op(r: &mut Reader<'_>) -> Op {
                 ordered,
             }
         }
+        31 if b >= 0xe0 => Op::FindBy {
+            filter: decode_filter(r),
+            desc: r.flag(),
+            limit: {
+                let b = r.byte() % 8;
+                (b > 0).then(|| b - 1)
+            },
+        },
         8..=12 | 31 => Op::Find {
             filter: decode_filter(r),
             sort: [None, Some(false), Some(true)][r.pick(3)],
@@ -1129,7 +1155,7 @@ fn decode_filter(r: &mut Reader<'_>) -> Filter {
             }
         })
         .collect();
-    let value = match r.byte() % 7 {
+    let value = match r.byte() % 9 {
         0 => None,
         1 | 2 => {
             let double = r.byte() % 4 == 3;
@@ -1142,6 +1168,8 @@ fn decode_filter(r: &mut Reader<'_>) -> Filter {
         }
         4 => Some(ValPred::Ne(r.value())),
         5 => Some(ValPred::Exists(r.byte().is_multiple_of(2))),
+        7 => Some(ValPred::Type(r.byte() % 4)),
+        8 => Some(ValPred::Regex(r.byte() % 4)),
         _ => Some(ValPred::Outside(r.value(), r.value())),
     };
     Filter { meta, time, value }
@@ -1242,6 +1270,16 @@ fn encode_op(w: &mut Vec<u8>, op: &Op) {
                 PROJS.iter().position(|p| p == projection).unwrap_or(0),
             ));
         }
+        Op::FindBy {
+            filter,
+            desc,
+            limit,
+        } => {
+            w.push(0xe0 | 31);
+            encode_filter(w, filter);
+            w.push(u8::from(*desc));
+            w.push(limit.map_or(0, |l| l + 1));
+        }
         Op::Count { filter } => {
             w.push(13);
             encode_filter(w, filter);
@@ -1338,6 +1376,8 @@ fn encode_filter(w: &mut Vec<u8>, f: &Filter) {
         Some(ValPred::Ne(v)) => w.extend([4, value_byte(*v)]),
         Some(ValPred::Exists(e)) => w.extend([5, u8::from(!*e)]),
         Some(ValPred::Outside(a, b)) => w.extend([6, value_byte(*a), value_byte(*b)]),
+        Some(ValPred::Type(k)) => w.extend([7, *k]),
+        Some(ValPred::Regex(k)) => w.extend([8, *k]),
     }
 }
 
@@ -1677,6 +1717,15 @@ impl Filter {
             Some(ValPred::Exists(e)) => {
                 d.insert("v", doc! { "$exists": *e });
             }
+            Some(ValPred::Type(k)) => {
+                d.insert("v", doc! { "$type": TYPES[usize::from(*k) % TYPES.len()] });
+            }
+            Some(ValPred::Regex(k)) => {
+                d.insert(
+                    "v",
+                    doc! { "$regex": REGEXES[usize::from(*k) % REGEXES.len()] },
+                );
+            }
             Some(ValPred::Outside(a, b)) => {
                 d.insert(
                     "$or",
@@ -1717,6 +1766,21 @@ impl Filter {
             Some(ValPred::Outside(a, b)) => {
                 val_number(row.v).is_some_and(|x| x < f64::from(*a) || x > f64::from(*b))
             }
+            Some(ValPred::Type(k)) => matches!(
+                (TYPES[usize::from(*k) % TYPES.len()], row.v),
+                ("int" | "number", Val::Int(_))
+                    | ("double" | "number", Val::Double(_))
+                    | ("string", Val::Str(_))
+            ),
+            Some(ValPred::Regex(k)) => match row.v {
+                Val::Str(n) => match usize::from(*k) % REGEXES.len() {
+                    0 => true,
+                    1 => n == 1,
+                    2 => n == 0 || n == 2,
+                    _ => false,
+                },
+                _ => false,
+            },
         }
     }
 }
@@ -2189,7 +2253,10 @@ impl Harness<'_> {
     }
 
     fn apply(&mut self, op: &Op) -> Result<(), String> {
-        if let Op::Find { filter, .. } | Op::Count { filter } | Op::LastPoints { filter } = op
+        if let Op::Find { filter, .. }
+        | Op::FindBy { filter, .. }
+        | Op::Count { filter }
+        | Op::LastPoints { filter } = op
             && self.avoid.null_meta_queries
             && filter.meta.is_some_and(MetaPred::has_null_operand)
         {
@@ -2211,6 +2278,11 @@ impl Harness<'_> {
                 limit,
                 projection,
             } => self.find(filter, *sort, *limit, *projection),
+            Op::FindBy {
+                filter,
+                desc,
+                limit,
+            } => self.find_by(filter, *desc, *limit),
             Op::Count { filter } => {
                 let expected = self.matching(filter).len();
                 let got = engine("count", self.coll().count(&filter.to_doc()))?;
@@ -2371,6 +2443,54 @@ impl Harness<'_> {
         summary.rejected = bad.len();
         self.summary.add(&summary);
         self.rows.extend(stored);
+        Ok(())
+    }
+
+    /// `find` sorted by `{v: ±1, _id: 1}`: the exact sequence of `_id`s (a missing `v` sorts
+    /// as null, before numbers; numbers by value; strings after them).
+    fn find_by(&mut self, filter: &Filter, desc: bool, limit: Option<u8>) -> Result<(), String> {
+        let fdoc = filter.to_doc();
+        let dir = if desc { -1 } else { 1 };
+        let options = FindOptions {
+            sort_by: Some(doc! { "v": dir, "_id": 1 }),
+            limit: limit.map(usize::from),
+            ..FindOptions::default()
+        };
+        let got = engine("find", self.coll().find(&fdoc, &options))?;
+        let key = |v: Val| match v {
+            Val::Missing => (0, 0.0),
+            Val::Int(_) | Val::Double(_) => (1, val_number(v).unwrap_or(0.0)),
+            Val::Str(k) => (2, f64::from(k)),
+        };
+        let mut rows = self.matching(filter);
+        rows.sort_by(|(a_id, a), (b_id, b)| {
+            let o = key(a.v)
+                .partial_cmp(&key(b.v))
+                .unwrap_or(std::cmp::Ordering::Equal);
+            let o = if desc { o.reverse() } else { o };
+            o.then(a_id.cmp(b_id))
+        });
+        if let Some(n) = limit.filter(|n| *n > 0) {
+            rows.truncate(usize::from(n));
+        }
+        let ids = got.iter().map(id_of).collect::<Result<Vec<_>, _>>()?;
+        let expected: Vec<i64> = rows.iter().map(|(id, _)| *id).collect();
+        ensure!(
+            ids == expected,
+            "find {fdoc} sorted by v {dir}: _ids {ids:?}, expected {expected:?}"
+        );
+        for (d, (id, row)) in got.iter().zip(&rows) {
+            ensure!(
+                same(d, &row.document(*id)),
+                "find {fdoc}: expected {}, got {d}",
+                row.document(*id)
+            );
+        }
+        self.summary.finds.0 += 1;
+        if !got.is_empty() {
+            self.summary.finds.1 += 1;
+        }
+        self.summary.found += got.len();
         Ok(())
     }
 

@@ -202,6 +202,8 @@ fn filter() -> impl Strategy<Value = Filter> {
         1 => value().prop_map(ValPred::Ne),
         1 => any::<bool>().prop_map(ValPred::Exists),
         1 => (value(), value()).prop_map(|(a, b)| ValPred::Outside(a, b)),
+        1 => (0..4u8).prop_map(ValPred::Type),
+        1 => (0..4u8).prop_map(ValPred::Regex),
     ];
     (
         prop::option::weighted(0.5, meta_pred()),
@@ -255,6 +257,8 @@ fn op() -> impl Strategy<Value = Op> {
                 limit,
                 projection,
             }),
+        2 => (filter(), any::<bool>(), prop::option::of(0..=6u8))
+            .prop_map(|(filter, desc, limit)| Op::FindBy { filter, desc, limit }),
         2 => filter().prop_map(|filter| Op::Count { filter }),
         2 => filter().prop_map(|filter| Op::LastPoints { filter }),
         3 => (filter(), any::<bool>()).prop_map(|(filter, one)| Op::Delete { filter, one }),

@@ -250,3 +250,42 @@ fn stages_not_built_are_refused_by_name() {
         assert!(e.to_string().contains(needle), "{stage}: {e}");
     }
 }
+
+#[test]
+fn failing_expressions_fail_the_pipeline_and_match_nothing_in_a_filter() {
+    let (_dir, _db, coll) = temp_collection(
+        CatalogOptions::default(),
+        &TimeseriesOptions::new("ts").meta_field("meta"),
+    );
+    insert_all(
+        &coll,
+        &[
+            doc! { "ts": DateTime::from_millis(0), "a": 1, "b": 0, "s": "x" },
+            doc! { "ts": DateTime::from_millis(1), "a": 4, "b": 2, "s": "y" },
+        ],
+    );
+    for (expr, needle) in [
+        (doc! { "$divide": ["$a", "$b"] }, "by zero"),
+        (doc! { "$mod": ["$a", 0] }, "by zero"),
+        (doc! { "$add": ["$a", "$s"] }, "$add"),
+        (doc! { "$hour": "$s" }, "date"),
+    ] {
+        let e = coll
+            .aggregate(&[doc! { "$addFields": { "r": expr.clone() } }])
+            .unwrap_err();
+        assert_eq!(e.code(), ErrorCode::BadValue, "{expr}: {e}");
+        assert!(
+            e.to_string().contains("$addFields") && e.to_string().contains(needle),
+            "{e}"
+        );
+    }
+    // In a filter the measurement whose evaluation fails does not match; the others do.
+    let found = coll
+        .find(
+            &doc! { "$expr": { "$eq": [{ "$divide": ["$a", "$b"] }, 2] } },
+            &tscoll_engine::FindOptions::default(),
+        )
+        .expect("find");
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].get_i32("a").expect("a"), 4);
+}

@@ -144,10 +144,12 @@ impl Collection {
     /// through the index and prune them by their control record; a bucket that matches whole
     /// by time and meta is not filtered row by row. Parts of the filter that read only the
     /// meta field (any operator, in `$or`s too) are judged once per series. An `$or` prunes
-    /// a bucket by its control record when every branch does (comparisons, `$in`, and
-    /// `$exists: true` on a field the bucket never held). The rest (every other operator on
-    /// measurement or time fields, `$nor`) is evaluated exactly on each measurement of the
-    /// buckets that remain. Each result has the shape of SPEC §14.1:
+    /// a bucket by its control record when every branch does (comparisons, `$in`,
+    /// `$exists: true` on a field the bucket never held, `$type` and `$regex` on a field whose
+    /// control min and max hold other types only). The rest (`$nin`, `$ne`, `$exists: false`,
+    /// `$not`, `$nor`, `$expr`, ... on measurement or time fields: control cannot rule a
+    /// bucket out for them) is evaluated exactly on each measurement of the buckets that
+    /// remain; an `$expr` that fails on a measurement (a division by zero) does not match it. Each result has the shape of SPEC §14.1:
     /// time field, meta field, then the bucket's other columns.
     ///
     /// Buckets are chosen through the meta+time index and pruned with their control record
