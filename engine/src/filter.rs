@@ -539,6 +539,32 @@ impl Node {
         }
     }
 
+    /// The whole-meta values a measurement matching the tree must have a meta value equal
+    /// to: a whole-meta equality or `$in`, or an `$or` whose every branch is one (the index
+    /// scans the series of these values only). `None` for any other tree.
+    fn meta_equalities(&self) -> Option<Vec<&Bson>> {
+        match self {
+            Node::Leaf {
+                target: Target::Meta,
+                path,
+                test,
+            } if path.is_empty() => match test {
+                Test::Cmp(Cmp::Eq, v) => Some(vec![v]),
+                Test::In(vs) => Some(vs.iter().collect()),
+                _ => None,
+            },
+            Node::And(children) if children.len() == 1 => children[0].meta_equalities(),
+            Node::Or(children) => {
+                let mut all = Vec::new();
+                for c in children {
+                    all.extend(c.meta_equalities()?);
+                }
+                Some(all)
+            }
+            _ => None,
+        }
+    }
+
     /// Whether every leaf reads the meta field (the tree is judged once per series).
     pub(crate) fn meta_only(&self) -> bool {
         let mut only = true;
@@ -838,17 +864,21 @@ impl Filter {
             || self.clauses.iter().any(Node::meta_only)
     }
 
-    /// The whole-meta equality operands, if the filter has one (for an index prefix scan).
+    /// The whole-meta equality operands, if the filter has one at the top level or as an `$or`
+    /// of them (for an index prefix scan).
     pub(crate) fn meta_equalities(&self) -> Option<Vec<&Bson>> {
-        self.preds.iter().find_map(|p| match p {
-            Pred::Meta {
-                path,
-                op: Cmp::Eq,
-                value,
-            } if path.is_empty() => Some(vec![value]),
-            Pred::MetaIn { path, values } if path.is_empty() => Some(values.iter().collect()),
-            _ => None,
-        })
+        self.preds
+            .iter()
+            .find_map(|p| match p {
+                Pred::Meta {
+                    path,
+                    op: Cmp::Eq,
+                    value,
+                } if path.is_empty() => Some(vec![value]),
+                Pred::MetaIn { path, values } if path.is_empty() => Some(values.iter().collect()),
+                _ => None,
+            })
+            .or_else(|| self.clauses.iter().find_map(Node::meta_equalities))
     }
 }
 

@@ -1716,3 +1716,34 @@ proptest! {
         prop_assert!(found.iter().all(|d| !d.contains_key("w")));
     }
 }
+
+/// SPEC §14.2 with an `$or`: an `$or` of whole-meta equalities scans the index entries of
+/// those series only, like `$in`; the answer is the same as a scan of every series.
+#[test]
+fn r_14_2_an_or_of_meta_equalities_scans_those_series_only() {
+    let (_dir, _db, coll) = temp_collection(
+        CatalogOptions::default(),
+        &tscoll_tests::spec::options(true),
+    );
+    let docs: Vec<Document> = (0..40)
+        .map(|i| doc! { "t": at(i64::from(i) * 1000), "m": format!("s{}", i % 10), "v": i })
+        .collect();
+    insert_all(&coll, &docs);
+    coll.flush().expect("flush");
+    let or = doc! { "$or": [{ "m": "s1" }, { "m": { "$eq": "s2" } }, { "m": { "$in": ["s3"] } }] };
+    let (n_or, s_or) = coll.count_with_stats(&or).expect("count");
+    let (n_in, s_in) = coll
+        .count_with_stats(&doc! { "m": { "$in": ["s1", "s2", "s3"] } })
+        .expect("count");
+    let (n_all, s_all) = coll
+        .count_with_stats(
+            &doc! { "$or": [{ "m": "s1" }, { "m": "s2" }, { "m": "s3" }, { "v": -1 }] },
+        )
+        .expect("count");
+    assert_eq!((n_or, n_in, n_all), (12, 12, 12));
+    assert_eq!(s_or.index_entries_scanned, s_in.index_entries_scanned);
+    assert!(
+        s_or.index_entries_scanned < s_all.index_entries_scanned,
+        "{s_or:?} vs {s_all:?}"
+    );
+}

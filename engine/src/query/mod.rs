@@ -143,7 +143,8 @@ impl Collection {
     /// What is pushed down (SPEC §14.4): the top-level comparisons and `$in`s choose buckets
     /// through the index and prune them by their control record; a bucket that matches whole
     /// by time and meta is not filtered row by row. Parts of the filter that read only the
-    /// meta field (any operator, in `$or`s too) are judged once per series. An `$or` prunes
+    /// meta field (any operator, in `$or`s too) are judged once per series; a whole-meta
+    /// equality, `$in`, or `$or` of them scans the index entries of those series only. An `$or` prunes
     /// a bucket by its control record when every branch does (comparisons, `$in`,
     /// `$exists: true` on a field the bucket never held, `$type` and `$regex` on a field whose
     /// control min and max hold other types only). The rest (`$nin`, `$ne`, `$exists: false`,
