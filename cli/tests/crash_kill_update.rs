@@ -90,7 +90,7 @@ fn check(dir: &Path, round: u64) -> i32 {
         );
         let v = d
             .get_i64("v")
-            .map_or_else(|_| i64::from(d.get_i32("v").expect("v")), |v| v);
+            .unwrap_or_else(|_| i64::from(d.get_i32("v").expect("v")));
         assert_eq!(
             d.get_str("m").expect("m"),
             format!("s{}", v % SERIES),
