@@ -403,7 +403,7 @@ struct ElementValues<'a>(&'a Document);
 impl Values for ElementValues<'_> {
     fn get(&self, target: Target, path: &[String]) -> Got<'_> {
         Ok(match target {
-            Target::Field => lookup_doc(self.0, path).map(Cow::Borrowed),
+            Target::Field => lookup_doc(self.0, path),
             Target::Meta | Target::Time => None,
         })
     }
@@ -579,7 +579,7 @@ struct MetaValues<'a>(Option<&'a Bson>);
 impl Values for MetaValues<'_> {
     fn get(&self, target: Target, path: &[String]) -> Got<'_> {
         Ok(match target {
-            Target::Meta => lookup(self.0, path).map(Cow::Borrowed),
+            Target::Meta => lookup_path(self.0, path),
             Target::Time | Target::Field => None,
         })
     }
@@ -596,11 +596,11 @@ struct DocValues<'a> {
 impl Values for DocValues<'_> {
     fn get(&self, target: Target, path: &[String]) -> Got<'_> {
         Ok(match target {
-            Target::Meta => lookup(self.meta, path).map(Cow::Borrowed),
+            Target::Meta => lookup_path(self.meta, path),
             Target::Time => Some(Cow::Owned(Bson::DateTime(bson::DateTime::from_millis(
                 self.time,
             )))),
-            Target::Field => lookup_doc(self.doc, path).map(Cow::Borrowed),
+            Target::Field => lookup_doc(self.doc, path),
         })
     }
 }
@@ -694,9 +694,12 @@ impl Filter {
     /// the meta field only (SPEC §14.2).
     pub(crate) fn matches_meta(&self, meta: Option<&Bson>) -> bool {
         self.preds.iter().all(|p| match p {
-            Pred::Meta { path, op, value } => matches_value(lookup(meta, path), *op, value),
+            Pred::Meta { path, op, value } => {
+                matches_value(lookup_path(meta, path).as_deref(), *op, value)
+            }
             Pred::MetaIn { path, values } => {
-                let v = lookup(meta, path);
+                let v = lookup_path(meta, path);
+                let v = v.as_deref();
                 values.iter().any(|x| matches_value(v, Cmp::Eq, x))
             }
             _ => true,
@@ -713,9 +716,12 @@ impl Filter {
     pub(crate) fn matches_row(&self, doc: &Document, time: i64, meta: Option<&Bson>) -> bool {
         let preds = self.preds.iter().all(|p| match p {
             Pred::Time { op, value } => value.is_some_and(|v| cmp_holds(time.cmp(&v), *op)),
-            Pred::Field { path, op, value } => matches_value(lookup_doc(doc, path), *op, value),
+            Pred::Field { path, op, value } => {
+                matches_value(lookup_doc(doc, path).as_deref(), *op, value)
+            }
             Pred::FieldIn { path, values } => {
                 let v = lookup_doc(doc, path);
+                let v = v.as_deref();
                 values.iter().any(|x| matches_value(v, Cmp::Eq, x))
             }
             _ => true,
@@ -999,7 +1005,11 @@ pub(crate) fn value_ref_matches(
         }
     }
     let b = to_bson(v)?;
-    Ok(matches_value(lookup(b.as_ref(), rest), op, operand))
+    Ok(matches_value(
+        lookup_path(b.as_ref(), rest).as_deref(),
+        op,
+        operand,
+    ))
 }
 
 pub(crate) fn cmp_holds(o: Ordering, op: Cmp) -> bool {
@@ -1043,8 +1053,58 @@ pub(crate) fn lookup<'a>(v: Option<&'a Bson>, path: &[String]) -> Option<&'a Bso
     Some(cur)
 }
 
-fn lookup_doc<'a>(doc: &'a Document, path: &[String]) -> Option<&'a Bson> {
-    lookup(doc.get(&path[0]), &path[1..])
+fn lookup_doc<'a>(doc: &'a Document, path: &[String]) -> Option<Cow<'a, Bson>> {
+    lookup_path(doc.get(&path[0]), &path[1..])
+}
+
+/// The value at `path` below `v` as a query sees it (MongoDB's path traversal): a path that
+/// meets an array goes on in each of its documents (and takes a numeric part as an index),
+/// and the values found are returned as one array, each found array followed by its
+/// elements, so that a test holds when it holds on any of them. `None` when nothing is
+/// found. Without an array on the way, the value itself.
+pub(crate) fn lookup_path<'a>(v: Option<&'a Bson>, path: &[String]) -> Option<Cow<'a, Bson>> {
+    let mut cur = v?;
+    for (i, p) in path.iter().enumerate() {
+        cur = match cur {
+            Bson::Document(d) => d.get(p)?,
+            Bson::Array(_) => {
+                let mut found = Vec::new();
+                collect_path(cur, &path[i..], &mut found);
+                return (!found.is_empty()).then(|| Cow::Owned(Bson::Array(found)));
+            }
+            _ => return None,
+        };
+    }
+    Some(Cow::Borrowed(cur))
+}
+
+/// [`lookup_path`] past an array: adds what `path` reaches below `v` to `found`.
+fn collect_path(v: &Bson, path: &[String], found: &mut Vec<Bson>) {
+    let Some((first, rest)) = path.split_first() else {
+        found.push(v.clone());
+        if let Bson::Array(items) = v {
+            found.extend(items.iter().cloned());
+        }
+        return;
+    };
+    match v {
+        Bson::Document(d) => {
+            if let Some(x) = d.get(first) {
+                collect_path(x, rest, found);
+            }
+        }
+        Bson::Array(items) => {
+            if let Some(x) = first.parse::<usize>().ok().and_then(|i| items.get(i)) {
+                collect_path(x, rest, found);
+            }
+            for item in items {
+                if matches!(item, Bson::Document(_)) {
+                    collect_path(item, path, found);
+                }
+            }
+        }
+        _ => {}
+    }
 }
 
 impl Pred {
