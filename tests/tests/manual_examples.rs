@@ -34,7 +34,11 @@ fn ids(coll: &Collection, filter: Document) -> Vec<i32> {
     v.sort_unstable();
     // The other read paths (counts and columns evaluate the filter on decoded columns)
     // agree.
-    assert_eq!(coll.count(&filter).expect("count"), v.len() as u64, "count {filter}");
+    assert_eq!(
+        coll.count(&filter).expect("count"),
+        v.len() as u64,
+        "count {filter}"
+    );
     let columns = coll
         .find_columns(&filter, &FindOptions::default())
         .expect("find_columns");

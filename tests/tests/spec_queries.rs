@@ -105,6 +105,46 @@ fn value_matches(v: Option<&Bson>, op: &str, operand: &Bson) -> bool {
     }
 }
 
+/// The value a query sees at dotted `path`: a path that meets an array goes on into each of
+/// its documents, and the query looks at everything found there (returned as one array, each
+/// found array both whole and by element).
+fn query_path(doc: &Document, path: &str) -> Option<Bson> {
+    let parts: Vec<&str> = path.split('.').collect();
+    let mut values: Vec<Bson> = vec![doc.get(parts[0])?.clone()];
+    let mut through_array = false;
+    for p in &parts[1..] {
+        let mut next = Vec::new();
+        for v in values {
+            match v {
+                Bson::Document(d) => next.extend(d.get(*p).cloned()),
+                Bson::Array(items) => {
+                    through_array = true;
+                    for i in items {
+                        if let Bson::Document(d) = i {
+                            next.extend(d.get(*p).cloned());
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        values = next;
+    }
+    if !through_array {
+        return values.pop();
+    }
+    let mut all = Vec::new();
+    for v in values {
+        if let Bson::Array(items) = &v {
+            all.extend(items.iter().cloned());
+            all.insert(all.len() - items.len(), v.clone());
+        } else {
+            all.push(v);
+        }
+    }
+    (!all.is_empty()).then_some(Bson::Array(all))
+}
+
 fn get_path<'a>(doc: &'a Document, path: &str) -> Option<&'a Bson> {
     let mut parts = path.split('.');
     let mut cur = doc.get(parts.next()?)?;
@@ -125,6 +165,10 @@ fn op_matches(v: Option<&Bson>, op: &str, operand: &Bson) -> bool {
             .iter()
             .any(|x| value_matches(v, "$eq", x))
     };
+    if let (Some(Bson::Array(items)), "$type" | "$mod") = (v, op) {
+        // Both look at the elements of an array (the generator never asks for type "array").
+        return items.iter().any(|i| op_matches(Some(i), op, operand));
+    }
     match op {
         "$in" => in_list(operand),
         "$nin" => !in_list(operand),
@@ -183,7 +227,8 @@ fn reference_match(doc: &Document, filter: &Document) -> bool {
             "$nor" => return !branches().into_iter().any(|b| b),
             _ => {}
         }
-        let v = get_path(doc, k);
+        let v = query_path(doc, k);
+        let v = v.as_ref();
         match cond {
             Bson::Document(ops) if ops.keys().next().is_some_and(|o| o.starts_with('$')) => {
                 ops.iter().all(|(op, operand)| op_matches(v, op, operand))
@@ -1488,12 +1533,17 @@ fn value_strategy() -> BoxedStrategy<Option<Bson>> {
 fn docs_strategy() -> impl Strategy<Value = Vec<Document>> {
     proptest::collection::btree_map(
         0i64..2880,
-        (0usize..4, value_strategy(), proptest::option::of(0i32..100)),
+        (
+            0usize..4,
+            value_strategy(),
+            proptest::option::of(0i32..100),
+            proptest::option::weighted(0.3, proptest::collection::vec(value_strategy(), 0..3)),
+        ),
         1..160,
     )
     .prop_map(|m| {
         m.into_iter()
-            .map(|(k, (s, v, w))| {
+            .map(|(k, (s, v, w, r))| {
                 let mut d = doc! { "t": at(k * MIN) };
                 if s < 3 {
                     d.insert("m", ["a", "b", "c"][s]);
@@ -1503,6 +1553,14 @@ fn docs_strategy() -> impl Strategy<Value = Vec<Document>> {
                 }
                 if let Some(w) = w {
                     d.insert("w", w);
+                }
+                // `r`: an array of documents whose `x` is sometimes missing.
+                if let Some(r) = r {
+                    let items: Vec<Bson> = r
+                        .into_iter()
+                        .map(|x| Bson::Document(x.map(|x| doc! { "x": x }).unwrap_or_default()))
+                        .collect();
+                    d.insert("r", items);
                 }
                 d
             })
@@ -1532,8 +1590,9 @@ fn pred_strategy() -> impl Strategy<Value = (String, Bson)> {
         }),
         3 => (op.clone(), 0i64..2880).prop_map(|(op, k)| ("t".to_owned(), Bson::Document(doc! { op: at(k * MIN) }))),
         3 => (op.clone(), operand.clone()).prop_map(|(op, x)| ("v".to_owned(), Bson::Document(doc! { op: x }))),
-        1 => proptest::collection::vec(operand, 1..3).prop_map(|v| ("v".to_owned(), Bson::Document(doc! { "$in": v }))),
+        1 => proptest::collection::vec(operand.clone(), 1..3).prop_map(|v| ("v".to_owned(), Bson::Document(doc! { "$in": v }))),
         1 => (op.clone(), 0i32..100).prop_map(|(op, x)| ("w".to_owned(), Bson::Document(doc! { op: x }))),
+        2 => (op.clone(), operand.clone()).prop_map(|(op, x)| ("r.x".to_owned(), Bson::Document(doc! { op: x }))),
         // Negations and existence, on every kind of field.
         2 => (field_strategy(), prop_oneof![Just("$ne"), Just("$nin")], value_strategy())
             .prop_map(|(f, op, x)| {
@@ -1557,7 +1616,8 @@ fn field_strategy() -> impl Strategy<Value = String> {
     prop_oneof![
         Just("m".to_owned()),
         Just("v".to_owned()),
-        Just("w".to_owned())
+        Just("w".to_owned()),
+        Just("r.x".to_owned())
     ]
 }
 
