@@ -45,17 +45,26 @@ enum Command {
     Ingest(cmd::ingest::Args),
     /// Query a collection; prints one relaxed Extended JSON document per line.
     Find(cmd::find::Args),
-    /// Group measurements by time window (and series): count, min, max, sum, avg, first, last.
+    /// Run an aggregation pipeline (`--pipeline`), or group measurements by time window (and
+    /// series): count, min, max, sum, avg, first, last.
     Aggregate(cmd::aggregate::Args),
-    /// Show a collection's statistics, compression ratio and bucketing advice.
+    /// Show a collection's statistics, compression ratio and bucketing advice (every
+    /// collection's when none is named).
     Stats(cmd::stats::Args),
+    /// List the collections with their options, measurements, buckets and bytes.
+    List(cmd::list::Args),
+    /// Drop a collection with its measurements and indexes.
+    Drop(cmd::drop::Args),
+    /// Store the write-ahead logs, merge bucket segments and compact the storage's tables.
+    Compact(cmd::compact::Args),
     /// Print a collection's buckets in MongoDB's bucket shape.
     Buckets(cmd::buckets::Args),
     /// Run one TTL pass: delete whole buckets past `expireAfterSeconds` (SPEC §10).
     Expire(cmd::expire::Args),
     /// Delete measurements matching a filter (SPEC §11.1).
     Delete(cmd::delete::Args),
-    /// Update the meta field of measurements matching a meta filter (SPEC §11.2).
+    /// Update measurements matching a filter: operators, a replacement (`--one`), upsert
+    /// (SPEC §11.2).
     Update(cmd::update::Args),
     /// Change a collection's options: granularity, bucket seconds, expireAfterSeconds (SPEC §12).
     Collmod(cmd::collmod::Args),
@@ -85,6 +94,9 @@ fn main() -> ExitCode {
         Command::Find(args) => cmd::find::run(&args),
         Command::Aggregate(args) => cmd::aggregate::run(&args),
         Command::Stats(args) => cmd::stats::run(&args),
+        Command::List(args) => cmd::list::run(&args),
+        Command::Drop(args) => cmd::drop::run(&args),
+        Command::Compact(args) => cmd::compact::run(&args),
         Command::Buckets(args) => cmd::buckets::run(&args),
         Command::Expire(args) => cmd::expire::run(&args),
         Command::Delete(args) => cmd::delete::run(&args),

@@ -36,13 +36,16 @@ pub(crate) mod aggregate;
 pub(crate) mod bench;
 pub(crate) mod buckets;
 pub(crate) mod collmod;
+pub(crate) mod compact;
 pub(crate) mod create;
 pub(crate) mod delete;
 pub(crate) mod demo;
+pub(crate) mod drop;
 pub(crate) mod expire;
 pub(crate) mod find;
 pub(crate) mod index;
 pub(crate) mod ingest;
+pub(crate) mod list;
 pub(crate) mod report;
 pub(crate) mod salvage;
 pub(crate) mod stats;
@@ -123,11 +126,11 @@ pub(crate) fn open_db(dir: &Path) -> CmdResult<Database> {
     Ok(db)
 }
 
-/// Opens an existing database and one of its collections.
+/// Opens an existing database (one that `create` made).
 ///
 /// # Errors
-/// The directory does not exist, cannot be opened, or has no such collection.
-pub(crate) fn open_collection(dir: &Path, name: &str) -> CmdResult<(Database, Collection)> {
+/// No database at `dir`, or it cannot be opened.
+pub(crate) fn open_existing_db(dir: &Path) -> CmdResult<Database> {
     if !dir.is_dir() {
         return Err(format!(
             "no database at {} (create a collection first: tscoll create --db {} ...)",
@@ -136,7 +139,15 @@ pub(crate) fn open_collection(dir: &Path, name: &str) -> CmdResult<(Database, Co
         )
         .into());
     }
-    let db = open_db(dir)?;
+    open_db(dir)
+}
+
+/// Opens an existing database and one of its collections.
+///
+/// # Errors
+/// The directory does not exist, cannot be opened, or has no such collection.
+pub(crate) fn open_collection(dir: &Path, name: &str) -> CmdResult<(Database, Collection)> {
+    let db = open_existing_db(dir)?;
     let coll = db
         .collection(name)
         .map_err(|e| format!("collection '{name}': {e}"))?;

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::process::ExitCode;
 
 use bson::{Bson, Document};
-use tscoll_engine::{Collection, CollectionSpec, CollectionStats, Granularity};
+use tscoll_engine::{Collection, CollectionSpec, CollectionStats, Database, Granularity};
 
 use super::{CmdResult, DbArgs, human_bytes, human_seconds, open_collection, to_extjson};
 
@@ -23,8 +23,8 @@ pub(crate) const MIN_MEASUREMENTS_PER_BUCKET: f64 = 10.0;
 pub(crate) struct Args {
     #[command(flatten)]
     pub(crate) db: DbArgs,
-    /// Collection name.
-    pub(crate) coll: String,
+    /// Collection name (default: every collection of the database).
+    pub(crate) coll: Option<String>,
     /// Print one JSON object: the MongoDB camelCase counters plus `measurementsPerBucket`,
     /// `compressionRatio`, `bytesPerMeasurement` and `advice`, and `bucketCatalog` (SPEC §8.2)
     /// when this process's catalog holds anything. Counters and gauges live in the process
@@ -62,12 +62,36 @@ impl Derived {
 /// # Errors
 /// No such collection, or storage errors.
 pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
-    let (db, coll) = open_collection(&args.db.db, &args.coll)?;
+    let (db, names) = match &args.coll {
+        Some(name) => {
+            let (db, _) = open_collection(&args.db.db, name)?;
+            (db, vec![name.clone()])
+        }
+        None => {
+            let db = super::open_existing_db(&args.db.db)?;
+            let names = db.list_collections()?.into_iter().map(|(n, _)| n).collect();
+            (db, names)
+        }
+    };
+    for (i, name) in names.iter().enumerate() {
+        if i > 0 && !args.json {
+            outln!("");
+        }
+        print_stats(&db, name, args.json)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Prints the statistics of collection `name` (a table, or one JSON line).
+fn print_stats(db: &Database, name: &str, json: bool) -> CmdResult<()> {
+    let coll = db.collection(name)?;
     let stats = coll.stats()?;
     let derived = Derived::of(&stats);
     let advice = advice(&coll, &stats)?;
-    if args.json {
-        let mut doc = stats.to_document();
+    if json {
+        let mut doc = Document::new();
+        doc.insert("collection", name);
+        doc.extend(stats.to_document());
         doc.insert("measurementsPerBucket", derived.per_bucket);
         doc.insert("compressionRatio", derived.compression_ratio);
         doc.insert("bytesPerMeasurement", derived.bytes_per_measurement);
@@ -79,15 +103,15 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
                 .collect::<Vec<_>>(),
         );
         // Engine-level catalog statistics (SPEC §8.2) of this process, when there are any.
-        doc.extend(super::ingest::catalog_stats_document(&db));
+        doc.extend(super::ingest::catalog_stats_document(db));
         outln!("{}", to_extjson(doc));
     } else {
-        outprint!("{}", table(&args.coll, &coll.spec(), &stats, &derived));
+        outprint!("{}", table(name, &coll.spec(), &stats, &derived));
         for line in &advice {
             outln!("advice: {line}");
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// The human-readable table: the main figures first, then every counter of
@@ -139,7 +163,8 @@ pub(crate) fn table(
 }
 
 /// `granularity minutes (span 86400 s, rounding 3600 s)` or `custom (...)`.
-fn bucketing(spec: &CollectionSpec) -> String {
+/// The bucketing options of a collection in words.
+pub(crate) fn bucketing(spec: &CollectionSpec) -> String {
     let kind = spec.granularity.map_or("custom".to_owned(), |g| {
         format!("granularity {}", g.as_str())
     });
