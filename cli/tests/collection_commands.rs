@@ -98,3 +98,37 @@ fn compact_keeps_every_measurement() {
     let err = s.run("compact", &["zz"]).failed().stderr();
     assert!(err.contains("'zz'"), "{err}");
 }
+
+#[test]
+fn index_drop_says_what_it_dropped() {
+    let s = two_collections();
+    let db = s.db();
+    let run = |args: &[&str]| common::tscoll(args, None);
+    run(&["index", "create", "--db", &db, "m", r#"{"v": 1}"#]).ok();
+    run(&[
+        "index",
+        "create",
+        "--db",
+        &db,
+        "m",
+        r#"{"v": -1}"#,
+        "--name",
+        "down",
+    ])
+    .ok();
+    let out = run(&["index", "drop", "--db", &db, "m", "down"])
+        .ok()
+        .stdout();
+    assert!(out.contains("dropped index 'down' of 'm'"), "{out}");
+    let out = run(&["index", "drop", "--db", &db, "m", "--key", r#"{"v": 1}"#])
+        .ok()
+        .stdout();
+    assert!(out.contains("dropped the index with key"), "{out}");
+    let listed = run(&["index", "list", "--db", &db, "m"]).ok().json_lines();
+    assert!(
+        listed
+            .iter()
+            .all(|i| i["name"] != "down" && i["name"] != "v_1"),
+        "{listed:?}"
+    );
+}

@@ -137,6 +137,12 @@ fn drop_index(args: &DropArgs) -> CmdResult<ExitCode> {
         (None, None) => return Err("give an index name or --key".into()),
     };
     result.map_err(|e| format!("cannot drop index on '{}': {e}", args.coll))?;
+    match (&args.key, &args.name) {
+        (Some(k), _) => outln!("dropped the index with key {k} of '{}'", args.coll),
+        (None, Some(n)) if n == "*" => outln!("dropped every index of '{}'", args.coll),
+        (None, Some(n)) => outln!("dropped index '{n}' of '{}'", args.coll),
+        (None, None) => {}
+    }
     Ok(ExitCode::SUCCESS)
 }
 
