@@ -293,3 +293,80 @@ fn update_takes_any_filter_one_and_upsert() {
     assert!(err.contains("BadValue"), "{err}");
     assert_eq!(s.values("m").len(), 11);
 }
+
+#[test]
+fn aggregate_takes_calendar_windows() {
+    let s = Scratch::new();
+    s.create("m");
+    // Three days of January and one of February 2016 (Friday 1 Jan to Sunday 3 Jan).
+    let lines: String = [
+        ("2016-01-01T10:00:00Z", "a", 1),
+        ("2016-01-02T10:00:00Z", "a", 2),
+        ("2016-01-03T10:00:00Z", "a", 3),
+        ("2016-02-01T10:00:00Z", "b", 4),
+    ]
+    .iter()
+    .map(|(t, series, v)| {
+        format!("{{\"ts\":{{\"$date\":\"{t}\"}},\"meta\":{{\"series\":\"{series}\"}},\"v\":{v}}}\n")
+    })
+    .collect();
+    let file = s.file("cal.ndjson", lines.as_bytes());
+    s.run("ingest", &["m", &file]).ok();
+    let months = s
+        .run(
+            "aggregate",
+            &[
+                "m",
+                "--window",
+                "1mo",
+                "--out",
+                "n=count",
+                "--out",
+                "top=max:v",
+                "--out",
+                "first=first:v",
+            ],
+        )
+        .ok()
+        .json_lines();
+    assert_eq!(months.len(), 2, "{months:?}");
+    assert_eq!(months[0]["_id"]["ts"]["$date"], "2016-01-01T00:00:00.000Z");
+    assert_eq!(
+        (
+            months[0]["n"].as_i64(),
+            months[0]["top"].as_i64(),
+            months[0]["first"].as_i64()
+        ),
+        (Some(3), Some(3), Some(1))
+    );
+    assert_eq!(months[1]["_id"]["ts"]["$date"], "2016-02-01T00:00:00.000Z");
+    // Weeks start on Sunday: 1–2 January in one, Sunday 3 January in the next.
+    let weeks = s
+        .run("aggregate", &["m", "--window", "1w", "--by-series"])
+        .ok()
+        .json_lines();
+    let got: Vec<(String, String, i64)> = weeks
+        .iter()
+        .map(|w| {
+            (
+                w["_id"]["meta"]["series"].as_str().unwrap_or("").to_owned(),
+                w["_id"]["ts"]["$date"].as_str().unwrap_or("").to_owned(),
+                w["count"].as_i64().unwrap_or(-1),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("a".to_owned(), "2015-12-27T00:00:00.000Z".to_owned(), 2),
+            ("a".to_owned(), "2016-01-03T00:00:00.000Z".to_owned(), 1),
+            ("b".to_owned(), "2016-01-31T00:00:00.000Z".to_owned(), 1),
+        ]
+    );
+    let years = s
+        .run("aggregate", &["m", "--window", "1y"])
+        .ok()
+        .json_lines();
+    assert_eq!(years.len(), 1);
+    assert_eq!(years[0]["count"].as_i64(), Some(4));
+}

@@ -6,7 +6,7 @@
 use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
 
-use bson::{Bson, Document};
+use bson::{Bson, Document, doc};
 use tscoll_engine::{Accumulator, AggregateSpec};
 
 use super::find::print_stats;
@@ -28,10 +28,11 @@ pub(crate) struct Args {
     /// MongoDB-style filter in Extended JSON, applied before grouping (as for `find`).
     #[arg(long, value_name = "JSON")]
     pub(crate) filter: Option<String>,
-    /// Window length: a number with a unit, `ms`, `s`, `m`, `h` or `d` (`15m`, `1h`, `1d`);
-    /// windows start at multiples of it from the Unix epoch.
+    /// Window length: a number with a unit, `ms`, `s`, `m`, `h` or `d` (`15m`, `1h`, `1d`),
+    /// windows starting at multiples of it from the Unix epoch; or calendar weeks (from
+    /// Sunday), months or years, `w`, `mo`, `y` (`1w`, `3mo`, `1y`), in UTC.
     #[arg(long, value_name = "DURATION", value_parser = parse_window, required_unless_present = "pipeline")]
-    pub(crate) window: Option<i64>,
+    pub(crate) window: Option<Window>,
     /// One group per series and window (default: per window over all series).
     #[arg(long)]
     pub(crate) by_series: bool,
@@ -44,14 +45,24 @@ pub(crate) struct Args {
     pub(crate) stats: bool,
 }
 
-/// Parses `--window`: a positive number of ms, s, m, h or d.
+/// A `--window`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Window {
+    /// A fixed length in ms, windows at multiples of it from the epoch.
+    Fixed(i64),
+    /// `n` calendar units (`"week"`, `"month"`, `"year"`), as `$dateTrunc` bins them.
+    Calendar(&'static str, i64),
+}
+
+/// Parses `--window`: a positive number of ms, s, m, h, d, or calendar w, mo, y.
 ///
 /// # Errors
 /// No unit, an unknown unit, or a value that is not a positive integer (or overflows).
-pub(crate) fn parse_window(text: &str) -> Result<i64, String> {
+pub(crate) fn parse_window(text: &str) -> Result<Window, String> {
+    let units = "ms, s, m, h, d, w, mo, y";
     let split = text
         .find(|c: char| !c.is_ascii_digit())
-        .ok_or_else(|| format!("'{text}': give a unit (ms, s, m, h, d)"))?;
+        .ok_or_else(|| format!("'{text}': give a unit ({units})"))?;
     let (number, unit) = text.split_at(split);
     let n: i64 = number
         .parse()
@@ -62,12 +73,70 @@ pub(crate) fn parse_window(text: &str) -> Result<i64, String> {
         "m" | "min" => 60_000,
         "h" => 3_600_000,
         "d" => 86_400_000,
-        other => return Err(format!("'{text}': unknown unit '{other}' (ms, s, m, h, d)")),
+        "w" | "mo" | "y" if n > 0 && n <= 1_000_000 => {
+            let unit = match unit {
+                "w" => "week",
+                "mo" => "month",
+                _ => "year",
+            };
+            return Ok(Window::Calendar(unit, n));
+        }
+        "w" | "mo" | "y" => return Err(format!("'{text}': must be from 1 to 1000000")),
+        other => return Err(format!("'{text}': unknown unit '{other}' ({units})")),
     };
     match n.checked_mul(scale) {
-        Some(ms) if ms > 0 => Ok(ms),
+        Some(ms) if ms > 0 => Ok(Window::Fixed(ms)),
         _ => Err(format!("'{text}': must be positive and at most 2^63 ms")),
     }
+}
+
+/// The pipeline that answers a `--window` of calendar units: the filter, the measurements in
+/// time order (for `first` and `last`), then a `$group` by `$dateTrunc` (and series) shaped
+/// as the windowed aggregate's results, sorted by series then window.
+fn calendar_pipeline(
+    filter: Document,
+    (unit, n): (&str, i64),
+    by_series: bool,
+    outputs: &[(String, Accumulator)],
+    time_field: &str,
+    meta_field: Option<&str>,
+) -> Vec<Document> {
+    let mut id = Document::new();
+    if let (true, Some(m)) = (by_series, meta_field) {
+        id.insert(m, format!("${m}"));
+    }
+    id.insert(
+        time_field,
+        doc! { "$dateTrunc": { "date": format!("${time_field}"), "unit": unit, "binSize": n } },
+    );
+    let mut group = doc! { "_id": id };
+    for (name, acc) in outputs {
+        let op = match acc {
+            Accumulator::Count => "$count",
+            Accumulator::Min(_) => "$min",
+            Accumulator::Max(_) => "$max",
+            Accumulator::Sum(_) => "$sum",
+            Accumulator::Avg(_) => "$avg",
+            Accumulator::First(_) => "$first",
+            Accumulator::Last(_) => "$last",
+        };
+        let field = acc.field();
+        let arg = field.map_or(Bson::Document(Document::new()), |f| {
+            Bson::String(format!("${f}"))
+        });
+        group.insert(name.clone(), doc! { op: arg });
+    }
+    let mut sort = Document::new();
+    if let (true, Some(m)) = (by_series, meta_field) {
+        sort.insert(format!("_id.{m}"), 1);
+    }
+    sort.insert(format!("_id.{time_field}"), 1);
+    vec![
+        doc! { "$match": filter },
+        doc! { "$sort": { time_field: 1 } },
+        doc! { "$group": group },
+        doc! { "$sort": sort },
+    ]
 }
 
 /// Parses `--out NAME=OP[:FIELD]`.
@@ -155,6 +224,25 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
     } else {
         args.outputs.clone()
     };
+    let window = match window {
+        Window::Fixed(ms) => ms,
+        Window::Calendar(unit, n) => {
+            let spec = coll.spec();
+            let pipeline = calendar_pipeline(
+                filter,
+                (unit, n),
+                args.by_series,
+                &outputs,
+                &spec.time_field,
+                spec.meta_field.as_deref(),
+            );
+            let docs = coll
+                .aggregate(&pipeline)
+                .map_err(|e| format!("aggregate failed: {e}"))?;
+            print_documents(docs)?;
+            return Ok(ExitCode::SUCCESS);
+        }
+    };
     let spec = AggregateSpec {
         window_ms: window,
         by_series: args.by_series,
@@ -176,13 +264,17 @@ mod tests {
 
     #[test]
     fn windows() {
-        assert_eq!(parse_window("500ms"), Ok(500));
-        assert_eq!(parse_window("15m"), Ok(900_000));
-        assert_eq!(parse_window("1h"), Ok(3_600_000));
-        assert_eq!(parse_window("2d"), Ok(172_800_000));
+        assert_eq!(parse_window("500ms"), Ok(Window::Fixed(500)));
+        assert_eq!(parse_window("15m"), Ok(Window::Fixed(900_000)));
+        assert_eq!(parse_window("1h"), Ok(Window::Fixed(3_600_000)));
+        assert_eq!(parse_window("2d"), Ok(Window::Fixed(172_800_000)));
+        assert_eq!(parse_window("1w"), Ok(Window::Calendar("week", 1)));
+        assert_eq!(parse_window("3mo"), Ok(Window::Calendar("month", 3)));
+        assert_eq!(parse_window("1y"), Ok(Window::Calendar("year", 1)));
         assert!(parse_window("0s").is_err());
+        assert!(parse_window("0mo").is_err());
         assert!(parse_window("10").is_err());
-        assert!(parse_window("1w").is_err());
+        assert!(parse_window("1q").is_err());
         assert!(parse_window("99999999999999999d").is_err());
     }
 

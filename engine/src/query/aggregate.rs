@@ -62,7 +62,9 @@ pub enum Accumulator {
 }
 
 impl Accumulator {
-    fn field(&self) -> Option<&str> {
+    /// The field (or dotted path) the accumulator reads; `None` for [`Accumulator::Count`].
+    #[must_use]
+    pub fn field(&self) -> Option<&str> {
         match self {
             Accumulator::Count => None,
             Accumulator::Min(f)
