@@ -24,6 +24,11 @@
 //! ```
 #![forbid(unsafe_code)]
 
+/// The README's example, compiled and run as a doctest so that it cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeExample;
+
 mod error;
 mod options;
 
