@@ -109,7 +109,9 @@ fn the_table_goes_to_stderr_and_stdout_keeps_stats_and_acks() {
     let scratch = Scratch::new();
     let file = generate(&scratch, "cpu.ndjson", "ndjson");
     create_cpu(&scratch);
-    let run = scratch.run("ingest", &["cpu", &file, "--stats"]).ok();
+    let run = scratch
+        .run("ingest", &["cpu", &file, "--stats", "--verbose"])
+        .ok();
     let err = run.stderr();
     for label in [
         "348 measurements inserted, 0 rejected",
@@ -161,4 +163,24 @@ fn gen_csv_holds_the_rows_of_the_ndjson_file() {
         assert_eq!(json["tags"]["hostname"].as_str(), Some(cells[1]));
         assert_eq!(json["usage_user"].as_i64(), cells[11].parse().ok());
     }
+}
+
+#[test]
+fn by_default_one_line_per_input_and_one_for_the_disk() {
+    let scratch = Scratch::new();
+    let file = generate(&scratch, "cpu.ndjson", "ndjson");
+    create_cpu(&scratch);
+    let err = scratch.run("ingest", &["cpu", &file]).ok().stderr();
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 2, "{err}");
+    assert!(
+        lines[0].contains("348 measurements inserted, 0 rejected"),
+        "{err}"
+    );
+    assert!(lines[1].contains("bytes/measurement"), "{err}");
+    assert!(!err.contains("peak RSS"), "{err}");
+    // Nothing stored: no figures per measurement.
+    let empty = scratch.file("empty.ndjson", b"");
+    let err = scratch.run("ingest", &["cpu", &empty]).ok().stderr();
+    assert!(!err.contains("bytes/measurement"), "{err}");
 }

@@ -19,8 +19,9 @@
 //! engine's background work aside). For a file, the progress bar shows the share of its bytes
 //! read (as stored, before decompression), with an ETA.
 //!
-//! **Figures.** After the last file the database is closed and the figures of
-//! `tscoll bench ingest` are printed ([`crate::cmd::report`]): measurements/s and field
+//! **Figures.** After the last file the database is closed and one line gives its disk space
+//! and bytes per measurement. With `--verbose` (or `--json`), the figures of
+//! `tscoll bench ingest` are printed instead ([`crate::cmd::report`]): measurements/s and field
 //! values/s over the wall time of reading, parsing and inserting (the time spent inside
 //! `insert_many` is shown apart), bytes per measurement on disk (the whole database
 //! directory after `close`), write amplification and peak RSS; on stderr as a table, or with
@@ -73,6 +74,10 @@ pub(crate) struct Args {
     /// `close_seconds`, `rejected` and `bucket_catalog`.
     #[arg(long, conflicts_with = "report_acks")]
     pub(crate) json: bool,
+    /// Print the table of the ingest's figures on stderr (throughput, disk bytes, write
+    /// amplification, peak RSS, ...); by default one line per input and one for the disk.
+    #[arg(long, conflicts_with = "json")]
+    pub(crate) verbose: bool,
     /// After `close`, compact the database (`Database::compact`: memtables flushed to tables,
     /// superseded control records and merged-away segments dropped), so that the disk bytes
     /// reported are those of the data as it stays; counted in the close time.
@@ -303,6 +308,18 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
         };
         map.insert("bucket_catalog".to_owned(), catalog);
         outln!("{}", serde_json::Value::Object(map));
+    } else if !args.verbose {
+        if total.inserted > 0 {
+            errln!(
+                "{}: {} on disk, {:.2} bytes/measurement (--verbose for every figure)",
+                args.db.db.display(),
+                super::human_bytes(report.disk_bytes),
+                report.bytes_per_measurement()
+            );
+        }
+        if args.stats {
+            outln!("{}", to_extjson(catalog));
+        }
     } else {
         let mut table = report.table();
         table.note(
