@@ -370,3 +370,39 @@ fn aggregate_takes_calendar_windows() {
     assert_eq!(years.len(), 1);
     assert_eq!(years[0]["count"].as_i64(), Some(4));
 }
+
+#[test]
+fn ingest_reads_json_arrays_and_stdin_without_a_file() {
+    let s = Scratch::new();
+    s.create("m");
+    let array = format!(
+        "[\n{}]\n",
+        common::good_ndjson().trim_end().replace('\n', ",\n")
+    );
+    let file = s.file("array.json", array.as_bytes());
+    let out = s.run("ingest", &["m", &file]).ok().stderr();
+    assert!(
+        out.contains("10 measurements inserted, 0 rejected"),
+        "{out}"
+    );
+    assert_eq!(s.values("m"), (1..=10).collect::<Vec<i64>>());
+    // mongoimport's flag is accepted; no file: stdin.
+    let more = format!("[{}]", common::line("c", 90, 11).trim_end());
+    let out = s
+        .run_with_stdin("ingest", &["m", "--jsonArray"], Some(more.as_bytes()))
+        .ok()
+        .stderr();
+    assert!(out.contains("1 measurements inserted"), "{out}");
+    assert_eq!(s.values("m").len(), 11);
+    // A bad element is reported with the line it starts on; the others are kept.
+    let bad = s.file(
+        "bad.json",
+        b"[\n{\"x\": 1},\n{\"ts\": {\"$date\": \"2016-01-01T05:00:00Z\"}, \"v\": 12}\n]",
+    );
+    let err = s
+        .run("ingest", &["m", &bad, "--unordered"])
+        .failed()
+        .stderr();
+    assert!(err.contains("bad.json:2:"), "{err}");
+    assert_eq!(s.values("m").len(), 12);
+}

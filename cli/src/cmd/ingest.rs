@@ -54,9 +54,13 @@ pub(crate) struct Args {
     pub(crate) db: DbArgs,
     /// Collection name (create it first with `tscoll create`).
     pub(crate) coll: String,
-    /// Input files: `.ndjson`/`.json` or `.csv`, plain or `.gz`/`.zst`/`.xz`; `-` = stdin.
-    #[arg(required = true, value_name = "FILE")]
+    /// Input files: NDJSON or a JSON array of documents (`.ndjson`/`.json`, detected by
+    /// the first byte), or `.csv`; plain or `.gz`/`.zst`/`.xz`; `-` or none = stdin.
+    #[arg(value_name = "FILE")]
     pub(crate) files: Vec<String>,
+    /// Accepted for `mongoimport` users: a JSON array is read whether or not it is given.
+    #[arg(long = "json-array", alias = "jsonArray")]
+    pub(crate) json_array: bool,
     /// Input format; `auto` = CSV for `*.csv[.gz|.zst|.xz]`, NDJSON otherwise.
     #[arg(long, value_enum, default_value_t = Format::Auto)]
     pub(crate) format: Format,
@@ -241,7 +245,18 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
     let mut total = Summary::default();
     // The error that ended an input early; reported after the summary.
     let mut failure = None;
-    for file in &args.files {
+    let stdin = ["-".to_owned()];
+    let files: &[String] = if args.files.is_empty() {
+        if io::stdin().is_terminal() {
+            errln!(
+                "tscoll: reading measurements from stdin (end with Ctrl-D; give files to read them)"
+            );
+        }
+        &stdin
+    } else {
+        &args.files
+    };
+    for file in files {
         let (summary, error) = ingest_input(&coll, file, args.format, &args.settings, &args.csv)?;
         if !args.json {
             errln!(
@@ -263,7 +278,7 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
             break;
         }
     }
-    if args.files.len() > 1 && !args.json {
+    if files.len() > 1 && !args.json {
         errln!("{}", total.line("total"));
     }
     let catalog = catalog_stats_document(&db);

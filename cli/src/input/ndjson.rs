@@ -52,7 +52,10 @@ fn json_kind(value: &serde_json::Value) -> &'static str {
 }
 
 /// Reads NDJSON line by line, without parsing: [`NdjsonLines::next_line`] gives each
-/// non-blank line's text (or why it is not text).
+/// non-blank line's text (or why it is not text). An input whose first non-blank byte is `[`
+/// is a JSON array of documents instead (what `mongoimport --jsonArray` reads and most APIs
+/// write): its elements are given one at a time, as they are read (the array is never held
+/// whole), each with the number of the line it starts on.
 ///
 /// Blank lines (and a trailing `\r` of CRLF files) are skipped; line numbers count every
 /// line from 1, so they match what an editor shows. A read error (e.g. a truncated
@@ -62,6 +65,28 @@ pub(crate) struct NdjsonLines<R> {
     reader: R,
     line_no: u64,
     buf: Vec<u8>,
+    layout: Layout,
+}
+
+/// How the input holds its documents.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Layout {
+    /// Not looked at yet.
+    Unknown,
+    /// One document per line.
+    Lines,
+    /// A JSON array; `true` once its closing `]` was read.
+    Array(bool),
+}
+
+/// What one byte of an array does to the element being read.
+enum Step {
+    /// Part of the element (or whitespace between elements).
+    Continue,
+    /// A `,` ended the element.
+    Element,
+    /// The `]` ended the element and the array.
+    End,
 }
 
 impl<R: BufRead> NdjsonLines<R> {
@@ -71,6 +96,128 @@ impl<R: BufRead> NdjsonLines<R> {
             reader,
             line_no: 0,
             buf: Vec::new(),
+            layout: Layout::Unknown,
+        }
+    }
+
+    /// Skips leading whitespace (counting its lines) and tells lines from a JSON array.
+    fn detect(&mut self) -> io::Result<()> {
+        loop {
+            let chunk = self
+                .reader
+                .fill_buf()
+                .map_err(|e| at_line(self.line_no + 1, e))?;
+            if chunk.is_empty() {
+                self.layout = Layout::Lines;
+                return Ok(());
+            }
+            let blank = chunk.iter().take_while(|b| b.is_ascii_whitespace()).count();
+            let newlines = chunk[..blank].iter().filter(|b| **b == b'\n').count();
+            let first = chunk.get(blank).copied();
+            self.line_no += newlines as u64;
+            self.reader.consume(blank);
+            match first {
+                None => {}
+                Some(b'[') => {
+                    self.reader.consume(1);
+                    self.layout = Layout::Array(false);
+                    return Ok(());
+                }
+                Some(_) => {
+                    self.layout = Layout::Lines;
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    /// The next element of a JSON array: its first line and its text.
+    fn next_element(&mut self) -> Option<io::Result<(u64, Result<&str, String>)>> {
+        if self.layout == Layout::Array(true) {
+            return None;
+        }
+        self.buf.clear();
+        let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+        let mut start: Option<u64> = None;
+        loop {
+            let chunk = match self.reader.fill_buf() {
+                Ok(c) => c,
+                Err(e) => return Some(Err(at_line(self.line_no + 1, e))),
+            };
+            if chunk.is_empty() {
+                self.layout = Layout::Array(true);
+                let line = start.unwrap_or(self.line_no + 1);
+                return Some(Ok((
+                    line,
+                    Err("the JSON array is not closed: the input ends inside it".to_owned()),
+                )));
+            }
+            let mut used = 0;
+            let mut step = Step::Continue;
+            for &b in chunk {
+                used += 1;
+                if in_string {
+                    self.buf.push(b);
+                    if escaped {
+                        escaped = false;
+                    } else if b == b'\\' {
+                        escaped = true;
+                    } else if b == b'"' {
+                        in_string = false;
+                    }
+                    if b == b'\n' {
+                        self.line_no += 1;
+                    }
+                    continue;
+                }
+                match b {
+                    b',' if depth == 0 => {
+                        step = Step::Element;
+                        break;
+                    }
+                    b']' if depth == 0 => {
+                        step = Step::End;
+                        break;
+                    }
+                    b'\n' => {
+                        self.line_no += 1;
+                        self.buf.push(b);
+                        continue;
+                    }
+                    b'"' => in_string = true,
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => depth = depth.saturating_sub(1),
+                    _ => {}
+                }
+                if start.is_none() && !b.is_ascii_whitespace() {
+                    start = Some(self.line_no + 1);
+                }
+                self.buf.push(b);
+            }
+            self.reader.consume(used);
+            match step {
+                Step::Continue => {}
+                Step::End if start.is_none() => {
+                    self.layout = Layout::Array(true);
+                    return None;
+                }
+                Step::Element | Step::End => {
+                    if matches!(step, Step::End) {
+                        self.layout = Layout::Array(true);
+                    }
+                    let line = start.unwrap_or(self.line_no + 1);
+                    if start.is_none() {
+                        return Some(Ok((
+                            line,
+                            Err("an empty element in the JSON array".to_owned()),
+                        )));
+                    }
+                    let text = std::str::from_utf8(&self.buf)
+                        .map(str::trim)
+                        .map_err(|e| format!("element is not valid UTF-8: {e}"));
+                    return Some(Ok((line, text)));
+                }
+            }
         }
     }
 
@@ -80,6 +227,15 @@ impl<R: BufRead> NdjsonLines<R> {
     /// # Errors
     /// A read error, marked with the line it cut.
     pub(crate) fn next_line(&mut self) -> Option<io::Result<(u64, Result<&str, String>)>> {
+        if self.layout == Layout::Unknown
+            && let Err(e) = self.detect()
+        {
+            self.layout = Layout::Lines;
+            return Some(Err(e));
+        }
+        if matches!(self.layout, Layout::Array(_)) {
+            return self.next_element();
+        }
         loop {
             self.buf.clear();
             match self.reader.read_until(b'\n', &mut self.buf) {
@@ -132,9 +288,68 @@ impl<R: BufRead> Iterator for NdjsonReader<R> {
 
 #[cfg(test)]
 mod tests {
-    use bson::{Bson, DateTime, oid::ObjectId};
+    use bson::{Bson, DateTime, doc, oid::ObjectId};
 
     use super::*;
+
+    /// Every item of `input` as `(line, text or error)`.
+    fn items(input: &str) -> Vec<(u64, Result<String, String>)> {
+        let mut lines = NdjsonLines::new(input.as_bytes());
+        let mut out = Vec::new();
+        while let Some(item) = lines.next_line() {
+            let (line, text) = item.expect("read");
+            out.push((line, text.map(str::to_owned)));
+        }
+        out
+    }
+
+    #[test]
+    fn a_json_array_gives_its_elements_with_their_lines() {
+        let input =
+            "\n  [\n {\"a\": 1},\n {\"b\": [1, {\"c\": \"],\\\"x\"}]},\n\n  {\"d\":\n 2}\n]\n";
+        assert_eq!(
+            items(input),
+            [
+                (3, Ok("{\"a\": 1}".to_owned())),
+                (4, Ok("{\"b\": [1, {\"c\": \"],\\\"x\"}]}".to_owned())),
+                (6, Ok("{\"d\":\n 2}".to_owned())),
+            ]
+        );
+        let docs: Vec<Document> = items(input)
+            .into_iter()
+            .map(|(_, t)| parse_document(&t.expect("text")).expect("document"))
+            .collect();
+        assert_eq!(docs[1], doc! { "b": [1, { "c": "],\"x" }] });
+        assert!(items("[]").is_empty());
+        assert!(items(" [ ] ").is_empty());
+    }
+
+    #[test]
+    fn a_broken_json_array_is_an_error_not_a_panic() {
+        let unclosed = items("[{\"a\": 1},\n{\"b\": 2}");
+        assert_eq!(unclosed[0], (1, Ok("{\"a\": 1}".to_owned())));
+        assert!(
+            unclosed[1]
+                .1
+                .as_ref()
+                .is_err_and(|e| e.contains("not closed")),
+            "{unclosed:?}"
+        );
+        let empty = items("[{\"a\": 1},,{\"b\": 2}]");
+        assert!(
+            empty[1]
+                .1
+                .as_ref()
+                .is_err_and(|e| e.contains("empty element")),
+            "{empty:?}"
+        );
+        assert_eq!(empty.len(), 3);
+        // Unbalanced brackets reach the parser, which says what is wrong.
+        let odd = items("[}, 5]");
+        assert_eq!(odd.len(), 2);
+        assert!(parse_document(odd[0].1.as_ref().expect("text")).is_err());
+        assert!(parse_document(odd[1].1.as_ref().expect("text")).is_err());
+    }
 
     #[test]
     fn relaxed_and_canonical_forms() {
