@@ -132,3 +132,15 @@ fn index_drop_says_what_it_dropped() {
         "{listed:?}"
     );
 }
+
+#[test]
+fn stats_shows_the_process_counters_only_when_asked() {
+    let s = two_collections();
+    let table = s.run("stats", &["m"]).ok().stdout();
+    assert!(table.contains("measurements per bucket"), "{table}");
+    assert!(!table.contains("numBucketInserts"), "{table}");
+    let verbose = s.run("stats", &["m", "--verbose"]).ok().stdout();
+    assert!(verbose.contains("numBucketInserts"), "{verbose}");
+    let json = s.run("stats", &["m", "--json"]).ok().json_lines();
+    assert!(json[0].get("numBucketInserts").is_some(), "{json:?}");
+}

@@ -32,6 +32,10 @@ pub(crate) struct Args {
     /// --stats` prints those of an ingest.
     #[arg(long)]
     pub(crate) json: bool,
+    /// In the table, also every counter of MongoDB's `collStats` time-series section (they
+    /// count this process's inserts: zero in a fresh `tscoll stats` process).
+    #[arg(long)]
+    pub(crate) verbose: bool,
 }
 
 /// Ratios derived from the counters.
@@ -77,13 +81,13 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
         if i > 0 && !args.json {
             outln!("");
         }
-        print_stats(&db, name, args.json)?;
+        print_stats(&db, name, args.json, args.verbose)?;
     }
     Ok(ExitCode::SUCCESS)
 }
 
 /// Prints the statistics of collection `name` (a table, or one JSON line).
-fn print_stats(db: &Database, name: &str, json: bool) -> CmdResult<()> {
+fn print_stats(db: &Database, name: &str, json: bool, verbose: bool) -> CmdResult<()> {
     let coll = db.collection(name)?;
     let stats = coll.stats()?;
     let derived = Derived::of(&stats);
@@ -106,7 +110,7 @@ fn print_stats(db: &Database, name: &str, json: bool) -> CmdResult<()> {
         doc.extend(super::ingest::catalog_stats_document(db));
         outln!("{}", to_extjson(doc));
     } else {
-        outprint!("{}", table(name, &coll.spec(), &stats, &derived));
+        outprint!("{}", table(name, &coll.spec(), &stats, &derived, verbose));
         for line in &advice {
             outln!("advice: {line}");
         }
@@ -114,13 +118,14 @@ fn print_stats(db: &Database, name: &str, json: bool) -> CmdResult<()> {
     Ok(())
 }
 
-/// The human-readable table: the main figures first, then every counter of
+/// The human-readable table: the stored figures, then (`verbose`) every counter of
 /// `CollectionStats::to_document`.
 pub(crate) fn table(
     name: &str,
     spec: &CollectionSpec,
     stats: &CollectionStats,
     derived: &Derived,
+    verbose: bool,
 ) -> String {
     let mut rows: Vec<(String, String)> = vec![
         ("collection".into(), name.into()),
@@ -153,8 +158,10 @@ pub(crate) fn table(
             format!("{:.1}x", derived.compression_ratio),
         ),
     ];
-    for (key, value) in stats.to_document() {
-        rows.push((key, display_value(&value)));
+    if verbose {
+        for (key, value) in stats.to_document() {
+            rows.push((key, display_value(&value)));
+        }
     }
     let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
     rows.iter()
