@@ -1,11 +1,13 @@
 //! `tscoll stats`: a collection's statistics (MongoDB's `collStats` time-series counters),
 //! its compression ratio and bucketing advice in the spirit of MongoDB's schema analysis.
 //!
-//! The advice: when a bucket holds fewer than [`MIN_MEASUREMENTS_PER_BUCKET`] measurements on
-//! average, buckets cost more than they save. The usual cause is a granularity finer than the
-//! spacing of measurements in a series (each bucket spans too little time to collect many),
-//! or a meta field so fine that most series have few measurements. The spacing is observed
-//! from the buckets' control min/max times and counts.
+//! The advice: when buckets hold fewer than 10 × [`MIN_MEASUREMENTS_PER_BUCKET`] measurements
+//! on average, their keys, control records and column headers cost more than compression
+//! saves. It names the cause and the fix: series too short to fill a bucket (a meta field
+//! naming more than a data source), a granularity too fine for the spacing of a series'
+//! measurements (`collmod` to a coarser one, or custom bucketing, with the measurements per
+//! bucket that gives), or buckets closed early although their span fits. Spacings and series
+//! lengths are observed from the buckets' control min/max times and counts.
 
 use std::collections::HashMap;
 use std::process::ExitCode;
@@ -200,12 +202,13 @@ pub(crate) fn advice(coll: &Collection, stats: &CollectionStats) -> CmdResult<Ve
     let derived = Derived::of(stats);
     // Too few measurements to tell anything about the bucketing.
     let small = (stats.measurement_count as f64) < MIN_MEASUREMENTS_PER_BUCKET * 10.0;
-    if stats.bucket_count == 0 || small || derived.per_bucket >= MIN_MEASUREMENTS_PER_BUCKET {
+    if stats.bucket_count == 0 || small || derived.per_bucket >= MIN_MEASUREMENTS_PER_BUCKET * 10.0
+    {
         return Ok(Vec::new());
     }
     let spec = coll.spec();
     let series = observe_series(&coll.buckets()?, &spec.time_field);
-    Ok(advise(&spec, derived.per_bucket, &series))
+    Ok(advise(coll.name(), &spec, derived.per_bucket, &series))
 }
 
 /// One series as seen from its buckets' control fields.
@@ -282,24 +285,57 @@ fn data_len(bucket: &Document, time_field: &str) -> Option<u64> {
     }
 }
 
-/// The granularity MongoDB recommends for a spacing: the one closest to the time between
-/// measurements of a series.
-pub(crate) fn granularity_for(spacing_seconds: f64) -> Granularity {
-    if spacing_seconds < 60.0 {
-        Granularity::Seconds
-    } else if spacing_seconds < 3_600.0 {
-        Granularity::Minutes
-    } else {
-        Granularity::Hours
+/// The most measurements a bucket holds (the catalog's default `bucket_max_count`).
+const MAX_PER_BUCKET: f64 = 1_000.0;
+
+/// The change of bucketing that lets a bucket hold about [`MIN_MEASUREMENTS_PER_BUCKET`] ×
+/// 10 measurements of series `spacing` seconds apart: the first coarser granularity that
+/// does (collMod only allows coarser ones, SPEC R-12.1), else a custom span in whole days.
+/// `(collMod timeseries document, new span in s)`; `None` when the span already fits.
+fn coarser_bucketing(spec: &CollectionSpec, spacing: f64) -> Option<(String, f64)> {
+    let want = MIN_MEASUREMENTS_PER_BUCKET * 10.0;
+    let current = spec.bucket_max_span_seconds as f64;
+    if current / spacing >= want {
+        return None;
     }
+    let presets = [Granularity::Minutes, Granularity::Hours];
+    let allowed = |g: Granularity| {
+        spec.granularity
+            .is_some_and(|cur| g.bucket_max_span_seconds() > cur.bucket_max_span_seconds())
+    };
+    for g in presets {
+        let span = g.bucket_max_span_seconds() as f64;
+        if allowed(g) && span / spacing >= want {
+            return Some((format!(r#"{{"granularity": "{}"}}"#, g.as_str()), span));
+        }
+    }
+    // A span holding about `want` measurements, in whole days, at most a year, and never
+    // less than the current span (SPEC R-12.2).
+    let seconds = (spacing * want).clamp(86_400.0, 31_536_000.0);
+    let span = ((seconds / 86_400.0).ceil() * 86_400.0).max(current);
+    if span <= current {
+        return None;
+    }
+    Some((
+        format!(r#"{{"bucketMaxSpanSeconds": {span:.0}, "bucketRoundingSeconds": {span:.0}}}"#),
+        span,
+    ))
 }
 
-/// The advice for a collection whose buckets hold `per_bucket` measurements on average.
-pub(crate) fn advise(spec: &CollectionSpec, per_bucket: f64, series: &[SeriesSpan]) -> Vec<String> {
+/// The advice for collection `name` whose buckets hold `per_bucket` measurements on average:
+/// what limits the buckets — series too short to fill one, a span too short for the spacing
+/// of their measurements, or neither (buckets closed early) — and the fix.
+pub(crate) fn advise(
+    name: &str,
+    spec: &CollectionSpec,
+    per_bucket: f64,
+    series: &[SeriesSpan],
+) -> Vec<String> {
     let mut out = vec![format!(
-        "buckets hold {per_bucket:.1} measurements on average (fewer than \
-         {MIN_MEASUREMENTS_PER_BUCKET}): each bucket costs a key, a control record and \
-         per-column headers, so compression and scans suffer"
+        "buckets hold {per_bucket:.1} measurements on average (up to {MAX_PER_BUCKET:.0} \
+         fit): below {:.0}, each bucket's key, control record and column headers cost more \
+         than compression saves",
+        MIN_MEASUREMENTS_PER_BUCKET * 10.0
     )];
     let total: u64 = series.iter().map(|s| s.count).sum();
     let per_series = if series.is_empty() {
@@ -310,59 +346,51 @@ pub(crate) fn advise(spec: &CollectionSpec, per_bucket: f64, series: &[SeriesSpa
     let mut spacings: Vec<f64> = series
         .iter()
         .filter_map(SeriesSpan::spacing_seconds)
+        .filter(|s| *s > 0.0)
         .collect();
     spacings.sort_by(f64::total_cmp);
-    if series.len() >= 10 && per_series < MIN_MEASUREMENTS_PER_BUCKET {
+    let spacing = spacings.get(spacings.len() / 2).copied();
+    let span = spec.bucket_max_span_seconds as f64;
+    // How many measurements of a series one bucket's span can take.
+    let fit = spacing.map_or(MAX_PER_BUCKET, |s| (span / s).min(MAX_PER_BUCKET));
+    if per_series < 2.0 * per_bucket.max(1.0) && per_series < fit {
         out.push(format!(
-            "{} series hold only {per_series:.1} measurements each: the meta field may be too \
-             fine-grained; keep in it only what names a data source",
+            "cause: the series are short: {} series hold {per_series:.1} measurements each on \
+             average, and a bucket holds the measurements of one series, so no bucketing \
+             fills them; fix: fewer, longer series (keep in the meta field only what names a \
+             data source)",
             series.len()
         ));
+        return out;
     }
-    let Some(&spacing) = spacings.get(spacings.len() / 2) else {
+    let Some(spacing) = spacing else {
         return out;
     };
-    if spacing <= 0.0 {
-        return out;
-    }
-    let span = spec.bucket_max_span_seconds as f64;
-    let expected = span / spacing;
-    let suggested = granularity_for(spacing);
-    let suggested_fill = suggested.bucket_max_span_seconds() as f64 / spacing;
-    let mut line = format!(
-        "measurements of a series are {} apart (median over {} series), but a bucket spans \
-         at most {} ({expected:.1} measurements)",
+    let apart = format!(
+        "measurements of a series are {} apart (median over {} series)",
         human_seconds(spacing),
-        spacings.len(),
-        human_seconds(span),
+        spacings.len()
     );
-    let coarser = suggested.bucket_max_span_seconds() > spec.bucket_max_span_seconds;
-    if expected >= MIN_MEASUREMENTS_PER_BUCKET {
-        line.push_str(
-            "; the span fits the spacing, so buckets are closed early: look for \
-             out-of-order measurements, time gaps, or series with few measurements",
-        );
-    } else if coarser && suggested_fill >= MIN_MEASUREMENTS_PER_BUCKET {
-        line.push_str(&format!(
-            "; use a coarser granularity: --granularity {} (buckets span {}, about {:.0} \
-             measurements each)",
-            suggested.as_str(),
-            human_seconds(suggested.bucket_max_span_seconds() as f64),
-            suggested_fill.min(1000.0)
-        ));
-    } else {
-        // Custom bucketing: a span holding ~100 measurements, in whole days, at most a year.
-        let seconds = (spacing * 100.0).clamp(86_400.0, 31_536_000.0);
-        let days = (seconds / 86_400.0).ceil();
-        let custom = days * 86_400.0;
-        line.push_str(&format!(
-            "; the coarsest granularity is too fine: use custom bucketing, e.g. \
-             --bucket-max-span-seconds {custom:.0} --bucket-rounding-seconds {custom:.0} \
-             ({days:.0} d, about {:.0} measurements each)",
-            (custom / spacing).min(1000.0)
-        ));
+    match coarser_bucketing(spec, spacing) {
+        Some((change, new_span)) => {
+            let fill = (new_span / spacing).min(MAX_PER_BUCKET).min(per_series);
+            out.push(format!(
+                "cause: the granularity is too fine for the spacing: {apart}, and a bucket \
+                 spans at most {} (about {fit:.1} measurements); fix: tscoll collmod --db <DIR> \
+                 {name} '{{\"timeseries\": {change}}}' (new buckets then span {}: about \
+                 {fill:.0} measurements each)",
+                human_seconds(span),
+                human_seconds(new_span)
+            ));
+        }
+        None => out.push(format!(
+            "cause: buckets close before they fill although their span fits ({apart}, a \
+             bucket spans {}): measurements out of time order or far in the past, gaps, or \
+             changes of field types close them; tscoll stats --verbose counts the closes by \
+             reason (numBucketsClosedDue...)",
+            human_seconds(span)
+        )),
     }
-    out.push(line);
     out
 }
 
@@ -418,55 +446,78 @@ mod tests {
         assert_eq!(series[0].spacing_seconds(), None);
     }
 
-    #[test]
-    fn daily_data_with_granularity_seconds_gets_hours() {
-        let series = [SeriesSpan {
-            min_ms: 0,
-            max_ms: 99 * 86_400_000,
-            count: 100,
-        }];
-        let advice = advise(&spec(Granularity::Seconds), 1.0, &series);
-        assert_eq!(advice.len(), 2, "{advice:?}");
-        assert!(advice[1].contains("--granularity hours"), "{}", advice[1]);
-        assert!(advice[1].contains("1.0 d apart"), "{}", advice[1]);
+    fn spread(n: u64, count: u64, spacing_ms: i64) -> Vec<SeriesSpan> {
+        (0..n)
+            .map(|i| SeriesSpan {
+                min_ms: i64::try_from(i).expect("i"),
+                max_ms: i64::try_from(i).expect("i")
+                    + spacing_ms * (i64::try_from(count).expect("n") - 1),
+                count,
+            })
+            .collect()
     }
 
     #[test]
-    fn weekly_data_gets_custom_bucketing() {
-        let week = 7 * 86_400_000;
-        let series = [SeriesSpan {
-            min_ms: 0,
-            max_ms: 99 * week,
-            count: 100,
-        }];
-        let advice = advise(&spec(Granularity::Hours), 4.0, &series);
+    fn daily_data_with_a_fine_granularity_gets_collmod_to_hours_or_custom() {
+        // 4 series of 1461 days: granularity seconds spans an hour (1 per bucket).
+        let series = spread(4, 1461, 86_400_000);
+        let advice = advise("weather", &spec(Granularity::Seconds), 1.0, &series);
+        assert_eq!(advice.len(), 2, "{advice:?}");
         assert!(
-            advice[1].contains("--bucket-max-span-seconds"),
+            advice[1].contains("granularity is too fine"),
             "{}",
             advice[1]
         );
+        assert!(advice[1].contains("1.0 d apart"), "{}", advice[1]);
+        // Hours (30 days) would hold 30: not enough, so custom bucketing of 100 days.
+        assert!(
+            advice[1].contains(r#"tscoll collmod --db <DIR> weather '{"timeseries": {"bucketMaxSpanSeconds": 8640000"#),
+            "{}",
+            advice[1]
+        );
+        assert!(
+            advice[1].contains("about 100 measurements each"),
+            "{}",
+            advice[1]
+        );
+        // ~20 per bucket with granularity hours (daily data): still advice, custom span.
+        let advice = advise("weather", &spec(Granularity::Hours), 20.0, &series);
+        assert!(advice[1].contains("bucketMaxSpanSeconds"), "{advice:?}");
     }
 
     #[test]
-    fn sparse_series_point_at_the_meta_field() {
-        let series: Vec<SeriesSpan> = (0..50)
-            .map(|i| SeriesSpan {
-                min_ms: i,
-                max_ms: i + 1000,
-                count: 2,
-            })
-            .collect();
-        let advice = advise(&spec(Granularity::Seconds), 2.0, &series);
+    fn minute_data_gets_a_coarser_granularity() {
+        // One point a minute: granularity seconds (1 h) holds 60; minutes (1 d) 1000 (full).
+        let series = spread(10, 5000, 60_000);
+        let advice = advise("cpu", &spec(Granularity::Seconds), 55.0, &series);
         assert!(
-            advice.iter().any(|a| a.contains("too fine-grained")),
+            advice[1].contains(r#"{"granularity": "minutes"}"#),
+            "{advice:?}"
+        );
+        assert!(
+            advice[1].contains("about 1000 measurements each"),
             "{advice:?}"
         );
     }
 
     #[test]
-    fn recommended_granularity() {
-        assert_eq!(granularity_for(1.0), Granularity::Seconds);
-        assert_eq!(granularity_for(300.0), Granularity::Minutes);
-        assert_eq!(granularity_for(86_400.0), Granularity::Hours);
+    fn short_series_blame_the_meta_field_not_the_ordering() {
+        // Many series of 3 points 10 s apart: no bucketing fills a bucket.
+        let series = spread(1000, 3, 10_000);
+        let advice = advise("cpu", &spec(Granularity::Seconds), 3.0, &series);
+        assert_eq!(advice.len(), 2, "{advice:?}");
+        assert!(advice[1].contains("the series are short"), "{}", advice[1]);
+        assert!(
+            !advice.iter().any(|a| a.contains("out of time order")),
+            "{advice:?}"
+        );
+    }
+
+    #[test]
+    fn buckets_closed_early_point_at_ordering_and_gaps() {
+        // One point every 10 s: the hour span fits 360, series are long, yet 5 per bucket.
+        let series = spread(4, 10_000, 10_000);
+        let advice = advise("cpu", &spec(Granularity::Seconds), 5.0, &series);
+        assert!(advice[1].contains("close before they fill"), "{advice:?}");
     }
 }
