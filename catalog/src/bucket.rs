@@ -110,8 +110,8 @@ pub(crate) struct Bucket {
     pub(crate) rows_base: u32,
 }
 
-/// The rows of an open bucket held in memory, column by column (DESIGN "Write path rules
-/// (v2)": open buckets are in memory), counted in the catalog's memory usage (SPEC R-6.9.5).
+/// The rows of an open bucket held in memory, column by column (`docs/architecture.md`, write
+/// path: open buckets are in memory), counted in the catalog's memory usage (SPEC R-6.9.5).
 /// Staging appends a measurement's values here at once; the rows past the bucket's committed
 /// count belong to its prepared and active batches, in that order, and go when their batch is
 /// aborted. When the bucket leaves memory the engine encodes its blob from these columns,

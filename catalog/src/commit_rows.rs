@@ -1,5 +1,5 @@
 //! The rows of one commit group, column by column: what one record of the engine's
-//! write-ahead log holds (DESIGN "Write path rules (v2)": one log record per commit group).
+//! write-ahead log holds (`docs/architecture.md`, write path: one log record per commit group).
 //!
 //! A committer prepares its batches into one [`CommitRows`]
 //! ([`crate::CommitRights::prepare_into`]): each batch's rows are copied once, from its

@@ -1,5 +1,5 @@
 //! The control record of a bucket (SPEC §4.1, §4.3, §4.5): what the catalog needs to reopen it
-//! and what queries prune with, stored apart from the column data (DESIGN "Write path rules").
+//! and what queries prune with, stored apart from the column data (`docs/architecture.md`, write path).
 
 use bson::{Bson, Document};
 use tscoll_catalog::{BucketId, BucketPart, StoredBucket};

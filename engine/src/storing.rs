@@ -1,4 +1,4 @@
-//! Storing the rows of open buckets (DESIGN "Write path rules (v2)"). A commit only logs its
+//! Storing the rows of open buckets (`docs/architecture.md`, write path). A commit only logs its
 //! rows (`write.rs`); a bucket is encoded and stored — blob, control record, index entry —
 //! when it leaves memory. Before a direct write or a whole-store read sees the store, the
 //! rows open buckets hold are stored as parts (queries read them in memory instead); a bucket leaving memory with every row in it is then

@@ -1,6 +1,6 @@
 //! The write path: validate (SPEC §2), group by series and sort by time, stage in the
 //! catalog, commit the prepared batches as one record of the write-ahead log (SPEC §7, §9;
-//! DESIGN "Write path rules (v2)"), then store the buckets that left memory.
+//! `docs/architecture.md`, write path), then store the buckets that left memory.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

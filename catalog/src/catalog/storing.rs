@@ -1,4 +1,4 @@
-//! Parts leaving for storage (DESIGN "Write path rules (v2)"): a commit only logs its rows;
+//! Parts leaving for storage (`docs/architecture.md`, write path): a commit only logs its rows;
 //! an open bucket's rows are stored when it leaves memory, or in parts when the engine must
 //! store them earlier (before a direct write, under memory pressure). This file hands those
 //! parts out and tracks the buckets whose rows are on their way to storage.

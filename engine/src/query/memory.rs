@@ -1,5 +1,5 @@
 //! What a read adds to the store: the rows open buckets hold that are not stored yet
-//! (DESIGN "Write path rules (v2)": a commit only logs its rows). A query takes a
+//! (`docs/architecture.md`, write path: a commit only logs its rows). A query takes a
 //! [`MemoryView`] when it starts — a copy of the unstored rows of the open buckets it may
 //! need, and the rows of the buckets that left memory and are being stored, each bucket with
 //! its control state — and reads through a [`Reader`], which combines the view with fjall
