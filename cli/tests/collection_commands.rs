@@ -144,3 +144,39 @@ fn stats_shows_the_process_counters_only_when_asked() {
     let json = s.run("stats", &["m", "--json"]).ok().json_lines();
     assert!(json[0].get("numBucketInserts").is_some(), "{json:?}");
 }
+
+#[test]
+fn typed_csv_on_stdin() {
+    let s = Scratch::new();
+    s.create("m");
+    let csv = "ts,series,ok,v\n2016-01-01T00:00:00Z,a,True,1\n2016-01-01T00:01:00Z,a,false,2\n";
+    // A --csv-* option makes stdin CSV.
+    s.run_with_stdin(
+        "ingest",
+        &[
+            "m",
+            "--csv-meta-columns",
+            "series",
+            "--csv-types",
+            "ok=boolean",
+        ],
+        Some(csv.as_bytes()),
+    )
+    .ok();
+    let docs = s.find_all("m");
+    let oks: Vec<bool> = docs
+        .iter()
+        .map(|d| d["ok"].as_bool().expect("a boolean"))
+        .collect();
+    assert_eq!(oks, [true, false]);
+    assert_eq!(docs[0]["meta"]["series"], "a");
+    let err = s
+        .run_with_stdin(
+            "ingest",
+            &["m", "--csv-types", "nope=money"],
+            Some(csv.as_bytes()),
+        )
+        .failed()
+        .stderr();
+    assert!(err.contains("money"), "{err}");
+}

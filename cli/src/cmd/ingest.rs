@@ -42,7 +42,7 @@ use super::{
     CmdError, CmdResult, DbArgs, extjson_value, human_seconds, open_collection, to_extjson,
 };
 use crate::input::batches::{self, Batch, Fields, Source};
-use crate::input::csv::{CsvMapping, CsvReader, TimeFormat, parse_column_list};
+use crate::input::csv::{CsvMapping, CsvReader, TimeFormat, parse_column_list, parse_type_list};
 use crate::input::ndjson::NdjsonLines;
 use crate::input::open::{ReadProgress, open_input, strip_compression_suffix};
 use crate::input::{Record, describe_read_error};
@@ -189,6 +189,28 @@ pub(crate) struct CsvArgs {
     /// CSV field delimiter (one ASCII character).
     #[arg(long, value_name = "CHAR", default_value_t = ',')]
     pub(crate) csv_delimiter: char,
+    /// Types of CSV columns, `COLUMN=TYPE,...` with TYPE one of auto, string, int32, int64,
+    /// double, boolean, date, date_ms (default auto: numbers by their text, else strings).
+    #[arg(long, value_name = "A=TYPE,...")]
+    pub(crate) csv_types: Option<String>,
+    /// CSV headers are `name.type()` (mongoimport's `--columnsHaveTypes`), e.g.
+    /// `temp.double(),ok.boolean(),day.date(2006-01-02)`.
+    #[arg(long, alias = "columnsHaveTypes")]
+    pub(crate) csv_columns_have_types: bool,
+}
+
+impl CsvArgs {
+    /// Whether any CSV option was given (then an input without a known extension, such as
+    /// stdin, is read as CSV).
+    fn any(&self) -> bool {
+        self.csv_time_column.is_some()
+            || self.csv_time_format != "rfc3339"
+            || !self.csv_meta_columns.is_empty()
+            || self.csv_columns.is_some()
+            || self.csv_delimiter != ','
+            || self.csv_types.is_some()
+            || self.csv_columns_have_types
+    }
 }
 
 /// What one ingestion did.
@@ -426,9 +448,13 @@ fn ingest_input(
     let is_csv = match format {
         Format::Csv => true,
         Format::Ndjson => false,
-        Format::Auto => strip_compression_suffix(&input.name)
-            .to_ascii_lowercase()
-            .ends_with(".csv"),
+        Format::Auto => {
+            let name = strip_compression_suffix(&input.name).to_ascii_lowercase();
+            let json = [".ndjson", ".json", ".jsonl"]
+                .iter()
+                .any(|e| name.ends_with(e));
+            name.ends_with(".csv") || (!json && csv_args.any())
+        }
     };
     let name = input.name.clone();
     let read_progress = input.progress.clone();
@@ -505,6 +531,13 @@ fn csv_mapping(coll: &Collection, args: &CsvArgs) -> CmdResult<CsvMapping> {
         time_field: spec.time_field.clone(),
         meta_field: spec.meta_field.clone(),
         delimiter,
+        types: args
+            .csv_types
+            .as_deref()
+            .map(parse_type_list)
+            .transpose()?
+            .unwrap_or_default(),
+        columns_have_types: args.csv_columns_have_types,
     })
 }
 

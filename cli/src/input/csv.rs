@@ -123,13 +123,145 @@ fn typed_scalar(text: &str) -> Scalar<'_> {
     let numeric_chars = text
         .bytes()
         .all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b));
+    // A finite number only: `1e999` stays text, as `NaN` and `Infinity` do (give the column
+    // the type `double` to read those as doubles).
     if numeric_chars
         && text.bytes().any(|b| b.is_ascii_digit())
         && let Ok(f) = text.parse::<f64>()
+        && f.is_finite()
     {
         return Scalar::Double(f);
     }
     Scalar::Str(text)
+}
+
+/// The type a CSV column's cells are read as: by their text (`Auto`), or one named type
+/// (`--csv-types`, or a `name.type()` header with `--csv-columns-have-types`, as mongoimport's
+/// `--columnsHaveTypes`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CellType {
+    /// int32, int64 or a finite double when the text is one, else a string.
+    Auto,
+    /// The text as it is.
+    String,
+    /// A 32-bit integer.
+    Int32,
+    /// A 64-bit integer.
+    Int64,
+    /// A double; also `NaN`, `Infinity`, `-Infinity`.
+    Double,
+    /// `true`/`false` in any case, or `1`/`0`.
+    Bool,
+    /// A date: RFC 3339 (or the lenient forms of the time column).
+    Date,
+    /// A date as ms since the epoch.
+    DateMs,
+}
+
+impl CellType {
+    /// Parses a type name: `auto`, `string`, `int32`, `int64`, `double`, `boolean` (`bool`),
+    /// `date`, `date_ms`.
+    ///
+    /// # Errors
+    /// An unknown name.
+    pub(crate) fn parse(name: &str) -> Result<CellType, String> {
+        Ok(match name {
+            "auto" => CellType::Auto,
+            "string" => CellType::String,
+            "int32" => CellType::Int32,
+            "int64" => CellType::Int64,
+            "double" => CellType::Double,
+            "boolean" | "bool" => CellType::Bool,
+            "date" => CellType::Date,
+            "date_ms" => CellType::DateMs,
+            other => {
+                return Err(format!(
+                    "unknown CSV column type '{other}' (auto, string, int32, int64, double, \
+                     boolean, date, date_ms)"
+                ));
+            }
+        })
+    }
+
+    /// The value of a cell's text.
+    ///
+    /// # Errors
+    /// The text is not a value of the type.
+    pub(crate) fn value(self, text: &str) -> Result<Bson, String> {
+        let bad = |what: &str| format!("'{text}' is not {what}");
+        Ok(match self {
+            CellType::Auto => typed_value(text),
+            CellType::String => Bson::String(text.to_owned()),
+            CellType::Int32 => Bson::Int32(text.trim().parse().map_err(|_| bad("an int32"))?),
+            CellType::Int64 => Bson::Int64(text.trim().parse().map_err(|_| bad("an int64"))?),
+            CellType::Double => {
+                let t = text.trim();
+                let f = match t {
+                    "NaN" | "nan" => f64::NAN,
+                    "Infinity" | "inf" | "+Infinity" => f64::INFINITY,
+                    "-Infinity" | "-inf" => f64::NEG_INFINITY,
+                    _ => t
+                        .parse::<f64>()
+                        .ok()
+                        .filter(|f| f.is_finite())
+                        .ok_or_else(|| bad("a finite double"))?,
+                };
+                Bson::Double(f)
+            }
+            CellType::Bool => match text.trim().to_ascii_lowercase().as_str() {
+                "true" | "1" => Bson::Boolean(true),
+                "false" | "0" => Bson::Boolean(false),
+                _ => return Err(bad("a boolean (true, false, 1, 0)")),
+            },
+            CellType::Date => Bson::DateTime(TimeFormat::Rfc3339.parse_time(text)?),
+            CellType::DateMs => Bson::DateTime(TimeFormat::EpochMs.parse_time(text)?),
+        })
+    }
+}
+
+/// Splits a `name.type()` header (mongoimport's `--columnsHaveTypes`) into the name and the
+/// type; a `date(...)` format argument is taken as RFC 3339.
+///
+/// # Errors
+/// A header without a `.type()` suffix, or an unknown type.
+pub(crate) fn split_typed_header(header: &str) -> Result<(String, CellType), String> {
+    let bad = || format!("CSV header '{header}' is not NAME.TYPE() (--csv-columns-have-types)");
+    let open = header.rfind('(').ok_or_else(bad)?;
+    if !header.ends_with(')') {
+        return Err(bad());
+    }
+    let dot = header[..open].rfind('.').ok_or_else(bad)?;
+    let name = &header[..dot];
+    let ty = &header[dot + 1..open];
+    if name.is_empty() {
+        return Err(bad());
+    }
+    let ty = match ty {
+        "date_go" | "date_oracle" => "date",
+        "decimal" => {
+            return Err(format!(
+                "CSV header '{header}': decimal columns are not supported"
+            ));
+        }
+        t => t,
+    };
+    Ok((name.to_owned(), CellType::parse(ty)?))
+}
+
+/// Parses `--csv-types`: `a=bool,b=date`.
+///
+/// # Errors
+/// An entry without `=` or an unknown type.
+pub(crate) fn parse_type_list(spec: &str) -> Result<Vec<(String, CellType)>, String> {
+    spec.split(',')
+        .filter(|e| !e.trim().is_empty())
+        .map(|e| {
+            let (name, ty) = e
+                .split_once('=')
+                .ok_or_else(|| format!("--csv-types: '{e}' is not COLUMN=TYPE"))?;
+            Ok((name.trim().to_owned(), CellType::parse(ty.trim())?))
+        })
+        .collect()
 }
 
 /// How CSV columns become a measurement.
@@ -150,6 +282,10 @@ pub(crate) struct CsvMapping {
     pub(crate) meta_field: Option<String>,
     /// The field delimiter. Default = `,`.
     pub(crate) delimiter: u8,
+    /// Types of columns by header (`--csv-types`); the others are `Auto`.
+    pub(crate) types: Vec<(String, CellType)>,
+    /// Headers are `name.type()` (`--csv-columns-have-types`).
+    pub(crate) columns_have_types: bool,
 }
 
 /// Parses `--csv-columns`: `a,b=x,c` selects columns `a`, `b` and `c` and stores `b` as
@@ -179,6 +315,8 @@ struct Resolved {
     time: usize,
     meta: Vec<(usize, String)>,
     fields: Vec<(usize, String)>,
+    /// The type of every column, by position.
+    types: Vec<CellType>,
 }
 
 /// Reads CSV records as measurements; yields one [`Record`] per data line.
@@ -211,9 +349,30 @@ impl<R: Read> CsvReader<R> {
                 }
             })?
             .clone();
+        let mut names: Vec<String> = Vec::with_capacity(headers.len());
+        let mut types: Vec<CellType> = Vec::with_capacity(headers.len());
+        for h in &headers {
+            if mapping.columns_have_types {
+                let (name, ty) = split_typed_header(h).map_err(invalid)?;
+                names.push(name);
+                types.push(ty);
+            } else {
+                names.push(h.to_owned());
+                types.push(CellType::Auto);
+            }
+        }
+        for (name, ty) in &mapping.types {
+            let i = names.iter().position(|h| h == name).ok_or_else(|| {
+                invalid(format!(
+                    "--csv-types names column '{name}', which is not in the CSV header ({})",
+                    names.join(",")
+                ))
+            })?;
+            types[i] = *ty;
+        }
         let position = |name: &str| {
-            headers.iter().position(|h| h == name).ok_or_else(|| {
-                let known: Vec<&str> = headers.iter().collect();
+            names.iter().position(|h| h == name).ok_or_else(|| {
+                let known: Vec<&str> = names.iter().map(String::as_str).collect();
                 invalid(format!(
                     "no column '{name}' in the CSV header ({})",
                     known.join(",")
@@ -237,17 +396,22 @@ impl<R: Read> CsvReader<R> {
                 .filter(|(column, _)| *column != mapping.time_column)
                 .map(|(column, field)| Ok((position(column)?, field.clone())))
                 .collect::<io::Result<Vec<_>>>()?,
-            None => headers
+            None => names
                 .iter()
                 .enumerate()
                 .filter(|(i, _)| *i != time && !meta.iter().any(|(m, _)| m == i))
-                .map(|(i, name)| (i, name.to_owned()))
+                .map(|(i, name)| (i, name.clone()))
                 .collect(),
         };
         Ok(CsvReader {
             reader,
             mapping,
-            resolved: Resolved { time, meta, fields },
+            resolved: Resolved {
+                time,
+                meta,
+                fields,
+                types,
+            },
             record: csv::StringRecord::new(),
         })
     }
@@ -319,6 +483,9 @@ impl<R: Read> CsvReader<R> {
             let children = columns.get_mut(i).ok_or(NotColumnar)?.open_struct(row)?;
             let mut next_child = 0;
             for (m, name) in &self.resolved.meta {
+                if self.resolved.types[*m] != CellType::Auto {
+                    return Err(NotColumnar);
+                }
                 if !cell(*m).is_empty() {
                     push_field(children, name, &mut next_child, row, typed_scalar(cell(*m)))?;
                 }
@@ -326,6 +493,10 @@ impl<R: Read> CsvReader<R> {
         }
         let mut values = 0;
         for (f, field) in &self.resolved.fields {
+            if self.resolved.types[*f] != CellType::Auto {
+                // Typed columns go through documents.
+                return Err(NotColumnar);
+            }
             if !cell(*f).is_empty() {
                 push_field(columns, field, &mut next, row, typed_scalar(cell(*f)))?;
                 values += 1;
@@ -361,17 +532,25 @@ impl<R: Read> CsvReader<R> {
             let mut meta = Document::new();
             for (i, name) in &self.resolved.meta {
                 if !cell(*i).is_empty() {
-                    meta.insert(name, typed_value(cell(*i)));
+                    meta.insert(name, self.cell_value(*i, cell(*i))?);
                 }
             }
             doc.insert(meta_field, meta);
         }
         for (i, field) in &self.resolved.fields {
             if !cell(*i).is_empty() {
-                doc.insert(field, typed_value(cell(*i)));
+                doc.insert(field, self.cell_value(*i, cell(*i))?);
             }
         }
         Ok(doc)
+    }
+
+    /// The value of the cell `text` of column `i`, by the column's type.
+    fn cell_value(&self, i: usize, text: &str) -> Result<Bson, String> {
+        match self.resolved.types[i] {
+            CellType::Auto => Ok(typed_value(text)),
+            ty => ty.value(text).map_err(|e| format!("column {}: {e}", i + 1)),
+        }
     }
 }
 
@@ -414,6 +593,8 @@ mod tests {
             time_field: "ts".into(),
             meta_field: Some("meta".into()),
             delimiter: b',',
+            types: Vec::new(),
+            columns_have_types: false,
         }
     }
 
@@ -422,6 +603,45 @@ mod tests {
             .expect("header")
             .map(|r| r.expect("io"))
             .collect()
+    }
+
+    #[test]
+    fn typed_columns_by_flag_and_by_header() {
+        let mut m = mapping();
+        m.types = parse_type_list("ok=bool,when=date,n=int64,x=double,s=string").expect("types");
+        let docs = read(
+            "date,city,ok,when,n,x,s,auto\n\
+             2016-01-01T00:00:00Z,A,True,2016-02-01T00:00:00Z,5,NaN,007,1e999\n",
+            m,
+        );
+        let d = docs[0].doc.as_ref().expect("document");
+        assert_eq!(d.get("ok"), Some(&Bson::Boolean(true)));
+        assert!(matches!(d.get("when"), Some(Bson::DateTime(_))));
+        assert_eq!(d.get("n"), Some(&Bson::Int64(5)));
+        assert!(matches!(d.get("x"), Some(Bson::Double(x)) if x.is_nan()));
+        assert_eq!(d.get("s"), Some(&Bson::String("007".into())));
+        // Auto typing never makes an infinity out of an overflowing number.
+        assert_eq!(d.get("auto"), Some(&Bson::String("1e999".into())));
+        // A cell that is not of its column's type rejects the row, naming the column.
+        let mut m = mapping();
+        m.types = parse_type_list("ok=bool").expect("types");
+        let bad = read("date,city,ok\n2016-01-01T00:00:00Z,A,maybe\n", m);
+        let e = bad[0].doc.as_ref().expect_err("not a boolean");
+        assert!(e.contains("column 3") && e.contains("boolean"), "{e}");
+        // mongoimport's typed headers.
+        let mut m = mapping();
+        m.time_column = "date".into();
+        m.columns_have_types = true;
+        let docs = read(
+            "date.date(2006-01-02),city.string(),flag.boolean(),n.int32()\n\
+             2016-01-01T00:00:00Z,A,false,12\n",
+            m,
+        );
+        let d = docs[0].doc.as_ref().expect("document");
+        assert_eq!(d.get("flag"), Some(&Bson::Boolean(false)));
+        assert_eq!(d.get("n"), Some(&Bson::Int32(12)));
+        assert!(split_typed_header("plain").is_err());
+        assert!(CellType::parse("money").is_err());
     }
 
     #[test]
@@ -579,6 +799,8 @@ mod tests {
             time_field: "t".into(),
             meta_field: Some("m".into()),
             delimiter: b',',
+            types: Vec::new(),
+            columns_have_types: false,
         };
         let mut reader = CsvReader::new(text.as_bytes(), mapping).expect("header");
         let mut table = Table::new("t", Some("m"));
