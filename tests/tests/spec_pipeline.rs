@@ -289,3 +289,22 @@ fn failing_expressions_fail_the_pipeline_and_match_nothing_in_a_filter() {
     assert_eq!(found.len(), 1);
     assert_eq!(found[0].get_i32("a").expect("a"), 4);
 }
+
+#[test]
+fn a_sort_before_a_limit_keeps_the_same_first_documents() {
+    let (_dir, _db, coll, _) = weather();
+    for (keys, n) in [
+        (doc! { "temp_max": -1 }, 7),
+        (doc! { "weather": 1, "wind": -1 }, 25),
+        (doc! { "precipitation": 1 }, 1),
+    ] {
+        let limited = coll
+            .aggregate(&[doc! { "$sort": keys.clone() }, doc! { "$limit": n }])
+            .expect("aggregate");
+        let mut all = coll
+            .aggregate(&[doc! { "$sort": keys.clone() }])
+            .expect("aggregate");
+        all.truncate(usize::try_from(n).expect("n"));
+        assert_eq!(limited, all, "{keys}");
+    }
+}

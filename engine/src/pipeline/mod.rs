@@ -41,7 +41,8 @@ impl Collection {
     /// `documents` or `range` windows, ranges of dates in a `unit`). Expressions are those of
     /// `$expr` (see [`Collection::find`]) with `$dateTrunc`, `$dateAdd`, `$dateDiff`, date
     /// parts and conversions. `$group` and `$push` hold their groups in memory; `$sort` and
-    /// `$setWindowFields` hold their input.
+    /// `$setWindowFields` hold their input (a `$sort` right before a `$limit` of `n` holds at
+    /// most `2n` documents).
     ///
     /// ```
     /// # use bson::{DateTime, doc};

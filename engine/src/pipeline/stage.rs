@@ -254,6 +254,33 @@ pub(super) fn compare_by(keys: &[(Vec<String>, bool)], a: &Document, b: &Documen
     Ordering::Equal
 }
 
+/// `docs` sorted by `keys` (stably: equal documents keep their input order); with `limit`,
+/// only the first `limit` of them, holding at most twice that many at a time.
+///
+/// # Errors
+/// The input's first error.
+fn sorted(
+    docs: Docs<'_>,
+    keys: &[(Vec<String>, bool)],
+    limit: Option<usize>,
+) -> Result<Vec<Document>> {
+    let mut kept: Vec<Document> = Vec::new();
+    for d in docs {
+        kept.push(d?);
+        if let Some(n) = limit
+            && kept.len() >= 2 * n.max(1)
+        {
+            kept.sort_by(|a, b| compare_by(keys, a, b));
+            kept.truncate(n);
+        }
+    }
+    kept.sort_by(|a, b| compare_by(keys, a, b));
+    if let Some(n) = limit {
+        kept.truncate(n);
+    }
+    Ok(kept)
+}
+
 /// Sets computed fields on a document.
 fn add_fields(mut doc: Document, fields: &[(String, Expr)], stage: &str) -> Result<Document> {
     let values = fields
@@ -278,7 +305,7 @@ fn add_fields(mut doc: Document, fields: &[(String, Expr)], stage: &str) -> Resu
 /// The first error of the input or of a stage.
 pub(super) fn run(stages: &[Stage], input: Docs<'_>) -> Result<Vec<Document>> {
     let mut docs = input;
-    for stage in stages {
+    for (i, stage) in stages.iter().enumerate() {
         docs = match stage {
             Stage::Match(f, _) => Box::new(docs.filter(move |d| match d {
                 Ok(d) => f.matches_row(d, 0, None),
@@ -317,9 +344,12 @@ pub(super) fn run(stages: &[Stage], input: Docs<'_>) -> Result<Vec<Document>> {
             Stage::Limit(n) => Box::new(docs.take(*n)),
             Stage::Group(g) => Box::new(g.run(docs)?.into_iter().map(Ok)),
             Stage::Sort(keys) => {
-                let mut all = docs.collect::<Result<Vec<_>>>()?;
-                all.sort_by(|a, b| compare_by(keys, a, b));
-                Box::new(all.into_iter().map(Ok))
+                // Before a `$limit`, only the first `n` are kept: a bounded top-n.
+                let limit = match stages.get(i + 1) {
+                    Some(Stage::Limit(n)) => Some(*n),
+                    _ => None,
+                };
+                Box::new(sorted(docs, keys, limit)?.into_iter().map(Ok))
             }
             Stage::Count(field) => {
                 let mut n: i64 = 0;
