@@ -96,18 +96,20 @@ fn days_in_month(y: i64, m: i64) -> i64 {
     next - days_from_civil(y, m, 1)
 }
 
-/// Months since 2000-01 of a date, and the ms into that month.
-fn month_index(t: i64) -> (i64, i64) {
-    let days = t.div_euclid(DAY_MS);
-    let (y, m, _) = civil_from_days(days);
-    let start = days_from_civil(y, m, 1) * DAY_MS;
-    ((y - 2000) * 12 + (m - 1), t - start)
+/// Months since 2000-01 of a date.
+fn month_index(t: i64) -> i64 {
+    let (y, m, _) = civil_from_days(t.div_euclid(DAY_MS));
+    (y - 2000) * 12 + (m - 1)
 }
 
-fn month_start(index: i64) -> i64 {
+fn month_start(index: i64) -> Option<i64> {
     let y = 2000 + index.div_euclid(12);
+    // Dates of ms in an i64 lie within ±292 million years.
+    if y.abs() > 300_000_000 {
+        return None;
+    }
     let m = index.rem_euclid(12) + 1;
-    days_from_civil(y, m, 1) * DAY_MS
+    days_from_civil(y, m, 1).checked_mul(DAY_MS)
 }
 
 /// The first day of the week on or after 2000-01-01 (a Saturday) for weeks starting on
@@ -132,9 +134,9 @@ pub(crate) fn trunc(t: i64, unit: Unit, bin_size: i64, start_of_week: i64) -> Op
             reference.checked_add(offset.div_euclid(bin).checked_mul(bin)?)
         }
         None => {
-            let (index, _) = month_index(t);
-            let bin = unit.months() * bin_size;
-            Some(month_start(index.div_euclid(bin) * bin))
+            let index = month_index(t);
+            let bin = unit.months().checked_mul(bin_size)?;
+            month_start(index.div_euclid(bin).checked_mul(bin)?)
         }
     }
 }
@@ -150,6 +152,10 @@ pub(crate) fn add(t: i64, unit: Unit, amount: i64) -> Option<i64> {
             let (y, m, d) = civil_from_days(days);
             let index = (y * 12 + m - 1).checked_add(unit.months().checked_mul(amount)?)?;
             let (ny, nm) = (index.div_euclid(12), index.rem_euclid(12) + 1);
+            // Dates of ms in an i64 lie within ±292 million years.
+            if ny.abs() > 300_000_000 {
+                return None;
+            }
             let nd = d.min(days_in_month(ny, nm));
             days_from_civil(ny, nm, nd)
                 .checked_mul(DAY_MS)?
@@ -168,8 +174,8 @@ pub(crate) fn diff(start: i64, end: i64, unit: Unit, start_of_week: i64) -> Opti
             Some(b.checked_sub(a)? / ms)
         }
         None => {
-            let (a, _) = month_index(start);
-            let (b, _) = month_index(end);
+            let a = month_index(start);
+            let b = month_index(end);
             Some(b.div_euclid(unit.months()) - a.div_euclid(unit.months()))
         }
     }
@@ -295,5 +301,71 @@ mod tests {
         assert_eq!(diff(jan31, T, Unit::Month, 0), Some(2));
         assert_eq!(diff(T - 1, T + 3_600_000, Unit::Hour, 0), Some(1));
         assert_eq!(parse_start_of_week("Monday"), Some(1));
+        // Far out of range: no value, no panic.
+        assert_eq!(add(T, Unit::Year, i64::MAX / 12), None);
+        assert_eq!(add(T, Unit::Month, i64::MAX), None);
+        assert_eq!(add(T, Unit::Day, i64::MAX), None);
+        // The bins holding the extreme dates start outside the range (or the offset from 2000
+        // overflows): no value, no panic.
+        assert_eq!(trunc(i64::MIN, Unit::Year, 1, 0), None);
+        assert_eq!(trunc(i64::MIN, Unit::Week, 3, 0), None);
+        assert_eq!(trunc(i64::MIN + 5, Unit::Hour, 1, 0), None);
+        let year_of_max = trunc(i64::MAX, Unit::Year, 1, 0).expect("the last year starts in range");
+        assert_eq!(
+            (
+                Part::Month.of(year_of_max),
+                Part::DayOfMonth.of(year_of_max)
+            ),
+            (1, 1)
+        );
+    }
+
+    #[test]
+    fn every_date_and_unit_gives_a_value_or_none_never_a_panic() {
+        let units = [
+            Unit::Millisecond,
+            Unit::Second,
+            Unit::Minute,
+            Unit::Hour,
+            Unit::Day,
+            Unit::Week,
+            Unit::Month,
+            Unit::Quarter,
+            Unit::Year,
+        ];
+        let mut times = vec![
+            i64::MIN,
+            i64::MIN + 1,
+            -DAY_MS - 1,
+            -1,
+            0,
+            1,
+            T,
+            i64::MAX - 1,
+            i64::MAX,
+        ];
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..200 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            times.push(x as i64);
+        }
+        for &t in &times {
+            for &unit in &units {
+                for bin in [1, 3, 7, 1000, i64::MAX] {
+                    if let Some(start) = trunc(t, unit, bin, 1) {
+                        assert!(start <= t, "{unit:?} x{bin} of {t}: {start}");
+                    }
+                }
+                for amount in [-1, 1, 12, i64::MIN, i64::MAX] {
+                    let _ = add(t, unit, amount);
+                }
+                let _ = diff(t, T, unit, 0);
+                let _ = diff(T, t, unit, 3);
+            }
+            let _ = Part::DayOfYear.of(t);
+            assert!((1..=7).contains(&Part::DayOfWeek.of(t)));
+        }
     }
 }

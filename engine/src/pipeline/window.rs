@@ -281,7 +281,7 @@ impl SetWindowFields {
                         match b {
                             Bound::Unbounded => unbounded,
                             Bound::Current => i as i64,
-                            Bound::At(k) => i as i64 + k as i64,
+                            Bound::At(k) => (i as i64).saturating_add(k as i64),
                         }
                     };
                     let last = n as i64 - 1;
