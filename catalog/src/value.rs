@@ -50,6 +50,14 @@ fn compare_numbers(a: &Bson, b: &Bson) -> Ordering {
         (Bson::Int64(x), Bson::Int64(y)) => x.cmp(y),
         (Bson::Int32(x), Bson::Int64(y)) => i64::from(*x).cmp(y),
         (Bson::Int64(x), Bson::Int32(y)) => x.cmp(&i64::from(*y)),
+        // An integer against a double, exactly (through f64 an int64 past 2^53 would equal
+        // doubles it is not equal to, and the order would not be total).
+        (Bson::Int32(_) | Bson::Int64(_), Bson::Double(y)) if !y.is_nan() => {
+            int_cmp_double(int_of(a), *y)
+        }
+        (Bson::Double(x), Bson::Int32(_) | Bson::Int64(_)) if !x.is_nan() => {
+            int_cmp_double(int_of(b), *x).reverse()
+        }
         _ => {
             let (x, y) = (number(a).unwrap_or(f64::NAN), number(b).unwrap_or(f64::NAN));
             // MongoDB orders NaN before every other number.
@@ -61,6 +69,35 @@ fn compare_numbers(a: &Bson, b: &Bson) -> Ordering {
             }
         }
     }
+}
+
+fn int_of(v: &Bson) -> i64 {
+    match v {
+        Bson::Int32(i) => i64::from(*i),
+        Bson::Int64(i) => *i,
+        _ => 0,
+    }
+}
+
+/// `x` against `y` (not NaN) exactly.
+fn int_cmp_double(x: i64, y: f64) -> Ordering {
+    // 2^63 as a double: every i64 is below it, and every double below it and at or above
+    // -2^63 has an integer part that fits an i64.
+    const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+    if y >= TWO_63 {
+        return Ordering::Less;
+    }
+    if y < -TWO_63 {
+        return Ordering::Greater;
+    }
+    let floor = y.floor();
+    #[expect(clippy::cast_possible_truncation, reason = "in range, checked above")]
+    let whole = floor as i64;
+    x.cmp(&whole).then(if y > floor {
+        Ordering::Less
+    } else {
+        Ordering::Equal
+    })
 }
 
 /// Compares two values in BSON order (SPEC ): canonical rank first, then value.
@@ -350,6 +387,50 @@ pub fn binary(bytes: Vec<u8>) -> Bson {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    #[expect(
+        clippy::cast_precision_loss,
+        reason = "the doubles nearest to 2^53 and ±2^63"
+    )]
+    fn integers_and_doubles_compare_exactly_and_in_a_total_order() {
+        let big = 1_i64 << 53;
+        let vals = [
+            Bson::Int64(big + 1),
+            Bson::Double(big as f64),
+            Bson::Int64(big),
+            Bson::Double(f64::NAN),
+            Bson::Double(f64::INFINITY),
+            Bson::Double(f64::NEG_INFINITY),
+            Bson::Int64(i64::MAX),
+            Bson::Int64(i64::MIN),
+            Bson::Double(i64::MAX as f64),
+            Bson::Double(i64::MIN as f64),
+            Bson::Int32(1),
+            Bson::Double(1.5),
+            Bson::Double(-0.5),
+            Bson::Int32(0),
+        ];
+        assert_eq!(compare(&vals[0], &vals[1]), Ordering::Greater);
+        assert_eq!(compare(&vals[1], &vals[2]), Ordering::Equal);
+        assert_eq!(compare(&Bson::Int32(1), &Bson::Double(1.5)), Ordering::Less);
+        assert_eq!(
+            compare(&Bson::Double(-0.5), &Bson::Int32(0)),
+            Ordering::Less
+        );
+        assert_eq!(compare(&Bson::Int64(i64::MAX), &vals[8]), Ordering::Less);
+        assert_eq!(compare(&Bson::Int64(i64::MIN), &vals[9]), Ordering::Equal);
+        // Transitive: every triple agrees.
+        for a in &vals {
+            for b in &vals {
+                for c in &vals {
+                    if compare(a, b).is_le() && compare(b, c).is_le() {
+                        assert!(compare(a, c).is_le(), "{a} <= {b} <= {c}");
+                    }
+                }
+            }
+        }
+    }
     use bson::doc;
 
     #[test]
