@@ -236,26 +236,47 @@ impl Stage {
     }
 }
 
-/// Compares two documents by sort keys (a missing field sorts as null).
-pub(super) fn compare_by(keys: &[(Vec<String>, bool)], a: &Document, b: &Document) -> Ordering {
-    for (path, desc) in keys {
-        let get = |d: &Document| -> Bson {
+/// A document with its sort keys, taken once: the values at the sort paths (a missing field
+/// sorts as null).
+type Keyed = (Vec<Bson>, Document);
+
+fn keyed(keys: &[(Vec<String>, bool)], doc: Document) -> Keyed {
+    let values = keys
+        .iter()
+        .map(|(path, _)| {
             path.split_first()
-                .and_then(|(f, rest)| lookup(d.get(f), rest))
+                .and_then(|(f, rest)| lookup(doc.get(f), rest))
                 .cloned()
                 .unwrap_or(Bson::Null)
-        };
-        let o = compare(&get(a), &get(b));
-        let o = if *desc { o.reverse() } else { o };
-        if o != Ordering::Equal {
-            return o;
-        }
-    }
-    Ordering::Equal
+        })
+        .collect();
+    (values, doc)
 }
 
-/// `docs` sorted by `keys` (stably: equal documents keep their input order); with `limit`,
-/// only the first `limit` of them, holding at most twice that many at a time.
+/// Sorts keyed documents stably: equal ones keep their input order.
+fn sort_keyed(keys: &[(Vec<String>, bool)], docs: &mut [Keyed]) {
+    docs.sort_by(|(a, _), (b, _)| {
+        for ((x, y), (_, desc)) in a.iter().zip(b).zip(keys) {
+            let o = compare(x, y);
+            let o = if *desc { o.reverse() } else { o };
+            if o != Ordering::Equal {
+                return o;
+            }
+        }
+        Ordering::Equal
+    });
+}
+
+/// `docs` sorted by `keys` (stably: equal documents keep their input order), each
+/// document's keys taken once.
+pub(super) fn sort_documents(docs: Vec<Document>, keys: &[(Vec<String>, bool)]) -> Vec<Document> {
+    let mut all: Vec<Keyed> = docs.into_iter().map(|d| keyed(keys, d)).collect();
+    sort_keyed(keys, &mut all);
+    all.into_iter().map(|(_, d)| d).collect()
+}
+
+/// `docs` sorted by `keys` as [`sort_documents`]; with `limit`, only the first `limit` of
+/// them, holding at most twice that many at a time.
 ///
 /// # Errors
 /// The input's first error.
@@ -264,21 +285,21 @@ fn sorted(
     keys: &[(Vec<String>, bool)],
     limit: Option<usize>,
 ) -> Result<Vec<Document>> {
-    let mut kept: Vec<Document> = Vec::new();
+    let mut kept: Vec<Keyed> = Vec::new();
     for d in docs {
-        kept.push(d?);
+        kept.push(keyed(keys, d?));
         if let Some(n) = limit
             && kept.len() >= 2 * n.max(1)
         {
-            kept.sort_by(|a, b| compare_by(keys, a, b));
+            sort_keyed(keys, &mut kept);
             kept.truncate(n);
         }
     }
-    kept.sort_by(|a, b| compare_by(keys, a, b));
+    sort_keyed(keys, &mut kept);
     if let Some(n) = limit {
         kept.truncate(n);
     }
-    Ok(kept)
+    Ok(kept.into_iter().map(|(_, d)| d).collect())
 }
 
 /// Sets computed fields on a document.

@@ -12,7 +12,7 @@ use bson::{Bson, Document};
 
 use super::bad;
 use super::group::{Key, Op, State, number, parse_accumulator};
-use super::stage::{compare_by, evaluate, expression, sort_keys};
+use super::stage::{evaluate, expression, sort_documents, sort_keys};
 use crate::dates::Unit;
 use crate::error::Result;
 use crate::expr::Expr;
@@ -217,8 +217,8 @@ impl SetWindowFields {
             partitions.entry(Key(key)).or_default().push(d);
         }
         let mut out = Vec::new();
-        for (_, mut part) in partitions {
-            part.sort_by(|a, b| compare_by(&self.sort, a, b));
+        for (_, part) in partitions {
+            let part = sort_documents(part, &self.sort);
             let mut values: Vec<Vec<Option<Bson>>> = Vec::with_capacity(self.outputs.len());
             for o in &self.outputs {
                 values.push(self.compute(o, &part)?);
