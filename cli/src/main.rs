@@ -1,13 +1,16 @@
 //! `tscoll`: the command-line tool of tscoll, MongoDB-style time-series collections on the
 //! fjall LSM.
 //!
-//! Commands: `create`, `ingest` (NDJSON Extended JSON or CSV, plain or compressed), `find`,
-//! `stats`, `buckets`, `verify`, `salvage`, `bench` (measurements) and `demo` (ingests and queries the bundled real data sets). Each
-//! command lives in its own module under `cmd/`; the input readers are in `input/`.
+//! Commands: `create`, `ingest` (NDJSON Extended JSON, JSON arrays, CSV, Parquet), `find`
+//! (NDJSON, CSV, Parquet), `aggregate`, `update`, `delete`, `stats`, `list`, `drop`,
+//! `compact`, `buckets`, `expire`, `collmod`, `index`, `verify`, `salvage`, `bench` and
+//! `demo` (ingests and queries the bundled real data sets). Each command lives in its own
+//! module under `cmd/`; the input readers are in `input/`, the output writers in `output/`.
 #![forbid(unsafe_code)]
 
 mod cmd;
 mod input;
+mod output;
 
 use std::process::ExitCode;
 
@@ -41,9 +44,11 @@ struct Cli {
 enum Command {
     /// Create a time-series collection.
     Create(cmd::create::Args),
-    /// Ingest NDJSON (MongoDB Extended JSON) or CSV files into a collection.
+    /// Ingest NDJSON (MongoDB Extended JSON), JSON array, CSV or Parquet files into a
+    /// collection.
     Ingest(cmd::ingest::Args),
-    /// Query a collection; prints one relaxed Extended JSON document per line.
+    /// Query a collection; prints one relaxed Extended JSON document per line, or CSV or
+    /// Parquet (`--format`).
     Find(cmd::find::Args),
     /// Run an aggregation pipeline (`--pipeline`), or group measurements by time window (and
     /// series): count, min, max, sum, avg, first, last.

@@ -2,15 +2,17 @@
 //! one per line; `--count` prints their number, `--last` the last measurement of each series,
 //! `--stats` the query's work counters (SPEC §14).
 
-use std::io::{self, BufWriter, Write};
+use std::cell::Cell;
+use std::fs::File;
+use std::io::{self, IsTerminal, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use bson::{Bson, Document};
-use tscoll_engine::{FindOptions, QueryStats};
+use tscoll_engine::{FindCursor, FindOptions, QueryStats};
 
-use super::{
-    CmdResult, DbArgs, open_collection, parse_json_arg, stdout_result, write_extjson_line,
-};
+use super::{CmdResult, DbArgs, open_collection, parse_json_arg, stdout_result};
+use crate::output::{OutputFormat, export};
 
 /// Arguments of `tscoll find`.
 #[derive(Debug, clap::Args)]
@@ -45,6 +47,14 @@ pub(crate) struct Args {
     /// filter, ordered by meta value.
     #[arg(long, conflicts_with_all = ["projection", "sort", "limit", "skip"])]
     pub(crate) last: bool,
+    /// Output format: `ndjson` (relaxed Extended JSON, one document per line), `csv` (a
+    /// header of field paths, `meta.series` style) or `parquet` (see docs/cli.md for the
+    /// type mapping). CSV and Parquet read the matches twice: once for the columns.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Ndjson)]
+    pub(crate) format: OutputFormat,
+    /// Write to FILE instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) out: Option<PathBuf>,
     /// Also print the query's work counters (index entries, buckets read, pruned, unpacked,
     /// answered from control, rows) on stderr as one JSON object.
     #[arg(long)]
@@ -110,23 +120,20 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
         .as_deref()
         .map(|s| parse_sort(s, &coll.spec().time_field))
         .transpose()?;
-    let mut out = BufWriter::with_capacity(256 * 1024, io::stdout().lock());
     let query_stats = if args.count {
         let (n, stats) = coll
             .count_with_stats(&filter)
             .map_err(|e| format!("count failed: {e}"))?;
+        let mut out = io::stdout().lock();
         stdout_result(writeln!(out, "{n}").and_then(|()| out.flush()))?;
         stats
     } else {
+        let out = || output(args.out.as_deref(), args.format);
         if args.last {
             let (docs, stats) = coll
                 .last_points_with_stats(&filter)
                 .map_err(|e| format!("find --last failed: {e}"))?;
-            let written = docs
-                .into_iter()
-                .try_for_each(|doc| write_extjson_line(&mut out, doc))
-                .and_then(|()| out.flush());
-            stdout_result(written)?;
+            export(args.format, out, || Ok(docs.iter().cloned().map(Ok)))?;
             stats
         } else {
             // Streamed: one bucket's measurements in memory at a time (more with a sort, as
@@ -138,23 +145,67 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
                 skip: args.skip,
                 sort_by,
             };
-            let mut cursor = coll
-                .find_cursor(&filter, &options)
-                .map_err(|e| format!("find failed: {e}"))?;
-            for doc in cursor.by_ref() {
-                let doc = doc.map_err(|e| format!("find failed: {e}"))?;
-                if let Err(e) = write_extjson_line(&mut out, doc) {
-                    return stdout_result(Err(e)).map(|()| ExitCode::SUCCESS);
-                }
-            }
-            stdout_result(out.flush())?;
-            cursor.stats()
+            let stats = Cell::new(QueryStats::default());
+            export(args.format, out, || {
+                let cursor = coll
+                    .find_cursor(&filter, &options)
+                    .map_err(|e| format!("find failed: {e}"))?;
+                Ok(Counted {
+                    cursor,
+                    stats: &stats,
+                })
+            })?;
+            stats.get()
         }
     };
     if args.stats {
         print_stats(&query_stats);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Where the output goes: `path`, or stdout (refused for Parquet on a terminal).
+///
+/// # Errors
+/// The file cannot be created, or Parquet would go to a terminal.
+pub(crate) fn output(
+    path: Option<&Path>,
+    format: OutputFormat,
+) -> CmdResult<Box<dyn Write + Send>> {
+    match path {
+        Some(path) => {
+            let file = File::create(path).map_err(|e| format!("--out {}: {e}", path.display()))?;
+            Ok(Box::new(file))
+        }
+        None if format == OutputFormat::Parquet && io::stdout().is_terminal() => {
+            Err("Parquet is binary: give --out FILE or redirect stdout to a file".into())
+        }
+        None => Ok(Box::new(io::stdout())),
+    }
+}
+
+/// A cursor whose work counters are kept in `stats` when it is dropped.
+struct Counted<'a> {
+    cursor: FindCursor,
+    stats: &'a Cell<QueryStats>,
+}
+
+impl Iterator for Counted<'_> {
+    type Item = CmdResult<Document>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        Some(
+            self.cursor
+                .next()?
+                .map_err(|e| format!("find failed: {e}").into()),
+        )
+    }
+}
+
+impl Drop for Counted<'_> {
+    fn drop(&mut self) {
+        self.stats.set(self.cursor.stats());
+    }
 }
 
 /// Prints a query's counters on stderr as one JSON object (`QueryStats::to_document`).

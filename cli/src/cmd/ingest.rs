@@ -55,13 +55,15 @@ pub(crate) struct Args {
     /// Collection name (create it first with `tscoll create`).
     pub(crate) coll: String,
     /// Input files: NDJSON or a JSON array of documents (`.ndjson`/`.json`, detected by
-    /// the first byte), or `.csv`; plain or `.gz`/`.zst`/`.xz`; `-` or none = stdin.
+    /// the first byte), or `.csv` (plain or `.gz`/`.zst`/`.xz`), or `.parquet`; `-` or
+    /// none = stdin.
     #[arg(value_name = "FILE")]
     pub(crate) files: Vec<String>,
     /// Accepted for `mongoimport` users: a JSON array is read whether or not it is given.
     #[arg(long = "json-array", alias = "jsonArray")]
     pub(crate) json_array: bool,
-    /// Input format; `auto` = CSV for `*.csv[.gz|.zst|.xz]`, NDJSON otherwise.
+    /// Input format; `auto` = CSV for `*.csv[.gz|.zst|.xz]`, Parquet for `*.parquet`,
+    /// NDJSON otherwise.
     #[arg(long, value_enum, default_value_t = Format::Auto)]
     pub(crate) format: Format,
     #[command(flatten)]
@@ -98,6 +100,8 @@ pub(crate) enum Format {
     Ndjson,
     /// CSV with a header line.
     Csv,
+    /// Apache Parquet (a file, or stdin copied to a temporary file).
+    Parquet,
 }
 
 /// How measurements are inserted.
@@ -179,7 +183,8 @@ pub(crate) struct CsvArgs {
     /// UTC), epoch-ms or epoch-s.
     #[arg(long, value_name = "FMT", default_value = "rfc3339")]
     pub(crate) csv_time_format: String,
-    /// Comma-separated columns that form the meta object (stored under the meta field).
+    /// Comma-separated columns that form the meta object (stored under the meta field; a
+    /// column `<metaField>.key`, as `find --format csv` writes, is stored as `key`).
     #[arg(long, value_name = "A,B", value_delimiter = ',')]
     pub(crate) csv_meta_columns: Vec<String>,
     /// Comma-separated measurement columns to keep, each `COLUMN` or `COLUMN=FIELD` to rename.
@@ -444,10 +449,19 @@ fn ingest_input(
     settings: &IngestArgs,
     csv_args: &CsvArgs,
 ) -> CmdResult<(Summary, Option<CmdError>)> {
+    let lower = file.to_ascii_lowercase();
+    let is_parquet = format == Format::Parquet
+        || (format == Format::Auto && (lower.ends_with(".parquet") || lower.ends_with(".pq")));
+    if is_parquet {
+        let reader = crate::input::parquet::open(file, settings.batch_size as usize)?;
+        let name = if file == "-" { "<stdin>" } else { file };
+        let source: Source<&[u8], &[u8]> = Source::Parquet(Box::new(reader));
+        return Ok(load(coll, name, source, None, settings));
+    }
     let input = open_input(file)?;
     let is_csv = match format {
         Format::Csv => true,
-        Format::Ndjson => false,
+        Format::Ndjson | Format::Parquet => false,
         Format::Auto => {
             let name = strip_compression_suffix(&input.name).to_ascii_lowercase();
             let json = [".ndjson", ".json", ".jsonl"]
@@ -465,14 +479,30 @@ fn ingest_input(
     } else {
         Source::Ndjson(NdjsonLines::new(input.reader))
     };
+    Ok(load(coll, &name, source, read_progress, settings))
+}
+
+/// Inserts what `source` reads (input `name`) into `coll`; returns what was stored and the
+/// error that ended the input early, if any.
+fn load<R, C>(
+    coll: &Collection,
+    name: &str,
+    source: Source<R, C>,
+    read_progress: Option<ReadProgress>,
+    settings: &IngestArgs,
+) -> (Summary, Option<CmdError>)
+where
+    R: std::io::BufRead + Send,
+    C: std::io::Read + Send,
+{
     let progress = match &read_progress {
-        Some(p) => file_progress_bar(&name, p.size),
-        None => progress_bar(&name),
+        Some(p) => file_progress_bar(name, p.size),
+        None => progress_bar(name),
     };
     let spec = coll.spec();
     let mut loader = Loader {
         coll,
-        name: &name,
+        name,
         time_field: &spec.time_field,
         meta_field: spec.meta_field.as_deref(),
         options: settings.insert_options(),
@@ -501,7 +531,7 @@ fn ingest_input(
     progress.finish_and_clear();
     let mut summary = loader.summary;
     summary.seconds = start.elapsed().as_secs_f64();
-    Ok((summary, result.err()))
+    (summary, result.err())
 }
 
 /// The CSV mapping from the options and the collection's fields.

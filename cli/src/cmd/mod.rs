@@ -220,7 +220,7 @@ pub(crate) fn write_extjson_doc(out: &mut impl Write, doc: &Document) -> io::Res
 /// The last millisecond relaxed Extended JSON writes as text: 9999-12-31T23:59:59.999Z.
 /// Dates after it, and dates before 1970, are written in canonical form,
 /// `{"$date":{"$numberLong":"..."}}` (MongoDB's Extended JSON specification).
-const LAST_RELAXED_DATE_MS: i64 = 253_402_300_799_999;
+pub(crate) const LAST_RELAXED_DATE_MS: i64 = 253_402_300_799_999;
 
 /// A BSON value serialized as relaxed Extended JSON, straight into the serializer (no
 /// intermediate `serde_json::Value` for documents, arrays, numbers, strings and dates).
@@ -236,6 +236,11 @@ const LAST_RELAXED_DATE_MS: i64 = 253_402_300_799_999;
 pub(crate) struct RelaxedExtJson<'a>(&'a Bson, bool);
 
 impl<'a> RelaxedExtJson<'a> {
+    /// For data that is read back: every value keeps its type.
+    pub(crate) fn exact(value: &'a Bson) -> Self {
+        RelaxedExtJson(value, true)
+    }
+
     /// For figures people read: every integer a plain number.
     fn readable(value: &'a Bson) -> Self {
         RelaxedExtJson(value, false)
@@ -322,7 +327,7 @@ impl Serialize for NumberLong {
 
 /// Milliseconds since the Unix epoch (0 up to [`LAST_RELAXED_DATE_MS`]) shown as
 /// `YYYY-MM-DDTHH:MM:SS.mmmZ`.
-struct IsoMillis(i64);
+pub(crate) struct IsoMillis(pub(crate) i64);
 
 impl fmt::Display for IsoMillis {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

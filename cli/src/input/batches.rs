@@ -11,13 +11,14 @@
 use std::io::{self, BufRead, Read};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
-use arrow_array::RecordBatch;
+use ::parquet::arrow::arrow_reader::ParquetRecordBatchReader;
+use arrow_array::{Array, RecordBatch};
 
-use super::Record;
 use super::columns::{NotColumnar, Table};
 use super::csv::CsvReader;
 use super::ndjson::{NdjsonLines, parse_document};
 use super::ndjson_columns::NdjsonColumns;
+use super::{Record, at_line, parquet};
 
 /// Batches handed over at once: one being inserted, one parsed ahead.
 const AHEAD: usize = 1;
@@ -43,6 +44,8 @@ pub(crate) enum Source<R, C> {
     Ndjson(NdjsonLines<R>),
     /// CSV records.
     Csv(Box<CsvReader<C>>),
+    /// Parquet record batches (a line number is a row number).
+    Parquet(Box<ParquetRecordBatchReader>),
 }
 
 /// The names batches of columns need.
@@ -85,8 +88,70 @@ where
             batch_size,
             &tx,
         ),
+        Source::Parquet(reader) => run_parquet(*reader, &fields, batch_size, &tx),
     });
     rx
+}
+
+/// Hands over each Parquet record batch: as columns when the inserting side holds no
+/// documents and the engine takes the batch's columns as they are, as records otherwise.
+fn run_parquet(
+    reader: ParquetRecordBatchReader,
+    fields: &Fields<'_>,
+    batch_size: usize,
+    tx: &SyncSender<Batch>,
+) {
+    let mut carried = 0usize;
+    let mut next_line = 1u64;
+    for batch in reader {
+        let batch = match batch {
+            Ok(batch) => batch,
+            Err(e) => {
+                let _ = tx.send(Batch::ReadError(at_line(next_line, io::Error::other(e))));
+                return;
+            }
+        };
+        let lines: Vec<u64> = (next_line..).take(batch.num_rows()).collect();
+        next_line += batch.num_rows() as u64;
+        let handed = if carried == 0 && parquet::engine_takes(batch.schema_ref()) {
+            let values = field_values(&batch, fields);
+            Batch::Columns {
+                batch,
+                lines,
+                fields: values,
+            }
+        } else {
+            let rows = parquet::Rows::new(&batch);
+            let records: Vec<Record> = lines
+                .iter()
+                .enumerate()
+                .map(|(row, &line)| Record {
+                    line,
+                    doc: rows.document(row),
+                })
+                .collect();
+            let good = records.iter().filter(|r| r.doc.is_ok()).count();
+            carried = (carried + good) % batch_size.max(1);
+            Batch::Records(records)
+        };
+        if tx.send(handed).is_err() {
+            return;
+        }
+    }
+}
+
+/// Each row's number of non-null columns other than the time and meta fields.
+fn field_values(batch: &RecordBatch, fields: &Fields<'_>) -> Vec<u64> {
+    let mut counts = vec![0u64; batch.num_rows()];
+    for (field, column) in batch.schema_ref().fields().iter().zip(batch.columns()) {
+        if field.name() == fields.time || Some(field.name().as_str()) == fields.meta {
+            continue;
+        }
+        for (row, count) in counts.iter_mut().enumerate() {
+            *count += u64::from(column.is_valid(row));
+        }
+    }
+    counts
 }
 
 /// Lines read from an input and not parsed yet.

@@ -385,10 +385,20 @@ impl<R: Read> CsvReader<R> {
                 "--csv-meta-columns given, but the collection has no meta field".to_owned(),
             ));
         }
+        // A meta column named `<metaField>.key` (as `find --format csv` writes them) is
+        // stored as `key` of the meta object.
+        let meta_prefix = mapping.meta_field.as_ref().map(|m| format!("{m}."));
         let meta = mapping
             .meta_columns
             .iter()
-            .map(|name| Ok((position(name)?, name.clone())))
+            .map(|name| {
+                let key = meta_prefix
+                    .as_deref()
+                    .and_then(|p| name.strip_prefix(p))
+                    .filter(|k| !k.is_empty())
+                    .unwrap_or(name);
+                Ok((position(name)?, key.to_owned()))
+            })
             .collect::<io::Result<Vec<_>>>()?;
         let fields = match &mapping.columns {
             Some(list) => list

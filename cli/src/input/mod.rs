@@ -7,6 +7,7 @@ pub(crate) mod csv;
 pub(crate) mod ndjson;
 pub(crate) mod ndjson_columns;
 pub(crate) mod open;
+pub(crate) mod parquet;
 #[cfg(test)]
 mod roundtrip_tests;
 
