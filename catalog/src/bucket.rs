@@ -7,6 +7,7 @@ use crate::catalog::Measurement;
 use crate::key::BucketKey;
 use crate::minmax::MinMax;
 use crate::options::{CatalogOptions, LARGE_MEASUREMENTS_MAX_BUCKET_SIZE};
+use crate::sums::BucketSums;
 use crate::sync::Arc;
 use crate::value::{decimal_digits, element_size};
 use crate::write_batch::WriteBatch;
@@ -108,6 +109,9 @@ pub(crate) struct Bucket {
     pub(crate) rows: BucketRows,
     /// Position in the bucket of the first row of `rows`.
     pub(crate) rows_base: u32,
+    /// The sums of the fields over the stored rows (`..stored_count`); `None` when unknown
+    /// (reopened from a control record without them).
+    pub(crate) sums: Option<BucketSums>,
 }
 
 /// The rows of an open bucket held in memory, column by column (`docs/architecture.md`, write
@@ -323,6 +327,18 @@ impl Bucket {
         self.memory
     }
 
+    /// The sums of the fields over rows `..count` (the stored ones and those after them in
+    /// `rows`); `None` when unknown.
+    pub(crate) fn sums_through(&self, count: u32) -> Option<BucketSums> {
+        let mut sums = self.sums.clone()?;
+        let from = self.stored_count.saturating_sub(self.rows_base) as usize;
+        let to = count.saturating_sub(self.rows_base) as usize;
+        if to > from {
+            sums.add_rows(&self.rows.columns, from, to);
+        }
+        Some(sums)
+    }
+
     /// Whether the bucket has uncommitted or preparing batches.
     pub(crate) fn has_pending(&self) -> bool {
         self.active.is_some() || self.prepared
@@ -356,6 +372,8 @@ pub struct StoredBucket {
     pub min: Document,
     /// `control.max`.
     pub max: Document,
+    /// The sums of the fields (in the order of `min`); `None` when the record has none.
+    pub sums: Option<BucketSums>,
 }
 
 impl StoredBucket {

@@ -2,7 +2,8 @@
 //! and what queries prune with, stored apart from the column data (`docs/architecture.md`, write path).
 
 use bson::{Bson, Document};
-use tscoll_catalog::{BucketId, BucketPart, StoredBucket};
+use tscoll_catalog::{BucketId, BucketPart, BucketSums, FieldSums, StoredBucket};
+use tscoll_codec::Column;
 
 /// A bucket's control record as stored in the `ctl` keyspace (a BSON document).
 #[derive(Clone, Debug, PartialEq)]
@@ -18,6 +19,8 @@ pub(crate) struct Control {
     pub(crate) uncompressed_bytes: u64,
     pub(crate) min: Document,
     pub(crate) max: Document,
+    /// The fields' sums (in the order of `min`); `None` when unknown.
+    pub(crate) sums: Option<BucketSums>,
 }
 
 impl Control {
@@ -41,6 +44,7 @@ impl Control {
             uncompressed_bytes: part.uncompressed_bytes,
             min: part.control_min.clone(),
             max: part.control_max.clone(),
+            sums: part.sums.clone(),
         }
     }
 
@@ -56,7 +60,8 @@ impl Control {
             meta_hash: self.meta_hash,
             uncompressed_bytes: self.uncompressed_bytes,
         };
-        encode_record(&h, &self.min, &self.max)
+        let sums = self.sums.as_ref().map(|s| s.encode(u64::from(self.count)));
+        encode_record(&h, &self.min, &self.max, sums.as_deref())
     }
 
     #[expect(clippy::cast_sign_loss, reason = "stored as BSON int64 bit patterns")]
@@ -71,6 +76,12 @@ impl Control {
                 .map(|t| t.timestamp_millis())
                 .map_err(|_| format!("control record lacks '{k}'"))
         };
+        let count = u32::try_from(int("count")?).map_err(|_| "bad count".to_owned())?;
+        // Sums that cannot be read are dropped: the bucket is then decoded to answer.
+        let sums = match d.get("sums") {
+            Some(Bson::Binary(b)) => BucketSums::decode(&b.bytes, u64::from(count)).ok(),
+            _ => None,
+        };
         let version = d
             .get_i32("version")
             .map_err(|_| "control record lacks 'version'".to_owned())?;
@@ -78,7 +89,7 @@ impl Control {
             sorted: version == 2,
             min_time: date("minTime")?,
             max_time: date("maxTime")?,
-            count: u32::try_from(int("count")?).map_err(|_| "bad count".to_owned())?,
+            count,
             size_estimate: int("size")? as u64,
             next_segment: u32::try_from(int("segments")?)
                 .map_err(|_| "bad segment count".to_owned())?,
@@ -93,6 +104,7 @@ impl Control {
                 .get_document("max")
                 .map_err(|_| "control record lacks 'max'".to_owned())?
                 .clone(),
+            sums,
         })
     }
 
@@ -110,8 +122,44 @@ impl Control {
             closed: self.closed,
             min: self.min.clone(),
             max: self.max.clone(),
+            sums: self.sums.clone(),
         }
     }
+}
+
+/// The sums of a bucket whose fields are the keys of `min`: per field, its `stored` sums
+/// (the sums of a record whose fields are the keys of the document given with them) plus
+/// those of every row of its column in `columns`.
+pub(crate) fn merged_sums(
+    min: &Document,
+    stored: Option<(&Document, &BucketSums)>,
+    columns: &[(String, Column)],
+) -> BucketSums {
+    let fields = min
+        .keys()
+        .map(|name| {
+            let before = stored.map_or(Some(FieldSums::default()), |(stored_min, sums)| {
+                stored_min
+                    .keys()
+                    .position(|k| k == name)
+                    .map_or(Some(FieldSums::default()), |i| sums.field(i))
+            });
+            let added = columns
+                .iter()
+                .find(|(n, _)| n == name)
+                .map_or(Some(FieldSums::default()), |(_, c)| {
+                    FieldSums::of_rows(c, 0, c.len())
+                });
+            match (before, added) {
+                (Some(mut a), Some(b)) => {
+                    a.merge(&b);
+                    Some(a)
+                }
+                _ => None,
+            }
+        })
+        .collect();
+    BucketSums { fields }
 }
 
 /// The scalar part of a control record.
@@ -130,12 +178,13 @@ struct Head {
 /// Writes the control record as a BSON document, field by field, `min` and `max` serialized in
 /// place, without a copy of them. Fields:
 /// `version` (int32), `minTime`, `maxTime` (dates), `count`, `size`, `segments`, `hash`, `raw`
-/// (int64), `min`, `max` (documents), `closed` (bool, only when true); `docs/keys.md`.
+/// (int64), `min`, `max` (documents), `sums` (binary, subtype 0: [`BucketSums::encode`], when
+/// known), `closed` (bool, only when true); `docs/keys.md`.
 #[expect(
     clippy::cast_possible_wrap,
     reason = "stored as BSON int64 bit patterns"
 )]
-fn encode_record(h: &Head, min: &Document, max: &Document) -> Vec<u8> {
+fn encode_record(h: &Head, min: &Document, max: &Document, sums: Option<&[u8]>) -> Vec<u8> {
     fn name(out: &mut Vec<u8>, tag: u8, name: &str) {
         out.push(tag);
         out.extend_from_slice(name.as_bytes());
@@ -169,6 +218,14 @@ fn encode_record(h: &Head, min: &Document, max: &Document) -> Vec<u8> {
     int64(&mut out, "raw", h.uncompressed_bytes as i64);
     document(&mut out, "min", min);
     document(&mut out, "max", max);
+    if let Some(sums) = sums
+        && let Ok(len) = i32::try_from(sums.len())
+    {
+        name(&mut out, 0x05, "sums");
+        out.extend_from_slice(&len.to_le_bytes());
+        out.push(0);
+        out.extend_from_slice(sums);
+    }
     if h.closed {
         name(&mut out, 0x08, "closed");
         out.push(1);
@@ -200,6 +257,15 @@ mod tests {
             "min": c.min.clone(),
             "max": c.max.clone(),
         };
+        if let Some(sums) = &c.sums {
+            d.insert(
+                "sums",
+                bson::Binary {
+                    subtype: bson::spec::BinarySubtype::Generic,
+                    bytes: sums.encode(u64::from(c.count)),
+                },
+            );
+        }
         if c.closed {
             d.insert("closed", true);
         }
@@ -208,7 +274,19 @@ mod tests {
 
     #[test]
     fn encoded_record_is_the_bson_document_and_decodes_back() {
-        for (sorted, closed) in [(true, false), (false, true)] {
+        let sums = BucketSums {
+            fields: vec![
+                Some(tscoll_catalog::FieldSums {
+                    count: 1000,
+                    ints: -(1 << 100),
+                    m2: 2.5,
+                    longs: true,
+                    ..Default::default()
+                }),
+                None,
+            ],
+        };
+        for (sorted, closed, sums) in [(true, false, None), (false, true, Some(sums))] {
             let c = Control {
                 sorted,
                 min_time: -62_135_596_800_000,
@@ -222,6 +300,7 @@ mod tests {
                 min: doc! {"_id": ObjectId::from_bytes([1; 12]), "t": DateTime::from_millis(0),
                 "a": {"b": [1, "x", Bson::Null]}, "s": "é"},
                 max: doc! {"t": DateTime::from_millis(5), "v": 2.5},
+                sums,
             };
             let bytes = c.encode();
             assert_eq!(bytes, reference(&c));

@@ -18,7 +18,7 @@ use tscoll_catalog::{BucketId, BucketKey, MinMax};
 use tscoll_codec::{Column, decode_bucket, encode_bucket};
 
 use crate::collection::CollectionInner;
-use crate::control::Control;
+use crate::control::{Control, merged_sums};
 use crate::error::{Error, Result};
 use crate::storage::keys::hex;
 use crate::storage::wal::{LogEntry, LogPosition, table_rows};
@@ -290,6 +290,14 @@ fn recovered_control(
             max.insert(name, f.max());
         }
     }
+    // Sums are known when the stored record (if any) has them.
+    let sums = match stored {
+        None => Some(merged_sums(&min, None, columns)),
+        Some(c) => c
+            .sums
+            .as_ref()
+            .map(|s| merged_sums(&min, Some((&c.min, s)), columns)),
+    };
     Ok(Control {
         sorted: last.sorted,
         min_time,
@@ -300,6 +308,7 @@ fn recovered_control(
         closed: false,
         meta_hash: key.hash,
         uncompressed_bytes: last.uncompressed_bytes,
+        sums,
         min,
         max,
     })

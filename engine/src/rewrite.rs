@@ -9,7 +9,7 @@ use tscoll_catalog::value::to_bson;
 use tscoll_codec::Column;
 
 use crate::collection::CollectionInner;
-use crate::control::Control;
+use crate::control::{Control, merged_sums};
 use crate::error::{Error, Result};
 use crate::storage::keys::hex;
 use crate::store::IndexEntry;
@@ -140,6 +140,7 @@ impl CollectionInner {
             max_time,
             size_estimate: scale(control.size_estimate),
             uncompressed_bytes: scale(control.uncompressed_bytes),
+            sums: Some(merged_sums(&min, None, &new_columns)),
             min,
             max,
             ..control.clone()

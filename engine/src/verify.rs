@@ -1102,7 +1102,61 @@ fn control_mismatches(c: &Control, segments: &[Rows], time_field: &str) -> Vec<S
             ));
         }
     }
+    if let Some(sums) = &c.sums {
+        sum_mismatches(c, sums, segments, &mut out);
+    }
     out
+}
+
+/// What the control record's sums say that the rows do not: per field, the number of
+/// numeric values, the integer sum and which types occur (the double sums and squared
+/// deviations depend on the order of additions, and are not compared).
+fn sum_mismatches(
+    c: &Control,
+    sums: &tscoll_catalog::BucketSums,
+    segments: &[Rows],
+    out: &mut Vec<String>,
+) {
+    if sums.fields.len() > c.min.len() {
+        out.push(format!(
+            "control.sums has {} fields, control.min {}",
+            sums.fields.len(),
+            c.min.len()
+        ));
+        return;
+    }
+    for (i, name) in c.min.keys().enumerate() {
+        let Some(stored) = sums.field(i) else {
+            continue; // a Decimal128: no sums kept
+        };
+        let mut column = tscoll_codec::Column::new();
+        for seg in segments {
+            let values = seg.columns.iter().find(|(n, _)| n == name);
+            for row in 0..seg.times.len() {
+                match values
+                    .and_then(|(_, v)| v.get(row))
+                    .and_then(Option::as_ref)
+                {
+                    Some(Bson::Int32(x)) => column.push_int(tscoll_codec::tag::INT32, (*x).into()),
+                    Some(Bson::Int64(x)) => column.push_int(tscoll_codec::tag::INT64, *x),
+                    Some(Bson::Double(x)) => column.push_float(*x),
+                    _ => column.push_missing(),
+                }
+            }
+        }
+        let Some(data) = tscoll_catalog::FieldSums::of_rows(&column, 0, column.len()) else {
+            continue;
+        };
+        if (stored.count, stored.ints, stored.longs, stored.doubles)
+            != (data.count, data.ints, data.longs, data.doubles)
+        {
+            out.push(format!(
+                "control.sums.{name} counts {} numbers with integer sum {}, the \
+                 measurements {} with {}",
+                stored.count, stored.ints, data.count, data.ints
+            ));
+        }
+    }
 }
 
 /// A time (ms) as ISO-8601, or the number when out of range.

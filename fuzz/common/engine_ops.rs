@@ -67,8 +67,8 @@ use bson::{
     Binary, Bson, DateTime, Decimal128, Document, JavaScriptCodeWithScope, Regex, Timestamp, doc,
 };
 use tscoll_engine::{
-    CatalogOptions, Collection, Database, DatabaseOptions, ErrorCode, FindOptions, Granularity,
-    InsertOptions, SortOrder, TimeseriesOptions,
+    Accumulator, AggregateSpec, CatalogOptions, Collection, Database, DatabaseOptions, ErrorCode,
+    FindOptions, Granularity, InsertOptions, SortOrder, TimeseriesOptions,
 };
 
 /// Base time (ms): a midnight UTC, so minute offsets sit on every rounding boundary up to a day.
@@ -3096,6 +3096,86 @@ impl Harness<'_> {
             self.rows.len()
         );
         self.summary.max_buckets = self.summary.max_buckets.max(buckets.len());
+        self.check_sums()
+    }
+
+    /// Daily counts, sums, means and standard deviations of `v` equal the model's: whole
+    /// buckets inside a day are answered from the sums in their control records (kept
+    /// through inserts, deletes, updates, TTL and reopening), the rest decoded.
+    fn check_sums(&self) -> Result<(), String> {
+        const DAY: i64 = 86_400_000;
+        let spec = AggregateSpec {
+            window_ms: DAY,
+            by_series: false,
+            outputs: vec![
+                ("n".into(), Accumulator::Count),
+                ("sum".into(), Accumulator::Sum("v".into())),
+                ("avg".into(), Accumulator::Avg("v".into())),
+                ("sd".into(), Accumulator::StdDevPop("v".into())),
+                ("sds".into(), Accumulator::StdDevSamp("v".into())),
+            ],
+        };
+        let got = engine("aggregate", self.coll().aggregate_windows(&doc! {}, &spec))?;
+        let mut days: BTreeMap<i64, (i64, Vec<f64>)> = BTreeMap::new();
+        for (id, row) in &self.rows {
+            // The first day of the date range starts before it: reported at its start.
+            let day = days
+                .entry(row.t.div_euclid(DAY).saturating_mul(DAY))
+                .or_default();
+            day.0 += 1;
+            match row.document(*id).get("v") {
+                Some(Bson::Int32(i)) => day.1.push(f64::from(*i)),
+                #[expect(clippy::cast_precision_loss, reason = "as the engine sums")]
+                Some(Bson::Int64(i)) => day.1.push(*i as f64),
+                Some(Bson::Double(d)) => day.1.push(*d),
+                Some(Bson::Decimal128(d)) => day.1.push(d.to_string().parse().unwrap_or(f64::NAN)),
+                _ => {}
+            }
+        }
+        ensure!(
+            got.len() == days.len(),
+            "daily sums: {} days, model {}",
+            got.len(),
+            days.len()
+        );
+        let close = |a: Option<f64>, b: Option<f64>, scale: f64| match (a, b) {
+            (Some(a), Some(b)) => {
+                a == b || (a.is_nan() && b.is_nan()) || (a - b).abs() <= 1e-9 * scale.max(1.0)
+            }
+            (a, b) => a == b,
+        };
+        for (g, (day, (n, values))) in got.iter().zip(&days) {
+            let num = |k: &str| match g.get(k) {
+                Some(Bson::Double(x)) => Some(*x),
+                _ => None,
+            };
+            #[expect(clippy::cast_precision_loss, reason = "counts as doubles")]
+            let (count, len) = (values.len() as f64, values.len());
+            let sum: f64 = values.iter().sum();
+            let scale: f64 = values.iter().map(|x| x.abs()).sum();
+            let mean = (len > 0).then(|| sum / count);
+            let m2: f64 = values
+                .iter()
+                .map(|x| (x - mean.unwrap_or(0.0)).powi(2))
+                .sum();
+            let sd = (len > 0).then(|| (m2 / count).sqrt());
+            let sds = (len > 1).then(|| (m2 / (count - 1.0)).sqrt());
+            let ok = g
+                .get_document("_id")
+                .ok()
+                .and_then(|i| i.get_datetime("t").ok())
+                == Some(&DateTime::from_millis(*day))
+                && g.get_i64("n").ok() == Some(*n)
+                && close(num("sum"), Some(sum), scale)
+                && close(num("avg"), mean, scale)
+                && close(num("sd"), sd, scale)
+                && close(num("sds"), sds, scale);
+            ensure!(
+                ok,
+                "daily sums: got {g}, model: day {day}, n {n}, sum {sum}, avg {mean:?}, \
+                 sd {sd:?}, sds {sds:?}"
+            );
+        }
         Ok(())
     }
 }

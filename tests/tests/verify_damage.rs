@@ -185,7 +185,8 @@ fn an_altered_control_record_is_found() {
         .iter()
         .map(|p| p.detail.as_str())
         .collect();
-    assert_eq!(details.len(), 2, "{:#?}", r.problems);
+    // The count also counts the numbers of each field whose sums take it from the record.
+    assert_eq!(details.len(), 4, "{:#?}", r.problems);
     assert!(
         details[0].starts_with(&format!("control.count is {}", count + 1)),
         "{details:?}"
@@ -194,6 +195,15 @@ fn an_altered_control_record_is_found() {
         details[1].starts_with("control.max.v is 1000000000, the measurements' max is "),
         "{details:?}"
     );
+    for (detail, field) in details[2..].iter().zip(["_id", "v"]) {
+        assert!(
+            detail.starts_with(&format!(
+                "control.sums.{field} counts {} numbers",
+                count + 1
+            )),
+            "{details:?}"
+        );
+    }
     assert!(
         r.problems
             .iter()

@@ -294,6 +294,7 @@ impl BucketCatalog {
             closed: false,
             min,
             max,
+            sums: bucket.sums_through(p.count),
         })
     }
 

@@ -26,6 +26,7 @@ use crate::key::BucketKey;
 use crate::minmax::MinMax;
 use crate::options::CatalogOptions;
 use crate::stats::{CatalogGauges, ExecutionStats, StatsSnapshot};
+use crate::sums::BucketSums;
 use crate::sync::{Arc, AtomicU64, Condvar, Mutex, Ordering, lock};
 use crate::value::{element_size, push_value};
 use crate::write_batch::{PreparedBatch, WriteBatch, WriterId};

@@ -394,6 +394,7 @@ impl BucketCatalog {
             memory: 0,
             rows: BucketRows::default(),
             rows_base: 0,
+            sums: Some(BucketSums::default()),
         };
         self.mem_add(bucket.measure_memory());
         self.active_buckets.fetch_add(1, Ordering::Relaxed);

@@ -151,6 +151,7 @@ impl BucketCatalog {
             // Its earlier rows are in storage only: it is merged from there when it closes.
             rows: BucketRows::default(),
             rows_base: stored.count,
+            sums: stored.sums.clone(),
         };
         if self
             .rollover_reason(&mut bucket, m, spec, options, derived, None)

@@ -39,6 +39,9 @@ pub struct BucketPart {
     pub control_min: Document,
     /// `control.max`.
     pub control_max: Document,
+    /// The sums of the fields over the bucket's `count` rows (in the order of
+    /// `control_min`); `None` when unknown.
+    pub sums: Option<BucketSums>,
     /// Rows in `columns`.
     pub rows: usize,
     /// `(field, column)` in the bucket's field order; fields with no value in these rows are
@@ -61,6 +64,8 @@ impl BucketPart {
         // A bucket leaving memory with every row in it is written as one blob (the parts it
         // stored before are replaced); otherwise only its unstored rows are.
         let whole = closing && bucket.rows_base == 0;
+        // Before the columns may move into the part.
+        let sums = bucket.sums_through(bucket.committed_count);
         let first_row = if whole { 0 } else { bucket.stored_count };
         let skip = (first_row - bucket.rows_base) as usize;
         let end = (bucket.committed_count - bucket.rows_base) as usize;
@@ -93,10 +98,12 @@ impl BucketPart {
             uncompressed_bytes: bucket.committed_uncompressed,
             control_min,
             control_max,
+            sums: sums.clone(),
             rows: (bucket.committed_count - first_row) as usize,
             columns,
             closing,
         };
+        bucket.sums = sums;
         bucket.stored_count = bucket.committed_count;
         if unstored > 0 || whole {
             bucket.stored_segments += 1;
@@ -125,6 +132,7 @@ impl BucketPart {
             uncompressed_bytes: b.committed_uncompressed,
             control_min,
             control_max,
+            sums: b.sums_through(b.committed_count),
             rows: (b.committed_count - b.stored_count) as usize,
             columns: b
                 .rows

@@ -37,7 +37,8 @@ pub(crate) struct Args {
     #[arg(long)]
     pub(crate) by_series: bool,
     /// An output: `NAME=count`, or `NAME=OP:FIELD` with OP one of min, max, sum, avg, first,
-    /// last (e.g. `--out peak=max:usage_user`). Repeatable; default `count=count`.
+    /// last, stddev (population), stddev_samp (e.g. `--out peak=max:usage_user`).
+    /// Repeatable; default `count=count`.
     #[arg(long = "out", value_name = "NAME=OP[:FIELD]", value_parser = parse_output)]
     pub(crate) outputs: Vec<(String, Accumulator)>,
     /// Also print the query's work counters on stderr as one JSON object.
@@ -119,6 +120,8 @@ fn calendar_pipeline(
             Accumulator::Avg(_) => "$avg",
             Accumulator::First(_) => "$first",
             Accumulator::Last(_) => "$last",
+            Accumulator::StdDevPop(_) => "$stdDevPop",
+            Accumulator::StdDevSamp(_) => "$stdDevSamp",
         };
         let field = acc.field();
         let arg = field.map_or(Bson::Document(Document::new()), |f| {
@@ -161,9 +164,12 @@ pub(crate) fn parse_output(text: &str) -> Result<(String, Accumulator), String> 
         ("avg", Some(f)) => Accumulator::Avg(f),
         ("first", Some(f)) => Accumulator::First(f),
         ("last", Some(f)) => Accumulator::Last(f),
+        ("stddev", Some(f)) => Accumulator::StdDevPop(f),
+        ("stddev_samp", Some(f)) => Accumulator::StdDevSamp(f),
         (other, Some(_)) => {
             return Err(format!(
-                "'{text}': unknown operator '{other}' (count, min, max, sum, avg, first, last)"
+                "'{text}': unknown operator '{other}' (count, min, max, sum, avg, first, last, \
+                 stddev, stddev_samp)"
             ));
         }
     };

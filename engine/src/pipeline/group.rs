@@ -7,8 +7,8 @@ use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 
 use bson::{Bson, Document};
-use tscoll_catalog::MAX_BSON_OBJECT_SIZE;
 use tscoll_catalog::value::{compare, value_size};
+use tscoll_catalog::{Compensated, MAX_BSON_OBJECT_SIZE};
 
 use super::bad;
 use super::stage::{Docs, evaluate, expression};
@@ -67,7 +67,9 @@ pub(super) enum State {
         doubles: bool,
         longs: bool,
     },
-    Avg(f64, u64),
+    /// The integers' exact sum, the doubles' compensated sum and the count: the mean as
+    /// the windowed aggregate (and the bucket sums of control records) compute it.
+    Avg(i128, Compensated, u64),
     Min(Option<Bson>),
     Max(Option<Bson>),
     First(Option<Bson>),
@@ -93,7 +95,7 @@ impl State {
                 doubles: false,
                 longs: false,
             },
-            Op::Avg => State::Avg(0.0, 0),
+            Op::Avg => State::Avg(0, Compensated::default(), 0),
             Op::Min => State::Min(None),
             Op::Max => State::Max(None),
             Op::First => State::First(None),
@@ -139,12 +141,21 @@ impl State {
                 }
                 _ => {}
             },
-            State::Avg(sum, n) => {
-                if let Some(x) = number(v) {
-                    *sum += x;
+            State::Avg(ints, floats, n) => match v {
+                Some(Bson::Int32(i)) => {
+                    *ints += i128::from(*i);
                     *n += 1;
                 }
-            }
+                Some(Bson::Int64(i)) => {
+                    *ints += i128::from(*i);
+                    *n += 1;
+                }
+                Some(Bson::Double(d)) => {
+                    floats.add(*d);
+                    *n += 1;
+                }
+                _ => {}
+            },
             State::Min(m) => keep(m, v, Ordering::Less),
             State::Max(m) => keep(m, v, Ordering::Greater),
             State::First(f) => {
@@ -200,11 +211,13 @@ impl State {
                     i32::try_from(*int).map_or(Bson::Int64(*int), Bson::Int32)
                 }
             }
-            State::Avg(sum, n) => {
+            State::Avg(ints, floats, n) => {
                 if *n == 0 {
                     Bson::Null
                 } else {
-                    Bson::Double(sum / *n as f64)
+                    let mut sum = *floats;
+                    sum.add(*ints as f64);
+                    Bson::Double(sum.value() / *n as f64)
                 }
             }
             State::Min(m) | State::Max(m) => m.clone().unwrap_or(Bson::Null),
@@ -393,7 +406,8 @@ impl Group {
     /// The windowed aggregate engine's form of this `$group`, when it has one: `_id` a
     /// `$dateTrunc` of the time field to a unit of fixed length whose bins line up with the
     /// epoch, alone or in an object with the whole meta field; outputs `$count`, `$sum: 1`,
-    /// `$min` and `$max` of measurement fields.
+    /// `$min`, `$max`, `$avg`, `$stdDevPop` and `$stdDevSamp` of measurement fields (whole
+    /// buckets are answered from their control record's min, max and sums).
     pub(super) fn as_windows(&self, time_field: &str, meta_field: Option<&str>) -> Option<Windows> {
         let window = |e: &Expr| -> Option<i64> {
             let Expr::DateTrunc {
@@ -454,6 +468,9 @@ impl Group {
                 }
                 Op::Min => Accumulator::Min(field(&o.arg)?),
                 Op::Max => Accumulator::Max(field(&o.arg)?),
+                Op::Avg => Accumulator::Avg(field(&o.arg)?),
+                Op::StdDevPop => Accumulator::StdDevPop(field(&o.arg)?),
+                Op::StdDevSamp => Accumulator::StdDevSamp(field(&o.arg)?),
                 _ => return None,
             };
             outputs.push((o.name.clone(), acc));
@@ -561,9 +578,28 @@ mod tests {
                 .spec
                 .by_series
         );
+        let stats = group(doc! {
+            "_id": by_hour.clone(),
+            "a": { "$avg": "$v" },
+            "sd": { "$stdDevPop": "$v" },
+            "sds": { "$stdDevSamp": "$w" },
+        });
+        assert_eq!(
+            stats
+                .as_windows("t", Some("m"))
+                .expect("means")
+                .spec
+                .outputs,
+            [
+                ("a".into(), Accumulator::Avg("v".into())),
+                ("sd".into(), Accumulator::StdDevPop("v".into())),
+                ("sds".into(), Accumulator::StdDevSamp("w".into())),
+            ]
+        );
         for other in [
-            doc! { "_id": by_hour.clone(), "a": { "$avg": "$v" } },
+            // `$sum` keeps integer types, which the windowed engine's double sums do not.
             doc! { "_id": by_hour.clone(), "s": { "$sum": "$v" } },
+            doc! { "_id": by_hour.clone(), "f": { "$first": "$v" } },
             doc! { "_id": by_hour.clone(), "m": { "$min": "$m.x" } },
             doc! { "_id": { "$dateTrunc": { "date": "$t", "unit": "month" } }, "n": { "$count": {} } },
             doc! { "_id": { "$dateTrunc": { "date": "$t", "unit": "week" } }, "n": { "$count": {} } },

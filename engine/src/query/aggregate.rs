@@ -20,7 +20,7 @@ use bson::{Bson, DateTime, Document};
 use tscoll_catalog::value::{compare, to_bson};
 use tscoll_codec::{Bucket, ValueRef, tag};
 
-use tscoll_catalog::BucketId;
+use tscoll_catalog::{BucketId, BucketSums, Compensated, FieldSums};
 
 use super::QueryStats;
 use super::bulk::{dense, id_order};
@@ -59,6 +59,12 @@ pub enum Accumulator {
     First(String),
     /// The value of the measurement with the greatest time (`null` if it lacks the field).
     Last(String),
+    /// Population standard deviation of the numeric values (as doubles), as MongoDB's
+    /// `$stdDevPop`; `null` when there is none.
+    StdDevPop(String),
+    /// Sample standard deviation of the numeric values (as doubles), as MongoDB's
+    /// `$stdDevSamp`; `null` when there are fewer than two.
+    StdDevSamp(String),
 }
 
 impl Accumulator {
@@ -72,7 +78,9 @@ impl Accumulator {
             | Accumulator::Sum(f)
             | Accumulator::Avg(f)
             | Accumulator::First(f)
-            | Accumulator::Last(f) => Some(f),
+            | Accumulator::Last(f)
+            | Accumulator::StdDevPop(f)
+            | Accumulator::StdDevSamp(f) => Some(f),
         }
     }
 }
@@ -292,28 +300,40 @@ enum Acc {
     Avg(Total, u64),
     First(Option<(i64, Bson)>),
     Last(Option<(i64, Bson)>),
+    /// Count, mean and sum of squared deviations (Welford), and whether the sample
+    /// deviation is wanted.
+    Std(u64, f64, f64, bool),
 }
 
 /// A sum kept exactly where it can be: integers in 128 bits (no rounding, whatever the
-/// order in which the parts of a query add them), doubles and decimals apart. Its value is
-/// the integer sum rounded once to a double, plus the double sum.
+/// order in which the parts of a query add them), doubles and decimals apart, compensated
+/// (the bucket sums of control records are kept the same way, `tscoll_catalog::FieldSums`).
+/// Its value is the integer sum rounded once to a double, plus the double sum.
 #[derive(Clone, Copy, Debug, Default)]
 struct Total {
     int: i128,
-    float: f64,
+    float: Compensated,
 }
 
 impl Total {
     #[expect(clippy::cast_precision_loss, reason = "a sum is a double")]
     fn value(self) -> f64 {
-        self.int as f64 + self.float
+        let mut total = self.float;
+        total.add(self.int as f64);
+        total.value()
     }
 
     fn add(&mut self, n: Num) {
         match n {
             Num::Int(i) => self.int += i128::from(i),
-            Num::Float(f) => self.float += f,
+            Num::Float(f) => self.float.add(f),
         }
+    }
+
+    /// Adds a bucket's sums of a field.
+    fn add_sums(&mut self, s: &FieldSums) {
+        self.int += s.ints;
+        self.float.merge(s.floats);
     }
 
     /// Adds an int lane of one type: int32 values are summed in 64 bits (no overflow below
@@ -328,7 +348,7 @@ impl Total {
 
     fn merge(&mut self, other: Total) {
         self.int += other.int;
-        self.float += other.float;
+        self.float.merge(other.float);
     }
 }
 
@@ -349,6 +369,8 @@ impl Acc {
             Accumulator::Avg(_) => Acc::Avg(Total::default(), 0),
             Accumulator::First(_) => Acc::First(None),
             Accumulator::Last(_) => Acc::Last(None),
+            Accumulator::StdDevPop(_) => Acc::Std(0, 0.0, 0.0, false),
+            Accumulator::StdDevSamp(_) => Acc::Std(0, 0.0, 0.0, true),
         }
     }
 
@@ -366,6 +388,15 @@ impl Acc {
                 }
             }
             Acc::First(v) | Acc::Last(v) => v.map_or(Bson::Null, |(_, b)| b),
+            #[expect(clippy::cast_precision_loss, reason = "a deviation is a double")]
+            Acc::Std(n, _, m2, sample) => {
+                let d = if sample { n.saturating_sub(1) } else { n };
+                if d == 0 {
+                    Bson::Null
+                } else {
+                    Bson::Double((m2 / d as f64).sqrt())
+                }
+            }
         }
     }
 
@@ -396,9 +427,59 @@ impl Acc {
                     *slot = Some((t, v.to_bson()?.unwrap_or(Bson::Null)));
                 }
             }
+            Acc::Std(n, mean, m2, _) => {
+                if let Some(x) = v.number()? {
+                    #[expect(clippy::cast_precision_loss, reason = "deviations are doubles")]
+                    let x = match x {
+                        Num::Int(i) => i as f64,
+                        Num::Float(f) => f,
+                    };
+                    *n += 1;
+                    let delta = x - *mean;
+                    *mean += delta / *n as f64;
+                    *m2 += delta * (x - *mean);
+                }
+            }
         }
         Ok(())
     }
+
+    /// Adds a whole bucket's sums of the accumulator's field (a sum, mean or deviation).
+    fn add_sums(&mut self, s: &FieldSums) {
+        match self {
+            Acc::Sum(total) => total.add_sums(s),
+            Acc::Avg(total, n) => {
+                total.add_sums(s);
+                *n += s.count;
+            }
+            Acc::Std(n, mean, m2, _) => merge_std((n, mean, m2), s.count, s.mean(), s.m2),
+            _ => {}
+        }
+    }
+}
+
+/// Merges the count, mean and squared deviations of other values into `(n, mean, m2)`
+/// (Chan et al.'s pairwise update).
+#[expect(clippy::cast_precision_loss, reason = "counts as doubles")]
+fn merge_std(
+    (n, mean, m2): (&mut u64, &mut f64, &mut f64),
+    nb: u64,
+    mean_b: Option<f64>,
+    m2b: f64,
+) {
+    let Some(mean_b) = mean_b.filter(|_| nb > 0) else {
+        return;
+    };
+    if *n == 0 {
+        (*n, *mean, *m2) = (nb, mean_b, m2b);
+        return;
+    }
+    let (na, nbf) = (*n as f64, nb as f64);
+    let total = na + nbf;
+    let delta = mean_b - *mean;
+    *m2 += m2b + delta * delta * na * nbf / total;
+    *mean += delta * nbf / total;
+    *n += nb;
 }
 
 impl Acc {
@@ -424,6 +505,9 @@ impl Acc {
                 if slot.as_ref().is_none_or(|(t0, _)| t >= *t0) =>
             {
                 *slot = Some((t, b));
+            }
+            (Acc::Std(n, mean, m2, _), Acc::Std(nb, mean_b, m2b, _)) => {
+                merge_std((n, mean, m2), nb, Some(mean_b), m2b);
             }
             _ => {}
         }
@@ -577,7 +661,7 @@ impl<'s> Groups<'s> {
             }
             return g;
         }
-        let window = n * self.spec.window_ms;
+        let window = window_start(n, self.spec.window_ms);
         if let Some(&g) = self.index.get(&(series, window)) {
             return g;
         }
@@ -587,7 +671,8 @@ impl<'s> Groups<'s> {
     }
 
     fn push(&mut self, series: usize, n: i64) -> usize {
-        self.keys.push((series, n * self.spec.window_ms));
+        self.keys
+            .push((series, window_start(n, self.spec.window_ms)));
         self.accs
             .extend(self.spec.outputs.iter().map(|(_, a)| Acc::new(a)));
         self.keys.len() - 1
@@ -633,6 +718,13 @@ impl<'s> Groups<'s> {
             }
         }
     }
+}
+
+/// The start (ms) of window number `n` of `window_ms`: the first window of dates near the
+/// lowest date starts before it, at a time no date can hold, and is reported as starting at
+/// the lowest date (likewise at the other end).
+fn window_start(n: i64, window_ms: i64) -> i64 {
+    n.saturating_mul(window_ms)
 }
 
 /// The hash of a group key `(series, window start)`: a multiply-xorshift of the two
@@ -795,13 +887,13 @@ fn add_run(
     match (&mut *acc, source) {
         (Acc::Count(n), _) => *n += times.len() as u64,
         (Acc::Sum(s), Source::Ints(ty, v)) => s.add_ints(ty, &v[range]),
-        (Acc::Sum(s), Source::Floats(v)) => v[range].iter().for_each(|x| s.float += *x),
+        (Acc::Sum(s), Source::Floats(v)) => v[range].iter().for_each(|x| s.float.add(*x)),
         (Acc::Avg(s, n), Source::Ints(ty, v)) => {
             s.add_ints(ty, &v[range]);
             *n += times.len() as u64;
         }
         (Acc::Avg(s, n), Source::Floats(v)) => {
-            v[range].iter().for_each(|x| s.float += *x);
+            v[range].iter().for_each(|x| s.float.add(*x));
             *n += times.len() as u64;
         }
         (Acc::Min(slot), Source::Ints(ty, v)) => {
@@ -1140,6 +1232,13 @@ fn control_may_answer(
             (Accumulator::Count, _) => true,
             (Accumulator::Max(_), Some([_])) => true,
             (Accumulator::Min(_), Some([f])) => f != time_field,
+            (
+                Accumulator::Sum(_)
+                | Accumulator::Avg(_)
+                | Accumulator::StdDevPop(_)
+                | Accumulator::StdDevSamp(_),
+                Some([_]),
+            ) => true,
             _ => false,
         })
 }
@@ -1264,6 +1363,16 @@ impl Reader<'_> {
     }
 }
 
+/// What a control record adds to one accumulator.
+enum Update {
+    /// Nothing but the count.
+    Nothing,
+    /// A min or max candidate.
+    Extreme(Bson),
+    /// The bucket's sums of the field.
+    Sums(FieldSums),
+}
+
 /// Adds a whole bucket lying in one window from its control record alone, if every
 /// accumulator allows it; `false` (nothing added) otherwise.
 fn from_control(
@@ -1273,11 +1382,13 @@ fn from_control(
     paths: &[Option<Vec<String>>],
     time_field: &str,
 ) -> bool {
-    let mut updates: Vec<Option<Bson>> = Vec::with_capacity(paths.len());
+    let mut updates: Vec<Update> = Vec::with_capacity(paths.len());
+    // Decoded on first use.
+    let mut sums: Option<BucketSums> = None;
     for ((_, acc), path) in groups.spec.outputs.iter().zip(paths) {
         let field = match path.as_deref() {
             None => {
-                updates.push(None);
+                updates.push(Update::Nothing);
                 continue;
             }
             Some([f]) => f.as_str(),
@@ -1285,13 +1396,13 @@ fn from_control(
         };
         let update = match acc {
             Accumulator::Max(_) if field == time_field => {
-                Some(Bson::DateTime(DateTime::from_millis(control.max_time)))
+                Update::Extreme(Bson::DateTime(DateTime::from_millis(control.max_time)))
             }
             Accumulator::Min(_) | Accumulator::Max(_) if field != time_field => {
                 match (control.min_of(field), control.max_of(field)) {
-                    (None, None) => None, // no measurement has the field
+                    (None, None) => Update::Nothing, // no measurement has the field
                     (Some(a), Some(b)) if exact_extremes(&a, &b) => {
-                        Some(if matches!(acc, Accumulator::Min(_)) {
+                        Update::Extreme(if matches!(acc, Accumulator::Min(_)) {
                             a
                         } else {
                             b
@@ -1300,24 +1411,29 @@ fn from_control(
                     _ => return false,
                 }
             }
+            Accumulator::Sum(_)
+            | Accumulator::Avg(_)
+            | Accumulator::StdDevPop(_)
+            | Accumulator::StdDevSamp(_) => {
+                if sums.is_none() {
+                    sums = control.sums();
+                }
+                let Some(s) = sums.as_ref().and_then(|s| control.field_sums(s, field)) else {
+                    return false; // unknown: unpack
+                };
+                Update::Sums(s)
+            }
             _ => return false,
         };
         updates.push(update);
     }
     let g = groups.get(series, control.min_time);
     for (acc, update) in groups.accs(g).iter_mut().zip(updates) {
-        match acc {
-            Acc::Count(n) => *n += control.count,
-            Acc::Min(slot) => {
-                if let Some(b) = update {
-                    offer_extreme(slot, b, Ordering::Less);
-                }
-            }
-            Acc::Max(slot) => {
-                if let Some(b) = update {
-                    offer_extreme(slot, b, Ordering::Greater);
-                }
-            }
+        match (acc, update) {
+            (Acc::Count(n), _) => *n += control.count,
+            (Acc::Min(slot), Update::Extreme(b)) => offer_extreme(slot, b, Ordering::Less),
+            (Acc::Max(slot), Update::Extreme(b)) => offer_extreme(slot, b, Ordering::Greater),
+            (acc, Update::Sums(s)) => acc.add_sums(&s),
             _ => {}
         }
     }

@@ -3,7 +3,7 @@
 //! (the stored layout is in `docs/keys.md`).
 
 use bson::{Bson, RawDocument};
-use tscoll_catalog::BucketId;
+use tscoll_catalog::{BucketId, BucketSums, FieldSums};
 
 use crate::collection::CollectionInner;
 use crate::error::{Error, Result};
@@ -26,6 +26,8 @@ pub(crate) struct ControlView<'a> {
     pub(crate) min: &'a RawDocument,
     /// `control.max`.
     pub(crate) max: &'a RawDocument,
+    /// The stored form of the fields' sums (`BucketSums::encode`), when the record has it.
+    pub(crate) sums: Option<&'a [u8]>,
 }
 
 impl ControlBytes {
@@ -52,6 +54,7 @@ impl ControlBytes {
         let d = RawDocument::from_bytes(&self.0[..]).map_err(|e| format!("control record: {e}"))?;
         let (mut version, mut min_time, mut max_time, mut count, mut min, mut max) =
             (None, None, None, None, None, None);
+        let mut sums = None;
         // One pass over the top-level fields.
         for element in d {
             let (k, v) = element.map_err(|e| format!("control record: {e}"))?;
@@ -62,6 +65,7 @@ impl ControlBytes {
                 "count" => count = v.as_i64(),
                 "min" => min = v.as_document(),
                 "max" => max = v.as_document(),
+                "sums" => sums = v.as_binary().map(|b| b.bytes),
                 _ => {}
             }
         }
@@ -74,6 +78,7 @@ impl ControlBytes {
             sorted: version.ok_or_else(|| lacks("version"))? == 2,
             min: min.ok_or_else(|| lacks("min"))?,
             max: max.ok_or_else(|| lacks("max"))?,
+            sums,
         })
     }
 }
@@ -89,6 +94,7 @@ fn fast_view(bytes: &[u8]) -> Option<ControlView<'_>> {
     }
     let (mut version, mut min_time, mut max_time, mut count, mut min, mut max) =
         (None, None, None, None, None, None);
+    let mut sums = None;
     let mut pos = 4;
     let end = bytes.len() - 1;
     while pos < end {
@@ -116,6 +122,8 @@ fn fast_view(bytes: &[u8]) -> Option<ControlView<'_>> {
             (b"count", 0x12) => count = le8(),
             (b"min", 0x03) => min = Some(RawDocument::from_bytes(value).ok()?),
             (b"max", 0x03) => max = Some(RawDocument::from_bytes(value).ok()?),
+            // Binary, subtype 0: length, subtype, bytes.
+            (b"sums", 0x05) if value.get(4) == Some(&0) => sums = value.get(5..),
             _ => {}
         }
         pos = at + len;
@@ -128,6 +136,7 @@ fn fast_view(bytes: &[u8]) -> Option<ControlView<'_>> {
         sorted: version? == 2,
         min: min?,
         max: max?,
+        sums,
     })
 }
 
@@ -202,6 +211,21 @@ impl ControlView<'_> {
     /// `control.max.<field>` as a value.
     pub(crate) fn max_of(&self, field: &str) -> Option<Bson> {
         control_value(self.max, field)
+    }
+
+    /// The fields' sums, in column order; `None` when the record has none (or they cannot
+    /// be read: the bucket is then decoded to answer).
+    pub(crate) fn sums(&self) -> Option<BucketSums> {
+        BucketSums::decode(self.sums?, self.count).ok()
+    }
+
+    /// The sums of `field` in the bucket's `sums`: no values when the bucket lacks the
+    /// field; `None` when they are unknown (the field holds a Decimal128).
+    pub(crate) fn field_sums(&self, sums: &BucketSums, field: &str) -> Option<FieldSums> {
+        match self.field_names().position(|n| n == field) {
+            None => Some(FieldSums::default()),
+            Some(i) => sums.field(i),
+        }
     }
 
     /// The bucket's field names in column order (the keys of `control.min`, §4.8).
