@@ -56,7 +56,7 @@ impl Compensated {
 }
 
 /// The sum statistics of one field over some rows.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct FieldSums {
     /// Numeric values (int32, int64, double).
     pub count: u64,
@@ -70,6 +70,23 @@ pub struct FieldSums {
     pub doubles: bool,
     /// Sum of the squared deviations of the values (as doubles) from their mean.
     pub m2: f64,
+    /// Sum of the squares of the values, exact, while every value is an integer and it
+    /// fits in 128 bits (stored instead of `m2` when `m2` follows from it exactly).
+    pub squares: Option<u128>,
+}
+
+impl Default for FieldSums {
+    fn default() -> Self {
+        FieldSums {
+            count: 0,
+            ints: 0,
+            floats: Compensated::default(),
+            longs: false,
+            doubles: false,
+            m2: 0.0,
+            squares: Some(0),
+        }
+    }
 }
 
 impl FieldSums {
@@ -107,6 +124,25 @@ impl FieldSums {
         self.floats.merge(other.floats);
         self.longs |= other.longs;
         self.doubles |= other.doubles;
+        self.squares = self
+            .squares
+            .zip(other.squares)
+            .and_then(|(a, b)| a.checked_add(b));
+    }
+
+    /// `m2` computed exactly from the integer sums, `(n·Σx² − (Σx)²) / n`, rounded once;
+    /// `None` when a value is a double or a product passes 128 bits.
+    #[must_use]
+    #[expect(clippy::cast_precision_loss, reason = "a deviation is a double")]
+    pub fn exact_m2(&self) -> Option<f64> {
+        if self.doubles || self.count == 0 {
+            return None;
+        }
+        let n = u128::from(self.count);
+        let scaled = n.checked_mul(self.squares?)?;
+        let sum = self.ints.unsigned_abs();
+        let num = scaled.checked_sub(sum.checked_mul(sum)?)?;
+        Some(num as f64 / n as f64)
     }
 
     /// The statistics of rows `from..to` of `column`; `None` when one of them is a
@@ -119,18 +155,17 @@ impl FieldSums {
         for v in column.iter_rows(from, to.min(column.len())) {
             #[expect(clippy::cast_precision_loss, reason = "deviations are doubles")]
             let x = match v {
-                ValueRef::Int(tag::INT32, i) => {
+                ValueRef::Int(ty @ (tag::INT32 | tag::INT64), i) => {
                     s.ints += i128::from(i);
-                    i as f64
-                }
-                ValueRef::Int(tag::INT64, i) => {
-                    s.ints += i128::from(i);
-                    s.longs = true;
+                    s.longs |= ty == tag::INT64;
+                    let square = i128::from(i) * i128::from(i);
+                    s.squares = s.squares.and_then(|q| q.checked_add(square.unsigned_abs()));
                     i as f64
                 }
                 ValueRef::Float(d) => {
                     s.floats.add(d);
                     s.doubles = true;
+                    s.squares = None;
                     d
                 }
                 ValueRef::Bytes(tag::DECIMAL128, _) => return None,
@@ -182,6 +217,8 @@ const OWN_COUNT: u8 = 16;
 const M2: u8 = 32;
 /// The field has values (an entry of 0 has none).
 const VALUES: u8 = 64;
+/// The exact sum of squares stands for `m2` (every value an integer).
+const SQUARES: u8 = 128;
 
 impl BucketSums {
     /// Adds the statistics of rows `from..to` of the bucket's columns (column `i` is field
@@ -235,7 +272,10 @@ impl BucketSums {
             if f.count != count && f.count != 0 {
                 flags |= OWN_COUNT;
             }
-            if f.m2 != 0.0 {
+            let squares = f.squares.filter(|_| f.exact_m2().is_some());
+            if squares.is_some() {
+                flags |= SQUARES;
+            } else if f.m2 != 0.0 {
                 flags |= M2;
             }
             if f.count == 0 {
@@ -253,7 +293,9 @@ impl BucketSums {
                 out.extend_from_slice(&f.floats.sum.to_le_bytes());
                 out.extend_from_slice(&f.floats.err.to_le_bytes());
             }
-            if flags & M2 != 0 {
+            if let Some(q) = squares {
+                put_varint(&mut out, q);
+            } else if flags & M2 != 0 {
                 out.extend_from_slice(&f.m2.to_le_bytes());
             }
         }
@@ -285,7 +327,7 @@ impl BucketSums {
                 fields.push(Some(FieldSums::default()));
                 continue;
             }
-            if flags & VALUES == 0 || flags > (VALUES << 1) - 1 {
+            if flags & VALUES == 0 || (flags & SQUARES != 0 && flags & (M2 | DOUBLES) != 0) {
                 return Err("bucket sums: bad flags".to_owned());
             }
             let count = if flags & OWN_COUNT != 0 {
@@ -306,15 +348,28 @@ impl BucketSums {
             } else {
                 Compensated::default()
             };
-            let m2 = if flags & M2 != 0 { r.f64()? } else { 0.0 };
-            fields.push(Some(FieldSums {
+            let (m2, squares) = if flags & SQUARES != 0 {
+                (0.0, Some(r.varint()?))
+            } else if flags & M2 != 0 {
+                (r.f64()?, None)
+            } else {
+                (0.0, None)
+            };
+            let mut field = FieldSums {
                 count,
                 ints,
                 floats,
                 longs: flags & LONGS != 0,
                 doubles: flags & DOUBLES != 0,
                 m2,
-            }));
+                squares,
+            };
+            if squares.is_some() {
+                field.m2 = field
+                    .exact_m2()
+                    .ok_or_else(|| "bucket sums: squares past 128 bits".to_owned())?;
+            }
+            fields.push(Some(field));
         }
         if r.pos != bytes.len() {
             return Err("bucket sums: bytes after the last field".to_owned());
@@ -441,10 +496,20 @@ mod tests {
             let mean = nums.iter().sum::<f64>() / nums.len().max(1) as f64;
             let m2: f64 = nums.iter().map(|x| (x - mean) * (x - mean)).sum();
             prop_assert!((merged.m2 - m2).abs() <= 1e-9 * (1.0 + m2.abs()), "{} vs {}", merged.m2, m2);
+            if let Some(exact) = merged.exact_m2() {
+                prop_assert!((exact - m2).abs() <= 1e-9 * (1.0 + m2.abs()), "{} vs {}", exact, m2);
+            }
             let bucket = BucketSums { fields: vec![Some(merged), None, Some(FieldSums::default())] };
-            let count = merged.count;
-            prop_assert_eq!(BucketSums::decode(&bucket.encode(count), count).unwrap(), bucket.clone());
-            prop_assert_eq!(BucketSums::decode(&bucket.encode(count + 1), count + 1).unwrap(), bucket);
+            for count in [merged.count, merged.count + 1] {
+                let bytes = bucket.encode(count);
+                let back = BucketSums::decode(&bytes, count).unwrap();
+                // The stored form is a fixed point; what it keeps reads back exactly.
+                prop_assert_eq!(back.encode(count), bytes);
+                let (a, b) = (back.fields[0].unwrap(), merged);
+                prop_assert_eq!((a.count, a.ints, a.floats, a.longs, a.doubles), (b.count, b.ints, b.floats, b.longs, b.doubles));
+                prop_assert!((a.m2 - b.m2).abs() <= 1e-9 * (1.0 + b.m2.abs()));
+                prop_assert_eq!(&back.fields[1..], &bucket.fields[1..]);
+            }
         }
 
         /// Any bytes decode to sums or an error, never a panic.

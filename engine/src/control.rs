@@ -281,6 +281,7 @@ mod tests {
                     ints: -(1 << 100),
                     m2: 2.5,
                     longs: true,
+                    squares: None,
                     ..Default::default()
                 }),
                 None,

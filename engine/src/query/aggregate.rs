@@ -1384,7 +1384,7 @@ fn from_control(
 ) -> bool {
     let mut updates: Vec<Update> = Vec::with_capacity(paths.len());
     // Decoded on first use.
-    let mut sums: Option<BucketSums> = None;
+    let mut sums: Option<(BucketSums, Vec<&[u8]>)> = None;
     for ((_, acc), path) in groups.spec.outputs.iter().zip(paths) {
         let field = match path.as_deref() {
             None => {
@@ -1416,9 +1416,12 @@ fn from_control(
             | Accumulator::StdDevPop(_)
             | Accumulator::StdDevSamp(_) => {
                 if sums.is_none() {
-                    sums = control.sums();
+                    sums = control.sums().map(|s| (s, control.field_keys()));
                 }
-                let Some(s) = sums.as_ref().and_then(|s| control.field_sums(s, field)) else {
+                let Some(s) = sums
+                    .as_ref()
+                    .and_then(|(s, keys)| ControlView::field_sums(s, keys, field))
+                else {
                     return false; // unknown: unpack
                 };
                 Update::Sums(s)

@@ -202,6 +202,23 @@ fn control_value(d: &RawDocument, field: &str) -> Option<Bson> {
     None
 }
 
+/// The keys of a stored control document, found by skipping values by their length;
+/// `None` for a value whose length this reader does not compute.
+fn field_keys(d: &RawDocument) -> Option<Vec<&[u8]>> {
+    let bytes = d.as_bytes();
+    let end = bytes.len().checked_sub(1)?;
+    let mut pos = 4;
+    let mut keys = Vec::with_capacity(16);
+    while pos < end {
+        let ty = bytes[pos];
+        let name_len = bytes.get(pos + 1..end)?.iter().position(|&b| b == 0)?;
+        keys.push(&bytes[pos + 1..pos + 1 + name_len]);
+        let at = pos + 2 + name_len;
+        pos = at + element_len(ty, bytes.get(at..end)?)?;
+    }
+    Some(keys)
+}
+
 impl ControlView<'_> {
     /// `control.min.<field>` as a value.
     pub(crate) fn min_of(&self, field: &str) -> Option<Bson> {
@@ -219,13 +236,25 @@ impl ControlView<'_> {
         BucketSums::decode(self.sums?, self.count).ok()
     }
 
-    /// The sums of `field` in the bucket's `sums`: no values when the bucket lacks the
-    /// field; `None` when they are unknown (the field holds a Decimal128).
-    pub(crate) fn field_sums(&self, sums: &BucketSums, field: &str) -> Option<FieldSums> {
-        match self.field_names().position(|n| n == field) {
+    /// The sums of `field` in the bucket's `sums`, given the keys of `control.min`
+    /// ([`ControlView::field_keys`]): no values when the bucket lacks the field; `None` when
+    /// they are unknown (the field holds a Decimal128).
+    pub(crate) fn field_sums(sums: &BucketSums, keys: &[&[u8]], field: &str) -> Option<FieldSums> {
+        match keys.iter().position(|k| *k == field.as_bytes()) {
             None => Some(FieldSums::default()),
             Some(i) => sums.field(i),
         }
+    }
+
+    /// The keys of `control.min`, in order, read from its bytes in one pass.
+    pub(crate) fn field_keys(&self) -> Vec<&[u8]> {
+        field_keys(self.min).unwrap_or_else(|| {
+            self.min
+                .iter()
+                .filter_map(std::result::Result::ok)
+                .map(|(k, _)| k.as_str().as_bytes())
+                .collect()
+        })
     }
 
     /// The bucket's field names in column order (the keys of `control.min`, §4.8).
