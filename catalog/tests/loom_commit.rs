@@ -359,6 +359,8 @@ impl Store {
             closed: false,
             min: doc! { "t": DateTime::from_millis(T0), "v": value_of(first) },
             max: doc! { "t": DateTime::from_millis(time_of(last)), "v": value_of(last) },
+            // As a record written before bucket sums: the reopened bucket keeps none.
+            sums: None,
         };
         let stored = Stored {
             control,

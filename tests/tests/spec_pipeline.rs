@@ -117,15 +117,38 @@ fn the_window_engine_and_the_general_group_agree() {
     };
     // Count, min and max only: the windowed aggregate engine answers it.
     let fast = group(None);
-    // An $avg makes it the general $group.
-    let general: Vec<Document> = group(Some(("avg", Bson::Document(doc! { "$avg": "$wind" }))))
+    // A $first makes it the general $group.
+    let general: Vec<Document> = group(Some(("f", Bson::Document(doc! { "$first": "$wind" }))))
         .into_iter()
         .map(|mut d| {
-            d.remove("avg");
+            d.remove("f");
             d
         })
         .collect();
     assert_eq!(fast, general);
+    // Sums, means and deviations: from the bucket sums of control records in the windowed
+    // engine, value by value in the general $group; equal to rounding.
+    let stats = |first: bool| {
+        let mut g = doc! {
+            "_id": { "s": "$meta", "w": { "$dateTrunc": { "date": "$ts", "unit": "day", "binSize": 10 } } },
+            "sum": { "$sum": "$precipitation" },
+            "avg": { "$avg": "$wind" },
+            "sd": { "$stdDevPop": "$temp_max" },
+            "sds": { "$stdDevSamp": "$temp_min" },
+        };
+        if first {
+            g.insert("f", doc! { "$first": "$wind" });
+        }
+        coll.aggregate(&[doc! { "$group": g }]).expect("aggregate")
+    };
+    let (windowed, general) = (stats(false), stats(true));
+    assert_eq!(windowed.len(), general.len());
+    for (a, b) in windowed.iter().zip(&general) {
+        assert_eq!(a.get("_id"), b.get("_id"));
+        for k in ["sum", "avg", "sd", "sds"] {
+            assert!(close(f(a, k), f(b, k)), "{k}: {a} vs {b}");
+        }
+    }
     // And both match a plain count per series and 10-day bin since 2000-01-01.
     let n: i64 = fast
         .iter()

@@ -1030,6 +1030,25 @@ fn reference_aggregate(
                         present(f).into_iter().max_by(order).unwrap_or(Bson::Null)
                     }
                     Accumulator::Sum(f) => Bson::Double(numbers(f).iter().sum()),
+                    Accumulator::SumTyped(f) => {
+                        let vals = values(f);
+                        let ints: Option<i64> =
+                            vals.iter()
+                                .filter(|v| rank(v) == 10)
+                                .try_fold(0i64, |a, v| match v {
+                                    Bson::Int32(i) => a.checked_add(i64::from(*i)),
+                                    Bson::Int64(i) => a.checked_add(*i),
+                                    _ => None,
+                                });
+                        let longs = vals.iter().any(|v| matches!(v, Bson::Int64(_)));
+                        match ints {
+                            Some(n) if !longs => {
+                                i32::try_from(n).map_or(Bson::Int64(n), Bson::Int32)
+                            }
+                            Some(n) => Bson::Int64(n),
+                            None => Bson::Double(numbers(f).iter().sum()),
+                        }
+                    }
                     Accumulator::Avg(f) => {
                         let n = numbers(f);
                         if n.is_empty() {
@@ -1290,6 +1309,7 @@ fn aggregates_read_in_parts_equal_naive_computations() {
         ("tmax".into(), Accumulator::Max("t".into())),
         ("sd".into(), Accumulator::StdDevPop("v".into())),
         ("sds".into(), Accumulator::StdDevSamp("w".into())),
+        ("total".into(), Accumulator::SumTyped("v".into())),
     ];
     // Hourly minima and maxima: every bucket lies in one hour and comes from control.
     let hourly = AggregateSpec {
@@ -1325,6 +1345,8 @@ fn aggregates_read_in_parts_equal_naive_computations() {
             ("sum".into(), Accumulator::Sum("w".into())),
             ("sd".into(), Accumulator::StdDevPop("v".into())),
             ("sds".into(), Accumulator::StdDevSamp("w".into())),
+            ("total".into(), Accumulator::SumTyped("w".into())),
+            ("vtotal".into(), Accumulator::SumTyped("v".into())),
         ],
     };
     let (found, stats) = coll
@@ -1344,6 +1366,18 @@ fn aggregates_read_in_parts_equal_naive_computations() {
         (70 * 120, 0, 0),
         "{stats:?}"
     );
+    // `$sum` types: int32 sums of int32s, int64 or double where the values have them.
+    let want = reference_aggregate(&docs, &doc! {}, &means);
+    assert_eq!(found.len(), want.len());
+    for (g, e) in found.iter().zip(&want) {
+        assert!(matches!(g.get("total"), Some(Bson::Int32(_))), "{g}");
+        assert_eq!(g.get("_id"), e.get("_id"));
+        assert_eq!(
+            g.get("vtotal").map(Bson::element_type),
+            e.get("vtotal").map(Bson::element_type),
+            "{g} vs {e}"
+        );
+    }
     // Windows that cut buckets, all accumulators, with and without series, whole and
     // partial buckets.
     for (window_ms, by_series) in [(40 * MIN, true), (40 * MIN, false), (5 * HOUR, false)] {

@@ -116,7 +116,7 @@ fn calendar_pipeline(
             Accumulator::Count => "$count",
             Accumulator::Min(_) => "$min",
             Accumulator::Max(_) => "$max",
-            Accumulator::Sum(_) => "$sum",
+            Accumulator::Sum(_) | Accumulator::SumTyped(_) => "$sum",
             Accumulator::Avg(_) => "$avg",
             Accumulator::First(_) => "$first",
             Accumulator::Last(_) => "$last",

@@ -406,7 +406,7 @@ impl Group {
     /// The windowed aggregate engine's form of this `$group`, when it has one: `_id` a
     /// `$dateTrunc` of the time field to a unit of fixed length whose bins line up with the
     /// epoch, alone or in an object with the whole meta field; outputs `$count`, `$sum: 1`,
-    /// `$min`, `$max`, `$avg`, `$stdDevPop` and `$stdDevSamp` of measurement fields (whole
+    /// `$sum`, `$min`, `$max`, `$avg`, `$stdDevPop` and `$stdDevSamp` of measurement fields (whole
     /// buckets are answered from their control record's min, max and sums).
     pub(super) fn as_windows(&self, time_field: &str, meta_field: Option<&str>) -> Option<Windows> {
         let window = |e: &Expr| -> Option<i64> {
@@ -466,6 +466,7 @@ impl Group {
                 Op::Sum if matches!(o.arg, Some(Expr::Literal(Bson::Int32(1)))) => {
                     Accumulator::Count
                 }
+                Op::Sum => Accumulator::SumTyped(field(&o.arg)?),
                 Op::Min => Accumulator::Min(field(&o.arg)?),
                 Op::Max => Accumulator::Max(field(&o.arg)?),
                 Op::Avg => Accumulator::Avg(field(&o.arg)?),
@@ -580,6 +581,7 @@ mod tests {
         );
         let stats = group(doc! {
             "_id": by_hour.clone(),
+            "s": { "$sum": "$v" },
             "a": { "$avg": "$v" },
             "sd": { "$stdDevPop": "$v" },
             "sds": { "$stdDevSamp": "$w" },
@@ -591,14 +593,14 @@ mod tests {
                 .spec
                 .outputs,
             [
+                ("s".into(), Accumulator::SumTyped("v".into())),
                 ("a".into(), Accumulator::Avg("v".into())),
                 ("sd".into(), Accumulator::StdDevPop("v".into())),
                 ("sds".into(), Accumulator::StdDevSamp("w".into())),
             ]
         );
         for other in [
-            // `$sum` keeps integer types, which the windowed engine's double sums do not.
-            doc! { "_id": by_hour.clone(), "s": { "$sum": "$v" } },
+            doc! { "_id": by_hour.clone(), "s": { "$sum": { "$add": ["$v", 1] } } },
             doc! { "_id": by_hour.clone(), "f": { "$first": "$v" } },
             doc! { "_id": by_hour.clone(), "m": { "$min": "$m.x" } },
             doc! { "_id": { "$dateTrunc": { "date": "$t", "unit": "month" } }, "n": { "$count": {} } },

@@ -52,6 +52,11 @@ pub enum Accumulator {
     /// Sum of the numeric values (int32, int64, double, decimal128) as a double; other values
     /// are ignored; `0.0` when there is none.
     Sum(String),
+    /// Sum of the numeric values typed as MongoDB's `$sum` types it: a double when a double
+    /// (or decimal128) is among them or the integer sum passes the int64 range, else an
+    /// int64 when an int64 is among them or the sum passes the int32 range, else an int32
+    /// (`0` when there is none).
+    SumTyped(String),
     /// Mean of the numeric values as a double; other values are ignored; `null` when there is
     /// none.
     Avg(String),
@@ -76,6 +81,7 @@ impl Accumulator {
             Accumulator::Min(f)
             | Accumulator::Max(f)
             | Accumulator::Sum(f)
+            | Accumulator::SumTyped(f)
             | Accumulator::Avg(f)
             | Accumulator::First(f)
             | Accumulator::Last(f)
@@ -297,6 +303,8 @@ enum Acc {
     Min(Option<Bson>),
     Max(Option<Bson>),
     Sum(Total),
+    /// A sum typed as `$sum` types it.
+    SumTyped(Total),
     Avg(Total, u64),
     First(Option<(i64, Bson)>),
     Last(Option<(i64, Bson)>),
@@ -313,6 +321,10 @@ enum Acc {
 struct Total {
     int: i128,
     float: Compensated,
+    /// Whether an int64 was added.
+    longs: bool,
+    /// Whether a double (or decimal128) was added.
+    doubles: bool,
 }
 
 impl Total {
@@ -323,22 +335,51 @@ impl Total {
         total.value()
     }
 
+    /// The sum as `$sum` types it (see [`Accumulator::SumTyped`]).
+    fn typed(self) -> Bson {
+        match i64::try_from(self.int) {
+            Ok(n) if !self.doubles => {
+                if self.longs {
+                    Bson::Int64(n)
+                } else {
+                    i32::try_from(n).map_or(Bson::Int64(n), Bson::Int32)
+                }
+            }
+            _ => Bson::Double(self.value()),
+        }
+    }
+
     fn add(&mut self, n: Num) {
         match n {
-            Num::Int(i) => self.int += i128::from(i),
-            Num::Float(f) => self.float.add(f),
+            Num::Int(i, long) => {
+                self.int += i128::from(i);
+                self.longs |= long;
+            }
+            Num::Float(f) => {
+                self.float.add(f);
+                self.doubles = true;
+            }
         }
+    }
+
+    /// Adds a double lane.
+    fn add_floats(&mut self, v: &[f64]) {
+        v.iter().for_each(|x| self.float.add(*x));
+        self.doubles |= !v.is_empty();
     }
 
     /// Adds a bucket's sums of a field.
     fn add_sums(&mut self, s: &FieldSums) {
         self.int += s.ints;
         self.float.merge(s.floats);
+        self.longs |= s.longs;
+        self.doubles |= s.doubles;
     }
 
     /// Adds an int lane of one type: int32 values are summed in 64 bits (no overflow below
     /// 2^32 values), int64 values in 128 bits.
     fn add_ints(&mut self, ty: u8, v: &[i64]) {
+        self.longs |= ty == tag::INT64 && !v.is_empty();
         if ty == tag::INT32 {
             self.int += i128::from(v.iter().fold(0i64, |a, &x| a.wrapping_add(x)));
         } else {
@@ -349,13 +390,16 @@ impl Total {
     fn merge(&mut self, other: Total) {
         self.int += other.int;
         self.float.merge(other.float);
+        self.longs |= other.longs;
+        self.doubles |= other.doubles;
     }
 }
 
 /// A number of a sum: integers are added exactly.
 #[derive(Clone, Copy)]
 enum Num {
-    Int(i64),
+    /// An integer, and whether it is an int64.
+    Int(i64, bool),
     Float(f64),
 }
 
@@ -366,6 +410,7 @@ impl Acc {
             Accumulator::Min(_) => Acc::Min(None),
             Accumulator::Max(_) => Acc::Max(None),
             Accumulator::Sum(_) => Acc::Sum(Total::default()),
+            Accumulator::SumTyped(_) => Acc::SumTyped(Total::default()),
             Accumulator::Avg(_) => Acc::Avg(Total::default(), 0),
             Accumulator::First(_) => Acc::First(None),
             Accumulator::Last(_) => Acc::Last(None),
@@ -379,6 +424,7 @@ impl Acc {
             Acc::Count(n) => Bson::Int64(i64::try_from(n).unwrap_or(i64::MAX)),
             Acc::Min(v) | Acc::Max(v) => v.unwrap_or(Bson::Null),
             Acc::Sum(s) => Bson::Double(s.value()),
+            Acc::SumTyped(s) => s.typed(),
             #[expect(clippy::cast_precision_loss, reason = "a mean is a double")]
             Acc::Avg(s, n) => {
                 if n == 0 {
@@ -406,7 +452,7 @@ impl Acc {
             Acc::Count(n) => *n += 1,
             Acc::Min(slot) => extreme(slot, v, Ordering::Less)?,
             Acc::Max(slot) => extreme(slot, v, Ordering::Greater)?,
-            Acc::Sum(s) => {
+            Acc::Sum(s) | Acc::SumTyped(s) => {
                 if let Some(x) = v.number()? {
                     s.add(x);
                 }
@@ -431,7 +477,7 @@ impl Acc {
                 if let Some(x) = v.number()? {
                     #[expect(clippy::cast_precision_loss, reason = "deviations are doubles")]
                     let x = match x {
-                        Num::Int(i) => i as f64,
+                        Num::Int(i, _) => i as f64,
                         Num::Float(f) => f,
                     };
                     *n += 1;
@@ -447,7 +493,7 @@ impl Acc {
     /// Adds a whole bucket's sums of the accumulator's field (a sum, mean or deviation).
     fn add_sums(&mut self, s: &FieldSums) {
         match self {
-            Acc::Sum(total) => total.add_sums(s),
+            Acc::Sum(total) | Acc::SumTyped(total) => total.add_sums(s),
             Acc::Avg(total, n) => {
                 total.add_sums(s);
                 *n += s.count;
@@ -491,7 +537,7 @@ impl Acc {
             (Acc::Count(a), Acc::Count(b)) => *a += b,
             (Acc::Min(slot), Acc::Min(Some(b))) => offer_extreme(slot, b, Ordering::Less),
             (Acc::Max(slot), Acc::Max(Some(b))) => offer_extreme(slot, b, Ordering::Greater),
-            (Acc::Sum(a), Acc::Sum(b)) => a.merge(b),
+            (Acc::Sum(a), Acc::Sum(b)) | (Acc::SumTyped(a), Acc::SumTyped(b)) => a.merge(b),
             (Acc::Avg(a, n), Acc::Avg(b, m)) => {
                 a.merge(b);
                 *n += m;
@@ -533,7 +579,9 @@ impl Value<'_> {
 
     fn number(self) -> std::result::Result<Option<Num>, String> {
         Ok(match self {
-            Value::Stored(ValueRef::Int(tag::INT32 | tag::INT64, i)) => Some(Num::Int(i)),
+            Value::Stored(ValueRef::Int(ty @ (tag::INT32 | tag::INT64), i)) => {
+                Some(Num::Int(i, ty == tag::INT64))
+            }
             Value::Stored(ValueRef::Float(d)) => Some(Num::Float(d)),
             Value::Stored(v @ ValueRef::Bytes(tag::DECIMAL128, _)) => {
                 to_bson(v)?.as_ref().and_then(number)
@@ -546,8 +594,8 @@ impl Value<'_> {
 
 fn number(b: &Bson) -> Option<Num> {
     match b {
-        Bson::Int32(i) => Some(Num::Int(i64::from(*i))),
-        Bson::Int64(i) => Some(Num::Int(*i)),
+        Bson::Int32(i) => Some(Num::Int(i64::from(*i), false)),
+        Bson::Int64(i) => Some(Num::Int(*i, true)),
         Bson::Double(d) => Some(Num::Float(*d)),
         Bson::Decimal128(d) => d.to_string().parse().ok().map(Num::Float),
         _ => None,
@@ -886,14 +934,14 @@ fn add_run(
     let times = &view.times[range.clone()];
     match (&mut *acc, source) {
         (Acc::Count(n), _) => *n += times.len() as u64,
-        (Acc::Sum(s), Source::Ints(ty, v)) => s.add_ints(ty, &v[range]),
-        (Acc::Sum(s), Source::Floats(v)) => v[range].iter().for_each(|x| s.float.add(*x)),
+        (Acc::Sum(s) | Acc::SumTyped(s), Source::Ints(ty, v)) => s.add_ints(ty, &v[range]),
+        (Acc::Sum(s) | Acc::SumTyped(s), Source::Floats(v)) => s.add_floats(&v[range]),
         (Acc::Avg(s, n), Source::Ints(ty, v)) => {
             s.add_ints(ty, &v[range]);
             *n += times.len() as u64;
         }
         (Acc::Avg(s, n), Source::Floats(v)) => {
-            v[range].iter().for_each(|x| s.float.add(*x));
+            s.add_floats(&v[range]);
             *n += times.len() as u64;
         }
         (Acc::Min(slot), Source::Ints(ty, v)) => {
@@ -1234,6 +1282,7 @@ fn control_may_answer(
             (Accumulator::Min(_), Some([f])) => f != time_field,
             (
                 Accumulator::Sum(_)
+                | Accumulator::SumTyped(_)
                 | Accumulator::Avg(_)
                 | Accumulator::StdDevPop(_)
                 | Accumulator::StdDevSamp(_),
@@ -1412,6 +1461,7 @@ fn from_control(
                 }
             }
             Accumulator::Sum(_)
+            | Accumulator::SumTyped(_)
             | Accumulator::Avg(_)
             | Accumulator::StdDevPop(_)
             | Accumulator::StdDevSamp(_) => {
