@@ -692,38 +692,53 @@ impl<'s> Groups<'s> {
 
     /// The group of `series` and window number `n` (window start / window length).
     fn slot(&mut self, series: usize, n: i64) -> usize {
+        match self.find(series, n) {
+            Ok(g) => g,
+            Err(at) => {
+                let outputs = self.spec.outputs.iter();
+                self.accs.extend(outputs.map(|(_, a)| Acc::new(a)));
+                self.add_key(series, n, at)
+            }
+        }
+    }
+
+    /// The group of `series` and window number `n`, or where a new one is registered.
+    fn find(&self, series: usize, n: i64) -> std::result::Result<usize, Place> {
         let at = self.dense.as_ref().and_then(|d| {
             let w = usize::try_from(n.checked_sub(d.first)?).ok()?;
             (series < d.series && w < d.windows).then_some(series * d.windows + w)
         });
-        if let Some(k) = at
-            && let Some(d) = &self.dense
-        {
-            let g = d.slots[k];
-            if g != NO_GROUP {
-                return g as usize;
-            }
-            let g = self.push(series, n);
-            if let (Some(d), Ok(g32)) = (&mut self.dense, u32::try_from(g)) {
-                d.slots[k] = g32;
-            }
-            return g;
+        if let (Some(k), Some(d)) = (at, &self.dense) {
+            return match d.slots[k] {
+                NO_GROUP => Err(Place::Dense(k)),
+                g => Ok(g as usize),
+            };
         }
         let window = window_start(n, self.spec.window_ms);
-        if let Some(&g) = self.index.get(&(series, window)) {
-            return g;
-        }
-        let g = self.push(series, n);
-        self.index.insert((series, window), g);
-        g
+        self.index
+            .get(&(series, window))
+            .copied()
+            .ok_or(Place::Index)
     }
 
-    fn push(&mut self, series: usize, n: i64) -> usize {
-        self.keys
-            .push((series, window_start(n, self.spec.window_ms)));
-        self.accs
-            .extend(self.spec.outputs.iter().map(|(_, a)| Acc::new(a)));
-        self.keys.len() - 1
+    /// Registers a new group (its accumulators already pushed) at `at`.
+    fn add_key(&mut self, series: usize, n: i64, at: Place) -> usize {
+        let window = window_start(n, self.spec.window_ms);
+        self.keys.push((series, window));
+        let g = self.keys.len() - 1;
+        match at {
+            Place::Dense(k) => {
+                if let (Some(d), Ok(g32)) = (&mut self.dense, u32::try_from(g)) {
+                    d.slots[k] = g32;
+                } else {
+                    self.index.insert((series, window), g);
+                }
+            }
+            Place::Index => {
+                self.index.insert((series, window), g);
+            }
+        }
+        g
     }
 
     /// The accumulators of group `g`.
@@ -756,16 +771,33 @@ impl<'s> Groups<'s> {
 
     /// Adds the groups of a later part of the query.
     fn merge(&mut self, other: Groups<'_>) {
+        let width = self.width;
         let mut accs = other.accs.into_iter();
         for (series, window) in other.keys {
-            let g = self.slot(series, window.div_euclid(self.spec.window_ms));
-            for acc in self.accs(g) {
-                if let Some(part) = accs.next() {
-                    acc.merge(part);
+            let n = window.div_euclid(self.spec.window_ms);
+            match self.find(series, n) {
+                Ok(g) => {
+                    for acc in self.accs(g) {
+                        if let Some(part) = accs.next() {
+                            acc.merge(part);
+                        }
+                    }
+                }
+                // A group new here takes the part's accumulators as they are.
+                Err(at) => {
+                    self.accs.extend(accs.by_ref().take(width));
+                    self.add_key(series, n, at);
                 }
             }
         }
     }
+}
+
+/// Where a new group is registered: a slot of the dense table, or the hash index.
+#[derive(Clone, Copy)]
+enum Place {
+    Dense(usize),
+    Index,
 }
 
 /// The start (ms) of window number `n` of `window_ms`: the first window of dates near the
@@ -1398,14 +1430,15 @@ impl Reader<'_> {
                 .map(|(name, _)| (name.clone(), Vec::with_capacity(order.len())))
                 .collect(),
         };
-        let mut accs: Vec<Option<Acc>> = groups.accs.into_iter().map(Some).collect();
         let width = groups.width;
+        let mut accs = groups.accs;
         for g in order {
             let (s, window) = groups.keys[g];
             batch.series.push(rank[s]);
             batch.windows.push(window);
             for (k, (_, values)) in batch.outputs.iter_mut().enumerate() {
-                values.push(accs[g * width + k].take().map_or(Bson::Null, Acc::result));
+                // Each group is in `order` once: its accumulators are taken, not cloned.
+                values.push(std::mem::replace(&mut accs[g * width + k], Acc::Count(0)).result());
             }
         }
         Ok(batch)
