@@ -1,6 +1,7 @@
 //! `tscoll find`: queries a collection and prints the measurements as relaxed Extended JSON,
-//! one per line; `--count` prints their number, `--last` the last measurement of each series,
-//! `--stats` the query's work counters (SPEC §14).
+//! one per line, or as CSV or Parquet (`--format`, written by [`crate::output`]); `--count`
+//! prints their number, `--last` the last measurement of each series, `--stats` the query's
+//! work counters (SPEC §14).
 
 use std::cell::Cell;
 use std::fs::File;
