@@ -351,3 +351,32 @@ fn a_plain_parquet_file_round_trips_through_the_columnar_insert() {
     assert_eq!(a.len(), 3000);
     assert_eq!(a, strip("b"));
 }
+
+#[test]
+fn an_export_of_no_measurement_reads_back_as_nothing() {
+    let s = Scratch::new();
+    s.create("a");
+    let input = s.file("in.ndjson", EVERY_TYPE.as_bytes());
+    s.run("ingest", &["a", &input]).ok();
+    let none = r#"{"i":{"$gt":1000}}"#;
+    let csv = s
+        .run("find", &["a", "--filter", none, "--format", "csv"])
+        .ok()
+        .stdout();
+    assert_eq!(csv, "", "no header without a column");
+    let out = s.path().join("none.parquet");
+    let out = out.to_str().expect("utf-8");
+    s.run(
+        "find",
+        &["a", "--filter", none, "--format", "parquet", "--out", out],
+    )
+    .ok();
+    s.create("b");
+    let run = s.run("ingest", &["b", out]).ok();
+    assert!(
+        run.stderr().contains("0 measurements inserted"),
+        "{}",
+        run.stderr()
+    );
+    assert!(s.find_all("b").is_empty());
+}

@@ -77,7 +77,10 @@ impl<W: Write> CsvOut<W> {
     /// Writing fails.
     pub(crate) fn new(out: W, columns: CsvColumns) -> std::io::Result<Self> {
         let mut writer = csv::Writer::from_writer(out);
-        writer.write_record(&columns.names)?;
+        // No match: no columns, and no header line either (an empty file).
+        if !columns.names.is_empty() {
+            writer.write_record(&columns.names)?;
+        }
         let row = vec![String::new(); columns.names.len()];
         Ok(Self {
             writer,

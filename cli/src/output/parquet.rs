@@ -107,7 +107,7 @@ impl<W: Write + Send> ParquetOut<W> {
     /// # Errors
     /// Writing fails.
     pub(crate) fn finish(mut self) -> Result<W, String> {
-        if self.rows > 0 || self.schema.fields().is_empty() {
+        if self.rows > 0 {
             self.write_batch()?;
         }
         self.writer
