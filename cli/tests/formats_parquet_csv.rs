@@ -380,3 +380,29 @@ fn an_export_of_no_measurement_reads_back_as_nothing() {
     );
     assert!(s.find_all("b").is_empty());
 }
+
+#[test]
+fn parquet_is_known_by_its_magic_bytes_on_stdin_and_compressed() {
+    let s = Scratch::new();
+    s.create("a");
+    let input = s.file("in.ndjson", EVERY_TYPE.as_bytes());
+    s.run("ingest", &["a", &input]).ok();
+    let out = s.path().join("a.parquet");
+    let out = out.to_str().expect("utf-8");
+    s.run("find", &["a", "--format", "parquet", "--out", out])
+        .ok();
+    let bytes = std::fs::read(out).expect("read");
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut gz, &bytes).expect("gzip");
+    let gz = s.file("a.parquet.gz", &gz.finish().expect("gzip"));
+    let plain = s.file("exported", &bytes);
+    for (coll, args, stdin) in [
+        ("b", vec!["b"], Some(&bytes[..])),
+        ("c", vec!["c", gz.as_str()], None),
+        ("d", vec!["d", plain.as_str()], None),
+    ] {
+        s.create(coll);
+        s.run_with_stdin("ingest", &args, stdin).ok();
+        assert_eq!(lines(&s, coll), lines(&s, "a"), "{coll}");
+    }
+}

@@ -62,8 +62,8 @@ pub(crate) struct Args {
     /// Accepted for `mongoimport` users: a JSON array is read whether or not it is given.
     #[arg(long = "json-array", alias = "jsonArray")]
     pub(crate) json_array: bool,
-    /// Input format; `auto` = CSV for `*.csv[.gz|.zst|.xz]`, Parquet for `*.parquet`,
-    /// NDJSON otherwise.
+    /// Input format; `auto` = Parquet for `*.parquet` or input starting with Parquet's
+    /// magic bytes, CSV for `*.csv[.gz|.zst|.xz]`, NDJSON otherwise.
     #[arg(long, value_enum, default_value_t = Format::Auto)]
     pub(crate) format: Format,
     #[command(flatten)]
@@ -458,7 +458,20 @@ fn ingest_input(
         let source: Source<&[u8], &[u8]> = Source::Parquet(Box::new(reader));
         return Ok(load(coll, name, source, None, settings));
     }
-    let input = open_input(file)?;
+    let mut input = open_input(file)?;
+    // Parquet by its first bytes (stdin, a file named otherwise, compressed).
+    if format == Format::Auto
+        && input
+            .reader
+            .fill_buf()
+            .is_ok_and(|b| b.starts_with(crate::input::parquet::MAGIC))
+    {
+        let batch_size = settings.batch_size as usize;
+        let reader =
+            crate::input::parquet::open_stream(&input.name, &mut input.reader, batch_size)?;
+        let source: Source<&[u8], &[u8]> = Source::Parquet(Box::new(reader));
+        return Ok(load(coll, &input.name, source, None, settings));
+    }
     let is_csv = match format {
         Format::Csv => true,
         Format::Ndjson | Format::Parquet => false,

@@ -41,13 +41,36 @@ use crate::output::shape::{BSON_TYPE_KEY, NULLS_KEY, binary_subtype};
 /// # Errors
 /// The file cannot be read, is not Parquet, or has a column with no BSON form (named).
 pub(crate) fn open(path: &str, batch_size: usize) -> Result<ParquetRecordBatchReader, String> {
-    let file = if path == "-" {
-        let mut file = tempfile::tempfile().map_err(|e| format!("<stdin>: {e}"))?;
-        io::copy(&mut io::stdin().lock(), &mut file).map_err(|e| format!("<stdin>: {e}"))?;
-        file
-    } else {
-        File::open(path).map_err(|e| format!("{path}: {e}"))?
-    };
+    if path == "-" {
+        return open_stream("<stdin>", &mut io::stdin().lock(), batch_size);
+    }
+    let file = File::open(path).map_err(|e| format!("{path}: {e}"))?;
+    open_file(path, file, batch_size)
+}
+
+/// The first bytes of every Parquet file.
+pub(crate) const MAGIC: &[u8] = b"PAR1";
+
+/// Opens the Parquet file `reader` streams (input `name`: stdin, a decompressed file),
+/// copied to a temporary file first (Parquet is read from its end).
+///
+/// # Errors
+/// As [`open`].
+pub(crate) fn open_stream(
+    name: &str,
+    reader: &mut dyn io::Read,
+    batch_size: usize,
+) -> Result<ParquetRecordBatchReader, String> {
+    let mut file = tempfile::tempfile().map_err(|e| format!("{name}: {e}"))?;
+    io::copy(reader, &mut file).map_err(|e| format!("{name}: {e}"))?;
+    open_file(name, file, batch_size)
+}
+
+fn open_file(
+    path: &str,
+    file: File,
+    batch_size: usize,
+) -> Result<ParquetRecordBatchReader, String> {
     let builder = ParquetRecordBatchReaderBuilder::try_new(file)
         .map_err(|e| format!("{path}: not a readable Parquet file: {e}"))?;
     check_schema(builder.schema()).map_err(|e| format!("{path}: {e}"))?;
