@@ -44,7 +44,7 @@ use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 
-use super::shape::BSON_TYPE_KEY;
+use super::shape::{BSON_TYPE_KEY, join};
 
 /// Measurements buffered before they are written as one row group.
 pub(crate) const ROWS_PER_GROUP: usize = 64 * 1024;
@@ -137,14 +137,6 @@ fn append_fields(
         return Err(changed(&join(path, extra)));
     }
     Ok(())
-}
-
-fn join(path: &str, name: &str) -> String {
-    if path.is_empty() {
-        name.to_owned()
-    } else {
-        format!("{path}.{name}")
-    }
 }
 
 /// The error of a value the first pass did not see.

@@ -98,12 +98,7 @@ impl DocShape {
                     self.names.len() - 1
                 }
             };
-            let field_path = if path.is_empty() {
-                name.clone()
-            } else {
-                format!("{path}.{name}")
-            };
-            self.shapes[i].add(value, &field_path)?;
+            self.shapes[i].add(value, &join(path, name))?;
         }
         Ok(())
     }
@@ -137,25 +132,19 @@ impl DocShape {
     pub(crate) fn notes(&self, path: &str, out: &mut Vec<String>) {
         for (name, shape) in self.names.iter().zip(&self.shapes) {
             let field_path = join(path, name);
-            if !shape.widened.is_empty() {
-                out.push(format!(
-                    "field '{field_path}': {} values written as {}",
-                    shape.widened.join(" and "),
-                    shape.kind.as_ref().map_or("?", Kind::name)
-                ));
-            }
+            shape.notes(&field_path, out);
             if shape.nulls && shape.present < self.count {
                 out.push(format!(
                     "field '{field_path}': both null and missing; its nulls are written as \
                      missing values"
                 ));
             }
-            shape.notes(&field_path, out);
         }
     }
 }
 
-fn join(path: &str, name: &str) -> String {
+/// The dotted path of field `name` inside `path` (empty at the top).
+pub(crate) fn join(path: &str, name: &str) -> String {
     if path.is_empty() {
         name.to_owned()
     } else {
@@ -309,20 +298,19 @@ impl Shape {
         Ok(Field::new(name, data_type, true).with_metadata(metadata))
     }
 
+    /// Notes on the field at `path` and the fields inside it: numeric widenings (and, in
+    /// documents, nulls written as missing values).
     fn notes(&self, path: &str, out: &mut Vec<String>) {
+        if !self.widened.is_empty() {
+            out.push(format!(
+                "field '{path}': {} values written as {}",
+                self.widened.join(" and "),
+                self.kind.as_ref().map_or("?", Kind::name)
+            ));
+        }
         match &self.kind {
             Some(Kind::Document(shape)) => shape.notes(path, out),
-            Some(Kind::Array(element)) => {
-                let element_path = format!("{path}[]");
-                if !element.widened.is_empty() {
-                    out.push(format!(
-                        "field '{element_path}': {} values written as {}",
-                        element.widened.join(" and "),
-                        element.kind.as_ref().map_or("?", Kind::name)
-                    ));
-                }
-                element.notes(&element_path, out);
-            }
+            Some(Kind::Array(element)) => element.notes(&format!("{path}[]"), out),
             _ => {}
         }
     }

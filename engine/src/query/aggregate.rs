@@ -1312,14 +1312,7 @@ fn control_may_answer(
             (Accumulator::Count, _) => true,
             (Accumulator::Max(_), Some([_])) => true,
             (Accumulator::Min(_), Some([f])) => f != time_field,
-            (
-                Accumulator::Sum(_)
-                | Accumulator::SumTyped(_)
-                | Accumulator::Avg(_)
-                | Accumulator::StdDevPop(_)
-                | Accumulator::StdDevSamp(_),
-                Some([_]),
-            ) => true,
+            (acc, Some([_])) => from_sums(acc),
             _ => false,
         })
 }
@@ -1445,6 +1438,18 @@ impl Reader<'_> {
     }
 }
 
+/// Whether a whole bucket's contribution to `acc` is read off its sums (`control.sums`).
+fn from_sums(acc: &Accumulator) -> bool {
+    matches!(
+        acc,
+        Accumulator::Sum(_)
+            | Accumulator::SumTyped(_)
+            | Accumulator::Avg(_)
+            | Accumulator::StdDevPop(_)
+            | Accumulator::StdDevSamp(_)
+    )
+}
+
 /// What a control record adds to one accumulator.
 enum Update {
     /// Nothing but the count.
@@ -1493,11 +1498,7 @@ fn from_control(
                     _ => return false,
                 }
             }
-            Accumulator::Sum(_)
-            | Accumulator::SumTyped(_)
-            | Accumulator::Avg(_)
-            | Accumulator::StdDevPop(_)
-            | Accumulator::StdDevSamp(_) => {
+            acc if from_sums(acc) => {
                 if sums.is_none() {
                     sums = control.sums().map(|s| (s, control.field_keys()));
                 }

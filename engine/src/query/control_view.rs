@@ -95,15 +95,9 @@ fn fast_view(bytes: &[u8]) -> Option<ControlView<'_>> {
     let (mut version, mut min_time, mut max_time, mut count, mut min, mut max) =
         (None, None, None, None, None, None);
     let mut sums = None;
-    let mut pos = 4;
-    let end = bytes.len() - 1;
-    while pos < end {
-        let ty = bytes[pos];
-        let name_len = bytes.get(pos + 1..end)?.iter().position(|&b| b == 0)?;
-        let name = &bytes[pos + 1..pos + 1 + name_len];
-        let at = pos + 2 + name_len;
-        let len = element_len(ty, bytes.get(at..end)?)?;
-        let value = bytes.get(at..at + len)?;
+    for element in elements(bytes) {
+        let (ty, name, value) = element?;
+        let value = value?;
         let le8 = || {
             value
                 .get(..8)
@@ -126,9 +120,7 @@ fn fast_view(bytes: &[u8]) -> Option<ControlView<'_>> {
             (b"sums", 0x05) if value.get(4) == Some(&0) => sums = value.get(5..),
             _ => {}
         }
-        pos = at + len;
     }
-    (pos == end).then_some(())?;
     Some(ControlView {
         min_time: min_time?,
         max_time: max_time?,
@@ -163,23 +155,50 @@ fn element_len(ty: u8, rest: &[u8]) -> Option<usize> {
     }
 }
 
+/// One element of a document read in place: its type byte, name and value bytes (`None`
+/// when [`element_len`] does not know the type's length).
+type Element<'a> = (u8, &'a [u8], Option<&'a [u8]>);
+
+/// The elements of the BSON document `bytes` read in place, without validating them: each
+/// `(type, name, value bytes)`, the value `None` for a type whose length [`element_len`] does
+/// not compute (the walk ends there); an item `None` when the bytes are malformed (the walk
+/// ends too). The elements must end exactly at the document's closing zero.
+fn elements(bytes: &[u8]) -> impl Iterator<Item = Option<Element<'_>>> {
+    let end = bytes.len().saturating_sub(1);
+    let mut pos = 4;
+    std::iter::from_fn(move || {
+        if pos >= end {
+            return None;
+        }
+        let item = (|| {
+            let ty = bytes[pos];
+            let name_len = bytes.get(pos + 1..end)?.iter().position(|&b| b == 0)?;
+            let name = &bytes[pos + 1..pos + 1 + name_len];
+            let at = pos + 2 + name_len;
+            let Some(len) = element_len(ty, bytes.get(at..end)?) else {
+                return Some((ty, name, None));
+            };
+            let value = bytes.get(at..at + len).filter(|_| at + len <= end)?;
+            pos = at + len;
+            Some((ty, name, Some(value)))
+        })();
+        if !matches!(item, Some((_, _, Some(_)))) {
+            pos = end; // nothing can be read past this element
+        }
+        Some(item)
+    })
+}
+
 /// The value of `field` in a stored control document (`control.min` or `control.max`):
 /// found by comparing names as bytes; numbers, dates and object ids are read in place, other
 /// types through the `bson` crate.
 fn control_value(d: &RawDocument, field: &str) -> Option<Bson> {
-    let bytes = d.as_bytes();
-    let end = bytes.len().checked_sub(1)?;
-    let mut pos = 4;
-    while pos < end {
-        let ty = bytes[pos];
-        let name_len = bytes.get(pos + 1..end)?.iter().position(|&b| b == 0)?;
-        let name = &bytes[pos + 1..pos + 1 + name_len];
-        let at = pos + 2 + name_len;
-        let Some(len) = element_len(ty, bytes.get(at..end)?) else {
+    for element in elements(d.as_bytes()) {
+        let (ty, name, value) = element?;
+        let Some(value) = value else {
             return raw_get(d, field);
         };
         if name == field.as_bytes() {
-            let value = bytes.get(at..at + len)?;
             let le8 = || value.get(..8).and_then(|b| b.try_into().ok());
             return match ty {
                 0x10 => value
@@ -197,7 +216,6 @@ fn control_value(d: &RawDocument, field: &str) -> Option<Bson> {
                 _ => raw_get(d, field),
             };
         }
-        pos = at + len;
     }
     None
 }
@@ -205,18 +223,9 @@ fn control_value(d: &RawDocument, field: &str) -> Option<Bson> {
 /// The keys of a stored control document, found by skipping values by their length;
 /// `None` for a value whose length this reader does not compute.
 fn field_keys(d: &RawDocument) -> Option<Vec<&[u8]>> {
-    let bytes = d.as_bytes();
-    let end = bytes.len().checked_sub(1)?;
-    let mut pos = 4;
-    let mut keys = Vec::with_capacity(16);
-    while pos < end {
-        let ty = bytes[pos];
-        let name_len = bytes.get(pos + 1..end)?.iter().position(|&b| b == 0)?;
-        keys.push(&bytes[pos + 1..pos + 1 + name_len]);
-        let at = pos + 2 + name_len;
-        pos = at + element_len(ty, bytes.get(at..end)?)?;
-    }
-    Some(keys)
+    elements(d.as_bytes())
+        .map(|e| e.and_then(|(_, name, value)| value.map(|_| name)))
+        .collect()
 }
 
 impl ControlView<'_> {
