@@ -74,8 +74,8 @@ pub use delete::DeleteResult;
 pub use index::IndexOptions;
 pub use journal::RecoveryReport;
 pub use query::{
-    Accumulator, AggregateBatch, AggregateSpec, ColumnBatch, FindCursor, FindOptions, QueryStats,
-    SORT_MEMORY_LIMIT, SortOrder,
+    Accumulator, AggregateBatch, AggregateSpec, ArrowCursor, ArrowOptions, DEFAULT_BATCH_ROWS,
+    ENCODING_KEY, FindCursor, FindOptions, QueryStats, SORT_MEMORY_LIMIT, SortOrder,
 };
 pub use salvage::{ControlSummary, LostBucket, SalvageReport, SalvagedCollection};
 pub use stats::{CatalogStats, CollectionStats};

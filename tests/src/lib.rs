@@ -5,6 +5,25 @@ use std::path::{Path, PathBuf};
 
 use bson::{Bson, Document};
 
+pub mod arrow;
+
+/// A small deterministic generator (64-bit LCG, high bits), for tests that draw their data.
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// A number in `0..n`.
+    ///
+    /// # Panics
+    /// When `n` is 0.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (self.0 >> 33) % n
+    }
+}
+
 /// The repository's bundled data folder (`data/`).
 #[must_use]
 pub fn data_dir() -> PathBuf {

@@ -39,10 +39,9 @@ fn ids(coll: &Collection, filter: Document) -> Vec<i32> {
         v.len() as u64,
         "count {filter}"
     );
-    let columns = coll
-        .find_columns(&filter, &FindOptions::default())
-        .expect("find_columns");
-    assert_eq!(columns.len(), v.len(), "find_columns {filter}");
+    let (batches, _) = tscoll_tests::arrow::find_arrow(coll, &filter, &FindOptions::default());
+    let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+    assert_eq!(rows, v.len(), "find_arrow {filter}");
     v
 }
 

@@ -10,24 +10,13 @@ use tscoll_engine::{
     Accumulator, AggregateSpec, CatalogOptions, Collection, FindOptions, SortOrder,
     TimeseriesOptions,
 };
+use tscoll_tests::Rng;
+use tscoll_tests::arrow::{documents, find_arrow};
 use tscoll_tests::spec::{T0, at, insert_all, temp_collection};
 
 const MIN: i64 = 60_000;
 const HOUR: i64 = 3_600_000;
 const SERIES: i64 = 5;
-
-/// A small deterministic generator (64-bit LCG, high bits).
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        (self.0 >> 33) % n
-    }
-}
 
 /// `(_id, time, series, v)` of a measurement.
 type Row = (i64, i64, String, i64);
@@ -92,10 +81,20 @@ fn check(coll: &Collection, model: &BTreeMap<i64, Row>, rng: &mut Rng, ctx: &str
         want.len() as u64,
         "{ctx}: count"
     );
-    let columns = coll
-        .find_columns(&f, &FindOptions::default())
-        .expect("columns");
-    assert_eq!(columns.len(), want.len(), "{ctx}: find_columns");
+    let (batches, _) = find_arrow(coll, &f, &FindOptions::default());
+    let arrow_rows: BTreeSet<(i64, String, i64)> = documents(&batches)
+        .iter()
+        .map(|d| {
+            (
+                d.get_datetime("t").expect("t").timestamp_millis() - T0,
+                d.get_str("m").expect("m").to_owned(),
+                d.get_i64("v").expect("v"),
+            )
+        })
+        .collect();
+    let want_rows: BTreeSet<(i64, String, i64)> =
+        want.iter().map(|r| (r.1, r.2.clone(), r.3)).collect();
+    assert_eq!(arrow_rows, want_rows, "{ctx}: find_arrow");
 
     // Sorted with a limit, and the streaming cursor sorted without one.
     let top: Vec<i64> = coll

@@ -15,6 +15,7 @@ use tscoll_engine::{
     Accumulator, AggregateSpec, CatalogOptions, Collection, Database, FindOptions, IndexOptions,
     QueryStats, SortOrder, TimeseriesOptions,
 };
+use tscoll_tests::arrow::{documents, find_arrow, times as arrow_times};
 use tscoll_tests::spec::{insert_all, temp_collection};
 
 /// An hour-aligned base time (ms).
@@ -385,13 +386,13 @@ fn r_14_3_dotted_projections_cut_meta_and_measurement_values() {
             doc! { "t": at(MIN), "m": { "series": "s1" }, "loc": 5, "v": 2 },
         ]
     );
-    // The columnar result holds the same values.
-    let batch = coll
-        .find_columns(&doc! {}, &opts(doc! { "m.series": 1, "loc.c": 1 }))
-        .expect("columns");
-    assert_eq!(batch.metas, [Some(Bson::Document(doc! { "series": "s1" }))]);
-    let loc = batch.field("loc").expect("loc");
-    assert_eq!(loc, [Some(Bson::Document(doc! { "c": [1, 2] })), None]);
+    // The Arrow result holds the same values.
+    let (batches, _) = find_arrow(&coll, &doc! {}, &opts(doc! { "m.series": 1, "loc.c": 1 }));
+    let rows = documents(&batches);
+    let metas: Vec<&Bson> = rows.iter().map(|d| d.get("m").expect("m")).collect();
+    assert_eq!(metas, [&Bson::Document(doc! { "series": "s1" }); 2]);
+    let loc: Vec<Option<&Bson>> = rows.iter().map(|d| d.get("loc")).collect();
+    assert_eq!(loc, [Some(&Bson::Document(doc! { "c": [1, 2] })), None]);
     let err = coll
         .find(&doc! {}, &opts(doc! { "v": { "$slice": 1 } }))
         .expect_err("$slice");
@@ -448,10 +449,8 @@ fn r_14_1_2_shape_time_meta_then_columns() {
         found[0].get_document("m").expect("m"),
         &doc! { "a": 2, "b": 1 }
     );
-    let columns = coll
-        .find_columns(&doc! {}, &FindOptions::default())
-        .expect("columns");
-    assert_eq!(columns.document(0, "t", Some("m")), found[0]);
+    let (batches, _) = find_arrow(&coll, &doc! {}, &FindOptions::default());
+    assert_eq!(documents(&batches)[0], found[0]);
 }
 
 // ---- R-14.4.1 / R-14.4.2 --------------------------------------------------------------------
@@ -965,11 +964,9 @@ fn sort_with_limit_stops_early() {
             20 * 48
         );
         assert!(stats.buckets_read <= 40, "{stats:?}");
-        let columns = coll
-            .find_columns_with_stats(&doc! {}, &opts)
-            .expect("columns");
-        assert_eq!(columns.0.times, times);
-        assert_eq!(columns.1.buckets_unpacked, stats.buckets_unpacked);
+        let (batches, arrow_stats) = find_arrow(&coll, &doc! {}, &opts);
+        assert_eq!(arrow_times(&batches), times);
+        assert_eq!(arrow_stats.buckets_unpacked, stats.buckets_unpacked);
     }
 }
 
@@ -1547,28 +1544,24 @@ fn columnar_result_equals_find() {
             sort_by: None,
         };
         let rows = coll.find(&filter, &opts).expect("find");
-        let (batch, stats) = coll
-            .find_columns_with_stats(&filter, &opts)
-            .expect("columns");
-        assert_eq!(batch.len(), rows.len());
+        let (batches, stats) = find_arrow(&coll, &filter, &opts);
+        let arrow_rows = documents(&batches);
+        assert_eq!(arrow_rows.len(), rows.len());
         assert_eq!(stats.rows_returned as usize, rows.len());
-        for (i, row) in rows.iter().enumerate() {
-            let mut col_doc = batch.document(i, "t", Some("m"));
+        for (row, col_doc) in rows.iter().zip(arrow_rows) {
+            let mut col_doc = tscoll_tests::arrow::normal_document(&col_doc);
             for k in ["t", "m"] {
                 if !row.contains_key(k) {
                     col_doc.remove(k);
                 }
             }
+            let row = tscoll_tests::arrow::normal_document(row);
             let mut a: Vec<_> = row.iter().collect();
             let mut b: Vec<_> = col_doc.iter().collect();
             a.sort_by(|x, y| x.0.cmp(y.0));
             b.sort_by(|x, y| x.0.cmp(y.0));
             assert_eq!(a, b, "{filter}");
         }
-        assert_eq!(
-            batch.metas.len(),
-            batch.series.iter().max().map_or(0, |m| *m as usize + 1)
-        );
     }
 }
 
@@ -1767,8 +1760,8 @@ proptest! {
             let from = skip.min(times.len());
             prop_assert_eq!(&found_times, &times[from..from + n]);
         }
-        let columns = coll.find_columns(&filter, &opts).expect("columns");
-        prop_assert_eq!(&columns.times, &found_times);
+        let (batches, _) = find_arrow(&coll, &filter, &opts);
+        prop_assert_eq!(&arrow_times(&batches), &found_times);
         prop_assert_eq!(coll.count(&filter).expect("count"), expected.len() as u64);
         let groups = coll.aggregate_windows(&filter, &spec).expect("aggregate");
         let expected_groups = reference_aggregate(&docs, &filter, &spec);

@@ -266,6 +266,25 @@ impl ControlView<'_> {
         })
     }
 
+    /// Each field of `control.min`, in column order, with the BSON types of its
+    /// `control.min` and `control.max` values.
+    pub(crate) fn field_types(&self) -> Vec<(&str, u8, u8)> {
+        let max: Vec<(u8, &[u8])> = elements(self.max.as_bytes())
+            .map_while(|e| e.map(|(ty, name, _)| (ty, name)))
+            .collect();
+        elements(self.min.as_bytes())
+            .map_while(|e| e)
+            .enumerate()
+            .filter_map(|(i, (ty, name, _))| {
+                let max_type = match max.get(i) {
+                    Some(&(t, n)) if n == name => t,
+                    _ => max.iter().find(|(_, n)| *n == name).map_or(ty, |&(t, _)| t),
+                };
+                Some((std::str::from_utf8(name).ok()?, ty, max_type))
+            })
+            .collect()
+    }
+
     /// The bucket's field names in column order (the keys of `control.min`, §4.8).
     pub(crate) fn field_names(&self) -> impl Iterator<Item = &str> {
         self.min

@@ -454,10 +454,16 @@ mod tests {
         };
         let groups = coll.aggregate_windows(&doc! {}, &spec).expect("aggregate");
         assert_eq!(groups[0].get_i64("n").expect("n"), 50);
-        let columns = coll
-            .find_columns(&doc! { "m": 2 }, &FindOptions::default())
-            .expect("columns");
-        assert_eq!(columns.len(), 16);
+        let rows: usize = coll
+            .find_arrow(
+                &doc! { "m": 2 },
+                &FindOptions::default(),
+                &crate::ArrowOptions::default(),
+            )
+            .expect("arrow")
+            .map(|b| b.expect("batch").num_rows())
+            .sum();
+        assert_eq!(rows, 16);
 
         // Nothing was stored: the rows are still unstored, and the store has no bucket.
         assert_eq!(coll.inner.catalog.unstored_rows(), unstored);

@@ -15,13 +15,14 @@
 //! | `sort.rs` | sorting on any fields (sort documents) |
 //! | `topk.rs` | sort on time with a limit that stops early |
 //! | `walk.rs` | the one walk over candidate buckets and the `Collector` each query kind is |
-//! | `count.rs`, `last_point.rs`, `aggregate.rs`, `columnar.rs` | the other query kinds |
+//! | `count.rs`, `last_point.rs`, `aggregate.rs` | the other query kinds |
+//! | `arrow/` | results as Arrow record batches, filled from the codec's lanes |
 //! | `parallel.rs` | running the parts of one query on a few threads |
 //! | `stats.rs` | the work counters |
 
 mod aggregate;
+mod arrow;
 mod bulk;
-mod columnar;
 mod control_view;
 mod count;
 mod cursor;
@@ -41,7 +42,7 @@ use bson::Document;
 use tscoll_codec::Bucket;
 
 pub use aggregate::{Accumulator, AggregateBatch, AggregateSpec};
-pub use columnar::ColumnBatch;
+pub use arrow::{ArrowCursor, ArrowOptions, DEFAULT_BATCH_ROWS, ENCODING_KEY};
 pub use cursor::FindCursor;
 pub use stats::QueryStats;
 
@@ -66,7 +67,7 @@ pub enum SortOrder {
     Descending,
 }
 
-/// Options of [`Collection::find`] and [`Collection::find_columns`].
+/// Options of [`Collection::find`] and [`Collection::find_arrow`].
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct FindOptions {
     /// A MongoDB projection: inclusion (`{a: 1}`, `_id` kept unless `_id: 0`) or exclusion

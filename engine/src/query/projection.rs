@@ -145,6 +145,16 @@ impl Projection {
         }
     }
 
+    /// Whether a dotted path of the projection cuts the values of top-level field `field`
+    /// ([`Projection::cut`] may change them).
+    pub(crate) fn cuts_field(&self, field: &str) -> bool {
+        match self {
+            Projection::All => false,
+            Projection::Include(p) => p.sub.contains_key(field) && !p.whole.contains(field),
+            Projection::Exclude(p) => p.sub.contains_key(field),
+        }
+    }
+
     /// The value of kept top-level field `field` as the result holds it: the parts a
     /// dotted path selects (inclusion) or the value without them (exclusion); `None` when
     /// nothing of it is left (an inclusion of `a.b` where `a` is not a document or array).

@@ -1,17 +1,19 @@
 //! `tscoll bench query`: query latency on TSBS's "cpu-only" workload (the data of
 //! `bench ingest`: hosts with 10 string tags as the meta field `tags`, one measurement per host
 //! every 10 s from 2016-01-01T00:00:00Z, 10 integer fields `usage_user` … `usage_guest_nice`),
-//! for exactly three queries:
+//! for four queries:
 //!
 //! * **q1** — all 10 fields of `host_42` (the host whose `tags.hostname` is `"host_42"`; the
 //!   last host when there are fewer) from 12:00 to 18:00 of the first day, sorted on time
-//!   (2 160 measurements): `Collection::find_columns` with the filter
+//!   (2 160 measurements): `Collection::find_arrow` with the filter
 //!   `{"tags.hostname": "host_42", time: {$gte: 12:00, $lt: 18:00}}`, the projection
 //!   `{_id: 0, time: 1, usage_user: 1, …}` and an ascending sort;
 //! * **q2** — `max(usage_user)` per host per hour over all the data
 //!   (`Collection::aggregate_columns`: hourly windows, by series);
 //! * **q3** — the average of each of the 10 fields per host per hour over all the data
-//!   (`aggregate_columns` with 10 `Avg` outputs).
+//!   (`aggregate_columns` with 10 `Avg` outputs);
+//! * **scan** — every measurement's time and 10 fields as Arrow batches
+//!   (`Collection::find_arrow`, no filter, no sort), reported also as values per second.
 //!
 //! **Set-up.** `--db DIR` holding the `cpu` collection of `bench ingest` is reused; otherwise
 //! (a fresh temporary directory by default) the workload is generated and inserted first
@@ -35,7 +37,8 @@
 //! and per host and hour the count, the maximum of `usage_user` and the exact sum of every
 //! field. The result of the last timed run of each query is compared with them: q1 row by row
 //! and field by field, q2 and q3 group by group (every host and hour exactly once; each maximum
-//! equal; each average equal, bit for bit, to the exact sum divided by the count). Any
+//! equal; each average equal, bit for bit, to the exact sum divided by the count), scan by
+//! its row count and the sum of every field. Any
 //! difference fails the command with a message naming the query, the group and both values.
 
 use std::io::Write as _;
@@ -43,12 +46,15 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Int32Type, Int64Type, TimestampMillisecondType};
+use arrow_array::{Array, ArrayRef, RecordBatch};
 use bson::{Bson, DateTime, doc};
 use serde_json::{Value, json};
 use tscoll_benches::tsbs::{self, Workload};
 use tscoll_engine::{
-    Accumulator, AggregateBatch, AggregateSpec, Collection, ColumnBatch, Database, DatabaseOptions,
-    FindOptions, InsertOptions, QueryStats, SortOrder, TimeseriesOptions,
+    Accumulator, AggregateBatch, AggregateSpec, ArrowOptions, Collection, Database,
+    DatabaseOptions, FindOptions, InsertOptions, QueryStats, SortOrder, TimeseriesOptions,
 };
 
 use super::ingest::{COLLECTION, WorkloadArgs};
@@ -91,9 +97,9 @@ pub(crate) struct Args {
     /// Threads inserting the workload when it is ingested.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub(crate) threads: u32,
-    /// The queries to run, comma-separated (default: all three).
-    #[arg(long, value_delimiter = ',', value_parser = ["q1", "q2", "q3"],
-          default_value = "q1,q2,q3")]
+    /// The queries to run, comma-separated (default: all four).
+    #[arg(long, value_delimiter = ',', value_parser = ["q1", "q2", "q3", "scan"],
+          default_value = "q1,q2,q3,scan")]
     pub(crate) queries: Vec<String>,
     /// Print one JSON object on stdout instead of the table.
     #[arg(long)]
@@ -103,6 +109,8 @@ pub(crate) struct Args {
 /// One query's figures.
 struct Timing {
     name: &'static str,
+    /// Values returned per row (the scan's rate counts them).
+    values_per_row: usize,
     what: String,
     results: usize,
     median_ms: f64,
@@ -155,7 +163,8 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
         timings.push(match q.as_str() {
             "q1" => q1(&coll, &expected, reps)?,
             "q2" => q2(&coll, &expected, reps)?,
-            _ => q3(&coll, &expected, reps)?,
+            "q3" => q3(&coll, &expected, reps)?,
+            _ => scan(&coll, &expected, reps)?,
         });
     }
     let stats = match stats_before {
@@ -182,6 +191,9 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
                 map.insert(format!("{}_p90_ms", t.name), json!(t.p90_ms));
                 map.insert(format!("{}_results", t.name), json!(t.results));
                 map.insert(format!("{}_stats", t.name), stats);
+                if t.name == "scan" {
+                    map.insert("scan_values_per_s".to_owned(), json!(t.values_per_s()));
+                }
             }
         }
         writeln!(out, "{line}")?;
@@ -428,55 +440,80 @@ fn q1(coll: &Collection, expected: &Expected, reps: usize) -> CmdResult<Timing> 
         sort: Some(SortOrder::Ascending),
         ..FindOptions::default()
     };
-    let (batch, stats, median_ms, p90_ms) =
-        time_query(
-            reps,
-            || Ok(coll.find_columns_with_stats(&filter, &options)?),
-        )?;
-    check_q1(&batch, expected)?;
+    let (batches, stats, median_ms, p90_ms) = time_query(reps, || {
+        let mut cursor = coll.find_arrow(&filter, &options, &ArrowOptions::default())?;
+        let batches = cursor.by_ref().collect::<Result<Vec<_>, _>>()?;
+        Ok((batches, cursor.stats()))
+    })?;
+    check_q1(&batches, expected)?;
     Ok(Timing {
+        values_per_row: 1,
         name: "q1",
         what: format!("10 fields of host_{host}, 12:00 to 18:00 of day 1, sorted on time"),
-        results: batch.len(),
+        results: batches.iter().map(RecordBatch::num_rows).sum(),
         median_ms,
         p90_ms,
         stats,
     })
 }
 
-fn check_q1(batch: &ColumnBatch, expected: &Expected) -> CmdResult<()> {
+fn check_q1(batches: &[RecordBatch], expected: &Expected) -> CmdResult<()> {
     let fail = |m: String| Err(format!("q1: {m}").into());
-    if batch.len() != expected.q1_rows.len() {
+    let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
+    if rows != expected.q1_rows.len() {
         return fail(format!(
-            "{} rows, {} expected (does --hosts/--days/--seed describe the data in the database?)",
-            batch.len(),
+            "{rows} rows, {} expected (does --hosts/--days/--seed describe the data in the database?)",
             expected.q1_rows.len()
         ));
     }
-    if batch.is_empty() {
-        // No rows, as expected (data ending before q1's window): no fields to check.
-        return Ok(());
-    }
-    if batch.fields.len() != tsbs::FIELDS.len() {
-        let names: Vec<&str> = batch.fields.iter().map(|(n, _)| n.as_str()).collect();
-        return fail(format!("fields {names:?}, the 10 of the workload expected"));
-    }
-    let columns = tsbs::FIELDS
-        .iter()
-        .map(|f| batch.field(f).ok_or_else(|| format!("q1: no field {f}")))
-        .collect::<Result<Vec<_>, _>>()?;
-    for (i, (t, values)) in expected.q1_rows.iter().enumerate() {
-        if batch.times[i] != *t {
-            return fail(format!("row {i}: time {}, {t} expected", batch.times[i]));
+    let mut want = expected.q1_rows.iter().enumerate();
+    for batch in batches {
+        // The time, then the 10 fields.
+        let names: Vec<&str> = batch
+            .schema_ref()
+            .fields()
+            .iter()
+            .skip(1)
+            .map(|f| f.name().as_str())
+            .collect();
+        if names != tsbs::FIELDS {
+            return fail(format!("fields {names:?}, the 10 of the workload expected"));
         }
-        for ((f, column), v) in tsbs::FIELDS.iter().zip(&columns).zip(values) {
-            let got = column[i].as_ref();
-            if int_of(got) != Some(i64::from(*v)) {
-                return fail(format!("row {i} ({t}): {f} = {got:?}, {v} expected"));
+        let times = batch
+            .column(0)
+            .as_primitive_opt::<TimestampMillisecondType>()
+            .ok_or("q1: the time column is not a timestamp")?;
+        for row in 0..batch.num_rows() {
+            let Some((i, (t, values))) = want.next() else {
+                return fail("more rows than expected".to_owned());
+            };
+            if times.value(row) != *t {
+                return fail(format!("row {i}: time {}, {t} expected", times.value(row)));
+            }
+            for ((f, column), v) in tsbs::FIELDS
+                .iter()
+                .zip(batch.columns().iter().skip(1))
+                .zip(values)
+            {
+                let got = arrow_int(column, row);
+                if got != Some(i64::from(*v)) {
+                    return fail(format!("row {i} ({t}): {f} = {got:?}, {v} expected"));
+                }
             }
         }
     }
     Ok(())
+}
+
+/// Row `row` of an integer column, `None` when null or not an integer column.
+fn arrow_int(column: &ArrayRef, row: usize) -> Option<i64> {
+    if column.is_null(row) {
+        return None;
+    }
+    if let Some(a) = column.as_primitive_opt::<Int32Type>() {
+        return Some(i64::from(a.value(row)));
+    }
+    column.as_primitive_opt::<Int64Type>().map(|a| a.value(row))
 }
 
 /// The hourly, per-host aggregate of `outputs`.
@@ -504,6 +541,7 @@ fn q2(coll: &Collection, expected: &Expected, reps: usize) -> CmdResult<Timing> 
             .ok_or_else(|| format!("max {got:?}, {} expected", a.max_user))
     })?;
     Ok(Timing {
+        values_per_row: 1,
         name: "q2",
         what: "max(usage_user) per host per hour, all data".to_owned(),
         results: batch.len(),
@@ -543,6 +581,7 @@ fn q3(coll: &Collection, expected: &Expected, reps: usize) -> CmdResult<Timing> 
         Ok(())
     })?;
     Ok(Timing {
+        values_per_row: 1,
         name: "q3",
         what: "avg of the 10 fields per host per hour, all data".to_owned(),
         results: batch.len(),
@@ -550,6 +589,62 @@ fn q3(coll: &Collection, expected: &Expected, reps: usize) -> CmdResult<Timing> 
         p90_ms,
         stats,
     })
+}
+
+/// scan: every measurement's time and 10 fields as Arrow batches (`find_arrow`, no filter,
+/// no sort), checked by count and by the sum of every field.
+fn scan(coll: &Collection, expected: &Expected, reps: usize) -> CmdResult<Timing> {
+    let mut projection = doc! { "_id": 0, tsbs::TIME_FIELD: 1 };
+    for f in tsbs::FIELDS {
+        projection.insert(f, 1);
+    }
+    let options = FindOptions {
+        projection: Some(projection),
+        ..FindOptions::default()
+    };
+    let (batches, stats, median_ms, p90_ms) = time_query(reps, || {
+        let mut cursor = coll.find_arrow(&doc! {}, &options, &ArrowOptions::default())?;
+        let batches = cursor.by_ref().collect::<Result<Vec<_>, _>>()?;
+        Ok((batches, cursor.stats()))
+    })?;
+    let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
+    let want_rows: u64 = expected.aggs.iter().map(|a| a.count).sum();
+    if rows as u64 != want_rows {
+        return Err(format!("scan: {rows} rows, {want_rows} expected").into());
+    }
+    for (k, f) in tsbs::FIELDS.iter().enumerate() {
+        let want: i64 = expected.aggs.iter().map(|a| a.sums[k]).sum();
+        let mut got = 0i64;
+        for b in &batches {
+            let column = b
+                .column_by_name(f)
+                .ok_or_else(|| format!("scan: no field {f}"))?;
+            for row in 0..b.num_rows() {
+                got += arrow_int(column, row).ok_or_else(|| format!("scan: {f} not an integer"))?;
+            }
+        }
+        if got != want {
+            return Err(format!("scan: sum of {f} = {got}, {want} expected").into());
+        }
+    }
+    Ok(Timing {
+        name: "scan",
+        values_per_row: 1 + tsbs::FIELDS.len(),
+        what: "every measurement's time and 10 fields as Arrow batches".to_owned(),
+        results: rows,
+        median_ms,
+        p90_ms,
+        stats,
+    })
+}
+
+impl Timing {
+    /// Values returned per second at the median time.
+    fn values_per_s(&self) -> f64 {
+        #[expect(clippy::cast_precision_loss, reason = "a rate")]
+        let values = (self.results * self.values_per_row) as f64;
+        values / (self.median_ms / 1000.0)
+    }
 }
 
 /// Checks every group of a per-host, hourly aggregate: each (host, hour) of the data once,
@@ -620,6 +715,10 @@ fn check_groups(
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
+    use arrow_array::TimestampMillisecondArray;
+
     use super::*;
 
     #[test]
@@ -627,14 +726,13 @@ mod tests {
         // 0.01 day: 87 rows per host, all before 12:00, q1's window.
         let expected = Expected::compute(&Workload::new(3, 0.01, 1));
         assert!(expected.q1_rows.is_empty());
-        assert!(check_q1(&ColumnBatch::default(), &expected).is_ok());
+        assert!(check_q1(&[], &expected).is_ok());
         // Rows where none are expected are still an error.
-        let one = ColumnBatch {
-            times: vec![0],
-            series: vec![0],
-            metas: vec![None],
-            fields: Vec::new(),
-        };
-        assert!(check_q1(&one, &expected).is_err());
+        let one = RecordBatch::try_from_iter([(
+            "time",
+            Arc::new(TimestampMillisecondArray::from(vec![0])) as ArrayRef,
+        )])
+        .expect("batch");
+        assert!(check_q1(&[one], &expected).is_err());
     }
 }
