@@ -1,7 +1,7 @@
 //! The read path (SPEC §14): index scan → bucket pruning with control (§14.4) → decode only
 //! the needed columns → per-row filter (skipped for whole buckets, R-14.4.4) → unpack (§14.1)
 //! → sort on time → limit; plus the queries answered partly or wholly from control: `count`
-//! last point per series, windowed aggregates, and a columnar result.
+//! last point per series, windowed aggregates, and results as Arrow record batches.
 //!
 //! | file | concept |
 //! |---|---|

@@ -36,7 +36,7 @@ pub struct QueryStats {
     pub rows_examined: u64,
     /// Measurements on which the per-measurement filter was evaluated (0 for whole buckets).
     pub rows_filtered: u64,
-    /// Results produced: measurements returned (find, last point, columnar), measurements
+    /// Results produced: measurements returned (find, last point, Arrow), measurements
     /// counted (count), or groups (aggregate).
     pub rows_returned: u64,
 }

@@ -3,8 +3,11 @@
 //! memory), judge it against the filter, let the query answer from control or ask for the
 //! bucket's rows, decode only the columns it reads, and hand it the rows. A query kind is a
 //! [`Collector`], in the manner of tantivy's: `count`, `aggregate`, `find` (and its cursor,
-//! and top-k), `find_columns` and the last point per series differ only in what they collect
-//! (and the last point in the order it hands candidates over).
+//! and top-k) and the last point per series differ only in what they collect (and the last
+//! point in the order it hands candidates over). The Arrow cursor (`arrow/cursor.rs`) pulls
+//! instead: it reads every candidate's control record up front through the same
+//! [`Reader::for_each_control`], then decodes buckets ([`Reader::decode_bucket`],
+//! [`Reader::for_each_bucket`]) as its batches are taken.
 //!
 //! Two orders: [`Reader::collect_bulk`] reads the controls of every candidate in id order
 //! (scans when they are dense, [`super::bulk`]), then the buckets to unpack, for collectors
