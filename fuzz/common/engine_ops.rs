@@ -60,6 +60,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Int64Type, TimestampMillisecondType};
 use bson::oid::ObjectId;
 use bson::raw::CString;
 use bson::spec::BinarySubtype;
@@ -67,8 +69,9 @@ use bson::{
     Binary, Bson, DateTime, Decimal128, Document, JavaScriptCodeWithScope, Regex, Timestamp, doc,
 };
 use tscoll_engine::{
-    Accumulator, AggregateSpec, CatalogOptions, Collection, Database, DatabaseOptions, ErrorCode,
-    FindOptions, Granularity, InsertOptions, SortOrder, TimeseriesOptions,
+    Accumulator, AggregateSpec, ArrowOptions, CatalogOptions, Collection, Database,
+    DatabaseOptions, ErrorCode, FindOptions, Granularity, InsertOptions, SortOrder,
+    TimeseriesOptions,
 };
 
 /// Base time (ms): a midnight UTC, so minute offsets sit on every rounding boundary up to a day.
@@ -2563,9 +2566,64 @@ impl Harness<'_> {
                 what()
             );
         }
+        self.check_arrow(&fdoc, &options, &times, sort.is_some())?;
         self.summary.finds.0 += 1;
         self.summary.finds.1 += usize::from(!got.is_empty());
         self.summary.found += got.len();
+        Ok(())
+    }
+
+    /// The Arrow result of a find holds the rows `find` returned: the same times (in the
+    /// same order when sorted) and, when kept, the same `_id`s.
+    fn check_arrow(
+        &self,
+        fdoc: &Document,
+        options: &FindOptions,
+        times: &[i64],
+        sorted: bool,
+    ) -> Result<(), String> {
+        let what = || format!("find_arrow {fdoc} {options:?}");
+        let batches = engine(
+            "find_arrow",
+            self.coll()
+                .find_arrow(fdoc, options, &ArrowOptions::default())
+                .and_then(|c| c.collect::<tscoll_engine::Result<Vec<_>>>()),
+        )?;
+        let mut got_times: Vec<i64> = Vec::new();
+        let mut got_ids: BTreeSet<i64> = BTreeSet::new();
+        for b in &batches {
+            let t = b
+                .column(0)
+                .as_primitive_opt::<TimestampMillisecondType>()
+                .ok_or_else(|| format!("{}: the first column is not a timestamp", what()))?;
+            got_times.extend(t.values().iter());
+            if let Some(ids) = b.column_by_name("_id") {
+                let ids = ids
+                    .as_primitive_opt::<Int64Type>()
+                    .ok_or_else(|| format!("{}: _id is {}", what(), ids.data_type()))?;
+                got_ids.extend(ids.iter().flatten());
+            }
+        }
+        let mut want = times.to_vec();
+        if !sorted {
+            want.sort_unstable();
+            got_times.sort_unstable();
+        }
+        ensure!(
+            got_times == want,
+            "{}: times {got_times:?}, find gave {want:?}",
+            what()
+        );
+        let keeps_id = batches
+            .first()
+            .is_some_and(|b| b.column_by_name("_id").is_some());
+        if keeps_id {
+            let want_ids: BTreeSet<i64> = engine("find", self.coll().find(fdoc, options))?
+                .iter()
+                .map(id_of)
+                .collect::<Result<_, _>>()?;
+            ensure!(got_ids == want_ids, "{}: other _ids than find's", what());
+        }
         Ok(())
     }
 
