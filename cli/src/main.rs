@@ -53,6 +53,10 @@ enum Command {
     /// Run an aggregation pipeline (`--pipeline`), or group measurements by time window (and
     /// series): count, min, max, sum, avg, first, last.
     Aggregate(cmd::aggregate::Args),
+    /// Run SQL (Apache DataFusion) over the collections of a database, each a table; prints
+    /// a table, NDJSON or CSV (`--format`). Built with the feature `sql`.
+    #[cfg(feature = "sql")]
+    Sql(cmd::sql::Args),
     /// Show a collection's statistics, compression ratio and bucketing advice (every
     /// collection's when none is named).
     Stats(cmd::stats::Args),
@@ -98,6 +102,8 @@ fn main() -> ExitCode {
         Command::Ingest(args) => cmd::ingest::run(&args),
         Command::Find(args) => cmd::find::run(&args),
         Command::Aggregate(args) => cmd::aggregate::run(&args),
+        #[cfg(feature = "sql")]
+        Command::Sql(args) => cmd::sql::run(&args),
         Command::Stats(args) => cmd::stats::run(&args),
         Command::List(args) => cmd::list::run(&args),
         Command::Drop(args) => cmd::drop::run(&args),

@@ -2,9 +2,12 @@
 //! normal form in which a `find` result and an Arrow result of the same query are equal.
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Float64Type, Int32Type, Int64Type, TimestampMillisecondType, UInt64Type};
+use arrow_array::types::{
+    Float64Type, Int32Type, Int64Type, TimestampMicrosecondType, TimestampMillisecondType,
+    TimestampNanosecondType, TimestampSecondType, UInt64Type,
+};
 use arrow_array::{Array, ArrayRef, RecordBatch};
-use arrow_schema::DataType;
+use arrow_schema::{DataType, TimeUnit};
 use bson::oid::ObjectId;
 use bson::{Bson, DateTime, Document, Timestamp};
 use tscoll_engine::ENCODING_KEY;
@@ -46,9 +49,16 @@ pub fn value(col: &ArrayRef, row: usize, json: bool) -> Option<Bson> {
         DataType::Int64 => Bson::Int64(col.as_primitive::<Int64Type>().value(row)),
         DataType::Float64 => Bson::Double(col.as_primitive::<Float64Type>().value(row)),
         DataType::Boolean => Bson::Boolean(col.as_boolean().value(row)),
-        DataType::Timestamp(_, _) => Bson::DateTime(DateTime::from_millis(
-            col.as_primitive::<TimestampMillisecondType>().value(row),
-        )),
+        DataType::Timestamp(unit, _) => Bson::DateTime(DateTime::from_millis(match unit {
+            TimeUnit::Second => col.as_primitive::<TimestampSecondType>().value(row) * 1000,
+            TimeUnit::Millisecond => col.as_primitive::<TimestampMillisecondType>().value(row),
+            TimeUnit::Microsecond => {
+                col.as_primitive::<TimestampMicrosecondType>().value(row) / 1000
+            }
+            TimeUnit::Nanosecond => {
+                col.as_primitive::<TimestampNanosecondType>().value(row) / 1_000_000
+            }
+        })),
         DataType::UInt64 => {
             let u = col.as_primitive::<UInt64Type>().value(row);
             #[expect(clippy::cast_possible_truncation, reason = "the two halves")]

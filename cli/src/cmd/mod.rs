@@ -48,6 +48,8 @@ pub(crate) mod ingest;
 pub(crate) mod list;
 pub(crate) mod report;
 pub(crate) mod salvage;
+#[cfg(feature = "sql")]
+pub(crate) mod sql;
 pub(crate) mod stats;
 pub(crate) mod update;
 pub(crate) mod verify;

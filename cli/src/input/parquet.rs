@@ -451,7 +451,7 @@ fn list_range(array: &dyn Array, row: usize) -> std::ops::Range<usize> {
         _ => {
             let a = array.as_fixed_size_list();
             let n = a.value_length() as usize;
-            let start = a.value_offset_at(row);
+            let start = usize::try_from(a.value_offset(row)).unwrap_or(0);
             start..start + n
         }
     }

@@ -1,0 +1,63 @@
+//! tscoll's time-series collections as Apache DataFusion tables: plan and run SQL over
+//! measurements, with the collection doing what it does best — choosing buckets by meta
+//! and time through its index, pruning them with control records, decoding only the columns
+//! a query reads — and DataFusion the rest (joins, windows, sorts, expressions).
+//!
+//! ```
+//! # use bson::{DateTime, doc};
+//! # use tscoll_engine::*;
+//! use datafusion::prelude::SessionContext;
+//! # let dir = tempfile::tempdir()?;
+//! # let db = Database::open(dir.path(), DatabaseOptions::default())?;
+//! let coll = db.create_collection("cpu", &TimeseriesOptions::new("time").meta_field("tags"))?;
+//! let docs: Vec<_> = (0..6)
+//!     .map(|i| doc! { "time": DateTime::from_millis(i * 60_000), "tags": { "host": "a" }, "usage": i })
+//!     .collect();
+//! coll.insert_many(&docs, &InsertOptions::default())?;
+//! let ctx = SessionContext::new();
+//! tscoll_datafusion::register_database(&ctx, &db)?;
+//! let rt = tokio::runtime::Runtime::new()?;
+//! let batches = rt.block_on(async {
+//!     ctx.sql("SELECT sum(usage) AS s FROM cpu WHERE tags.host = 'a'").await?.collect().await
+//! })?;
+//! let s = batches[0].column(0).as_any().downcast_ref::<datafusion::arrow::array::Int64Array>();
+//! assert_eq!(s.unwrap().value(0), 15);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! | file | concept |
+//! |---|---|
+//! | `table.rs` | [`CollectionTable`]: a collection as a `TableProvider` (schema, pushdown, scan) |
+//! | `scan.rs` | the execution plan of a scan: one Arrow cursor per partition |
+//! | `filter.rs` | SQL predicates as a MongoDB filter the collection prunes buckets with |
+//!
+//! The table's schema is the collection's Arrow schema (docs/arrow.md) when the table is
+//! made: the time field as `Timestamp(Millisecond, "UTC")`, the meta field (a document as a
+//! struct: `tags.hostname` in SQL), then the measurement fields.
+
+#![deny(missing_docs)]
+
+mod filter;
+mod scan;
+mod table;
+
+use std::sync::Arc;
+
+use datafusion::prelude::SessionContext;
+use tscoll_engine::Database;
+
+pub use scan::CollectionScan;
+pub use table::CollectionTable;
+
+/// Registers every collection of `db` in `ctx` as a table of the same name.
+///
+/// # Errors
+/// A collection whose schema cannot be read (a storage or corruption error), or a table
+/// DataFusion refuses to register (a name taken).
+pub fn register_database(ctx: &SessionContext, db: &Database) -> datafusion::error::Result<()> {
+    for (name, _) in db.list_collections().map_err(table::external)? {
+        let coll = db.collection(&name).map_err(table::external)?;
+        ctx.register_table(name.as_str(), Arc::new(CollectionTable::new(coll)?))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,117 @@
+//! A collection as a DataFusion `TableProvider`.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bson::Document;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::catalog::{Session, TableProvider};
+use datafusion::error::{DataFusionError, Result};
+use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
+use datafusion::physical_plan::ExecutionPlan;
+use tscoll_engine::Collection;
+
+use crate::filter::to_filter;
+use crate::scan::CollectionScan;
+
+/// A time-series collection as a table: its schema is the collection's Arrow schema when
+/// the table was made (`Collection::arrow_schema`, docs/arrow.md), and a scan reads it with
+/// `Collection::find_arrow` in one partition per DataFusion target partition (ranges of
+/// bucket ids).
+///
+/// Pushed down to the collection: the projection (only the columns read are decoded), the
+/// comparisons, `IN` lists and `BETWEEN`s of the time field, measurement fields and meta
+/// fields with constants (the index chooses buckets by meta and time, control records prune
+/// them: SPEC §14.4) — inexactly, DataFusion applies the predicates again to the rows — and
+/// the limit of a query without other filters. A scan without filters reports its exact
+/// row count (from control records), which answers `SELECT count(*)` without a scan.
+///
+/// A value of a type the schema does not take (a string inserted, after the table was made,
+/// into a field the schema has as `Int64`) fails the scan with the engine's `TypeMismatch`:
+/// make the table again.
+pub struct CollectionTable {
+    coll: Collection,
+    schema: SchemaRef,
+}
+
+impl std::fmt::Debug for CollectionTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CollectionTable")
+            .field("schema", &self.schema)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CollectionTable {
+    /// The table of `coll` as it is now.
+    ///
+    /// # Errors
+    /// What `Collection::arrow_schema` fails with (storage or corruption), as a DataFusion
+    /// external error.
+    pub fn new(coll: Collection) -> Result<CollectionTable> {
+        let schema = coll
+            .arrow_schema(&Document::new(), None)
+            .map_err(external)?;
+        Ok(CollectionTable { coll, schema })
+    }
+}
+
+#[async_trait]
+impl TableProvider for CollectionTable {
+    fn schema(&self) -> SchemaRef {
+        Arc::clone(&self.schema)
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Base
+    }
+
+    fn supports_filters_pushdown(
+        &self,
+        filters: &[&Expr],
+    ) -> Result<Vec<TableProviderFilterPushDown>> {
+        Ok(filters
+            .iter()
+            .map(|f| match to_filter(f, &self.schema) {
+                Some(_) => TableProviderFilterPushDown::Inexact,
+                None => TableProviderFilterPushDown::Unsupported,
+            })
+            .collect())
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        limit: Option<usize>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let clauses: Vec<Document> = filters
+            .iter()
+            .filter_map(|f| to_filter(f, &self.schema))
+            .collect();
+        let filter = match clauses.len() {
+            0 => Document::new(),
+            1 => clauses.into_iter().next().unwrap_or_default(),
+            _ => bson::doc! { "$and": clauses },
+        };
+        // A limit reaches the scan only when no filter is left above it.
+        let limit = limit.filter(|_| filters.is_empty());
+        let partitions = state.config().target_partitions().max(1);
+        let batch_rows = state.config().batch_size();
+        Ok(Arc::new(CollectionScan::new(
+            self.coll.clone(),
+            &self.schema,
+            projection,
+            filter,
+            limit,
+            partitions,
+            batch_rows,
+        )?))
+    }
+}
+
+/// An engine error as a DataFusion error.
+pub(crate) fn external(e: tscoll_engine::Error) -> DataFusionError {
+    DataFusionError::External(Box::new(e))
+}

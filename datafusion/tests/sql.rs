@@ -1,0 +1,300 @@
+//! SQL over a collection gives the answers of the engine's own queries: the three TSBS
+//! queries (one host's fields over a time range, the maximum and the averages per host and
+//! hour), `GROUP BY` a meta field, a window function, `count(*)`, and every bundled real
+//! data set read back whole.
+
+use std::collections::BTreeMap;
+
+use bson::{Bson, Document, doc};
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::prelude::SessionContext;
+use tscoll_benches::tsbs::{self, Workload};
+use tscoll_engine::{
+    Collection, Database, DatabaseOptions, FindOptions, InsertOptions, SortOrder, TimeseriesOptions,
+};
+use tscoll_tests::arrow::{documents, normal_document};
+use tscoll_tests::{data_dir, load_ndjson};
+
+const HOSTS: usize = 6;
+
+fn sql(db: &Database, query: &str) -> Vec<Document> {
+    let ctx = SessionContext::new();
+    tscoll_datafusion::register_database(&ctx, db).expect("register");
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let batches: Vec<RecordBatch> = rt
+        .block_on(async { ctx.sql(query).await?.collect().await })
+        .unwrap_or_else(|e| panic!("{query}: {e}"));
+    documents(&batches)
+}
+
+/// A database with the TSBS cpu-only workload of `HOSTS` hosts over half a day, the first
+/// part stored, the rest in memory.
+fn tsbs_db() -> (tempfile::TempDir, Database, Collection) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Database::open(dir.path(), DatabaseOptions::default()).expect("open");
+    let coll = db
+        .create_collection(
+            "cpu",
+            &TimeseriesOptions::new(tsbs::TIME_FIELD).meta_field(tsbs::META_FIELD),
+        )
+        .expect("create");
+    let w = Workload::new(HOSTS, 0.5, 1);
+    let steps = w.steps();
+    for host in 0..HOSTS {
+        let rows = w.host_rows(host, 0..steps * 2 / 3);
+        coll.insert_many(&rows, &InsertOptions::default())
+            .expect("insert");
+    }
+    coll.flush().expect("flush");
+    for host in 0..HOSTS {
+        let rows = w.host_rows(host, steps * 2 / 3..steps);
+        coll.insert_many(&rows, &InsertOptions::default())
+            .expect("insert");
+    }
+    (dir, db, coll)
+}
+
+fn number(v: Option<&Bson>) -> f64 {
+    #[expect(clippy::cast_precision_loss, reason = "small test values")]
+    match v {
+        Some(Bson::Int32(i)) => f64::from(*i),
+        Some(Bson::Int64(i)) => *i as f64,
+        Some(Bson::Double(d)) => *d,
+        other => panic!("not a number: {other:?}"),
+    }
+}
+
+fn ms(v: Option<&Bson>) -> i64 {
+    match v {
+        Some(Bson::DateTime(d)) => d.timestamp_millis(),
+        other => panic!("not a date: {other:?}"),
+    }
+}
+
+/// `(host, hour)` → the outputs, of a pipeline grouping by host and hour.
+fn by_host_hour(rows: &[Document], outputs: &[&str]) -> BTreeMap<(String, i64), Vec<f64>> {
+    rows.iter()
+        .map(|r| {
+            let (host, hour) = match r.get_document("_id") {
+                Ok(id) => (
+                    id.get_str("host").expect("host").to_owned(),
+                    ms(id.get("hour")),
+                ),
+                Err(_) => (
+                    r.get_str("host").expect("host").to_owned(),
+                    ms(r.get("hour")),
+                ),
+            };
+            let values = outputs.iter().map(|o| number(r.get(o))).collect();
+            ((host, hour), values)
+        })
+        .collect()
+}
+
+#[test]
+fn q1_one_hosts_fields_over_six_hours() {
+    let (_dir, db, coll) = tsbs_db();
+    let fields = tsbs::FIELDS.join(", ");
+    let got = sql(
+        &db,
+        &format!(
+            "SELECT time, {fields} FROM cpu WHERE tags.hostname = 'host_3' \
+             AND time >= '2016-01-01T04:00:00Z' AND time < '2016-01-01T10:00:00Z' ORDER BY time"
+        ),
+    );
+    let filter = doc! {
+        "tags.hostname": "host_3",
+        "time": { "$gte": bson::DateTime::from_millis(tsbs::START_MS + 4 * 3_600_000),
+                  "$lt": bson::DateTime::from_millis(tsbs::START_MS + 10 * 3_600_000) },
+    };
+    let opts = FindOptions {
+        sort: Some(SortOrder::Ascending),
+        ..FindOptions::default()
+    };
+    let want = coll.find(&filter, &opts).expect("find");
+    assert_eq!(got.len(), 6 * 360);
+    assert_eq!(got.len(), want.len());
+    for (g, w) in got.iter().zip(&want) {
+        assert_eq!(ms(g.get("time")), ms(w.get("time")));
+        for f in tsbs::FIELDS {
+            assert_eq!(number(g.get(f)), number(w.get(f)), "{f}");
+        }
+    }
+}
+
+#[test]
+fn q2_q3_per_host_and_hour_equal_the_pipeline() {
+    let (_dir, db, coll) = tsbs_db();
+    let group_id = doc! { "host": "$tags.hostname", "hour": { "$dateTrunc": { "date": "$time", "unit": "hour" } } };
+    // q2: the maximum of one field.
+    let got = sql(
+        &db,
+        "SELECT tags.hostname AS host, date_bin(INTERVAL '1 hour', time) AS hour, \
+         max(usage_user) AS m FROM cpu GROUP BY 1, 2",
+    );
+    let want = coll
+        .aggregate(&[
+            doc! { "$group": { "_id": group_id.clone(), "m": { "$max": "$usage_user" } } },
+        ])
+        .expect("pipeline");
+    assert_eq!(by_host_hour(&got, &["m"]), by_host_hour(&want, &["m"]));
+    assert_eq!(got.len(), HOSTS * 12);
+    // q3: the averages of the 10 fields.
+    let avgs: Vec<String> = tsbs::FIELDS
+        .iter()
+        .map(|f| format!("avg({f}) AS {f}"))
+        .collect();
+    let got = sql(
+        &db,
+        &format!(
+            "SELECT tags.hostname AS host, date_bin(INTERVAL '1 hour', time) AS hour, {} \
+             FROM cpu GROUP BY 1, 2",
+            avgs.join(", ")
+        ),
+    );
+    let mut group = doc! { "_id": group_id };
+    for f in tsbs::FIELDS {
+        group.insert(f, doc! { "$avg": format!("${f}") });
+    }
+    let want = coll
+        .aggregate(&[doc! { "$group": group }])
+        .expect("pipeline");
+    let (got, want) = (
+        by_host_hour(&got, &tsbs::FIELDS),
+        by_host_hour(&want, &tsbs::FIELDS),
+    );
+    assert_eq!(
+        got.keys().collect::<Vec<_>>(),
+        want.keys().collect::<Vec<_>>()
+    );
+    for (k, g) in &got {
+        for (a, b) in g.iter().zip(&want[k]) {
+            assert!(
+                (a - b).abs() <= 1e-9 * b.abs().max(1.0),
+                "{k:?}: {a} vs {b}"
+            );
+        }
+    }
+}
+
+#[test]
+fn group_by_a_meta_field_a_window_function_and_count() {
+    let (_dir, db, coll) = tsbs_db();
+    let got = sql(
+        &db,
+        "SELECT tags.region AS region, count(*) AS n, sum(usage_system) AS s \
+         FROM cpu GROUP BY tags.region",
+    );
+    let want = coll
+        .aggregate(&[doc! { "$group": {
+            "_id": "$tags.region",
+            "n": { "$sum": 1 },
+            "s": { "$sum": "$usage_system" },
+        } }])
+        .expect("pipeline");
+    let key = |rows: &[Document], id: &str| -> BTreeMap<String, (f64, f64)> {
+        rows.iter()
+            .map(|r| {
+                (
+                    r.get_str(id).expect("region").to_owned(),
+                    (number(r.get("n")), number(r.get("s"))),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(key(&got, "region"), key(&want, "_id"));
+
+    // The change of usage_user from each host's previous measurement.
+    let got = sql(
+        &db,
+        "SELECT tags.hostname AS host, time, \
+         usage_user - lag(usage_user) OVER (PARTITION BY tags.hostname ORDER BY time) AS d \
+         FROM cpu",
+    );
+    let all = coll
+        .find(
+            &doc! {},
+            &FindOptions {
+                sort: Some(SortOrder::Ascending),
+                ..FindOptions::default()
+            },
+        )
+        .expect("find");
+    let mut last: BTreeMap<String, f64> = BTreeMap::new();
+    let mut want: BTreeMap<(String, i64), Option<f64>> = BTreeMap::new();
+    for d in &all {
+        let host = d
+            .get_document("tags")
+            .expect("tags")
+            .get_str("hostname")
+            .expect("host")
+            .to_owned();
+        let v = number(d.get("usage_user"));
+        let prev = last.insert(host.clone(), v);
+        want.insert((host, ms(d.get("time"))), prev.map(|p| v - p));
+    }
+    let got: BTreeMap<(String, i64), Option<f64>> = got
+        .iter()
+        .map(|r| {
+            (
+                (
+                    r.get_str("host").expect("host").to_owned(),
+                    ms(r.get("time")),
+                ),
+                r.get("d").map(|v| number(Some(v))),
+            )
+        })
+        .collect();
+    assert_eq!(got, want);
+
+    let n = sql(&db, "SELECT count(*) AS n FROM cpu");
+    assert_eq!(
+        number(n[0].get("n")),
+        number(Some(&Bson::Int64(i64::try_from(all.len()).unwrap_or(0))))
+    );
+}
+
+#[test]
+fn every_bundled_data_set_reads_back_whole_through_sql() {
+    for file in [
+        "beijing_air_3stations.ndjson.xz",
+        "nab_shared.ndjson.xz",
+        "noaa_weather_daily.ndjson.xz",
+        "stocks_us_2016_may_dec_100k.ndjson.xz",
+        "usgs_earthquakes_week.ndjson.xz",
+    ] {
+        let input = load_ndjson(&data_dir().join(file));
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Database::open(dir.path(), DatabaseOptions::default()).expect("open");
+        let coll = db
+            .create_collection("c", &TimeseriesOptions::new("ts").meta_field("meta"))
+            .expect("create");
+        for chunk in input.chunks(5000) {
+            coll.insert_many(chunk, &InsertOptions::default())
+                .expect("insert");
+        }
+        let key = |d: &Document| format!("{:?}", d.get("_id"));
+        let mut want: Vec<Document> = coll
+            .find(&doc! {}, &FindOptions::default())
+            .expect("find")
+            .iter()
+            .map(normal_document)
+            .collect();
+        want.sort_by_key(key);
+        let mut got: Vec<Document> = sql(&db, "SELECT * FROM c")
+            .iter()
+            .map(normal_document)
+            .collect();
+        got.sort_by_key(key);
+        assert_eq!(got.len(), input.len(), "{file}");
+        for (g, w) in got.iter().zip(&want) {
+            assert_eq!(g, w, "{file}");
+        }
+        let n = sql(&db, "SELECT count(*) AS n FROM c");
+        assert_eq!(
+            n[0].get("n"),
+            Some(&Bson::Int64(i64::try_from(input.len()).unwrap_or(0))),
+            "{file}"
+        );
+    }
+}
