@@ -123,6 +123,37 @@ fn q1_one_hosts_fields_over_six_hours() {
 }
 
 #[test]
+fn filters_reach_the_collection_and_count_comes_from_control() {
+    let (_dir, db, _coll) = tsbs_db();
+    let ctx = SessionContext::new();
+    tscoll_datafusion::register_database(&ctx, &db).expect("register");
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let plan = |q: &str| -> String {
+        let batches = rt
+            .block_on(async { ctx.sql(&format!("EXPLAIN {q}")).await?.collect().await })
+            .expect("explain");
+        datafusion::arrow::util::pretty::pretty_format_batches(&batches)
+            .expect("format")
+            .to_string()
+    };
+    let p = plan(
+        "SELECT usage_user FROM cpu WHERE tags.hostname = 'host_3' \
+         AND time >= '2016-01-01T04:00:00Z' AND usage_idle > 50",
+    );
+    assert!(p.contains("CollectionScan"), "{p}");
+    for part in ["tags.hostname", "$gte", "usage_idle"] {
+        assert!(p.contains(part), "{part} not pushed down:\n{p}");
+    }
+    // Not pushed down: an OR, which DataFusion filters.
+    let p = plan("SELECT usage_user FROM cpu WHERE usage_idle > 50 OR usage_user < 3");
+    assert!(p.contains("CollectionScan: filter={}"), "{p}");
+    // count(*) is answered from the statistics: no scan in the physical plan.
+    let p = plan("SELECT count(*) FROM cpu");
+    let physical = p.split("physical_plan").nth(1).unwrap_or_default();
+    assert!(!physical.contains("CollectionScan"), "{p}");
+}
+
+#[test]
 fn q2_q3_per_host_and_hour_equal_the_pipeline() {
     let (_dir, db, coll) = tsbs_db();
     let group_id = doc! { "host": "$tags.hostname", "hour": { "$dateTrunc": { "date": "$time", "unit": "hour" } } };
