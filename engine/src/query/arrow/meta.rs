@@ -127,18 +127,12 @@ impl MetaShape {
                     .iter()
                     .map(|v| matches!(v, Some(Bson::Document(_))))
                     .collect();
-                if values.iter().any(|v| {
-                    !matches!(
-                        v,
-                        None | Some(Bson::Null | Bson::Undefined | Bson::Document(_))
-                    )
-                }) {
-                    let code = values
-                        .iter()
-                        .flatten()
-                        .find(|v| !matches!(v, Bson::Document(_)))
-                        .map_or(0, |v| tscoll_catalog::value::type_code(v));
-                    return Err(AppendError::Mismatch(code));
+                if let Some(v) = values
+                    .iter()
+                    .flatten()
+                    .find(|v| !matches!(v, Bson::Null | Bson::Undefined | Bson::Document(_)))
+                {
+                    return Err(AppendError::Mismatch(tscoll_catalog::value::type_code(v)));
                 }
                 let kids = children
                     .iter()

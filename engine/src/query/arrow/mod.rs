@@ -61,7 +61,7 @@ impl Default for ArrowOptions {
 }
 
 impl Collection {
-    /// As [`Collection::find`] (same filter, projection, sort on time, skip and limit), with
+    /// As [`Collection::find`] (SPEC §14: same filter, projection, sort on time, skip and limit), with
     /// the result as Arrow record batches filled from the decoded bucket columns: no
     /// document is made per measurement, and only the columns the projection and filter
     /// need are decoded. The schema (docs/arrow.md): the time field as
