@@ -1,6 +1,7 @@
 //! The execution plan of a collection scan: partition `i` of `n` is an Arrow cursor over
 //! the `i`-th range of the bucket ids the filter selects (`ArrowOptions::partition`), all
-//! with the table's schema, so the partitions run in parallel and agree.
+//! with the table's schema, so the partitions run in parallel and agree. A table of
+//! several shards gives each shard the same number of partitions, shard after shard.
 
 use std::fmt;
 use std::sync::Arc;
@@ -24,13 +25,15 @@ use crate::table::external;
 /// A scan of one collection: its filter, the columns it reads, its limit and partitions
 /// ([`crate::CollectionTable`] makes it).
 pub struct CollectionScan {
-    coll: Collection,
+    /// The table's collections (one, or the shards of a sharded table).
+    shards: Vec<Collection>,
     /// What each cursor returns: the time column, then the projected columns in table order.
     read_schema: SchemaRef,
     /// The scan's columns: positions in `read_schema`.
     output: Vec<usize>,
     filter: Document,
     find: FindOptions,
+    /// Partitions per shard.
     partitions: usize,
     batch_rows: usize,
     /// The exact row count, when the scan reads no column and has no filter or limit (a
@@ -40,13 +43,14 @@ pub struct CollectionScan {
 }
 
 impl CollectionScan {
-    /// The scan of `coll` (table schema `schema`) for the columns `projection` (positions in
-    /// `schema`; `None`: all), rows matching `filter`, at most `limit` rows per partition.
+    /// The scan of `shards` (table schema `schema`) for the columns `projection` (positions
+    /// in `schema`; `None`: all), rows matching `filter`, at most `limit` rows per
+    /// partition, in about `partitions` partitions (each shard at least one).
     ///
     /// # Errors
     /// A count that fails (storage or corruption), for a scan that reads no column.
     pub(crate) fn new(
-        coll: Collection,
+        shards: Vec<Collection>,
         schema: &SchemaRef,
         projection: Option<&Vec<usize>>,
         filter: Document,
@@ -91,19 +95,23 @@ impl CollectionScan {
             ..FindOptions::default()
         };
         let rows = if wanted.is_empty() && filter.is_empty() && limit.is_none() {
-            let n = coll.count(&Document::new()).map_err(external)?;
+            let mut n = 0u64;
+            for coll in &shards {
+                n = n.saturating_add(coll.count(&Document::new()).map_err(external)?);
+            }
             Some(usize::try_from(n).unwrap_or(usize::MAX))
         } else {
             None
         };
+        let partitions = (partitions / shards.len().max(1)).max(1);
         let props = PlanProperties::new(
             EquivalenceProperties::new(Arc::clone(&out_schema)),
-            Partitioning::UnknownPartitioning(partitions),
+            Partitioning::UnknownPartitioning(partitions * shards.len()),
             EmissionType::Incremental,
             Boundedness::Bounded,
         );
         Ok(CollectionScan {
-            coll,
+            shards,
             read_schema,
             output,
             filter,
@@ -120,6 +128,7 @@ impl fmt::Debug for CollectionScan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CollectionScan")
             .field("filter", &self.filter)
+            .field("shards", &self.shards.len())
             .field("partitions", &self.partitions)
             .finish_non_exhaustive()
     }
@@ -133,8 +142,12 @@ impl DisplayAs for CollectionScan {
             self.filter,
             self.props.eq_properties.schema().fields().len(),
             self.find.limit,
-            self.partitions
-        )
+            self.partitions * self.shards.len()
+        )?;
+        if self.shards.len() > 1 {
+            write!(f, ", shards={}", self.shards.len())?;
+        }
+        Ok(())
     }
 }
 
@@ -173,10 +186,18 @@ impl ExecutionPlan for CollectionScan {
         let options = ArrowOptions {
             batch_rows: self.batch_rows,
             schema: Some(Arc::clone(&self.read_schema)),
-            partition: Some((partition, self.partitions)),
+            partition: Some((partition % self.partitions, self.partitions)),
         };
-        let cursor = self
-            .coll
+        let coll = self
+            .shards
+            .get(partition / self.partitions)
+            .ok_or_else(|| {
+                datafusion::error::DataFusionError::Internal(format!(
+                    "partition {partition} of a scan with {} partitions",
+                    self.partitions * self.shards.len()
+                ))
+            })?;
+        let cursor = coll
             .find_arrow(&self.filter, &self.find, &options)
             .map_err(external)?;
         let output = self.output.clone();

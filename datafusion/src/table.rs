@@ -29,8 +29,12 @@ use crate::scan::CollectionScan;
 /// A value of a type the schema does not take (a string inserted, after the table was made,
 /// into a field the schema has as `Int64`) fails the scan with the engine's `TypeMismatch`:
 /// make the table again.
+///
+/// One table may also be several collections, the shards of one data set in several
+/// databases ([`CollectionTable::sharded`], docs/scale-out.md): a scan reads each shard in
+/// its own partitions.
 pub struct CollectionTable {
-    coll: Collection,
+    shards: Vec<Collection>,
     schema: SchemaRef,
 }
 
@@ -49,10 +53,51 @@ impl CollectionTable {
     /// What `Collection::arrow_schema` fails with (storage or corruption), as a DataFusion
     /// external error.
     pub fn new(coll: Collection) -> Result<CollectionTable> {
-        let schema = coll
-            .arrow_schema(&Document::new(), None)
-            .map_err(external)?;
-        Ok(CollectionTable { coll, schema })
+        CollectionTable::sharded(vec![coll])
+    }
+
+    /// One table of the collections `shards`: the parts of one data set kept in several
+    /// databases, each series (meta value) in one of them, e.g. by a hash of the meta
+    /// field (docs/scale-out.md). Its schema holds every shard's columns
+    /// (`Collection::join_arrow_schemas`); a scan reads the shards side by side, each in
+    /// its share of the target partitions (at least one), and pushes the same projection,
+    /// filter and limit to each.
+    ///
+    /// # Errors
+    /// `Plan` when `shards` is empty or the shards differ in their time or meta field;
+    /// what `Collection::arrow_schema` fails with, as an external error.
+    pub fn sharded(shards: Vec<Collection>) -> Result<CollectionTable> {
+        let Some(first) = shards.first() else {
+            return Err(DataFusionError::Plan(
+                "a table needs at least one collection".into(),
+            ));
+        };
+        let spec = first.spec();
+        let mut schema: Option<SchemaRef> = None;
+        for coll in &shards {
+            let s = coll.spec();
+            if s.time_field != spec.time_field || s.meta_field != spec.meta_field {
+                return Err(DataFusionError::Plan(format!(
+                    "the shards of one table have one time field and meta field: '{}' has \
+                     {}/{:?}, '{}' {}/{:?}",
+                    first.name(),
+                    spec.time_field,
+                    spec.meta_field,
+                    coll.name(),
+                    s.time_field,
+                    s.meta_field
+                )));
+            }
+            let own = coll
+                .arrow_schema(&Document::new(), None)
+                .map_err(external)?;
+            schema = Some(match schema {
+                None => own,
+                Some(joined) => first.join_arrow_schemas(&joined, &own).map_err(external)?,
+            });
+        }
+        let schema = schema.ok_or_else(|| DataFusionError::Plan("no shard".into()))?;
+        Ok(CollectionTable { shards, schema })
     }
 }
 
@@ -100,7 +145,7 @@ impl TableProvider for CollectionTable {
         let partitions = state.config().target_partitions().max(1);
         let batch_rows = state.config().batch_size();
         Ok(Arc::new(CollectionScan::new(
-            self.coll.clone(),
+            self.shards.clone(),
             &self.schema,
             projection,
             filter,

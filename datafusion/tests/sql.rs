@@ -329,3 +329,142 @@ fn every_bundled_data_set_reads_back_whole_through_sql() {
         );
     }
 }
+
+/// The shard of a meta value: FNV-1a of its hostname, modulo the shards.
+fn shard_of(row: &Document, shards: usize) -> usize {
+    let host = row
+        .get_document(tsbs::META_FIELD)
+        .and_then(|t| t.get_str("hostname"))
+        .expect("hostname");
+    let h = host.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    usize::try_from(h % shards as u64).expect("small")
+}
+
+/// Rows equal column by column, doubles to a relative 1e-9 (the partitions of a sharded
+/// scan sum in another order).
+fn assert_rows_close(got: &[Document], want: &[Document], query: &str) {
+    assert_eq!(got.len(), want.len(), "{query}");
+    for (g, w) in got.iter().zip(want) {
+        assert_eq!(
+            g.keys().collect::<Vec<_>>(),
+            w.keys().collect::<Vec<_>>(),
+            "{query}"
+        );
+        for (k, wv) in w {
+            match (g.get(k), wv) {
+                (Some(Bson::Double(a)), Bson::Double(b)) => {
+                    assert!(
+                        (a - b).abs() <= 1e-9 * b.abs().max(1.0),
+                        "{query}: {k} {a} vs {b}"
+                    );
+                }
+                (gv, wv) => assert_eq!(gv, Some(wv), "{query}: {k}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn one_query_over_two_shards_equals_the_single_database() {
+    let whole_dir = tempfile::tempdir().expect("tempdir");
+    let whole = Database::open(whole_dir.path(), DatabaseOptions::default()).expect("open");
+    let shard_dirs = [
+        tempfile::tempdir().expect("tempdir"),
+        tempfile::tempdir().expect("tempdir"),
+    ];
+    let shards: Vec<Database> = shard_dirs
+        .iter()
+        .map(|d| Database::open(d.path(), DatabaseOptions::default()).expect("open"))
+        .collect();
+    let options = TimeseriesOptions::new(tsbs::TIME_FIELD).meta_field(tsbs::META_FIELD);
+    let colls: Vec<Collection> = std::iter::once(&whole)
+        .chain(&shards)
+        .map(|db| db.create_collection("cpu", &options).expect("create"))
+        .collect();
+    let w = Workload::new(HOSTS, 0.5, 1);
+    let mut per_shard = [0usize; 2];
+    for host in 0..HOSTS {
+        let rows = w.host_rows(host, 0..w.steps());
+        let s = shard_of(&rows[0], 2);
+        per_shard[s] += 1;
+        colls[0]
+            .insert_many(&rows, &InsertOptions::default())
+            .expect("insert");
+        colls[1 + s]
+            .insert_many(&rows, &InsertOptions::default())
+            .expect("insert");
+    }
+    assert!(per_shard.iter().all(|&n| n > 0), "{per_shard:?}");
+    // A field that is int32 in one shard and double in the other: the table's column is
+    // Float64 in both cases, and a field only one shard has is null in the other's rows.
+    for (s, extra) in [(0usize, Bson::Int32(7)), (1, Bson::Double(2.5))] {
+        let host = (0..)
+            .map(|i| format!("extra_{i}"))
+            .find(|h| shard_of(&doc! { tsbs::META_FIELD: { "hostname": h.as_str() } }, 2) == s);
+        let host = host.expect("a hostname of that shard");
+        let rows: Vec<Document> = (0..5_i64)
+            .map(|i| {
+                doc! {
+                    tsbs::TIME_FIELD: bson::DateTime::from_millis(tsbs::START_MS + i * 60_000),
+                    tsbs::META_FIELD: { "hostname": host.as_str() },
+                    "extra": extra.clone(),
+                    format!("only_{s}"): i,
+                }
+            })
+            .collect();
+        for c in [&colls[0], &colls[1 + s]] {
+            c.insert_many(&rows, &InsertOptions::default())
+                .expect("insert");
+        }
+    }
+    colls[1].flush().expect("flush");
+
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let run = |ctx: &SessionContext, q: &str| -> Vec<Document> {
+        let batches: Vec<RecordBatch> = rt
+            .block_on(async { ctx.sql(q).await?.collect().await })
+            .unwrap_or_else(|e| panic!("{q}: {e}"));
+        documents(&batches)
+    };
+    let single = SessionContext::new();
+    tscoll_datafusion::register_database(&single, &whole).expect("register");
+    let sharded = SessionContext::new();
+    let table = tscoll_datafusion::CollectionTable::sharded(
+        shards
+            .iter()
+            .map(|db| db.collection("cpu").expect("cpu"))
+            .collect(),
+    )
+    .expect("sharded table");
+    sharded
+        .register_table("cpu", std::sync::Arc::new(table))
+        .expect("register");
+    let queries = [
+        "SELECT count(*) AS n, sum(extra) AS e, sum(only_0) AS o0, sum(only_1) AS o1 FROM cpu",
+        "SELECT tags.hostname AS host, date_bin(INTERVAL '1 hour', time) AS hour, \
+         avg(usage_user) AS a, max(usage_system) AS m, count(*) AS n \
+         FROM cpu GROUP BY 1, 2 ORDER BY 1, 2",
+        "SELECT time, usage_idle FROM cpu WHERE tags.hostname = 'host_3' \
+         AND time >= '2016-01-01T04:00:00Z' ORDER BY time LIMIT 50",
+        "SELECT tags.hostname AS host, time, extra, only_0, only_1 FROM cpu \
+         WHERE extra IS NOT NULL ORDER BY 1, 2",
+        "SELECT time, tags.hostname AS host, usage_user FROM cpu ORDER BY usage_user DESC, \
+         time, host LIMIT 7",
+    ];
+    for q in queries {
+        let want = run(&single, q);
+        assert!(!want.is_empty(), "{q}");
+        assert_rows_close(&run(&sharded, q), &want, q);
+    }
+    // The joined schema: `extra` holds int32 and double, so it is Float64.
+    let schema = rt
+        .block_on(sharded.table_provider("cpu"))
+        .expect("table")
+        .schema();
+    assert_eq!(
+        schema.field_with_name("extra").expect("extra").data_type(),
+        &datafusion::arrow::datatypes::DataType::Float64
+    );
+}

@@ -124,4 +124,23 @@ impl Collection {
         };
         Ok(ArrowCursor::new(&self.inner, filter, &options, &ArrowOptions::default())?.schema())
     }
+
+    /// The schema that holds the results of two schemas of this collection's options: e.g.
+    /// [`Collection::arrow_schema`] of two shards of one table (collections with the same
+    /// time and meta fields in two databases: docs/scale-out.md), so that one given schema
+    /// ([`ArrowOptions::schema`]) reads both. Column by column: the meta shapes joined
+    /// (struct fields of either side), the fields of `a` then those only `b` has, each of
+    /// the type that holds both sides' values (int32 and int64 → `Int64`, integers and
+    /// doubles → `Float64`, any other mix → JSON text: docs/arrow.md).
+    ///
+    /// # Errors
+    /// `BadValue` when either schema is not one of this collection's (its first column not
+    /// the time field as `Timestamp(Millisecond, _)`, or a column type no BSON type maps
+    /// to).
+    pub fn join_arrow_schemas(&self, a: &SchemaRef, b: &SchemaRef) -> Result<SchemaRef> {
+        let spec = self.inner.spec();
+        let a = schema::Layout::given(&spec, SchemaRef::clone(a))?;
+        let b = schema::Layout::given(&spec, SchemaRef::clone(b))?;
+        Ok(a.join(b, &spec).schema)
+    }
 }

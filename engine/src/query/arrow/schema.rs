@@ -151,6 +151,35 @@ impl Layout {
     }
 }
 
+impl Layout {
+    /// The layout holding the rows of both layouts (of one collection's options): the meta
+    /// shapes joined, then this layout's fields and those only `other` has, each of the
+    /// kind that holds both sides' values ([`Kind::join`]).
+    pub(crate) fn join(self, other: Layout, spec: &CollectionSpec) -> Layout {
+        let meta = match (self.meta, other.meta) {
+            (Some(a), Some(b)) => Some(a.join(b)),
+            (a, b) => a.or(b),
+        };
+        let mut fields = self.fields;
+        for (name, kind) in other.fields {
+            match fields.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, k)) => *k = k.join(kind),
+                None => fields.push((name, kind)),
+            }
+        }
+        let mut columns = vec![time_field(&spec.time_field)];
+        if let (Some(shape), Some(name)) = (&meta, &spec.meta_field) {
+            columns.push(shape.field(name));
+        }
+        columns.extend(fields.iter().map(|(n, k)| k.field(n)));
+        Layout {
+            meta,
+            fields,
+            schema: Arc::new(Schema::new(columns)),
+        }
+    }
+}
+
 /// The time column: `Timestamp(Millisecond, "UTC")`, never null.
 fn time_field(name: &str) -> Field {
     Field::new(
