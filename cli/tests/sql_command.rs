@@ -25,6 +25,15 @@ fn sql_groups_filters_and_prints_in_every_format() {
     );
     let csv = s.run("sql", &["--format", "csv", q]).ok().stdout();
     assert_eq!(csv, "s,n,total\na,4,28\nb,4,24\n");
+    // Answered by the collection from its windowed partial aggregates, timed over 3 runs.
+    let hourly = "SELECT meta.series AS s, date_bin(INTERVAL '1 hour', ts) AS h, count(*) AS n, \
+                  sum(v) AS total FROM w GROUP BY 1, 2 ORDER BY 1, 2";
+    let out = s
+        .run("sql", &["--format", "csv", "--repeat", "3", hourly])
+        .ok();
+    assert_eq!(out.stdout().lines().count(), 1 + 2, "{}", out.stdout());
+    assert!(out.stdout().contains(",5,30\n"), "{}", out.stdout());
+    assert!(out.stderr().contains("3 runs: median "), "{}", out.stderr());
     let table = s.run("sql", &[q]).ok().stdout();
     assert!(table.contains("| a | 4 | 28    |"), "{table}");
     let err = s.run("sql", &["SELECT nope FROM w"]).failed().stderr();

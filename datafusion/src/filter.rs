@@ -4,7 +4,9 @@
 //! (SPEC §14.4) and filters rows by it; DataFusion still applies the SQL predicate to the rows
 //! returned (the pushdown is inexact), so a filter here only has to keep every row SQL keeps.
 //! It does: for numbers, strings, dates and booleans a SQL comparison and MongoDB's agree on
-//! the rows where the column is not null, and both drop nulls. Columns holding JSON texts
+//! the rows where the column is not null, and both drop nulls — but for NaN, which SQL
+//! orders above every number and MongoDB's ranges never match, so `>` and `>=` on doubles
+//! are not pushed down. Columns holding JSON texts
 //! (docs/arrow.md) are not pushed down.
 
 use bson::{Bson, DateTime, Document};
@@ -29,6 +31,12 @@ pub(crate) fn to_filter(expr: &Expr, schema: &Schema) -> Option<Document> {
                     (None, Some(p)) => (p, constant(left)?, op.swap()?),
                     _ => return None,
                 };
+                // SQL orders NaN above every number (`x > 1` keeps it), MongoDB's ranges
+                // never match it: a lower bound on doubles is left to DataFusion.
+                if matches!(op, Operator::Gt | Operator::GtEq) && holds_doubles(left, right, schema)
+                {
+                    return None;
+                }
                 let mongo = match op {
                     Operator::Eq => "$eq",
                     Operator::Lt => "$lt",
@@ -98,6 +106,13 @@ fn typed_path(expr: &Expr, schema: &Schema) -> Option<(String, Field)> {
         }
         _ => None,
     }
+}
+
+/// Whether either side is a column of doubles.
+fn holds_doubles(left: &Expr, right: &Expr, schema: &Schema) -> bool {
+    [left, right]
+        .iter()
+        .any(|e| typed_path(e, schema).is_some_and(|(_, f)| f.data_type() == &DataType::Float64))
 }
 
 fn is_string(t: &DataType) -> bool {
@@ -203,6 +218,14 @@ mod tests {
             Some(
                 bson::doc! { "$and": [{ "t": { "$gte": DateTime::from_millis(7) } }, { "v": { "$eq": 1_i64 } }] }
             )
+        );
+        // A lower bound on doubles would drop NaN, which SQL keeps.
+        let d = Schema::new(vec![Field::new("d", DataType::Float64, true)]);
+        assert_eq!(to_filter(&col("d").gt(lit(1.0)), &d), None);
+        assert_eq!(to_filter(&lit(1.0).lt_eq(col("d")), &d), None);
+        assert_eq!(
+            to_filter(&col("d").lt(lit(1.0)), &d),
+            Some(bson::doc! { "d": { "$lt": 1.0 } })
         );
         // JSON texts, negations and OR are left to DataFusion.
         assert_eq!(to_filter(&col("j").eq(lit("x")), &s), None);

@@ -30,6 +30,8 @@
 //! | `table.rs` | [`CollectionTable`]: a collection as a `TableProvider` (schema, pushdown, scan) |
 //! | `scan.rs` | the execution plan of a scan: one Arrow cursor per partition |
 //! | `filter.rs` | SQL predicates as a MongoDB filter the collection prunes buckets with |
+//! | `rule.rs` | the optimizer rule that hands aggregates by time window and meta to the collection |
+//! | `aggregate.rs` | the collection's partial aggregates per series and window as a table |
 //!
 //! The table's schema is the collection's Arrow schema (docs/arrow.md) when the table is
 //! made: the time field as `Timestamp(Millisecond, "UTC")`, the meta field (a document as a
@@ -37,7 +39,42 @@
 
 #![deny(missing_docs)]
 
+/// The `ExecutionPlan` methods of a plan without children or expressions, whose
+/// properties are in its field `props`.
+macro_rules! leaf_plan {
+    () => {
+        fn properties(&self) -> &std::sync::Arc<datafusion::physical_plan::PlanProperties> {
+            &self.props
+        }
+
+        fn children(&self) -> Vec<&std::sync::Arc<dyn ExecutionPlan>> {
+            Vec::new()
+        }
+
+        fn apply_expressions(
+            &self,
+            _f: &mut dyn FnMut(
+                &std::sync::Arc<dyn datafusion::physical_expr::PhysicalExpr>,
+            ) -> datafusion::common::Result<
+                datafusion::common::tree_node::TreeNodeRecursion,
+            >,
+        ) -> datafusion::common::Result<datafusion::common::tree_node::TreeNodeRecursion> {
+            Ok(datafusion::common::tree_node::TreeNodeRecursion::Continue)
+        }
+
+        fn with_new_children(
+            self: std::sync::Arc<Self>,
+            _children: Vec<std::sync::Arc<dyn ExecutionPlan>>,
+        ) -> datafusion::common::Result<std::sync::Arc<dyn ExecutionPlan>> {
+            Ok(self)
+        }
+    };
+}
+pub(crate) use leaf_plan;
+
+mod aggregate;
 mod filter;
+mod rule;
 mod scan;
 mod table;
 
@@ -46,18 +83,37 @@ use std::sync::Arc;
 use datafusion::prelude::SessionContext;
 use tscoll_engine::Database;
 
+pub use aggregate::WindowAggregateExec;
+pub use rule::{RULE_NAME, WindowAggregateRule};
 pub use scan::CollectionScan;
 pub use table::CollectionTable;
 
-/// Registers every collection of `db` in `ctx` as a table of the same name.
+/// Registers every collection of `db` in `ctx` as a table of the same name, and the
+/// optimizer rule that lets collections answer aggregates ([`add_rules`]).
 ///
 /// # Errors
 /// A collection whose schema cannot be read (a storage or corruption error), or a table
 /// DataFusion refuses to register (a name taken).
 pub fn register_database(ctx: &SessionContext, db: &Database) -> datafusion::error::Result<()> {
+    add_rules(ctx);
     for (name, _) in db.list_collections().map_err(table::external)? {
         let coll = db.collection(&name).map_err(table::external)?;
         ctx.register_table(name.as_str(), Arc::new(CollectionTable::new(coll)?))?;
     }
     Ok(())
+}
+
+/// Adds [`WindowAggregateRule`] to `ctx`'s optimizer, once: aggregates over collection
+/// tables grouped by time windows and meta fields are then answered by the collections
+/// from their bucket sums and control records (docs/sql.md). [`register_database`] calls
+/// it; call it when registering [`CollectionTable`]s by hand.
+pub fn add_rules(ctx: &SessionContext) {
+    let present = ctx
+        .state()
+        .optimizers()
+        .iter()
+        .any(|r| r.name() == RULE_NAME);
+    if !present {
+        ctx.add_optimizer_rule(Arc::new(WindowAggregateRule));
+    }
 }

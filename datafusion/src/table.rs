@@ -34,8 +34,10 @@ use crate::scan::CollectionScan;
 /// databases ([`CollectionTable::sharded`], docs/scale-out.md): a scan reads each shard in
 /// its own partitions.
 pub struct CollectionTable {
-    shards: Vec<Collection>,
-    schema: SchemaRef,
+    pub(crate) shards: Vec<Collection>,
+    pub(crate) schema: SchemaRef,
+    /// The collections' meta field, if they have one.
+    pub(crate) meta_field: Option<String>,
 }
 
 impl std::fmt::Debug for CollectionTable {
@@ -97,7 +99,11 @@ impl CollectionTable {
             });
         }
         let schema = schema.ok_or_else(|| DataFusionError::Plan("no shard".into()))?;
-        Ok(CollectionTable { shards, schema })
+        Ok(CollectionTable {
+            shards,
+            schema,
+            meta_field: spec.meta_field,
+        })
     }
 }
 

@@ -3167,6 +3167,7 @@ impl Harness<'_> {
             by_series: false,
             outputs: vec![
                 ("n".into(), Accumulator::Count),
+                ("nv".into(), Accumulator::CountNumbers("v".into())),
                 ("sum".into(), Accumulator::Sum("v".into())),
                 ("avg".into(), Accumulator::Avg("v".into())),
                 ("sd".into(), Accumulator::StdDevPop("v".into())),
@@ -3224,13 +3225,14 @@ impl Harness<'_> {
                 .and_then(|i| i.get_datetime("t").ok())
                 == Some(&DateTime::from_millis(*day))
                 && g.get_i64("n").ok() == Some(*n)
+                && g.get_i64("nv").ok() == i64::try_from(len).ok()
                 && close(num("sum"), Some(sum), scale)
                 && close(num("avg"), mean, scale)
                 && close(num("sd"), sd, scale)
                 && close(num("sds"), sds, scale);
             ensure!(
                 ok,
-                "daily sums: got {g}, model: day {day}, n {n}, sum {sum}, avg {mean:?}, \
+                "daily sums: got {g}, model: day {day}, n {n}, numbers {len}, sum {sum}, avg {mean:?}, \
                  sd {sd:?}, sds {sds:?}"
             );
         }

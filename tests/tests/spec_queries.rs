@@ -1020,6 +1020,7 @@ fn reference_aggregate(
                 };
                 let v = match acc {
                     Accumulator::Count => Bson::Int64(rows.len() as i64),
+                    Accumulator::CountNumbers(f) => Bson::Int64(numbers(f).len() as i64),
                     Accumulator::Min(f) => {
                         present(f).into_iter().min_by(order).unwrap_or(Bson::Null)
                     }
@@ -1307,6 +1308,8 @@ fn aggregates_read_in_parts_equal_naive_computations() {
         ("sd".into(), Accumulator::StdDevPop("v".into())),
         ("sds".into(), Accumulator::StdDevSamp("w".into())),
         ("total".into(), Accumulator::SumTyped("v".into())),
+        ("nv".into(), Accumulator::CountNumbers("v".into())),
+        ("nw".into(), Accumulator::CountNumbers("w".into())),
     ];
     // Hourly minima and maxima: every bucket lies in one hour and comes from control.
     let hourly = AggregateSpec {
@@ -1344,6 +1347,7 @@ fn aggregates_read_in_parts_equal_naive_computations() {
             ("sds".into(), Accumulator::StdDevSamp("w".into())),
             ("total".into(), Accumulator::SumTyped("w".into())),
             ("vtotal".into(), Accumulator::SumTyped("v".into())),
+            ("nw".into(), Accumulator::CountNumbers("w".into())),
         ],
     };
     let (found, stats) = coll

@@ -101,7 +101,7 @@ fn calendar_pipeline(
     outputs: &[(String, Accumulator)],
     time_field: &str,
     meta_field: Option<&str>,
-) -> Vec<Document> {
+) -> Result<Vec<Document>, String> {
     let mut id = Document::new();
     if let (true, Some(m)) = (by_series, meta_field) {
         id.insert(m, format!("${m}"));
@@ -114,6 +114,11 @@ fn calendar_pipeline(
     for (name, acc) in outputs {
         let op = match acc {
             Accumulator::Count => "$count",
+            Accumulator::CountNumbers(f) => {
+                return Err(format!(
+                    "a count of the numbers of '{f}' has no pipeline form"
+                ));
+            }
             Accumulator::Min(_) => "$min",
             Accumulator::Max(_) => "$max",
             Accumulator::Sum(_) | Accumulator::SumTyped(_) => "$sum",
@@ -134,12 +139,12 @@ fn calendar_pipeline(
         sort.insert(format!("_id.{m}"), 1);
     }
     sort.insert(format!("_id.{time_field}"), 1);
-    vec![
+    Ok(vec![
         doc! { "$match": filter },
         doc! { "$sort": { time_field: 1 } },
         doc! { "$group": group },
         doc! { "$sort": sort },
-    ]
+    ])
 }
 
 /// Parses `--out NAME=OP[:FIELD]`.
@@ -241,7 +246,7 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
                 &outputs,
                 &spec.time_field,
                 spec.meta_field.as_deref(),
-            );
+            )?;
             let docs = coll
                 .aggregate(&pipeline)
                 .map_err(|e| format!("aggregate failed: {e}"))?;

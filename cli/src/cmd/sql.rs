@@ -6,7 +6,6 @@
 
 use std::process::ExitCode;
 
-use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::prelude::SessionContext;
 
 use super::{CmdResult, DbArgs, open_existing_db};
@@ -33,6 +32,11 @@ pub(crate) struct Args {
     /// Output format.
     #[arg(long, value_enum, default_value_t = SqlFormat::Table)]
     pub(crate) format: SqlFormat,
+    /// Run the statement this many times (planning and execution, the database opened and
+    /// its tables registered once) and print the median and fastest time to stderr; the
+    /// result is printed once.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) repeat: u32,
 }
 
 /// Runs `tscoll sql`.
@@ -41,7 +45,25 @@ pub(crate) struct Args {
 /// No database, a statement DataFusion refuses (its message), or a scan that fails.
 pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
     let db = open_existing_db(&args.db.db)?;
-    let batches = run_sql(&db, &args.query)?;
+    let ctx = SessionContext::new();
+    tscoll_datafusion::register_database(&ctx, &db)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().build()?;
+    let mut times = Vec::with_capacity(args.repeat as usize);
+    let mut batches = Vec::new();
+    for _ in 0..args.repeat {
+        let start = std::time::Instant::now();
+        batches = runtime.block_on(async { ctx.sql(&args.query).await?.collect().await })?;
+        times.push(start.elapsed().as_secs_f64() * 1000.0);
+    }
+    if args.repeat > 1 {
+        times.sort_by(f64::total_cmp);
+        errln!(
+            "{} runs: median {:.2} ms, fastest {:.2} ms",
+            times.len(),
+            times[times.len() / 2],
+            times[0]
+        );
+    }
     let mut out = Vec::new();
     match args.format {
         SqlFormat::Table => {
@@ -64,15 +86,4 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
     }
     outprint!("{}", String::from_utf8_lossy(&out));
     Ok(ExitCode::SUCCESS)
-}
-
-/// The result of `query` over the collections of `db`.
-///
-/// # Errors
-/// As [`run`].
-pub(crate) fn run_sql(db: &tscoll_engine::Database, query: &str) -> CmdResult<Vec<RecordBatch>> {
-    let ctx = SessionContext::new();
-    tscoll_datafusion::register_database(&ctx, db)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread().build()?;
-    Ok(runtime.block_on(async { ctx.sql(query).await?.collect().await })?)
 }

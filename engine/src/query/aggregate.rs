@@ -43,6 +43,10 @@ use crate::filter::lookup;
 pub enum Accumulator {
     /// Number of measurements (int64).
     Count,
+    /// Number of numeric values (int32, int64, double, decimal128) of the field (int64):
+    /// with [`Accumulator::Sum`], the parts of a mean that merge across groups (SQL's
+    /// `count(field)` over a numeric column). Answered from the bucket sums.
+    CountNumbers(String),
     /// Smallest value in BSON order (SPEC ); missing and `null` values are ignored;
     /// `null` when there is none.
     Min(String),
@@ -78,7 +82,8 @@ impl Accumulator {
     pub fn field(&self) -> Option<&str> {
         match self {
             Accumulator::Count => None,
-            Accumulator::Min(f)
+            Accumulator::CountNumbers(f)
+            | Accumulator::Min(f)
             | Accumulator::Max(f)
             | Accumulator::Sum(f)
             | Accumulator::SumTyped(f)
@@ -300,6 +305,8 @@ fn validate(spec: &AggregateSpec) -> Result<()> {
 #[derive(Clone, Debug)]
 enum Acc {
     Count(u64),
+    /// The numbers counted.
+    Numbers(u64),
     Min(Option<Bson>),
     Max(Option<Bson>),
     Sum(Total),
@@ -407,6 +414,7 @@ impl Acc {
     fn new(a: &Accumulator) -> Acc {
         match a {
             Accumulator::Count => Acc::Count(0),
+            Accumulator::CountNumbers(_) => Acc::Numbers(0),
             Accumulator::Min(_) => Acc::Min(None),
             Accumulator::Max(_) => Acc::Max(None),
             Accumulator::Sum(_) => Acc::Sum(Total::default()),
@@ -421,7 +429,7 @@ impl Acc {
 
     fn result(self) -> Bson {
         match self {
-            Acc::Count(n) => Bson::Int64(i64::try_from(n).unwrap_or(i64::MAX)),
+            Acc::Count(n) | Acc::Numbers(n) => Bson::Int64(i64::try_from(n).unwrap_or(i64::MAX)),
             Acc::Min(v) | Acc::Max(v) => v.unwrap_or(Bson::Null),
             Acc::Sum(s) => Bson::Double(s.value()),
             Acc::SumTyped(s) => s.typed(),
@@ -450,6 +458,7 @@ impl Acc {
     fn add(&mut self, t: i64, v: Value<'_>) -> std::result::Result<(), String> {
         match self {
             Acc::Count(n) => *n += 1,
+            Acc::Numbers(n) => *n += u64::from(v.number()?.is_some()),
             Acc::Min(slot) => extreme(slot, v, Ordering::Less)?,
             Acc::Max(slot) => extreme(slot, v, Ordering::Greater)?,
             Acc::Sum(s) | Acc::SumTyped(s) => {
@@ -494,6 +503,7 @@ impl Acc {
     fn add_sums(&mut self, s: &FieldSums) {
         match self {
             Acc::Sum(total) | Acc::SumTyped(total) => total.add_sums(s),
+            Acc::Numbers(n) => *n += s.count,
             Acc::Avg(total, n) => {
                 total.add_sums(s);
                 *n += s.count;
@@ -534,7 +544,7 @@ impl Acc {
     /// sums.
     fn merge(&mut self, other: Acc) {
         match (self, other) {
-            (Acc::Count(a), Acc::Count(b)) => *a += b,
+            (Acc::Count(a), Acc::Count(b)) | (Acc::Numbers(a), Acc::Numbers(b)) => *a += b,
             (Acc::Min(slot), Acc::Min(Some(b))) => offer_extreme(slot, b, Ordering::Less),
             (Acc::Max(slot), Acc::Max(Some(b))) => offer_extreme(slot, b, Ordering::Greater),
             (Acc::Sum(a), Acc::Sum(b)) | (Acc::SumTyped(a), Acc::SumTyped(b)) => a.merge(b),
@@ -965,7 +975,9 @@ fn add_run(
 ) -> std::result::Result<(), String> {
     let times = &view.times[range.clone()];
     match (&mut *acc, source) {
-        (Acc::Count(n), _) => *n += times.len() as u64,
+        (Acc::Count(n), _) | (Acc::Numbers(n), Source::Ints(..) | Source::Floats(_)) => {
+            *n += times.len() as u64;
+        }
         (Acc::Sum(s) | Acc::SumTyped(s), Source::Ints(ty, v)) => s.add_ints(ty, &v[range]),
         (Acc::Sum(s) | Acc::SumTyped(s), Source::Floats(v)) => s.add_floats(&v[range]),
         (Acc::Avg(s, n), Source::Ints(ty, v)) => {
@@ -1442,7 +1454,8 @@ impl Reader<'_> {
 fn from_sums(acc: &Accumulator) -> bool {
     matches!(
         acc,
-        Accumulator::Sum(_)
+        Accumulator::CountNumbers(_)
+            | Accumulator::Sum(_)
             | Accumulator::SumTyped(_)
             | Accumulator::Avg(_)
             | Accumulator::StdDevPop(_)

@@ -8,9 +8,11 @@
 //! | `meta.rs` | the meta field as a struct / dictionary column, built per series |
 //! | `column.rs` | one column filled from decoded bucket columns |
 //! | `cursor.rs` | the walk over candidate buckets that yields the batches |
+//! | `groups.rs` | the groups of a windowed aggregate as a record batch |
 
 mod column;
 mod cursor;
+mod groups;
 mod kind;
 mod meta;
 mod schema;
