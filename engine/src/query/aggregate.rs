@@ -307,17 +307,32 @@ enum Acc {
     Count(u64),
     /// The numbers counted.
     Numbers(u64),
-    Min(Option<Bson>),
-    Max(Option<Bson>),
+    Min(Extreme),
+    Max(Extreme),
     Sum(Total),
     /// A sum typed as `$sum` types it.
     SumTyped(Total),
     Avg(Total, u64),
-    First(Option<(i64, Bson)>),
-    Last(Option<(i64, Bson)>),
+    First(Timed),
+    Last(Timed),
     /// Count, mean and sum of squared deviations (Welford), and whether the sample
     /// deviation is wanted.
     Std(u64, f64, f64, bool),
+}
+
+/// The kept value of a `$min` or `$max`, boxed: most groups of a query hold sums and counts,
+/// and an unboxed value would double every accumulator's size.
+type Extreme = Option<Box<Bson>>;
+
+/// The kept value of a `$first` or `$last` and its time, boxed as [`Extreme`].
+type Timed = Option<Box<(i64, Bson)>>;
+
+/// Puts `v` in a box, reusing the one there.
+fn keep<T>(slot: &mut Option<Box<T>>, v: T) {
+    match slot {
+        Some(b) => **b = v,
+        None => *slot = Some(Box::new(v)),
+    }
 }
 
 /// A sum kept exactly where it can be: integers in 128 bits (no rounding, whatever the
@@ -430,7 +445,7 @@ impl Acc {
     fn result(self) -> Bson {
         match self {
             Acc::Count(n) | Acc::Numbers(n) => Bson::Int64(i64::try_from(n).unwrap_or(i64::MAX)),
-            Acc::Min(v) | Acc::Max(v) => v.unwrap_or(Bson::Null),
+            Acc::Min(v) | Acc::Max(v) => v.map_or(Bson::Null, |b| *b),
             Acc::Sum(s) => Bson::Double(s.value()),
             Acc::SumTyped(s) => s.typed(),
             #[expect(clippy::cast_precision_loss, reason = "a mean is a double")]
@@ -441,7 +456,7 @@ impl Acc {
                     Bson::Double(s.value() / n as f64)
                 }
             }
-            Acc::First(v) | Acc::Last(v) => v.map_or(Bson::Null, |(_, b)| b),
+            Acc::First(v) | Acc::Last(v) => v.map_or(Bson::Null, |b| b.1),
             #[expect(clippy::cast_precision_loss, reason = "a deviation is a double")]
             Acc::Std(n, _, m2, sample) => {
                 let d = if sample { n.saturating_sub(1) } else { n };
@@ -473,13 +488,13 @@ impl Acc {
                 }
             }
             Acc::First(slot) => {
-                if slot.as_ref().is_none_or(|(t0, _)| t < *t0) {
-                    *slot = Some((t, v.to_bson()?.unwrap_or(Bson::Null)));
+                if slot.as_ref().is_none_or(|b| t < b.0) {
+                    keep(slot, (t, v.to_bson()?.unwrap_or(Bson::Null)));
                 }
             }
             Acc::Last(slot) => {
-                if slot.as_ref().is_none_or(|(t0, _)| t >= *t0) {
-                    *slot = Some((t, v.to_bson()?.unwrap_or(Bson::Null)));
+                if slot.as_ref().is_none_or(|b| t >= b.0) {
+                    keep(slot, (t, v.to_bson()?.unwrap_or(Bson::Null)));
                 }
             }
             Acc::Std(n, mean, m2, _) => {
@@ -545,22 +560,18 @@ impl Acc {
     fn merge(&mut self, other: Acc) {
         match (self, other) {
             (Acc::Count(a), Acc::Count(b)) | (Acc::Numbers(a), Acc::Numbers(b)) => *a += b,
-            (Acc::Min(slot), Acc::Min(Some(b))) => offer_extreme(slot, b, Ordering::Less),
-            (Acc::Max(slot), Acc::Max(Some(b))) => offer_extreme(slot, b, Ordering::Greater),
+            (Acc::Min(slot), Acc::Min(Some(b))) => offer_extreme(slot, *b, Ordering::Less),
+            (Acc::Max(slot), Acc::Max(Some(b))) => offer_extreme(slot, *b, Ordering::Greater),
             (Acc::Sum(a), Acc::Sum(b)) | (Acc::SumTyped(a), Acc::SumTyped(b)) => a.merge(b),
             (Acc::Avg(a, n), Acc::Avg(b, m)) => {
                 a.merge(b);
                 *n += m;
             }
-            (Acc::First(slot), Acc::First(Some((t, b))))
-                if slot.as_ref().is_none_or(|(t0, _)| t < *t0) =>
-            {
-                *slot = Some((t, b));
+            (Acc::First(slot), Acc::First(Some(b))) if slot.as_ref().is_none_or(|a| b.0 < a.0) => {
+                *slot = Some(b);
             }
-            (Acc::Last(slot), Acc::Last(Some((t, b))))
-                if slot.as_ref().is_none_or(|(t0, _)| t >= *t0) =>
-            {
-                *slot = Some((t, b));
+            (Acc::Last(slot), Acc::Last(Some(b))) if slot.as_ref().is_none_or(|a| b.0 >= a.0) => {
+                *slot = Some(b);
             }
             (Acc::Std(n, mean, m2, _), Acc::Std(nb, mean_b, m2b, _)) => {
                 merge_std((n, mean, m2), nb, Some(mean_b), m2b);
@@ -614,17 +625,15 @@ fn number(b: &Bson) -> Option<Num> {
 
 /// `$min`/`$max`: keeps `v` if it is `want` (less / greater) than the kept value; missing,
 /// null and undefined are ignored; on a tie the kept value stays.
-fn extreme(
-    slot: &mut Option<Bson>,
-    v: Value<'_>,
-    want: Ordering,
-) -> std::result::Result<(), String> {
+fn extreme(slot: &mut Extreme, v: Value<'_>, want: Ordering) -> std::result::Result<(), String> {
     // Strings against a string: compared in place, converted only when kept.
     if let Value::Stored(r @ ValueRef::Bytes(tag::STRING, bytes)) = v
-        && let Some(Bson::String(cur)) = &*slot
+        && let Some(Bson::String(cur)) = slot.as_deref()
     {
-        if bytes.cmp(cur.as_bytes()) == want {
-            *slot = to_bson(r)?;
+        if bytes.cmp(cur.as_bytes()) == want
+            && let Some(b) = to_bson(r)?
+        {
+            keep(slot, b);
         }
         return Ok(());
     }
@@ -636,10 +645,10 @@ fn extreme(
     Ok(())
 }
 
-fn offer_extreme(slot: &mut Option<Bson>, b: Bson, want: Ordering) {
+fn offer_extreme(slot: &mut Extreme, b: Bson, want: Ordering) {
     match slot {
         Some(cur) if compare(&b, cur) != want => {}
-        _ => *slot = Some(b),
+        _ => keep(slot, b),
     }
 }
 
