@@ -1,4 +1,4 @@
-//! A windowed aggregate answered by the collections (`Collection::aggregate_columns`): the
+//! A windowed aggregate answered by the collections (`Collection::aggregate_record_batch`): the
 //! table the optimizer rule (`rule.rs`) puts in place of a scan under an `Aggregate`. Its
 //! rows are partial aggregates, one per series (or per query) and time window — the window
 //! start in the time column, the series' meta value in the meta column, then the partial
@@ -136,9 +136,8 @@ impl ExecutionPlan for WindowAggregateExec {
         let (filter, spec) = (self.filter.clone(), self.spec.clone());
         let (schema, projection) = (Arc::clone(&self.schema), self.projection.clone());
         let batch = futures::stream::once(async move {
-            let groups = coll.aggregate_columns(&filter, &spec).map_err(external)?;
-            let batch = groups
-                .to_record_batch(&schema, spec.by_series)
+            let batch = coll
+                .aggregate_record_batch(&filter, &spec, &schema, spec.by_series)
                 .map_err(external)?;
             Ok(batch.project(&projection)?)
         });

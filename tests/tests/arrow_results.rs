@@ -395,3 +395,97 @@ fn a_scan_of_many_buckets_reads_them_in_id_order_with_the_same_rows() {
     parts.sort_by_key(key);
     assert_eq!(parts, want);
 }
+
+/// A document's canonical text: keys sorted at every depth, numbers as doubles.
+fn canonical(d: &Document) -> String {
+    fn sorted(v: &Bson) -> Bson {
+        match v {
+            Bson::Document(d) => {
+                let mut keys: Vec<&String> = d.keys().collect();
+                keys.sort();
+                Bson::Document(
+                    keys.into_iter()
+                        .map(|k| (k.clone(), sorted(&d[k])))
+                        .collect(),
+                )
+            }
+            other => other.clone(),
+        }
+    }
+    sorted(&Bson::Document(normal_document(d))).to_string()
+}
+
+#[test]
+fn aggregate_groups_as_record_batches_equal_the_documents() {
+    use tscoll_engine::{Accumulator, AggregateSpec};
+    let (_dir, _db, coll) = collection();
+    let spec = AggregateSpec {
+        window_ms: 7_000,
+        by_series: true,
+        outputs: vec![
+            ("n".into(), Accumulator::Count),
+            ("s".into(), Accumulator::Sum("i32".into())),
+            ("hi".into(), Accumulator::Max("i32".into())),
+            ("total".into(), Accumulator::SumTyped("mix".into())),
+            ("numbers".into(), Accumulator::CountNumbers("mix".into())),
+            ("avg".into(), Accumulator::Avg("mix".into())),
+        ],
+    };
+    let whole = coll.arrow_schema(&doc! {}, None).expect("schema");
+    let mut fields = vec![whole.field(0).clone(), whole.field(1).clone()];
+    for (name, ty) in [
+        ("n", DataType::Int64),
+        ("s", DataType::Float64),
+        ("hi", DataType::Int32),
+        ("total", DataType::Float64),
+        ("numbers", DataType::Int64),
+        ("avg", DataType::Float64),
+    ] {
+        fields.push(arrow_schema::Field::new(name, ty, true));
+    }
+    let schema = Arc::new(arrow_schema::Schema::new(fields));
+    // The reference: the groups as documents, `_id` flattened.
+    let mut want: Vec<String> = coll
+        .aggregate_windows(&doc! {}, &spec)
+        .expect("aggregate")
+        .iter()
+        .map(|g| {
+            let mut d = g.get_document("_id").expect("_id").clone();
+            for (k, v) in g.iter().filter(|(k, _)| *k != "_id") {
+                d.insert(k.clone(), v.clone());
+            }
+            canonical(&d)
+        })
+        .collect();
+    want.sort();
+    let groups: std::collections::BTreeSet<(i64, i64)> = (0..1200_i64)
+        .map(|i| (i % SERIES, (i * 1_000 + i % SERIES).div_euclid(7_000)))
+        .collect();
+    assert_eq!(want.len(), groups.len());
+    let batch = coll
+        .aggregate_columns(&doc! {}, &spec)
+        .expect("aggregate")
+        .to_record_batch(&schema, true)
+        .expect("record batch");
+    let direct = coll
+        .aggregate_record_batch(&doc! {}, &spec, &schema, true)
+        .expect("record batch");
+    for b in [batch, direct] {
+        let mut got: Vec<String> = documents(&[b]).iter().map(canonical).collect();
+        got.sort();
+        assert_eq!(got, want);
+    }
+    // A double sum in an Int64 column is refused, and so is a schema of another width.
+    let mut narrow: Vec<arrow_schema::Field> =
+        schema.fields().iter().map(|f| f.as_ref().clone()).collect();
+    narrow[5] = arrow_schema::Field::new("total", DataType::Int64, true);
+    let narrow = Arc::new(arrow_schema::Schema::new(narrow));
+    let err = coll
+        .aggregate_record_batch(&doc! {}, &spec, &narrow, true)
+        .expect_err("doubles in Int64");
+    assert_eq!(err.code(), ErrorCode::TypeMismatch, "{err}");
+    let err = coll
+        .aggregate_record_batch(&doc! {}, &spec, &schema, false)
+        .expect_err("one column too many");
+    assert_eq!(err.code(), ErrorCode::BadValue, "{err}");
+}

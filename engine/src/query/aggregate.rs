@@ -196,6 +196,17 @@ impl Collection {
         filter: &Document,
         spec: &AggregateSpec,
     ) -> Result<(AggregateBatch, QueryStats)> {
+        let (grouped, stats) = self.grouped(filter, spec)?;
+        Ok((grouped.into_batch(spec), stats))
+    }
+
+    /// The groups of [`Collection::aggregate_columns`], their accumulators not yet turned
+    /// into values.
+    pub(crate) fn grouped(
+        &self,
+        filter: &Document,
+        spec: &AggregateSpec,
+    ) -> Result<(Grouped, QueryStats)> {
         let mut stats = QueryStats::default();
         validate(spec)?;
         let plan = Plan::new(&self.inner, filter)?;
@@ -207,8 +218,74 @@ impl Collection {
                     .iter()
                     .any(|(_, a)| a.field().is_some_and(|f| f.split('.').next() == Some(n)))
         });
-        let batch = Reader::new(&self.inner, &memory).aggregate(&plan, spec, &mut stats)?;
-        Ok((batch, stats))
+        let grouped = Reader::new(&self.inner, &memory).aggregate(&plan, spec, &mut stats)?;
+        Ok((grouped, stats))
+    }
+}
+
+/// The groups of an aggregate in result order, as [`AggregateBatch`] has them but for the
+/// outputs: result `i`'s accumulators are `accs[order[i] * width..(order[i] + 1) * width]`.
+pub(crate) struct Grouped {
+    pub(crate) series: Vec<u32>,
+    pub(crate) metas: Vec<Option<Bson>>,
+    pub(crate) windows: Vec<i64>,
+    order: Vec<usize>,
+    accs: Vec<Acc>,
+    width: usize,
+}
+
+impl Grouped {
+    /// Puts the groups in the order their accumulators are kept in, which [`Self::take_rows`]
+    /// then reads front to back (the result order visits them all over memory).
+    pub(crate) fn unordered(&mut self) {
+        let mut rows: Vec<(usize, u32, i64)> = self
+            .order
+            .iter()
+            .zip(&self.series)
+            .zip(&self.windows)
+            .map(|((&g, &s), &w)| (g, s, w))
+            .collect();
+        rows.sort_unstable_by_key(|r| r.0);
+        self.order = rows.iter().map(|r| r.0).collect();
+        self.series = rows.iter().map(|r| r.1).collect();
+        self.windows = rows.iter().map(|r| r.2).collect();
+    }
+
+    /// Gives `f(k, value)` the value of each output `k` of each group, group after group in
+    /// result order (the accumulators are taken: a second call gives counts of 0).
+    ///
+    /// # Errors
+    /// The first error of `f`.
+    pub(crate) fn take_rows<E>(
+        &mut self,
+        mut f: impl FnMut(usize, Bson) -> std::result::Result<(), E>,
+    ) -> std::result::Result<(), E> {
+        let width = self.width;
+        for &g in &self.order {
+            for (k, acc) in self.accs[g * width..(g + 1) * width].iter_mut().enumerate() {
+                f(k, std::mem::replace(acc, Acc::Count(0)).result())?;
+            }
+        }
+        Ok(())
+    }
+
+    fn into_batch(mut self, spec: &AggregateSpec) -> AggregateBatch {
+        let mut outputs: Vec<(String, Vec<Bson>)> = spec
+            .outputs
+            .iter()
+            .map(|(name, _)| (name.clone(), Vec::with_capacity(self.order.len())))
+            .collect();
+        let pushed: std::result::Result<(), std::convert::Infallible> = self.take_rows(|k, v| {
+            outputs[k].1.push(v);
+            Ok(())
+        });
+        let Ok(()) = pushed;
+        AggregateBatch {
+            series: self.series,
+            metas: self.metas,
+            windows: self.windows,
+            outputs,
+        }
     }
 }
 
@@ -1344,7 +1421,7 @@ impl Reader<'_> {
         plan: &Plan,
         spec: &AggregateSpec,
         stats: &mut QueryStats,
-    ) -> Result<AggregateBatch> {
+    ) -> Result<Grouped> {
         let time_field = plan.spec.time_field.as_str();
         let rows = RowFilter::new(&plan.filter, time_field);
         let mut cands = self.candidates(plan, stats)?;
@@ -1425,7 +1502,8 @@ impl Reader<'_> {
         for (r, &s) in series_order.iter().enumerate() {
             rank[s] = u32::try_from(r).unwrap_or(u32::MAX);
         }
-        let mut batch = AggregateBatch {
+        let width = groups.width;
+        let mut out = Grouped {
             series: Vec::with_capacity(order.len()),
             metas: series_order
                 .iter()
@@ -1438,24 +1516,19 @@ impl Reader<'_> {
                 })
                 .collect(),
             windows: Vec::with_capacity(order.len()),
-            outputs: spec
-                .outputs
-                .iter()
-                .map(|(name, _)| (name.clone(), Vec::with_capacity(order.len())))
-                .collect(),
+            order: Vec::new(),
+            accs: Vec::new(),
+            width,
         };
-        let width = groups.width;
-        let mut accs = groups.accs;
-        for g in order {
+        for &g in &order {
             let (s, window) = groups.keys[g];
-            batch.series.push(rank[s]);
-            batch.windows.push(window);
-            for (k, (_, values)) in batch.outputs.iter_mut().enumerate() {
-                // Each group is in `order` once: its accumulators are taken, not cloned.
-                values.push(std::mem::replace(&mut accs[g * width + k], Acc::Count(0)).result());
-            }
+            out.series.push(rank[s]);
+            out.windows.push(window);
         }
-        Ok(batch)
+        // Each group is in `order` once: its accumulators are taken, not cloned.
+        out.order = order;
+        out.accs = groups.accs;
+        Ok(out)
     }
 }
 

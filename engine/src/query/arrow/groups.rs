@@ -1,18 +1,20 @@
-//! The groups of a windowed aggregate (`AggregateBatch`) as an Arrow record batch: the
-//! window starts, each group's meta value (built per series, as a result's meta column),
-//! then one column per output, each in a given Arrow type.
+//! The groups of a windowed aggregate as an Arrow record batch — from an `AggregateBatch`,
+//! or straight from the accumulators (`Collection::aggregate_record_batch`): the window
+//! starts, each group's meta value (built per series, as a result's meta column), then one
+//! column per output, each in a given Arrow type.
 
 use std::sync::Arc;
 
 use arrow_array::{Int32Array, RecordBatch, TimestampMillisecondArray};
 use arrow_schema::{DataType, SchemaRef, TimeUnit};
-use bson::Bson;
+use bson::{Bson, Document};
 
 use super::column::{AppendError, ColumnBuilder};
 use super::kind::Kind;
 use super::meta::MetaShape;
+use crate::collection::Collection;
 use crate::error::{Error, ErrorCode, Result};
-use crate::query::AggregateBatch;
+use crate::query::{AggregateBatch, AggregateSpec};
 
 impl AggregateBatch {
     /// The groups as an Arrow record batch of `schema`, one row per group in the batch's
@@ -29,13 +31,91 @@ impl AggregateBatch {
     /// BSON type maps to; `TypeMismatch` when a value does not fit its column (a double sum
     /// in an `Int64` column, e.g. an integer sum beyond the int64 range).
     pub fn to_record_batch(&self, schema: &SchemaRef, with_meta: bool) -> Result<RecordBatch> {
+        let groups = Groups {
+            windows: &self.windows,
+            series: &self.series,
+            metas: &self.metas,
+            outputs: self.outputs.len(),
+        };
+        groups.record_batch(schema, with_meta, |builders| {
+            for ((name, values), b) in self.outputs.iter().zip(builders) {
+                for v in values {
+                    b.append_bson(value(v)).map_err(|e| (name.as_str(), e))?;
+                }
+            }
+            Ok(())
+        })
+    }
+}
+
+impl Collection {
+    /// [`Collection::aggregate_columns`]' groups as an Arrow record batch of `schema`,
+    /// laid out as [`AggregateBatch::to_record_batch`] says, made straight from the
+    /// accumulators (no BSON value per output and group), the groups in no particular order
+    /// (the order they are kept in memory).
+    ///
+    /// # Errors
+    /// As [`Collection::aggregate_columns`] and [`AggregateBatch::to_record_batch`].
+    pub fn aggregate_record_batch(
+        &self,
+        filter: &Document,
+        spec: &AggregateSpec,
+        schema: &SchemaRef,
+        with_meta: bool,
+    ) -> Result<RecordBatch> {
+        let (mut grouped, _) = self.grouped(filter, spec)?;
+        grouped.unordered();
+        let (windows, series, metas) = (
+            std::mem::take(&mut grouped.windows),
+            std::mem::take(&mut grouped.series),
+            std::mem::take(&mut grouped.metas),
+        );
+        let groups = Groups {
+            windows: &windows,
+            series: &series,
+            metas: &metas,
+            outputs: spec.outputs.len(),
+        };
+        groups.record_batch(schema, with_meta, |builders| {
+            grouped.take_rows(|k, v| {
+                builders[k]
+                    .append_bson(value(&v))
+                    .map_err(|e| (spec.outputs[k].0.as_str(), e))
+            })
+        })
+    }
+}
+
+/// A group's output as a value to append (`null`: none).
+fn value(v: &Bson) -> Option<&Bson> {
+    (!matches!(v, Bson::Null)).then_some(v)
+}
+
+/// The keys of an aggregate's groups and its output names.
+struct Groups<'a> {
+    windows: &'a [i64],
+    series: &'a [u32],
+    metas: &'a [Option<Bson>],
+    /// How many outputs.
+    outputs: usize,
+}
+
+impl Groups<'_> {
+    /// The record batch of `schema` whose output columns `fill(builders)` fills (an error
+    /// names the output).
+    fn record_batch<'n>(
+        &self,
+        schema: &SchemaRef,
+        with_meta: bool,
+        fill: impl FnOnce(&mut [ColumnBuilder]) -> std::result::Result<(), (&'n str, AppendError)>,
+    ) -> Result<RecordBatch> {
         let bad = |why: String| Error::rejected(ErrorCode::BadValue, why);
         let fields = schema.fields();
-        let want = 1 + usize::from(with_meta) + self.outputs.len();
+        let want = 1 + usize::from(with_meta) + self.outputs;
         if fields.len() != want {
             return Err(bad(format!(
                 "the groups of an aggregate with {} outputs fill {want} columns, not {}",
-                self.outputs.len(),
+                self.outputs,
                 fields.len()
             )));
         }
@@ -48,7 +128,7 @@ impl AggregateBatch {
         };
         let mut columns: Vec<arrow_array::ArrayRef> = Vec::with_capacity(want);
         columns.push(Arc::new(
-            TimestampMillisecondArray::from(self.windows.clone()).with_timezone_opt(tz.clone()),
+            TimestampMillisecondArray::from(self.windows.to_vec()).with_timezone_opt(tz.clone()),
         ));
         if with_meta {
             let field = &fields[1];
@@ -75,23 +155,21 @@ impl AggregateBatch {
                     .map_err(|e| internal(&e))?,
             );
         }
-        for ((name, values), field) in self
-            .outputs
+        let mut builders = fields[1 + usize::from(with_meta)..]
             .iter()
-            .zip(&fields[1 + usize::from(with_meta)..])
-        {
-            let kind = Kind::of_field(field).ok_or_else(|| {
-                bad(format!(
-                    "column '{}' has type {}, which no BSON type maps to",
-                    field.name(),
-                    field.data_type()
-                ))
-            })?;
-            let mut b = ColumnBuilder::new(kind, values.len());
-            for v in values {
-                let v = (!matches!(v, Bson::Null)).then_some(v);
-                b.append_bson(v).map_err(|e| mismatch(name, e))?;
-            }
+            .map(|field| {
+                let kind = Kind::of_field(field).ok_or_else(|| {
+                    bad(format!(
+                        "column '{}' has type {}, which no BSON type maps to",
+                        field.name(),
+                        field.data_type()
+                    ))
+                })?;
+                Ok(ColumnBuilder::new(kind, self.windows.len()))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        fill(&mut builders).map_err(|(name, e)| mismatch(name, e))?;
+        for b in builders {
             columns.push(b.finish().map_err(|e| internal(&e))?);
         }
         RecordBatch::try_new(SchemaRef::clone(schema), columns)
