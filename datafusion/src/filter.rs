@@ -1,16 +1,17 @@
 //! SQL predicates as a MongoDB filter: the comparisons of a column (the time field, a
 //! measurement field, or a field of the meta struct) with a constant, `IN` lists and
 //! `BETWEEN`, joined by `AND`. The collection chooses and prunes buckets with the filter
-//! (SPEC §14.4) and filters rows by it; DataFusion still applies the SQL predicate to the rows
-//! returned (the pushdown is inexact), so a filter here only has to keep every row SQL keeps.
-//! It does: for numbers, strings, dates and booleans a SQL comparison and MongoDB's agree on
-//! the rows where the column is not null, and both drop nulls — but for NaN, which SQL
-//! orders above every number and MongoDB's ranges never match, so `>` and `>=` on doubles
-//! are not pushed down. Columns holding JSON texts
+//! (SPEC §14.4) and filters rows by it. For integers, strings, dates and booleans a SQL
+//! comparison and MongoDB's keep the same rows (both drop nulls): those filters are exact
+//! ([`is_exact`]) and DataFusion does not apply them again. On doubles they only have to
+//! keep every row SQL keeps, as DataFusion filters again: `>` and `>=` are not pushed down
+//! (SQL orders NaN above every number, MongoDB's ranges never match it), and `=`, `<`,
+//! `<=` keep -0 with 0 where SQL orders -0 below 0. Columns holding JSON texts
 //! (docs/arrow.md) are not pushed down.
 
 use bson::{Bson, DateTime, Document};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
+use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::common::{Column, ScalarValue};
 use datafusion::logical_expr::expr::{InList, ScalarFunction};
 use datafusion::logical_expr::{Between, BinaryExpr, Expr, Operator};
@@ -68,6 +69,22 @@ pub(crate) fn to_filter(expr: &Expr, schema: &Schema) -> Option<Document> {
         }
         _ => None,
     }
+}
+
+/// Whether `expr` has a MongoDB filter that keeps exactly the rows SQL keeps: one
+/// [`to_filter`] translates, on no column of doubles (SQL orders NaN above every number and
+/// -0 below 0; MongoDB's comparisons do neither). Integers, strings, booleans and dates
+/// compare alike, and both drop nulls.
+pub(crate) fn is_exact(expr: &Expr, schema: &Schema) -> bool {
+    let mut doubles = false;
+    // The closure never fails.
+    let _ = expr.apply(|e| {
+        if typed_path(e, schema).is_some_and(|(_, f)| f.data_type() == &DataType::Float64) {
+            doubles = true;
+        }
+        Ok(TreeNodeRecursion::Continue)
+    });
+    !doubles && to_filter(expr, schema).is_some()
 }
 
 /// The dotted path of a column (or a field of a struct column) whose values compare in SQL
@@ -227,6 +244,10 @@ mod tests {
             to_filter(&col("d").lt(lit(1.0)), &d),
             Some(bson::doc! { "d": { "$lt": 1.0 } })
         );
+        // Exact for integers and times, not for doubles.
+        assert!(is_exact(&col("v").gt(lit(5_i64)), &s));
+        assert!(!is_exact(&col("d").lt(lit(1.0)), &d));
+        assert!(!is_exact(&col("j").eq(lit("x")), &s));
         // JSON texts, negations and OR are left to DataFusion.
         assert_eq!(to_filter(&col("j").eq(lit("x")), &s), None);
         assert_eq!(to_filter(&col("v").not_eq(lit(1_i64)), &s), None);

@@ -347,14 +347,17 @@ fn rewrite(agg: &Aggregate) -> Result<Option<LogicalPlan>> {
 
     // Filters: on the meta field (applied to the partials, and pushed down when they
     // translate, to choose buckets) and comparisons of the time field with constants.
+    // The scan's own filters are there too: those it applies exactly have no Filter node.
     let mut meta_predicates = Vec::new();
     let mut clauses: Vec<Document> = Vec::new();
+    let mut predicates = scan.filters.clone();
     for (i, node) in nodes.iter().enumerate() {
-        let Node::Filter(predicate) = node else {
-            continue;
-        };
-        let predicate = to_scan((*predicate).clone(), &nodes[i + 1..])?;
-        for conjunct in split_conjunction(&predicate) {
+        if let Node::Filter(predicate) = node {
+            predicates.push(to_scan((*predicate).clone(), &nodes[i + 1..])?);
+        }
+    }
+    for predicate in &predicates {
+        for conjunct in split_conjunction(predicate) {
             if meta_only(conjunct) {
                 meta_predicates.push(conjunct.clone());
                 clauses.extend(to_filter(conjunct, schema));

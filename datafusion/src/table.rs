@@ -11,7 +11,7 @@ use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
 use datafusion::physical_plan::ExecutionPlan;
 use tscoll_engine::Collection;
 
-use crate::filter::to_filter;
+use crate::filter::{is_exact, to_filter};
 use crate::scan::CollectionScan;
 
 /// A time-series collection as a table: its schema is the collection's Arrow schema when
@@ -22,8 +22,9 @@ use crate::scan::CollectionScan;
 /// Pushed down to the collection: the projection (only the columns read are decoded), the
 /// comparisons, `IN` lists and `BETWEEN`s of the time field, measurement fields and meta
 /// fields with constants (the index chooses buckets by meta and time, control records prune
-/// them: SPEC §14.4) — inexactly, DataFusion applies the predicates again to the rows — and
-/// the limit of a query without other filters. A scan without filters reports its exact
+/// them: SPEC §14.4) — exactly for integers, strings, booleans and dates, so DataFusion
+/// drops those predicates; inexactly for doubles, which DataFusion filters again — and the
+/// limit of a query whose filters are all exact. A scan without filters reports its exact
 /// row count (from control records), which answers `SELECT count(*)` without a scan.
 ///
 /// A value of a type the schema does not take (a string inserted, after the table was made,
@@ -124,6 +125,7 @@ impl TableProvider for CollectionTable {
         Ok(filters
             .iter()
             .map(|f| match to_filter(f, &self.schema) {
+                Some(_) if is_exact(f, &self.schema) => TableProviderFilterPushDown::Exact,
                 Some(_) => TableProviderFilterPushDown::Inexact,
                 None => TableProviderFilterPushDown::Unsupported,
             })
@@ -146,8 +148,9 @@ impl TableProvider for CollectionTable {
             1 => clauses.into_iter().next().unwrap_or_default(),
             _ => bson::doc! { "$and": clauses },
         };
-        // A limit reaches the scan only when no filter is left above it.
-        let limit = limit.filter(|_| filters.is_empty());
+        // A limit reaches the scan only when no filter is left above it: every filter is
+        // one the collection applies exactly.
+        let limit = limit.filter(|_| filters.iter().all(|f| is_exact(f, &self.schema)));
         let partitions = state.config().target_partitions().max(1);
         let batch_rows = state.config().batch_size();
         Ok(Arc::new(CollectionScan::new(

@@ -144,6 +144,25 @@ fn filters_reach_the_collection_and_count_comes_from_control() {
     for part in ["tags.hostname", "$gte", "usage_idle"] {
         assert!(p.contains(part), "{part} not pushed down:\n{p}");
     }
+    // Exact filters (strings, integers, times) leave no filter to DataFusion, so a limit
+    // reaches the collection; a filter on doubles is applied again.
+    let p = plan(
+        "SELECT usage_user FROM cpu WHERE tags.hostname = 'host_3' AND usage_idle > 5 LIMIT 5",
+    );
+    let physical = p.split("physical_plan").nth(1).unwrap_or_default();
+    assert!(!physical.contains("FilterExec"), "{p}");
+    assert!(physical.contains("limit=Some(5)"), "{p}");
+    let rows = sql(
+        &db,
+        "SELECT tags.hostname AS h, usage_idle FROM cpu WHERE tags.hostname = 'host_3' \
+         AND usage_idle > 5 LIMIT 5",
+    );
+    assert_eq!(rows.len(), 5);
+    assert!(
+        rows.iter()
+            .all(|r| r.get_str("h").ok() == Some("host_3") && number(r.get("usage_idle")) > 5.0),
+        "{rows:?}"
+    );
     // Not pushed down: an OR, which DataFusion filters.
     let p = plan("SELECT usage_user FROM cpu WHERE usage_idle > 50 OR usage_user < 3");
     assert!(p.contains("CollectionScan: filter={}"), "{p}");
