@@ -489,3 +489,39 @@ fn aggregate_groups_as_record_batches_equal_the_documents() {
         .expect_err("one column too many");
     assert_eq!(err.code(), ErrorCode::BadValue, "{err}");
 }
+
+#[test]
+fn fields_after_a_regular_expression_have_their_type_in_the_schema() {
+    // Control records are read in place; a value the reader could not step over (a regular
+    // expression) used to hide the fields after it, so `v` was typed from the other series
+    // alone and the string failed the cursor.
+    let (_dir, _db, coll) = temp_collection(CatalogOptions::default(), &options(true));
+    let regex = bson::Regex {
+        pattern: bson::raw::CString::try_from("a.c").expect("pattern"),
+        options: bson::raw::CString::try_from("i").expect("options"),
+    };
+    insert_all(
+        &coll,
+        &[
+            doc! { "_id": 0_i64, "t": at(0), "m": "a", "x": Bson::RegularExpression(regex), "v": "s" },
+            doc! { "_id": 1_i64, "t": at(0), "m": "b", "v": 1_i32 },
+        ],
+    );
+    for stored in [false, true] {
+        if stored {
+            coll.flush().expect("flush");
+        }
+        let opts = FindOptions {
+            projection: Some(doc! { "v": 1 }),
+            ..FindOptions::default()
+        };
+        same(&coll, &doc! {}, &opts, "a field after a regular expression");
+        let schema = coll.arrow_schema(&doc! {}, None).expect("schema");
+        let v = schema.field_with_name("v").expect("v");
+        assert_eq!(
+            v.data_type(),
+            &DataType::Utf8,
+            "int32 and string: JSON text"
+        );
+    }
+}

@@ -132,14 +132,20 @@ fn fast_view(bytes: &[u8]) -> Option<ControlView<'_>> {
     })
 }
 
-/// The length of a BSON element value of type `ty` starting `rest`; `None` for a type whose
-/// length this reader does not compute (the caller falls back to the `bson` crate).
+/// The length of a BSON element value of type `ty` starting `rest`, for every type of the
+/// BSON spec; `None` for an unknown type or bytes too short to tell (the walk ends there).
 fn element_len(ty: u8, rest: &[u8]) -> Option<usize> {
     let prefix = || {
         rest.get(..4)
             .and_then(|b| b.try_into().ok())
             .map(i32::from_le_bytes)
             .and_then(|n| usize::try_from(n).ok())
+    };
+    let cstring = |from: usize| {
+        rest.get(from..)?
+            .iter()
+            .position(|&b| b == 0)
+            .map(|n| n + 1)
     };
     match ty {
         0x01 | 0x09 | 0x11 | 0x12 => Some(8),
@@ -148,9 +154,17 @@ fn element_len(ty: u8, rest: &[u8]) -> Option<usize> {
         0x07 => Some(12),
         0x0A | 0x06 | 0x7F | 0xFF => Some(0),
         0x13 => Some(16),
-        0x03 | 0x04 => prefix(),
+        // Documents, arrays and code with scope: the length prefix counts itself.
+        0x03 | 0x04 | 0x0F => prefix(),
         0x02 | 0x0D | 0x0E => prefix().map(|n| n + 4),
         0x05 => prefix().map(|n| n + 5),
+        // A regular expression: pattern and options, two C strings.
+        0x0B => {
+            let pattern = cstring(0)?;
+            Some(pattern + cstring(pattern)?)
+        }
+        // A DBPointer: a string, then an ObjectId.
+        0x0C => prefix().map(|n| n + 4 + 12),
         _ => None,
     }
 }
@@ -320,5 +334,58 @@ impl CollectionInner {
     /// The [`Error::Corruption`] of a bad control record.
     pub(crate) fn corrupt_control(&self, id: &BucketId, reason: String) -> Error {
         self.store.corrupt_control(id, reason)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bson::spec::BinarySubtype;
+    use bson::{Binary, Bson, DbPointer, JavaScriptCodeWithScope, Regex, Timestamp, doc};
+
+    use super::*;
+
+    #[test]
+    fn every_bson_type_is_walked_over_to_the_fields_after_it() {
+        let cstring = |s: &str| bson::raw::CString::try_from(s).expect("no NUL");
+        let pointer: DbPointer = bson::Document::from_reader(
+            &hex_bytes("1d0000000c7000050000006e732e630000000000000000000000000000")[..],
+        )
+        .ok()
+        .and_then(|d| match d.get("p") {
+            Some(Bson::DbPointer(p)) => Some(p.clone()),
+            _ => None,
+        })
+        .expect("a DBPointer");
+        let d = doc! {
+            "double": 1.5, "string": "s", "doc": { "a": 1 }, "array": [1, "x"],
+            "binary": Binary { subtype: BinarySubtype::Generic, bytes: vec![1, 2, 3] },
+            "undefined": Bson::Undefined, "oid": bson::oid::ObjectId::from_bytes([7; 12]),
+            "bool": true, "date": bson::DateTime::from_millis(5), "null": Bson::Null,
+            "regex": Regex { pattern: cstring("a.c"), options: cstring("i") },
+            "pointer": pointer,
+            "code": Bson::JavaScriptCode("f()".into()), "symbol": Bson::Symbol("y".into()),
+            "scope": JavaScriptCodeWithScope { code: "g()".into(), scope: doc! { "z": 1 } },
+            "int32": 3_i32, "ts": Timestamp { time: 1, increment: 2 }, "int64": 4_i64,
+            "decimal": bson::Decimal128::from_bytes([0; 16]),
+            "min": Bson::MinKey, "max": Bson::MaxKey,
+            "last": 9_i32,
+        };
+        let raw = bson::RawDocumentBuf::try_from(&d).expect("raw");
+        let names: Vec<&[u8]> = elements(raw.as_bytes())
+            .map(|e| {
+                let (_, name, value) = e.expect("well formed");
+                assert!(value.is_some(), "{}", String::from_utf8_lossy(name));
+                name
+            })
+            .collect();
+        let want: Vec<&[u8]> = d.keys().map(|k| k.as_bytes()).collect();
+        assert_eq!(names, want);
+    }
+
+    fn hex_bytes(hex: &str) -> Vec<u8> {
+        (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex"))
+            .collect()
     }
 }
