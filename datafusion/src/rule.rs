@@ -23,7 +23,7 @@ use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode};
 use datafusion::common::{Column, Result, ScalarValue};
 use datafusion::functions_aggregate::expr_fn::{max, min, sum};
 use datafusion::logical_expr::expr::{AggregateFunction, ScalarFunction};
-use datafusion::logical_expr::utils::{expr_to_columns, split_conjunction};
+use datafusion::logical_expr::utils::split_conjunction;
 use datafusion::logical_expr::{
     Aggregate, Cast, Expr, LogicalPlan, LogicalPlanBuilder, TableScan, TryCast, cast, lit, when,
 };
@@ -39,7 +39,8 @@ use crate::table::CollectionTable;
 const ONE_WINDOW_MS: i64 = 1 << 62;
 
 /// Rewrites aggregates over collections into aggregates over their windowed partial
-/// aggregates (see the module docs). `register_database` adds it to the context.
+/// aggregates (SPEC: aggregates answered from control fields where possible; see
+/// the module docs for what is rewritten). `register_database` adds it to the context.
 #[derive(Debug, Default)]
 pub struct WindowAggregateRule;
 
@@ -103,13 +104,6 @@ fn to_scan(mut expr: Expr, nodes: &[Node<'_>]) -> Result<Expr> {
         }
     }
     Ok(expr)
-}
-
-/// The names of the columns `expr` reads.
-fn columns_of(expr: &Expr) -> Option<Vec<String>> {
-    let mut set = std::collections::HashSet::new();
-    expr_to_columns(expr, &mut set).ok()?;
-    Some(set.into_iter().map(|c| c.name).collect())
 }
 
 /// `expr` without the aliases around it.
@@ -308,6 +302,11 @@ fn plan_of(expr: &Expr, schema: &Schema, time: &str, meta: Option<&str>) -> Opti
     })
 }
 
+/// The column of partial `k` of aggregate `i` in the partials' table.
+fn partial_name(i: usize, k: usize) -> String {
+    format!("__tscoll_partial_{i}_{k}")
+}
+
 /// The aggregate over the collections' partial aggregates that gives `agg`'s result, or
 /// `None` when the collections cannot answer it.
 fn rewrite(agg: &Aggregate) -> Result<Option<LogicalPlan>> {
@@ -341,7 +340,9 @@ fn rewrite(agg: &Aggregate) -> Result<Option<LogicalPlan>> {
     let time = schema.field(0).name().clone();
     let meta = table.meta_field.as_deref();
     let only = |e: &Expr, allowed: &[&str]| {
-        columns_of(e).is_some_and(|cols| cols.iter().all(|c| allowed.contains(&c.as_str())))
+        e.column_refs()
+            .iter()
+            .all(|c| allowed.contains(&c.name.as_str()))
     };
     let meta_only = |e: &Expr| meta.is_some_and(|m| only(e, &[m]));
 
@@ -415,7 +416,7 @@ fn rewrite(agg: &Aggregate) -> Result<Option<LogicalPlan>> {
     let mut outputs = Vec::new();
     for (i, p) in plans.iter().enumerate() {
         for (k, (acc, ty)) in p.partials.iter().enumerate() {
-            let name = format!("__tscoll_partial_{i}_{k}");
+            let name = partial_name(i, k);
             fields.push(Field::new(&name, ty.clone(), true));
             outputs.push((name, acc.clone()));
         }
@@ -447,7 +448,7 @@ fn rewrite(agg: &Aggregate) -> Result<Option<LogicalPlan>> {
     let column = |i: usize, k: usize| {
         Expr::Column(Column::new(
             Some(scan.table_name.clone()),
-            format!("__tscoll_partial_{i}_{k}"),
+            partial_name(i, k),
         ))
     };
     let mut merges = Vec::new();

@@ -372,6 +372,19 @@ pub(crate) fn stdout_result(result: io::Result<()>) -> CmdResult<()> {
     }
 }
 
+/// The median of times sorted ascending (the mean of the middle two for an even count).
+///
+/// # Panics
+/// When `sorted` is empty.
+pub(crate) fn median(sorted: &[f64]) -> f64 {
+    let n = sorted.len();
+    if n % 2 == 1 {
+        sorted[n / 2]
+    } else {
+        f64::midpoint(sorted[n / 2 - 1], sorted[n / 2])
+    }
+}
+
 /// Formats a duration in seconds compactly: `90 ms`, `45 s`, `5 min`, `3.5 h`, `2 d`.
 pub(crate) fn human_seconds(seconds: f64) -> String {
     if seconds < 1.0 {

@@ -60,7 +60,7 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
         errln!(
             "{} runs: median {:.2} ms, fastest {:.2} ms",
             times.len(),
-            times[times.len() / 2],
+            crate::cmd::median(&times),
             times[0]
         );
     }

@@ -1502,9 +1502,16 @@ impl Reader<'_> {
         for (r, &s) in series_order.iter().enumerate() {
             rank[s] = u32::try_from(r).unwrap_or(u32::MAX);
         }
-        let width = groups.width;
-        let mut out = Grouped {
-            series: Vec::with_capacity(order.len()),
+        let (series, windows) = order
+            .iter()
+            .map(|&g| {
+                let (s, window) = groups.keys[g];
+                (rank[s], window)
+            })
+            .unzip();
+        // Each group is in `order` once: its accumulators are taken, not cloned.
+        Ok(Grouped {
+            series,
             metas: series_order
                 .iter()
                 .map(|&s| {
@@ -1515,20 +1522,11 @@ impl Reader<'_> {
                     }
                 })
                 .collect(),
-            windows: Vec::with_capacity(order.len()),
-            order: Vec::new(),
-            accs: Vec::new(),
-            width,
-        };
-        for &g in &order {
-            let (s, window) = groups.keys[g];
-            out.series.push(rank[s]);
-            out.windows.push(window);
-        }
-        // Each group is in `order` once: its accumulators are taken, not cloned.
-        out.order = order;
-        out.accs = groups.accs;
-        Ok(out)
+            windows,
+            order,
+            width: groups.width,
+            accs: groups.accs,
+        })
     }
 }
 

@@ -403,11 +403,7 @@ fn time_query<T>(
     }
     let (result, stats) = last.ok_or("no timed run")?;
     times.sort_by(f64::total_cmp);
-    let median = if reps % 2 == 1 {
-        times[reps / 2]
-    } else {
-        f64::midpoint(times[reps / 2 - 1], times[reps / 2])
-    };
+    let median = crate::cmd::median(&times);
     let p90 = times[(reps * 9).div_ceil(10).max(1) - 1];
     Ok((result, stats, median, p90))
 }

@@ -24,14 +24,15 @@ impl AggregateBatch {
     /// then one column per output, in [`crate::AggregateSpec::outputs`] order, in a type
     /// docs/arrow.md maps the output's values to (a count `Int64`, a `Sum` or `Avg`
     /// `Float64`, a `SumTyped` `Int64` or `Float64`, a `Min` or `Max` the type of the
-    /// field's values). A `null` output is a null.
+    /// field's values). A `null` output is a null. The groups are those of SPEC R-14.4.7's
+    /// windowed aggregates ([`Collection::aggregate_columns`]).
     ///
     /// # Errors
     /// `BadValue` when the schema has another number of columns, or a column of a type no
     /// BSON type maps to; `TypeMismatch` when a value does not fit its column (a double sum
     /// in an `Int64` column, e.g. an integer sum beyond the int64 range).
     pub fn to_record_batch(&self, schema: &SchemaRef, with_meta: bool) -> Result<RecordBatch> {
-        let groups = Groups {
+        let groups = GroupKeys {
             windows: &self.windows,
             series: &self.series,
             metas: &self.metas,
@@ -70,7 +71,7 @@ impl Collection {
             std::mem::take(&mut grouped.series),
             std::mem::take(&mut grouped.metas),
         );
-        let groups = Groups {
+        let groups = GroupKeys {
             windows: &windows,
             series: &series,
             metas: &metas,
@@ -91,8 +92,9 @@ fn value(v: &Bson) -> Option<&Bson> {
     (!matches!(v, Bson::Null)).then_some(v)
 }
 
-/// The keys of an aggregate's groups and its output names.
-struct Groups<'a> {
+/// The keys of an aggregate's groups (window, series, the series' meta values) and how many
+/// outputs each has.
+struct GroupKeys<'a> {
     windows: &'a [i64],
     series: &'a [u32],
     metas: &'a [Option<Bson>],
@@ -100,7 +102,7 @@ struct Groups<'a> {
     outputs: usize,
 }
 
-impl Groups<'_> {
+impl GroupKeys<'_> {
     /// The record batch of `schema` whose output columns `fill(builders)` fills (an error
     /// names the output).
     fn record_batch<'n>(
