@@ -13,6 +13,8 @@
 
 use tscoll_codec::{Column, ValueRef, tag};
 
+use crate::varint::{Reader, put_varint, unzigzag, zigzag};
+
 /// A double sum with its running compensation (Neumaier's variant of Kahan summation): the
 /// sum of many doubles with about the error of adding them in exact arithmetic and
 /// rounding once.
@@ -293,13 +295,13 @@ impl BucketSums {
     /// # Errors
     /// A message when the bytes are not an encoding of sums.
     pub fn decode(bytes: &[u8], count: u64) -> Result<BucketSums, String> {
-        let mut r = Reader { bytes, pos: 0 };
+        let mut r = Reader::new(bytes, "bucket sums");
         if r.byte()? != VERSION {
             return Err("bucket sums: unknown version".to_owned());
         }
         let n = r.varint()?;
         // Each field takes at least one byte: a count past the bytes left is corrupt.
-        if n > (bytes.len() - r.pos) as u128 {
+        if n > r.left() as u128 {
             return Err("bucket sums: more fields than bytes".to_owned());
         }
         let mut fields = Vec::with_capacity(n as usize);
@@ -321,19 +323,7 @@ impl BucketSums {
             } else {
                 count
             };
-            let ints = if flags & INTS != 0 {
-                unzigzag(r.varint()?)
-            } else {
-                0
-            };
-            let floats = if flags & DOUBLES != 0 {
-                Compensated {
-                    sum: r.f64()?,
-                    err: r.f64()?,
-                }
-            } else {
-                Compensated::default()
-            };
+            let (ints, floats) = read_totals(&mut r, flags & INTS != 0, flags & DOUBLES != 0)?;
             let (m2, squares) = if flags & SQUARES != 0 {
                 (0.0, Some(r.varint()?))
             } else if flags & M2 != 0 {
@@ -364,60 +354,23 @@ impl BucketSums {
     }
 }
 
-fn put_varint(out: &mut Vec<u8>, mut v: u128) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-fn zigzag(v: i128) -> u128 {
-    ((v << 1) ^ (v >> 127)) as u128
-}
-
-fn unzigzag(v: u128) -> i128 {
-    ((v >> 1) as i128) ^ -((v & 1) as i128)
-}
-
-struct Reader<'a> {
-    bytes: &'a [u8],
-    pos: usize,
-}
-
-impl Reader<'_> {
-    fn byte(&mut self) -> Result<u8, String> {
-        let b = *self
-            .bytes
-            .get(self.pos)
-            .ok_or_else(|| "bucket sums: cut short".to_owned())?;
-        self.pos += 1;
-        Ok(b)
-    }
-
-    fn varint(&mut self) -> Result<u128, String> {
-        let mut v = 0u128;
-        for shift in (0..133).step_by(7) {
-            let b = self.byte()?;
-            if shift == 126 && b > 3 {
-                return Err("bucket sums: varint past 128 bits".to_owned());
-            }
-            v |= u128::from(b & 0x7f) << shift;
-            if b < 0x80 {
-                return Ok(v);
-            }
+/// Reads the exact integer sum (a zigzag varint) when `ints`, then the compensated double sum
+/// (two f64 LE) when `doubles`; zero where absent.
+pub(crate) fn read_totals(
+    r: &mut Reader<'_>,
+    ints: bool,
+    doubles: bool,
+) -> Result<(i128, Compensated), String> {
+    let int_sum = if ints { unzigzag(r.varint()?) } else { 0 };
+    let floats = if doubles {
+        Compensated {
+            sum: r.f64()?,
+            err: r.f64()?,
         }
-        Err("bucket sums: varint past 128 bits".to_owned())
-    }
-
-    fn f64(&mut self) -> Result<f64, String> {
-        let b = self
-            .bytes
-            .get(self.pos..self.pos + 8)
-            .ok_or_else(|| "bucket sums: cut short".to_owned())?;
-        self.pos += 8;
-        Ok(f64::from_le_bytes(b.try_into().map_err(|_| "cut short")?))
-    }
+    } else {
+        Compensated::default()
+    };
+    Ok((int_sum, floats))
 }
 
 #[cfg(test)]

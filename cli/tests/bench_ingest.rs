@@ -54,6 +54,8 @@ fn json_has_every_figure_and_the_exact_count() {
         "hosts",
         "days",
         "batch_size",
+        "stored_bytes",
+        "rollup_bytes",
         "bucket_catalog",
     ];
     expected.sort_unstable();
@@ -66,6 +68,8 @@ fn json_has_every_figure_and_the_exact_count() {
     assert_eq!(j["days"], 0.01);
     assert_eq!(j["batch_size"], 5000);
     assert_eq!(j["durability"], "buffered");
+    assert!(j["stored_bytes"].as_u64().is_some_and(|b| b > 0), "{j}");
+    assert_eq!(j["rollup_bytes"], 0, "no rollups declared");
     assert!(j["disk_bytes"].as_u64().is_some_and(|b| b > 0), "{j}");
     assert!(j["seconds"].as_f64().is_some_and(|s| s > 0.0), "{j}");
     let rate = j["measurements_per_s"].as_f64().expect("rate");

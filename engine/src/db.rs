@@ -209,7 +209,7 @@ impl Database {
         indexes: Indexes,
     ) -> Result<Collection> {
         let fj = &self.inner.fjall;
-        let store = BucketStore::open(fj, id)?;
+        let store = BucketStore::open(fj, id, !spec.rollups.is_empty())?;
         let wal = WriteAheadLog::open(self.inner.path.join("wal").join(format!("c{id}")))?;
         let coll = Collection::new(CollectionInner::new(
             name.to_owned(),
@@ -255,6 +255,7 @@ impl Database {
             let current = existing.spec();
             if current.same_bucketing(&spec)
                 && current.expire_after_seconds == spec.expire_after_seconds
+                && current.rollups == spec.rollups
             {
                 return Ok(existing.clone());
             }

@@ -34,7 +34,7 @@ mod options;
 
 pub use error::{Error, ErrorCode, Result};
 pub use options::{
-    CollectionSpec, Granularity, MAX_BUCKET_SPAN_SECONDS, MAX_EXPIRE_AFTER_SECONDS,
+    CollectionSpec, Granularity, MAX_BUCKET_SPAN_SECONDS, MAX_EXPIRE_AFTER_SECONDS, MAX_ROLLUPS,
     TimeseriesOptions,
 };
 
@@ -56,6 +56,7 @@ mod query;
 mod recovery;
 mod reopen;
 mod rewrite;
+mod rollup;
 mod salvage;
 mod series;
 mod stats;

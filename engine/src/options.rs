@@ -99,7 +99,18 @@ pub struct TimeseriesOptions {
     pub bucket_rounding_seconds: Option<i64>,
     /// `expireAfterSeconds` (s): TTL of whole buckets (SPEC §1.5, §10). Default = none.
     pub expire_after_seconds: Option<i64>,
+    /// Rollup resolutions (ms, each a whole number of seconds from 1 s to 366 days, at most
+    /// [`MAX_ROLLUPS`]): per bucket and window of each, the count, sums, min, max, first and
+    /// last of every numeric field, kept on ingest and used by aggregates whose windows are
+    /// multiples of one (docs/semantics.md, "Rollups"). Not a MongoDB option. Default = none.
+    pub rollups: Vec<i64>,
 }
+
+/// Most rollup resolutions a collection may declare.
+pub const MAX_ROLLUPS: usize = 4;
+
+/// Largest rollup resolution (ms): 366 days.
+const MAX_ROLLUP_MS: i64 = 366 * 86_400_000;
 
 impl TimeseriesOptions {
     /// Options with the given time field and nothing else.
@@ -137,6 +148,13 @@ impl TimeseriesOptions {
     #[must_use]
     pub fn expire_after_seconds(mut self, seconds: i64) -> Self {
         self.expire_after_seconds = Some(seconds);
+        self
+    }
+
+    /// Sets the rollup resolutions (ms), e.g. `[60_000, 3_600_000]` for minutes and hours.
+    #[must_use]
+    pub fn rollups(mut self, resolutions_ms: &[i64]) -> Self {
+        self.rollups = resolutions_ms.to_vec();
         self
     }
 
@@ -284,6 +302,7 @@ impl TimeseriesOptions {
         if let Some(e) = self.expire_after_seconds {
             check_expire_after_seconds(e)?;
         }
+        let rollups = check_rollups(&self.rollups)?;
         let (granularity, span, rounding) = match self.granularity {
             Some(g) => {
                 if self.bucket_rounding_seconds.is_some() {
@@ -335,6 +354,7 @@ impl TimeseriesOptions {
             bucket_rounding_seconds: rounding,
             expire_after_seconds: self.expire_after_seconds,
             fixed_bucketing: granularity.is_none(),
+            rollups,
         })
     }
 }
@@ -356,6 +376,8 @@ pub struct CollectionSpec {
     pub expire_after_seconds: Option<i64>,
     /// Span = rounding and never changed since creation (SPEC ).
     pub fixed_bucketing: bool,
+    /// Rollup resolutions (ms), ascending ([`TimeseriesOptions::rollups`]).
+    pub rollups: Vec<i64>,
 }
 
 impl CollectionSpec {
@@ -413,6 +435,9 @@ impl CollectionSpec {
         if let Some(e) = self.expire_after_seconds {
             d.insert("expireAfterSeconds", e);
         }
+        if !self.rollups.is_empty() {
+            d.insert("rollups", self.rollups.clone());
+        }
         d
     }
 
@@ -429,8 +454,49 @@ impl CollectionSpec {
             bucket_rounding_seconds: d.get_i64("bucketRoundingSeconds").ok()?,
             expire_after_seconds: d.get_i64("expireAfterSeconds").ok(),
             fixed_bucketing: d.get_bool("fixedBucketing").ok()?,
+            rollups: match d.get("rollups") {
+                None => Vec::new(),
+                Some(Bson::Array(a)) => {
+                    a.iter().map(|v| v.as_i64()).collect::<Option<Vec<i64>>>()?
+                }
+                Some(_) => return None,
+            },
         })
     }
+}
+
+/// The rollup resolutions, checked and sorted.
+fn check_rollups(rollups: &[i64]) -> Result<Vec<i64>> {
+    let mut out = rollups.to_vec();
+    out.sort_unstable();
+    out.dedup();
+    if out.len() != rollups.len() {
+        return Err(Error::rejected(
+            ErrorCode::BadValue,
+            "a rollup resolution is given twice",
+        ));
+    }
+    if out.len() > MAX_ROLLUPS {
+        return Err(Error::rejected(
+            ErrorCode::BadValue,
+            format!(
+                "at most {MAX_ROLLUPS} rollup resolutions, got {}",
+                out.len()
+            ),
+        ));
+    }
+    if let Some(bad) = out
+        .iter()
+        .find(|&&r| !(1000..=MAX_ROLLUP_MS).contains(&r) || r % 1000 != 0)
+    {
+        return Err(Error::rejected(
+            ErrorCode::BadValue,
+            format!(
+                "a rollup resolution must be a whole number of seconds from 1 s to 366 days, got {bad} ms"
+            ),
+        ));
+    }
+    Ok(out)
 }
 
 fn check_field_name(option: &str, name: &str) -> Result<()> {

@@ -202,6 +202,11 @@ impl CollectionInner {
         self.store.put_segment(&mut wb, id, segment, blob);
         self.store.put_control(&mut wb, id, control.encode());
         if stored.is_none() {
+            self.put_bucket_rollups(&mut wb, id, rows, &columns)?;
+        } else {
+            self.put_appended_rollups(&mut wb, id, segment, rows, &columns)?;
+        }
+        if stored.is_none() {
             self.store
                 .put_index_entry(&mut wb, &key, control.min_time, id)?;
         }

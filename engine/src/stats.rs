@@ -20,6 +20,9 @@ pub struct CollectionStats {
     pub measurement_count: u64,
     /// Bytes stored for buckets: segment blobs, control records and index entries.
     pub stored_bytes: u64,
+    /// Bytes stored for rollup rows (keys and values; 0 without rollups), not counted in
+    /// `stored_bytes`.
+    pub rollup_bytes: u64,
     /// Bytes the measurements take as BSON elements (without the meta field): what a
     /// row-per-measurement store would hold.
     pub uncompressed_bytes: u64,
@@ -52,6 +55,9 @@ impl CollectionStats {
         d.insert("measurementCount", self.measurement_count as i64);
         d.insert("storedBytes", self.stored_bytes as i64);
         d.insert("uncompressedBytes", self.uncompressed_bytes as i64);
+        if self.rollup_bytes > 0 {
+            d.insert("rollupBytes", self.rollup_bytes as i64);
+        }
         d.insert("numOpenBuckets", self.num_open_buckets as i64);
         d.insert("numIdleBuckets", self.num_idle_buckets as i64);
         d.insert("numArchivedBuckets", self.num_archived_buckets as i64);
@@ -142,6 +148,7 @@ impl Collection {
             s.stored_bytes += (id.len() + v.len()) as u64;
         }
         s.stored_bytes += inner.store.segment_bytes()? + inner.store.index_bytes()?;
+        s.rollup_bytes = inner.store.rollup_bytes()?;
         s.avg_bucket_size = s.stored_bytes.checked_div(s.bucket_count).unwrap_or(0);
         let cat = &inner.catalog;
         let g = cat.gauges();

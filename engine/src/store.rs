@@ -183,6 +183,7 @@ impl CollectionInner {
             self.store.remove_segment(wb, &entry.id, seg);
         }
         self.store.remove_control(wb, &entry.id);
+        self.remove_bucket_rollups(wb, &entry.id)?;
         self.store
             .remove_index_entry(wb, entry.key.hash, entry.min_time, &entry.id);
         self.index_bucket_change(wb, &entry.id, &entry.key, control, None)?;
@@ -214,6 +215,7 @@ impl CollectionInner {
         control.next_segment = 1;
         self.store.put_segment(wb, &entry.id, 0, blob);
         self.store.put_control(wb, &entry.id, control.encode());
+        self.put_bucket_rollups(wb, &entry.id, rows, columns)?;
         self.index_bucket_change(wb, &entry.id, &entry.key, Some(old), Some(&control))?;
         self.retire(wb, &entry.id)
     }

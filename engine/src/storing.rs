@@ -163,6 +163,18 @@ impl CollectionInner {
             .map(|(p, b)| (p.id, p.segment_no, b));
         self.store.ingest_segments(segments)?;
         if whole {
+            // Rollup rows before control records: a crash between them leaves rows that
+            // recovery writes again, under the same keys, with the bucket.
+            if self.has_rollups() {
+                let rows = fresh.iter().flat_map(|p| {
+                    self.rollups_of_rows(p.rows, &p.columns)
+                        .into_iter()
+                        .flat_map(move |(res, windows)| {
+                            windows.into_iter().map(move |w| (res, p.id, w))
+                        })
+                });
+                self.store.ingest_rollups(rows)?;
+            }
             let entries = fresh.iter().map(|p| (&*p.key, p.min_time, p.id));
             self.store.ingest_index_entries(entries)?;
             let controls = fresh
@@ -235,6 +247,17 @@ impl CollectionInner {
                     .put_segment(&mut wb, &part.id, part.segment_no, blob);
             }
             self.store.put_control(&mut wb, &part.id, control.encode());
+            if part.first_row == 0 {
+                self.put_bucket_rollups(&mut wb, &part.id, part.rows, &part.columns)?;
+            } else {
+                self.put_appended_rollups(
+                    &mut wb,
+                    &part.id,
+                    part.segment_no,
+                    part.rows,
+                    &part.columns,
+                )?;
+            }
         }
         if part.stored_before == 0 {
             self.store
@@ -272,6 +295,7 @@ impl CollectionInner {
         self.store
             .put_segment(wb, &part.id, part.segment_no, encode_part(part)?);
         self.store.put_control(wb, &part.id, control.encode());
+        self.put_bucket_rollups(wb, &part.id, part.rows, &part.columns)?;
         self.store
             .put_index_entry(wb, &part.key, part.min_time, &part.id)?;
         if self.has_secondary_indexes() {

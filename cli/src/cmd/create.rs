@@ -34,6 +34,32 @@ pub(crate) struct Args {
     /// `expireAfterSeconds`: delete whole buckets once all their measurements are older.
     #[arg(long, value_name = "N")]
     pub(crate) expire_after_seconds: Option<i64>,
+    /// Rollups to keep on ingest: resolutions such as `1m,1h,1d` (a number and `s`, `m`, `h`
+    /// or `d`; at most 4). Aggregates whose windows are multiples of one read it instead of
+    /// the buckets.
+    #[arg(long = "rollup", value_name = "LIST", value_delimiter = ',', value_parser = parse_resolution)]
+    pub(crate) rollups: Vec<i64>,
+}
+
+/// A rollup resolution such as `1m`, `15m`, `1h`, `1d` or `30s`, in ms.
+///
+/// # Errors
+/// Not a positive number followed by `s`, `m`, `h` or `d`.
+pub(crate) fn parse_resolution(s: &str) -> Result<i64, String> {
+    let bad = || format!("'{s}' is not a resolution such as 30s, 1m, 1h or 1d");
+    let (n, unit) = s.split_at(s.len().saturating_sub(1));
+    let unit_ms = match unit {
+        "s" => 1_000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
+        _ => return Err(bad()),
+    };
+    n.parse::<i64>()
+        .ok()
+        .filter(|n| *n > 0)
+        .and_then(|n| n.checked_mul(unit_ms))
+        .ok_or_else(bad)
 }
 
 impl Args {
@@ -56,6 +82,9 @@ impl Args {
         }
         if let Some(e) = self.expire_after_seconds {
             opts = opts.expire_after_seconds(e);
+        }
+        if !self.rollups.is_empty() {
+            opts = opts.rollups(&self.rollups);
         }
         Ok(opts)
     }

@@ -35,6 +35,8 @@ use crate::collection::Collection;
 use crate::error::{Error, ErrorCode, Result};
 use crate::filter::lookup;
 
+mod rollup;
+
 /// How one output field of an aggregate is computed over the measurements of a group, as
 /// MongoDB's `$group` accumulators do. A field is a measurement field name, a dotted path
 /// into one (`"a.b"`), or the time field; the meta field is not a measurement field (group
@@ -1430,7 +1432,21 @@ impl Reader<'_> {
             .iter()
             .map(|(_, a)| a.field().map(|f| f.split('.').map(str::to_owned).collect()))
             .collect();
-        let ids: Vec<BucketId> = cands.buckets.iter().map(|c| c.id).collect();
+        let range = group_range(spec, &cands.buckets, cands.series.len(), plan.span_ms);
+        // Buckets answered by rollup rows are left out of the parts.
+        let (rolled, done) = match rollup::resolution(plan, spec) {
+            Some(res) => {
+                let (g, done) = self.rollup_groups(plan, spec, &cands, res, range, stats)?;
+                (Some(g), done)
+            }
+            None => (None, Vec::new()),
+        };
+        let all_ids: Vec<BucketId> = cands.buckets.iter().map(|c| c.id).collect();
+        let order: Vec<usize> = id_order(&all_ids)
+            .into_iter()
+            .filter(|&p| !done.get(p).copied().unwrap_or(false))
+            .collect();
+        let ids: Vec<BucketId> = order.iter().map(|&p| all_ids[p]).collect();
         let read_control = !rows.is_empty() || control_may_answer(spec, &paths, time_field);
         // The parts depend on the candidates only, not on the number of cores, so that double
         // sums (added part by part) come out the same on every machine.
@@ -1455,15 +1471,23 @@ impl Reader<'_> {
             spec,
             paths: &paths,
             cands: &cands.buckets,
-            order: id_order(&ids),
+            order,
             part_len: ids.len().div_ceil(parts).max(1),
             read_control,
             dense: dense(ids.len(), cands.in_range),
-            range: group_range(spec, &cands.buckets, cands.series.len(), plan.span_ms),
+            range,
         };
-        let results = run_parts(job.parts(), threads, &|i| job.part(i))?;
-        let expected = results.iter().map(|(g, _)| g.keys.len()).sum();
+        let results = if ids.is_empty() {
+            Vec::new()
+        } else {
+            run_parts(job.parts(), threads, &|i| job.part(i))?
+        };
+        let expected = results.iter().map(|(g, _)| g.keys.len()).sum::<usize>()
+            + rolled.as_ref().map_or(0, |g| g.keys.len());
         let mut groups = Groups::new(spec, job.range, expected);
+        if let Some(rolled) = rolled {
+            groups.merge(rolled);
+        }
         for (part, part_stats) in results {
             stats.add(&part_stats);
             groups.merge(part);

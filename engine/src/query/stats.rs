@@ -29,6 +29,9 @@ pub struct QueryStats {
     pub buckets_unpacked: u64,
     /// Buckets answered entirely from their control record, without decoding.
     pub buckets_from_control: u64,
+    /// Buckets answered entirely from their rollup rows (an aggregate whose windows are
+    /// multiples of a rollup resolution), neither control record nor columns read.
+    pub buckets_from_rollup: u64,
     /// Buckets read but neither unpacked nor answered because they cannot change the result
     /// (bounded sort, last point).
     pub buckets_skipped: u64,
@@ -50,6 +53,7 @@ impl QueryStats {
         self.buckets_whole += other.buckets_whole;
         self.buckets_unpacked += other.buckets_unpacked;
         self.buckets_from_control += other.buckets_from_control;
+        self.buckets_from_rollup += other.buckets_from_rollup;
         self.buckets_skipped += other.buckets_skipped;
         self.rows_examined += other.rows_examined;
         self.rows_filtered += other.rows_filtered;
@@ -58,7 +62,7 @@ impl QueryStats {
 
     /// The counters as a document with MongoDB-style camelCase names and int64 values:
     /// `{indexEntriesScanned, bucketsRead, bucketsPruned, bucketsWhole, bucketsUnpacked,
-    /// bucketsFromControl, bucketsSkipped, rowsExamined, rowsFiltered, rowsReturned}`.
+    /// bucketsFromControl, bucketsFromRollup, bucketsSkipped, rowsExamined, rowsFiltered, rowsReturned}`.
     #[must_use]
     pub fn to_document(&self) -> Document {
         let n = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
@@ -69,6 +73,7 @@ impl QueryStats {
             "bucketsWhole": n(self.buckets_whole),
             "bucketsUnpacked": n(self.buckets_unpacked),
             "bucketsFromControl": n(self.buckets_from_control),
+            "bucketsFromRollup": n(self.buckets_from_rollup),
             "bucketsSkipped": n(self.buckets_skipped),
             "rowsExamined": n(self.rows_examined),
             "rowsFiltered": n(self.rows_filtered),

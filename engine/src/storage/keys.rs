@@ -15,6 +15,40 @@ pub(crate) fn keyspace_names(id: u64) -> [String; 3] {
     ]
 }
 
+/// Keyspace name of the rollup rows of collection `id` (`docs/keys.md`, "Rollups").
+pub(crate) fn rollup_keyspace(id: u64) -> String {
+    format!("c{id}_rollup")
+}
+
+/// Rollup row key: `resolution (8, BE) ‖ bucket id (12) ‖ window start (8)`.
+#[expect(clippy::cast_sign_loss, reason = "resolutions are positive")]
+pub(crate) fn rollup_key(res: i64, id: &BucketId, start: i64) -> [u8; 28] {
+    let mut k = [0u8; 28];
+    k[..8].copy_from_slice(&(res as u64).to_be_bytes());
+    k[8..20].copy_from_slice(id);
+    k[20..].copy_from_slice(&time_bytes(start));
+    k
+}
+
+/// The prefix of one bucket's rollup rows at one resolution.
+pub(crate) fn rollup_prefix(res: i64, id: &BucketId) -> [u8; 20] {
+    let mut k = [0u8; 20];
+    k.copy_from_slice(&rollup_key(res, id, 0)[..20]);
+    k
+}
+
+/// Parses a rollup row key: `(resolution, bucket id, window start)`.
+#[expect(clippy::cast_possible_wrap, reason = "resolutions are below 2^63")]
+pub(crate) fn parse_rollup_key(k: &[u8]) -> Option<(i64, BucketId, i64)> {
+    if k.len() != 28 {
+        return None;
+    }
+    let res = u64::from_be_bytes(k[..8].try_into().ok()?) as i64;
+    let id: BucketId = k[8..20].try_into().ok()?;
+    let start = time_from_bytes(k[20..].try_into().ok()?);
+    Some((res, id, start))
+}
+
 /// Keyspace name of secondary index number `no` of collection `id` (SPEC §13,
 /// `docs/keys.md` "Secondary indexes").
 pub(crate) fn secondary_index_keyspace(id: u64, no: u32) -> String {

@@ -11,12 +11,14 @@
 //! | `c{id}_ctl` | bucket id (12) ‖ `00` | retirement marker: a log position (16) |
 //! | `c{id}_idx` | meta hash (8, BE) | series record: flags (1) ‖ normalized meta bytes |
 //! | `c{id}_idx` | meta hash (8, BE) ‖ min time (8) ‖ bucket id (12) | `00` (the series record's meta) or normalized meta bytes |
+//! | `c{id}_rollup` | resolution (8, BE) ‖ bucket id (12) ‖ window start (8) | a window's rollup (`docs/format.md`), only with rollups |
 //!
 //! Keyspace options (fixed when a keyspace is created): LZ4 on every level and no bloom
 //! filter for blobs, in 64 KiB blocks; LZ4 on every level for control records and index
 //! entries.
 
 pub(crate) mod keys;
+mod rollups;
 pub(crate) mod wal;
 
 use std::collections::HashMap;
@@ -45,6 +47,8 @@ pub(crate) struct BucketStore {
     ctl: Keyspace,
     /// The meta+time index (SPEC) and the series records.
     idx: Keyspace,
+    /// The rollup rows, when the collection declares rollups.
+    rollups: Option<Keyspace>,
     /// Held from reading a series record until the record written after it is visible
     /// ([`BucketStore::entry_value`]), so that two series first stored at once under one hash
     /// do not both claim its record.
@@ -91,7 +95,11 @@ impl BucketStore {
     ///
     /// # Errors
     /// [`Error::Storage`] when fjall fails.
-    pub(crate) fn open(fjall: &fjall::Database, coll_id: u64) -> Result<BucketStore> {
+    pub(crate) fn open(
+        fjall: &fjall::Database,
+        coll_id: u64,
+        rollups: bool,
+    ) -> Result<BucketStore> {
         let [data, ctl, idx] = keyspace_names(coll_id);
         // Blobs (1–50 KB, compressed by the codec) still shrink by 9–16 % under LZ4 over
         // 64 KiB blocks, which see several blobs with their keys and framing at once; they are
@@ -125,13 +133,25 @@ impl BucketStore {
             idx: fjall
                 .keyspace(&idx, small_options)
                 .map_err(Error::storage("opening an index keyspace"))?,
+            rollups: if rollups {
+                Some(
+                    fjall
+                        .keyspace(&keys::rollup_keyspace(coll_id), small_options)
+                        .map_err(Error::storage("opening a rollup keyspace"))?,
+                )
+            } else {
+                None
+            },
             series_lock: Arc::new(Mutex::new(())),
         })
     }
 
-    /// The three keyspaces: data, control, index (to flush, compact or delete them).
-    pub(crate) fn keyspaces(&self) -> [&Keyspace; 3] {
-        [&self.data, &self.ctl, &self.idx]
+    /// The keyspaces: data, control, index and the rollups if any (to flush, compact or
+    /// delete them).
+    pub(crate) fn keyspaces(&self) -> Vec<&Keyspace> {
+        let mut out = vec![&self.data, &self.ctl, &self.idx];
+        out.extend(&self.rollups);
+        out
     }
 
     // ---- control records ---------------------------------------------------------------
@@ -740,7 +760,7 @@ mod tests {
 
     fn store(dir: &std::path::Path) -> (fjall::Database, BucketStore) {
         let fjall = fjall::Database::builder(dir).open().unwrap();
-        let store = BucketStore::open(&fjall, 1).unwrap();
+        let store = BucketStore::open(&fjall, 1, false).unwrap();
         (fjall, store)
     }
 

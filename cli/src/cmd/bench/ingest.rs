@@ -99,6 +99,10 @@ pub(crate) struct Args {
     /// Print one JSON object on stdout instead of the table.
     #[arg(long)]
     pub(crate) json: bool,
+    /// Keep rollups at these resolutions (`tscoll create --rollup`), e.g. `1h`.
+    #[arg(long = "rollup", value_name = "LIST", value_delimiter = ',',
+          value_parser = crate::cmd::create::parse_resolution)]
+    pub(crate) rollups: Vec<i64>,
 }
 
 /// The TSBS-like workload's size and seed, shared by `bench ingest` and `bench gen`.
@@ -170,6 +174,8 @@ struct Figures {
     /// Bytes of the buckets (segments, control records, index entries): the collection's
     /// `storedBytes`.
     stored_bytes: u64,
+    /// Bytes of the rollup rows: the collection's `rollupBytes`.
+    rollup_bytes: u64,
     rss_at_start_bytes: Option<u64>,
     bucket_catalog: Option<Document>,
 }
@@ -209,7 +215,9 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
         )
         .into());
     }
-    let options = TimeseriesOptions::new(tsbs::TIME_FIELD).meta_field(tsbs::META_FIELD);
+    let options = TimeseriesOptions::new(tsbs::TIME_FIELD)
+        .meta_field(tsbs::META_FIELD)
+        .rollups(&args.rollups);
     let coll = db.create_collection(COLLECTION, &options)?;
     let (figures, measurement_count) = measure(args, &workload, db, coll, &dir)?;
     let inserted = figures.report.ingest.measurements;
@@ -346,6 +354,7 @@ fn measure(
         generating_seconds,
         fjall_disk_space,
         stored_bytes: stats.stored_bytes,
+        rollup_bytes: stats.rollup_bytes,
         rss_at_start_bytes,
         bucket_catalog,
     };
@@ -552,6 +561,8 @@ fn json_line(args: &Args, f: &Figures) -> Value {
     map.insert("hosts".to_owned(), args.workload.hosts.into());
     map.insert("days".to_owned(), args.workload.days.into());
     map.insert("batch_size".to_owned(), args.batch_size.into());
+    map.insert("stored_bytes".to_owned(), f.stored_bytes.into());
+    map.insert("rollup_bytes".to_owned(), f.rollup_bytes.into());
     map.insert(
         "bucket_catalog".to_owned(),
         f.bucket_catalog
@@ -596,6 +607,16 @@ fn table(args: &Args, workload: &Workload, f: &Figures) -> String {
         "disk bytes",
         format!("buckets' storedBytes: {}", human_bytes(f.stored_bytes)),
     );
+    if f.rollup_bytes > 0 {
+        t.note(
+            "disk bytes",
+            format!(
+                "rollups' rollupBytes: {} ({:.1} % of the buckets')",
+                human_bytes(f.rollup_bytes),
+                100.0 * f.rollup_bytes as f64 / f.stored_bytes.max(1) as f64
+            ),
+        );
+    }
     t.note(
         "bytes/measurement",
         format!(

@@ -104,6 +104,11 @@ pub(crate) struct Args {
     /// Print one JSON object on stdout instead of the table.
     #[arg(long)]
     pub(crate) json: bool,
+    /// Keep rollups at these resolutions (`tscoll create --rollup`), e.g. `1h`: q2 and q3
+    /// are then answered from the hourly rollup.
+    #[arg(long = "rollup", value_name = "LIST", value_delimiter = ',',
+          value_parser = crate::cmd::create::parse_resolution)]
+    pub(crate) rollups: Vec<i64>,
 }
 
 /// One query's figures.
@@ -130,7 +135,9 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
     let mut db = Database::open(&dir, DatabaseOptions::default())
         .map_err(|e| format!("cannot open database {}: {e}", dir.display()))?;
     if db.collection(COLLECTION).is_err() {
-        let options = TimeseriesOptions::new(tsbs::TIME_FIELD).meta_field(tsbs::META_FIELD);
+        let options = TimeseriesOptions::new(tsbs::TIME_FIELD)
+            .meta_field(tsbs::META_FIELD)
+            .rollups(&args.rollups);
         let coll = db.create_collection(COLLECTION, &options)?;
         let start = Instant::now();
         ingest(&coll, &workload, args.threads as usize)?;
