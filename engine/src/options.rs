@@ -263,6 +263,9 @@ impl TimeseriesOptions {
     ///
     /// # Errors
     /// `InvalidOptions`, `BadValue` as listed in SPEC §1.4; the message names the option.
+    /// `BadValue` for rollups (not in SPEC; docs/semantics.md ): a resolution given
+    /// twice, more than [`MAX_ROLLUPS`], or one that is not a whole number of seconds from
+    /// 1 s to 366 days.
     pub fn validate(&self) -> Result<CollectionSpec> {
         check_field_name("timeField", &self.time_field)?;
         if self.time_field.starts_with('$') {

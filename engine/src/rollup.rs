@@ -46,9 +46,7 @@ impl CollectionInner {
         rows: usize,
         columns: &[(String, Column)],
     ) -> Result<()> {
-        if !self.has_rollups() {
-            return Ok(());
-        }
+        // Nothing to do without rollups: `rollups_of_rows` is then empty.
         for (res, windows) in self.rollups_of_rows(rows, columns) {
             self.store.replace_rollups(wb, id, res, &windows)?;
         }

@@ -1435,8 +1435,8 @@ impl Reader<'_> {
         let range = group_range(spec, &cands.buckets, cands.series.len(), plan.span_ms);
         // Buckets answered by rollup rows are left out of the parts.
         let (rolled, done) = match rollup::resolution(plan, spec) {
-            Some(res) => {
-                let (g, done) = self.rollup_groups(plan, spec, &cands, res, range, stats)?;
+            Some(rollup) => {
+                let (g, done) = self.rollup_groups(plan, spec, &cands, rollup, range, stats)?;
                 (Some(g), done)
             }
             None => (None, Vec::new()),

@@ -20,7 +20,7 @@ use std::cmp::Ordering;
 
 /// What one output reads from a rollup row.
 #[derive(Clone, Copy)]
-enum Read<'a> {
+pub(super) enum Read<'a> {
     /// The window's count.
     Count,
     /// The times of the first and last measurements.
@@ -34,7 +34,8 @@ enum Read<'a> {
 /// a count, or reads one top-level field (not the meta field) as a count of numbers, a sum, a
 /// mean, a minimum, a maximum, a first or a last value (of the time field: a minimum, a
 /// maximum, a first or a last).
-pub(super) fn resolution(plan: &Plan, spec: &AggregateSpec) -> Option<i64> {
+/// Returns it with what each output reads.
+pub(super) fn resolution<'s>(plan: &Plan, spec: &'s AggregateSpec) -> Option<(i64, Vec<Read<'s>>)> {
     let res = plan
         .spec
         .rollups
@@ -48,7 +49,10 @@ pub(super) fn resolution(plan: &Plan, spec: &AggregateSpec) -> Option<i64> {
             Pred::Time { .. } | Pred::Meta { .. } | Pred::MetaIn { .. }
         )
     }) && plan.filter.row_clauses().next().is_none();
-    (time_and_meta_only && reads(plan, spec).is_some()).then_some(res)
+    if !time_and_meta_only {
+        return None;
+    }
+    Some((res, reads(plan, spec)?))
 }
 
 /// What each output reads, `None` when one cannot be read off a rollup row.
@@ -92,11 +96,10 @@ impl Reader<'_> {
         plan: &Plan,
         spec: &'s AggregateSpec,
         cands: &Candidates,
-        res: i64,
+        (res, reads): (i64, Vec<Read<'s>>),
         range: Option<GroupRange>,
         stats: &mut QueryStats,
     ) -> Result<(Groups<'s>, Vec<bool>)> {
-        let reads = reads(plan, spec).unwrap_or_default();
         let mut groups = Groups::new(spec, range, cands.buckets.len());
         let mut done = vec![false; cands.buckets.len()];
         let mut order: Vec<usize> = (0..cands.buckets.len())
