@@ -36,7 +36,10 @@ pub use commit_rows::CommitRows;
 pub use key::{BucketKey, write_normalized};
 pub use minmax::MinMax;
 pub use options::{CatalogOptions, LARGE_MEASUREMENTS_MAX_BUCKET_SIZE};
-pub use rollup::{FieldRollup, FieldWindow, Number, WindowRollup, rollup_windows};
+pub use rollup::{
+    BucketRollup, FieldRollup, FieldWindow, Number, RollupNames, WindowHead, WindowRollup,
+    bucket_rollup, decode_names, encode_names, names_hash, read_rollup, read_section,
+};
 pub use stats::{CatalogGauges, ExecutionStats, StatsSnapshot};
 pub use sums::{BucketSums, Compensated, FieldSums};
 pub use write_batch::{PreparedBatch, WriteBatch, WriterId};

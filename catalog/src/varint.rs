@@ -61,6 +61,13 @@ impl<'a> Reader<'a> {
     }
 
     pub(crate) fn varint(&mut self) -> Result<u128, String> {
+        // Most varints are one byte.
+        if let Some(&b) = self.bytes.get(self.pos)
+            && b < 0x80
+        {
+            self.pos += 1;
+            return Ok(u128::from(b));
+        }
         let mut v = 0u128;
         for shift in (0..133).step_by(7) {
             let b = self.byte()?;

@@ -895,6 +895,15 @@ pub(crate) trait ControlBounds {
     fn bounds(&self, field: &str) -> (Option<Bson>, Option<Bson>);
 }
 
+/// No control at all: every field's bounds unknown (a rollup window's time range alone).
+pub(crate) struct NoBounds;
+
+impl ControlBounds for NoBounds {
+    fn bounds(&self, _: &str) -> (Option<Bson>, Option<Bson>) {
+        (None, None)
+    }
+}
+
 impl ControlBounds for (&Document, &Document) {
     fn bounds(&self, field: &str) -> (Option<Bson>, Option<Bson>) {
         (self.0.get(field).cloned(), self.1.get(field).cloned())

@@ -1,15 +1,15 @@
 //! Keeping a collection's rollups (`docs/semantics.md`, "Rollups"): every write of a
 //! bucket's rows to the store — storing it, appending a part, rewriting it after a delete or
 //! an update, recovering it from the log — adds to the same fjall batch the bucket's rollup
-//! rows, computed from all its rows (`tscoll_catalog::rollup_windows`), in place of the ones
-//! stored before; removing a bucket (a delete, TTL) removes them. A bucket's rows are
-//! therefore always the rollup of what the store holds of it, with the same durability.
-//! Moving a bucket to another series (a meta update) changes no row: rollup rows name the
-//! bucket, not the series. Rows still only in memory are not rolled up; queries add them up
+//! at each resolution, computed from all its rows (`tscoll_catalog::bucket_rollup`), in
+//! place of the one stored before; removing a bucket (a delete, TTL) removes them. A bucket's
+//! rollups are therefore always the rollups of what the store holds of it, with the same
+//! durability. Moving a bucket to another series (a meta update) changes no rollup: they
+//! name the bucket, not the series. Rows still only in memory are not rolled up; queries add them up
 //! themselves (`query/rollup.rs`).
 
 use fjall::OwnedWriteBatch;
-use tscoll_catalog::{BucketId, WindowRollup, rollup_windows};
+use tscoll_catalog::{BucketId, BucketRollup, bucket_rollup};
 use tscoll_codec::Column;
 
 use crate::collection::CollectionInner;
@@ -21,20 +21,20 @@ impl CollectionInner {
         !self.spec().rollups.is_empty()
     }
 
-    /// The windows of every rollup resolution of rows `0..rows` of `columns`.
+    /// The rollup at every resolution of rows `0..rows` of `columns`.
     pub(crate) fn rollups_of_rows(
         &self,
         rows: usize,
         columns: &[(String, Column)],
-    ) -> Vec<(i64, Vec<WindowRollup>)> {
+    ) -> Vec<(i64, BucketRollup)> {
         let spec = self.spec();
         spec.rollups
             .iter()
-            .map(|&res| (res, rollup_windows(rows, columns, &spec.time_field, res)))
+            .map(|&res| (res, bucket_rollup(rows, columns, &spec.time_field, res)))
             .collect()
     }
 
-    /// Adds to `wb` the rollup rows of a bucket whose every row is `rows` rows of `columns`,
+    /// Adds to `wb` the rollups of a bucket whose every row is `rows` rows of `columns`,
     /// replacing those stored before.
     ///
     /// # Errors
@@ -47,13 +47,13 @@ impl CollectionInner {
         columns: &[(String, Column)],
     ) -> Result<()> {
         // Nothing to do without rollups: `rollups_of_rows` is then empty.
-        for (res, windows) in self.rollups_of_rows(rows, columns) {
-            self.store.replace_rollups(wb, id, res, &windows)?;
+        for (res, rollup) in self.rollups_of_rows(rows, columns) {
+            self.store.put_rollup(wb, id, res, &rollup)?;
         }
         Ok(())
     }
 
-    /// Adds to `wb` the rollup rows of a bucket whose rows are its stored segments but
+    /// Adds to `wb` the rollups of a bucket whose rows are its stored segments but
     /// segment `new_segment`, followed by `rows` rows of `columns` (a part being written as
     /// segment `new_segment`), replacing those stored before.
     ///
@@ -82,17 +82,10 @@ impl CollectionInner {
         self.put_bucket_rollups(wb, id, rows, &columns)
     }
 
-    /// Adds to `wb` the removal of a bucket's rollup rows.
-    ///
-    /// # Errors
-    /// [`crate::Error::Storage`] when fjall fails.
-    pub(crate) fn remove_bucket_rollups(
-        &self,
-        wb: &mut OwnedWriteBatch,
-        id: &BucketId,
-    ) -> Result<()> {
+    /// Adds to `wb` the removal of a bucket's rollups.
+    pub(crate) fn remove_bucket_rollups(&self, wb: &mut OwnedWriteBatch, id: &BucketId) {
         let resolutions = self.spec().rollups;
-        self.store.remove_rollups(wb, id, &resolutions)
+        self.store.remove_rollups(wb, id, &resolutions);
     }
 }
 

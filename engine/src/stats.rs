@@ -20,7 +20,7 @@ pub struct CollectionStats {
     pub measurement_count: u64,
     /// Bytes stored for buckets: segment blobs, control records and index entries.
     pub stored_bytes: u64,
-    /// Bytes stored for rollup rows (keys and values; 0 without rollups), not counted in
+    /// Bytes stored for rollups (keys and values; 0 without rollups), not counted in
     /// `stored_bytes`.
     pub rollup_bytes: u64,
     /// Bytes the measurements take as BSON elements (without the meta field): what a

@@ -183,7 +183,7 @@ impl CollectionInner {
             self.store.remove_segment(wb, &entry.id, seg);
         }
         self.store.remove_control(wb, &entry.id);
-        self.remove_bucket_rollups(wb, &entry.id)?;
+        self.remove_bucket_rollups(wb, &entry.id);
         self.store
             .remove_index_entry(wb, entry.key.hash, entry.min_time, &entry.id);
         self.index_bucket_change(wb, &entry.id, &entry.key, control, None)?;

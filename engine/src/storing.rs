@@ -163,15 +163,13 @@ impl CollectionInner {
             .map(|(p, b)| (p.id, p.segment_no, b));
         self.store.ingest_segments(segments)?;
         if whole {
-            // Rollup rows before control records: a crash between them leaves rows that
+            // Rollups before control records: a crash between them leaves rollups that
             // recovery writes again, under the same keys, with the bucket.
             if self.has_rollups() {
                 let rows = fresh.iter().flat_map(|p| {
                     self.rollups_of_rows(p.rows, &p.columns)
                         .into_iter()
-                        .flat_map(move |(res, windows)| {
-                            windows.into_iter().map(move |w| (res, p.id, w))
-                        })
+                        .map(move |(res, rollup)| (res, p.id, rollup))
                 });
                 self.store.ingest_rollups(rows)?;
             }

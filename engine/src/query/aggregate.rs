@@ -1433,7 +1433,7 @@ impl Reader<'_> {
             .map(|(_, a)| a.field().map(|f| f.split('.').map(str::to_owned).collect()))
             .collect();
         let range = group_range(spec, &cands.buckets, cands.series.len(), plan.span_ms);
-        // Buckets answered by rollup rows are left out of the parts.
+        // Buckets answered by their rollups are left out of the parts.
         let (rolled, done) = match rollup::resolution(plan, spec) {
             Some(rollup) => {
                 let (g, done) = self.rollup_groups(plan, spec, &cands, rollup, range, stats)?;

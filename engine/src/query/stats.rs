@@ -29,7 +29,7 @@ pub struct QueryStats {
     pub buckets_unpacked: u64,
     /// Buckets answered entirely from their control record, without decoding.
     pub buckets_from_control: u64,
-    /// Buckets answered entirely from their rollup rows (an aggregate whose windows are
+    /// Buckets answered entirely from their rollups (an aggregate whose windows are
     /// multiples of a rollup resolution), neither control record nor columns read.
     pub buckets_from_rollup: u64,
     /// Buckets read but neither unpacked nor answered because they cannot change the result

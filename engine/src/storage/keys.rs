@@ -15,38 +15,41 @@ pub(crate) fn keyspace_names(id: u64) -> [String; 3] {
     ]
 }
 
-/// Keyspace name of the rollup rows of collection `id` (`docs/keys.md`, "Rollups").
+/// Keyspace name of the rollups of collection `id` (`docs/keys.md`, "Rollups").
 pub(crate) fn rollup_keyspace(id: u64) -> String {
     format!("c{id}_rollup")
 }
 
-/// Rollup row key: `resolution (8, BE) ‖ bucket id (12) ‖ window start (8)`.
-#[expect(clippy::cast_sign_loss, reason = "resolutions are positive")]
-pub(crate) fn rollup_key(res: i64, id: &BucketId, start: i64) -> [u8; 28] {
-    let mut k = [0u8; 28];
-    k[..8].copy_from_slice(&(res as u64).to_be_bytes());
-    k[8..20].copy_from_slice(id);
-    k[20..].copy_from_slice(&time_bytes(start));
+/// Rollup key of a bucket at one resolution: `resolution (4, BE, seconds) ‖ bucket id (12)`
+/// (resolutions are whole seconds, at most 366 days).
+#[expect(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    reason = "resolutions are whole seconds between 1 s and 366 d"
+)]
+pub(crate) fn rollup_key(res: i64, id: &BucketId) -> [u8; 16] {
+    let mut k = [0u8; 16];
+    k[..4].copy_from_slice(&((res / 1000) as u32).to_be_bytes());
+    k[4..].copy_from_slice(id);
     k
 }
 
-/// The prefix of one bucket's rollup rows at one resolution.
-pub(crate) fn rollup_prefix(res: i64, id: &BucketId) -> [u8; 20] {
-    let mut k = [0u8; 20];
-    k.copy_from_slice(&rollup_key(res, id, 0)[..20]);
-    k
-}
-
-/// Parses a rollup row key: `(resolution, bucket id, window start)`.
-#[expect(clippy::cast_possible_wrap, reason = "resolutions are below 2^63")]
-pub(crate) fn parse_rollup_key(k: &[u8]) -> Option<(i64, BucketId, i64)> {
-    if k.len() != 28 {
+/// Parses a rollup key: `(resolution (ms), bucket id)`; `None` for another key (a names
+/// row's).
+pub(crate) fn parse_rollup_key(k: &[u8]) -> Option<(i64, BucketId)> {
+    if k.len() != 16 {
         return None;
     }
-    let res = u64::from_be_bytes(k[..8].try_into().ok()?) as i64;
-    let id: BucketId = k[8..20].try_into().ok()?;
-    let start = time_from_bytes(k[20..].try_into().ok()?);
-    Some((res, id, start))
+    let res = i64::from(u32::from_be_bytes(k[..4].try_into().ok()?)) * 1000;
+    let id: BucketId = k[4..].try_into().ok()?;
+    Some((res, id))
+}
+
+/// Key of a rollup names row: `0 (4) ‖ names hash (4, BE)` (no resolution is 0).
+pub(crate) fn rollup_names_key(hash: u32) -> [u8; 8] {
+    let mut k = [0u8; 8];
+    k[4..].copy_from_slice(&hash.to_be_bytes());
+    k
 }
 
 /// Keyspace name of secondary index number `no` of collection `id` (SPEC §13,

@@ -47,12 +47,14 @@ pub(crate) struct BucketStore {
     ctl: Keyspace,
     /// The meta+time index (SPEC) and the series records.
     idx: Keyspace,
-    /// The rollup rows, when the collection declares rollups.
+    /// The rollups, when the collection declares rollups.
     rollups: Option<Keyspace>,
     /// Held from reading a series record until the record written after it is visible
     /// ([`BucketStore::entry_value`]), so that two series first stored at once under one hash
     /// do not both claim its record.
     series_lock: Arc<Mutex<()>>,
+    /// The rollups' field-name lists seen so far (`rollups.rs`).
+    rollup_names: rollups::NamesTable,
 }
 
 /// One item of the meta+time index.
@@ -143,6 +145,7 @@ impl BucketStore {
                 None
             },
             series_lock: Arc::new(Mutex::new(())),
+            rollup_names: rollups::NamesTable::default(),
         })
     }
 

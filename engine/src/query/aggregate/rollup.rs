@@ -1,24 +1,32 @@
 //! Aggregates answered from rollups (`docs/semantics.md`, "Rollups"): when the query's
 //! windows are multiples of a rollup resolution, every accumulator can be read off a
-//! rollup row and the filter reads only the meta and time fields, the stored buckets are
-//! aggregated from their rollup rows — no control record, no column decoded. A bucket is
+//! bucket rollup and the filter reads only the meta and time fields, the stored buckets are
+//! aggregated from their rollups — no control record, no column decoded. A bucket is
 //! read as usual instead when it has rows in memory (rollups hold stored rows only), when
 //! a filter bound on time cuts one of its windows, or when a field an accumulator reads
 //! holds a value other than a number in one of its windows.
 
-use bson::{Bson, DateTime};
-use tscoll_catalog::{BucketId, FieldRollup, WindowRollup};
+use std::cmp::Ordering;
+use std::collections::HashMap;
+use std::ops::Range;
 
-use super::{Acc, Accumulator, AggregateSpec, GroupRange, Groups, keep, offer_extreme};
+use bson::{Bson, DateTime};
+use tscoll_catalog::{
+    BucketId, FieldRollup, RollupNames, WindowHead, decode_names, read_rollup, read_section,
+};
+
+use super::{
+    Acc, Accumulator, AggregateSpec, GroupRange, Groups, MAX_PARTS, PART_MIN, keep, offer_extreme,
+};
 use crate::error::Result;
-use crate::filter::Pred;
+use crate::filter::{NoBounds, Pred};
 use crate::query::QueryStats;
 use crate::query::bulk::dense;
 use crate::query::memory::Reader;
+use crate::query::parallel::{self, run_parts};
 use crate::query::plan::{Candidates, Plan};
-use std::cmp::Ordering;
 
-/// What one output reads from a rollup row.
+/// What one output reads from a rollup window.
 #[derive(Clone, Copy)]
 pub(super) enum Read<'a> {
     /// The window's count.
@@ -55,7 +63,7 @@ pub(super) fn resolution<'s>(plan: &Plan, spec: &'s AggregateSpec) -> Option<(i6
     Some((res, reads(plan, spec)?))
 }
 
-/// What each output reads, `None` when one cannot be read off a rollup row.
+/// What each output reads, `None` when one cannot be read off a rollup window.
 fn reads<'s>(plan: &Plan, spec: &'s AggregateSpec) -> Option<Vec<Read<'s>>> {
     let time_field = plan.spec.time_field.as_str();
     let meta_field = plan.spec.meta_field.as_deref();
@@ -88,9 +96,138 @@ fn reads<'s>(plan: &Plan, spec: &'s AggregateSpec) -> Option<Vec<Read<'s>>> {
         .collect()
 }
 
+/// The rollup of each bucket a part reads, read in place: what it needs of the query, and
+/// buffers reused from bucket to bucket.
+struct RollupPart<'a> {
+    plan: &'a Plan,
+    reads: &'a [Read<'a>],
+    res: i64,
+    /// The distinct fields the outputs read; `slot_of[i]` is output `i`'s.
+    fields: Vec<&'a str>,
+    slot_of: Vec<Option<usize>>,
+    /// Per names hash, the position in the list of each field read (`None`: not in it).
+    positions: HashMap<u32, Vec<Option<usize>>>,
+    /// The bucket being read: the windows the filter takes, the byte ranges of its fields'
+    /// sections, and per field read its value in each window taken.
+    heads: Vec<WindowHead>,
+    sections: Vec<Range<usize>>,
+    values: Vec<Vec<Option<FieldRollup>>>,
+}
+
+impl<'a> RollupPart<'a> {
+    fn new(plan: &'a Plan, reads: &'a [Read<'a>], res: i64) -> Self {
+        let mut fields: Vec<&str> = Vec::new();
+        let slot_of = reads
+            .iter()
+            .map(|r| match r {
+                Read::Field(f) => Some(match fields.iter().position(|g| g == f) {
+                    Some(k) => k,
+                    None => {
+                        fields.push(f);
+                        fields.len() - 1
+                    }
+                }),
+                _ => None,
+            })
+            .collect();
+        let values = vec![Vec::new(); fields.len()];
+        RollupPart {
+            plan,
+            reads,
+            res,
+            fields,
+            slot_of,
+            positions: HashMap::new(),
+            heads: Vec::new(),
+            sections: Vec::new(),
+            values,
+        }
+    }
+
+    /// The position of each field read in a list of field names.
+    fn positions_in(&self, names: &[String]) -> Vec<Option<usize>> {
+        self.fields
+            .iter()
+            .map(|f| names.iter().position(|n| n == f))
+            .collect()
+    }
+
+    /// Reads one bucket's stored rollup: whether it answers the bucket (then the windows
+    /// the filter takes are in `heads`, their fields in `values`). It does not when a
+    /// filter bound on time cuts one of its windows, or a field read holds other values
+    /// than numbers.
+    fn read(&mut self, id: &BucketId, value: &[u8], reader: &Reader<'_>) -> Result<bool> {
+        let corrupt = |reason| reader.store.corrupt_rollup(self.res, id, reason);
+        let names =
+            read_rollup(self.res, value, &mut self.heads, &mut self.sections).map_err(corrupt)?;
+        // The windows the filter takes, whole; none cut.
+        let filter = &self.plan.filter;
+        let mut taken = Vec::with_capacity(self.heads.len());
+        for h in &self.heads {
+            let take = filter.control_may_match(h.first_time, h.last_time, &NoBounds);
+            if take && !filter.whole_bucket_matches(h.first_time, h.last_time) {
+                return Ok(false);
+            }
+            taken.push(take);
+        }
+        let inline;
+        let positions: &[Option<usize>] = match names {
+            RollupNames::Hashed(h, _) => {
+                if !self.positions.contains_key(&h) {
+                    let names = reader.store.rollup_names(h)?;
+                    let p = self.positions_in(&names);
+                    self.positions.insert(h, p);
+                }
+                &self.positions[&h]
+            }
+            RollupNames::Inline(bytes) => {
+                inline = self.positions_in(&decode_names(bytes).map_err(corrupt)?);
+                &inline
+            }
+        };
+        for (slot, at) in positions.iter().enumerate() {
+            let out = &mut self.values[slot];
+            match at {
+                Some(j) => {
+                    let range = self.sections.get(*j).cloned().unwrap_or_default();
+                    read_section(&value[range], &self.heads, out).map_err(corrupt)?;
+                }
+                None => {
+                    out.clear();
+                    out.resize(self.heads.len(), None);
+                }
+            }
+            let mut keep = taken.iter();
+            out.retain(|_| keep.next().copied().unwrap_or(false));
+            if out.iter().any(|f| matches!(f, Some(FieldRollup::Other))) {
+                return Ok(false);
+            }
+        }
+        let mut keep = taken.iter();
+        self.heads.retain(|_| keep.next().copied().unwrap_or(false));
+        Ok(true)
+    }
+
+    /// Adds the windows read to the groups of `series`.
+    fn add(&self, groups: &mut Groups<'_>, series: usize) {
+        for (w, head) in self.heads.iter().enumerate() {
+            add_window(
+                groups,
+                series,
+                head,
+                w,
+                &self.values,
+                self.reads,
+                &self.slot_of,
+            );
+        }
+    }
+}
+
 impl Reader<'_> {
-    /// Aggregates the candidates that rollup rows at resolution `res` answer: their groups,
-    /// and which candidates (by position) they answered.
+    /// Aggregates the candidates that the rollups at resolution `res` answer: their groups,
+    /// and which candidates (by position) they answered. The candidates, in id order, are
+    /// cut into parts read on several threads as [`Reader::aggregate`] cuts its own.
     pub(super) fn rollup_groups<'s>(
         &self,
         plan: &Plan,
@@ -100,133 +237,92 @@ impl Reader<'_> {
         range: Option<GroupRange>,
         stats: &mut QueryStats,
     ) -> Result<(Groups<'s>, Vec<bool>)> {
-        let mut groups = Groups::new(spec, range, cands.buckets.len());
-        let mut done = vec![false; cands.buckets.len()];
         let mut order: Vec<usize> = (0..cands.buckets.len())
             .filter(|&p| self.memory().get(&cands.buckets[p].id).is_none())
             .collect();
         order.sort_unstable_by_key(|&p| cands.buckets[p].id);
-        let (Some(&first), Some(&last)) = (order.first(), order.last()) else {
-            return Ok((groups, done));
+        let scan = dense(order.len(), cands.in_range);
+        let parts = (order.len() / PART_MIN).clamp(1, MAX_PARTS);
+        let part_len = order.len().div_ceil(parts).max(1);
+        let chunks: Vec<&[usize]> = order.chunks(part_len).collect();
+        let buckets = &cands.buckets;
+        let series_of = |p: usize| {
+            if spec.by_series { buckets[p].series } else { 0 }
         };
-        let mut bucket = BucketRows {
-            plan,
-            reads: &reads,
-            res,
-            windows: Vec::new(),
-            fits: true,
-        };
-        let mut finish = |bucket: &mut BucketRows<'_>, p: usize, stats: &mut QueryStats| {
-            if bucket.fits && !bucket.windows.is_empty() {
-                let series = if spec.by_series {
-                    cands.buckets[p].series
-                } else {
-                    0
+        let reads = &reads;
+        let part = |i: usize| -> Result<(Groups<'s>, Vec<usize>)> {
+            let positions = chunks[i];
+            let mut groups = Groups::new(spec, range, positions.len());
+            let mut done = Vec::with_capacity(positions.len());
+            let mut bucket = RollupPart::new(plan, reads, res);
+            let mut take = |p: usize, value: &[u8], groups: &mut Groups<'s>| -> Result<()> {
+                if bucket.read(&buckets[p].id, value, self)? {
+                    bucket.add(groups, series_of(p));
+                    done.push(p);
+                }
+                Ok(())
+            };
+            if scan {
+                // One scan over the part's id range, joined with its candidates in id order.
+                let (Some(&first), Some(&last)) = (positions.first(), positions.last()) else {
+                    return Ok((groups, done));
                 };
-                for w in &bucket.windows {
-                    add_window(&mut groups, series, w, &reads);
-                }
-                done[p] = true;
-                stats.buckets_from_rollup += 1;
-            }
-            bucket.windows.clear();
-            bucket.fits = true;
-        };
-        if dense(order.len(), cands.in_range) {
-            // One scan over the candidates' id range, joined with them in id order.
-            let mut next = 0;
-            let mut current: Option<(BucketId, usize)> = None;
-            let rows =
-                self.store
-                    .rollups_between(res, &cands.buckets[first].id, &cands.buckets[last].id);
-            for item in rows {
-                let item = item?;
-                if current.is_some_and(|(id, _)| id != item.id)
-                    && let Some((_, p)) = current.take()
-                {
-                    finish(&mut bucket, p, stats);
-                }
-                if current.is_none() {
-                    while next < order.len() && cands.buckets[order[next]].id < item.id {
+                let mut next = 0;
+                let rows = self
+                    .store
+                    .rollups_between(res, &buckets[first].id, &buckets[last].id);
+                for item in rows {
+                    let item = item?;
+                    while next < positions.len() && buckets[positions[next]].id < item.id {
                         next += 1;
                     }
-                    match order.get(next) {
-                        Some(&p) if cands.buckets[p].id == item.id => {
-                            current = Some((item.id, p));
+                    match positions.get(next) {
+                        Some(&p) if buckets[p].id == item.id => {
                             next += 1;
+                            take(p, &item.value, &mut groups)?;
                         }
-                        _ => continue, // not a candidate
+                        _ => {} // not a candidate
                     }
                 }
-                bucket.add(&item.id, item.start, &item.value, self)?;
-            }
-            if let Some((_, p)) = current {
-                finish(&mut bucket, p, stats);
-            }
-        } else {
-            for &p in &order {
-                let id = cands.buckets[p].id;
-                for item in self.store.rollups_of(res, &id) {
-                    let item = item?;
-                    bucket.add(&id, item.start, &item.value, self)?;
+            } else {
+                for &p in positions {
+                    if let Some(value) = self.store.rollup_of(res, &buckets[p].id)? {
+                        take(p, &value, &mut groups)?;
+                    }
                 }
-                finish(&mut bucket, p, stats);
+            }
+            Ok((groups, done))
+        };
+        let results = run_parts(chunks.len(), parallel::threads(), &part)?;
+        let expected = results.iter().map(|(g, _)| g.keys.len()).sum();
+        let mut groups = Groups::new(spec, range, expected);
+        let mut done = vec![false; cands.buckets.len()];
+        for (part_groups, part_done) in results {
+            groups.merge(part_groups);
+            for p in part_done {
+                done[p] = true;
+                stats.buckets_from_rollup += 1;
             }
         }
         Ok((groups, done))
     }
 }
 
-/// The rollup rows of the bucket being read, and whether they answer it.
-struct BucketRows<'a> {
-    plan: &'a Plan,
-    reads: &'a [Read<'a>],
-    res: i64,
-    windows: Vec<WindowRollup>,
-    fits: bool,
-}
-
-impl BucketRows<'_> {
-    /// Takes one stored row: kept when the filter takes its whole window, left out when it
-    /// takes none of it; otherwise (or when a field read holds other values than numbers)
-    /// the bucket is read as usual.
-    fn add(&mut self, id: &BucketId, start: i64, value: &[u8], reader: &Reader<'_>) -> Result<()> {
-        if !self.fits {
-            return Ok(());
-        }
-        let w = WindowRollup::decode(start, value)
-            .map_err(|reason| reader.store.corrupt_rollup(self.res, id, start, reason))?;
-        let filter = &self.plan.filter;
-        let empty = bson::Document::new();
-        if !filter.control_may_match(w.first_time, w.last_time, &(&empty, &empty)) {
-            return Ok(());
-        }
-        if !filter.whole_bucket_matches(w.first_time, w.last_time) {
-            self.fits = false;
-            return Ok(());
-        }
-        let numbers = self.reads.iter().all(|r| match r {
-            Read::Field(f) => !matches!(w.field(f), Some(FieldRollup::Other)),
-            _ => true,
-        });
-        if numbers {
-            self.windows.push(w);
-        } else {
-            self.fits = false;
-        }
-        Ok(())
-    }
-}
-
-/// Adds one window of one bucket to its group.
-fn add_window(groups: &mut Groups<'_>, series: usize, w: &WindowRollup, reads: &[Read<'_>]) {
+/// Adds window `at` of one bucket (`w`) to its group: `values[slot_of[i]][at]` is what output
+/// `i` reads.
+fn add_window(
+    groups: &mut Groups<'_>,
+    series: usize,
+    w: &WindowHead,
+    at: usize,
+    values: &[Vec<Option<FieldRollup>>],
+    reads: &[Read<'_>],
+    slot_of: &[Option<usize>],
+) {
     let g = groups.get(series, w.start);
-    for (acc, read) in groups.accs(g).iter_mut().zip(reads) {
-        let field = match read {
-            Read::Field(f) => match w.field(f) {
-                Some(FieldRollup::Numbers(n)) => Some(n),
-                _ => None,
-            },
+    for ((acc, read), slot) in groups.accs(g).iter_mut().zip(reads).zip(slot_of) {
+        let field = match slot.and_then(|k| values[k][at].as_ref()) {
+            Some(FieldRollup::Numbers(n)) => Some(n),
             _ => None,
         };
         let time = |t: i64| Bson::DateTime(DateTime::from_millis(t));
