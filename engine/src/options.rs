@@ -459,8 +459,10 @@ impl CollectionSpec {
             fixed_bucketing: d.get_bool("fixedBucketing").ok()?,
             rollups: match d.get("rollups") {
                 None => Vec::new(),
+                // Checked as at creation: a resolution out of range is a damaged record.
                 Some(Bson::Array(a)) => {
-                    a.iter().map(|v| v.as_i64()).collect::<Option<Vec<i64>>>()?
+                    check_rollups(&a.iter().map(|v| v.as_i64()).collect::<Option<Vec<i64>>>()?)
+                        .ok()?
                 }
                 Some(_) => return None,
             },
@@ -585,4 +587,28 @@ pub(crate) fn expire_after_seconds_option(value: &Bson) -> Result<i64> {
     };
     check_expire_after_seconds(v)?;
     Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stored_spec_reads_back_and_damaged_rollups_do_not() {
+        let spec = TimeseriesOptions::new("t")
+            .rollups(&[3_600_000, 60_000])
+            .validate()
+            .expect("valid");
+        let stored = spec.to_stored();
+        assert_eq!(CollectionSpec::from_stored(&stored), Some(spec));
+        for bad in [
+            vec![Bson::Int64(0)],
+            vec![Bson::Int64(1500)],
+            vec![Bson::Int64(-1000)],
+        ] {
+            let mut d = stored.clone();
+            d.insert("rollups", bad);
+            assert_eq!(CollectionSpec::from_stored(&d), None);
+        }
+    }
 }
