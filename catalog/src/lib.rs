@@ -37,8 +37,8 @@ pub use key::{BucketKey, write_normalized};
 pub use minmax::MinMax;
 pub use options::{CatalogOptions, LARGE_MEASUREMENTS_MAX_BUCKET_SIZE};
 pub use rollup::{
-    BucketRollup, FieldRollup, FieldWindow, Number, RollupNames, WindowHead, WindowRollup,
-    bucket_rollup, decode_names, encode_names, names_hash, read_rollup, read_section,
+    BucketRollup, FieldRollup, FieldWindow, Number, RollupLayout, RollupNames, WindowHead,
+    WindowRollup, bucket_rollup, decode_names, encode_names, names_hash,
 };
 pub use stats::{CatalogGauges, ExecutionStats, StatsSnapshot};
 pub use sums::{BucketSums, Compensated, FieldSums};

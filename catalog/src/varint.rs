@@ -82,6 +82,19 @@ impl<'a> Reader<'a> {
         Err(format!("{}: varint past 128 bits", self.what))
     }
 
+    /// Steps over `n` varints (their last bytes are below 0x80).
+    pub(crate) fn skip_varints(&mut self, mut n: usize) -> Result<(), String> {
+        while n > 0 {
+            let rest = &self.bytes[self.pos..];
+            let Some(end) = rest.iter().position(|&b| b < 0x80) else {
+                return Err(format!("{}: cut short", self.what));
+            };
+            self.pos += end + 1;
+            n -= 1;
+        }
+        Ok(())
+    }
+
     pub(crate) fn f64(&mut self) -> Result<f64, String> {
         let b = self.take(8)?;
         let mut a = [0u8; 8];

@@ -8,12 +8,9 @@
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
-use std::ops::Range;
 
 use bson::{Bson, DateTime};
-use tscoll_catalog::{
-    BucketId, FieldRollup, RollupNames, WindowHead, decode_names, read_rollup, read_section,
-};
+use tscoll_catalog::{BucketId, FieldRollup, RollupLayout, RollupNames, WindowHead, decode_names};
 
 use super::{
     Acc, Accumulator, AggregateSpec, GroupRange, Groups, MAX_PARTS, PART_MIN, keep, offer_extreme,
@@ -107,10 +104,10 @@ struct RollupPart<'a> {
     slot_of: Vec<Option<usize>>,
     /// Per names hash, the position in the list of each field read (`None`: not in it).
     positions: HashMap<u32, Vec<Option<usize>>>,
-    /// The bucket being read: the windows the filter takes, the byte ranges of its fields'
-    /// sections, and per field read its value in each window taken.
-    heads: Vec<WindowHead>,
-    sections: Vec<Range<usize>>,
+    /// The bucket being read: its layout, and per field read its value in each window the
+    /// filter takes (`taken`).
+    layout: RollupLayout,
+    taken: Vec<bool>,
     values: Vec<Vec<Option<FieldRollup>>>,
 }
 
@@ -138,8 +135,8 @@ impl<'a> RollupPart<'a> {
             fields,
             slot_of,
             positions: HashMap::new(),
-            heads: Vec::new(),
-            sections: Vec::new(),
+            layout: RollupLayout::default(),
+            taken: Vec::new(),
             values,
         }
     }
@@ -153,28 +150,30 @@ impl<'a> RollupPart<'a> {
     }
 
     /// Reads one bucket's stored rollup: whether it answers the bucket (then the windows
-    /// the filter takes are in `heads`, their fields in `values`). It does not when a
+    /// the filter takes are marked in `taken`, their fields in `values`). It does not when a
     /// filter bound on time cuts one of its windows, or a field read holds other values
     /// than numbers.
     fn read(&mut self, id: &BucketId, value: &[u8], reader: &Reader<'_>) -> Result<bool> {
         let corrupt = |reason| reader.store.corrupt_rollup(self.res, id, reason);
-        let names =
-            read_rollup(self.res, value, &mut self.heads, &mut self.sections).map_err(corrupt)?;
+        let names = self.layout.read(self.res, value).map_err(corrupt)?;
         // The windows the filter takes, whole; none cut.
         let filter = &self.plan.filter;
-        let mut taken = Vec::with_capacity(self.heads.len());
-        for h in &self.heads {
+        self.taken.clear();
+        for h in &self.layout.heads {
             let take = filter.control_may_match(h.first_time, h.last_time, &NoBounds);
             if take && !filter.whole_bucket_matches(h.first_time, h.last_time) {
                 return Ok(false);
             }
-            taken.push(take);
+            self.taken.push(take);
         }
         let inline;
         let positions: &[Option<usize>] = match names {
             RollupNames::Hashed(h, _) => {
                 if !self.positions.contains_key(&h) {
                     let names = reader.store.rollup_names(h)?;
+                    if names.len() != self.layout.fields() {
+                        return Err(corrupt("names row of another length".to_owned()));
+                    }
                     let p = self.positions_in(&names);
                     self.positions.insert(h, p);
                 }
@@ -188,38 +187,37 @@ impl<'a> RollupPart<'a> {
         for (slot, at) in positions.iter().enumerate() {
             let out = &mut self.values[slot];
             match at {
-                Some(j) => {
-                    let range = self.sections.get(*j).cloned().unwrap_or_default();
-                    read_section(&value[range], &self.heads, out).map_err(corrupt)?;
-                }
+                Some(j) => self.layout.read_field(value, *j, out).map_err(corrupt)?,
                 None => {
                     out.clear();
-                    out.resize(self.heads.len(), None);
+                    out.resize(self.layout.heads.len(), None);
                 }
             }
-            let mut keep = taken.iter();
-            out.retain(|_| keep.next().copied().unwrap_or(false));
-            if out.iter().any(|f| matches!(f, Some(FieldRollup::Other))) {
+            let other = out
+                .iter()
+                .zip(&self.taken)
+                .any(|(f, &take)| take && matches!(f, Some(FieldRollup::Other)));
+            if other {
                 return Ok(false);
             }
         }
-        let mut keep = taken.iter();
-        self.heads.retain(|_| keep.next().copied().unwrap_or(false));
         Ok(true)
     }
 
     /// Adds the windows read to the groups of `series`.
     fn add(&self, groups: &mut Groups<'_>, series: usize) {
-        for (w, head) in self.heads.iter().enumerate() {
-            add_window(
-                groups,
-                series,
-                head,
-                w,
-                &self.values,
-                self.reads,
-                &self.slot_of,
-            );
+        for (w, head) in self.layout.heads.iter().enumerate() {
+            if self.taken[w] {
+                add_window(
+                    groups,
+                    series,
+                    head,
+                    w,
+                    &self.values,
+                    self.reads,
+                    &self.slot_of,
+                );
+            }
         }
     }
 }
