@@ -6,7 +6,7 @@
 use bson::{Bson, DateTime, Document, doc};
 use proptest::prelude::*;
 use tscoll_engine::{
-    Accumulator, AggregateSpec, Collection, Database, DatabaseOptions, InsertOptions,
+    Accumulator, AggregateSpec, Collection, Database, DatabaseOptions, FindOptions, InsertOptions,
     TimeseriesOptions,
 };
 
@@ -293,3 +293,43 @@ fn stored_buckets_are_answered_from_rollups_alone() {
     assert_eq!(stats.buckets_read, 0);
     assert!(a.stats().expect("stats").rollup_bytes > 0);
 }
+
+#[test]
+fn a_date_near_the_smallest_is_stored_without_a_rollup() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let options = TimeseriesOptions::new("t")
+        .meta_field("m")
+        .rollups(&[HOUR]);
+    let docs = vec![
+        doc! { "t": DateTime::from_millis(i64::MIN), "m": "old", "v": 1 },
+        doc! { "t": DateTime::from_millis(i64::MIN + 5), "m": "old", "v": 2 },
+        doc! { "t": DateTime::from_millis(HOUR), "m": "new", "v": 3 },
+    ];
+    {
+        let db = Database::open(dir.path(), DatabaseOptions::default()).expect("open");
+        let a = db.create_collection("c", &options).expect("create");
+        a.insert_many(&docs, &InsertOptions::default())
+            .expect("insert");
+        drop(a);
+        // Storing the buckets computes their rollups.
+        db.close().expect("close");
+    }
+    let db = Database::open(dir.path(), DatabaseOptions::default()).expect("open");
+    let a = db.collection("c").expect("collection");
+    let found = a.find(&doc! {}, &FindOptions::default()).expect("find");
+    assert_eq!(found.len(), 3);
+    let spec = AggregateSpec {
+        window_ms: HOUR,
+        by_series: false,
+        outputs: vec![("n".to_owned(), Accumulator::Count)],
+    };
+    // The new bucket from its rollup; the old one (no rollup) read as usual.
+    let filter = doc! { "t": { "$gte": DateTime::from_millis(0) } };
+    let (groups, stats) = a
+        .aggregate_windows_with_stats(&filter, &spec)
+        .expect("aggregate");
+    assert_eq!(groups.len(), 1);
+    assert_eq!(groups[0].get_i64("n").ok(), Some(1));
+    assert_eq!(stats.buckets_from_rollup, 1);
+}
+
