@@ -1,5 +1,6 @@
-//! Every bundled real data set goes in and comes back out identical (values, BSON types, the
-//! field order of SPEC §14.1), none lost and none extra; also after closing and reopening.
+//! Every bundled real data set, and every set of the codec's wider corpus (`benches/corpus/`),
+//! goes in and comes back out identical (values, BSON types, the field order of SPEC §14.1),
+//! none lost and none extra; also after closing and reopening.
 
 use std::collections::HashMap;
 
@@ -41,7 +42,23 @@ fn tscoll_catalog_free_normalize(v: &Bson, out: &mut Vec<u8>) {
 }
 
 fn check_roundtrip(file: &str, granularity: Granularity) {
-    let input = load_ndjson(&data_dir().join(file));
+    check_roundtrip_of(&data_dir().join(file), granularity);
+}
+
+/// The same for a file of the codec's wider corpus (`benches/corpus/`).
+fn check_corpus_roundtrip(file: &str, granularity: Granularity) {
+    let path = data_dir()
+        .parent()
+        .expect("the data folder is in the workspace")
+        .join("benches/corpus")
+        .join(file);
+    check_roundtrip_of(&path, granularity);
+}
+
+fn check_roundtrip_of(path: &std::path::Path, granularity: Granularity) {
+    let file = path.display().to_string();
+    let file = file.as_str();
+    let input = load_ndjson(path);
     assert!(!input.is_empty(), "{file} is empty");
     let dir = tempfile::tempdir().expect("tempdir");
     let opts = TimeseriesOptions::new("ts")
@@ -149,4 +166,32 @@ fn beijing_air_round_trips() {
 #[test]
 fn stocks_round_trips() {
     check_roundtrip("stocks_us_2016_may_dec_100k.ndjson.xz", Granularity::Hours);
+}
+
+#[test]
+fn corpus_commits_round_trip() {
+    check_corpus_roundtrip("bokeh_commits.ndjson.xz", Granularity::Hours);
+}
+
+#[test]
+fn corpus_glucose_round_trips() {
+    check_corpus_roundtrip("bokeh_glucose_cgm.ndjson.xz", Granularity::Minutes);
+}
+
+#[test]
+fn corpus_stocks_round_trip() {
+    check_corpus_roundtrip("bokeh_stocks.ndjson.xz", Granularity::Hours);
+}
+
+#[test]
+fn corpus_sea_surface_temperature_round_trips() {
+    check_corpus_roundtrip(
+        "bokeh_sea_surface_temperature.ndjson.xz",
+        Granularity::Minutes,
+    );
+}
+
+#[test]
+fn corpus_co2_before_1970_round_trips() {
+    check_corpus_roundtrip("statsmodels_co2.ndjson.xz", Granularity::Hours);
 }

@@ -297,9 +297,7 @@ fn stored_buckets_are_answered_from_rollups_alone() {
 #[test]
 fn a_date_near_the_smallest_is_stored_without_a_rollup() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let options = TimeseriesOptions::new("t")
-        .meta_field("m")
-        .rollups(&[HOUR]);
+    let options = TimeseriesOptions::new("t").meta_field("m").rollups(&[HOUR]);
     let docs = vec![
         doc! { "t": DateTime::from_millis(i64::MIN), "m": "old", "v": 1 },
         doc! { "t": DateTime::from_millis(i64::MIN + 5), "m": "old", "v": 2 },
@@ -332,4 +330,3 @@ fn a_date_near_the_smallest_is_stored_without_a_rollup() {
     assert_eq!(groups[0].get_i64("n").ok(), Some(1));
     assert_eq!(stats.buckets_from_rollup, 1);
 }
-
