@@ -14,6 +14,9 @@ mod output;
 
 use std::process::ExitCode;
 
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use clap::{Parser, Subcommand};
 
 /// tscoll: MongoDB-style time-series collections as an embeddable storage engine.

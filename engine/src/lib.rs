@@ -76,7 +76,7 @@ pub use index::IndexOptions;
 pub use journal::RecoveryReport;
 pub use query::{
     Accumulator, AggregateBatch, AggregateSpec, ArrowCursor, ArrowOptions, DEFAULT_BATCH_ROWS,
-    ENCODING_KEY, FindCursor, FindOptions, QueryStats, SORT_MEMORY_LIMIT, SortOrder,
+    ENCODING_KEY, FindCursor, FindOptions, OutputValues, QueryStats, SORT_MEMORY_LIMIT, SortOrder,
 };
 pub use salvage::{ControlSummary, LostBucket, SalvageReport, SalvagedCollection};
 pub use stats::{CatalogStats, CollectionStats};

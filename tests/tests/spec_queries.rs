@@ -13,7 +13,7 @@ use bson::{Bson, DateTime, Document, doc};
 use proptest::prelude::*;
 use tscoll_engine::{
     Accumulator, AggregateSpec, CatalogOptions, Collection, Database, FindOptions, IndexOptions,
-    QueryStats, SortOrder, TimeseriesOptions,
+    OutputValues, QueryStats, SortOrder, TimeseriesOptions,
 };
 use tscoll_tests::arrow::{documents, find_arrow, times as arrow_times};
 use tscoll_tests::spec::{insert_all, temp_collection};
@@ -1255,7 +1255,7 @@ fn aggregate_columns_hold_the_same_groups() {
     for (i, d) in docs_form.iter().enumerate() {
         assert_eq!(&batch.document(i, "t", Some("m")), d);
     }
-    assert_eq!(batch.output("n").map(<[Bson]>::len), Some(batch.len()));
+    assert_eq!(batch.output("n").map(OutputValues::len), Some(batch.len()));
     assert_same_groups(
         &docs_form,
         &reference_aggregate(&docs, &doc! {}, &spec),

@@ -272,16 +272,27 @@ impl Grouped {
     }
 
     fn into_batch(mut self, spec: &AggregateSpec) -> AggregateBatch {
-        let mut outputs: Vec<(String, Vec<Bson>)> = spec
+        let n = self.order.len();
+        let mut outputs: Vec<(String, OutputValues)> = spec
             .outputs
             .iter()
-            .map(|(name, _)| (name.clone(), Vec::with_capacity(self.order.len())))
+            .map(|(name, acc)| (name.clone(), OutputValues::for_accumulator(acc, n)))
             .collect();
-        let pushed: std::result::Result<(), std::convert::Infallible> = self.take_rows(|k, v| {
-            outputs[k].1.push(v);
-            Ok(())
-        });
-        let Ok(()) = pushed;
+        // Group after group (its accumulators side by side): counts and doubles read off
+        // their accumulators in place, other values moved out of them.
+        let width = self.width;
+        for &g in &self.order {
+            let accs = &mut self.accs[g * width..(g + 1) * width];
+            for (acc, (_, values)) in accs.iter_mut().zip(outputs.iter_mut()) {
+                match values {
+                    OutputValues::Int64(v) => v.push(acc.count()),
+                    OutputValues::Double(v) => v.push(acc.number()),
+                    OutputValues::Bson(v) => {
+                        v.push(std::mem::replace(acc, Acc::Count(0)).result());
+                    }
+                }
+            }
+        }
         AggregateBatch {
             series: self.series,
             metas: self.metas,
@@ -305,7 +316,69 @@ pub struct AggregateBatch {
     /// Start of each group's window, ms since the epoch.
     pub windows: Vec<i64>,
     /// `(output name, value per group)`, in the order of [`AggregateSpec::outputs`].
-    pub outputs: Vec<(String, Vec<Bson>)>,
+    pub outputs: Vec<(String, OutputValues)>,
+}
+
+/// The values of one output of an aggregate, one per group, typed by its accumulator: counts
+/// as integers, sums, means and deviations as doubles (8 bytes a group rather than a
+/// [`Bson`]), the others as BSON values.
+#[derive(Clone, Debug, PartialEq)]
+pub enum OutputValues {
+    /// [`Accumulator::Count`] and [`Accumulator::CountNumbers`]: never null.
+    Int64(Vec<i64>),
+    /// [`Accumulator::Sum`] (never null), [`Accumulator::Avg`],
+    /// [`Accumulator::StdDevPop`] and [`Accumulator::StdDevSamp`]: `None` where the value
+    /// is `null`.
+    Double(Vec<Option<f64>>),
+    /// Every other accumulator.
+    Bson(Vec<Bson>),
+}
+
+impl OutputValues {
+    /// Empty values of the type `acc` gives, with room for `n` groups.
+    fn for_accumulator(acc: &Accumulator, n: usize) -> OutputValues {
+        match acc {
+            Accumulator::Count | Accumulator::CountNumbers(_) => {
+                OutputValues::Int64(Vec::with_capacity(n))
+            }
+            Accumulator::Sum(_)
+            | Accumulator::Avg(_)
+            | Accumulator::StdDevPop(_)
+            | Accumulator::StdDevSamp(_) => OutputValues::Double(Vec::with_capacity(n)),
+            Accumulator::Min(_)
+            | Accumulator::Max(_)
+            | Accumulator::SumTyped(_)
+            | Accumulator::First(_)
+            | Accumulator::Last(_) => OutputValues::Bson(Vec::with_capacity(n)),
+        }
+    }
+
+    /// Number of groups.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        match self {
+            OutputValues::Int64(v) => v.len(),
+            OutputValues::Double(v) => v.len(),
+            OutputValues::Bson(v) => v.len(),
+        }
+    }
+
+    /// Whether there is no group.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Group `i`'s value as BSON (an int64, a double or `null`, or the value kept); `None`
+    /// when `i` is out of range.
+    #[must_use]
+    pub fn get(&self, i: usize) -> Option<Bson> {
+        match self {
+            OutputValues::Int64(v) => v.get(i).map(|&n| Bson::Int64(n)),
+            OutputValues::Double(v) => v.get(i).map(|d| d.map_or(Bson::Null, Bson::Double)),
+            OutputValues::Bson(v) => v.get(i).cloned(),
+        }
+    }
 }
 
 impl AggregateBatch {
@@ -323,11 +396,8 @@ impl AggregateBatch {
 
     /// The values of one output, if the spec has it.
     #[must_use]
-    pub fn output(&self, name: &str) -> Option<&[Bson]> {
-        self.outputs
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_slice())
+    pub fn output(&self, name: &str) -> Option<&OutputValues> {
+        self.outputs.iter().find(|(n, _)| n == name).map(|(_, v)| v)
     }
 
     /// Group `i` as [`Collection::aggregate_windows`] returns it: `{_id: {<meta_field>: <meta>,
@@ -345,7 +415,7 @@ impl AggregateBatch {
         let mut d = Document::new();
         d.insert("_id", id);
         for (name, values) in &self.outputs {
-            d.insert(name.clone(), values[i].clone());
+            d.insert(name.clone(), values.get(i).unwrap_or(Bson::Null));
         }
         d
     }
@@ -518,6 +588,30 @@ impl Acc {
             Accumulator::Last(_) => Acc::Last(None),
             Accumulator::StdDevPop(_) => Acc::Std(0, 0.0, 0.0, false),
             Accumulator::StdDevSamp(_) => Acc::Std(0, 0.0, 0.0, true),
+        }
+    }
+
+    /// The value of a count (of measurements or numbers).
+    fn count(&self) -> i64 {
+        match self {
+            Acc::Count(n) | Acc::Numbers(n) => i64::try_from(*n).unwrap_or(i64::MAX),
+            _ => 0,
+        }
+    }
+
+    /// The value of a sum, mean or deviation as a double (`None`: `null`), as
+    /// [`Acc::result`] gives it.
+    fn number(&self) -> Option<f64> {
+        match self {
+            Acc::Sum(s) => Some(s.value()),
+            #[expect(clippy::cast_precision_loss, reason = "a mean is a double")]
+            Acc::Avg(s, n) => (*n != 0).then(|| s.value() / *n as f64),
+            #[expect(clippy::cast_precision_loss, reason = "a deviation is a double")]
+            Acc::Std(n, _, m2, sample) => {
+                let d = if *sample { n.saturating_sub(1) } else { *n };
+                (d != 0).then(|| (m2 / d as f64).sqrt())
+            }
+            _ => None,
         }
     }
 

@@ -41,7 +41,7 @@ mod walk;
 use bson::Document;
 use tscoll_codec::Bucket;
 
-pub use aggregate::{Accumulator, AggregateBatch, AggregateSpec};
+pub use aggregate::{Accumulator, AggregateBatch, AggregateSpec, OutputValues};
 pub use arrow::{ArrowCursor, ArrowOptions, DEFAULT_BATCH_ROWS, ENCODING_KEY};
 pub use cursor::FindCursor;
 pub use stats::QueryStats;

@@ -709,6 +709,7 @@ fn check_groups(
         }
         values.clear();
         values.extend(batch.outputs.iter().map(|(_, v)| v.get(i)));
+        let values: Vec<Option<&Bson>> = values.iter().map(Option::as_ref).collect();
         if let Err(m) = check(agg, &values) {
             return fail(format!("host_{host}, hour {}: {m}", at()));
         }

@@ -40,8 +40,9 @@ impl AggregateBatch {
         };
         groups.record_batch(schema, with_meta, |builders| {
             for ((name, values), b) in self.outputs.iter().zip(builders) {
-                for v in values {
-                    b.append_bson(value(v)).map_err(|e| (name.as_str(), e))?;
+                for i in 0..values.len() {
+                    let v = values.get(i).unwrap_or(Bson::Null);
+                    b.append_bson(value(&v)).map_err(|e| (name.as_str(), e))?;
                 }
             }
             Ok(())
