@@ -737,7 +737,8 @@ impl RollupLayout {
                 None => i64::try_from(unzigzag(r.varint()?)).ok(),
                 Some(p) => i128::try_from(r.varint()?)
                     .ok()
-                    .and_then(|d| i64::try_from(i128::from(p) + d + 1).ok()),
+                    .and_then(|d| i128::from(p).checked_add(d)?.checked_add(1))
+                    .and_then(|k| i64::try_from(k).ok()),
             }
             .ok_or_else(|| bad("bad window"))?;
             prev = Some(k);
@@ -748,8 +749,9 @@ impl RollupLayout {
                 .and_then(|d| start.checked_add_unsigned(d))
                 .ok_or_else(|| bad("bad first time"))?;
             let back = i128::try_from(r.varint()?).map_err(|_| bad("bad last time"))?;
-            let last_time = i64::try_from(i128::from(start) + i128::from(res) - 1 - back)
-                .ok()
+            let last_time = (i128::from(start) + i128::from(res) - 1)
+                .checked_sub(back)
+                .and_then(|t| i64::try_from(t).ok())
                 .filter(|&t| t >= first_time)
                 .ok_or_else(|| bad("bad last time"))?;
             self.heads.push(WindowHead {
@@ -957,7 +959,7 @@ fn read_entry(
     };
     let first = take(flags & FIRST != 0);
     let last = take(flags & LAST != 0);
-    Ok(Some(FieldRollup::Numbers(FieldWindow {
+    let field = FieldWindow {
         sums: FieldSums {
             count,
             ints,
@@ -971,7 +973,13 @@ fn read_entry(
         max: values[1],
         first,
         last,
-    })))
+    };
+    // Only the flags the encoder writes for these values (so a value read is one it could
+    // have written, and writes back the same).
+    if field_flags(&field, window_count) != flags {
+        return Err(bad("flags that do not match the values"));
+    }
+    Ok(Some(FieldRollup::Numbers(field)))
 }
 
 #[cfg(test)]

@@ -4,24 +4,11 @@
 #[path = "../../fuzz/common/targets.rs"]
 mod targets;
 
-use std::path::PathBuf;
+#[path = "../../fuzz/common/replay.rs"]
+mod replay;
 
 fn replay(target: &str, run: fn(&[u8])) {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../fuzz/corpus")
-        .join(target);
-    let mut n = 0;
-    for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
-        let path = entry.unwrap().path();
-        if path.is_file() {
-            let data = std::fs::read(&path).unwrap();
-            let name = path.display().to_string();
-            let result = std::panic::catch_unwind(|| run(&data));
-            assert!(result.is_ok(), "{name} panics");
-            n += 1;
-        }
-    }
-    assert!(n >= 10, "{}: only {n} corpus files", dir.display());
+    replay::replay(env!("CARGO_MANIFEST_DIR"), target, run);
 }
 
 #[test]
