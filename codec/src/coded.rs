@@ -7,7 +7,7 @@
 //! or `v` = zigzag⁻¹(`u`) for signed residuals), `u` is split into a *token* and raw bits
 //! (hybrid integer coding, as in JPEG XL): values below `2^E` are their own token, larger
 //! ones become a token for their bit length and top `M` bits below the leading one, plus the
-//! remaining low bits verbatim (the escapes). Tokens are coded with static-frequency rANS
+//! remaining low bits verbatim. Tokens are coded with static-frequency rANS
 //! ([`crate::rans`], 1, 2 or 4 interleaved states) from a table of quantized log-frequencies
 //! stored up front; the raw bits follow as one bit-packed run.
 //!
@@ -28,13 +28,6 @@ use crate::{Error, Result};
 
 /// Largest split exponent `E` (values below `2^E` are their own token).
 pub(crate) const MAX_SPLIT: u32 = 7;
-
-/// Mapped values the encoder codes as their own tokens at most: `2^MAX_SPLIT`.
-pub(crate) const DIRECT_VALUES: u64 = 1 << MAX_SPLIT;
-
-/// The encoder writes raw bits for at most 1/`ESCAPE_SHARE` of the values (each costs a bit
-/// read beside its token).
-pub(crate) const ESCAPE_SHARE: usize = 16;
 
 /// Largest number `M` of bits below the leading one kept in a token.
 pub(crate) const MAX_MSB: u32 = 3;
@@ -59,7 +52,11 @@ const NS_FIXED: f64 = 50.0;
 const NS_PER_TOKEN: f64 = 8.0;
 const NS_PER_SLOT: f64 = 0.3;
 const NS_PER_VALUE: [f64; 3] = [3.0, 1.0, 0.55];
-const NS_PER_RAW_VALUE: f64 = 1.0;
+/// A value with raw bits: more than the bit read itself, priced so that sections whose every
+/// value carries raw bits are coded only where they save much (irregular event times), and
+/// pooled decoding of the shared data sets stays about 2 GB/s (docs/BENCHMARKS.md, "Raw bits
+/// beyond escapes").
+const NS_PER_RAW_VALUE: f64 = 6.0;
 
 /// Bytes a Coded section must save per extra nanosecond of decoding to be chosen: 1/25, the
 /// rate at which a 360-value section of deltas of TSBS's random walks is coded with a margin.
@@ -604,10 +601,6 @@ pub(crate) fn encode_if_smaller(
         let mut best: Option<(f64, usize, Split, usize)> = None;
         let mut consider = |split: Split| {
             let (bits, raw_values, tokens) = price(split, n, &s.bins);
-            // Raw bits only as escapes.
-            if raw_values > (n / ESCAPE_SHARE) as u64 {
-                return;
-            }
             for log_states in 0..3 {
                 let states = 1usize << log_states;
                 // States beyond the first also store a word count, mostly 1 or 2 bytes.

@@ -255,10 +255,10 @@ const CODED_MIN_VALUES: usize = 16;
 
 /// The Coded section of `seq` (the sequence after the delta transform of `order`), if it is
 /// worth it (see [`coded::encode_if_smaller`]): returns the estimated size of the section
-/// after its heads, and appends it to `out` if given. An entropy-coded section codes small
-/// values (below 2^7 once mapped: deltas within ±64 common divisors, or values within 128 of
-/// their minimum) with rare escapes (at most 1/16 of them), so sections with more large
-/// values than that are not tried.
+/// after its heads, and appends it to `out` if given. Small values (below 2^7 once mapped) are
+/// their own tokens; larger ones a token for their bit length plus raw low bits, which the
+/// pricing charges for (a wide, heavy-tailed section such as irregular event times codes its
+/// bit lengths near their entropy).
 fn write_coded(seq: &[i64], order: u8, out: Option<&mut Vec<u8>>) -> Option<usize> {
     let k = usize::from(order).min(seq.len());
     let res = seq.get(k..).unwrap_or_default();
@@ -266,19 +266,6 @@ fn write_coded(seq: &[i64], order: u8, out: Option<&mut Vec<u8>>) -> Option<usiz
         return None;
     }
     let frame = frame_of(res);
-    let g = frame.gcd.max(1);
-    let large = if order == 0 {
-        let limit = g.saturating_mul(coded::DIRECT_VALUES);
-        res.iter()
-            .filter(|&&r| r.wrapping_sub(frame.base) as u64 >= limit)
-            .count()
-    } else {
-        let limit = g.saturating_mul(coded::DIRECT_VALUES / 2);
-        res.iter().filter(|&&r| r.unsigned_abs() >= limit).count()
-    };
-    if large > res.len() / coded::ESCAPE_SHARE {
-        return None;
-    }
     // The packed section after its heads: the order byte and the residuals.
     let packed = 1 + residual_cost(res, frame);
     coded::encode_if_smaller(seq, order, frame.base, frame.gcd, packed, out)
@@ -587,6 +574,31 @@ mod tests {
                 v as i64
             })
             .collect()
+    }
+
+    #[test]
+    fn heavy_tailed_event_times_are_entropy_coded() {
+        // Event times on whole seconds, gaps from a second to about a day with every bit
+        // length about as likely: most deltas are wide (raw bits beside their token), and
+        // packing spends the widest gap's width on each.
+        let mut x = 7u64;
+        let mut next = || {
+            x = x
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            ((x >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+        };
+        let mut t = 1_356_000_000_000_i64;
+        let v: Vec<i64> = (0..1000)
+            .map(|_| {
+                t += 1000 * (2f64.powf(next() * 17.0) as i64);
+                t
+            })
+            .collect();
+        let (len, layout) = round_trip(&v);
+        assert_eq!(layout.encoding, IntEncoding::Coded);
+        let bits = (len * 8) as f64 / v.len() as f64;
+        assert!(bits < 15.0, "{bits} bits/value");
     }
 
     #[test]
