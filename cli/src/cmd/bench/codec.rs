@@ -55,7 +55,11 @@ fn input_files(args: &Args) -> CmdResult<Vec<PathBuf>> {
     if !args.files.is_empty() {
         return Ok(args.files.clone());
     }
-    let dir = data_dir(args.data.as_deref())?;
+    // Any folder given (`benches/corpus`, say); else the bundled data.
+    let dir = match &args.data {
+        Some(dir) => dir.clone(),
+        None => data_dir(None)?,
+    };
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| {
@@ -124,4 +128,40 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(data: Option<PathBuf>) -> Args {
+        Args {
+            files: Vec::new(),
+            data,
+            time_field: "ts".to_owned(),
+            meta_field: "meta".to_owned(),
+            json: false,
+            detail: false,
+            min_time_ms: 1,
+            chunk_rows: 1000,
+        }
+    }
+
+    #[test]
+    fn data_takes_any_folder_of_ndjson_files() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("b.ndjson"), "").expect("write");
+        std::fs::write(dir.path().join("a.ndjson.xz"), "").expect("write");
+        std::fs::write(dir.path().join("notes.md"), "").expect("write");
+        let files = input_files(&args(Some(dir.path().to_path_buf()))).expect("files");
+        let names: Vec<_> = files
+            .iter()
+            .filter_map(|p| p.file_name()?.to_str())
+            .collect();
+        assert_eq!(names, ["a.ndjson.xz", "b.ndjson"]);
+        let empty = tempfile::tempdir().expect("tempdir");
+        assert!(input_files(&args(Some(empty.path().to_path_buf()))).is_err());
+        // Without --data: the bundled data.
+        assert!(!input_files(&args(None)).expect("bundled").is_empty());
+    }
 }
