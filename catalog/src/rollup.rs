@@ -23,6 +23,7 @@ use xxhash_rust::xxh3::xxh3_64;
 use crate::varint::{Reader, put_varint, unzigzag, zigzag};
 
 use crate::sums::{Compensated, FieldSums};
+use crate::value::compare_numbers;
 
 /// A number kept by a rollup, typed as stored.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -63,15 +64,10 @@ impl Number {
         }
     }
 
-    /// BSON order (SPEC ): numbers by value across types, NaN before every other
-    /// number.
+    /// BSON order (SPEC ): numbers by value across types, exactly, NaN before every
+    /// other number.
     fn compare(self, other: Number) -> Ordering {
-        match (self, other) {
-            (Number::Double(a), Number::Double(b)) => cmp_doubles(a, b),
-            (Number::Double(a), b) => cmp_double_int(a, b.int()),
-            (a, Number::Double(b)) => cmp_double_int(b, a.int()).reverse(),
-            (a, b) => a.int().cmp(&b.int()),
-        }
+        compare_numbers(&self.to_bson(), &other.to_bson())
     }
 
     fn int(self) -> i64 {
@@ -80,48 +76,6 @@ impl Number {
             Number::Int64(i) => i,
             Number::Double(_) => 0,
         }
-    }
-}
-
-fn cmp_doubles(a: f64, b: f64) -> Ordering {
-    match (a.is_nan(), b.is_nan()) {
-        (true, true) => Ordering::Equal,
-        (true, false) => Ordering::Less,
-        (false, true) => Ordering::Greater,
-        _ => a.partial_cmp(&b).unwrap_or(Ordering::Equal),
-    }
-}
-
-/// A double against an integer, exactly (no rounding of the integer to a double).
-fn cmp_double_int(d: f64, i: i64) -> Ordering {
-    if d.is_nan() {
-        return Ordering::Less;
-    }
-    // 2^63 as a double: every i64 lies in [-2^63, 2^63).
-    const TWO_63: f64 = 9_223_372_036_854_775_808.0;
-    if d >= TWO_63 {
-        return Ordering::Greater;
-    }
-    if d < -TWO_63 {
-        return Ordering::Less;
-    }
-    let t = d.trunc();
-    #[expect(
-        clippy::cast_possible_truncation,
-        reason = "t is an integer in the i64 range"
-    )]
-    let ti = t as i64;
-    match ti.cmp(&i) {
-        Ordering::Equal => {
-            if d > t {
-                Ordering::Greater
-            } else if d < t {
-                Ordering::Less
-            } else {
-                Ordering::Equal
-            }
-        }
-        o => o,
     }
 }
 

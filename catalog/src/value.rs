@@ -44,7 +44,9 @@ fn number(v: &Bson) -> Option<f64> {
     }
 }
 
-fn compare_numbers(a: &Bson, b: &Bson) -> Ordering {
+/// Two numbers in BSON order (SPEC ): by value across types, integers against doubles
+/// exactly, NaN before every other number.
+pub(crate) fn compare_numbers(a: &Bson, b: &Bson) -> Ordering {
     match (a, b) {
         (Bson::Int32(x), Bson::Int32(y)) => x.cmp(y),
         (Bson::Int64(x), Bson::Int64(y)) => x.cmp(y),
