@@ -103,9 +103,10 @@ impl Encoder {
         let mut zstd = false;
         // zstd rarely beats the numeric encodings and costs more than they do: it is offered
         // only bodies with bytes, or with floats that are not (mostly) decimals.
-        let patched = floats.is_some_and(|f| {
-            f.encoding != FloatEncoding::Alp
-                || 16 * (f.corrections + f.exceptions) >= col.floats().len()
+        let patched = floats.is_some_and(|f| match f.encoding {
+            FloatEncoding::Alp => 16 * (f.corrections + f.exceptions) >= col.floats().len(),
+            FloatEncoding::Mult => false,
+            _ => true,
         });
         if raw_len >= ZSTD_MIN_BODY && (!col.ends().is_empty() || patched) {
             // Numeric bodies are already dense: zstd must save 1/8 to be worth its decode time.

@@ -13,6 +13,7 @@
 //!
 //! The smallest candidate wins.
 
+use crate::float_mult::{self, Segment};
 use crate::format::FloatEncoding;
 use crate::ints;
 use crate::reader::Reader;
@@ -39,6 +40,10 @@ const MAX_CORRECTION_ULPS: i64 = 1 << 12;
 
 /// Values sampled to choose the exponent.
 const SAMPLE: usize = 128;
+
+/// Decimal exponent from which values are also tried as multiples of a base (a decimal with
+/// this many digits after the point is often a scaled value, such as an adjusted price).
+const MULT_MIN_EXP: usize = 5;
 
 /// What the encoder chose for one section (see [`crate::ColumnLayout`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -128,9 +133,26 @@ pub(crate) fn encode(values: &[f64], out: &mut Vec<u8>, scratch: &mut Vec<i64>) 
     let mut best_len = 1 + 8 * n;
     let mut best: Option<FloatLayout> = None;
 
-    // Decimal candidate.
     let e = choose_exponent(values);
     let p = POW10.get(e).copied().unwrap_or(1.0);
+    let start = out.len();
+
+    // Multiples of a base, for values with many decimals: scaled decimals such as adjusted
+    // prices. When they cost well below what the decimal digits would, the decimal candidate
+    // is not tried (it is the slowest to encode).
+    let mut mult_tried = false;
+    if e >= MULT_MIN_EXP {
+        mult_tried = true;
+        if let Some(len) = try_mult(values, out, start, best_len, scratch) {
+            best_len = len;
+            best = Some(MULT_LAYOUT);
+            if len * 8 * 5 < alp_bits_estimate(values, p) * 4 {
+                return MULT_LAYOUT;
+            }
+        }
+    }
+
+    // Decimal candidate.
     let mut digits = Vec::with_capacity(n);
     let (mut corr_pos, mut corr): (Vec<i64>, Vec<i64>) = (Vec::new(), Vec::new());
     let (mut exc_pos, mut exc): (Vec<i64>, Vec<i64>) = (Vec::new(), Vec::new());
@@ -155,9 +177,10 @@ pub(crate) fn encode(values: &[f64], out: &mut Vec<u8>, scratch: &mut Vec<i64>) 
         }
     }
     let n_exc = exc_pos.len();
-    // The candidates are written straight into `out`; a smaller later one replaces it.
-    let start = out.len();
+    // The candidates are written straight into `out` after the current best; a smaller one
+    // replaces it.
     if n_exc < n {
+        let alp_start = out.len();
         out.push(FloatEncoding::Alp.to_code());
         out.push(e as u8);
         ints::encode(&digits, out, scratch);
@@ -167,8 +190,11 @@ pub(crate) fn encode(values: &[f64], out: &mut Vec<u8>, scratch: &mut Vec<i64>) 
         varint::put(out, n_exc as u64);
         ints::encode(&exc_pos, out, scratch);
         ints::encode(&exc, out, scratch);
-        if out.len() - start < best_len {
-            best_len = out.len() - start;
+        let len = out.len() - alp_start;
+        if len < best_len {
+            out.copy_within(alp_start.., start);
+            out.truncate(start + len);
+            best_len = len;
             best = Some(FloatLayout {
                 encoding: FloatEncoding::Alp,
                 exponent: e as u8,
@@ -176,8 +202,17 @@ pub(crate) fn encode(values: &[f64], out: &mut Vec<u8>, scratch: &mut Vec<i64>) 
                 exceptions: n_exc,
             });
         } else {
-            out.truncate(start);
+            out.truncate(alp_start);
         }
+    }
+
+    // Multiples of a base, for values that are not (mostly) short decimals.
+    if !mult_tried
+        && n_exc * 16 > n
+        && let Some(len) = try_mult(values, out, start, best_len, scratch)
+    {
+        best_len = len;
+        best = Some(MULT_LAYOUT);
     }
 
     // Raw-bit candidates, for values that are not (mostly) short decimals.
@@ -224,6 +259,145 @@ pub(crate) fn encode(values: &[f64], out: &mut Vec<u8>, scratch: &mut Vec<i64>) 
                 corrections: 0,
                 exceptions: 0,
             }
+        }
+    }
+}
+
+/// What the encoder reports for a Mult lane.
+const MULT_LAYOUT: FloatLayout = FloatLayout {
+    encoding: FloatEncoding::Mult,
+    exponent: 0,
+    corrections: 0,
+    exceptions: 0,
+};
+
+/// Writes the Mult encoding of `values` in place of the current best lane (`out[start..]`,
+/// `best_len` bytes or none) if the values are multiples of bases and it is smaller; its
+/// length if so.
+fn try_mult(
+    values: &[f64],
+    out: &mut Vec<u8>,
+    start: usize,
+    best_len: usize,
+    scratch: &mut Vec<i64>,
+) -> Option<usize> {
+    let segments = float_mult::segments(values)?;
+    let at = out.len();
+    encode_mult(values, &segments, out, scratch);
+    let len = out.len() - at;
+    if len < best_len {
+        out.copy_within(at.., start);
+        out.truncate(start + len);
+        Some(len)
+    } else {
+        out.truncate(at);
+        None
+    }
+}
+
+/// Bits the decimal candidate at `p` would take, about: the mean bit length of the deltas of
+/// the digits of the first values (64 bits for an exception), times the values.
+fn alp_bits_estimate(values: &[f64], p: f64) -> usize {
+    let (mut bits, mut count) = (0usize, 0usize);
+    let mut prev: Option<i64> = None;
+    for &v in values.iter().take(SAMPLE) {
+        match fit(v, p) {
+            Fit::Exact(d) | Fit::Near(d, _) => {
+                if let Some(prev) = prev {
+                    bits += 65 - d.wrapping_sub(prev).unsigned_abs().leading_zeros() as usize;
+                    count += 1;
+                }
+                prev = Some(d);
+            }
+            Fit::Exception => {
+                bits += 64;
+                count += 1;
+            }
+        }
+    }
+    if count == 0 {
+        return usize::MAX / 8;
+    }
+    bits * values.len() / count
+}
+
+/// Appends the Mult encoding of `values` with the given segments (see `docs/format.md`).
+fn encode_mult(values: &[f64], segments: &[Segment], out: &mut Vec<u8>, scratch: &mut Vec<i64>) {
+    let n = values.len();
+    let mut mults = Vec::with_capacity(n);
+    let mut adjustments = Vec::with_capacity(n);
+    let (mut exc_pos, mut exc) = (Vec::new(), Vec::new());
+    let mut prev = 0i64;
+    for (s, seg) in segments.iter().enumerate() {
+        let end = segments.get(s + 1).map_or(n, |next| next.start);
+        let inv = 1.0 / seg.base;
+        for (i, &x) in values.iter().enumerate().take(end).skip(seg.start) {
+            match float_mult::fits(x, seg.base, inv) {
+                Some(m) => {
+                    prev = m;
+                    mults.push(m);
+                    adjustments.push(float_mult::adjustment(x, m, seg.base));
+                }
+                None => {
+                    // An exception keeps the previous multiplier (the multipliers stay a
+                    // smooth sequence).
+                    mults.push(prev);
+                    adjustments.push(0);
+                    exc_pos.push(i as i64);
+                    exc.push(x.to_bits() as i64);
+                }
+            }
+        }
+    }
+    let starts: Vec<i64> = segments.iter().map(|s| s.start as i64).collect();
+    let bases: Vec<i64> = segments.iter().map(|s| s.base.to_bits() as i64).collect();
+    out.push(FloatEncoding::Mult.to_code());
+    varint::put(out, segments.len() as u64);
+    ints::encode(&starts, out, scratch);
+    ints::encode(&bases, out, scratch);
+    ints::encode(&mults, out, scratch);
+    ints::encode(&adjustments, out, scratch);
+    varint::put(out, exc_pos.len() as u64);
+    if !exc_pos.is_empty() {
+        ints::encode(&exc_pos, out, scratch);
+        ints::encode(&exc, out, scratch);
+    }
+}
+
+/// Appends `(m as f64) * base`, adjusted by `a` ulps, for every multiplier `m` and adjustment
+/// `a` of each segment (`starts` checked: 0 first, increasing, below `mults.len()`).
+fn mults_to_f64(
+    starts: &[i64],
+    bases: &[i64],
+    mults: &[i64],
+    adjustments: &[i64],
+    out: &mut Vec<f64>,
+) {
+    // As in `digits_to_f64`: when every |m| < 2^51, `m as f64` is an integer add and a
+    // subtraction.
+    let fast = mults
+        .iter()
+        .fold(0u64, |acc, &m| acc | m.wrapping_add(1 << 51) as u64)
+        < 1 << 52;
+    let magic = MAGIC.to_bits();
+    let n = mults.len();
+    for (s, (&start, &base)) in starts.iter().zip(bases).enumerate() {
+        let end = starts.get(s + 1).map_or(n, |&e| e as usize);
+        let range = start as usize..end;
+        let base = f64::from_bits(base as u64);
+        let (Some(m), Some(a)) = (mults.get(range.clone()), adjustments.get(range)) else {
+            return;
+        };
+        let pairs = m.iter().zip(a);
+        if fast {
+            out.extend(pairs.map(|(&m, &a)| {
+                let m = f64::from_bits(magic.wrapping_add(m as u64)) - MAGIC;
+                f64::from_bits((m * base).to_bits().wrapping_add(a as u64))
+            }));
+        } else {
+            out.extend(pairs.map(|(&m, &a)| {
+                f64::from_bits(((m as f64) * base).to_bits().wrapping_add(a as u64))
+            }));
         }
     }
 }
@@ -343,6 +517,46 @@ pub(crate) fn decode(
             ints::decode(r, n, scratch)?;
             out.extend(scratch.iter().map(|&x| f64::from_bits(x as u64)));
         }
+        FloatEncoding::Mult => {
+            if r.version() < 4 {
+                return Err(Error::Corruption(format!(
+                    "float encoding Mult in a version {} blob",
+                    r.version()
+                )));
+            }
+            let k = r.varint_at_most(n, "segment count")?;
+            if k == 0 && n > 0 {
+                return Err(Error::Corruption("no segments".to_owned()));
+            }
+            scratch.clear();
+            ints::decode(r, k, scratch)?;
+            let starts_ok = scratch.first().is_none_or(|&s| s == 0)
+                && scratch.windows(2).all(|w| w.first() < w.get(1))
+                && scratch
+                    .last()
+                    .is_none_or(|&s| s >= 0 && (s as u64) < n as u64);
+            if !starts_ok {
+                return Err(Error::Corruption(
+                    "segment starts not 0 first, increasing and in range".to_owned(),
+                ));
+            }
+            ints::decode(r, k, scratch)?;
+            ints::decode(r, n, scratch)?;
+            ints::decode(r, n, scratch)?;
+            let (heads, lanes) = scratch.split_at(2 * k);
+            let (starts, bases) = heads.split_at(k);
+            let (mults, adjustments) = lanes.split_at(n);
+            mults_to_f64(starts, bases, mults, adjustments, out);
+            if out.len() - start != n {
+                return Err(Error::Corruption(
+                    "Mult segments do not cover the lane".to_owned(),
+                ));
+            }
+            let lane = out.get_mut(start..).unwrap_or_default();
+            patch(r, lane, scratch, |slot, bits| {
+                *slot = f64::from_bits(bits as u64)
+            })?;
+        }
     }
     Ok(())
 }
@@ -415,6 +629,118 @@ mod tests {
         let mut out = Vec::new();
         digits_to_f64(&[edge, i64::MIN, i64::MAX], 10.0, &mut out);
         assert_eq!(out[2].to_bits(), ((i64::MAX as f64) / 10.0).to_bits());
+    }
+
+    /// Adjusted closes: cents times a factor that changes at each dividend, rounded to 12
+    /// decimals, as price histories publish them.
+    fn adjusted_prices(n: usize) -> Vec<f64> {
+        let mut cents = 10_000i64;
+        let mut seed = 7u64;
+        (0..n)
+            .map(|i| {
+                seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                cents += (seed >> 33) as i64 % 301 - 150;
+                let factor = 0.731_234_5 + 0.004 * (i / 150) as f64;
+                let v = cents as f64 * factor / 100.0;
+                (v * 1e12).round() / 1e12
+            })
+            .collect()
+    }
+
+    #[test]
+    fn scaled_decimals_use_mult_and_cost_about_their_multipliers() {
+        let v = adjusted_prices(1000);
+        let (len, layout) = round_trip(&v);
+        assert_eq!(layout.encoding, FloatEncoding::Mult);
+        // Cents moving by up to 1.50 (9 bits) and a dozen bits of rounding, against the
+        // 40-odd bits of the 12-decimal digits.
+        assert!(len * 8 < 1000 * 24, "{len} bytes");
+        let mut alp = Vec::new();
+        let digits: Vec<i64> = v.iter().map(|x| (x * 1e12).round() as i64).collect();
+        ints::encode(&digits, &mut alp, &mut Vec::new());
+        assert!(
+            len * 3 < alp.len() * 2,
+            "{len} vs decimal digits {}",
+            alp.len()
+        );
+    }
+
+    #[test]
+    fn mult_keeps_specials_and_misfits_exactly() {
+        let mut v = adjusted_prices(600);
+        for (i, x) in [
+            (3, f64::NAN),
+            (10, f64::from_bits(0xFFF8_DEAD_BEEF_0001)),
+            (50, f64::INFINITY),
+            (51, f64::NEG_INFINITY),
+            (100, -0.0),
+            (101, 0.0),
+            (200, 5e-324),
+            (201, 1e300),
+            (202, -3.0),
+            (599, 0.123_456_789),
+        ] {
+            v[i] = x;
+        }
+        let segments = float_mult::segments(&v).expect("bases");
+        let mut out = Vec::new();
+        encode_mult(&v, &segments, &mut out, &mut Vec::new());
+        let mut back = Vec::new();
+        decode(&mut Reader::new(&out), v.len(), &mut back, &mut Vec::new()).unwrap();
+        let a: Vec<u64> = v.iter().map(|x| x.to_bits()).collect();
+        let b: Vec<u64> = back.iter().map(|x| x.to_bits()).collect();
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn mult_needs_version_4_and_checks_its_segments() {
+        let v = adjusted_prices(300);
+        let segments = float_mult::segments(&v).expect("bases");
+        let mut good = Vec::new();
+        encode_mult(&v, &segments, &mut good, &mut Vec::new());
+        let mut back = Vec::new();
+        let mut scratch = Vec::new();
+        let old = decode(
+            &mut Reader::with_version(&good, 3),
+            300,
+            &mut back,
+            &mut scratch,
+        );
+        assert!(matches!(old, Err(Error::Corruption(_))), "{old:?}");
+
+        // Hand-made lanes: code, segment count, starts, bases, multipliers, adjustments,
+        // exceptions.
+        let lane = |count: u64, starts: &[i64], n: usize| {
+            let mut out = vec![FloatEncoding::Mult.to_code()];
+            varint::put(&mut out, count);
+            let mut s = Vec::new();
+            ints::encode(starts, &mut out, &mut s);
+            let bases: Vec<i64> = starts.iter().map(|_| 0.5f64.to_bits() as i64).collect();
+            ints::encode(&bases, &mut out, &mut s);
+            ints::encode(&vec![3; n], &mut out, &mut s);
+            ints::encode(&vec![0; n], &mut out, &mut s);
+            varint::put(&mut out, 0);
+            out
+        };
+        let read = |bytes: &[u8], n: usize| {
+            let mut back = Vec::new();
+            decode(&mut Reader::new(bytes), n, &mut back, &mut Vec::new()).map(|()| back)
+        };
+        assert_eq!(read(&lane(2, &[0, 5], 10), 10).unwrap(), vec![1.5; 10]);
+        for (count, starts) in [
+            (0u64, &[][..]),
+            (2, &[0, 0][..]),
+            (2, &[1, 5][..]),
+            (2, &[0, 10][..]),
+            (2, &[0, -1][..]),
+            (11, &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10][..]),
+        ] {
+            let got = read(&lane(count, starts, 10), 10);
+            assert!(
+                matches!(got, Err(Error::Corruption(_))),
+                "{starts:?}: {got:?}"
+            );
+        }
     }
 
     #[test]

@@ -110,7 +110,7 @@ tag_enum! {
 }
 
 tag_enum! {
-    /// Encoding of a float lane. Codes 4..=255 are reserved.
+    /// Encoding of a float lane. Codes 5..=255 are reserved.
     FloatEncoding, "float encoding" {
         /// Raw IEEE 754 bits, 8 bytes little-endian per value.
         Plain = 0,
@@ -120,6 +120,9 @@ tag_enum! {
         Xor = 2,
         /// Raw bits as an int section (its delta machinery applies).
         Bits = 3,
+        /// Segments of values `m × base` plus an adjustment in ulps: integer multipliers and
+        /// adjustments as int sections (format version 4 and later).
+        Mult = 4,
     }
 }
 

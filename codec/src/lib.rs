@@ -39,6 +39,7 @@ mod delta;
 mod dict_model;
 mod error;
 mod float;
+mod float_mult;
 mod format;
 mod ints;
 mod range_coder;
@@ -60,7 +61,7 @@ pub use format::{
 pub use ints::IntLayout;
 
 /// Newest blob format version this build writes (and every version up to it, it reads).
-pub const FORMAT_VERSION: u8 = 3;
+pub const FORMAT_VERSION: u8 = 4;
 
 /// A decoded blob: its row count and its (possibly projected) columns in stored order.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -69,15 +69,8 @@ fn golden_files_decode_forever() {
 /// so a change to any of them shows up as a golden file that no longer decodes.
 #[test]
 fn current_golden_cases_cover_the_bytes_encodings() {
-    use tscoll_codec::{BytesEncoding, encode_bucket_with_layout};
-    let mut seen = Vec::new();
-    for case in common::CASES {
-        let b = common::case(case);
-        let cols: Vec<(&str, &tscoll_codec::Column)> =
-            b.columns.iter().map(|(n, c)| (n.as_str(), c)).collect();
-        let (_, layouts) = encode_bucket_with_layout(b.row_count, &cols).unwrap();
-        seen.extend(layouts.iter().filter_map(|l| l.bytes));
-    }
+    use tscoll_codec::BytesEncoding;
+    let seen: Vec<_> = current_layouts().iter().filter_map(|l| l.bytes).collect();
     for e in [
         BytesEncoding::Plain,
         BytesEncoding::Dict,
@@ -92,19 +85,11 @@ fn current_golden_cases_cover_the_bytes_encodings() {
 /// without raw bits, offset and zigzag mappings, a divisor).
 #[test]
 fn current_golden_cases_cover_the_int_encodings() {
-    use tscoll_codec::{IntEncoding, encode_bucket_with_layout};
-    let mut seen = Vec::new();
-    for case in common::CASES {
-        let b = common::case(case);
-        let cols: Vec<(&str, &tscoll_codec::Column)> =
-            b.columns.iter().map(|(n, c)| (n.as_str(), c)).collect();
-        let (_, layouts) = encode_bucket_with_layout(b.row_count, &cols).unwrap();
-        seen.extend(
-            layouts
-                .iter()
-                .filter_map(|l| l.ints.map(|i| (i.encoding, i.order))),
-        );
-    }
+    use tscoll_codec::IntEncoding;
+    let seen: Vec<_> = current_layouts()
+        .iter()
+        .filter_map(|l| l.ints.map(|i| (i.encoding, i.order)))
+        .collect();
     for e in [IntEncoding::Packed, IntEncoding::Coded] {
         assert!(
             seen.iter().any(|&(s, _)| s == e),
@@ -117,4 +102,35 @@ fn current_golden_cases_cover_the_int_encodings() {
             "no golden case codes order {order}"
         );
     }
+}
+
+/// The golden files of the current version exercise every float encoding the encoder writes
+/// for real data (decimals, multiples of a base, raw bits).
+#[test]
+fn current_golden_cases_cover_the_float_encodings() {
+    use tscoll_codec::FloatEncoding;
+    let seen: Vec<_> = current_layouts()
+        .iter()
+        .filter_map(|l| l.floats.map(|f| f.encoding))
+        .collect();
+    for e in [FloatEncoding::Alp, FloatEncoding::Mult] {
+        assert!(seen.contains(&e), "no golden case uses {e:?}: {seen:?}");
+    }
+    assert!(
+        seen.contains(&FloatEncoding::Xor) || seen.contains(&FloatEncoding::Bits),
+        "no golden case keeps raw bits: {seen:?}"
+    );
+}
+
+/// The column layouts the current encoder writes for every golden case.
+fn current_layouts() -> Vec<tscoll_codec::ColumnLayout> {
+    let mut all = Vec::new();
+    for case in common::CASES {
+        let b = common::case(case);
+        let cols: Vec<(&str, &tscoll_codec::Column)> =
+            b.columns.iter().map(|(n, c)| (n.as_str(), c)).collect();
+        let (_, layouts) = tscoll_codec::encode_bucket_with_layout(b.row_count, &cols).unwrap();
+        all.extend(layouts);
+    }
+    all
 }

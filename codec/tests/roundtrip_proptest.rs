@@ -230,6 +230,46 @@ proptest! {
         check(c.len(), &[c])?;
     }
 
+    /// Values that are multiples of bases (the float lane's Mult encoding): a walk of integer
+    /// multipliers times a factor that changes at random rows, optionally rounded to a number
+    /// of decimals, with special values and outliers anywhere.
+    #[test]
+    fn scaled_decimals_round_trip(
+        start in -1_000_000i64..1_000_000,
+        steps in prop::collection::vec(-500i64..500, 0..600),
+        factors in prop::collection::vec((0usize..600, 1e-6f64..1e6), 1..6),
+        decimals in prop::option::of(6i32..16),
+        odd in prop::collection::vec((0usize..600, prop_oneof![special_float(), any::<f64>()]), 0..8),
+    ) {
+        let mut m = start;
+        let mut values: Vec<f64> = steps
+            .iter()
+            .enumerate()
+            .map(|(i, &step)| {
+                m += step;
+                let factor = factors
+                    .iter()
+                    .filter(|(from, _)| *from <= i)
+                    .map(|&(_, f)| f)
+                    .next_back()
+                    .unwrap_or(factors[0].1);
+                let v = m as f64 * factor;
+                match decimals {
+                    Some(d) => (v * 10f64.powi(d)).round() / 10f64.powi(d),
+                    None => v,
+                }
+            })
+            .collect();
+        for (i, x) in odd {
+            if let Some(slot) = values.get_mut(i) {
+                *slot = x;
+            }
+        }
+        let mut c = Column::new();
+        values.iter().for_each(|&v| c.push_float(v));
+        check(c.len(), &[c])?;
+    }
+
     #[test]
     fn bytes_lane_round_trips(
         values in prop::collection::vec((bytes_type(), prop::collection::vec(any::<u8>(), 0..30)), 0..300),

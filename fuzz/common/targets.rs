@@ -150,6 +150,15 @@ enum Pattern {
         noisy: bool,
     },
     FloatBits,
+    /// Multiples of a factor that changes at row `switch` (the float lane's Mult encoding),
+    /// rounded to `decimals` decimals when non-zero.
+    Scaled {
+        factor: f64,
+        switch: u16,
+        base: i64,
+        spread: u16,
+        decimals: u8,
+    },
     Words {
         pool: u8,
     },
@@ -165,7 +174,15 @@ enum Pattern {
 }
 
 fn pattern(u: &mut Unstructured<'_>) -> arbitrary::Result<Pattern> {
-    Ok(match u.int_in_range(0u8..=7)? {
+    Ok(match u.int_in_range(0u8..=8)? {
+        8 => Pattern::Scaled {
+            factor: f64::from(u.int_in_range(1u32..=u32::MAX)?)
+                / f64::from(u.arbitrary::<u16>()?.max(1)),
+            switch: u.arbitrary()?,
+            base: u.int_in_range(-1_000_000..=1_000_000)?,
+            spread: u.arbitrary()?,
+            decimals: *u.choose(&[0, 6, 9, 12, 15])?,
+        },
         0 => Pattern::Time {
             base: u.arbitrary()?,
             step: *u.choose(&[1, 1000, 60_000, 3_600_000, -5, 0])?,
@@ -242,6 +259,26 @@ fn push_pattern(
             col.push_float(v);
         }
         Pattern::FloatBits => col.push_float(f64::from_bits(u.arbitrary()?)),
+        Pattern::Scaled {
+            factor,
+            switch,
+            base,
+            spread,
+            decimals,
+        } => {
+            let m = base + i64::from(u.int_in_range(0..=spread)?);
+            let factor = if i >= usize::from(switch) {
+                factor * 1.003
+            } else {
+                factor
+            };
+            let mut v = m as f64 * factor;
+            if decimals > 0 {
+                let p = 10f64.powi(i32::from(decimals));
+                v = (v * p).round() / p;
+            }
+            col.push_float(v);
+        }
         Pattern::Words { pool } => {
             let w = WORDS[usize::from(u.int_in_range(0..=pool - 1)?)];
             col.push_bytes(tag::STRING, w.as_bytes());

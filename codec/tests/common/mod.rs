@@ -61,6 +61,7 @@ pub const CASES: &[&str] = &[
     "floats_special",
     "text",
     "tsbs_cpu",
+    "adjusted_prices",
 ];
 
 /// The bucket of a golden case.
@@ -219,6 +220,27 @@ pub fn case(name: &str) -> Bucket {
                 );
             }
             columns.push(("code".into(), code));
+        }
+        "adjusted_prices" => {
+            // Daily closes adjusted for dividends, as price histories publish them: cents
+            // times a factor that changes at each dividend, rounded to 12 decimals (the float
+            // lane's Mult encoding), with a gap and an unadjusted outlier.
+            rows = 400;
+            let mut rng = Rng(1962);
+            let mut cents = 12_000i64;
+            let mut adjusted = Column::new();
+            for i in 0..rows {
+                cents += rng.below(301) as i64 - 150;
+                let factor = [0.812_345_678_9, 0.815_432_109_8, 0.819_876_543_2][i / 150];
+                let v = match i {
+                    77 => f64::NAN,
+                    78 => -0.0,
+                    201 => cents as f64 / 100.0,
+                    _ => (cents as f64 * factor / 100.0 * 1e12).round() / 1e12,
+                };
+                adjusted.push_float(v);
+            }
+            columns.push(("adj_close".into(), adjusted));
         }
         "tsbs_cpu" => {
             // One host-hour of the TSBS cpu-only workload: 10-second timestamps, then fields
