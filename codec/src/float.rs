@@ -7,6 +7,10 @@
 //!   and bit-packing apply); a value a few ulps off its decimal (`1.7919999999999998`) is
 //!   stored as the decimal plus a correction in ulps; every other value is an exception kept
 //!   as raw bits.
+//! * [`FloatEncoding::Mult`] (after pcodec's FloatMult): values that are integer multiples of
+//!   a base, up to a few ulps, such as prices times an adjustment factor, stored as segments
+//!   with a base each, an int section of multipliers and one of adjustments, plus exceptions
+//!   (bases found by [`crate::float_mult`]).
 //! * [`FloatEncoding::Xor`] / [`FloatEncoding::Bits`]: the raw bits, XORed with the previous
 //!   value's bits or as they are, through an int section (for full-precision values).
 //! * [`FloatEncoding::Plain`]: 8 bytes per value.
