@@ -45,9 +45,10 @@ const MAX_CORRECTION_ULPS: i64 = 1 << 12;
 /// Values sampled to choose the exponent.
 const SAMPLE: usize = 128;
 
-/// Decimal exponent from which values are also tried as multiples of a base (a decimal with
-/// this many digits after the point is often a scaled value, such as an adjusted price).
-const MULT_MIN_EXP: usize = 5;
+/// Decimal exponent from which values are also tried as multiples of a base: a decimal with
+/// this many digits after the point is often a scaled value, such as an adjusted price (and
+/// only values exact to about 12 significant digits can show their base).
+const MULT_MIN_EXP: usize = 9;
 
 /// What the encoder chose for one section (see [`crate::ColumnLayout`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -147,10 +148,14 @@ pub(crate) fn encode(values: &[f64], out: &mut Vec<u8>, scratch: &mut Vec<i64>) 
     let mut mult_tried = false;
     if e >= MULT_MIN_EXP {
         mult_tried = true;
-        if let Some(len) = try_mult(values, out, start, best_len, scratch) {
+        let alp_bits = alp_bits_estimate(values, p);
+        let promising = float_mult::probe_bits_per_value(values)
+            .is_some_and(|bits| bits * (n as f64) < 1.25 * alp_bits as f64);
+        if promising && let Some(len) = try_mult(values, out, (start, best_len), alp_bits, scratch)
+        {
             best_len = len;
             best = Some(MULT_LAYOUT);
-            if len * 8 * 5 < alp_bits_estimate(values, p) * 4 {
+            if len * 8 * 5 < alp_bits * 4 {
                 return MULT_LAYOUT;
             }
         }
@@ -213,7 +218,7 @@ pub(crate) fn encode(values: &[f64], out: &mut Vec<u8>, scratch: &mut Vec<i64>) 
     // Multiples of a base, for values that are not (mostly) short decimals.
     if !mult_tried
         && n_exc * 16 > n
-        && let Some(len) = try_mult(values, out, start, best_len, scratch)
+        && let Some(len) = try_mult(values, out, (start, best_len), 8 * best_len, scratch)
     {
         best_len = len;
         best = Some(MULT_LAYOUT);
@@ -281,11 +286,16 @@ const MULT_LAYOUT: FloatLayout = FloatLayout {
 fn try_mult(
     values: &[f64],
     out: &mut Vec<u8>,
-    start: usize,
-    best_len: usize,
+    (start, best_len): (usize, usize),
+    budget_bits: usize,
     scratch: &mut Vec<i64>,
 ) -> Option<usize> {
     let segments = float_mult::segments(values)?;
+    // Encoding the lanes costs as much as finding the bases: not when the estimate already
+    // loses (noisy decimals have bases too, but their decimal candidate is smaller).
+    if float_mult::estimate_bits(values, &segments) > budget_bits {
+        return None;
+    }
     let at = out.len();
     encode_mult(values, &segments, out, scratch);
     let len = out.len() - at;

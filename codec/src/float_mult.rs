@@ -26,6 +26,9 @@ pub(crate) struct Segment {
 /// Values whose base is searched for at the start of a segment.
 const SAMPLE_LEN: usize = 16;
 
+/// Values [`probe_bits_per_value`] looks at.
+const PROBE_LEN: usize = 128;
+
 /// Values of the sample a base search may start from.
 const ANCHORS: usize = 3;
 
@@ -184,7 +187,12 @@ fn find_base(sample: &[f64]) -> Option<f64> {
 fn base_from_anchor(values: &[Approx], sample: &[f64]) -> Option<f64> {
     let (anchor, rest) = values.split_first()?;
     let mut gcd: Option<Approx> = None;
-    for &v in rest {
+    for (i, &v) in rest.iter().enumerate() {
+        // An anchor that shares a base with none of the next few values is given up (most
+        // doubles share none: this is where their search ends, cheaply).
+        if gcd.is_none() && i == MIN_SAMPLE {
+            return None;
+        }
         let current = gcd.unwrap_or(*anchor);
         let Some(g) = approx_gcd(current, v) else {
             continue;
@@ -424,6 +432,61 @@ pub(crate) fn segments(values: &[f64]) -> Option<Vec<Segment>> {
     (misfits * 4 <= n).then_some(segments)
 }
 
+/// Bits a value of `values` would take in the Mult encoding, about, judged from the first
+/// segment's base over the values up to its end (at most [`PROBE_LEN`]): a search costs as
+/// much as encoding, so a lane whose start does not promise to win is not searched. `None`
+/// when its start shows no base.
+pub(crate) fn probe_bits_per_value(values: &[f64]) -> Option<f64> {
+    let base = find_base(values.get(..values.len().min(SAMPLE_LEN))?)?;
+    let inv = 1.0 / base;
+    let (mut bits, mut count, mut fitted, mut misses) = (0usize, 0usize, 0usize, 0usize);
+    let mut prev: Option<i64> = None;
+    for &x in values.iter().take(PROBE_LEN) {
+        match split(x, base, inv).filter(|_| fits(x, base, inv).is_some()) {
+            Some((m, adj)) => {
+                let delta = prev.map_or(0, |p| m.wrapping_sub(p).unsigned_abs());
+                bits += 2 + bit_len(delta) as usize + bit_len(adj.unsigned_abs()) as usize;
+                prev = Some(m);
+                fitted += 1;
+                misses = 0;
+            }
+            // Two misses in a row end the segment (once it has begun).
+            None if misses == 1 && fitted >= MIN_SAMPLE => break,
+            None => {
+                bits += EXCEPTION_BITS as usize;
+                misses += 1;
+            }
+        }
+        count += 1;
+    }
+    (fitted >= MIN_SAMPLE).then(|| bits as f64 / count as f64)
+}
+
+/// Bits the Mult encoding of `values` with these segments would take, about: the bit lengths
+/// of the multipliers' deltas and of the adjustments (a sign bit each), [`EXCEPTION_BITS`] per
+/// exception and per segment.
+pub(crate) fn estimate_bits(values: &[f64], segments: &[Segment]) -> usize {
+    let n = values.len();
+    let mut bits = segments.len() * EXCEPTION_BITS as usize;
+    let mut prev = 0i64;
+    for (s, seg) in segments.iter().enumerate() {
+        let end = segments.get(s + 1).map_or(n, |next| next.start);
+        let inv = 1.0 / seg.base;
+        for &x in values.get(seg.start..end).unwrap_or_default() {
+            match split(x, seg.base, inv).filter(|_| fits(x, seg.base, inv).is_some()) {
+                Some((m, adj)) => {
+                    bits += 2
+                        + bit_len(m.wrapping_sub(prev).unsigned_abs()) as usize
+                        + bit_len(adj.unsigned_abs()) as usize;
+                    prev = m;
+                }
+                None => bits += EXCEPTION_BITS as usize,
+            }
+        }
+    }
+    bits
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -469,6 +532,28 @@ mod tests {
             .map(|i| (f64::from(i) * 0.37).sin() * 1e3)
             .collect();
         assert_eq!(segments(&values), None);
+        assert_eq!(probe_bits_per_value(&values), None);
+    }
+
+    #[test]
+    fn the_probe_and_the_estimate_price_multipliers_and_exceptions() {
+        // Multipliers moving by at most 63 (7 bits) with adjustments of a few ulps.
+        let mut values: Vec<f64> = (0..500)
+            .map(|i| f64::from(5_000 + (i * 37) % 64) * 0.017)
+            .collect();
+        let probe = probe_bits_per_value(&values).expect("a base");
+        assert!((4.0..16.0).contains(&probe), "{probe}");
+        let segs = segments(&values).expect("a base");
+        let clean = estimate_bits(&values, &segs);
+        // An exception costs its raw bits.
+        values[100] = f64::NAN;
+        values[300] = 1e300;
+        let segs = segments(&values).expect("a base");
+        let with_exceptions = estimate_bits(&values, &segs);
+        assert!(
+            with_exceptions >= clean + 2 * 64,
+            "{clean} → {with_exceptions}"
+        );
     }
 
     #[test]
