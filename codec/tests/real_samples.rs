@@ -71,3 +71,16 @@ fn sequential_object_ids_cost_a_few_bits() {
     let b = bits_per_value(&c);
     assert!(b < 2.0, "{b} bits per ObjectId");
 }
+
+/// Dividend-adjusted closes are multiples of a base that changes at each dividend: the Mult
+/// encoding stores the cents and the rounding, well below the 12-decimal digits.
+#[test]
+fn adjusted_closes_cost_their_cents_not_their_digits() {
+    let c = common::parse_sample(samples::STOCKS_IBM_ADJ_CLOSE, false);
+    let (_, layout) = encode_column(&c).unwrap();
+    assert_eq!(layout.floats.map(|f| f.encoding), Some(FloatEncoding::Mult));
+    let b = bits_per_value(&c);
+    // As 12-decimal digits they took 44 bits a value; the cents move by up to a few dollars
+    // a day (about 10 bits) and the rounding to 12 decimals leaves about 7 bits.
+    assert!(b < 26.0, "{b} bits per adjusted close");
+}
