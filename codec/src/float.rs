@@ -347,10 +347,10 @@ fn encode_mult(values: &[f64], segments: &[Segment], out: &mut Vec<u8>, scratch:
         let inv = 1.0 / seg.base;
         for (i, &x) in values.iter().enumerate().take(end).skip(seg.start) {
             match float_mult::fits(x, seg.base, inv) {
-                Some(m) => {
+                Some((m, adj)) => {
                     prev = m;
                     mults.push(m);
-                    adjustments.push(float_mult::adjustment(x, m, seg.base));
+                    adjustments.push(adj);
                 }
                 None => {
                     // An exception keeps the previous multiplier (the multipliers stay a

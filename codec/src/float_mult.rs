@@ -74,7 +74,7 @@ const MAX_MULT_BITS: u32 = 50;
 /// wrapping), computed exactly as the decoder reverses it. `None` for a value without a
 /// usable multiplier (not finite, or `|x / base|` at or beyond 2^50).
 #[inline]
-pub(crate) fn split(x: f64, base: f64, inv_base: f64) -> Option<(i64, i64)> {
+fn split(x: f64, base: f64, inv_base: f64) -> Option<(i64, i64)> {
     let q = x * inv_base;
     if q.is_nan() || q.abs() >= (1u64 << MAX_MULT_BITS) as f64 {
         return None;
@@ -87,19 +87,25 @@ pub(crate) fn split(x: f64, base: f64, inv_base: f64) -> Option<(i64, i64)> {
 
 /// `bits(x) − bits(m·base)`, wrapping, as a signed number of ulps.
 #[inline]
-pub(crate) fn adjustment(x: f64, m: i64, base: f64) -> i64 {
+fn adjustment(x: f64, m: i64, base: f64) -> i64 {
     x.to_bits().wrapping_sub(((m as f64) * base).to_bits()) as i64
 }
 
-/// Whether `x` fits `base` well enough to be worth a multiplier: an adjustment below 2^16 ulps
-/// and at least 8 bits saved over a full mantissa (see [`FIT_BITS`]). A value that does not fit
-/// its segment is stored as an exception.
+/// `(m, adjustment)` of `x` (see [`split`]) if it fits `base` well enough to be worth a
+/// multiplier: an adjustment below 2^16 ulps and at least 8 bits saved over a full mantissa
+/// (see [`FIT_BITS`]). A value that does not fit its segment is stored as an exception.
 #[inline]
-pub(crate) fn fits(x: f64, base: f64, inv_base: f64) -> Option<i64> {
+pub(crate) fn fits(x: f64, base: f64, inv_base: f64) -> Option<(i64, i64)> {
     let (m, adj) = split(x, base, inv_base)?;
     let adj_bits = bit_len(adj.unsigned_abs());
     (adj_bits <= MAX_ADJUSTMENT_BITS && bit_len(m.unsigned_abs()) + adj_bits <= FIT_BITS)
-        .then_some(m)
+        .then_some((m, adj))
+}
+
+/// Bits a fitting value costs in the estimates: its multiplier's delta and its adjustment,
+/// with a sign bit each.
+fn value_bits(delta: u64, adj: i64) -> usize {
+    2 + bit_len(delta) as usize + bit_len(adj.unsigned_abs()) as usize
 }
 
 #[inline]
@@ -260,7 +266,7 @@ fn coarsest(base: f64, ahead: &[f64]) -> f64 {
     let mut mults = [0i64; COARSEN_WINDOW];
     let mut count = 0usize;
     for &x in ahead {
-        if let Some(m) = fits(x, base, inv)
+        if let Some((m, _)) = fits(x, base, inv)
             && let Some(slot) = mults.get_mut(count)
         {
             *slot = m;
@@ -315,7 +321,7 @@ fn refine_fitting(base: f64, values: &[f64]) -> f64 {
     let inv = 1.0 / base;
     let fitting = values
         .iter()
-        .filter_map(|&x| fits(x, base, inv).map(|m| (m as f64, x)));
+        .filter_map(|&x| fits(x, base, inv).map(|(m, _)| (m as f64, x)));
     least_squares(fitting).unwrap_or(base)
 }
 
@@ -400,7 +406,8 @@ pub(crate) fn segments(values: &[f64]) -> Option<Vec<Segment>> {
         let mut inv = 1.0 / base;
         let first = at;
         while let Some(&x) = values.get(at) {
-            if fits(x, base, inv).is_none()
+            let mut fit = fits(x, base, inv);
+            if fit.is_none()
                 && let Some(finer) = finer_base(base, x)
                 && needed_often(values.get(at..).unwrap_or_default(), base, finer)
             {
@@ -410,8 +417,9 @@ pub(crate) fn segments(values: &[f64]) -> Option<Vec<Segment>> {
                 if let Some((_, open_base)) = open.as_mut() {
                     *open_base = base;
                 }
+                fit = fits(x, base, inv);
             }
-            if fits(x, base, inv).is_none() {
+            if fit.is_none() {
                 let next_fits = values
                     .get(at + 1)
                     .is_some_and(|&y| fits(y, base, inv).is_some());
@@ -442,10 +450,9 @@ pub(crate) fn probe_bits_per_value(values: &[f64]) -> Option<f64> {
     let (mut bits, mut count, mut fitted, mut misses) = (0usize, 0usize, 0usize, 0usize);
     let mut prev: Option<i64> = None;
     for &x in values.iter().take(PROBE_LEN) {
-        match split(x, base, inv).filter(|_| fits(x, base, inv).is_some()) {
+        match fits(x, base, inv) {
             Some((m, adj)) => {
-                let delta = prev.map_or(0, |p| m.wrapping_sub(p).unsigned_abs());
-                bits += 2 + bit_len(delta) as usize + bit_len(adj.unsigned_abs()) as usize;
+                bits += value_bits(prev.map_or(0, |p| m.wrapping_sub(p).unsigned_abs()), adj);
                 prev = Some(m);
                 fitted += 1;
                 misses = 0;
@@ -473,11 +480,9 @@ pub(crate) fn estimate_bits(values: &[f64], segments: &[Segment]) -> usize {
         let end = segments.get(s + 1).map_or(n, |next| next.start);
         let inv = 1.0 / seg.base;
         for &x in values.get(seg.start..end).unwrap_or_default() {
-            match split(x, seg.base, inv).filter(|_| fits(x, seg.base, inv).is_some()) {
+            match fits(x, seg.base, inv) {
                 Some((m, adj)) => {
-                    bits += 2
-                        + bit_len(m.wrapping_sub(prev).unsigned_abs()) as usize
-                        + bit_len(adj.unsigned_abs()) as usize;
+                    bits += value_bits(m.wrapping_sub(prev).unsigned_abs(), adj);
                     prev = m;
                 }
                 None => bits += EXCEPTION_BITS as usize,
