@@ -95,7 +95,7 @@ tag_enum! {
 }
 
 tag_enum! {
-    /// Encoding of an int section. Codes 3..=255 are reserved.
+    /// Encoding of an int section. Codes 4..=255 are reserved.
     IntEncoding, "int encoding" {
         /// Every value is equal: one zigzag varint.
         Const = 0,
@@ -106,6 +106,9 @@ tag_enum! {
         /// integer code through static-frequency rANS, plus raw low bits (format version 3
         /// and later).
         Coded = 2,
+        /// Delta of order 0, 1 or 2, then residuals that all equal one value but at a few
+        /// listed positions (format version 5 and later).
+        Sparse = 3,
     }
 }
 

@@ -5,16 +5,18 @@
 //! [`IntEncoding::Const`], [`IntEncoding::Packed`]: delta of order 0, 1 or 2 (chosen by exact
 //! size), then the residuals minus their minimum (frame of reference), divided by their common
 //! divisor, and bit-packed in blocks of [`BLOCK_LEN`] values, each block with its own width and
-//! minimum (a divisor of 0 means every residual equals the minimum: no blocks), or
-//! [`IntEncoding::Coded`]: the same residuals entropy-coded ([`crate::coded`]) when they come
-//! from a small skewed alphabet and that pays for its slower decoding. A section of 0 values is
-//! empty (no bytes).
+//! minimum (a divisor of 0 means every residual equals the minimum: no blocks),
+//! [`IntEncoding::Sparse`]: the same residuals as one common value and a list of exceptions
+//! ([`crate::sparse`]) when few differ, or [`IntEncoding::Coded`]: the same residuals
+//! entropy-coded ([`crate::coded`]) when they come from a small skewed alphabet and that pays
+//! for its slower decoding. A section of 0 values is empty (no bytes).
 
 use crate::bits;
 use crate::coded;
 use crate::delta;
 use crate::format::{BLOCK_LEN, IntEncoding};
 use crate::reader::Reader;
+use crate::sparse;
 use crate::varint;
 use crate::{Error, Result};
 
@@ -253,62 +255,80 @@ fn choose(values: &[i64], scratch: &mut Vec<i64>) -> IntLayout {
 /// Residuals below which a section is never entropy-coded (its table would not pay).
 const CODED_MIN_VALUES: usize = 16;
 
-/// The Coded section of `seq` (the sequence after the delta transform of `order`), if it is
-/// worth it (see [`coded::encode_if_smaller`]): returns the estimated size of the section
-/// after its heads, and appends it to `out` if given. Small values (below 2^7 once mapped) are
-/// their own tokens; larger ones a token for their bit length plus raw low bits, which the
-/// pricing charges for (a wide, heavy-tailed section such as irregular event times codes its
-/// bit lengths near their entropy).
-fn write_coded(seq: &[i64], order: u8, out: Option<&mut Vec<u8>>) -> Option<usize> {
+/// What follows the choice of a delta order: the packed section, the sparse one
+/// ([`sparse::plan`]) when it is smaller, or the Coded one ([`coded::encode_if_smaller`]) when
+/// it beats both with its slower decoding priced in.
+enum Refined {
+    Packed,
+    Sparse(sparse::Plan),
+    /// The estimated size of the section after its heads.
+    Coded(usize),
+}
+
+/// Picks the encoding of `seq` (the sequence after the delta transform of `order`) and, if
+/// `out` is given, appends a Coded section there when Coded wins (the other two are written by
+/// the caller). Small values (below 2^7 once mapped) are Coded's own tokens; larger ones a
+/// token for their bit length plus raw low bits, which the pricing charges for (a wide,
+/// heavy-tailed section such as irregular event times codes its bit lengths near their
+/// entropy).
+fn refine(seq: &[i64], order: u8, out: Option<&mut Vec<u8>>) -> Refined {
     let k = usize::from(order).min(seq.len());
     let res = seq.get(k..).unwrap_or_default();
-    if res.len() < CODED_MIN_VALUES {
-        return None;
-    }
     let frame = frame_of(res);
     // The packed section after its heads: the order byte and the residuals.
     let packed = 1 + residual_cost(res, frame);
-    coded::encode_if_smaller(seq, order, frame.base, frame.gcd, packed, out)
+    let sparse = sparse::plan(res, packed - 1);
+    let budget = sparse.map_or(packed, |plan| 1 + plan.size);
+    if res.len() >= CODED_MIN_VALUES
+        && let Some(est) = coded::encode_if_smaller(seq, order, frame.base, frame.gcd, budget, out)
+    {
+        return Refined::Coded(est);
+    }
+    sparse.map_or(Refined::Packed, Refined::Sparse)
 }
 
 /// Bytes [`encode`] would write for `values`, and its choice. `scratch` is reused memory.
 pub(crate) fn estimate(values: &[i64], scratch: &mut Vec<i64>) -> (usize, IntLayout) {
     let layout = choose(values, scratch);
-    if layout.encoding == IntEncoding::Packed
-        && let Some(est) = write_coded(scratch, layout.order, None)
-    {
-        // An estimate within a few bytes: the exact size is known only once coded.
-        let layout = IntLayout {
-            encoding: IntEncoding::Coded,
-            order: layout.order,
-        };
-        return (1 + heads_cost(scratch, layout.order) + est, layout);
+    let Some(&first) = values.first() else {
+        return (0, layout);
+    };
+    if layout.encoding == IntEncoding::Const {
+        return (1 + varint::len_signed(first), layout);
     }
-    let cost = match (layout.encoding, values.first()) {
-        (_, None) => 0,
-        (IntEncoding::Const, Some(&first)) => 1 + varint::len_signed(first),
-        (_, Some(_)) => {
+    let heads = 1 + heads_cost(scratch, layout.order);
+    let (size, encoding) = match refine(scratch, layout.order, None) {
+        // An estimate within a few bytes: the exact size is known only once coded.
+        Refined::Coded(est) => (heads + est, IntEncoding::Coded),
+        Refined::Sparse(plan) => (heads + 1 + plan.size, IntEncoding::Sparse),
+        Refined::Packed => {
             let k = usize::from(layout.order).min(scratch.len());
             let res = scratch.get(k..).unwrap_or_default();
-            2 + heads_cost(scratch, layout.order) + residual_cost(res, frame_of(res))
+            (
+                heads + 1 + residual_cost(res, frame_of(res)),
+                IntEncoding::Packed,
+            )
         }
     };
-    (cost, layout)
+    let layout = IntLayout {
+        encoding,
+        order: layout.order,
+    };
+    (size, layout)
 }
 
 /// Appends the int section of `values`, choosing the smallest encoding.
 pub(crate) fn encode(values: &[i64], out: &mut Vec<u8>, scratch: &mut Vec<i64>) -> IntLayout {
     let layout = choose(values, scratch);
-    if layout.encoding == IntEncoding::Packed
-        && write_coded(scratch, layout.order, Some(out)).is_some()
-    {
-        return IntLayout {
-            encoding: IntEncoding::Coded,
-            order: layout.order,
-        };
+    if layout.encoding == IntEncoding::Const {
+        write_residuals(values, layout, out, scratch);
+        return layout;
     }
-    write_residuals(values, layout, out, scratch);
-    layout
+    let encoding = write_refined(values, layout.order, out, scratch);
+    IntLayout {
+        encoding,
+        order: layout.order,
+    }
 }
 
 /// Appends the int section of `values` in the given layout (from [`estimate`]).
@@ -319,17 +339,34 @@ pub(crate) fn encode_as(
     scratch: &mut Vec<i64>,
 ) {
     scratch.clear();
-    if layout.encoding != IntEncoding::Const {
-        scratch.extend_from_slice(values);
-        delta::encode(scratch, layout.order);
-    }
-    // The same decision as in `estimate`, so it writes the same bytes.
-    if layout.encoding == IntEncoding::Coded
-        && write_coded(scratch, layout.order, Some(out)).is_some()
-    {
+    if layout.encoding == IntEncoding::Const {
+        write_residuals(values, layout, out, scratch);
         return;
     }
-    write_residuals(values, layout, out, scratch);
+    scratch.extend_from_slice(values);
+    delta::encode(scratch, layout.order);
+    // The same decision as in `estimate`, so it writes the same bytes.
+    write_refined(values, layout.order, out, scratch);
+}
+
+/// Writes the Packed, Sparse or Coded section of `values`, whichever [`refine`] picks for the
+/// residual sequence `scratch` of delta order `order`, and returns it.
+fn write_refined(values: &[i64], order: u8, out: &mut Vec<u8>, scratch: &[i64]) -> IntEncoding {
+    match refine(scratch, order, Some(out)) {
+        Refined::Coded(_) => IntEncoding::Coded,
+        Refined::Sparse(plan) => {
+            sparse::write(scratch, order, &plan, out);
+            IntEncoding::Sparse
+        }
+        Refined::Packed => {
+            let layout = IntLayout {
+                encoding: IntEncoding::Packed,
+                order,
+            };
+            write_residuals(values, layout, out, scratch);
+            IntEncoding::Packed
+        }
+    }
 }
 
 /// Writes the section of `values` in `layout`; `scratch` holds the residual sequence of the
@@ -341,7 +378,7 @@ fn write_residuals(values: &[i64], layout: IntLayout, out: &mut Vec<u8>, scratch
             out.push(IntEncoding::Const.to_code());
             varint::put_signed(out, first);
         }
-        IntEncoding::Packed | IntEncoding::Coded => {
+        IntEncoding::Packed | IntEncoding::Coded | IntEncoding::Sparse => {
             out.push(IntEncoding::Packed.to_code());
             out.push(layout.order);
             let k = usize::from(layout.order).min(scratch.len());
@@ -382,6 +419,20 @@ fn write_residuals(values: &[i64], layout: IntLayout, out: &mut Vec<u8>, scratch
     }
 }
 
+/// Reads the delta order of a Packed or Sparse section of `n` values and appends its heads to
+/// `out`; returns the order and the number of heads.
+fn read_order_and_heads(r: &mut Reader<'_>, n: usize, out: &mut Vec<i64>) -> Result<(u8, usize)> {
+    let order = r.u8()?;
+    if order > 2 {
+        return Err(Error::Corruption(format!("delta order {order}")));
+    }
+    let k = usize::from(order).min(n);
+    for _ in 0..k {
+        out.push(r.varint_signed()?);
+    }
+    Ok((order, k))
+}
+
 /// Reads an int section of `n` values, appending them to `out`.
 ///
 /// # Errors
@@ -398,14 +449,7 @@ pub(crate) fn decode(r: &mut Reader<'_>, n: usize, out: &mut Vec<i64>) -> Result
             out.resize(start + n, v);
         }
         IntEncoding::Packed => {
-            let order = r.u8()?;
-            if order > 2 {
-                return Err(Error::Corruption(format!("delta order {order}")));
-            }
-            let k = usize::from(order).min(n);
-            for _ in 0..k {
-                out.push(r.varint_signed()?);
-            }
+            let (order, k) = read_order_and_heads(r, n, out)?;
             let m = n - k;
             if m > 0 {
                 let base = r.varint_signed()?;
@@ -434,6 +478,21 @@ pub(crate) fn decode(r: &mut Reader<'_>, n: usize, out: &mut Vec<i64>) -> Result
                     bits::unpack_block(src, width, frame, dst)?;
                     at += count;
                 }
+            }
+            delta::decode(out.get_mut(start..).unwrap_or_default(), order);
+        }
+        IntEncoding::Sparse => {
+            if r.version() < 5 {
+                return Err(Error::Corruption(format!(
+                    "int encoding Sparse in a version {} blob",
+                    r.version()
+                )));
+            }
+            let (order, k) = read_order_and_heads(r, n, out)?;
+            out.resize(start + n, 0);
+            if n > k {
+                let res = out.get_mut(start + k..).unwrap_or_default();
+                sparse::decode_residuals(r, res)?;
             }
             delta::decode(out.get_mut(start..).unwrap_or_default(), order);
         }

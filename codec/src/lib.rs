@@ -31,6 +31,7 @@
 #![deny(clippy::big_endian_bytes)]
 
 mod bits;
+mod bitstream;
 mod blob;
 mod bytes;
 mod coded;
@@ -45,6 +46,7 @@ mod ints;
 mod range_coder;
 mod rans;
 mod reader;
+mod sparse;
 mod types;
 pub mod varint;
 mod zigzag;
@@ -61,7 +63,7 @@ pub use format::{
 pub use ints::IntLayout;
 
 /// Newest blob format version this build writes (and every version up to it, it reads).
-pub const FORMAT_VERSION: u8 = 4;
+pub const FORMAT_VERSION: u8 = 5;
 
 /// A decoded blob: its row count and its (possibly projected) columns in stored order.
 #[derive(Clone, Debug, Default, PartialEq)]

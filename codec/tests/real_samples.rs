@@ -84,3 +84,20 @@ fn adjusted_closes_cost_their_cents_not_their_digits() {
     // a day (about 10 bits) and the rounding to 12 decimals leaves about 7 bits.
     assert!(b < 26.0, "{b} bits per adjusted close");
 }
+
+/// A clock with a few missed readings: the deltas are one value but at the gaps, which the
+/// Sparse int section lists by position, where packed blocks would widen to the gap's size.
+#[test]
+fn clock_gaps_cost_their_positions_not_a_wide_block() {
+    let c = common::parse_sample(samples::GLUCOSE_TS, true);
+    let (body, layout) = encode_column(&c).unwrap();
+    assert_eq!(
+        layout.ints.map(|i| (i.encoding, i.order)),
+        Some((tscoll_codec::IntEncoding::Sparse, 1))
+    );
+    // 256 readings, two gaps: a 3-byte column header, the first time (6 bytes), the divisor
+    // (1 minute), the common delta (5), the count, two widths, then two gaps of 8 + 8 bits.
+    let b = bits_per_value(&c);
+    assert!(body.len() <= 24, "{} bytes", body.len());
+    assert!(b < 0.8, "{b} bits per timestamp");
+}

@@ -216,6 +216,38 @@ proptest! {
         check(c.len(), &[c])?;
     }
 
+    /// A clock or counter with rare exceptions (the Sparse int section): a constant step, and
+    /// at a few random rows a step of any size, in any delta order.
+    #[test]
+    fn rare_exceptions_round_trip(
+        start in any::<i64>(),
+        step in prop_oneof![Just(0i64), Just(1), Just(300_000), any::<i64>()],
+        len in 0usize..1200,
+        exceptions in prop::collection::vec((0usize..1200, any::<i64>(), 0u32..64), 0..12),
+        order in 0u8..3,
+    ) {
+        let mut steps = vec![step; len];
+        for (at, v, shift) in exceptions {
+            if let Some(s) = steps.get_mut(at) {
+                *s = v >> shift;
+            }
+        }
+        let mut c = Column::new();
+        let (mut v, mut d) = (start, 0i64);
+        for s in steps {
+            match order {
+                0 => v = s,
+                1 => v = v.wrapping_add(s),
+                _ => {
+                    d = d.wrapping_add(s);
+                    v = v.wrapping_add(d);
+                }
+            }
+            c.push_int(tag::DATETIME, v);
+        }
+        check(c.len(), &[c])?;
+    }
+
     #[test]
     fn float_lane_round_trips(bits in prop::collection::vec(any::<u64>(), 0..600)) {
         let mut c = Column::new();

@@ -159,6 +159,14 @@ enum Pattern {
         spread: u16,
         decimals: u8,
     },
+    /// A clock of `step` that jumps by `skip` every `1024 / rate` rows (missed readings: the
+    /// Sparse int section).
+    Clock {
+        base: i64,
+        step: i64,
+        rate: u8,
+        skip: i64,
+    },
     Words {
         pool: u8,
     },
@@ -174,7 +182,13 @@ enum Pattern {
 }
 
 fn pattern(u: &mut Unstructured<'_>) -> arbitrary::Result<Pattern> {
-    Ok(match u.int_in_range(0u8..=8)? {
+    Ok(match u.int_in_range(0u8..=9)? {
+        9 => Pattern::Clock {
+            base: u.arbitrary()?,
+            step: *u.choose(&[1, 60_000, 300_000, 86_400_000, 0, -7])?,
+            rate: u.arbitrary()?,
+            skip: u.arbitrary()?,
+        },
         8 => Pattern::Scaled {
             factor: f64::from(u.int_in_range(1u32..=u32::MAX)?)
                 / f64::from(u.arbitrary::<u16>()?.max(1)),
@@ -234,6 +248,16 @@ fn push_pattern(
                 base.wrapping_add(step.wrapping_mul(i64i)).wrapping_add(j),
             );
         }
+        Pattern::Clock {
+            base,
+            step,
+            rate,
+            skip,
+        } => col.push_int(
+            tag::DATETIME,
+            base.wrapping_add(step.wrapping_mul(i64i))
+                .wrapping_add(skip.wrapping_mul(i64i * i64::from(rate) / 1024)),
+        ),
         Pattern::Ints { ty, base, spread } => {
             let v = if ty == tag::BOOLEAN {
                 i64::from(u.arbitrary::<bool>()?)

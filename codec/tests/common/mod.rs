@@ -62,6 +62,7 @@ pub const CASES: &[&str] = &[
     "text",
     "tsbs_cpu",
     "adjusted_prices",
+    "clock_gaps",
 ];
 
 /// The bucket of a golden case.
@@ -241,6 +242,31 @@ pub fn case(name: &str) -> Bucket {
                 adjusted.push_float(v);
             }
             columns.push(("adj_close".into(), adjusted));
+        }
+        "clock_gaps" => {
+            // A glucose monitor's 5-minute clock with two missed stretches (the Sparse int
+            // section), a status code that is 200 but at a few rows, and a field present at
+            // all but a few rows (its type stream's indices are sparse too).
+            rows = 256;
+            columns.push(("ts".into(), parse_sample(samples::GLUCOSE_TS, true)));
+            let mut status = Column::new();
+            let mut note = Column::new();
+            for i in 0..rows {
+                let code = match i {
+                    17 => 404,
+                    90 | 91 => 503,
+                    200 => -1,
+                    _ => 200,
+                };
+                status.push_int(tag::INT32, code);
+                if i % 97 == 40 {
+                    note.push_missing();
+                } else {
+                    note.push_float(f64::from(i as u32) / 8.0);
+                }
+            }
+            columns.push(("status".into(), status));
+            columns.push(("note".into(), note));
         }
         "tsbs_cpu" => {
             // One host-hour of the TSBS cpu-only workload: 10-second timestamps, then fields
