@@ -138,14 +138,25 @@ pub(crate) fn decode(
             }
             scratch.clear();
             ints::decode(r, rows, scratch)?;
-            out.reserve(rows);
-            for &i in scratch.iter() {
-                let code = usize::try_from(i).ok().and_then(|i| dict.get(i)).copied();
-                match code {
-                    Some(c) => out.push(c),
-                    None => return Err(Error::Corruption(format!("type index {i} out of range"))),
-                }
+            // Every index must name an entry (a negative one is a huge `u64`): one pass for
+            // the largest, then a branch-free lookup per row.
+            let largest = scratch.iter().fold(0u64, |m, &i| m.max(i as u64));
+            if largest >= k as u64 {
+                let bad = scratch.iter().find(|&&i| i as u64 >= k as u64);
+                return Err(Error::Corruption(format!(
+                    "type index {} out of range",
+                    bad.copied().unwrap_or_default()
+                )));
             }
+            let mut table = [0u8; 256];
+            for (t, &c) in table.iter_mut().zip(dict) {
+                *t = c;
+            }
+            out.extend(
+                scratch
+                    .iter()
+                    .map(|&i| table.get(i as usize & 0xFF).copied().unwrap_or(0)),
+            );
             if k <= COUNT_PER_CODE_MAX {
                 for &code in dict {
                     let n = out.iter().filter(|&&t| t == code).count();
@@ -186,6 +197,23 @@ pub(crate) fn decode(
 mod tests {
     use super::*;
     use crate::tag;
+
+    #[test]
+    fn dict_indices_out_of_range_are_corrupt() {
+        for bad in [2i64, -1, 255, i64::MIN] {
+            // Two codes, then an int section of 10 indices: all 0 but `bad` at row 7.
+            let mut blob = vec![TypeEncoding::Dict.to_code(), 2, tag::INT32, tag::DOUBLE];
+            let mut indices = vec![0i64; 10];
+            indices[7] = bad;
+            ints::encode(&indices, &mut blob, &mut Vec::new());
+            let mut out = Vec::new();
+            let got = decode(&mut Reader::new(&blob), 10, &mut out, &mut Vec::new());
+            assert_eq!(
+                got,
+                Err(Error::Corruption(format!("type index {bad} out of range")))
+            );
+        }
+    }
 
     fn round_trip(types: &[u8]) -> (usize, TypeEncoding) {
         let mut out = Vec::new();
