@@ -94,6 +94,20 @@ fn lane_slot(counts: &mut LaneCounts, code: u8) -> Option<&mut usize> {
 /// Dictionaries up to this size are counted with one vectorized pass per code.
 const COUNT_PER_CODE_MAX: usize = 8;
 
+/// How many of `codes` equal `code`: counted in byte lanes, 255 codes at a time, so the
+/// comparison runs 16 codes an instruction even on baseline x86-64.
+fn count_equal(codes: &[u8], code: u8) -> usize {
+    codes
+        .chunks(255)
+        .map(|c| {
+            let n = c
+                .iter()
+                .fold(0u8, |n, &t| n.wrapping_add(u8::from(t == code)));
+            usize::from(n)
+        })
+        .sum()
+}
+
 /// Reads a type stream of `rows` codes into `out` (cleared first) and returns the rows of
 /// each lane (known from the stream's structure, so the codes need no second pass).
 ///
@@ -138,10 +152,10 @@ pub(crate) fn decode(
             }
             scratch.clear();
             ints::decode(r, rows, scratch)?;
-            // Every index must name an entry (a negative one is a huge `u64`): one pass for
-            // the largest, then a branch-free lookup per row.
-            let largest = scratch.iter().fold(0u64, |m, &i| m.max(i as u64));
-            if largest >= k as u64 {
+            // Every index must name an entry (a negative one is a huge `u64`). Their OR
+            // bounds them all in one cheap pass (exact for 2 or 4 entries); else the largest.
+            let any = scratch.iter().fold(0u64, |m, &i| m | i as u64);
+            if any >= k as u64 && scratch.iter().any(|&i| i as u64 >= k as u64) {
                 let bad = scratch.iter().find(|&&i| i as u64 >= k as u64);
                 return Err(Error::Corruption(format!(
                     "type index {} out of range",
@@ -159,7 +173,7 @@ pub(crate) fn decode(
             );
             if k <= COUNT_PER_CODE_MAX {
                 for &code in dict {
-                    let n = out.iter().filter(|&&t| t == code).count();
+                    let n = count_equal(out, code);
                     if let Some(c) = lane_slot(&mut counts, code) {
                         *c += n;
                     }
@@ -197,6 +211,15 @@ pub(crate) fn decode(
 mod tests {
     use super::*;
     use crate::tag;
+
+    #[test]
+    fn count_equal_counts_past_a_byte() {
+        let codes: Vec<u8> = (0..2000u32).map(|i| (i % 3) as u8).collect();
+        assert_eq!(count_equal(&codes, 0), 667);
+        assert_eq!(count_equal(&codes, 2), 666);
+        assert_eq!(count_equal(&[7; 600], 7), 600);
+        assert_eq!(count_equal(&[], 7), 0);
+    }
 
     #[test]
     fn dict_indices_out_of_range_are_corrupt() {
