@@ -489,10 +489,8 @@ pub(crate) fn decode(r: &mut Reader<'_>, n: usize, out: &mut Vec<i64>) -> Result
                 )));
             }
             let (order, k) = read_order_and_heads(r, n, out)?;
-            out.resize(start + n, 0);
             if n > k {
-                let res = out.get_mut(start + k..).unwrap_or_default();
-                sparse::decode_residuals(r, res)?;
+                sparse::decode_residuals(r, n - k, out)?;
             }
             delta::decode(out.get_mut(start..).unwrap_or_default(), order);
         }

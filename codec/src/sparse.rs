@@ -160,13 +160,13 @@ pub(crate) fn write(seq: &[i64], order: u8, plan: &Plan, out: &mut Vec<u8>) {
     w.finish();
 }
 
-/// Reads the residuals of a sparse section (after its order byte and heads) into `res`.
+/// Reads the `m` residuals of a sparse section (after its order byte and heads), appending
+/// them to `out`.
 ///
 /// # Errors
 /// [`Error::Truncated`] or [`Error::Corruption`] for bad input: a zero divisor, an exception
 /// count of 0 or above the residuals, a width above 64, a position past the residuals.
-pub(crate) fn decode_residuals(r: &mut Reader<'_>, res: &mut [i64]) -> Result<()> {
-    let m = res.len();
+pub(crate) fn decode_residuals(r: &mut Reader<'_>, m: usize, out: &mut Vec<i64>) -> Result<()> {
     let g = r.varint()?;
     if g == 0 {
         return Err(Error::Corruption(
@@ -192,7 +192,9 @@ pub(crate) fn decode_residuals(r: &mut Reader<'_>, res: &mut [i64]) -> Result<()
     let len = (p as u64 * u64::from(skip_width + width)).div_ceil(8);
     let src = r.bytes(usize::try_from(len).unwrap_or(usize::MAX))?;
     let g = g as i64;
-    res.fill(c.wrapping_mul(g));
+    let start = out.len();
+    out.resize(start + m, c.wrapping_mul(g));
+    let res = out.get_mut(start..).unwrap_or_default();
     let mut br = BitReader::new(src);
     let mut next = 0u64;
     for _ in 0..p {
@@ -299,8 +301,8 @@ mod tests {
         write(res, 0, &plan, &mut out);
         assert_eq!(out.len(), 2 + plan.size);
         let mut r = Reader::new(out.get(2..).unwrap());
-        let mut back = vec![0; res.len()];
-        decode_residuals(&mut r, &mut back).unwrap();
+        let mut back = Vec::new();
+        decode_residuals(&mut r, res.len(), &mut back).unwrap();
         assert_eq!(r.remaining(), 0);
         assert_eq!(back, res);
     }
