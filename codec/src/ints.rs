@@ -345,8 +345,19 @@ pub(crate) fn encode_as(
     }
     scratch.extend_from_slice(values);
     delta::encode(scratch, layout.order);
-    // The same decision as in `estimate`, so it writes the same bytes.
-    write_refined(values, layout.order, out, scratch);
+    let k = usize::from(layout.order).min(scratch.len());
+    let res = scratch.get(k..).unwrap_or_default();
+    match layout.encoding {
+        // The same decision as in `estimate`, so it writes the same bytes.
+        IntEncoding::Coded => {
+            write_refined(values, layout.order, out, scratch);
+        }
+        IntEncoding::Sparse => match sparse::plan(res, usize::MAX) {
+            Some(plan) => sparse::write(scratch, layout.order, &plan, out),
+            None => write_residuals(values, layout, out, scratch),
+        },
+        _ => write_residuals(values, layout, out, scratch),
+    }
 }
 
 /// Writes the Packed, Sparse or Coded section of `values`, whichever [`refine`] picks for the
