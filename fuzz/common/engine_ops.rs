@@ -51,9 +51,9 @@
 //!   `[min, min + span)` with the current span, R-6.3.1 and ).
 //!
 //! Shared (with `#[path]`) by the cargo-fuzz target `fuzz/fuzz_targets/engine_ops.rs`, which
-//! decodes the operations from its input ([`decode`]), and by `tests/tests/model_ops.rs`,
-//! which runs random sequences on stable and replays the committed corpus
-//! `fuzz/corpus/engine_ops/`.
+//! decodes the operations from its input ([`decode`]), and by
+//! `tests/tests/end_to_end/model_ops.rs`, which runs random sequences on stable and replays the
+//! committed corpus `fuzz/corpus/engine_ops/`.
 
 #![allow(dead_code, unreachable_pub)]
 
@@ -748,7 +748,7 @@ fn document_has_nul_name(d: &Document) -> bool {
 /// of a type whose equality with `0`, `"b"` or `null` the model does not decide (Decimal128,
 /// undefined, symbol) is wrapped in `{w: ...}`. So is a nested array (the engine matches
 /// `{m: 0}` against `m: [[0]]`, MongoDB does not: the ignored test
-/// `meta_equality_does_not_look_into_nested_arrays` in `tests/tests/model_ops.rs`).
+/// `meta_equality_does_not_look_into_nested_arrays` in `tests/tests/end_to_end/model_ops.rs`).
 #[must_use]
 pub fn meta_of(v: &Value) -> Bson {
     fn rename(d: Document) -> Document {
@@ -766,7 +766,7 @@ pub fn meta_of(v: &Value) -> Bson {
             Bson::Document(d) => Bson::Document(rename(d)),
             // An array holding `null` or a string is wrapped too: `{m: null}` and `{m: "b"}`
             // do not find it (a divergence kept as an ignored test in
-            // `tests/tests/model_ops.rs`, `meta_equality_matches_array_elements`).
+            // `tests/tests/end_to_end/model_ops.rs`, `meta_equality_matches_array_elements`).
             Bson::Array(items)
                 if top
                     && !items
@@ -1972,7 +1972,7 @@ fn collmod_command(op: CollModOp) -> Document {
 }
 
 /// Query shapes the checks can step around while a divergence in them is investigated (the
-/// regression tests in `tests/tests/model_ops.rs` and every default run use
+/// regression tests in `tests/tests/end_to_end/model_ops.rs` and every default run use
 /// [`Avoid::NOTHING`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Avoid {

@@ -1,6 +1,6 @@
 //! Logic of the `decode_rollup` fuzz target, shared by `fuzz/fuzz_targets/decode_rollup.rs`
-//! (cargo-fuzz, nightly) and by `catalog/tests/fuzz_corpus.rs` (replays the committed corpus
-//! on stable with `cargo test`).
+//! (cargo-fuzz, nightly) and by `catalog/tests/catalog/fuzz_corpus.rs` (replays the committed
+//! corpus on stable with `cargo test`).
 
 #![allow(dead_code, unreachable_pub)]
 

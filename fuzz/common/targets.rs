@@ -1,5 +1,5 @@
 //! Logic of the fuzz targets, shared by `fuzz/fuzz_targets/*.rs` (cargo-fuzz, nightly) and by
-//! `codec/tests/fuzz_corpus.rs` (replays the committed corpus on stable with `cargo test`).
+//! `codec/tests/codec/fuzz_corpus.rs` (replays the committed corpus on stable with `cargo test`).
 
 #![allow(dead_code, unreachable_pub)]
 

@@ -1,6 +1,6 @@
 //! Arbitrary bytes → `decode_bucket` (and the column decoders behind it): `Err` or a value,
 //! never a panic. Logic in `fuzz/common/targets.rs`, replayed on stable by
-//! `codec/tests/fuzz_corpus.rs`.
+//! `codec/tests/codec/fuzz_corpus.rs`.
 #![no_main]
 
 #[path = "../common/targets.rs"]

@@ -1,6 +1,6 @@
 //! Arbitrary bytes → a stored bucket rollup (`BucketRollup::decode`, `RollupLayout`): `Err`
 //! or a value, never a panic. Logic in `fuzz/common/rollup.rs`, replayed on stable by
-//! `catalog/tests/fuzz_corpus.rs`.
+//! `catalog/tests/catalog/fuzz_corpus.rs`.
 #![no_main]
 
 #[path = "../common/rollup.rs"]

@@ -1,5 +1,5 @@
 //! Structured columns (via `arbitrary`) → encode → decode → the same columns, bit for bit.
-//! Logic in `fuzz/common/targets.rs`, replayed on stable by `codec/tests/fuzz_corpus.rs`.
+//! Logic in `fuzz/common/targets.rs`, replayed on stable by `codec/tests/codec/fuzz_corpus.rs`.
 #![no_main]
 
 #[path = "../common/targets.rs"]

@@ -784,7 +784,7 @@ impl Loader<'_> {
 
     /// Prints `ack FIRST LAST INSERTED` for the batch `insert_many` just acknowledged and
     /// flushes stdout, so a reader learns of the acknowledgement even if this process dies
-    /// right after (the crash test `cli/tests/crash_kill.rs` relies on it, SPEC ).
+    /// right after (the crash test `cli/tests/cli/crash_kill.rs` relies on it, SPEC ).
     fn ack(&self, inserted: usize) -> CmdResult<()> {
         let first = self.lines.first().copied().unwrap_or(0);
         let last = self.lines.last().copied().unwrap_or(0);

@@ -1,0 +1,267 @@
+//! `tscoll verify`, `tscoll salvage` and the global `--recover` flag (`docs/cli.md`): verify
+//! exits 0 on an intact database and 2 listing each damaged bucket; salvage copies what is
+//! readable into a new directory and lists what was lost; a database whose journal is damaged
+//! is refused with a message pointing at `--recover`, which opens it keeping every write
+//! before the damage.
+
+use std::path::Path;
+
+use bson::{DateTime, Document, doc};
+use tscoll_engine::{Database, DatabaseOptions, Durability, InsertOptions, TimeseriesOptions};
+
+use crate::common::{self, tscoll};
+
+/// `n` measurements of series `site`, `_id` from `first`, one a minute.
+fn docs(site: &str, first: i64, n: i64) -> Vec<Document> {
+    (first..first + n)
+        .map(|i| {
+            doc! {
+                "ts": DateTime::from_millis(1_451_606_400_000 + i * 60_000),
+                "meta": { "series": site },
+                "_id": i,
+                "v": i as f64 / 4.0,
+            }
+        })
+        .collect()
+}
+
+fn status(run: &common::Run) -> Option<i32> {
+    run.output.status.code()
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().expect("utf-8")
+}
+
+#[test]
+fn verify_and_salvage_a_damaged_database() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let (db_dir, new_dir) = (root.path().join("db"), root.path().join("new"));
+    let damaged_bucket = {
+        let db = Database::open(&db_dir, DatabaseOptions::default()).expect("open");
+        let coll = db
+            .create_collection("c", &TimeseriesOptions::new("ts").meta_field("meta"))
+            .expect("create");
+        for site in ["a", "b"] {
+            coll.insert_many(
+                &docs(site, if site == "a" { 0 } else { 100 }, 20),
+                &InsertOptions::default(),
+            )
+            .expect("insert");
+        }
+        db.close().expect("close");
+        let data = &coll.storage_keyspaces()[0];
+        let (key, mut value) = db.raw_entries(data).expect("data").swap_remove(0);
+        let at = value.len() / 2;
+        value[at] ^= 0x11;
+        db.raw_write(data, &key, Some(&value)).expect("damage");
+        key[..12]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    };
+
+    let run = tscoll(&["verify", "--db", path(&db_dir)], None);
+    assert_eq!(status(&run), Some(2), "{}{}", run.stdout(), run.stderr());
+    let out = run.stdout();
+    assert!(
+        out.contains(&format!(
+            "damaged: c bucket {damaged_bucket}: corrupt-segment: segment "
+        )),
+        "{out}"
+    );
+    assert!(out.contains("index entries: 1 problem\n"), "{out}");
+    assert!(out.contains("run `tscoll salvage`"), "{out}");
+
+    let run = tscoll(
+        &["salvage", "--db", path(&db_dir), "--to", path(&new_dir)],
+        None,
+    );
+    assert_eq!(status(&run), Some(2), "{}{}", run.stdout(), run.stderr());
+    let out = run.stdout();
+    assert!(
+        out.contains(&format!(
+            "lost: c bucket {damaged_bucket}: segment 0 skipped ("
+        )),
+        "{out}"
+    );
+    assert!(out.contains("20 lost"), "{out}");
+    assert!(
+        out.contains("salvaged 20 measurement(s) of 1 collection(s)"),
+        "{out}"
+    );
+
+    let run = tscoll(&["verify", "--db", path(&new_dir)], None);
+    assert_eq!(status(&run), Some(0), "{}{}", run.stdout(), run.stderr());
+    assert!(run.stdout().contains("no problem found"));
+    let found = tscoll(&["find", "--db", path(&new_dir), "c"], None).ok();
+    assert_eq!(found.json_lines().len(), 20);
+
+    // Salvage refuses a directory that is not empty.
+    let run = tscoll(
+        &["salvage", "--db", path(&db_dir), "--to", path(&new_dir)],
+        None,
+    )
+    .failed();
+    assert!(
+        run.stderr().contains("not an empty directory"),
+        "{}",
+        run.stderr()
+    );
+}
+
+/// A crash image with a damaged journal: a copy of a database still open after synced
+/// writes of series `a` (`_id` 0..10) then `b` (100..110), a byte flipped in the middle of
+/// `b`'s writes. Returns its directory.
+fn damaged_journal(root: &Path, name: &str) -> std::path::PathBuf {
+    let live = root.join(format!("{name}-live"));
+    let crash = root.join(name);
+    let db = Database::open(&live, DatabaseOptions::default()).expect("open");
+    let coll = db
+        .create_collection("c", &TimeseriesOptions::new("ts").meta_field("meta"))
+        .expect("create");
+    let sync = InsertOptions {
+        ordered: true,
+        durability: Durability::Sync,
+    };
+    let journal = || {
+        std::fs::read_dir(&live)
+            .expect("read_dir")
+            .map(|e| e.expect("entry").path())
+            .filter(|p| p.extension().is_some_and(|x| x == "jnl"))
+            .max()
+            .expect("journal")
+    };
+    let data_len = |p: &Path| {
+        let bytes = std::fs::read(p).expect("read");
+        bytes.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1)
+    };
+    // Each insert is logged, then stored (a flush stores what open buckets hold) and made
+    // durable in fjall's journal by a checkpoint, which also empties the write-ahead log: the
+    // journal alone holds the writes.
+    let insert = |d: Document| {
+        coll.insert_many(&[d], &sync).expect("insert");
+        coll.flush().expect("flush");
+        coll.checkpoint().expect("checkpoint");
+    };
+    for d in docs("a", 0, 10) {
+        insert(d);
+    }
+    let after_a = data_len(&journal());
+    for d in docs("b", 100, 10) {
+        insert(d);
+    }
+    let after_b = data_len(&journal());
+    std::fs::create_dir_all(&crash).expect("mkdir");
+    for entry in std::fs::read_dir(&live).expect("read_dir") {
+        let entry = entry.expect("entry");
+        copy_tree(&entry.path(), &crash.join(entry.file_name()));
+    }
+    drop((coll, db));
+    let target = crash.join(journal().file_name().expect("name"));
+    let mut bytes = std::fs::read(&target).expect("read");
+    bytes[after_a + (after_b - after_a) / 2] ^= 0xff;
+    std::fs::write(&target, bytes).expect("write");
+    crash
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    if from.is_dir() {
+        std::fs::create_dir_all(to).expect("mkdir");
+        for entry in std::fs::read_dir(from).expect("read_dir") {
+            let entry = entry.expect("entry");
+            copy_tree(&entry.path(), &to.join(entry.file_name()));
+        }
+    } else {
+        std::fs::copy(from, to).expect("copy");
+    }
+}
+
+#[test]
+fn a_damaged_journal_needs_recover() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let crash = damaged_journal(root.path(), "crash");
+
+    for cmd in [vec!["verify"], vec!["find", "c"]] {
+        let mut args = vec![cmd[0], "--db", path(&crash)];
+        args.extend_from_slice(&cmd[1..]);
+        let run = tscoll(&args, None).failed();
+        assert_eq!(status(&run), Some(1));
+        let err = run.stderr();
+        assert!(err.contains("journal"), "{err}");
+        assert!(err.contains("tscoll verify --recover"), "{err}");
+    }
+
+    let run = tscoll(&["verify", "--recover", "--db", path(&crash)], None);
+    assert_eq!(status(&run), Some(2), "{}{}", run.stdout(), run.stderr());
+    assert!(
+        run.stderr()
+            .contains("tscoll: warning: the journal was damaged at byte"),
+        "{}",
+        run.stderr()
+    );
+    let out = run.stdout();
+    assert!(
+        out.starts_with("damaged journal: the journal was damaged"),
+        "{out}"
+    );
+    assert!(
+        out.contains("no problem found in what the journal repair kept"),
+        "{out}"
+    );
+
+    // Repaired: the commands work without the flag, with every write of series a.
+    let run = tscoll(&["verify", "--db", path(&crash)], None);
+    assert_eq!(status(&run), Some(0), "{}{}", run.stdout(), run.stderr());
+    let found = tscoll(&["find", "--db", path(&crash), "c"], None)
+        .ok()
+        .json_lines();
+    let ids: Vec<i64> = found
+        .iter()
+        .map(|d| {
+            // An int64 `_id` is written typed, `{"$numberLong": "N"}`.
+            d["_id"]["$numberLong"]
+                .as_str()
+                .and_then(|n| n.parse().ok())
+                .expect("_id")
+        })
+        .collect();
+    assert!((0..10).all(|i| ids.contains(&i)), "{ids:?}");
+    assert!(ids.len() < 20, "{ids:?}");
+}
+
+#[test]
+fn salvage_recovers_a_damaged_journal() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let crash = damaged_journal(root.path(), "crash");
+    let new_dir = root.path().join("new");
+    let run = tscoll(
+        &["salvage", "--db", path(&crash), "--to", path(&new_dir)],
+        None,
+    )
+    .failed();
+    assert!(run.stderr().contains("--recover"), "{}", run.stderr());
+    assert!(!new_dir.exists(), "nothing created before the source opens");
+
+    let run = tscoll(
+        &[
+            "salvage",
+            "--recover",
+            "--db",
+            path(&crash),
+            "--to",
+            path(&new_dir),
+        ],
+        None,
+    );
+    assert_eq!(status(&run), Some(2), "{}{}", run.stdout(), run.stderr());
+    assert!(
+        run.stdout().starts_with("damaged journal: "),
+        "{}",
+        run.stdout()
+    );
+    let found = tscoll(&["find", "--db", path(&new_dir), "c"], None)
+        .ok()
+        .json_lines();
+    assert!(found.len() >= 10 && found.len() < 20, "{}", found.len());
+}

@@ -1,0 +1,48 @@
+//! The end-to-end tests of tscoll in one test binary: real data round trips, SPEC conformance,
+//! crash recovery, damaged stores and the model-based test. Each file of this folder is a
+//! module of it, so the engine, fjall and arrow are linked once for all of them.
+//!
+//! The tests of one file: `cargo test -p tscoll-tests --test end_to_end spec_ttl::`. proptest
+//! keeps the seeds of past failures in `tests/tests/proptest-regressions/<module>.txt` (beside
+//! the folder of this `main.rs`) and replays them before new cases.
+
+/// Helpers of the damage tests.
+mod damage;
+
+mod arrow_insert;
+mod arrow_results;
+#[cfg(unix)]
+mod closed_buckets_skip_journal;
+mod compact;
+mod find_cursor_streams;
+mod journal_damaged_open;
+mod manual_examples;
+mod merge_from_memory;
+mod model_ops;
+mod nul_field_names;
+mod reads_see_memory;
+mod real_data_roundtrip;
+mod rollups;
+mod salvage_damage;
+mod semantics_ids;
+mod spec_coll_mod;
+mod spec_control;
+mod spec_delete;
+mod spec_idle;
+mod spec_indexes;
+mod spec_measurements;
+mod spec_meta;
+mod spec_options;
+mod spec_pipeline;
+mod spec_placement;
+mod spec_queries;
+mod spec_reopen;
+mod spec_rollover;
+mod spec_single_writer;
+mod spec_stats;
+mod spec_ttl;
+mod spec_update;
+mod spec_update_measurements;
+mod stress_concurrent;
+mod verify_damage;
+mod wal_recovery;
