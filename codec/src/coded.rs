@@ -21,6 +21,7 @@ use std::cell::Cell;
 
 use crate::bitstream::{BitReader, BitWriter, eg0_len};
 use crate::format::IntEncoding;
+use crate::ints::gcd;
 use crate::rans;
 use crate::reader::Reader;
 use crate::varint;
@@ -257,13 +258,6 @@ impl ExactDiv {
     fn signed(self, x: i64) -> i64 {
         (x >> self.shift).wrapping_mul(self.inverse as i64)
     }
-}
-
-fn gcd(mut a: u64, mut b: u64) -> u64 {
-    while b != 0 {
-        (a, b) = (b, a % b);
-    }
-    a
 }
 
 /// Encoder scratch memory, kept per thread.

@@ -36,7 +36,8 @@ struct Frame {
     gcd: u64,
 }
 
-fn gcd(mut a: u64, mut b: u64) -> u64 {
+/// Greatest common divisor (binary algorithm); `gcd(0, b) = b`.
+pub(crate) fn gcd(mut a: u64, mut b: u64) -> u64 {
     if a == 0 {
         return b;
     }
@@ -259,7 +260,8 @@ const CODED_MIN_VALUES: usize = 16;
 /// ([`sparse::plan`]) when it is smaller, or the Coded one ([`coded::encode_if_smaller`]) when
 /// it beats both with its slower decoding priced in.
 enum Refined {
-    Packed,
+    /// The packed section's size after its heads (order byte and residuals).
+    Packed(usize),
     Sparse(sparse::Plan),
     /// The estimated size of the section after its heads.
     Coded(usize),
@@ -284,7 +286,7 @@ fn refine(seq: &[i64], order: u8, out: Option<&mut Vec<u8>>) -> Refined {
     {
         return Refined::Coded(est);
     }
-    sparse.map_or(Refined::Packed, Refined::Sparse)
+    sparse.map_or(Refined::Packed(packed), Refined::Sparse)
 }
 
 /// Bytes [`encode`] would write for `values`, and its choice. `scratch` is reused memory.
@@ -301,14 +303,7 @@ pub(crate) fn estimate(values: &[i64], scratch: &mut Vec<i64>) -> (usize, IntLay
         // An estimate within a few bytes: the exact size is known only once coded.
         Refined::Coded(est) => (heads + est, IntEncoding::Coded),
         Refined::Sparse(plan) => (heads + 1 + plan.size, IntEncoding::Sparse),
-        Refined::Packed => {
-            let k = usize::from(layout.order).min(scratch.len());
-            let res = scratch.get(k..).unwrap_or_default();
-            (
-                heads + 1 + residual_cost(res, frame_of(res)),
-                IntEncoding::Packed,
-            )
-        }
+        Refined::Packed(packed) => (heads + packed, IntEncoding::Packed),
     };
     let layout = IntLayout {
         encoding,
@@ -369,7 +364,7 @@ fn write_refined(values: &[i64], order: u8, out: &mut Vec<u8>, scratch: &[i64]) 
             sparse::write(scratch, order, &plan, out);
             IntEncoding::Sparse
         }
-        Refined::Packed => {
+        Refined::Packed(_) => {
             let layout = IntLayout {
                 encoding: IntEncoding::Packed,
                 order,

@@ -12,6 +12,7 @@
 use crate::bits;
 use crate::bitstream::{BitReader, BitWriter};
 use crate::format::IntEncoding;
+use crate::ints::gcd;
 use crate::reader::Reader;
 use crate::varint;
 use crate::zigzag;
@@ -46,13 +47,6 @@ const PROBES: usize = 16;
 /// Residuals counted between two checks of the exception budget (a branch-free pass each).
 const COUNT_BLOCK: usize = 256;
 
-fn gcd(mut a: u64, mut b: u64) -> u64 {
-    while b != 0 {
-        (a, b) = (b, a % b);
-    }
-    a
-}
-
 /// `r / g` for a `g` known to divide `r`.
 #[inline]
 fn quotient(r: i64, g: u64) -> i64 {
@@ -60,8 +54,8 @@ fn quotient(r: i64, g: u64) -> i64 {
 }
 
 /// The sparse layout of the residuals `res` if it takes fewer than `budget` bytes (after the
-/// heads), else `None`. Two passes over `res` at most; the first stops as soon as the
-/// exceptions could not fit the budget.
+/// heads), else `None`. Three passes over `res` at most (count, divisor, widths); the count
+/// stops as soon as the exceptions could not fit the budget.
 pub(crate) fn plan(res: &[i64], budget: usize) -> Option<Plan> {
     let m = res.len();
     if m < 4 {

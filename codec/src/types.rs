@@ -155,12 +155,10 @@ pub(crate) fn decode(
             // Every index must name an entry (a negative one is a huge `u64`). Their OR
             // bounds them all in one cheap pass (exact for 2 or 4 entries); else the largest.
             let any = scratch.iter().fold(0u64, |m, &i| m | i as u64);
-            if any >= k as u64 && scratch.iter().any(|&i| i as u64 >= k as u64) {
-                let bad = scratch.iter().find(|&&i| i as u64 >= k as u64);
-                return Err(Error::Corruption(format!(
-                    "type index {} out of range",
-                    bad.copied().unwrap_or_default()
-                )));
+            if any >= k as u64
+                && let Some(bad) = scratch.iter().find(|&&i| i as u64 >= k as u64)
+            {
+                return Err(Error::Corruption(format!("type index {bad} out of range")));
             }
             let mut table = [0u8; 256];
             for (t, &c) in table.iter_mut().zip(dict) {
