@@ -58,10 +58,10 @@ pub(super) fn expression(v: &Bson) -> Result<Expr> {
 pub(super) struct DocumentValues<'a>(pub(super) &'a Document);
 
 impl Values for DocumentValues<'_> {
-    fn get(&self, _: Target, path: &[String]) -> crate::filter::Got<'_> {
+    fn root(&self, _: Target, path: &[String]) -> crate::filter::Got<'_> {
         Ok(path
-            .split_first()
-            .and_then(|(first, rest)| lookup(self.0.get(first), rest))
+            .first()
+            .and_then(|first| self.0.get(first))
             .map(std::borrow::Cow::Borrowed))
     }
 }
