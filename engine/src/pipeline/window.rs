@@ -28,6 +28,18 @@ enum Bound {
     At(f64),
 }
 
+impl Bound {
+    /// A range bound on the scale of the positions: an offset in units of a date `sortBy`
+    /// in ms (`unit`: the unit's length in ms).
+    fn scaled(self, unit: Option<i64>) -> Bound {
+        match (self, unit) {
+            #[expect(clippy::cast_precision_loss, reason = "a unit's length in ms")]
+            (Bound::At(a), Some(ms)) => Bound::At(a * ms as f64),
+            (b, _) => b,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 enum Window {
     Whole,
@@ -236,8 +248,9 @@ impl SetWindowFields {
         Ok(out)
     }
 
-    /// The `sortBy` value of each document as a number (a date in ms); needed by range
-    /// windows, `$derivative` and `$integral`.
+    /// The `sortBy` value of each document as a number (a date in ms, exact below 2^53, so
+    /// that the difference of two is exact and only then divided by the unit's length);
+    /// needed by range windows, `$derivative` and `$integral`.
     fn positions(&self, part: &[Document], unit: Option<i64>) -> Result<Vec<f64>> {
         let path = &self.sort[0].0;
         part.iter()
@@ -247,9 +260,7 @@ impl SetWindowFields {
                     .and_then(|(f, rest)| lookup(d.get(f), rest));
                 #[expect(clippy::cast_precision_loss, reason = "positions as doubles")]
                 match (v, unit) {
-                    (Some(Bson::DateTime(t)), Some(ms)) => {
-                        Ok(t.timestamp_millis() as f64 / ms as f64)
-                    }
+                    (Some(Bson::DateTime(t)), Some(_)) => Ok(t.timestamp_millis() as f64),
                     (Some(Bson::Int32(n)), None) => Ok(f64::from(*n)),
                     (Some(Bson::Int64(n)), None) => Ok(*n as f64),
                     (Some(Bson::Double(x)), None) => Ok(*x),
@@ -299,6 +310,7 @@ impl SetWindowFields {
                 .collect(),
             Window::Range(lo, hi, unit) => {
                 let xs = self.positions(part, unit)?;
+                let (lo, hi) = (lo.scaled(unit), hi.scaled(unit));
                 (0..n)
                     .map(|i| {
                         let l = match lo {
@@ -359,6 +371,9 @@ impl SetWindowFields {
                     .map(|d| Ok(number(evaluate(input, d, STAGE)?.as_ref())))
                     .collect::<Result<Vec<_>>>()?;
                 let derivative = matches!(o.func, Func::Derivative(..));
+                // Positions in units: the difference of two dates in ms, then divided.
+                #[expect(clippy::cast_precision_loss, reason = "a unit's length in ms")]
+                let span = |a: f64, b: f64| unit.map_or(b - a, |ms| (b - a) / ms as f64);
                 Ok(windows
                     .iter()
                     .map(|&(lo, hi)| {
@@ -368,7 +383,7 @@ impl SetWindowFields {
                         Some(if derivative {
                             match (ys[lo], ys[hi]) {
                                 (Some(a), Some(b)) if hi > lo && xs[hi] != xs[lo] => {
-                                    Bson::Double((b - a) / (xs[hi] - xs[lo]))
+                                    Bson::Double((b - a) / span(xs[lo], xs[hi]))
                                 }
                                 _ => Bson::Null,
                             }
@@ -377,7 +392,7 @@ impl SetWindowFields {
                             for k in lo..hi {
                                 match (ys[k], ys[k + 1]) {
                                     (Some(a), Some(b)) => {
-                                        sum += (xs[k + 1] - xs[k]) * (a + b) / 2.0
+                                        sum += span(xs[k], xs[k + 1]) * (a + b) / 2.0
                                     }
                                     _ => return Some(Bson::Null),
                                 }

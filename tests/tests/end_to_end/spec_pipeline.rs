@@ -335,6 +335,40 @@ fn a_sort_before_a_limit_keeps_the_same_first_documents() {
 }
 
 #[test]
+fn derivative_and_integral_subtract_dates_in_milliseconds() {
+    let (_dir, _db, coll) = empty();
+    // 9999-12-31T23:58:00Z and one minute later: far from 1970, where a date divided by an
+    // hour's length is not exact.
+    let t0 = 253_402_300_680_000;
+    insert_all(
+        &coll,
+        &[
+            doc! { "ts": DateTime::from_millis(t0), "v": 0 },
+            doc! { "ts": DateTime::from_millis(t0 + 60_000), "v": -1000 },
+        ],
+    );
+    let out = coll
+        .aggregate(&[doc! { "$setWindowFields": {
+            "sortBy": { "ts": 1 },
+            "output": {
+                "slope": { "$derivative": { "input": "$v", "unit": "hour" }, "window": { "documents": [-1, 0] } },
+                "area": { "$integral": { "input": "$v", "unit": "hour" }, "window": { "documents": [-1, 0] } },
+                "n": { "$count": {}, "window": { "range": [-1, 0], "unit": "minute" } },
+            },
+        } }])
+        .expect("aggregate");
+    assert_eq!(out.len(), 2);
+    // -1000 in one minute: -60000 an hour; the area is a sixtieth of an hour times -500.
+    assert_eq!(out[1].get_f64("slope").expect("slope"), -60_000.0);
+    assert_eq!(
+        out[1].get_f64("area").expect("area"),
+        60_000.0 / 3_600_000.0 * -500.0
+    );
+    assert_eq!(out[1].get_i32("n").expect("n"), 2);
+    assert_eq!(out[0].get_i32("n").expect("n"), 1);
+}
+
+#[test]
 fn expression_paths_through_arrays_of_documents_give_arrays() {
     let (_dir, _db, coll) = empty();
     insert_all(
