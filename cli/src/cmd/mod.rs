@@ -327,8 +327,10 @@ impl Serialize for NumberLong {
     }
 }
 
-/// Milliseconds since the Unix epoch (0 up to [`LAST_RELAXED_DATE_MS`]) shown as
-/// `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+/// Milliseconds since the Unix epoch shown as `YYYY-MM-DDTHH:MM:SS.mmmZ` (RFC 3339) for the
+/// years 0 to 9999; other years are ISO 8601 expanded years, a sign and at least six digits
+/// (`+010000-01-01T00:00:00.000Z`, `-000001-12-31T23:59:59.999Z`), as JavaScript's
+/// `Date.toISOString` writes them, so that every `i64` has a text.
 pub(crate) struct IsoMillis(pub(crate) i64);
 
 impl fmt::Display for IsoMillis {
@@ -337,9 +339,15 @@ impl fmt::Display for IsoMillis {
         let ms_of_day = self.0.rem_euclid(86_400_000);
         let (year, month, day) = civil_from_days(days);
         let (seconds, ms) = (ms_of_day / 1000, ms_of_day % 1000);
+        if (0..=9999).contains(&year) {
+            write!(f, "{year:04}")?;
+        } else {
+            let sign = if year < 0 { '-' } else { '+' };
+            write!(f, "{sign}{:06}", year.unsigned_abs())?;
+        }
         write!(
             f,
-            "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{ms:03}Z",
+            "-{month:02}-{day:02}T{:02}:{:02}:{:02}.{ms:03}Z",
             seconds / 3600,
             seconds / 60 % 60,
             seconds % 60
