@@ -201,9 +201,9 @@ const DAMAGED: &str = "run `tscoll verify` to list what is damaged and `tscoll s
                        what is readable into a new database";
 
 /// What to do about a damaged journal.
-const JOURNAL_DAMAGED: &str = "open the database with `tscoll --recover` \
-                               (`Database::open_recovering`) to keep every write before the \
-                               damage";
+const JOURNAL_DAMAGED: &str = "open the database with `--recover` (`tscoll verify --recover \
+                               --db DIR`; `Database::open_recovering`) to keep every write \
+                               before the damage";
 
 /// A fjall error as one plain sentence: what went wrong and what to do (fjall's own
 /// `Display` is its debug form, e.g. `FjallError: Io(Os { code: 28, ... })`).

@@ -88,6 +88,17 @@ pub(crate) struct ListArgs {
     pub(crate) bucket_form: bool,
 }
 
+impl Args {
+    /// The `--db` options of the action.
+    pub(crate) fn db(&self) -> &DbArgs {
+        match &self.action {
+            Action::Create(a) => &a.db,
+            Action::Drop(a) => &a.db,
+            Action::List(a) => &a.db,
+        }
+    }
+}
+
 /// Runs `tscoll index`.
 ///
 /// # Errors
@@ -182,9 +193,7 @@ mod tests {
     fn create_list_drop() {
         let dir = tempfile::tempdir().expect("tempdir");
         run_create(dir.path());
-        let db = || DbArgs {
-            db: dir.path().into(),
-        };
+        let db = || DbArgs::new(dir.path());
         create(&CreateArgs {
             db: db(),
             coll: "c".into(),

@@ -20,11 +20,12 @@
 //! read (as stored, before decompression), with an ETA.
 //!
 //! **Figures.** After the last file the database is closed and one line gives its disk space
-//! and bytes per measurement. With `--verbose` (or `--json`), the figures of
+//! and the measurements it holds (every collection's, earlier ingests' too), and the bytes
+//! per stored measurement. With `--verbose` (or `--json`), the figures of
 //! `tscoll bench ingest` are printed instead ([`crate::cmd::report`]): measurements/s and field
 //! values/s over the wall time of reading, parsing and inserting (the time spent inside
 //! `insert_many` is shown apart), bytes per measurement on disk (the whole database
-//! directory after `close`), write amplification and peak RSS; on stderr as a table, or with
+//! directory after `close`, per measurement it holds), write amplification and peak RSS; on stderr as a table, or with
 //! `--json` as one JSON object on stdout.
 
 use std::io::{self, IsTerminal, Write};
@@ -309,6 +310,7 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
         errln!("{}", total.line("total"));
     }
     let catalog = catalog_stats_document(&db);
+    let stored = stored_measurements(&db)?;
     let closing = Instant::now();
     if let Err(e) = db.close() {
         if let Some(failure) = failure {
@@ -329,6 +331,7 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
         &args.db.db,
         Ingest {
             measurements: total.inserted,
+            stored,
             field_values: total.field_values,
             seconds: total.seconds,
             durability: args.settings.durability,
@@ -353,7 +356,8 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
     } else if !args.verbose {
         if total.inserted > 0 {
             errln!(
-                "{}: {} on disk, {:.2} bytes/measurement (--verbose for every figure)",
+                "{}: {} on disk for the {stored} measurements it holds, {:.2} bytes per stored \
+                 measurement (--verbose for every figure)",
                 args.db.db.display(),
                 super::human_bytes(report.disk_bytes),
                 report.bytes_per_measurement()
@@ -404,6 +408,19 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The measurements `db` holds, in every collection (counted from the buckets' control
+/// records).
+///
+/// # Errors
+/// Storage errors.
+pub(crate) fn stored_measurements(db: &Database) -> CmdResult<u64> {
+    let mut n = 0;
+    for (name, _) in db.list_collections()? {
+        n += db.collection(&name)?.count(&Document::new())?;
+    }
+    Ok(n)
 }
 
 /// `{"bucketCatalog": {...}}` with the engine-level catalog statistics (SPEC §8.2), or `{}`

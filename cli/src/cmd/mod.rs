@@ -68,33 +68,65 @@ pub(crate) type CmdError = Box<dyn std::error::Error + Send + Sync>;
 /// Result type of the commands.
 pub(crate) type CmdResult<T> = Result<T, CmdError>;
 
-/// The `--db DIR` option every command but `demo` takes.
+/// The `--db DIR` option of every command that opens a database (all but `demo` and
+/// `bench`), with the options of opening it, shown under their own heading.
 #[derive(Debug, clap::Args)]
 pub(crate) struct DbArgs {
     /// Database directory (created by `create` when missing).
     #[arg(long, value_name = "DIR")]
     pub(crate) db: PathBuf,
+    /// Open a database whose journal is damaged: keep every write before the damage, drop
+    /// the rest (the original journal files are kept in the database directory) and say what
+    /// was dropped.
+    #[arg(long, help_heading = DB_OPTIONS)]
+    pub(crate) recover: bool,
+    /// Bytes each collection's write-ahead log may grow by before a checkpoint bounds it
+    /// (recovery after a crash replays at most about this much).
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_CHECKPOINT_BYTES, help_heading = DB_OPTIONS)]
+    pub(crate) checkpoint_bytes: u64,
+    /// Bytes of blobs that buckets leaving memory together must reach to be written straight
+    /// into a table rather than through fjall's journal (0: always, slow when buckets leave
+    /// one at a time; a huge value: never).
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_INGEST_MIN_BYTES, help_heading = DB_OPTIONS)]
+    pub(crate) ingest_min_bytes: u64,
+}
+
+/// The help heading of the options of opening a database.
+const DB_OPTIONS: &str = "Database options";
+/// The default `--checkpoint-bytes`: 64 MiB.
+const DEFAULT_CHECKPOINT_BYTES: u64 = 64 << 20;
+/// The default `--ingest-min-bytes`: 128 KiB.
+const DEFAULT_INGEST_MIN_BYTES: u64 = 128 << 10;
+
+impl DbArgs {
+    /// `--db dir` with the default options of opening it.
+    #[cfg(test)]
+    pub(crate) fn new(dir: impl Into<PathBuf>) -> DbArgs {
+        DbArgs {
+            db: dir.into(),
+            recover: false,
+            checkpoint_bytes: DEFAULT_CHECKPOINT_BYTES,
+            ingest_min_bytes: DEFAULT_INGEST_MIN_BYTES,
+        }
+    }
+
+    /// Makes its options those every database of the process is opened with (from `main`).
+    pub(crate) fn apply(&self) {
+        use std::sync::atomic::Ordering::Relaxed;
+        RECOVER.store(self.recover, Relaxed);
+        CHECKPOINT_BYTES.store(self.checkpoint_bytes, Relaxed);
+        INGEST_MIN_BYTES.store(self.ingest_min_bytes, Relaxed);
+    }
 }
 
 /// Whether `--recover` was given: databases are opened with `Database::open_recovering`.
 static RECOVER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// Sets the global `--recover` flag (from `main`).
-pub(crate) fn set_recover(on: bool) {
-    RECOVER.store(on, std::sync::atomic::Ordering::Relaxed);
-}
-
-/// The global `--checkpoint-bytes` (bytes logged between checkpoints of a collection's log).
-static CHECKPOINT_BYTES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(64 << 20);
-/// The global `--ingest-min-bytes` ([`LogOptions::ingest_min_bytes`]).
+/// `--checkpoint-bytes` (bytes logged between checkpoints of a collection's log).
+static CHECKPOINT_BYTES: std::sync::atomic::AtomicU64 =
+    std::sync::atomic::AtomicU64::new(DEFAULT_CHECKPOINT_BYTES);
+/// `--ingest-min-bytes` ([`LogOptions::ingest_min_bytes`]).
 static INGEST_MIN_BYTES: std::sync::atomic::AtomicU64 =
-    std::sync::atomic::AtomicU64::new(128 << 10);
-
-/// Sets the global `--checkpoint-bytes` and `--ingest-min-bytes` (from `main`).
-pub(crate) fn set_log_options(checkpoint_bytes: u64, ingest_min_bytes: u64) {
-    CHECKPOINT_BYTES.store(checkpoint_bytes, std::sync::atomic::Ordering::Relaxed);
-    INGEST_MIN_BYTES.store(ingest_min_bytes, std::sync::atomic::Ordering::Relaxed);
-}
+    std::sync::atomic::AtomicU64::new(DEFAULT_INGEST_MIN_BYTES);
 
 /// The options databases are opened with: the defaults, with `--checkpoint-bytes` and
 /// `--ingest-min-bytes`.
@@ -327,8 +359,10 @@ impl Serialize for NumberLong {
     }
 }
 
-/// Milliseconds since the Unix epoch (0 up to [`LAST_RELAXED_DATE_MS`]) shown as
-/// `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+/// Milliseconds since the Unix epoch shown as `YYYY-MM-DDTHH:MM:SS.mmmZ` (RFC 3339) for the
+/// years 0 to 9999; other years are ISO 8601 expanded years, a sign and at least six digits
+/// (`+010000-01-01T00:00:00.000Z`, `-000001-12-31T23:59:59.999Z`), as JavaScript's
+/// `Date.toISOString` writes them, so that every `i64` has a text.
 pub(crate) struct IsoMillis(pub(crate) i64);
 
 impl fmt::Display for IsoMillis {
@@ -337,9 +371,15 @@ impl fmt::Display for IsoMillis {
         let ms_of_day = self.0.rem_euclid(86_400_000);
         let (year, month, day) = civil_from_days(days);
         let (seconds, ms) = (ms_of_day / 1000, ms_of_day % 1000);
+        if (0..=9999).contains(&year) {
+            write!(f, "{year:04}")?;
+        } else {
+            let sign = if year < 0 { '-' } else { '+' };
+            write!(f, "{sign}{:06}", year.unsigned_abs())?;
+        }
         write!(
             f,
-            "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{ms:03}Z",
+            "-{month:02}-{day:02}T{:02}:{:02}:{:02}.{ms:03}Z",
             seconds / 3600,
             seconds / 60 % 60,
             seconds % 60

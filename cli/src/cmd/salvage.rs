@@ -122,7 +122,7 @@ mod tests {
             .expect("insert");
         }
         let args = |to: &std::path::Path| Args {
-            db: DbArgs { db: src.clone() },
+            db: DbArgs::new(src.clone()),
             to: to.to_path_buf(),
         };
         assert_eq!(run(&args(&to)).expect("salvage"), ExitCode::SUCCESS);

@@ -92,9 +92,7 @@ mod tests {
             .expect("insert");
         }
         let code = run(&Args {
-            db: DbArgs {
-                db: dir.path().into(),
-            },
+            db: DbArgs::new(dir.path()),
         })
         .expect("verify");
         assert_eq!(code, ExitCode::SUCCESS);

@@ -18,6 +18,7 @@ mod crash_kill;
 mod crash_kill_update;
 mod extjson_dates_beyond_9999;
 mod formats_parquet_csv;
+mod help_options;
 mod ingest_bad_lines;
 mod ingest_compressed;
 mod ingest_csv;
