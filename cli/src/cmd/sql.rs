@@ -3,17 +3,34 @@
 //! `Timestamp(Millisecond, UTC)` column, the meta field a struct (`tags.hostname`), the
 //! measurement fields typed as docs/arrow.md maps them. Apache DataFusion plans and runs
 //! the query; the collections choose, prune and decode buckets for its filters and columns.
+//!
+//! The result is printed batch by batch as DataFusion yields them, so memory stays bounded
+//! whatever the size of the result: DataFusion's operators hold at most `--memory-limit`
+//! (sorts and aggregates spill to temporary files beyond it), fjall's block cache is
+//! [`SQL_CACHE_BYTES`], and the table format prints pages of [`TABLE_PAGE_ROWS`] rows.
 
+use std::io::{self, Write};
 use std::process::ExitCode;
 
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::prelude::SessionContext;
+use futures::StreamExt;
 
-use super::{CmdResult, DbArgs, open_existing_db};
+use super::{CmdResult, DbArgs, db_options, open_existing_db_with, stdout_result};
+
+/// Rows of each table `--format table` prints: a table needs its column widths before its
+/// first row, so a long result is printed as tables of this many rows, each with its header.
+pub(crate) const TABLE_PAGE_ROWS: usize = 1000;
+
+/// fjall's block cache for `tscoll sql` (bytes): a scan reads each block once, so a small
+/// cache keeps a scan of a large collection from filling the default 256 MiB.
+pub(crate) const SQL_CACHE_BYTES: u64 = 32 << 20;
 
 /// How `tscoll sql` prints its result.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum SqlFormat {
-    /// A table with a header, for people.
+    /// Tables with a header, for people (one per 1000 rows).
     Table,
     /// One JSON object per row.
     Ndjson,
@@ -33,29 +50,37 @@ pub(crate) struct Args {
     #[arg(long, value_enum, default_value_t = SqlFormat::Table)]
     pub(crate) format: SqlFormat,
     /// Run the statement this many times (planning and execution, the database opened and
-    /// its tables registered once) and print the median and fastest time to stderr; the
-    /// result is printed once.
+    /// its tables registered once, the batches dropped as they come) and print the median
+    /// and fastest time to stderr; then run it once more to print the result.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) repeat: u32,
+    /// The memory (MiB) DataFusion's sorts, aggregates and joins may hold together; sorts
+    /// and aggregates spill to temporary files beyond it, other operators fail.
+    #[arg(long, value_name = "MIB", default_value_t = 128, value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) memory_limit: u32,
 }
 
 /// Runs `tscoll sql`.
 ///
 /// # Errors
-/// No database, a statement DataFusion refuses (its message), or a scan that fails.
+/// No database, a statement DataFusion refuses (its message), an execution that fails (a
+/// scan, a cast, memory beyond `--memory-limit` in an operator that cannot spill). The rows
+/// before the error are printed already.
 pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
-    let db = open_existing_db(&args.db.db)?;
-    let ctx = SessionContext::new();
+    let mut options = db_options();
+    options.catalog.cache_size_bytes = SQL_CACHE_BYTES;
+    let db = open_existing_db_with(&args.db.db, options)?;
+    let memory = usize::try_from(args.memory_limit)?.saturating_mul(1 << 20);
+    let ctx = tscoll_datafusion::bounded_context(memory)?;
     tscoll_datafusion::register_database(&ctx, &db)?;
     let runtime = tokio::runtime::Builder::new_multi_thread().build()?;
-    let mut times = Vec::with_capacity(args.repeat as usize);
-    let mut batches = Vec::new();
-    for _ in 0..args.repeat {
-        let start = std::time::Instant::now();
-        batches = runtime.block_on(async { ctx.sql(&args.query).await?.collect().await })?;
-        times.push(start.elapsed().as_secs_f64() * 1000.0);
-    }
     if args.repeat > 1 {
+        let mut times = Vec::with_capacity(args.repeat as usize);
+        for _ in 0..args.repeat {
+            let start = std::time::Instant::now();
+            runtime.block_on(drain(&ctx, &args.query))?;
+            times.push(start.elapsed().as_secs_f64() * 1000.0);
+        }
         times.sort_by(f64::total_cmp);
         errln!(
             "{} runs: median {:.2} ms, fastest {:.2} ms",
@@ -64,26 +89,136 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
             times[0]
         );
     }
-    let mut out = Vec::new();
-    match args.format {
-        SqlFormat::Table => {
-            let table = datafusion::arrow::util::pretty::pretty_format_batches(&batches)?;
-            out.extend_from_slice(format!("{table}\n").as_bytes());
-        }
-        SqlFormat::Ndjson => {
-            let mut w = datafusion::arrow::json::LineDelimitedWriter::new(&mut out);
-            w.write_batches(&batches.iter().collect::<Vec<_>>())?;
-            w.finish()?;
-        }
-        SqlFormat::Csv => {
-            let mut w = datafusion::arrow::csv::WriterBuilder::new()
-                .with_header(true)
-                .build(&mut out);
-            for b in &batches {
-                w.write(b)?;
-            }
+    let mut out = io::BufWriter::new(io::stdout().lock());
+    runtime.block_on(print(&ctx, &args.query, args.format, &mut out))?;
+    stdout_result(out.flush())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs `query`, dropping its batches as they come.
+async fn drain(ctx: &SessionContext, query: &str) -> CmdResult<()> {
+    let mut stream = ctx.sql(query).await?.execute_stream().await?;
+    while let Some(batch) = stream.next().await {
+        batch?;
+    }
+    Ok(())
+}
+
+/// Runs `query` and writes its batches to `out` in `format` as they come; stops quietly
+/// when `out` is closed (`| head`).
+async fn print(
+    ctx: &SessionContext,
+    query: &str,
+    format: SqlFormat,
+    out: &mut impl Write,
+) -> CmdResult<()> {
+    let mut stream = ctx.sql(query).await?.execute_stream().await?;
+    let mut printer = Printer {
+        format,
+        rows: 0,
+        header_written: false,
+        page: Vec::new(),
+        page_rows: 0,
+        text: Vec::new(),
+    };
+    while let Some(batch) = stream.next().await {
+        printer.push(&batch?)?;
+        if !emit(out, &mut printer.text)? {
+            return Ok(());
         }
     }
-    outprint!("{}", String::from_utf8_lossy(&out));
-    Ok(ExitCode::SUCCESS)
+    printer.finish(&stream.schema())?;
+    emit(out, &mut printer.text)?;
+    Ok(())
+}
+
+/// Writes and clears `text`; `false` when `out` is closed (`| head`: the command ends
+/// quietly).
+fn emit(out: &mut impl Write, text: &mut Vec<u8>) -> CmdResult<bool> {
+    let written = out.write_all(text);
+    text.clear();
+    match written {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(false),
+        other => stdout_result(other).map(|()| true),
+    }
+}
+
+/// The text of a result, batch by batch.
+struct Printer {
+    format: SqlFormat,
+    /// Rows pushed so far.
+    rows: usize,
+    /// The CSV header is written (or, for tables, a page).
+    header_written: bool,
+    /// The rows of the table page not printed yet.
+    page: Vec<RecordBatch>,
+    page_rows: usize,
+    /// The text to write next.
+    text: Vec<u8>,
+}
+
+impl Printer {
+    /// Adds the text of `batch` to `self.text` (for a table, once a page is full).
+    fn push(&mut self, batch: &RecordBatch) -> CmdResult<()> {
+        self.rows += batch.num_rows();
+        match self.format {
+            SqlFormat::Ndjson => {
+                let mut w = datafusion::arrow::json::LineDelimitedWriter::new(&mut self.text);
+                w.write(batch)?;
+                w.finish()?;
+            }
+            SqlFormat::Csv => self.csv(batch)?,
+            SqlFormat::Table => {
+                let mut rest = batch.clone();
+                while rest.num_rows() > 0 {
+                    let take = rest.num_rows().min(TABLE_PAGE_ROWS - self.page_rows);
+                    self.page.push(rest.slice(0, take));
+                    self.page_rows += take;
+                    rest = rest.slice(take, rest.num_rows() - take);
+                    if self.page_rows == TABLE_PAGE_ROWS {
+                        self.table(&batch.schema())?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds what is left after the last batch: the last table page (or the header of an
+    /// empty table), the CSV header of an empty result.
+    fn finish(&mut self, schema: &SchemaRef) -> CmdResult<()> {
+        match self.format {
+            SqlFormat::Ndjson => {}
+            SqlFormat::Csv if !self.header_written => {
+                self.csv(&RecordBatch::new_empty(SchemaRef::clone(schema)))?;
+            }
+            SqlFormat::Csv => {}
+            SqlFormat::Table if self.page_rows > 0 || !self.header_written => self.table(schema)?,
+            SqlFormat::Table => {}
+        }
+        Ok(())
+    }
+
+    /// Adds `batch` as CSV rows, the header before the first.
+    fn csv(&mut self, batch: &RecordBatch) -> CmdResult<()> {
+        let mut w = datafusion::arrow::csv::WriterBuilder::new()
+            .with_header(!self.header_written)
+            .build(&mut self.text);
+        w.write(batch)?;
+        self.header_written = true;
+        Ok(())
+    }
+
+    /// Adds the page as a table and empties it.
+    fn table(&mut self, schema: &SchemaRef) -> CmdResult<()> {
+        let table = datafusion::arrow::util::pretty::pretty_format_batches_with_schema(
+            SchemaRef::clone(schema),
+            &self.page,
+        )?;
+        writeln!(self.text, "{table}")?;
+        self.page.clear();
+        self.page_rows = 0;
+        self.header_written = true;
+        Ok(())
+    }
 }
