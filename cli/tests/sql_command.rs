@@ -132,6 +132,19 @@ fn sql_streams_a_large_result_in_bounded_memory() {
 }
 
 #[test]
+fn sql_counts_a_collection_of_many_fields_in_bounded_memory() {
+    const FIELDS: usize = 10_000;
+    let s = Scratch::new();
+    s.create("w");
+    // One field of its own a measurement, each measurement in a bucket of its own.
+    ingest_generated(&s, FIELDS, 400_000, |i| format!("\"f{i}\":{i}"));
+    // Each batch reserved room for 9216 values of every field: 500 MiB.
+    let (lines, _, peak) = sql_peak_rss(&s, &["--format", "csv", "SELECT count(*) AS n FROM w"]);
+    assert_eq!(lines, 2);
+    assert!(peak < 160 << 20, "peak RSS {} MiB", peak >> 20);
+}
+
+#[test]
 fn sql_prints_a_long_table_in_pages_and_an_empty_one_with_its_header() {
     let s = Scratch::new();
     s.create("w");
