@@ -180,3 +180,33 @@ fn sql_prints_a_long_table_in_pages_and_an_empty_one_with_its_header() {
         .stdout();
     assert_eq!(csv, "n\n");
 }
+
+#[test]
+fn sql_reads_a_struct_field_by_name_and_by_subscript() {
+    let s = good_db();
+    for field in ["meta.series", "meta['series']", "get_field(meta, 'series')"] {
+        let q =
+            format!("SELECT {field} AS s, sum(v) AS total FROM w WHERE {field} = 'a' GROUP BY 1");
+        let rows = s.run("sql", &["--format", "ndjson", &q]).ok().json_lines();
+        assert_eq!(rows, [serde_json::json!({ "s": "a", "total": 30 })], "{q}");
+    }
+}
+
+#[test]
+fn sql_has_the_string_math_and_regular_expression_functions() {
+    let s = good_db();
+    let q = "SELECT round(avg(v) / 4, 1) AS r, abs(min(v) - 3) AS a, lower('AbC') AS l, \
+             median(v) AS m, regexp_like(max(meta.series), '^b$') AS re, \
+             substr('hostname', 1, 4) AS sub, sqrt(16) AS q FROM w";
+    let rows = s.run("sql", &["--format", "ndjson", q]).ok().json_lines();
+    assert_eq!(
+        rows,
+        [
+            serde_json::json!({ "r": 1.4, "a": 2, "l": "abc", "m": 5.5, "re": true,
+                             "sub": "host", "q": 4.0 })
+        ]
+    );
+    // The cryptographic functions are not compiled in.
+    let err = s.run("sql", &["SELECT md5('a')"]).failed().stderr();
+    assert!(err.contains("md5"), "{err}");
+}

@@ -97,7 +97,9 @@ pub use table::CollectionTable;
 /// to temporary files in the system's temporary directory when their share is used up. A
 /// scan holds a batch at a time per partition (`ArrowOptions::batch_rows` rows), so a query
 /// whose result is read as a stream (`DataFrame::execute_stream`) runs in bounded memory
-/// over a collection of any size. The session has DataFusion's default functions.
+/// over a collection of any size. The session has DataFusion's default functions and
+/// planners (docs/sql.md lists them): `tags.hostname` and `tags['hostname']` both read a
+/// struct field.
 ///
 /// # Errors
 /// The temporary directory cannot be used.
