@@ -182,6 +182,28 @@ fn sql_prints_a_long_table_in_pages_and_an_empty_one_with_its_header() {
 }
 
 #[test]
+fn sql_csv_flattens_struct_columns_to_dotted_names() {
+    let s = good_db();
+    let csv = s
+        .run(
+            "sql",
+            &[
+                "--format",
+                "csv",
+                "SELECT ts, meta, v FROM w ORDER BY v LIMIT 2",
+            ],
+        )
+        .ok()
+        .stdout();
+    assert_eq!(
+        csv,
+        "ts,meta.series,v\n\
+         2016-01-01T00:01:00Z,b,1\n\
+         2016-01-01T00:02:00Z,a,2\n"
+    );
+}
+
+#[test]
 fn sql_reads_a_struct_field_by_name_and_by_subscript() {
     let s = good_db();
     for field in ["meta.series", "meta['series']", "get_field(meta, 'series')"] {
@@ -190,6 +212,46 @@ fn sql_reads_a_struct_field_by_name_and_by_subscript() {
         let rows = s.run("sql", &["--format", "ndjson", &q]).ok().json_lines();
         assert_eq!(rows, [serde_json::json!({ "s": "a", "total": 30 })], "{q}");
     }
+}
+
+#[test]
+fn sql_fails_on_a_value_it_cannot_print() {
+    let s = Scratch::new();
+    s.create("w");
+    let far = "{\"ts\":{\"$date\":\"2016-01-01T00:02:00Z\"},\"meta\":{\"series\":\"a\"},\
+               \"d\":{\"$date\":{\"$numberLong\":\"9000000000000000000\"}}}\n";
+    let near = "{\"ts\":{\"$date\":\"2016-01-01T00:01:00Z\"},\"meta\":{\"series\":\"a\"},\
+                \"d\":{\"$date\":\"2020-01-01T00:00:00Z\"}}\n";
+    let input = s.file("in.ndjson", format!("{near}{far}").as_bytes());
+    s.run("ingest", &["w", &input]).ok();
+    for format in ["ndjson", "csv", "table"] {
+        let run = s
+            .run("sql", &["--format", format, "SELECT d FROM w ORDER BY ts"])
+            .failed();
+        assert!(
+            !run.stdout().contains("ERROR"),
+            "{format}: {}",
+            run.stdout()
+        );
+        let err = run.stderr();
+        assert!(
+            err.contains("row 2") && err.contains("'d'"),
+            "{format}: {err}"
+        );
+    }
+    // An execution error is an error too.
+    let err = s
+        .run(
+            "sql",
+            &[
+                "--format",
+                "ndjson",
+                "SELECT CAST(meta.series AS INT) FROM w",
+            ],
+        )
+        .failed()
+        .stderr();
+    assert!(err.contains("Cast"), "{err}");
 }
 
 #[test]

@@ -9,11 +9,14 @@
 //! (sorts and aggregates spill to temporary files beyond it), fjall's block cache is
 //! [`SQL_CACHE_BYTES`], and the table format prints pages of [`TABLE_PAGE_ROWS`] rows.
 
+use std::fmt;
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-use datafusion::arrow::array::RecordBatch;
-use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::array::{Array, AsArray, OffsetSizeTrait, RecordBatch};
+use datafusion::arrow::datatypes::{DataType, SchemaRef};
+use datafusion::arrow::error::ArrowError;
+use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
 use datafusion::prelude::SessionContext;
 use futures::StreamExt;
 
@@ -34,7 +37,7 @@ pub(crate) enum SqlFormat {
     Table,
     /// One JSON object per row.
     Ndjson,
-    /// CSV with a header row.
+    /// CSV with a header row; struct columns flattened to dotted names (`tags.hostname`).
     Csv,
 }
 
@@ -64,8 +67,9 @@ pub(crate) struct Args {
 ///
 /// # Errors
 /// No database, a statement DataFusion refuses (its message), an execution that fails (a
-/// scan, a cast, memory beyond `--memory-limit` in an operator that cannot spill). The rows
-/// before the error are printed already.
+/// scan, a cast, memory beyond `--memory-limit` in an operator that cannot spill), or a
+/// value that cannot be printed (a date beyond the years chrono represents: its row and
+/// column). The rows before the error are printed already.
 pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
     let mut options = db_options();
     options.catalog.cache_size_bytes = SQL_CACHE_BYTES;
@@ -160,6 +164,7 @@ struct Printer {
 impl Printer {
     /// Adds the text of `batch` to `self.text` (for a table, once a page is full).
     fn push(&mut self, batch: &RecordBatch) -> CmdResult<()> {
+        check_printable(batch, self.rows)?;
         self.rows += batch.num_rows();
         match self.format {
             SqlFormat::Ndjson => {
@@ -199,12 +204,14 @@ impl Printer {
         Ok(())
     }
 
-    /// Adds `batch` as CSV rows, the header before the first.
+    /// Adds `batch` as CSV rows, its struct columns flattened to dotted names (as `find
+    /// --format csv` writes embedded documents), the header before the first.
     fn csv(&mut self, batch: &RecordBatch) -> CmdResult<()> {
+        let flat = batch.normalize(".", None)?;
         let mut w = datafusion::arrow::csv::WriterBuilder::new()
             .with_header(!self.header_written)
             .build(&mut self.text);
-        w.write(batch)?;
+        w.write(&flat)?;
         self.header_written = true;
         Ok(())
     }
@@ -219,6 +226,77 @@ impl Printer {
         self.page.clear();
         self.page_rows = 0;
         self.header_written = true;
+        Ok(())
+    }
+}
+
+/// Fails on the first value of `batch` that cannot be written as text — a date or time
+/// outside the years chrono represents (about ±262 000), which Arrow's writers would print
+/// as an `ERROR: …` string — naming its row in the result (from 1: `before` rows came
+/// first) and its column.
+fn check_printable(batch: &RecordBatch, before: usize) -> CmdResult<()> {
+    for (column, field) in batch.columns().iter().zip(batch.schema().fields()) {
+        if let Some((row, e)) = unprintable(column.as_ref()) {
+            return Err(format!(
+                "row {} of the result, column '{}': a value that cannot be printed: {e}",
+                before + row + 1,
+                field.name()
+            )
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// The index and error of the first value of `array` (looking into structs and lists) that
+/// Arrow cannot format: only dates and times can fail.
+fn unprintable(array: &dyn Array) -> Option<(usize, ArrowError)> {
+    match array.data_type() {
+        DataType::Struct(_) => {
+            // Flattened: a child's values under a null struct are null.
+            let (_, children) = array.as_struct().flatten();
+            children
+                .iter()
+                .filter_map(|c| unprintable(c.as_ref()))
+                .min_by_key(|(row, _)| *row)
+        }
+        DataType::List(_) => unprintable_in_list(array.as_list::<i32>()),
+        DataType::LargeList(_) => unprintable_in_list(array.as_list::<i64>()),
+        t if t.is_temporal() => {
+            let options = FormatOptions::new().with_display_error(false);
+            let formatter = match ArrayFormatter::try_new(array, &options) {
+                Ok(f) => f,
+                Err(e) => return Some((0, e)),
+            };
+            (0..array.len())
+                .filter(|&i| array.is_valid(i))
+                .find_map(|i| formatter.value(i).write(&mut Discard).err().map(|e| (i, e)))
+        }
+        _ => None,
+    }
+}
+
+/// [`unprintable`] of a list: the row of the list that holds the value.
+fn unprintable_in_list<O: OffsetSizeTrait>(
+    list: &datafusion::arrow::array::GenericListArray<O>,
+) -> Option<(usize, ArrowError)> {
+    // The values of the rows of `list` (a slice of a list reads part of its values).
+    let offsets = list.value_offsets();
+    let first = offsets.first().map_or(0, |o| o.as_usize());
+    let end = offsets.last().map_or(0, |o| o.as_usize());
+    let values = list.values().slice(first, end - first);
+    let (value, e) = unprintable(values.as_ref())?;
+    let row = offsets
+        .partition_point(|o| o.as_usize() <= first + value)
+        .saturating_sub(1);
+    Some((row, e))
+}
+
+/// A `fmt::Write` that keeps nothing: formatting a value only to see whether it fails.
+struct Discard;
+
+impl fmt::Write for Discard {
+    fn write_str(&mut self, _: &str) -> fmt::Result {
         Ok(())
     }
 }
