@@ -148,10 +148,18 @@ pub(crate) fn db_options() -> DatabaseOptions {
 /// The engine cannot open it (e.g. another process holds it, or its journal is damaged and
 /// `--recover` was not given).
 pub(crate) fn open_db(dir: &Path) -> CmdResult<Database> {
+    open_db_with(dir, db_options())
+}
+
+/// [`open_db`] with `options` (from [`db_options`]).
+///
+/// # Errors
+/// As [`open_db`].
+pub(crate) fn open_db_with(dir: &Path, options: DatabaseOptions) -> CmdResult<Database> {
     let db = if RECOVER.load(std::sync::atomic::Ordering::Relaxed) {
-        Database::open_recovering(dir, db_options())
+        Database::open_recovering(dir, options)
     } else {
-        Database::open(dir, db_options())
+        Database::open(dir, options)
     }
     .map_err(|e| format!("cannot open database {}: {e}", dir.display()))?;
     if let Some(r) = db.recovery_report() {
@@ -165,6 +173,14 @@ pub(crate) fn open_db(dir: &Path) -> CmdResult<Database> {
 /// # Errors
 /// No database at `dir`, or it cannot be opened.
 pub(crate) fn open_existing_db(dir: &Path) -> CmdResult<Database> {
+    open_existing_db_with(dir, db_options())
+}
+
+/// [`open_existing_db`] with `options` (from [`db_options`]).
+///
+/// # Errors
+/// As [`open_existing_db`].
+pub(crate) fn open_existing_db_with(dir: &Path, options: DatabaseOptions) -> CmdResult<Database> {
     if !dir.is_dir() {
         return Err(format!(
             "no database at {} (create a collection first: tscoll create --db {} ...)",
@@ -173,7 +189,7 @@ pub(crate) fn open_existing_db(dir: &Path) -> CmdResult<Database> {
         )
         .into());
     }
-    open_db(dir)
+    open_db_with(dir, options)
 }
 
 /// Opens an existing database and one of its collections.
