@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use datafusion::prelude::SessionContext;
 
-use super::{CmdResult, DbArgs, open_existing_db};
+use super::{CmdResult, DbArgs, open_readable_db};
 
 /// How `tscoll sql` prints its result.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -44,7 +44,7 @@ pub(crate) struct Args {
 /// # Errors
 /// No database, a statement DataFusion refuses (its message), or a scan that fails.
 pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
-    let db = open_existing_db(&args.db.db)?;
+    let db = open_readable_db(&args.db.db)?;
     let ctx = SessionContext::new();
     tscoll_datafusion::register_database(&ctx, &db)?;
     let runtime = tokio::runtime::Builder::new_multi_thread().build()?;
