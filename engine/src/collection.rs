@@ -48,6 +48,8 @@ pub(crate) struct CollectionInner {
     pub(crate) retired: Mutex<Vec<BucketId>>,
     /// Series keys of meta values earlier columnar inserts held.
     pub(crate) meta_cache: Mutex<MetaCache>,
+    /// The database is open read-only: every write is refused ([`CollectionInner::writable`]).
+    pub(crate) read_only: bool,
 }
 
 /// Keyspaces and shared state a collection is opened with.
@@ -57,6 +59,7 @@ pub(crate) struct Storage {
     pub(crate) wal: WriteAheadLog,
     pub(crate) log_options: LogOptions,
     pub(crate) records: fjall::Keyspace,
+    pub(crate) read_only: bool,
 }
 
 impl CollectionInner {
@@ -85,6 +88,7 @@ impl CollectionInner {
             records: storage.records,
             retired: Mutex::new(Vec::new()),
             meta_cache: Mutex::new(MetaCache::default()),
+            read_only: storage.read_only,
         }
     }
 
@@ -203,6 +207,7 @@ impl Collection {
     /// [`Error::Storage`] when fjall cannot persist; [`Error::Codec`] when rows cannot be
     /// encoded; [`Error::Io`] when the log cannot be written.
     pub fn checkpoint(&self) -> Result<()> {
+        self.inner.writable()?;
         self.inner.checkpoint_log()
     }
 

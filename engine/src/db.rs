@@ -13,19 +13,57 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::index::Indexes;
 use crate::journal::{self, RecoveryReport};
 use crate::options::{CollectionSpec, TimeseriesOptions};
+use crate::read_only::ReadOnlyReport;
 use crate::stats::CatalogStats;
 use crate::storage::BucketStore;
 use crate::storage::keys::COLLECTIONS_KEYSPACE;
 use crate::storage::wal::WriteAheadLog;
 
 /// Options of a [`Database`].
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct DatabaseOptions {
     /// Catalog parameters (SPEC §0, R-0.2), shared by every collection.
     /// `catalog.cache_size_bytes` is also fjall's block cache size.
     pub catalog: CatalogOptions,
     /// When the write-ahead log is checkpointed.
     pub log: LogOptions,
+    /// Whether opening a directory that holds no database creates one there (the directory
+    /// too when missing). Default `true`; with `false` the open fails with
+    /// [`Error::NotADatabase`] and writes nothing (`docs/durability.md`, "Opening a
+    /// database"). A read-only open never creates one.
+    pub create: bool,
+    /// Whether the database is opened for writing. Default [`Access::ReadWrite`].
+    pub access: Access,
+}
+
+/// How a database is opened ([`DatabaseOptions::access`]; `docs/durability.md`, "Opening a
+/// database").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Access {
+    /// Reads and writes. Opening recovers the write-ahead logs into the store, which writes:
+    /// it fails when the disk is full.
+    #[default]
+    ReadWrite,
+    /// Reads only: tscoll writes nothing (no recovery, no journal repair, nothing stored on
+    /// close) and every write fails with [`Error::ReadOnly`]. Measurements the write-ahead
+    /// logs hold beyond the store are not seen by reads; [`Database::read_only`] counts them.
+    ReadOnly,
+    /// [`Access::ReadWrite`], or [`Access::ReadOnly`] when that open fails because writing is
+    /// impossible (the disk is full, the quota is exceeded, the file system is read-only);
+    /// [`Database::read_only`] then says why. For commands that only read.
+    ReadWriteOrReadOnly,
+}
+
+impl Default for DatabaseOptions {
+    fn default() -> Self {
+        DatabaseOptions {
+            catalog: CatalogOptions::default(),
+            log: LogOptions::default(),
+            create: true,
+            access: Access::ReadWrite,
+        }
+    }
 }
 
 /// When a collection's write-ahead log is checkpointed (`docs/durability.md`): recovery after a
@@ -68,6 +106,8 @@ pub(crate) struct DbInner {
     memory: MemoryPool,
     /// What [`Database::open_recovering`] dropped from a damaged journal.
     recovery: Option<RecoveryReport>,
+    /// Set when the database is open read-only: nothing is written, not even on drop.
+    read_only: Option<Mutex<ReadOnlyReport>>,
     /// Set by [`Database::crash`]: the last handle leaves without storing anything.
     crashed: std::sync::atomic::AtomicBool,
 }
@@ -87,7 +127,8 @@ impl std::fmt::Debug for Database {
 }
 
 impl Database {
-    /// Opens (or creates) the database in directory `path`.
+    /// Opens the database in directory `path`, or creates it there when the directory holds
+    /// none and [`DatabaseOptions::create`] is set (the default).
     ///
     /// Buckets left open by a previous process are found again through the meta+time index
     /// when their series receives measurements (query-based reopening, SPEC §6.8).
@@ -97,10 +138,12 @@ impl Database {
     /// with [`Database::open_recovering`] then.
     ///
     /// # Errors
+    /// [`Error::NotADatabase`] when the directory holds no database and
+    /// [`DatabaseOptions::create`] is off (or the access is [`Access::ReadOnly`]);
     /// [`Error::Locked`] when another process has the directory open; [`Error::Storage`] for
-    /// fjall failures; [`Error::Corruption`] when a collection record cannot be read;
-    /// [`Error::JournalDamaged`] when the journal is damaged; [`Error::Io`] when the journal
-    /// cannot be read.
+    /// fjall failures (e.g. a full disk, for [`Access::ReadWrite`]); [`Error::Corruption`]
+    /// when a collection record cannot be read; [`Error::JournalDamaged`] when the journal is
+    /// damaged; [`Error::Io`] when the journal cannot be read.
     pub fn open(path: impl AsRef<Path>, options: DatabaseOptions) -> Result<Database> {
         Self::open_with(path.as_ref(), options, false)
     }
@@ -120,6 +163,34 @@ impl Database {
     }
 
     fn open_with(path: &Path, options: DatabaseOptions, recover: bool) -> Result<Database> {
+        if !options.create || options.access == Access::ReadOnly {
+            check_database(path)?;
+        }
+        match options.access {
+            Access::ReadWrite => Self::open_as(path, options, recover, None),
+            Access::ReadOnly => Self::open_as(path, options, false, Some(None)),
+            Access::ReadWriteOrReadOnly => {
+                match Self::open_as(path, options.clone(), recover, None) {
+                    // When even the read-only open fails, the first failure says more.
+                    Err(e) if e.writing_impossible() => {
+                        let reason = Some(e.to_string());
+                        check_database(path)
+                            .and_then(|()| Self::open_as(path, options, false, Some(reason)))
+                            .map_err(|_| e)
+                    }
+                    other => other,
+                }
+            }
+        }
+    }
+
+    /// Opens read-write, or read-only when `read_only` is set (with the reason, if any).
+    fn open_as(
+        path: &Path,
+        options: DatabaseOptions,
+        recover: bool,
+        read_only: Option<Option<String>>,
+    ) -> Result<Database> {
         let mut recovery = None;
         if recover {
             recovery = journal::repair(path)?;
@@ -127,9 +198,13 @@ impl Database {
             return Err(e);
         }
         let builder = || {
-            fjall::Database::builder(path)
-                .cache_size(options.catalog.cache_size_bytes)
-                .open()
+            let b = fjall::Database::builder(path).cache_size(options.catalog.cache_size_bytes);
+            // Read-only: no worker thread, so no flush or compaction writes either.
+            if read_only.is_some() {
+                b.worker_threads_unchecked(0).open()
+            } else {
+                b.open()
+            }
         };
         let fjall = match builder() {
             Err(fjall::Error::JournalRecovery(e)) if recover => {
@@ -155,9 +230,16 @@ impl Database {
                 options: Mutex::new(options),
                 memory: MemoryPool::default(),
                 recovery,
+                read_only: read_only.map(|reason| {
+                    Mutex::new(ReadOnlyReport {
+                        reason,
+                        unstored: Vec::new(),
+                    })
+                }),
                 crashed: std::sync::atomic::AtomicBool::new(false),
             }),
         };
+        let mut unstored = Vec::new();
         for item in db.inner.collections_ks.iter() {
             let (k, v) = item
                 .into_inner()
@@ -176,10 +258,34 @@ impl Database {
                 .and_then(CollectionSpec::from_stored)
                 .ok_or_else(|| corrupt("bad options"))?;
             let indexes = Indexes::from_record(&record);
-            let coll = db.open_collection(&name, id.cast_unsigned(), spec, indexes)?;
+            let (coll, rows) = db.open_collection(&name, id.cast_unsigned(), spec, indexes)?;
+            if rows > 0 {
+                unstored.push((name.clone(), rows));
+            }
             db.lock().insert(name, coll);
         }
+        if let Some(r) = &db.inner.read_only {
+            unstored.sort();
+            r.lock().unwrap_or_else(PoisonError::into_inner).unstored = unstored;
+        }
         Ok(db)
+    }
+
+    /// Why the database is open read-only and what its reads miss; `None` when it is open
+    /// for writing ([`Access`]).
+    #[must_use]
+    pub fn read_only(&self) -> Option<ReadOnlyReport> {
+        let r = self.inner.read_only.as_ref()?;
+        Some(r.lock().unwrap_or_else(PoisonError::into_inner).clone())
+    }
+
+    /// Refuses a write when the database is open read-only.
+    fn writable(&self) -> Result<()> {
+        if self.inner.read_only.is_some() {
+            Err(Error::ReadOnly)
+        } else {
+            Ok(())
+        }
     }
 
     /// What [`Database::open_recovering`] dropped from a damaged journal; `None` when nothing
@@ -201,13 +307,15 @@ impl Database {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Opens a collection's storage and recovers its log; read-only, counts the rows the log
+    /// holds beyond the store instead. Returns the handle and that count.
     fn open_collection(
         &self,
         name: &str,
         id: u64,
         spec: CollectionSpec,
         indexes: Indexes,
-    ) -> Result<Collection> {
+    ) -> Result<(Collection, u64)> {
         let fj = &self.inner.fjall;
         let store = BucketStore::open(fj, id, !spec.rollups.is_empty())?;
         let wal = WriteAheadLog::open(self.inner.path.join("wal").join(format!("c{id}")))?;
@@ -229,10 +337,15 @@ impl Database {
                     .unwrap_or_else(PoisonError::into_inner)
                     .log,
                 records: self.inner.collections_ks.clone(),
+                read_only: self.inner.read_only.is_some(),
             },
         ));
+        if coll.inner.read_only {
+            let rows = coll.inner.unstored_logged_rows()?;
+            return Ok((coll, rows));
+        }
         coll.inner.recover_log()?;
-        Ok(coll)
+        Ok((coll, 0))
     }
 
     /// Creates a time-series collection, or returns the existing one when its options are equal
@@ -250,6 +363,7 @@ impl Database {
             ));
         }
         let spec = options.validate()?;
+        self.writable()?;
         let mut colls = self.lock();
         if let Some(existing) = colls.get(name) {
             let current = existing.spec();
@@ -269,7 +383,7 @@ impl Database {
             .map(Collection::id)
             .max()
             .map_or(1, |m| m + 1);
-        let coll = self.open_collection(name, id, spec, Indexes::default())?;
+        let (coll, _) = self.open_collection(name, id, spec, Indexes::default())?;
         coll.inner.save_record()?;
         colls.insert(name.to_owned(), coll.clone());
         Ok(coll)
@@ -307,6 +421,7 @@ impl Database {
     /// # Errors
     /// [`Error::Storage`] when fjall fails.
     pub fn drop_collection(&self, name: &str) -> Result<bool> {
+        self.writable()?;
         let Some(coll) = self.lock().remove(name) else {
             return Ok(false);
         };
@@ -338,6 +453,9 @@ impl Database {
     /// # Errors
     /// [`Error::Storage`] when fjall fails.
     pub fn close(&self) -> Result<()> {
+        if self.inner.read_only.is_some() {
+            return Ok(());
+        }
         let colls: Vec<Collection> = self.lock().values().cloned().collect();
         for c in colls {
             c.inner.store_all()?;
@@ -379,6 +497,7 @@ impl Database {
     /// # Errors
     /// [`Error::Storage`] when fjall fails; [`Error::Codec`] when merging a bucket fails.
     pub fn compact(&self) -> Result<()> {
+        self.writable()?;
         let colls: Vec<Collection> = self.lock().values().cloned().collect();
         for c in colls {
             c.compact()?;
@@ -443,9 +562,36 @@ impl Database {
     }
 }
 
+/// fjall's marker file of a database directory, written last when a database is created.
+const VERSION_MARKER: &str = "version";
+
+/// Whether `path` holds a database (fjall's version marker), without writing anything.
+///
+/// # Errors
+/// [`Error::NotADatabase`] when it does not; [`Error::Io`] when it cannot be looked at.
+fn check_database(path: &Path) -> Result<()> {
+    let not = |reason: &'static str| Error::NotADatabase {
+        path: path.display().to_string(),
+        reason,
+    };
+    match std::fs::metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(not("the directory does not exist"));
+        }
+        Err(e) => return Err(Error::Io(e)),
+        Ok(m) if !m.is_dir() => return Err(not("it is not a directory")),
+        Ok(_) => {}
+    }
+    if path.join(VERSION_MARKER).try_exists()? {
+        Ok(())
+    } else {
+        Err(not("it holds no database files"))
+    }
+}
+
 impl Drop for DbInner {
     fn drop(&mut self) {
-        if self.crashed.load(std::sync::atomic::Ordering::Relaxed) {
+        if self.crashed.load(std::sync::atomic::Ordering::Relaxed) || self.read_only.is_some() {
             return;
         }
         let colls: Vec<Collection> = self

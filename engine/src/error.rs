@@ -152,6 +152,24 @@ pub enum Error {
         /// What is wrong, and how to recover.
         reason: String,
     },
+    /// The directory holds no database, and the open was not to create one
+    /// ([`DatabaseOptions::create`](crate::DatabaseOptions::create) off): nothing was written.
+    #[error(
+        "{path} is not a tscoll database ({reason}): check the path, or create a collection \
+         there first with `tscoll create --db {path} ...`"
+    )]
+    NotADatabase {
+        /// The directory.
+        path: String,
+        /// Why: it does not exist, is not a directory, or holds no database files.
+        reason: &'static str,
+    },
+    /// The database is open read-only ([`Access`](crate::Access)): it takes no writes.
+    #[error(
+        "the database is open read-only (asked for, or the disk was full when it was opened): \
+         it takes no writes; open it again for writing once the disk has room"
+    )]
+    ReadOnly,
     /// A bucket blob failed to decode.
     #[error("{}", describe_codec_error(.0))]
     Codec(#[from] tscoll_codec::Error),
@@ -181,6 +199,28 @@ impl Error {
             fjall::Error::Poisoned => Error::Poisoned,
             source => Error::Storage { context, source },
         }
+    }
+
+    /// Whether the error says that the database's disk cannot be written: full, over quota,
+    /// or read-only ([`Access::ReadWriteOrReadOnly`](crate::Access::ReadWriteOrReadOnly)
+    /// opens read-only then).
+    pub(crate) fn writing_impossible(&self) -> bool {
+        let io = match self {
+            Error::Io(e) => Some(e),
+            Error::Storage { source, .. } => match source {
+                fjall::Error::Io(e) | fjall::Error::Storage(fjall::LsmError::Io(e)) => Some(e),
+                _ => None,
+            },
+            _ => None,
+        };
+        io.is_some_and(|e| {
+            matches!(
+                e.kind(),
+                io::ErrorKind::StorageFull
+                    | io::ErrorKind::QuotaExceeded
+                    | io::ErrorKind::ReadOnlyFilesystem
+            )
+        })
     }
 
     /// The MongoDB category of this error (`InternalError` for storage, codec, I/O).
@@ -236,8 +276,9 @@ pub(crate) fn describe_storage_error(error: &fjall::Error) -> String {
             "the database's storage format version is unreadable (not a tscoll database, or \
              damaged): check the path, or {DAMAGED}"
         ),
-        fjall::Error::Decompress(kind) => format!(
-            "data on disk is damaged (a {kind}-compressed block does not decompress): {DAMAGED}"
+        fjall::Error::Decompress(_) => format!(
+            "data on disk is damaged ({}): {DAMAGED}",
+            table_damage(error).unwrap_or_default()
         ),
         fjall::Error::InvalidTrailer | fjall::Error::InvalidTag(_) => {
             format!("the journal is damaged (a record in it is malformed): {JOURNAL_DAMAGED}")
@@ -272,14 +313,11 @@ fn describe_codec_error(error: &tscoll_codec::Error) -> String {
 
 /// An lsm-tree error (inside a fjall error) as one plain sentence.
 fn describe_lsm_error(error: &fjall::LsmError) -> String {
+    if let Some(what) = lsm_damage(error) {
+        return format!("data on disk is damaged ({what}): {DAMAGED}");
+    }
     match error {
         fjall::LsmError::Io(e) => describe_io_error(e),
-        fjall::LsmError::ChecksumMismatch { .. } => {
-            format!("data on disk is damaged (checksum mismatch): {DAMAGED}")
-        }
-        fjall::LsmError::Decompress(kind) => format!(
-            "data on disk is damaged (a {kind}-compressed block does not decompress): {DAMAGED}"
-        ),
         fjall::LsmError::InvalidVersion(version) => format!(
             "a table file is in storage format version {version}, which this build of tscoll \
              does not read: open the database with the tscoll version that wrote it"
@@ -287,17 +325,37 @@ fn describe_lsm_error(error: &fjall::LsmError) -> String {
         fjall::LsmError::Unrecoverable => format!(
             "files of the database are missing or unreadable, it cannot be recovered: {DAMAGED}"
         ),
-        fjall::LsmError::InvalidTag(_)
-        | fjall::LsmError::InvalidTrailer
-        | fjall::LsmError::InvalidHeader(_) => {
-            format!("data on disk is damaged (a malformed block in a table file): {DAMAGED}")
-        }
-        fjall::LsmError::Utf8(_) => {
-            format!("data on disk is damaged (a name is not valid UTF-8): {DAMAGED}")
-        }
         _ => "the storage layer reported an unexpected error: retry, and run `tscoll verify` if \
               it persists"
             .to_owned(),
+    }
+}
+
+/// What is damaged when an lsm-tree error says a table file's contents are wrong, e.g.
+/// `"checksum mismatch"`; `None` for other errors.
+fn lsm_damage(error: &fjall::LsmError) -> Option<String> {
+    Some(match error {
+        fjall::LsmError::ChecksumMismatch { .. } => "checksum mismatch".to_owned(),
+        fjall::LsmError::Decompress(kind) => {
+            format!("a {kind}-compressed block does not decompress")
+        }
+        fjall::LsmError::InvalidTag(_)
+        | fjall::LsmError::InvalidTrailer
+        | fjall::LsmError::InvalidHeader(_) => "a malformed block in a table file".to_owned(),
+        fjall::LsmError::Utf8(_) => "a name is not valid UTF-8".to_owned(),
+        _ => return None,
+    })
+}
+
+/// What is damaged when a fjall read error says a table file's contents are wrong (see
+/// [`lsm_damage`]); `None` for other errors (I/O, a full disk, ...).
+pub(crate) fn table_damage(error: &fjall::Error) -> Option<String> {
+    match error {
+        fjall::Error::Storage(e) => lsm_damage(e),
+        fjall::Error::Decompress(kind) => {
+            Some(format!("a {kind}-compressed block does not decompress"))
+        }
+        _ => None,
     }
 }
 

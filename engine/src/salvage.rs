@@ -14,6 +14,7 @@ use tscoll_catalog::{BucketId, BucketKey};
 
 use crate::collection::{Collection, CollectionInner, bucketing};
 use crate::control::Control;
+use crate::damage::{bucket_read_failure, read_failure};
 use crate::db::Database;
 use crate::error::{Error, ErrorCode, Result};
 use crate::index::IndexOptions;
@@ -371,8 +372,9 @@ impl Run<'_> {
                     None => self.warn(format!("control record key {} skipped", hex(&k))),
                 },
                 Err(e) => {
+                    let why = read_failure(self.coll.store.raw().control, &e);
                     self.warn(format!(
-                        "the control records cannot be listed to the end: {e}"
+                        "the control records cannot be listed to the end: {why}"
                     ));
                     break;
                 }
@@ -384,8 +386,9 @@ impl Run<'_> {
             let (k, v) = match item.into_inner() {
                 Ok(kv) => kv,
                 Err(e) => {
+                    let why = read_failure(self.coll.store.raw().data, &e);
                     self.warn(format!(
-                        "the data cannot be read in one pass ({e}); the remaining buckets are \
+                        "the data cannot be read in one pass: {why}; the remaining buckets are \
                          read one by one"
                     ));
                     data_ok = false;
@@ -429,8 +432,9 @@ impl Run<'_> {
             let (k, v) = match item.into_inner() {
                 Ok(kv) => kv,
                 Err(e) => {
+                    let why = read_failure(self.coll.store.raw().index, &e);
                     self.warn(format!(
-                        "the bucket directory cannot be read to the end: {e}"
+                        "the bucket directory cannot be read to the end: {why}"
                     ));
                     break;
                 }
@@ -475,14 +479,7 @@ impl Run<'_> {
         &self,
         id: &BucketId,
     ) -> std::result::Result<Vec<(u32, fjall::Slice)>, String> {
-        let mut out = Vec::new();
-        for item in self.snap.prefix(self.coll.store.raw().data, id) {
-            let (k, v) = item.into_inner().map_err(|e| e.to_string())?;
-            if let Some((_, seg)) = parse_data_key(&k) {
-                out.push((seg, v));
-            }
-        }
-        Ok(out)
+        crate::damage::read_segments(self.snap, self.coll.store.raw().data, id)
     }
 
     /// The meta value of a bucket's series: from its directory entry, else from another
@@ -543,7 +540,9 @@ impl Run<'_> {
             },
             Ok(None) => None,
             Err(e) => {
-                lost.reasons.push(format!("control record unreadable: {e}"));
+                let why = bucket_read_failure(&e);
+                lost.reasons
+                    .push(format!("control record unreadable: {why}"));
                 None
             }
         };

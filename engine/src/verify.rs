@@ -17,6 +17,7 @@ use tscoll_codec::{Bucket, ValueRef, tag};
 
 use crate::collection::{Collection, CollectionInner};
 use crate::control::Control;
+use crate::damage::{read_failure, read_segments};
 use crate::db::Database;
 use crate::error::{Error, Result};
 use crate::index::SecondaryIndex;
@@ -418,8 +419,10 @@ impl<I: Iterator<Item = fjall::Result<fjall::KvPair>>> DataGroups<I> {
                             None,
                             ProblemKind::Unreadable,
                             format!(
-                                "keyspace {}: {e}; the rest of it is read bucket by bucket",
-                                self.name
+                                "keyspace {} (the buckets' data segments): {}; the buckets are \
+                                 read one by one from there",
+                                self.name,
+                                read_failure(ck.coll.store.raw().data, &e)
                             ),
                         );
                     }
@@ -485,8 +488,9 @@ impl CollectionInner {
                         None,
                         ProblemKind::Unreadable,
                         format!(
-                            "keyspace {ctl_name}: {e}; the buckets after the failure were not \
-                             checked"
+                            "keyspace {ctl_name} (the buckets' control records): {}; the \
+                             buckets after the failure were not checked",
+                            read_failure(self.store.raw().control, &e)
                         ),
                     );
                     break;
@@ -579,8 +583,9 @@ impl CollectionInner {
                         None,
                         ProblemKind::Unreadable,
                         format!(
-                            "keyspace {idx_name}: {e}; the entries after the failure were not \
-                             read"
+                            "keyspace {idx_name} (the meta+time index): {}; the entries after \
+                             the failure were not read",
+                            read_failure(self.store.raw().index, &e)
                         ),
                     );
                     break;
@@ -732,8 +737,10 @@ impl CollectionInner {
                             None,
                             ProblemKind::Unreadable,
                             format!(
-                                "keyspace {name}: {e}; the entries after the failure were not \
-                                 read"
+                                "keyspace {name} (index '{}'): {}; the entries after the \
+                                 failure were not read",
+                                index.def.name,
+                                read_failure(&ks, &e)
                             ),
                         );
                         break;
@@ -770,14 +777,7 @@ impl CollectionInner {
 
     /// The segments of one bucket, read by a prefix scan.
     fn read_segments_in(&self, snap: &Snapshot, id: &BucketId) -> Segments {
-        let mut out = Vec::new();
-        for item in snap.prefix(self.store.raw().data, id) {
-            let (k, v) = item.into_inner().map_err(|e| e.to_string())?;
-            if let Some((_, seg)) = parse_data_key(&k) {
-                out.push((seg, v));
-            }
-        }
-        Ok(out)
+        read_segments(snap, self.store.raw().data, id)
     }
 
     /// Checks one bucket: its control record (`None` = absent), its segments, its index

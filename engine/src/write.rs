@@ -249,6 +249,7 @@ impl CollectionInner {
         errors: Vec<WriteError>,
         place: impl FnOnce(WriterId, &mut InsertResult) -> Result<()>,
     ) -> Result<InsertResult> {
+        self.writable()?;
         let writer = WriterId(NEXT_WRITER.fetch_add(1, Ordering::Relaxed));
         let mut result = InsertResult {
             inserted: 0,

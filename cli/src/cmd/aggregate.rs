@@ -11,7 +11,7 @@ use tscoll_engine::{Accumulator, AggregateSpec};
 
 use super::find::print_stats;
 use super::{
-    CmdResult, DbArgs, open_collection, parse_json_arg, stdout_result, write_extjson_line,
+    CmdResult, DbArgs, open_readable_collection, parse_json_arg, stdout_result, write_extjson_line,
 };
 
 /// Arguments of `tscoll aggregate`.
@@ -220,7 +220,7 @@ fn print_documents(docs: Vec<Document>) -> CmdResult<()> {
 pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
     if let Some(text) = &args.pipeline {
         let pipeline = parse_pipeline(text)?;
-        let (_db, coll) = open_collection(&args.db.db, &args.coll)?;
+        let (_db, coll) = open_readable_collection(&args.db.db, &args.coll)?;
         let docs = coll
             .aggregate(&pipeline)
             .map_err(|e| format!("aggregate failed: {e}"))?;
@@ -229,7 +229,7 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
     }
     let filter = parse_json_arg("--filter", args.filter.as_deref().unwrap_or("{}"))?;
     let window = args.window.ok_or("give --window or --pipeline")?;
-    let (_db, coll) = open_collection(&args.db.db, &args.coll)?;
+    let (_db, coll) = open_readable_collection(&args.db.db, &args.coll)?;
     let outputs = if args.outputs.is_empty() {
         vec![("count".to_owned(), Accumulator::Count)]
     } else {

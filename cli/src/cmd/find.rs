@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use bson::{Bson, Document};
 use tscoll_engine::{FindCursor, FindOptions, QueryStats};
 
-use super::{CmdResult, DbArgs, open_collection, parse_json_arg, stdout_result};
+use super::{CmdResult, DbArgs, open_readable_collection, parse_json_arg, stdout_result};
 use crate::output::{OutputFormat, export};
 
 /// Arguments of `tscoll find`.
@@ -143,7 +143,7 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
         .as_deref()
         .map(|p| parse_json_arg("--projection", p))
         .transpose()?;
-    let (_db, coll) = open_collection(&args.db.db, &args.coll)?;
+    let (_db, coll) = open_readable_collection(&args.db.db, &args.coll)?;
     let sort_by = args
         .sort
         .as_deref()

@@ -158,7 +158,7 @@ fn drop_index(args: &DropArgs) -> CmdResult<ExitCode> {
 }
 
 fn list(args: &ListArgs) -> CmdResult<ExitCode> {
-    let (_db, coll) = open_collection(&args.db.db, &args.coll)?;
+    let (_db, coll) = super::open_readable_collection(&args.db.db, &args.coll)?;
     let indexes = if args.bucket_form {
         coll.list_indexes_bucket_form()
     } else {

@@ -60,7 +60,7 @@ use std::path::{Path, PathBuf};
 
 use bson::{Bson, Document};
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
-use tscoll_engine::{Collection, Database, DatabaseOptions, LogOptions};
+use tscoll_engine::{Access, Collection, Database, DatabaseOptions, LogOptions};
 
 /// Error type of the commands: anything displayable.
 pub(crate) type CmdError = Box<dyn std::error::Error + Send + Sync>;
@@ -148,48 +148,67 @@ pub(crate) fn db_options() -> DatabaseOptions {
 /// The engine cannot open it (e.g. another process holds it, or its journal is damaged and
 /// `--recover` was not given).
 pub(crate) fn open_db(dir: &Path) -> CmdResult<Database> {
-    open_db_with(dir, db_options())
+    open_with(dir, db_options())
 }
 
-/// [`open_db`] with `options` (from [`db_options`]).
+/// Opens an existing database (one that `create` made): a directory that holds none is an
+/// error, and nothing is written into it.
 ///
 /// # Errors
-/// As [`open_db`].
-pub(crate) fn open_db_with(dir: &Path, options: DatabaseOptions) -> CmdResult<Database> {
+/// No database at `dir`, or it cannot be opened.
+pub(crate) fn open_existing_db(dir: &Path) -> CmdResult<Database> {
+    open_with(
+        dir,
+        DatabaseOptions {
+            create: false,
+            ..db_options()
+        },
+    )
+}
+
+/// Opens an existing database for a command that only reads: read-only when writing is
+/// impossible (a full disk), warning on stderr of what its reads miss then.
+///
+/// # Errors
+/// As [`open_existing_db`].
+pub(crate) fn open_readable_db(dir: &Path) -> CmdResult<Database> {
+    open_readable_db_with(dir, db_options())
+}
+
+/// [`open_readable_db`] with `options` (from [`db_options`]).
+///
+/// # Errors
+/// As [`open_existing_db`].
+pub(crate) fn open_readable_db_with(dir: &Path, options: DatabaseOptions) -> CmdResult<Database> {
+    let db = open_with(
+        dir,
+        DatabaseOptions {
+            create: false,
+            access: Access::ReadWriteOrReadOnly,
+            ..options
+        },
+    )?;
+    if let Some(r) = db.read_only() {
+        errln!("tscoll: warning: {}: {r}", dir.display());
+    }
+    Ok(db)
+}
+
+fn open_with(dir: &Path, options: DatabaseOptions) -> CmdResult<Database> {
     let db = if RECOVER.load(std::sync::atomic::Ordering::Relaxed) {
         Database::open_recovering(dir, options)
     } else {
         Database::open(dir, options)
     }
-    .map_err(|e| format!("cannot open database {}: {e}", dir.display()))?;
+    .map_err(|e| match e {
+        // The message names the directory and says what to do.
+        tscoll_engine::Error::NotADatabase { .. } => e.to_string(),
+        e => format!("cannot open database {}: {e}", dir.display()),
+    })?;
     if let Some(r) = db.recovery_report() {
         errln!("tscoll: warning: {r}");
     }
     Ok(db)
-}
-
-/// Opens an existing database (one that `create` made).
-///
-/// # Errors
-/// No database at `dir`, or it cannot be opened.
-pub(crate) fn open_existing_db(dir: &Path) -> CmdResult<Database> {
-    open_existing_db_with(dir, db_options())
-}
-
-/// [`open_existing_db`] with `options` (from [`db_options`]).
-///
-/// # Errors
-/// As [`open_existing_db`].
-pub(crate) fn open_existing_db_with(dir: &Path, options: DatabaseOptions) -> CmdResult<Database> {
-    if !dir.is_dir() {
-        return Err(format!(
-            "no database at {} (create a collection first: tscoll create --db {} ...)",
-            dir.display(),
-            dir.display()
-        )
-        .into());
-    }
-    open_db_with(dir, options)
 }
 
 /// Opens an existing database and one of its collections.
@@ -197,7 +216,21 @@ pub(crate) fn open_existing_db_with(dir: &Path, options: DatabaseOptions) -> Cmd
 /// # Errors
 /// The directory does not exist, cannot be opened, or has no such collection.
 pub(crate) fn open_collection(dir: &Path, name: &str) -> CmdResult<(Database, Collection)> {
-    let db = open_existing_db(dir)?;
+    collection_of(open_existing_db(dir)?, name)
+}
+
+/// Opens an existing database ([`open_readable_db`]) and one of its collections, to read.
+///
+/// # Errors
+/// As [`open_collection`].
+pub(crate) fn open_readable_collection(
+    dir: &Path,
+    name: &str,
+) -> CmdResult<(Database, Collection)> {
+    collection_of(open_readable_db(dir)?, name)
+}
+
+fn collection_of(db: Database, name: &str) -> CmdResult<(Database, Collection)> {
     let coll = db
         .collection(name)
         .map_err(|e| format!("collection '{name}': {e}"))?;

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use tscoll_engine::{Database, DatabaseOptions, SalvageReport};
 
 use super::verify::DAMAGE_FOUND;
-use super::{CmdResult, DbArgs, open_db};
+use super::{CmdResult, DbArgs, open_readable_db};
 
 /// Arguments of `tscoll salvage`.
 #[derive(Debug, clap::Args)]
@@ -29,9 +29,6 @@ pub(crate) struct Args {
 /// `--recover`), a `--to` directory that is not empty, storage errors in the new database.
 pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
     let src = &args.db.db;
-    if !src.is_dir() {
-        return Err(format!("no database at {}", src.display()).into());
-    }
     let to = &args.to;
     if to.exists() {
         let empty = to.is_dir()
@@ -52,7 +49,7 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
     {
         return Err("--to must be another directory than --db".into());
     }
-    let source = open_db(src)?;
+    let source = open_readable_db(src)?;
     let target = Database::open(to, DatabaseOptions::default())
         .map_err(|e| format!("cannot create database {}: {e}", to.display()))?;
     let report = source.salvage_into(&target)?;

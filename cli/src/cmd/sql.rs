@@ -20,7 +20,7 @@ use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
 use datafusion::prelude::SessionContext;
 use futures::StreamExt;
 
-use super::{CmdResult, DbArgs, db_options, open_existing_db_with, stdout_result};
+use super::{CmdResult, DbArgs, db_options, open_readable_db_with, stdout_result};
 
 /// Rows of each table `--format table` prints: a table needs its column widths before its
 /// first row, so a long result is printed as tables of this many rows, each with its header.
@@ -73,7 +73,7 @@ pub(crate) struct Args {
 pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
     let mut options = db_options();
     options.catalog.cache_size_bytes = SQL_CACHE_BYTES;
-    let db = open_existing_db_with(&args.db.db, options)?;
+    let db = open_readable_db_with(&args.db.db, options)?;
     let memory = usize::try_from(args.memory_limit)?.saturating_mul(1 << 20);
     let ctx = tscoll_datafusion::bounded_context(memory)?;
     tscoll_datafusion::register_database(&ctx, &db)?;

@@ -17,7 +17,7 @@ use std::process::ExitCode;
 use bson::{Bson, Document};
 use tscoll_engine::{Collection, CollectionSpec, CollectionStats, Database, Granularity};
 
-use super::{CmdResult, DbArgs, human_bytes, human_seconds, open_collection, to_extjson};
+use super::{CmdResult, DbArgs, human_bytes, human_seconds, open_readable_collection, to_extjson};
 
 /// Below this average, buckets are too small (MongoDB's schema advice uses the same idea).
 pub(crate) const MIN_MEASUREMENTS_PER_BUCKET: f64 = 10.0;
@@ -72,11 +72,11 @@ impl Derived {
 pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
     let (db, names) = match &args.coll {
         Some(name) => {
-            let (db, _) = open_collection(&args.db.db, name)?;
+            let (db, _) = open_readable_collection(&args.db.db, name)?;
             (db, vec![name.clone()])
         }
         None => {
-            let db = super::open_existing_db(&args.db.db)?;
+            let db = super::open_readable_db(&args.db.db)?;
             let names = db.list_collections()?.into_iter().map(|(n, _)| n).collect();
             (db, names)
         }

@@ -24,6 +24,7 @@ mod ingest_compressed;
 mod ingest_csv;
 mod ingest_report;
 mod lock;
+mod open_database;
 mod plain_errors_no_panic_on_closed_pipe;
 mod query_commands;
 mod verify_salvage;

@@ -12,7 +12,7 @@ use tscoll_engine::{Database, DatabaseOptions, Durability, InsertOptions, Timese
 use crate::common::{self, tscoll};
 
 /// `n` measurements of series `site`, `_id` from `first`, one a minute.
-fn docs(site: &str, first: i64, n: i64) -> Vec<Document> {
+pub(crate) fn docs(site: &str, first: i64, n: i64) -> Vec<Document> {
     (first..first + n)
         .map(|i| {
             doc! {
@@ -23,6 +23,59 @@ fn docs(site: &str, first: i64, n: i64) -> Vec<Document> {
             }
         })
         .collect()
+}
+
+/// The largest file under `dir` and its subdirectories.
+fn largest_file(dir: &Path) -> std::path::PathBuf {
+    let mut best: Option<(u64, std::path::PathBuf)> = None;
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).expect("read_dir") {
+            let p = e.expect("entry").path();
+            if p.is_dir() {
+                todo.push(p);
+            } else {
+                let len = std::fs::metadata(&p).expect("metadata").len();
+                if best.as_ref().is_none_or(|(l, _)| len > *l) {
+                    best = Some((len, p));
+                }
+            }
+        }
+    }
+    best.expect("a file").1
+}
+
+/// Runs `verify` on a damaged database: exit status 2, no debug form of an error, the line
+/// saying what to run. Returns the output.
+fn verify_damaged(db_dir: &Path) -> String {
+    let run = tscoll(&["verify", "--db", path(db_dir)], None);
+    assert_eq!(status(&run), Some(2), "{}{}", run.stdout(), run.stderr());
+    let out = run.stdout();
+    assert_plain(&out);
+    let hint = format!("run `tscoll salvage --db {} --to NEWDIR`", path(db_dir));
+    assert!(out.contains(&hint), "{out}");
+    out
+}
+
+/// Runs `salvage` of a damaged database into `new_dir`: exit status 2, no debug form of an
+/// error. Returns the output.
+fn salvage_damaged(db_dir: &Path, new_dir: &Path) -> String {
+    let run = tscoll(
+        &["salvage", "--db", path(db_dir), "--to", path(new_dir)],
+        None,
+    );
+    assert_eq!(status(&run), Some(2), "{}{}", run.stdout(), run.stderr());
+    let out = run.stdout();
+    assert_plain(&out);
+    out
+}
+
+/// No debug form of a fjall error in `out`.
+#[track_caller]
+fn assert_plain(out: &str) {
+    for leak in ["FjallError", "Checksum(", "Storage(", "got:"] {
+        assert!(!out.contains(leak), "{leak} in {out}");
+    }
 }
 
 fn status(run: &common::Run) -> Option<i32> {
@@ -61,9 +114,7 @@ fn verify_and_salvage_a_damaged_database() {
             .collect::<String>()
     };
 
-    let run = tscoll(&["verify", "--db", path(&db_dir)], None);
-    assert_eq!(status(&run), Some(2), "{}{}", run.stdout(), run.stderr());
-    let out = run.stdout();
+    let out = verify_damaged(&db_dir);
     assert!(
         out.contains(&format!(
             "damaged: c bucket {damaged_bucket}: corrupt-segment: segment "
@@ -71,14 +122,8 @@ fn verify_and_salvage_a_damaged_database() {
         "{out}"
     );
     assert!(out.contains("index entries: 1 problem\n"), "{out}");
-    assert!(out.contains("run `tscoll salvage`"), "{out}");
 
-    let run = tscoll(
-        &["salvage", "--db", path(&db_dir), "--to", path(&new_dir)],
-        None,
-    );
-    assert_eq!(status(&run), Some(2), "{}{}", run.stdout(), run.stderr());
-    let out = run.stdout();
+    let out = salvage_damaged(&db_dir, &new_dir);
     assert!(
         out.contains(&format!(
             "lost: c bucket {damaged_bucket}: segment 0 skipped ("
@@ -108,6 +153,43 @@ fn verify_and_salvage_a_damaged_database() {
         "{}",
         run.stderr()
     );
+}
+
+/// A byte flipped in a table file: `verify` and `salvage` name the file and the collection,
+/// say what it means and what to run, without fjall's debug output.
+#[test]
+fn a_damaged_table_file_is_named() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let (db_dir, new_dir) = (root.path().join("db"), root.path().join("new"));
+    {
+        let db = Database::open(&db_dir, DatabaseOptions::default()).expect("open");
+        let coll = db
+            .create_collection("weather", &TimeseriesOptions::new("ts").meta_field("meta"))
+            .expect("create");
+        for (n, site) in ["a", "b", "c", "d", "e", "f"].into_iter().enumerate() {
+            let first = i64::try_from(n).expect("small") * 1000;
+            coll.insert_many(&docs(site, first, 500), &InsertOptions::default())
+                .expect("insert");
+        }
+        db.close().expect("close");
+    }
+    // The largest table file of the collection's keyspaces.
+    let table = largest_file(&db_dir.join("keyspaces"));
+    let mut bytes = std::fs::read(&table).expect("read");
+    let at = bytes.len() / 3;
+    bytes[at] ^= 0xff;
+    std::fs::write(&table, bytes).expect("damage");
+
+    let damaged = format!("table file {} is damaged (", table.display());
+    let out = verify_damaged(&db_dir);
+    assert!(out.contains(&damaged), "{out}");
+    assert!(
+        out.contains("damaged: weather: unreadable: keyspace c1_"),
+        "{out}"
+    );
+
+    let out = salvage_damaged(&db_dir, &new_dir);
+    assert!(out.contains(&damaged), "{out}");
 }
 
 /// A crash image with a damaged journal: a copy of a database still open after synced
