@@ -470,6 +470,7 @@ mod tests {
                 "seconds",
                 "measurements_per_s",
                 "field_values_per_s",
+                "stored_measurements",
                 "disk_bytes",
                 "bytes_per_measurement",
                 "table_bytes",
