@@ -206,11 +206,11 @@ impl Error {
     /// opens read-only then).
     pub(crate) fn writing_impossible(&self) -> bool {
         let io = match self {
-            Error::Io(e) => Some(e),
-            Error::Storage { source, .. } => match source {
-                fjall::Error::Io(e) | fjall::Error::Storage(fjall::LsmError::Io(e)) => Some(e),
-                _ => None,
-            },
+            Error::Io(e)
+            | Error::Storage {
+                source: fjall::Error::Io(e) | fjall::Error::Storage(fjall::LsmError::Io(e)),
+                ..
+            } => Some(e),
             _ => None,
         };
         io.is_some_and(|e| {
