@@ -14,6 +14,7 @@ use crate::index::Indexes;
 use crate::journal::{self, RecoveryReport};
 use crate::options::{CollectionSpec, TimeseriesOptions};
 use crate::read_only::ReadOnlyReport;
+use crate::recovery::LogRecovery;
 use crate::stats::CatalogStats;
 use crate::storage::BucketStore;
 use crate::storage::keys::COLLECTIONS_KEYSPACE;
@@ -108,6 +109,11 @@ pub(crate) struct DbInner {
     recovery: Option<RecoveryReport>,
     /// Set when the database is open read-only: nothing is written, not even on drop.
     read_only: Option<Mutex<ReadOnlyReport>>,
+    /// Opened with [`Database::open_recovering`]: a damaged write-ahead log is recovered up
+    /// to the damage.
+    recover: bool,
+    /// What opening the collections dropped from their write-ahead logs.
+    log_recovery: Mutex<Vec<LogRecovery>>,
     /// Set by [`Database::crash`]: the last handle leaves without storing anything.
     crashed: std::sync::atomic::AtomicBool,
 }
@@ -135,7 +141,9 @@ impl Database {
     ///
     /// fjall's journal is read first: when it is damaged (not merely cut short by a crash,
     /// which fjall recovers from) the open fails and nothing is changed; open the database
-    /// with [`Database::open_recovering`] then.
+    /// with [`Database::open_recovering`] then. So is each collection's write-ahead log: a
+    /// torn last record is dropped ([`Database::log_recovery`] says so), damage before it
+    /// fails the open.
     ///
     /// # Errors
     /// [`Error::NotADatabase`] when the directory holds no database and
@@ -143,7 +151,8 @@ impl Database {
     /// [`Error::Locked`] when another process has the directory open; [`Error::Storage`] for
     /// fjall failures (e.g. a full disk, for [`Access::ReadWrite`]); [`Error::Corruption`]
     /// when a collection record cannot be read; [`Error::JournalDamaged`] when the journal is
-    /// damaged; [`Error::Io`] when the journal cannot be read.
+    /// damaged; [`Error::LogDamaged`] when a write-ahead log is; [`Error::Io`] when the journal
+    /// or a log cannot be read.
     pub fn open(path: impl AsRef<Path>, options: DatabaseOptions) -> Result<Database> {
         Self::open_with(path.as_ref(), options, false)
     }
@@ -152,12 +161,16 @@ impl Database {
     /// journal is damaged (`docs/durability.md`, "A damaged journal"): every intact write
     /// batch before the damage is kept; the damaged batch and everything written after it
     /// are dropped, after the original journal files are copied to a backup folder in the
-    /// database directory. [`Database::recovery_report`] says what was dropped. With an
-    /// intact journal this is [`Database::open`].
+    /// database directory. [`Database::recovery_report`] says what was dropped. Likewise a
+    /// collection's damaged write-ahead log ("A damaged write-ahead log"): every record before
+    /// the damaged one is recovered, that one and every later one are dropped, after the log
+    /// files from the damaged one on are copied to `<db>/wal-damaged-<ms>/c<id>/`;
+    /// [`Database::log_recovery`] says what was dropped. With an intact journal and logs this
+    /// is [`Database::open`].
     ///
     /// # Errors
-    /// As [`Database::open`], but not for a damaged journal; [`Error::Io`] when the journal
-    /// files cannot be copied, cut or removed.
+    /// As [`Database::open`], but not for a damaged journal or log; [`Error::Io`] when the
+    /// journal or log files cannot be copied, cut or removed.
     pub fn open_recovering(path: impl AsRef<Path>, options: DatabaseOptions) -> Result<Database> {
         Self::open_with(path.as_ref(), options, true)
     }
@@ -236,6 +249,8 @@ impl Database {
                         unstored: Vec::new(),
                     })
                 }),
+                recover,
+                log_recovery: Mutex::new(Vec::new()),
                 crashed: std::sync::atomic::AtomicBool::new(false),
             }),
         };
@@ -295,6 +310,19 @@ impl Database {
         self.inner.recovery.clone()
     }
 
+    /// What opening the collections dropped from their write-ahead logs
+    /// (`docs/durability.md`): a torn last record (after a crash during a commit), or, with
+    /// [`Database::open_recovering`], the damaged record and every later one. Empty when
+    /// every log was read whole.
+    #[must_use]
+    pub fn log_recovery(&self) -> Vec<LogRecovery> {
+        self.inner
+            .log_recovery
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
     /// Every open collection handle (unordered).
     pub(crate) fn collections(&self) -> Vec<Collection> {
         self.lock().values().cloned().collect()
@@ -344,7 +372,14 @@ impl Database {
             let rows = coll.inner.unstored_logged_rows()?;
             return Ok((coll, rows));
         }
-        coll.inner.recover_log()?;
+        let recovered = coll.inner.recover_log(self.inner.recover)?;
+        if let Some(dropped) = recovered.dropped {
+            self.inner
+                .log_recovery
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(dropped);
+        }
         Ok((coll, 0))
     }
 

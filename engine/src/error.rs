@@ -170,6 +170,36 @@ pub enum Error {
          it takes no writes; open it again for writing once the disk has room"
     )]
     ReadOnly,
+    /// A collection's write-ahead log is damaged before its end (not merely a torn last
+    /// record): the database opens only with
+    /// [`Database::open_recovering`](crate::Database::open_recovering), which keeps every
+    /// record before the damage (`docs/durability.md`, "A damaged write-ahead log").
+    #[error("the write-ahead log file {file} is damaged: {reason}")]
+    LogDamaged {
+        /// The log file and the byte where the damaged record starts.
+        file: String,
+        /// What is wrong, in which collection, and how to recover.
+        reason: String,
+    },
+    /// An insert call failed after some of its measurements were committed, or in a way
+    /// that may have left some in the write-ahead log (`docs/durability.md`, "What an error
+    /// means"): unlike its other errors, this one does not mean that nothing of the call was
+    /// stored. Every measurement of the call not listed was not stored.
+    #[error("{}", describe_incomplete(.source, .committed, .uncertain, *.buffered))]
+    InsertIncomplete {
+        /// Input positions (ascending) of the measurements committed before the failure: they
+        /// are kept as an acknowledged insert of the call's durability is.
+        committed: Vec<usize>,
+        /// The call's durability was [`Durability::Buffered`](crate::Durability::Buffered):
+        /// the committed measurements may still be in the log's buffer, which a full disk
+        /// may keep from ever being written, so they may or may not be stored.
+        buffered: bool,
+        /// Input positions (ascending) of the measurements whose log record failed to be
+        /// written and could not be cut off again: they may have been stored.
+        uncertain: Vec<usize>,
+        /// What failed.
+        source: Box<Error>,
+    },
     /// A bucket blob failed to decode.
     #[error("{}", describe_codec_error(.0))]
     Codec(#[from] tscoll_codec::Error),
@@ -231,6 +261,75 @@ impl Error {
             _ => ErrorCode::InternalError,
         }
     }
+}
+
+/// The message of [`Error::InsertIncomplete`]: the failure, then which of the call's
+/// measurements were committed or may have been stored (input positions, as ranges).
+fn describe_incomplete(
+    source: &Error,
+    committed: &[usize],
+    uncertain: &[usize],
+    buffered: bool,
+) -> String {
+    let mut out = source.to_string();
+    if !committed.is_empty() {
+        let state = if buffered {
+            "to the write-ahead log's buffer (buffered durability): they may have been stored"
+        } else {
+            "to the write-ahead log: they are stored"
+        };
+        out.push_str(&format!(
+            "; before that, {} measurement(s) of the call (positions {}) were committed {state}",
+            committed.len(),
+            position_ranges(committed.iter().map(|&p| p as u64))
+        ));
+    }
+    if !uncertain.is_empty() {
+        out.push_str(&format!(
+            "; {} measurement(s) (positions {}) may have been stored: their log record could \
+             not be cut off",
+            uncertain.len(),
+            position_ranges(uncertain.iter().map(|&p| p as u64))
+        ));
+    }
+    out.push_str(
+        if buffered && !committed.is_empty() || !uncertain.is_empty() {
+            "; the others were not stored: query for those that may have been before sending them \
+         again"
+        } else {
+            "; the others were not stored: send only those again"
+        },
+    );
+    out
+}
+
+/// Ascending positions written as ranges, `0-4, 7, 9-12`, and after 8 ranges how many more,
+/// as the message of [`Error::InsertIncomplete`] writes them (for other messages about the
+/// same measurements, e.g. with line numbers instead of positions).
+#[must_use]
+pub fn position_ranges(positions: impl IntoIterator<Item = u64>) -> String {
+    let mut runs: Vec<(u64, u64)> = Vec::new();
+    for p in positions {
+        match runs.last_mut() {
+            Some((_, end)) if p <= *end + 1 => *end = (*end).max(p),
+            _ => runs.push((p, p)),
+        }
+    }
+    let mut parts: Vec<String> = runs
+        .iter()
+        .take(8)
+        .map(|&(a, b)| {
+            if a == b {
+                a.to_string()
+            } else {
+                format!("{a}-{b}")
+            }
+        })
+        .collect();
+    if runs.len() > 8 {
+        parts.push(format!("and {} more range(s)", runs.len() - 8));
+    }
+    parts.join(", ")
 }
 
 /// Result alias of the engine.

@@ -32,7 +32,7 @@ struct ReadmeExample;
 mod error;
 mod options;
 
-pub use error::{Error, ErrorCode, Result};
+pub use error::{Error, ErrorCode, Result, position_ranges};
 pub use options::{
     CollectionSpec, Granularity, MAX_BUCKET_SPAN_SECONDS, MAX_EXPIRE_AFTER_SECONDS, MAX_ROLLUPS,
     TimeseriesOptions,
@@ -81,6 +81,7 @@ pub use query::{
     ENCODING_KEY, FindCursor, FindOptions, OutputValues, QueryStats, SORT_MEMORY_LIMIT, SortOrder,
 };
 pub use read_only::ReadOnlyReport;
+pub use recovery::LogRecovery;
 pub use salvage::{ControlSummary, LostBucket, SalvageReport, SalvagedCollection};
 pub use stats::{CatalogStats, CollectionStats};
 pub use tscoll_catalog::{CatalogOptions, StatsSnapshot};

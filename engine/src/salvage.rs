@@ -20,6 +20,7 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::index::IndexOptions;
 use crate::journal::RecoveryReport;
 use crate::options::{CollectionSpec, TimeseriesOptions};
+use crate::recovery::LogRecovery;
 use crate::storage::keys::{
     SAME_AS_SERIES_RECORD, hex, parse_control_key, parse_data_key, parse_index_key,
     parse_retired_key, parse_series_record, parse_series_record_key,
@@ -138,6 +139,9 @@ pub struct SalvageReport {
     /// What opening the source dropped from its damaged journal
     /// ([`Database::open_recovering`]).
     pub recovery: Option<RecoveryReport>,
+    /// What opening the database dropped from write-ahead logs: torn last records, and
+    /// damaged records with every later one ([`Database::log_recovery`]).
+    pub log: Vec<LogRecovery>,
 }
 
 impl SalvageReport {
@@ -157,10 +161,13 @@ impl SalvageReport {
     }
 
     /// Whether everything was copied: nothing lost, no warning, nothing dropped when the
-    /// source was opened.
+    /// source was opened (a torn last log record, which a crash leaves, does not count).
     #[must_use]
     pub fn is_complete(&self) -> bool {
-        self.lost.is_empty() && self.warnings.is_empty() && self.recovery.is_none()
+        self.lost.is_empty()
+            && self.warnings.is_empty()
+            && self.recovery.is_none()
+            && !self.log.iter().any(|l| l.damaged)
     }
 }
 
@@ -221,6 +228,7 @@ impl Database {
         let snap = self.inner.fjall.snapshot();
         let mut report = SalvageReport {
             recovery: self.recovery_report(),
+            log: self.log_recovery(),
             ..SalvageReport::default()
         };
         for c in &colls {

@@ -23,6 +23,7 @@ use crate::error::{Error, Result};
 use crate::index::SecondaryIndex;
 use crate::index::spec::Component;
 use crate::journal::RecoveryReport;
+use crate::recovery::LogRecovery;
 use crate::storage::keys::{
     SAME_AS_SERIES_RECORD, hex, keyspace_names, parse_control_key, parse_data_key, parse_index_key,
     parse_retired_key, parse_series_record, parse_series_record_key, secondary_entry_bucket,
@@ -140,13 +141,17 @@ pub struct VerifyReport {
     /// What opening the database dropped from a damaged journal
     /// ([`Database::open_recovering`]).
     pub recovery: Option<RecoveryReport>,
+    /// What opening the database dropped from write-ahead logs: torn last records, and
+    /// damaged records with every later one ([`Database::log_recovery`]).
+    pub log: Vec<LogRecovery>,
 }
 
 impl VerifyReport {
-    /// Whether nothing is wrong: no problem found and nothing dropped when opening.
+    /// Whether nothing is wrong: no problem found and nothing dropped when opening (a torn
+    /// last log record, which a crash leaves, does not count).
     #[must_use]
     pub fn is_ok(&self) -> bool {
-        self.problems.is_empty() && self.recovery.is_none()
+        self.problems.is_empty() && self.recovery.is_none() && !self.log.iter().any(|l| l.damaged)
     }
 }
 
@@ -183,6 +188,7 @@ impl Database {
         colls.sort_by(|a, b| a.name().cmp(b.name()));
         let mut report = VerifyReport {
             recovery: self.recovery_report(),
+            log: self.log_recovery(),
             ..VerifyReport::default()
         };
         for c in &colls {

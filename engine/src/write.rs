@@ -85,8 +85,11 @@ impl Collection {
     /// measurement and everything before it is stored; otherwise every good one is stored.
     ///
     /// # Errors
-    /// `Err` only when storage fails as a whole ([`Error::Storage`], [`Error::Poisoned`]);
-    /// bad measurements are reported in [`InsertResult::errors`].
+    /// `Err` only when storage fails as a whole ([`Error::Storage`], [`Error::Poisoned`],
+    /// [`Error::Io`] for the write-ahead log); bad measurements are reported in
+    /// [`InsertResult::errors`]. Such an error means that none of the call's measurements
+    /// was stored, but for [`Error::InsertIncomplete`], which lists those committed before
+    /// the failure and those that may have been stored (`docs/durability.md`).
     pub fn insert_many(&self, docs: &[Document], options: &InsertOptions) -> Result<InsertResult> {
         self.inner.insert_many(docs, options)
     }
@@ -228,14 +231,14 @@ impl CollectionInner {
             .map(|_| Bson::ObjectId(ObjectId::new()))
             .collect();
         let validated = self.validate(docs, &ids, options.ordered);
-        self.insert_call(validated.errors, |writer, result| {
+        self.insert_call(validated.errors, options.durability, |writer, call| {
             self.place_with_retries(
                 writer,
                 &validated.keys,
                 validated.groups,
                 docs.len(),
                 options.durability,
-                result,
+                call,
             )
         })
     }
@@ -244,25 +247,38 @@ impl CollectionInner {
     /// buckets that left memory are stored (a checkpoint, which takes it exclusively, then
     /// finds every row either stored or in an open bucket), then a checkpoint if one is due.
     /// `errors` are the call's rejections so far; the result's errors come sorted by position.
+    ///
+    /// # Errors
+    /// What failed; [`Error::InsertIncomplete`] when some measurements were committed before
+    /// (or may have been, `docs/durability.md`), so that an error never hides stored ones.
     pub(crate) fn insert_call(
         &self,
         errors: Vec<WriteError>,
-        place: impl FnOnce(WriterId, &mut InsertResult) -> Result<()>,
+        durability: Durability,
+        place: impl FnOnce(WriterId, &mut Call) -> Result<()>,
     ) -> Result<InsertResult> {
         self.writable()?;
         let writer = WriterId(NEXT_WRITER.fetch_add(1, Ordering::Relaxed));
-        let mut result = InsertResult {
-            inserted: 0,
-            errors,
+        let mut call = Call {
+            result: InsertResult {
+                inserted: 0,
+                errors,
+            },
+            committed: Vec::new(),
+            uncertain: Vec::new(),
         };
         let gate = self
             .commit_gate
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        place(writer, &mut result)?;
-        self.store_leaving()?;
+        // Storing the buckets that left memory and a checkpoint come after the commit: their
+        // failure leaves the call's measurements committed.
+        let done = place(writer, &mut call).and_then(|()| self.store_leaving());
         drop(gate);
-        self.checkpoint_if_due()?;
+        if let Err(source) = done.and_then(|()| self.checkpoint_if_due()) {
+            return Err(call.failed(writer, durability, source));
+        }
+        let mut result = call.result;
         result.errors.sort_by_key(|e| e.index);
         Ok(result)
     }
@@ -278,16 +294,16 @@ impl CollectionInner {
         mut todo: Vec<Vec<Measurement<'_>>>,
         inputs: usize,
         durability: Durability,
-        result: &mut InsertResult,
+        call: &mut Call,
     ) -> Result<()> {
         for attempt in 0..=MAX_RETRIES {
-            let failed = self.place_and_commit(writer, keys, &todo, durability, result)?;
+            let failed = self.place_and_commit(writer, keys, &todo, durability, call)?;
             if failed.is_empty() {
                 break;
             }
             if attempt == MAX_RETRIES {
                 for (index, reason) in failed {
-                    result.errors.push(WriteError {
+                    call.result.errors.push(WriteError {
                         index,
                         code: ErrorCode::InternalError,
                         message: format!("{reason} (gave up after {MAX_RETRIES} retries)"),
@@ -318,7 +334,7 @@ impl CollectionInner {
         keys: &[BucketKey],
         groups: &[Vec<Measurement<'_>>],
         durability: Durability,
-        result: &mut InsertResult,
+        call: &mut Call,
     ) -> Result<Vec<(usize, String)>> {
         let source = crate::reopen::Reopener { coll: self };
         let mut batches = Vec::new();
@@ -327,20 +343,20 @@ impl CollectionInner {
                 continue;
             }
             let outcome = self.catalog.stage(writer, key, group, &source);
-            take_outcome(outcome, &mut batches, result);
+            take_outcome(outcome, &mut batches, &mut call.result);
         }
-        self.commit_staged(writer, batches, durability, result)
+        self.commit_staged(writer, batches, durability, call)
     }
 
     /// Commits the staged `batches`: those this writer wins the commit rights of as one log
     /// record, waiting for the others (SPEC ). Counts this writer's committed
-    /// measurements into `result` and returns those whose batch was aborted, with the reason.
+    /// measurements into `call` and returns those whose batch was aborted, with the reason.
     pub(crate) fn commit_staged(
         &self,
         writer: WriterId,
         batches: Vec<Arc<WriteBatch>>,
         durability: Durability,
-        result: &mut InsertResult,
+        call: &mut Call,
     ) -> Result<Vec<(usize, String)>> {
         let mut failed = Vec::new();
         let mut prepared = Vec::new();
@@ -356,14 +372,18 @@ impl CollectionInner {
                 None => set_aside.push(batch),
             }
         }
-        let written = self.commit(prepared, table, durability, writer, &mut failed)?;
+        let written = self.commit(prepared, table, durability, writer, &mut failed, call)?;
         for p in written {
-            result.inserted += p.batch.rows_of(writer);
+            call.result.inserted += p.batch.rows_of(writer);
+            call.committed.push(Arc::clone(&p.batch));
             p.finish();
         }
         for batch in set_aside {
             match self.catalog.wait(&batch) {
-                Ok(()) => result.inserted += batch.rows_of(writer),
+                Ok(()) => {
+                    call.result.inserted += batch.rows_of(writer);
+                    call.committed.push(batch);
+                }
                 Err(e) => push_failed(&mut failed, &batch, writer, &e.to_string()),
             }
         }
@@ -377,7 +397,9 @@ impl CollectionInner {
     /// Returns the batches written, to be finished. The caller holds the commit gate.
     ///
     /// # Errors
-    /// A log write failure: every batch is aborted (its other writers retry, R-7.3.2).
+    /// A log write failure: every batch is aborted (its other writers retry, R-7.3.2). When
+    /// the record could not be taken back, this writer's measurements of it go to
+    /// `call.uncertain`.
     fn commit(
         &self,
         mut prepared: Vec<Prepared>,
@@ -385,6 +407,7 @@ impl CollectionInner {
         durability: Durability,
         writer: WriterId,
         failed: &mut Vec<(usize, String)>,
+        call: &mut Call,
     ) -> Result<Vec<Prepared>> {
         if prepared.is_empty() {
             return Ok(prepared);
@@ -429,10 +452,49 @@ impl CollectionInner {
             }
         };
         if let Err(e) = self.wal.append(&record.encode(), durability) {
-            abort_all(prepared, &e);
-            return Err(e);
+            if e.may_remain {
+                for p in &prepared {
+                    call.uncertain.extend(p.batch.indices_of(writer));
+                }
+            }
+            abort_all(prepared, &e.error);
+            return Err(e.error);
         }
         Ok(prepared)
+    }
+}
+
+/// What one insert call did so far.
+pub(crate) struct Call {
+    /// Its outcome so far.
+    pub(crate) result: InsertResult,
+    /// The batches it committed measurements of.
+    committed: Vec<Arc<WriteBatch>>,
+    /// Positions of its measurements whose log record failed and could not be taken back.
+    uncertain: Vec<usize>,
+}
+
+impl Call {
+    /// The error of the call, failed with `source`: `source` itself when nothing of the call
+    /// was committed or may have been, [`Error::InsertIncomplete`] otherwise.
+    fn failed(self, writer: WriterId, durability: Durability, source: Error) -> Error {
+        if self.committed.is_empty() && self.uncertain.is_empty() {
+            return source;
+        }
+        let mut committed: Vec<usize> = self
+            .committed
+            .iter()
+            .flat_map(|b| b.indices_of(writer))
+            .collect();
+        committed.sort_unstable();
+        let mut uncertain = self.uncertain;
+        uncertain.sort_unstable();
+        Error::InsertIncomplete {
+            committed,
+            buffered: durability == Durability::Buffered,
+            uncertain,
+            source: Box::new(source),
+        }
     }
 }
 

@@ -46,4 +46,5 @@ mod spec_update;
 mod spec_update_measurements;
 mod stress_concurrent;
 mod verify_damage;
+mod wal_damaged_open;
 mod wal_recovery;
