@@ -37,6 +37,14 @@ struct Cli {
     /// one at a time; a huge value: never).
     #[arg(long, global = true, value_name = "BYTES", default_value_t = 128 << 10)]
     ingest_min_bytes: u64,
+    /// Bytes of rows a sort holds in memory (`find --sort` on fields other than time, a
+    /// pipeline's `$sort` and `$setWindowFields`) before it writes them, sorted, to a
+    /// temporary file, merged with the others as the result is printed.
+    #[arg(long, global = true, value_name = "BYTES", default_value_t = tscoll_engine::SORT_MEMORY_LIMIT)]
+    sort_memory_bytes: u64,
+    /// Print the process's peak resident set on stderr as it ends (`tscoll bench memory`).
+    #[arg(long, global = true, hide = true)]
+    report_peak_rss: bool,
     /// The command to run.
     #[command(subcommand)]
     command: Command,
@@ -100,6 +108,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     cmd::set_recover(cli.recover);
     cmd::set_log_options(cli.checkpoint_bytes, cli.ingest_min_bytes);
+    cmd::set_sort_memory_bytes(cli.sort_memory_bytes);
     let result = match cli.command {
         Command::Create(args) => cmd::create::run(&args),
         Command::Ingest(args) => cmd::ingest::run(&args),
@@ -122,13 +131,21 @@ fn main() -> ExitCode {
         Command::Demo(args) => cmd::demo::run(&args),
         Command::Bench(args) => cmd::bench::run(&args),
     };
-    match result {
+    let code = match result {
         Ok(code) => code,
         Err(e) => {
             cmd::write_stderr(format_args!("tscoll: error: {e}"), true);
             ExitCode::FAILURE
         }
+    };
+    if cli.report_peak_rss {
+        let peak = cmd::report::proc_kb_line("/proc/self/status", "VmHWM").unwrap_or(0);
+        cmd::write_stderr(
+            format_args!("{}{peak}", cmd::bench::memory::PEAK_RSS_LINE),
+            true,
+        );
     }
+    code
 }
 
 #[cfg(test)]

@@ -19,13 +19,28 @@ use crate::storage::keys::COLLECTIONS_KEYSPACE;
 use crate::storage::wal::WriteAheadLog;
 
 /// Options of a [`Database`].
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct DatabaseOptions {
     /// Catalog parameters (SPEC §0, R-0.2), shared by every collection.
     /// `catalog.cache_size_bytes` is also fjall's block cache size.
     pub catalog: CatalogOptions,
     /// When the write-ahead log is checkpointed.
     pub log: LogOptions,
+    /// Bytes of rows a sort holds in memory (a `find` sorted on fields other than time, a
+    /// pipeline's `$sort` and `$setWindowFields`) before it writes them, sorted, to a
+    /// temporary file, to be merged with the other such runs as the result is read.
+    /// Default [`SORT_MEMORY_LIMIT`](crate::SORT_MEMORY_LIMIT), 100 MiB.
+    pub sort_memory_bytes: u64,
+}
+
+impl Default for DatabaseOptions {
+    fn default() -> Self {
+        DatabaseOptions {
+            catalog: CatalogOptions::default(),
+            log: LogOptions::default(),
+            sort_memory_bytes: crate::SORT_MEMORY_LIMIT,
+        }
+    }
 }
 
 /// When a collection's write-ahead log is checkpointed (`docs/durability.md`): recovery after a
@@ -209,6 +224,12 @@ impl Database {
         indexes: Indexes,
     ) -> Result<Collection> {
         let fj = &self.inner.fjall;
+        let options = self
+            .inner
+            .options
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
         let store = BucketStore::open(fj, id, !spec.rollups.is_empty())?;
         let wal = WriteAheadLog::open(self.inner.path.join("wal").join(format!("c{id}")))?;
         let coll = Collection::new(CollectionInner::new(
@@ -222,12 +243,8 @@ impl Database {
                 fjall: fj.clone(),
                 store,
                 wal,
-                log_options: self
-                    .inner
-                    .options
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .log,
+                log_options: options.log,
+                sort_memory_bytes: options.sort_memory_bytes,
                 records: self.inner.collections_ks.clone(),
             },
         ));

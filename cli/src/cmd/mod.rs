@@ -90,14 +90,23 @@ static CHECKPOINT_BYTES: std::sync::atomic::AtomicU64 = std::sync::atomic::Atomi
 static INGEST_MIN_BYTES: std::sync::atomic::AtomicU64 =
     std::sync::atomic::AtomicU64::new(128 << 10);
 
+/// The global `--sort-memory-bytes` ([`DatabaseOptions::sort_memory_bytes`]).
+static SORT_MEMORY_BYTES: std::sync::atomic::AtomicU64 =
+    std::sync::atomic::AtomicU64::new(tscoll_engine::SORT_MEMORY_LIMIT);
+
 /// Sets the global `--checkpoint-bytes` and `--ingest-min-bytes` (from `main`).
 pub(crate) fn set_log_options(checkpoint_bytes: u64, ingest_min_bytes: u64) {
     CHECKPOINT_BYTES.store(checkpoint_bytes, std::sync::atomic::Ordering::Relaxed);
     INGEST_MIN_BYTES.store(ingest_min_bytes, std::sync::atomic::Ordering::Relaxed);
 }
 
-/// The options databases are opened with: the defaults, with `--checkpoint-bytes` and
-/// `--ingest-min-bytes`.
+/// Sets the global `--sort-memory-bytes` (from `main`).
+pub(crate) fn set_sort_memory_bytes(bytes: u64) {
+    SORT_MEMORY_BYTES.store(bytes, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The options databases are opened with: the defaults, with `--checkpoint-bytes`,
+/// `--ingest-min-bytes` and `--sort-memory-bytes`.
 pub(crate) fn db_options() -> DatabaseOptions {
     DatabaseOptions {
         log: LogOptions {
@@ -105,6 +114,7 @@ pub(crate) fn db_options() -> DatabaseOptions {
             ingest_min_bytes: INGEST_MIN_BYTES.load(std::sync::atomic::Ordering::Relaxed),
             ..LogOptions::default()
         },
+        sort_memory_bytes: SORT_MEMORY_BYTES.load(std::sync::atomic::Ordering::Relaxed),
         ..DatabaseOptions::default()
     }
 }

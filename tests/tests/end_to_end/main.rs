@@ -20,6 +20,7 @@ mod manual_examples;
 mod merge_from_memory;
 mod model_ops;
 mod nul_field_names;
+mod pipeline_bounded_memory;
 mod reads_see_memory;
 mod real_data_roundtrip;
 mod rollups;
