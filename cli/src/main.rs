@@ -23,6 +23,9 @@ use clap::{Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "tscoll", version, about, long_about = None)]
 struct Cli {
+    /// Print the process's peak resident set on stderr as it ends (`tscoll bench memory`).
+    #[arg(long, global = true, hide = true)]
+    report_peak_rss: bool,
     /// The command to run.
     #[command(subcommand)]
     command: Command,
@@ -136,13 +139,21 @@ fn main() -> ExitCode {
         Command::Demo(args) => cmd::demo::run(&args),
         Command::Bench(args) => cmd::bench::run(&args),
     };
-    match result {
+    let code = match result {
         Ok(code) => code,
         Err(e) => {
             cmd::write_stderr(format_args!("tscoll: error: {e}"), true);
             ExitCode::FAILURE
         }
+    };
+    if cli.report_peak_rss {
+        let peak = cmd::report::proc_kb_line("/proc/self/status", "VmHWM").unwrap_or(0);
+        cmd::write_stderr(
+            format_args!("{}{peak}", cmd::bench::memory::PEAK_RSS_LINE),
+            true,
+        );
     }
+    code
 }
 
 #[cfg(test)]

@@ -33,6 +33,8 @@ pub(crate) struct CollectionInner {
     pub(crate) wal: WriteAheadLog,
     /// When checkpoints of the log are taken.
     pub(crate) log_options: LogOptions,
+    /// Bytes of rows a sort holds before it spills (`DatabaseOptions::sort_memory_bytes`).
+    pub(crate) sort_memory_bytes: u64,
     /// Serializes merges of the same bucket (by the last byte of its `_id`).
     pub(crate) merge_locks: Vec<Mutex<()>>,
     /// Index definitions (SPEC §13).
@@ -58,6 +60,7 @@ pub(crate) struct Storage {
     pub(crate) store: BucketStore,
     pub(crate) wal: WriteAheadLog,
     pub(crate) log_options: LogOptions,
+    pub(crate) sort_memory_bytes: u64,
     pub(crate) records: fjall::Keyspace,
     pub(crate) read_only: bool,
 }
@@ -82,6 +85,7 @@ impl CollectionInner {
             store: storage.store,
             wal: storage.wal,
             log_options: storage.log_options,
+            sort_memory_bytes: storage.sort_memory_bytes,
             merge_locks: (0..MERGE_LOCKS).map(|_| Mutex::new(())).collect(),
             indexes: RwLock::new(indexes),
             commit_gate: RwLock::new(()),

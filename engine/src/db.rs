@@ -54,6 +54,11 @@ pub enum Access {
     /// impossible (the disk is full, the quota is exceeded, the file system is read-only);
     /// [`Database::read_only`] then says why. For commands that only read.
     ReadWriteOrReadOnly,
+    /// Bytes of rows a sort holds in memory (a `find` sorted on fields other than time, a
+    /// pipeline's `$sort` and `$setWindowFields`) before it writes them, sorted, to a
+    /// temporary file, to be merged with the other such runs as the result is read.
+    /// Default [`SORT_MEMORY_LIMIT`](crate::SORT_MEMORY_LIMIT), 100 MiB.
+    pub sort_memory_bytes: u64,
 }
 
 impl Default for DatabaseOptions {
@@ -63,6 +68,7 @@ impl Default for DatabaseOptions {
             log: LogOptions::default(),
             create: true,
             access: Access::ReadWrite,
+            sort_memory_bytes: crate::SORT_MEMORY_LIMIT,
         }
     }
 }
@@ -345,6 +351,12 @@ impl Database {
         indexes: Indexes,
     ) -> Result<(Collection, u64)> {
         let fj = &self.inner.fjall;
+        let options = self
+            .inner
+            .options
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
         let store = BucketStore::open(fj, id, !spec.rollups.is_empty())?;
         let wal = WriteAheadLog::open(self.inner.path.join("wal").join(format!("c{id}")))?;
         let coll = Collection::new(CollectionInner::new(
@@ -358,12 +370,8 @@ impl Database {
                 fjall: fj.clone(),
                 store,
                 wal,
-                log_options: self
-                    .inner
-                    .options
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .log,
+                log_options: options.log,
+                sort_memory_bytes: options.sort_memory_bytes,
                 records: self.inner.collections_ks.clone(),
                 read_only: self.inner.read_only.is_some(),
             },

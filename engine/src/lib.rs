@@ -76,6 +76,7 @@ pub use db::{Access, Database, DatabaseOptions, LogOptions};
 pub use delete::DeleteResult;
 pub use index::IndexOptions;
 pub use journal::RecoveryReport;
+pub use pipeline::AggregateCursor;
 pub use query::{
     Accumulator, AggregateBatch, AggregateSpec, ArrowCursor, ArrowOptions, DEFAULT_BATCH_ROWS,
     ENCODING_KEY, FindCursor, FindOptions, OutputValues, QueryStats, SORT_MEMORY_LIMIT, SortOrder,

@@ -89,6 +89,11 @@ pub(crate) struct DbArgs {
     /// one at a time; a huge value: never).
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_INGEST_MIN_BYTES, help_heading = DB_OPTIONS)]
     pub(crate) ingest_min_bytes: u64,
+    /// Bytes of rows a sort holds in memory (`find --sort` on fields other than time, a
+    /// pipeline's `$sort` and `$setWindowFields`) before it writes them, sorted, to a
+    /// temporary file, merged with the others as the result is printed.
+    #[arg(long, value_name = "BYTES", default_value_t = tscoll_engine::SORT_MEMORY_LIMIT, help_heading = DB_OPTIONS)]
+    pub(crate) sort_memory_bytes: u64,
 }
 
 /// The help heading of the options of opening a database.
@@ -107,6 +112,7 @@ impl DbArgs {
             recover: false,
             checkpoint_bytes: DEFAULT_CHECKPOINT_BYTES,
             ingest_min_bytes: DEFAULT_INGEST_MIN_BYTES,
+            sort_memory_bytes: tscoll_engine::SORT_MEMORY_LIMIT,
         }
     }
 
@@ -116,6 +122,7 @@ impl DbArgs {
         RECOVER.store(self.recover, Relaxed);
         CHECKPOINT_BYTES.store(self.checkpoint_bytes, Relaxed);
         INGEST_MIN_BYTES.store(self.ingest_min_bytes, Relaxed);
+        SORT_MEMORY_BYTES.store(self.sort_memory_bytes, Relaxed);
     }
 }
 
@@ -127,9 +134,12 @@ static CHECKPOINT_BYTES: std::sync::atomic::AtomicU64 =
 /// `--ingest-min-bytes` ([`LogOptions::ingest_min_bytes`]).
 static INGEST_MIN_BYTES: std::sync::atomic::AtomicU64 =
     std::sync::atomic::AtomicU64::new(DEFAULT_INGEST_MIN_BYTES);
+/// `--sort-memory-bytes` ([`DatabaseOptions::sort_memory_bytes`]).
+static SORT_MEMORY_BYTES: std::sync::atomic::AtomicU64 =
+    std::sync::atomic::AtomicU64::new(tscoll_engine::SORT_MEMORY_LIMIT);
 
-/// The options databases are opened with: the defaults, with `--checkpoint-bytes` and
-/// `--ingest-min-bytes`.
+/// The options databases are opened with: the defaults, with `--checkpoint-bytes`,
+/// `--ingest-min-bytes` and `--sort-memory-bytes`.
 pub(crate) fn db_options() -> DatabaseOptions {
     DatabaseOptions {
         log: LogOptions {
@@ -137,6 +147,7 @@ pub(crate) fn db_options() -> DatabaseOptions {
             ingest_min_bytes: INGEST_MIN_BYTES.load(std::sync::atomic::Ordering::Relaxed),
             ..LogOptions::default()
         },
+        sort_memory_bytes: SORT_MEMORY_BYTES.load(std::sync::atomic::Ordering::Relaxed),
         ..DatabaseOptions::default()
     }
 }

@@ -11,6 +11,7 @@ mod common;
 
 mod bench_codec;
 mod bench_ingest;
+mod bench_memory;
 mod collection_commands;
 #[cfg(unix)]
 mod crash_kill;

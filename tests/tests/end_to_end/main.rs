@@ -21,6 +21,7 @@ mod merge_from_memory;
 mod model_ops;
 mod nul_field_names;
 mod open_read_only;
+mod pipeline_bounded_memory;
 mod reads_see_memory;
 mod real_data_roundtrip;
 mod rollups;

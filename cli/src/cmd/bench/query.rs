@@ -247,7 +247,7 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
 }
 
 /// Inserts the workload from `threads` threads (hosts split as in `bench ingest`).
-fn ingest(coll: &Collection, workload: &Workload, threads: usize) -> CmdResult<()> {
+pub(crate) fn ingest(coll: &Collection, workload: &Workload, threads: usize) -> CmdResult<()> {
     let options = InsertOptions {
         ordered: false,
         ..InsertOptions::default()
