@@ -46,3 +46,4 @@ mod spec_update_measurements;
 mod stress_concurrent;
 mod verify_damage;
 mod wal_recovery;
+mod wide_measurements;
