@@ -6,6 +6,7 @@ use tscoll_codec::Column;
 use crate::catalog::Measurement;
 use crate::key::BucketKey;
 use crate::minmax::MinMax;
+use crate::names::NameIndex;
 use crate::options::{CatalogOptions, LARGE_MEASUREMENTS_MAX_BUCKET_SIZE};
 use crate::sums::BucketSums;
 use crate::sync::Arc;
@@ -74,6 +75,60 @@ pub(crate) struct Field {
     pub(crate) minmax: MinMax,
 }
 
+/// The data fields of a bucket, in first-appearance order, indexed by name once they are
+/// more than a few ([`NameIndex`]).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct BucketFields {
+    list: Vec<Field>,
+    index: NameIndex,
+}
+
+impl BucketFields {
+    /// Appends a field (not already in the bucket); returns its position.
+    pub(crate) fn push(&mut self, field: Field) -> usize {
+        self.list.push(field);
+        self.index.pushed(&self.list, |f| &f.name);
+        self.list.len() - 1
+    }
+
+    /// Position of field `name`.
+    fn position(&self, name: &str) -> Option<usize> {
+        self.index.position(&self.list, |f| &f.name, name)
+    }
+
+    /// Bytes the fields hold besides their min/max.
+    fn heap_bytes(&self) -> usize {
+        let names: usize = self.list.iter().map(|f| 48 + f.name.len()).sum();
+        names + self.index.heap_bytes()
+    }
+}
+
+impl From<Vec<Field>> for BucketFields {
+    fn from(list: Vec<Field>) -> Self {
+        let mut fields = BucketFields::default();
+        fields.list.reserve(list.len());
+        for f in list {
+            fields.push(f);
+        }
+        fields
+    }
+}
+
+impl std::ops::Deref for BucketFields {
+    type Target = [Field];
+
+    fn deref(&self) -> &[Field] {
+        &self.list
+    }
+}
+
+impl std::ops::DerefMut for BucketFields {
+    /// The fields, to update in place (a field's name must not change: the index keeps it).
+    fn deref_mut(&mut self) -> &mut [Field] {
+        &mut self.list
+    }
+}
+
 /// The in-memory state of an open bucket (SPEC ).
 #[derive(Debug)]
 pub(crate) struct Bucket {
@@ -87,7 +142,7 @@ pub(crate) struct Bucket {
     /// BSON bytes of the committed measurements (for compression statistics).
     pub(crate) committed_uncompressed: u64,
     pub(crate) size: u64,
-    pub(crate) fields: Vec<Field>,
+    pub(crate) fields: BucketFields,
     pub(crate) sorted: bool,
     pub(crate) rollover: Option<RolloverReason>,
     pub(crate) kept_open_large: bool,
@@ -210,7 +265,8 @@ pub(crate) fn assess(
 ) -> Assessment {
     let n = bucket.map_or(0, |b| u64::from(b.count));
     let digits = decimal_digits(n);
-    let fields = bucket.map_or(&[][..], |b| b.fields.as_slice());
+    let empty = BucketFields::default();
+    let fields = bucket.map_or(&empty, |b| &b.fields);
     let mut out = Assessment {
         delta: 0,
         compatible: true,
@@ -236,11 +292,12 @@ pub(crate) fn assess(
 
 /// Position of field `name` in `fields`. The slot after the previous match (`hint`) is tried
 /// first: measurements from one source list their fields in one order, so a lookup is
-/// usually one comparison. A match moves `hint` past it.
-pub(crate) fn find_field(fields: &[Field], name: &str, hint: &mut usize) -> Option<usize> {
+/// usually one comparison; otherwise the bucket's index finds it. A match moves `hint` past
+/// it.
+pub(crate) fn find_field(fields: &BucketFields, name: &str, hint: &mut usize) -> Option<usize> {
     let i = match fields.get(*hint) {
         Some(f) if f.name == name => *hint,
-        _ => fields.iter().position(|f| f.name == name)?,
+        _ => fields.position(name)?,
     };
     *hint = i + 1;
     Some(i)
@@ -308,7 +365,7 @@ impl Bucket {
     pub(crate) fn control_min_max(&self) -> (Document, Document) {
         let mut min = Document::new();
         let mut max = Document::new();
-        for f in &self.fields {
+        for f in self.fields.iter() {
             min.insert(f.name.clone(), f.minmax.min());
             max.insert(f.name.clone(), f.minmax.max());
         }
@@ -317,11 +374,12 @@ impl Bucket {
 
     /// Recomputes the bytes this bucket holds (SPEC ), returning the new value.
     pub(crate) fn measure_memory(&mut self) -> u64 {
-        let fields: usize = self
-            .fields
-            .iter()
-            .map(|f| 48 + f.name.len() + f.minmax.heap_bytes())
-            .sum();
+        let fields = self.fields.heap_bytes()
+            + self
+                .fields
+                .iter()
+                .map(|f| f.minmax.heap_bytes())
+                .sum::<usize>();
         let rows = self.rows.heap_bytes();
         self.memory = (256 + self.key.bytes.len() + fields + rows) as u64;
         self.memory

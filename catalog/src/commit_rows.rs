@@ -10,6 +10,7 @@
 use tscoll_codec::Column;
 
 use crate::bucket::BucketRows;
+use crate::names::NameIndex;
 
 /// Rows of several batches in one table: `columns` hold `rows` rows each once
 /// [`CommitRows::finish`] has run (a field a batch lacks has missing values in its rows).
@@ -21,6 +22,8 @@ pub struct CommitRows {
     pub columns: Vec<(String, Column)>,
     /// The column after the last one matched.
     hint: usize,
+    /// The columns by name.
+    index: NameIndex,
 }
 
 impl CommitRows {
@@ -40,10 +43,11 @@ impl CommitRows {
             }
             let i = match self.columns.get(self.hint) {
                 Some((c, _)) if c == name => self.hint,
-                _ => match self.columns.iter().position(|(c, _)| c == name) {
+                _ => match self.index.position(&self.columns, |(c, _)| c, name) {
                     Some(i) => i,
                     None => {
                         self.columns.push((name.clone(), Column::new()));
+                        self.index.pushed(&self.columns, |(c, _)| c);
                         self.columns.len() - 1
                     }
                 },
@@ -75,5 +79,6 @@ impl CommitRows {
         self.rows = 0;
         self.hint = 0;
         self.columns.clear();
+        self.index.clear();
     }
 }

@@ -15,6 +15,7 @@ mod commit_error;
 mod commit_rows;
 mod key;
 mod minmax;
+mod names;
 mod options;
 mod rollup;
 mod stats;

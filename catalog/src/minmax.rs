@@ -24,6 +24,18 @@ pub enum MinMax {
     Array(Vec<MinMax>),
 }
 
+/// Position of sub-field `name` in `fields`; the one after the previous match (`hint`) is
+/// tried first, so a document listing its fields in the path's order is matched in one
+/// comparison per field. A match moves `hint` past it.
+fn sub_field(fields: &[(String, MinMax)], name: &str, hint: &mut usize) -> Option<usize> {
+    let i = match fields.get(*hint) {
+        Some((n, _)) if n == name => *hint,
+        _ => fields.iter().position(|(n, _)| n == name)?,
+    };
+    *hint = i + 1;
+    Some(i)
+}
+
 impl MinMax {
     /// The min/max of a single value.
     #[must_use]
@@ -67,12 +79,12 @@ impl MinMax {
     #[must_use]
     pub fn compatible(&self, v: &Bson) -> bool {
         match (self, v) {
-            (MinMax::Object(fields), Bson::Document(d)) => d.iter().all(|(k, sub)| {
-                fields
-                    .iter()
-                    .find(|(name, _)| name == k)
-                    .is_none_or(|(_, node)| node.compatible(sub))
-            }),
+            (MinMax::Object(fields), Bson::Document(d)) => {
+                let mut hint = 0;
+                d.iter().all(|(k, sub)| {
+                    sub_field(fields, k, &mut hint).is_none_or(|i| fields[i].1.compatible(sub))
+                })
+            }
             (MinMax::Array(items), Bson::Array(a)) => {
                 items.iter().zip(a).all(|(node, sub)| node.compatible(sub))
             }
@@ -91,9 +103,10 @@ impl MinMax {
     pub fn update(&mut self, v: &Bson) {
         match (self, v) {
             (MinMax::Object(fields), Bson::Document(d)) => {
+                let mut hint = 0;
                 for (k, sub) in d {
-                    match fields.iter_mut().find(|(name, _)| name == k) {
-                        Some((_, node)) => node.update(sub),
+                    match sub_field(fields, k, &mut hint) {
+                        Some(i) => fields[i].1.update(sub),
                         None => fields.push((k.clone(), MinMax::new(sub))),
                     }
                 }

@@ -1,6 +1,8 @@
 //! The control record of a bucket (SPEC §4.1, §4.3, §4.5): what the catalog needs to reopen it
 //! and what queries prune with, stored apart from the column data (`docs/architecture.md`, write path).
 
+use std::collections::HashMap;
+
 use bson::{Bson, Document};
 use tscoll_catalog::{BucketId, BucketPart, BucketSums, FieldSums, StoredBucket};
 use tscoll_codec::Column;
@@ -135,19 +137,26 @@ pub(crate) fn merged_sums(
     stored: Option<(&Document, &BucketSums)>,
     columns: &[(String, Column)],
 ) -> BucketSums {
+    // Positions by name: a bucket may have many fields.
+    let stored_at: HashMap<&str, usize> = stored.map_or_else(HashMap::new, |(stored_min, _)| {
+        stored_min
+            .keys()
+            .enumerate()
+            .map(|(i, k)| (k.as_str(), i))
+            .collect()
+    });
+    let column_of: HashMap<&str, &Column> = columns.iter().map(|(n, c)| (n.as_str(), c)).collect();
     let fields = min
         .keys()
         .map(|name| {
-            let before = stored.map_or(Some(FieldSums::default()), |(stored_min, sums)| {
-                stored_min
-                    .keys()
-                    .position(|k| k == name)
-                    .map_or(Some(FieldSums::default()), |i| sums.field(i))
+            let before = stored.map_or(Some(FieldSums::default()), |(_, sums)| {
+                stored_at
+                    .get(name.as_str())
+                    .map_or(Some(FieldSums::default()), |&i| sums.field(i))
             });
-            let added = columns
-                .iter()
-                .find(|(n, _)| n == name)
-                .map_or(Some(FieldSums::default()), |(_, c)| {
+            let added = column_of
+                .get(name.as_str())
+                .map_or(Some(FieldSums::default()), |c| {
                     FieldSums::of_rows(c, 0, c.len())
                 });
             match (before, added) {

@@ -451,6 +451,12 @@ fn recovered_control(
             })
             .collect()
     });
+    // Positions of the fields by name: a bucket may have many fields.
+    let mut at: HashMap<String, usize> = fields
+        .iter()
+        .enumerate()
+        .map(|(i, (n, _))| (n.clone(), i))
+        .collect();
     let mut max_time = stored.map_or(i64::MIN, |c| c.max_time);
     for (name, col) in columns {
         let mut mm: Option<MinMax> = None;
@@ -471,20 +477,25 @@ fn recovered_control(
             continue;
         }
         let Some(mm) = mm else { continue };
-        match fields.iter_mut().find(|(n, _)| n == name) {
-            Some((_, f)) => {
+        match at.get(name) {
+            Some(&i) => {
+                let f = &mut fields[i].1;
                 f.update(&mm.min());
                 f.update(&mm.max());
             }
-            None => fields.push((name.clone(), mm)),
+            None => {
+                at.insert(name.clone(), fields.len());
+                fields.push((name.clone(), mm));
+            }
         }
     }
     let min_time = stored.map_or(last.min_time, |c| c.min_time);
     // Fields in first-appearance order: the stored ones, then those the new rows add.
     let mut order: Vec<&str> =
         stored.map_or_else(Vec::new, |c| c.min.keys().map(String::as_str).collect());
+    let mut listed: std::collections::HashSet<&str> = order.iter().copied().collect();
     for (name, _) in columns {
-        if !order.contains(&name.as_str()) {
+        if listed.insert(name.as_str()) {
             order.push(name);
         }
     }
@@ -498,7 +509,8 @@ fn recovered_control(
                 stored_min.unwrap_or(Bson::DateTime(DateTime::from_millis(min_time))),
             );
             max.insert(name, DateTime::from_millis(max_time));
-        } else if let Some((_, f)) = fields.iter().find(|(n, _)| n == name) {
+        } else if let Some(&i) = at.get(name) {
+            let f = &fields[i].1;
             min.insert(name, f.min());
             max.insert(name, f.max());
         }

@@ -292,11 +292,21 @@ pub(crate) fn concat_segments(
 ) -> (usize, Vec<(String, Column)>) {
     let rows: usize = segments.iter().map(|(_, b)| b.row_count).sum();
     let mut merged = Vec::with_capacity(control.min.len());
+    // Per segment, the column after the last one found: a segment keeps its columns in the
+    // bucket's field order, so a lookup is usually one comparison.
+    let mut next = vec![0usize; segments.len()];
     for name in control.min.keys() {
         let mut col = Column::with_capacity(rows);
-        for (_, seg) in segments {
-            match seg.columns.iter().find(|(n, _)| n == name) {
-                Some((_, c)) => col.extend_from(c),
+        for ((_, seg), next) in segments.iter().zip(&mut next) {
+            let found = match seg.columns.get(*next) {
+                Some((n, _)) if n == name => Some(*next),
+                _ => seg.columns.iter().position(|(n, _)| n == name),
+            };
+            match found {
+                Some(i) => {
+                    col.extend_from(&seg.columns[i].1);
+                    *next = i + 1;
+                }
                 None => col.push_missing_n(seg.row_count),
             }
         }

@@ -2,6 +2,7 @@
 //! catalog, commit the prepared batches as one record of the write-ahead log (SPEC §7, §9;
 //! `docs/architecture.md`, write path), then store the buckets that left memory.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -402,7 +403,7 @@ impl CollectionInner {
     /// `call.uncertain`.
     fn commit(
         &self,
-        mut prepared: Vec<Prepared>,
+        prepared: Vec<Prepared>,
         mut table: CommitRows,
         durability: Durability,
         writer: WriterId,
@@ -415,41 +416,9 @@ impl CollectionInner {
         table.finish();
         let record = match log_record(&prepared, &table) {
             Ok(record) => record,
-            Err(_) => {
-                // Some batch's rows do not encode: find it alone, freeze its bucket (SPEC
-                // §6.10) and abort it, and log the others.
-                let mut kept = Vec::with_capacity(prepared.len());
-                table.clear();
-                for p in prepared {
-                    let mut alone = CommitRows::new();
-                    p.append_rows(&mut alone);
-                    alone.finish();
-                    match encode_rows(&alone) {
-                        Ok(_) => {
-                            p.append_rows(&mut table);
-                            kept.push(p);
-                        }
-                        Err(e) => {
-                            let reason = format!("bucket frozen: {}", Error::from(e));
-                            self.catalog.freeze(&p.key, &p.bucket_id);
-                            push_failed(failed, &p.batch, writer, &reason);
-                            p.abort(CommitError::WriteFailed(reason));
-                        }
-                    }
-                }
-                prepared = kept;
-                if prepared.is_empty() {
-                    return Ok(prepared);
-                }
-                table.finish();
-                match log_record(&prepared, &table) {
-                    Ok(record) => record,
-                    Err(e) => {
-                        abort_all(prepared, &e);
-                        return Err(e);
-                    }
-                }
-            }
+            // Some batch's rows do not encode, or the table of every batch is past the
+            // codec's limits (batches with many fields of their own).
+            Err(_) => return self.commit_apart(prepared, durability, writer, failed),
         };
         if let Err(e) = self.wal.append(&record.encode(), durability) {
             if e.may_remain {
@@ -462,6 +431,96 @@ impl CollectionInner {
         }
         Ok(prepared)
     }
+
+    /// Writes prepared batches whose rows do not encode as one table: a batch whose rows do
+    /// not encode alone freezes its bucket (SPEC §6.10) and is aborted (this writer's
+    /// measurements of it go to `failed`); the others are written in as few log records as
+    /// keep each record's table within the codec's limits (rows, columns and cells: a commit
+    /// group of many batches, each with fields of its own, may be past them together).
+    /// Returns the batches written, to be finished.
+    ///
+    /// # Errors
+    /// A log write failure: the batches not written are aborted (their other writers retry,
+    /// ), those written before it finished.
+    fn commit_apart(
+        &self,
+        prepared: Vec<Prepared>,
+        durability: Durability,
+        writer: WriterId,
+        failed: &mut Vec<(usize, String)>,
+    ) -> Result<Vec<Prepared>> {
+        let mut written = Vec::with_capacity(prepared.len());
+        let mut group: Vec<Prepared> = Vec::new();
+        let mut table = CommitRows::new();
+        let mut names: HashSet<String> = HashSet::new();
+        let mut rest = prepared.into_iter();
+        while let Some(p) = rest.next() {
+            let mut alone = CommitRows::new();
+            p.append_rows(&mut alone);
+            alone.finish();
+            if let Err(e) = encode_rows(&alone) {
+                let reason = format!("bucket frozen: {}", Error::from(e));
+                self.catalog.freeze(&p.key, &p.bucket_id);
+                push_failed(failed, &p.batch, writer, &reason);
+                p.abort(CommitError::WriteFailed(reason));
+                continue;
+            }
+            let columns = names.len()
+                + alone
+                    .columns
+                    .iter()
+                    .filter(|(n, _)| !names.contains(n))
+                    .count();
+            if !group.is_empty() && !fits(table.rows + alone.rows, columns) {
+                if let Err(e) = self.write_group(&mut group, &mut table, durability) {
+                    abort_all(rest.chain([p]).collect(), &e);
+                    written.into_iter().for_each(|p: Prepared| drop(p.finish()));
+                    return Err(e);
+                }
+                written.append(&mut group);
+                names.clear();
+            }
+            names.extend(alone.columns.into_iter().map(|(n, _)| n));
+            p.append_rows(&mut table);
+            group.push(p);
+        }
+        if !group.is_empty() {
+            if let Err(e) = self.write_group(&mut group, &mut table, durability) {
+                written.into_iter().for_each(|p: Prepared| drop(p.finish()));
+                return Err(e);
+            }
+            written.append(&mut group);
+        }
+        Ok(written)
+    }
+
+    /// Writes the prepared batches `group`, whose rows are `table`, as one log record and
+    /// empties `table`.
+    ///
+    /// # Errors
+    /// The record cannot be made or written: `group` is aborted (and emptied).
+    fn write_group(
+        &self,
+        group: &mut Vec<Prepared>,
+        table: &mut CommitRows,
+        durability: Durability,
+    ) -> Result<()> {
+        table.finish();
+        let record = log_record(group, table);
+        table.clear();
+        let result = record.and_then(|r| self.wal.append(&r.encode(), durability));
+        if let Err(e) = &result {
+            abort_all(std::mem::take(group), e);
+        }
+        result
+    }
+}
+
+/// Whether a table of `rows` rows and `columns` columns is within the codec's limits.
+fn fits(rows: usize, columns: usize) -> bool {
+    rows <= tscoll_codec::MAX_ROWS
+        && columns <= tscoll_codec::MAX_COLUMNS
+        && rows.saturating_mul(columns) <= tscoll_codec::MAX_CELLS
 }
 
 /// What one insert call did so far.

@@ -19,8 +19,8 @@ use bson::{Bson, Document};
 use tscoll_codec::Column;
 
 use crate::bucket::{
-    Assessment, Bucket, BucketId, BucketRows, BucketState, Field, RolloverAction, RolloverReason,
-    SizeVerdict, StoredBucket, assess, derived_max_size, find_field,
+    Assessment, Bucket, BucketFields, BucketId, BucketRows, BucketState, Field, RolloverAction,
+    RolloverReason, SizeVerdict, StoredBucket, assess, derived_max_size, find_field,
 };
 use crate::key::BucketKey;
 use crate::minmax::MinMax;

@@ -379,7 +379,7 @@ impl BucketCatalog {
             } else {
                 4 + key.bytes.len() as u64
             },
-            fields: Vec::new(),
+            fields: BucketFields::default(),
             sorted: true,
             rollover: None,
             kept_open_large: false,
@@ -432,12 +432,12 @@ impl BucketCatalog {
             let idx = match find_field(&bucket.fields, name, &mut hint) {
                 Some(i) => i,
                 None => {
-                    bucket.fields.push(Field {
+                    let i = bucket.fields.push(Field {
                         name: name.to_owned(),
                         minmax: MinMax::new(v),
                     });
-                    hint = bucket.fields.len();
-                    bucket.fields.len() - 1
+                    hint = i + 1;
+                    i
                 }
             };
             if let Some(f) = bucket.fields.get_mut(idx) {

@@ -135,7 +135,7 @@ impl BucketCatalog {
             committed_count: stored.count,
             committed_uncompressed: stored.uncompressed_bytes,
             size: stored.size_estimate,
-            fields,
+            fields: fields.into(),
             sorted: stored.sorted,
             rollover: None,
             kept_open_large: false,

@@ -49,3 +49,4 @@ mod stress_concurrent;
 mod verify_damage;
 mod wal_damaged_open;
 mod wal_recovery;
+mod wide_measurements;
