@@ -35,6 +35,11 @@ pub struct DatabaseOptions {
     pub create: bool,
     /// Whether the database is opened for writing. Default [`Access::ReadWrite`].
     pub access: Access,
+    /// Bytes of rows a sort holds in memory (a `find` sorted on fields other than time, a
+    /// pipeline's `$sort` and `$setWindowFields`) before it writes them, sorted, to a
+    /// temporary file, to be merged with the other such runs as the result is read.
+    /// Default [`SORT_MEMORY_LIMIT`](crate::SORT_MEMORY_LIMIT), 100 MiB.
+    pub sort_memory_bytes: u64,
 }
 
 /// How a database is opened ([`DatabaseOptions::access`]; `docs/durability.md`, "Opening a
@@ -54,11 +59,6 @@ pub enum Access {
     /// impossible (the disk is full, the quota is exceeded, the file system is read-only);
     /// [`Database::read_only`] then says why. For commands that only read.
     ReadWriteOrReadOnly,
-    /// Bytes of rows a sort holds in memory (a `find` sorted on fields other than time, a
-    /// pipeline's `$sort` and `$setWindowFields`) before it writes them, sorted, to a
-    /// temporary file, to be merged with the other such runs as the result is read.
-    /// Default [`SORT_MEMORY_LIMIT`](crate::SORT_MEMORY_LIMIT), 100 MiB.
-    pub sort_memory_bytes: u64,
 }
 
 impl Default for DatabaseOptions {
