@@ -71,7 +71,7 @@ impl CollectionInner {
     pub(crate) fn unstored_logged_rows(&self) -> Result<u64> {
         let mut retired: HashMap<BucketId, Option<LogPosition>> = HashMap::new();
         let mut parts: HashMap<BucketId, Vec<(u64, u64)>> = HashMap::new();
-        for (position, record) in self.wal.read_all()? {
+        for (position, record) in self.wal.read_all()?.records {
             for e in record.entries {
                 let marker = match retired.get(&e.id) {
                     Some(m) => *m,

@@ -418,7 +418,7 @@ impl CollectionInner {
             Ok(record) => record,
             // Some batch's rows do not encode, or the table of every batch is past the
             // codec's limits (batches with many fields of their own).
-            Err(_) => return self.commit_apart(prepared, durability, writer, failed),
+            Err(_) => return self.commit_apart(prepared, durability, writer, failed, call),
         };
         if let Err(e) = self.wal.append(&record.encode(), durability) {
             if e.may_remain {
@@ -441,13 +441,14 @@ impl CollectionInner {
     ///
     /// # Errors
     /// A log write failure: the batches not written are aborted (their other writers retry,
-    /// ), those written before it finished.
+    /// ), those written before it finished and counted in `call` as committed.
     fn commit_apart(
         &self,
         prepared: Vec<Prepared>,
         durability: Durability,
         writer: WriterId,
         failed: &mut Vec<(usize, String)>,
+        call: &mut Call,
     ) -> Result<Vec<Prepared>> {
         let mut written = Vec::with_capacity(prepared.len());
         let mut group: Vec<Prepared> = Vec::new();
@@ -472,9 +473,9 @@ impl CollectionInner {
                     .filter(|(n, _)| !names.contains(n))
                     .count();
             if !group.is_empty() && !fits(table.rows + alone.rows, columns) {
-                if let Err(e) = self.write_group(&mut group, &mut table, durability) {
+                if let Err(e) = self.write_group(&mut group, &mut table, durability, writer, call) {
                     abort_all(rest.chain([p]).collect(), &e);
-                    written.into_iter().for_each(|p: Prepared| drop(p.finish()));
+                    finish_written(written, writer, call);
                     return Err(e);
                 }
                 written.append(&mut group);
@@ -485,8 +486,8 @@ impl CollectionInner {
             group.push(p);
         }
         if !group.is_empty() {
-            if let Err(e) = self.write_group(&mut group, &mut table, durability) {
-                written.into_iter().for_each(|p: Prepared| drop(p.finish()));
+            if let Err(e) = self.write_group(&mut group, &mut table, durability, writer, call) {
+                finish_written(written, writer, call);
                 return Err(e);
             }
             written.append(&mut group);
@@ -498,21 +499,44 @@ impl CollectionInner {
     /// empties `table`.
     ///
     /// # Errors
-    /// The record cannot be made or written: `group` is aborted (and emptied).
+    /// The record cannot be made or written: `group` is aborted (and emptied). When the
+    /// record could not be taken back, this writer's measurements of it go to
+    /// `call.uncertain`.
     fn write_group(
         &self,
         group: &mut Vec<Prepared>,
         table: &mut CommitRows,
         durability: Durability,
+        writer: WriterId,
+        call: &mut Call,
     ) -> Result<()> {
         table.finish();
         let record = log_record(group, table);
         table.clear();
-        let result = record.and_then(|r| self.wal.append(&r.encode(), durability));
+        let result = record.and_then(|r| {
+            self.wal.append(&r.encode(), durability).map_err(|e| {
+                if e.may_remain {
+                    for p in group.iter() {
+                        call.uncertain.extend(p.batch.indices_of(writer));
+                    }
+                }
+                e.error
+            })
+        });
         if let Err(e) = &result {
             abort_all(std::mem::take(group), e);
         }
         result
+    }
+}
+
+/// Finishes batches written to the log before a later record of the same commit failed:
+/// they are committed, and counted so in `call` (its error then says they were stored).
+fn finish_written(written: Vec<Prepared>, writer: WriterId, call: &mut Call) {
+    for p in written {
+        call.result.inserted += p.batch.rows_of(writer);
+        call.committed.push(Arc::clone(&p.batch));
+        p.finish();
     }
 }
 

@@ -7,7 +7,7 @@ use super::group::Group;
 use super::window::SetWindowFields;
 use crate::error::Result;
 use crate::expr::Expr;
-use crate::filter::{Filter, Target, Values, exact_int, lookup};
+use crate::filter::{Filter, Target, Values, exact_int};
 use crate::query::SortOrder;
 use crate::query::projection::Projection;
 use crate::query::sort::SortSpec;
