@@ -30,12 +30,13 @@ const OPEN_A_DATABASE: [&str; 18] = [
 ];
 
 /// Commands that do not (the benchmarks make their own databases, `demo` a temporary one).
-const OTHERS: [&str; 6] = [
+const OTHERS: [&str; 7] = [
     "demo",
     "bench codec",
     "bench ingest",
     "bench gen",
     "bench query",
+    "bench memory",
     "index",
 ];
 
