@@ -36,7 +36,9 @@ use std::time::{Duration, Instant};
 
 use bson::Document;
 use indicatif::{ProgressBar, ProgressState, ProgressStyle};
-use tscoll_engine::{Collection, Database, Durability, InsertOptions, InsertResult};
+use tscoll_engine::{
+    Collection, Database, Durability, Error, InsertOptions, InsertResult, position_ranges,
+};
 
 use super::report::{Ingest, Meter};
 use super::{
@@ -683,7 +685,7 @@ impl Loader<'_> {
                     let result = self
                         .coll
                         .insert_record_batch(&batch, &self.options)
-                        .map_err(|e| format!("{}: insert failed: {e}", self.name))?;
+                        .map_err(|e| self.insert_failed(&e))?;
                     if !self.inserted(start, &result)? {
                         return Ok(());
                     }
@@ -743,8 +745,54 @@ impl Loader<'_> {
         let result = self
             .coll
             .insert_many(&self.docs, &self.options)
-            .map_err(|e| format!("{}: insert failed: {e}", self.name))?;
+            .map_err(|e| self.insert_failed(&e))?;
         self.inserted(start, &result)
+    }
+
+    /// The message of a failed insert of the pending batch: which of its lines were stored
+    /// before the failure or may have been (`Error::InsertIncomplete`); none for any other
+    /// error.
+    fn insert_failed(&self, e: &Error) -> String {
+        let lines = |positions: &[usize]| {
+            position_ranges(positions.iter().filter_map(|&p| self.lines.get(p).copied()))
+        };
+        let batch = format!(
+            "lines {}-{}",
+            self.lines.first().copied().unwrap_or(0),
+            self.lines.last().copied().unwrap_or(0)
+        );
+        let Error::InsertIncomplete {
+            committed,
+            buffered,
+            uncertain,
+            source,
+        } = e
+        else {
+            return format!(
+                "{}: insert failed: {e}; nothing of {batch} was stored",
+                self.name
+            );
+        };
+        let mut out = format!("{}: insert of {batch} failed: {source}", self.name);
+        if !committed.is_empty() {
+            out.push_str(&format!(
+                "; lines {} were committed before the failure",
+                lines(committed)
+            ));
+            out.push_str(if *buffered {
+                " to the log's buffer (--durability buffered): they may have been stored"
+            } else {
+                ": they are stored"
+            });
+        }
+        if !uncertain.is_empty() {
+            out.push_str(&format!(
+                "; lines {} may have been stored",
+                lines(uncertain)
+            ));
+        }
+        out.push_str("; the other lines of the batch were not stored");
+        out
     }
 
     /// Counts and reports what the insert of the pending batch, started at `start`, did;

@@ -152,8 +152,9 @@ pub(crate) fn db_options() -> DatabaseOptions {
     }
 }
 
-/// Opens (or creates) the database in `dir`; with `--recover`, even when its journal is
-/// damaged, warning on stderr of what the repair dropped.
+/// Opens (or creates) the database in `dir`; with `--recover`, even when its journal or a
+/// write-ahead log is damaged. Warns on stderr of what the repair dropped, and of a torn
+/// last log record the open dropped (one line each).
 ///
 /// # Errors
 /// The engine cannot open it (e.g. another process holds it, or its journal is damaged and
@@ -218,6 +219,9 @@ fn open_with(dir: &Path, options: DatabaseOptions) -> CmdResult<Database> {
     })?;
     if let Some(r) = db.recovery_report() {
         errln!("tscoll: warning: {r}");
+    }
+    for l in db.log_recovery() {
+        errln!("tscoll: warning: {l}");
     }
     Ok(db)
 }

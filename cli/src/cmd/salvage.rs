@@ -61,12 +61,28 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
     })
 }
 
+/// One line per write-ahead log the open of the database dropped records from (`damaged
+/// write-ahead log: ...` or `torn write-ahead log tail: ...`), for `verify` and `salvage`.
+pub(crate) fn log_lines(log: &[tscoll_engine::LogRecovery]) -> String {
+    log.iter()
+        .map(|l| {
+            let what = if l.damaged {
+                "damaged write-ahead log"
+            } else {
+                "torn write-ahead log tail"
+            };
+            format!("{what}: {l}\n")
+        })
+        .collect()
+}
+
 /// The report as text: what each collection got, every loss, the totals.
 pub(crate) fn report_text(r: &SalvageReport, to: &str) -> String {
     let mut out = String::new();
     if let Some(j) = &r.recovery {
         out.push_str(&format!("damaged journal: {j}\n"));
     }
+    out.push_str(&log_lines(&r.log));
     for c in &r.collections {
         out.push_str(&format!(
             "{}: copied {} measurement(s) of {} segment(s) from {} bucket(s), {} secondary \

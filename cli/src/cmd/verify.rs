@@ -41,6 +41,7 @@ pub(crate) fn report_text(r: &VerifyReport, db: &str) -> String {
     if let Some(j) = &r.recovery {
         out.push_str(&format!("damaged journal: {j}\n"));
     }
+    out.push_str(&super::salvage::log_lines(&r.log));
     for p in &r.problems {
         out.push_str(&format!("damaged: {p}\n"));
     }
@@ -53,7 +54,9 @@ pub(crate) fn report_text(r: &VerifyReport, db: &str) -> String {
         r.measurements,
         r.index_entries,
         match (r.problems.len(), r.recovery.is_some()) {
-            (0, false) => "no problem found".to_owned(),
+            (0, false) if r.log.is_empty() => "no problem found".to_owned(),
+            (0, false) =>
+                "no problem found in what the write-ahead log kept (see above)".to_owned(),
             (0, true) => "no problem found in what the journal repair kept".to_owned(),
             (1, _) => "1 problem".to_owned(),
             (n, _) => format!("{n} problems"),

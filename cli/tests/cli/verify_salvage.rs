@@ -347,3 +347,172 @@ fn salvage_recovers_a_damaged_journal() {
         .json_lines();
     assert!(found.len() >= 10 && found.len() < 20, "{}", found.len());
 }
+
+/// A crash image whose write-ahead log holds three commits of 10 measurements (`_id` 0..30),
+/// nothing stored; returns the log file and where the second and third records start.
+fn crashed_log(root: &Path, name: &str) -> (std::path::PathBuf, u64, u64) {
+    let dir = root.join(name);
+    let db = Database::open(&dir, DatabaseOptions::default()).expect("open");
+    let coll = db
+        .create_collection("c", &TimeseriesOptions::new("ts").meta_field("meta"))
+        .expect("create");
+    let flush = InsertOptions {
+        ordered: true,
+        durability: Durability::Flush,
+    };
+    for k in 0..3 {
+        coll.insert_many(&docs("a", 10 * k, 10), &flush)
+            .expect("insert");
+    }
+    drop(coll);
+    db.crash().expect("crash");
+    let log = std::fs::read_dir(dir.join("wal").join("c1"))
+        .expect("log dir")
+        .map(|e| e.expect("entry").path())
+        .max()
+        .expect("a log file");
+    let bytes = std::fs::read(&log).expect("read");
+    let frame =
+        |at: usize| 12 + u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4")) as usize;
+    let second = frame(0);
+    let third = second + frame(second);
+    (log, second as u64, third as u64)
+}
+
+fn found_ids(db: &Path) -> Vec<i64> {
+    let mut ids: Vec<i64> = tscoll(&["find", "--db", path(db), "c"], None)
+        .ok()
+        .json_lines()
+        .iter()
+        .map(|d| {
+            d["_id"]["$numberLong"]
+                .as_str()
+                .and_then(|n| n.parse().ok())
+                .expect("_id")
+        })
+        .collect();
+    ids.sort_unstable();
+    ids
+}
+
+#[test]
+fn a_damaged_log_needs_recover() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let (log, second, _) = crashed_log(root.path(), "crash");
+    let dir = log
+        .parent()
+        .and_then(Path::parent)
+        .and_then(Path::parent)
+        .expect("db");
+    let mut bytes = std::fs::read(&log).expect("read");
+    bytes[usize::try_from(second).expect("small") + 20] ^= 0x04;
+    std::fs::write(&log, &bytes).expect("damage");
+
+    for cmd in ["verify", "stats"] {
+        let run = tscoll(&[cmd, "--db", path(dir)], None).failed();
+        assert_eq!(status(&run), Some(1));
+        let err = run.stderr();
+        assert!(
+            err.contains(&format!(
+                "the write-ahead log file {} at byte {second} is damaged",
+                log.display()
+            )) && err.contains("collection 'c'")
+                && err.contains("tscoll verify --recover"),
+            "{err}"
+        );
+        assert_eq!(std::fs::read(&log).expect("read"), bytes, "left unchanged");
+    }
+    // A copy for salvage.
+    let copy = root.path().join("copy");
+    copy_tree(dir, &copy);
+
+    let run = tscoll(&["verify", "--recover", "--db", path(dir)], None);
+    assert_eq!(status(&run), Some(2), "{}{}", run.stdout(), run.stderr());
+    let err = run.stderr();
+    assert!(
+        err.starts_with(&format!(
+            "tscoll: warning: collection 'c': the write-ahead log is damaged at byte {second} of"
+        )) && err.contains("kept the 1 record(s) before it, dropped 2 record(s)")
+            && err.contains("holding at least 10 measurement(s) (1 record(s) unreadable) from 2016-01-01T00:20:00Z to 2016-01-01T00:29:00Z")
+            && err.contains("wal-damaged-")
+            && err.lines().count() == 1,
+        "{err}"
+    );
+    let out = run.stdout();
+    assert!(
+        out.starts_with("damaged write-ahead log: collection 'c'"),
+        "{out}"
+    );
+    assert!(
+        out.contains("no problem found in what the write-ahead log kept"),
+        "{out}"
+    );
+
+    // Repaired: every record before the damage, and the commands work without the flag.
+    let run = tscoll(&["verify", "--db", path(dir)], None);
+    assert_eq!(status(&run), Some(0), "{}{}", run.stdout(), run.stderr());
+    assert!(
+        run.stdout().ends_with("no problem found\n"),
+        "{}",
+        run.stdout()
+    );
+    assert_eq!(found_ids(dir), (0..10).collect::<Vec<_>>());
+
+    let new_dir = root.path().join("new");
+    let args = ["salvage", "--db", path(&copy), "--to", path(&new_dir)];
+    let run = tscoll(&args, None).failed();
+    assert!(run.stderr().contains("--recover"), "{}", run.stderr());
+    let run = tscoll(&[&args[..], &["--recover"]].concat(), None);
+    assert_eq!(status(&run), Some(2), "{}{}", run.stdout(), run.stderr());
+    assert!(
+        run.stdout()
+            .starts_with("damaged write-ahead log: collection 'c'"),
+        "{}",
+        run.stdout()
+    );
+    assert_eq!(found_ids(&new_dir), (0..10).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_torn_log_tail_is_reported() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let (log, _, third) = crashed_log(root.path(), "crash");
+    let dir = log
+        .parent()
+        .and_then(Path::parent)
+        .and_then(Path::parent)
+        .expect("db");
+    let len = std::fs::metadata(&log).expect("meta").len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&log)
+        .expect("open")
+        .set_len(len - 5)
+        .expect("cut");
+
+    let run = tscoll(&["verify", "--db", path(dir)], None);
+    assert_eq!(status(&run), Some(0), "{}{}", run.stdout(), run.stderr());
+    let err = run.stderr();
+    assert!(
+        err.starts_with(&format!(
+            "tscoll: warning: collection 'c': dropped the last record of the write-ahead log, \
+             cut short at byte {third} of {}",
+            log.display()
+        )) && err.contains(&format!(
+            "{} bytes, at least 10 measurement(s)",
+            len - 5 - third
+        )) && err.contains("normal after a crash during a commit")
+            && err.lines().count() == 1,
+        "{err}"
+    );
+    let out = run.stdout();
+    assert!(
+        out.starts_with("torn write-ahead log tail: collection 'c'"),
+        "{out}"
+    );
+    assert!(
+        out.contains("no problem found in what the write-ahead log kept"),
+        "{out}"
+    );
+    assert_eq!(found_ids(dir), (0..20).collect::<Vec<_>>());
+}
