@@ -48,6 +48,10 @@ fn sql_groups_filters_and_prints_in_every_format() {
 
 /// Runs `tscoll sql --db DB args...` with its stdout counted, not kept: (lines, bytes) of
 /// stdout and the child's peak RSS in bytes (`ru_maxrss` of `wait4`).
+#[expect(
+    clippy::zombie_processes,
+    reason = "the child is waited for with wait4, which std does not see"
+)]
 fn sql_peak_rss(s: &Scratch, args: &[&str]) -> (usize, u64, u64) {
     use std::io::Read;
     use std::process::{Command, Stdio};
