@@ -348,9 +348,18 @@ fn salvage_recovers_a_damaged_journal() {
     assert!(found.len() >= 10 && found.len() < 20, "{}", found.len());
 }
 
+/// A crash image: the database, its write-ahead log file and where its second and third
+/// records start.
+struct CrashedLog {
+    dir: std::path::PathBuf,
+    log: std::path::PathBuf,
+    second: u64,
+    third: u64,
+}
+
 /// A crash image whose write-ahead log holds three commits of 10 measurements (`_id` 0..30),
-/// nothing stored; returns the log file and where the second and third records start.
-fn crashed_log(root: &Path, name: &str) -> (std::path::PathBuf, u64, u64) {
+/// nothing stored.
+fn crashed_log(root: &Path, name: &str) -> CrashedLog {
     let dir = root.join(name);
     let db = Database::open(&dir, DatabaseOptions::default()).expect("open");
     let coll = db
@@ -376,7 +385,22 @@ fn crashed_log(root: &Path, name: &str) -> (std::path::PathBuf, u64, u64) {
         |at: usize| 12 + u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4")) as usize;
     let second = frame(0);
     let third = second + frame(second);
-    (log, second as u64, third as u64)
+    CrashedLog {
+        dir,
+        log,
+        second: second as u64,
+        third: third as u64,
+    }
+}
+
+/// Asserts that `verify`'s report starts with `heading` and finds no problem in what the
+/// write-ahead log kept.
+fn assert_log_report(out: &str, heading: &str) {
+    assert!(out.starts_with(heading), "{out}");
+    assert!(
+        out.contains("no problem found in what the write-ahead log kept"),
+        "{out}"
+    );
 }
 
 fn found_ids(db: &Path) -> Vec<i64> {
@@ -398,12 +422,10 @@ fn found_ids(db: &Path) -> Vec<i64> {
 #[test]
 fn a_damaged_log_needs_recover() {
     let root = tempfile::tempdir().expect("tempdir");
-    let (log, second, _) = crashed_log(root.path(), "crash");
-    let dir = log
-        .parent()
-        .and_then(Path::parent)
-        .and_then(Path::parent)
-        .expect("db");
+    let CrashedLog {
+        dir, log, second, ..
+    } = crashed_log(root.path(), "crash");
+    let dir = dir.as_path();
     let mut bytes = std::fs::read(&log).expect("read");
     bytes[usize::try_from(second).expect("small") + 20] ^= 0x04;
     std::fs::write(&log, &bytes).expect("damage");
@@ -438,15 +460,7 @@ fn a_damaged_log_needs_recover() {
             && err.lines().count() == 1,
         "{err}"
     );
-    let out = run.stdout();
-    assert!(
-        out.starts_with("damaged write-ahead log: collection 'c'"),
-        "{out}"
-    );
-    assert!(
-        out.contains("no problem found in what the write-ahead log kept"),
-        "{out}"
-    );
+    assert_log_report(&run.stdout(), "damaged write-ahead log: collection 'c'");
 
     // Repaired: every record before the damage, and the commands work without the flag.
     let run = tscoll(&["verify", "--db", path(dir)], None);
@@ -476,12 +490,10 @@ fn a_damaged_log_needs_recover() {
 #[test]
 fn a_torn_log_tail_is_reported() {
     let root = tempfile::tempdir().expect("tempdir");
-    let (log, _, third) = crashed_log(root.path(), "crash");
-    let dir = log
-        .parent()
-        .and_then(Path::parent)
-        .and_then(Path::parent)
-        .expect("db");
+    let CrashedLog {
+        dir, log, third, ..
+    } = crashed_log(root.path(), "crash");
+    let dir = dir.as_path();
     let len = std::fs::metadata(&log).expect("meta").len();
     std::fs::OpenOptions::new()
         .write(true)
@@ -505,14 +517,6 @@ fn a_torn_log_tail_is_reported() {
             && err.lines().count() == 1,
         "{err}"
     );
-    let out = run.stdout();
-    assert!(
-        out.starts_with("torn write-ahead log tail: collection 'c'"),
-        "{out}"
-    );
-    assert!(
-        out.contains("no problem found in what the write-ahead log kept"),
-        "{out}"
-    );
+    assert_log_report(&run.stdout(), "torn write-ahead log tail: collection 'c'");
     assert_eq!(found_ids(dir), (0..20).collect::<Vec<_>>());
 }

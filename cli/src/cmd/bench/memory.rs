@@ -28,7 +28,7 @@
 //! for `group`).
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, ExitCode, Stdio};
 use std::time::Instant;
 
@@ -36,7 +36,8 @@ use serde_json::{Value, json};
 use tscoll_benches::tsbs;
 use tscoll_engine::{Database, DatabaseOptions, TimeseriesOptions};
 
-use super::ingest::{COLLECTION, WorkloadArgs};
+use super::ingest::COLLECTION;
+use super::query::BenchDb;
 use crate::cmd::{CmdResult, human_bytes};
 
 /// The prefix of the stderr line a child started with `--report-peak-rss` ends with.
@@ -45,17 +46,9 @@ pub(crate) const PEAK_RSS_LINE: &str = "peak RSS bytes: ";
 /// Arguments of `tscoll bench memory`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// The workload (ingested when the database has no `cpu` collection).
+    /// The database, and the workload ingested into it when it lacks it.
     #[command(flatten)]
-    pub(crate) workload: WorkloadArgs,
-    /// Database directory: reused when it holds the `cpu` collection of `bench ingest`,
-    /// otherwise the workload is ingested into it. Default: a fresh temporary directory,
-    /// removed at the end.
-    #[arg(long, value_name = "DIR")]
-    pub(crate) db: Option<PathBuf>,
-    /// Threads inserting the workload when it is ingested.
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=64))]
-    pub(crate) threads: u32,
+    pub(crate) data: BenchDb,
     /// The bound on each read's peak resident set, in MiB.
     #[arg(long, value_name = "MIB", default_value_t = 256)]
     pub(crate) max_rss_mib: u64,
@@ -178,20 +171,20 @@ struct Measured {
 /// # Errors
 /// The database cannot be opened or the ingest fails, or a child cannot be started.
 pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
-    let workload = args.workload.workload();
-    let (_temp, dir) = super::bench_dir(args.db.as_deref(), "tscoll-bench-memory-")?;
+    let workload = args.data.workload.workload();
+    let (_temp, dir) = super::bench_dir(args.data.db.as_deref(), "tscoll-bench-memory-")?;
     {
         let db = Database::open(&dir, DatabaseOptions::default())
             .map_err(|e| format!("cannot open database {}: {e}", dir.display()))?;
         if db.collection(COLLECTION).is_err() {
             let options = TimeseriesOptions::new(tsbs::TIME_FIELD).meta_field(tsbs::META_FIELD);
             let coll = db.create_collection(COLLECTION, &options)?;
-            super::query::ingest(&coll, &workload, args.threads as usize)?;
+            super::query::ingest(&coll, &workload, args.data.threads as usize)?;
         }
         db.close()?;
     }
     let measurements = workload.measurements();
-    let hosts = u64::from(args.workload.hosts);
+    let hosts = u64::from(args.data.workload.hosts);
     let names: Vec<&str> = if args.reads.is_empty() {
         READS.to_vec()
     } else {
@@ -228,9 +221,9 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
             })
             .collect();
         let line = json!({
-            "hosts": args.workload.hosts,
-            "days": args.workload.days,
-            "seed": args.workload.seed,
+            "hosts": args.data.workload.hosts,
+            "days": args.data.workload.days,
+            "seed": args.data.workload.seed,
             "measurements": measurements,
             "max_rss_bytes": bound,
             "sort_memory_bytes": args.sort_memory_bytes,
@@ -242,9 +235,9 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
             out,
             "TSBS cpu-only: {} hosts x {} days = {measurements} measurements (seed {}); \
              bound {} per read, sorts spill past {}",
-            args.workload.hosts,
-            args.workload.days,
-            args.workload.seed,
+            args.data.workload.hosts,
+            args.data.workload.days,
+            args.data.workload.seed,
             human_bytes(bound),
             human_bytes(args.sort_memory_bytes),
         )?;
