@@ -47,16 +47,13 @@ fn sql_groups_filters_and_prints_in_every_format() {
 }
 
 /// Runs `tscoll sql --db DB args...` with its stdout counted, not kept: (lines, bytes) of
-/// stdout and the child's peak RSS in bytes (`ru_maxrss` of `wait4`).
-#[expect(
-    clippy::zombie_processes,
-    reason = "the child is waited for with wait4, which std does not see"
-)]
+/// stdout and the child's peak RSS in bytes (`--report-peak-rss`: its `VmHWM`).
 fn sql_peak_rss(s: &Scratch, args: &[&str]) -> (usize, u64, u64) {
     use std::io::Read;
     use std::process::{Command, Stdio};
     let db = s.db();
     let mut child = Command::new(env!("CARGO_BIN_EXE_tscoll"))
+        .arg("--report-peak-rss")
         .args(["sql", "--db", &db])
         .args(args)
         .stdout(Stdio::piped())
@@ -83,20 +80,14 @@ fn sql_peak_rss(s: &Scratch, args: &[&str]) -> (usize, u64, u64) {
         .expect("stderr")
         .read_to_string(&mut stderr)
         .expect("read stderr");
-    let pid = libc::pid_t::try_from(child.id()).expect("pid");
-    let mut status = 0;
-    // SAFETY: an all-zero `rusage` is a valid value of the plain C struct.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `pid` is our child, not waited for yet (std's `Child` is not waited on, only
-    // dropped); `status` and `usage` are valid for writes.
-    let waited = unsafe { libc::wait4(pid, &raw mut status, 0, &raw mut usage) };
-    assert_eq!(waited, pid, "wait4: {}", std::io::Error::last_os_error());
-    assert!(
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        "tscoll sql {args:?} failed: {stderr}"
-    );
+    let status = child.wait().expect("wait");
+    assert!(status.success(), "tscoll sql {args:?} failed: {stderr}");
     let (lines, bytes) = counter.join().expect("stdout reader");
-    let peak = u64::try_from(usage.ru_maxrss).expect("maxrss") * 1024;
+    let peak: u64 = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("peak RSS bytes: "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no peak RSS line in: {stderr}"));
     (lines, bytes, peak)
 }
 

@@ -209,7 +209,8 @@ impl Collection {
     ///
     /// # Errors
     /// [`Error::Storage`] when fjall cannot persist; [`Error::Codec`] when rows cannot be
-    /// encoded; [`Error::Io`] when the log cannot be written.
+    /// encoded; [`Error::Io`] when the log cannot be written; [`Error::ReadOnly`] when the
+    /// database is open read-only.
     pub fn checkpoint(&self) -> Result<()> {
         self.inner.writable()?;
         self.inner.checkpoint_log()
@@ -235,7 +236,8 @@ impl Collection {
     /// measurements). Reads and writes may go on meanwhile.
     ///
     /// # Errors
-    /// [`Error::Storage`] when fjall fails; [`Error::Codec`] as for `checkpoint`.
+    /// [`Error::Storage`] when fjall fails; [`Error::Codec`] as for `checkpoint`;
+    /// [`Error::ReadOnly`] when the database is open read-only.
     pub fn compact(&self) -> Result<()> {
         self.inner.catalog.take_idle_segments();
         self.checkpoint()?;

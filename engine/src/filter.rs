@@ -807,9 +807,7 @@ impl Filter {
     pub(crate) fn matches_meta(&self, meta: Option<&Bson>) -> bool {
         self.preds.iter().all(|p| match p {
             Pred::Meta { path, op, value } => compare_at(meta, path, *op, value),
-            Pred::MetaIn { path, values } => {
-                values.iter().any(|x| compare_at(meta, path, Cmp::Eq, x))
-            }
+            Pred::MetaIn { path, values } => any_equal_at(meta, path, values),
             _ => true,
         }) && self
             .clauses
@@ -825,11 +823,10 @@ impl Filter {
         let preds = self.preds.iter().all(|p| match p {
             Pred::Time { op, value } => value.is_some_and(|v| cmp_holds(time.cmp(&v), *op)),
             Pred::Field { path, op, value } => {
-                compare_at(doc.get(&path[0]), &path[1..], *op, value)
+                compare_at(doc.get(&path[0]), rest_of(Target::Field, path), *op, value)
             }
             Pred::FieldIn { path, values } => {
-                let v = doc.get(&path[0]);
-                values.iter().any(|x| compare_at(v, &path[1..], Cmp::Eq, x))
+                any_equal_at(doc.get(&path[0]), rest_of(Target::Field, path), values)
             }
             _ => true,
         });
@@ -1129,6 +1126,28 @@ pub(crate) fn value_ref_matches(
     Ok(compare_at(b.as_ref(), rest, op, operand))
 }
 
+/// As [`value_ref_matches`] for `$in`: whether the stored value equals one of `values`. A
+/// document or an array, or a value with path left, is converted and walked once.
+///
+/// # Errors
+/// A message when the stored value is corrupt.
+pub(crate) fn value_ref_in(
+    v: ValueRef<'_>,
+    rest: &[String],
+    values: &[Bson],
+) -> std::result::Result<bool, String> {
+    if rest.is_empty() && !matches!(v, ValueRef::Bytes(tag::DOCUMENT | tag::ARRAY, _)) {
+        for x in values {
+            if value_ref_matches(v, rest, Cmp::Eq, x)? {
+                return Ok(true);
+            }
+        }
+        return Ok(false);
+    }
+    let b = to_bson(v)?;
+    Ok(any_equal_at(b.as_ref(), rest, values))
+}
+
 pub(crate) fn cmp_holds(o: Ordering, op: Cmp) -> bool {
     match op {
         Cmp::Eq => o == Ordering::Equal,
@@ -1143,6 +1162,14 @@ pub(crate) fn cmp_holds(o: Ordering, op: Cmp) -> bool {
 /// `op operand`: a top-level comparison of a filter.
 pub(crate) fn compare_at(v: Option<&Bson>, path: &[String], op: Cmp, operand: &Bson) -> bool {
     any_at(v, path, true, &mut |e| compare_one(e, op, operand))
+}
+
+/// Whether a value `path` reaches below `v` equals one of `values` (`$in`): the path is
+/// followed once, whatever the number of values.
+fn any_equal_at(v: Option<&Bson>, path: &[String], values: &[Bson]) -> bool {
+    any_at(v, path, true, &mut |e| {
+        values.iter().any(|x| compare_one(e, Cmp::Eq, x))
+    })
 }
 
 /// MongoDB's comparison of one value (`None`: missing) with an operand: type-bracketed (a

@@ -23,8 +23,9 @@ pub struct ReadOnlyReport {
     /// `None` when the read-only open was asked for.
     pub reason: Option<String>,
     /// Measurements each collection's write-ahead log holds that its store does not, by
-    /// collection name (only collections with some): acknowledged writes that a read-write
-    /// open stores and that reads do not see meanwhile.
+    /// collection name, sorted (only collections with some): acknowledged writes that a
+    /// read-write open stores and that reads do not see meanwhile. Of a damaged or torn log,
+    /// only the records before the damage or the tear are counted.
     pub unstored: Vec<(String, u64)>,
 }
 

@@ -2,7 +2,6 @@
 //! catalog, commit the prepared batches as one record of the write-ahead log (SPEC §7, §9;
 //! `docs/architecture.md`, write path), then store the buckets that left memory.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -374,11 +373,7 @@ impl CollectionInner {
             }
         }
         let written = self.commit(prepared, table, durability, writer, &mut failed, call)?;
-        for p in written {
-            call.result.inserted += p.batch.rows_of(writer);
-            call.committed.push(Arc::clone(&p.batch));
-            p.finish();
-        }
+        finish_written(written, writer, call);
         for batch in set_aside {
             match self.catalog.wait(&batch) {
                 Ok(()) => {
@@ -413,23 +408,19 @@ impl CollectionInner {
         if prepared.is_empty() {
             return Ok(prepared);
         }
-        table.finish();
-        let record = match log_record(&prepared, &table) {
-            Ok(record) => record,
-            // Some batch's rows do not encode, or the table of every batch is past the
-            // codec's limits (batches with many fields of their own).
-            Err(_) => return self.commit_apart(prepared, durability, writer, failed, call),
-        };
-        if let Err(e) = self.wal.append(&record.encode(), durability) {
-            if e.may_remain {
-                for p in &prepared {
-                    call.uncertain.extend(p.batch.indices_of(writer));
-                }
-            }
-            abort_all(prepared, &e.error);
-            return Err(e.error);
+        // The table of every batch past the codec's limits (batches with many fields of
+        // their own): written apart, before padding its columns to every row.
+        if !tscoll_codec::fits_shape(table.rows, table.columns.len()) {
+            return self.commit_apart(prepared, durability, writer, failed, call);
         }
-        Ok(prepared)
+        table.finish();
+        let Ok(record) = log_record(&prepared, &table) else {
+            // Some batch's rows do not encode.
+            return self.commit_apart(prepared, durability, writer, failed, call);
+        };
+        let mut written = prepared;
+        self.append_record(&record, &mut written, durability, writer, call)?;
+        Ok(written)
     }
 
     /// Writes prepared batches whose rows do not encode as one table: a batch whose rows do
@@ -453,7 +444,6 @@ impl CollectionInner {
         let mut written = Vec::with_capacity(prepared.len());
         let mut group: Vec<Prepared> = Vec::new();
         let mut table = CommitRows::new();
-        let mut names: HashSet<String> = HashSet::new();
         let mut rest = prepared.into_iter();
         while let Some(p) = rest.next() {
             let mut alone = CommitRows::new();
@@ -466,22 +456,20 @@ impl CollectionInner {
                 p.abort(CommitError::WriteFailed(reason));
                 continue;
             }
-            let columns = names.len()
+            let columns = table.columns.len()
                 + alone
                     .columns
                     .iter()
-                    .filter(|(n, _)| !names.contains(n))
+                    .filter(|(n, _)| !table.has_column(n))
                     .count();
-            if !group.is_empty() && !fits(table.rows + alone.rows, columns) {
+            if !group.is_empty() && !tscoll_codec::fits_shape(table.rows + alone.rows, columns) {
                 if let Err(e) = self.write_group(&mut group, &mut table, durability, writer, call) {
                     abort_all(rest.chain([p]).collect(), &e);
                     finish_written(written, writer, call);
                     return Err(e);
                 }
                 written.append(&mut group);
-                names.clear();
             }
-            names.extend(alone.columns.into_iter().map(|(n, _)| n));
             p.append_rows(&mut table);
             group.push(p);
         }
@@ -513,38 +501,49 @@ impl CollectionInner {
         table.finish();
         let record = log_record(group, table);
         table.clear();
-        let result = record.and_then(|r| {
-            self.wal.append(&r.encode(), durability).map_err(|e| {
-                if e.may_remain {
-                    for p in group.iter() {
-                        call.uncertain.extend(p.batch.indices_of(writer));
-                    }
-                }
-                e.error
-            })
-        });
-        if let Err(e) = &result {
-            abort_all(std::mem::take(group), e);
+        match record {
+            Ok(record) => self.append_record(&record, group, durability, writer, call),
+            Err(e) => {
+                abort_all(std::mem::take(group), &e);
+                Err(e)
+            }
         }
-        result
+    }
+
+    /// Appends `record`, holding the rows of `group`, to the log.
+    ///
+    /// # Errors
+    /// The append fails: `group` is aborted (and emptied). When the record could not be
+    /// taken back, this writer's measurements of it go to `call.uncertain`.
+    fn append_record(
+        &self,
+        record: &LogRecord,
+        group: &mut Vec<Prepared>,
+        durability: Durability,
+        writer: WriterId,
+        call: &mut Call,
+    ) -> Result<()> {
+        let Err(e) = self.wal.append(&record.encode(), durability) else {
+            return Ok(());
+        };
+        if e.may_remain {
+            for p in group.iter() {
+                call.uncertain.extend(p.batch.indices_of(writer));
+            }
+        }
+        abort_all(std::mem::take(group), &e.error);
+        Err(e.error)
     }
 }
 
-/// Finishes batches written to the log before a later record of the same commit failed:
-/// they are committed, and counted so in `call` (its error then says they were stored).
+/// Finishes batches written to the log: they are committed, and counted so in `call` (also
+/// when a later record of the same commit fails: its error then says they were stored).
 fn finish_written(written: Vec<Prepared>, writer: WriterId, call: &mut Call) {
     for p in written {
         call.result.inserted += p.batch.rows_of(writer);
         call.committed.push(Arc::clone(&p.batch));
         p.finish();
     }
-}
-
-/// Whether a table of `rows` rows and `columns` columns is within the codec's limits.
-fn fits(rows: usize, columns: usize) -> bool {
-    rows <= tscoll_codec::MAX_ROWS
-        && columns <= tscoll_codec::MAX_COLUMNS
-        && rows.saturating_mul(columns) <= tscoll_codec::MAX_CELLS
 }
 
 /// What one insert call did so far.

@@ -28,6 +28,7 @@
 //! directory after `close`, per measurement it holds), write amplification and peak RSS; on stderr as a table, or with
 //! `--json` as one JSON object on stdout.
 
+use std::fmt::Write as _;
 use std::io::{self, IsTerminal, Write};
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
@@ -749,6 +750,13 @@ impl Loader<'_> {
         self.inserted(start, &result)
     }
 
+    /// The input lines of the first and the last measurement of the pending batch (0 for
+    /// none).
+    fn line_span(&self) -> (u64, u64) {
+        let line = |l: Option<&u64>| l.copied().unwrap_or(0);
+        (line(self.lines.first()), line(self.lines.last()))
+    }
+
     /// The message of a failed insert of the pending batch: which of its lines were stored
     /// before the failure or may have been (`Error::InsertIncomplete`); none for any other
     /// error.
@@ -756,11 +764,8 @@ impl Loader<'_> {
         let lines = |positions: &[usize]| {
             position_ranges(positions.iter().filter_map(|&p| self.lines.get(p).copied()))
         };
-        let batch = format!(
-            "lines {}-{}",
-            self.lines.first().copied().unwrap_or(0),
-            self.lines.last().copied().unwrap_or(0)
-        );
+        let (first, last) = self.line_span();
+        let batch = format!("lines {first}-{last}");
         let Error::InsertIncomplete {
             committed,
             buffered,
@@ -775,10 +780,11 @@ impl Loader<'_> {
         };
         let mut out = format!("{}: insert of {batch} failed: {source}", self.name);
         if !committed.is_empty() {
-            out.push_str(&format!(
+            let _ = write!(
+                out,
                 "; lines {} were committed before the failure",
                 lines(committed)
-            ));
+            );
             out.push_str(if *buffered {
                 " to the log's buffer (--durability buffered): they may have been stored"
             } else {
@@ -786,10 +792,7 @@ impl Loader<'_> {
             });
         }
         if !uncertain.is_empty() {
-            out.push_str(&format!(
-                "; lines {} may have been stored",
-                lines(uncertain)
-            ));
+            let _ = write!(out, "; lines {} may have been stored", lines(uncertain));
         }
         out.push_str("; the other lines of the batch were not stored");
         out
@@ -851,8 +854,7 @@ impl Loader<'_> {
     /// flushes stdout, so a reader learns of the acknowledgement even if this process dies
     /// right after (the crash test `cli/tests/cli/crash_kill.rs` relies on it, SPEC ).
     fn ack(&self, inserted: usize) -> CmdResult<()> {
-        let first = self.lines.first().copied().unwrap_or(0);
-        let last = self.lines.last().copied().unwrap_or(0);
+        let (first, last) = self.line_span();
         let mut out = io::stdout().lock();
         writeln!(out, "ack {first} {last} {inserted}")
             .and_then(|()| out.flush())

@@ -45,12 +45,7 @@ fn commands_other_than_create_do_not_make_a_database() {
         &["salvage", "--to", "copy"],
     ];
     for args in commands {
-        let mut all = vec![args[0]];
-        if args[0] == "index" {
-            all.push(args[1]);
-        }
-        all.extend(["--db", db]);
-        all.extend(&args[if args[0] == "index" { 2 } else { 1 }..]);
+        let all = with_db(args, db);
         let run = tscoll(&all, None).failed();
         let expected = format!("{db} is not a tscoll database (it holds no database files)");
         assert!(
@@ -102,6 +97,16 @@ fn commands_other_than_create_do_not_make_a_database() {
     tscoll(&["ingest", "--db", db, "c", &input], None).ok();
     let found = tscoll(&["find", "--db", db, "c"], None).ok();
     assert_eq!(found.json_lines().len(), 10);
+}
+
+/// The command line `args` with `--db db` after the command (after both words of `index
+/// list`).
+fn with_db<'a>(args: &[&'a str], db: &'a str) -> Vec<&'a str> {
+    let words = if args[0] == "index" { 2 } else { 1 };
+    let mut all = args[..words].to_vec();
+    all.extend(["--db", db]);
+    all.extend(&args[words..]);
+    all
 }
 
 /// A tmpfs of `size` mounted on a fresh directory, unmounted on drop; `None` (with a message)
@@ -217,15 +222,7 @@ fn read_commands_work_on_a_full_disk() {
         &["index", "list", "c"],
         &["verify"],
     ] {
-        let mut all = vec![args[0]];
-        let rest = if args[0] == "index" {
-            all.push(args[1]);
-            &args[2..]
-        } else {
-            &args[1..]
-        };
-        all.extend(["--db", db]);
-        all.extend(rest);
+        let all = with_db(args, db);
         let run = tscoll(&all, None).ok();
         assert!(
             run.stderr().starts_with(&warning),

@@ -42,8 +42,9 @@ impl Collection {
     /// `$last`, `$stdDevPop`, `$stdDevSamp`, `$push`, `$derivative`, `$integral` over
     /// `documents` or `range` windows, ranges of dates in a `unit`). Expressions are those of
     /// `$expr` (see [`Collection::find`]) with `$dateTrunc`, `$dateAdd`, `$dateDiff`, date
-    /// parts and conversions. `$group` and `$push` hold their groups in memory; `$sort` and
-    /// `$setWindowFields` hold a bounded amount of their input ([`Collection::aggregate_cursor`],
+    /// parts and conversions. `$group` and `$push` hold their groups in memory; `$sort` holds a
+    /// bounded amount of its input, `$setWindowFields` too but for a window over a whole
+    /// partition or a `range`, which holds its partition ([`Collection::aggregate_cursor`],
     /// which returns the results as they are computed, where this collects them).
     ///
     /// ```

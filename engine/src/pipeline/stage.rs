@@ -10,7 +10,7 @@ use crate::expr::Expr;
 use crate::filter::{Filter, Target, Values, exact_int};
 use crate::query::SortOrder;
 use crate::query::projection::Projection;
-use crate::query::sort::SortSpec;
+use crate::query::sort::{SortSpec, sort_order};
 use crate::update::set_path;
 
 /// A stream of documents between stages.
@@ -110,18 +110,12 @@ pub(super) fn sort_keys(stage: &str, spec: &Bson) -> Result<Vec<(Vec<String>, bo
     d.iter()
         .map(|(k, v)| {
             check_field(stage, k)?;
-            let desc = match v {
-                Bson::Int32(1) | Bson::Int64(1) => false,
-                Bson::Int32(-1) | Bson::Int64(-1) => true,
-                Bson::Double(d) if *d == 1.0 => false,
-                Bson::Double(d) if *d == -1.0 => true,
-                _ => {
-                    return Err(bad(format!(
-                        "{stage}: the direction of '{k}' must be 1 or -1"
-                    )));
-                }
-            };
-            Ok((k.split('.').map(str::to_owned).collect(), desc))
+            let order = sort_order(v)
+                .ok_or_else(|| bad(format!("{stage}: the direction of '{k}' must be 1 or -1")))?;
+            Ok((
+                k.split('.').map(str::to_owned).collect(),
+                order == SortOrder::Descending,
+            ))
         })
         .collect()
 }

@@ -10,7 +10,8 @@ use tscoll_codec::{ValueRef, tag};
 
 use super::unpack::SegmentView;
 use crate::filter::{
-    Cmp, Filter, Got, Node, Pred, Target as Reads, Values, cmp_holds, value_ref_matches,
+    Cmp, Filter, Got, Node, Pred, Target as Reads, Values, cmp_holds, value_ref_in,
+    value_ref_matches,
 };
 
 /// The time and measurement-field predicates of a filter, and its clauses that read more
@@ -235,17 +236,7 @@ impl BoundFilter<'_, '_> {
                 (Test::Cmp(op, operand), _) => {
                     value_ref_matches(value(seg, *target, row, t), p.rest, *op, operand)?
                 }
-                (Test::In(values), _) => {
-                    let v = value(seg, *target, row, t);
-                    let mut any = false;
-                    for x in *values {
-                        if value_ref_matches(v, p.rest, Cmp::Eq, x)? {
-                            any = true;
-                            break;
-                        }
-                    }
-                    any
-                }
+                (Test::In(values), _) => value_ref_in(value(seg, *target, row, t), p.rest, values)?,
             };
             if !ok {
                 return Ok(false);

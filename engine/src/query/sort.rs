@@ -62,16 +62,10 @@ impl SortPlan {
             if k.is_empty() || k.starts_with('$') || k.split('.').any(str::is_empty) {
                 return Err(bad(format!("sort on '{k}': not a field path")));
             }
-            let order = match v {
-                Bson::Int32(1) | Bson::Int64(1) => SortOrder::Ascending,
-                Bson::Int32(-1) | Bson::Int64(-1) => SortOrder::Descending,
-                Bson::Double(d) if *d == 1.0 => SortOrder::Ascending,
-                Bson::Double(d) if *d == -1.0 => SortOrder::Descending,
-                _ => {
-                    return Err(bad(format!(
-                        "sort direction of '{k}' must be 1 or -1, not {v}"
-                    )));
-                }
+            let Some(order) = sort_order(v) else {
+                return Err(bad(format!(
+                    "sort direction of '{k}' must be 1 or -1, not {v}"
+                )));
             };
             keys.push((k.split('.').map(str::to_owned).collect::<Vec<_>>(), order));
         }
@@ -437,6 +431,18 @@ fn io(context: &str, e: std::io::Error) -> Error {
 
 fn bad(message: String) -> Error {
     Error::rejected(ErrorCode::BadValue, message)
+}
+
+/// The direction a sort document gives a field: `1` (or `1.0`) ascending, `-1` descending;
+/// `None` for anything else.
+pub(crate) fn sort_order(v: &Bson) -> Option<SortOrder> {
+    match v {
+        Bson::Int32(1) | Bson::Int64(1) => Some(SortOrder::Ascending),
+        Bson::Int32(-1) | Bson::Int64(-1) => Some(SortOrder::Descending),
+        Bson::Double(d) if *d == 1.0 => Some(SortOrder::Ascending),
+        Bson::Double(d) if *d == -1.0 => Some(SortOrder::Descending),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

@@ -1029,7 +1029,7 @@ mod tests {
     }
 
     #[test]
-    fn damage_before_the_end_is_an_error_not_a_panic() {
+    fn damage_before_the_end_is_a_damaged_cut_not_a_panic() {
         let dir = tempfile::tempdir().expect("tempdir");
         let log = WriteAheadLog::open(dir.path().join("wal")).expect("open");
         let a = LogRecord {

@@ -52,7 +52,8 @@ pub(crate) struct Args {
     /// The bound on each read's peak resident set, in MiB.
     #[arg(long, value_name = "MIB", default_value_t = 256)]
     pub(crate) max_rss_mib: u64,
-    /// The reads to run, comma-separated (default: all).
+    /// The reads to run, comma-separated (default: all; `sql` is skipped in a build without
+    /// the feature `sql`).
     #[arg(long, value_delimiter = ',', value_parser = READS)]
     pub(crate) reads: Vec<String>,
     /// Bytes of rows each read's sorts hold in memory before they spill sorted runs to
