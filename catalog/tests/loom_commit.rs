@@ -7,7 +7,7 @@
 //!     --test loom_commit --target-dir target/loom
 //! ```
 //!
-//! Every writer drives the protocol as `engine/src/write.rs` does: stage, claim the commit
+//! Every writer drives the protocol as `engine/src/write/mod.rs` does: stage, claim the commit
 //! rights of each batch, prepare what it won (abort on error), write to storage, finish, then
 //! wait on the batches it set aside. Storage is a test double, [`Store`], that records every
 //! written segment, checks the control state each commit claims against what is stored, and
@@ -188,7 +188,7 @@ struct Report {
     failed: Vec<usize>,
 }
 
-/// The commit half of `engine/src/write.rs` `insert_many`: claim commit rights of every batch,
+/// The commit half of `engine/src/write/mod.rs` `insert_many`: claim commit rights of every batch,
 /// prepare what was won (aborting on error), write the prepared batches, finish them, then wait
 /// on the batches set aside.
 fn commit(catalog: &Catalog, store: &Store, mine: &[usize], batches: Vec<Batch>) -> Report {

@@ -9,14 +9,14 @@ use tscoll_catalog::{BucketCatalog, BucketId, BucketingSpec, CatalogOptions, Mem
 use bson::doc;
 use fjall::PersistMode;
 
-use crate::control::Control;
 use crate::db::LogOptions;
 use crate::error::{Error, ErrorCode, Result};
 use crate::index::Indexes;
-use crate::meta_cache::MetaCache;
 use crate::options::CollectionSpec;
 use crate::storage::BucketStore;
-use crate::storage::wal::WriteAheadLog;
+use crate::storage::control::Control;
+use crate::wal::WriteAheadLog;
+use crate::write::meta_cache::MetaCache;
 
 /// Number of locks serializing bucket merges.
 const MERGE_LOCKS: usize = 32;

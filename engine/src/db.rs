@@ -10,15 +10,15 @@ use tscoll_catalog::{CatalogOptions, MemoryPool, StatsSnapshot};
 
 use crate::collection::{Collection, CollectionInner, Storage};
 use crate::error::{Error, ErrorCode, Result};
+use crate::flush::replay::LogRecovery;
 use crate::index::Indexes;
-use crate::journal::{self, RecoveryReport};
 use crate::options::{CollectionSpec, TimeseriesOptions};
 use crate::read_only::ReadOnlyReport;
-use crate::recovery::LogRecovery;
-use crate::stats::CatalogStats;
 use crate::storage::BucketStore;
+use crate::storage::fjall_journal::{self, RecoveryReport};
 use crate::storage::keys::COLLECTIONS_KEYSPACE;
-use crate::storage::wal::WriteAheadLog;
+use crate::tools::stats::CatalogStats;
+use crate::wal::WriteAheadLog;
 
 /// Options of a [`Database`].
 #[derive(Clone, Debug)]
@@ -212,8 +212,8 @@ impl Database {
     ) -> Result<Database> {
         let mut recovery = None;
         if recover {
-            recovery = journal::repair(path)?;
-        } else if let Some(e) = journal::scan(path)?.damaged_error() {
+            recovery = fjall_journal::repair(path)?;
+        } else if let Some(e) = fjall_journal::scan(path)?.damaged_error() {
             return Err(e);
         }
         let builder = || {
@@ -228,11 +228,11 @@ impl Database {
         let fjall = match builder() {
             Err(fjall::Error::JournalRecovery(e)) if recover => {
                 let reason = format!("fjall cannot replay it ({e:?})");
-                recovery = Some(journal::set_aside_all(path, &reason, recovery)?);
+                recovery = Some(fjall_journal::set_aside_all(path, &reason, recovery)?);
                 builder()
             }
             Err(fjall::Error::JournalRecovery(e)) => {
-                return Err(journal::fjall_refused(path, e));
+                return Err(fjall_journal::fjall_refused(path, e));
             }
             other => other,
         }

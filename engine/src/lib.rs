@@ -22,6 +22,25 @@
 //! assert_eq!(found.len(), 1);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! # Modules, in the order data flows
+//!
+//! | module | what it holds |
+//! |---|---|
+//! | `db.rs`, `read_only.rs` | [`Database`]: open (fjall's journal checked, fjall, each collection's log replayed), create, drop, close |
+//! | `collection.rs` | [`Collection`] and the state of one collection |
+//! | `options.rs`, `error.rs` | collection options and their validation; [`Error`] and MongoDB's codes |
+//! | `document.rs` | values BSON can store, checked on every path that takes documents |
+//! | `write/` | documents or Arrow → series → the catalog's write batches → one log record per commit group |
+//! | `wal/` | the write-ahead log files of one collection, nothing of fjall |
+//! | `flush/` | rows of buckets that left memory → stored buckets; checkpoints; replay of the log at open |
+//! | `storage/` | the only code naming a keyspace or a key's bytes: buckets, control records, the meta+time index, rollups, fjall's journal |
+//! | `mql/` | the query language without I/O: filters, expressions, dates |
+//! | `query/` | the read path: plan → walk → unpack → row filter, one collector per query kind |
+//! | `index/` | secondary index definitions, maintenance and planning |
+//! | `pipeline/` | aggregation pipelines over a stream of documents |
+//! | `direct_write/` | writes outside the insert path: deletes, updates, TTL, collMod, bucket rewrites |
+//! | `tools/` | stats, verify, salvage |
 #![forbid(unsafe_code)]
 
 /// The README's example, compiled and run as a doctest so that it cannot drift from the API.
@@ -38,55 +57,37 @@ pub use options::{
     TimeseriesOptions,
 };
 
-mod arrow_insert;
 mod collection;
-mod collmod;
-mod control;
-mod damage;
-mod dates;
 mod db;
-mod delete;
-mod expr;
-mod filter;
+mod direct_write;
+mod document;
+mod flush;
 mod index;
-mod journal;
-
-mod meta_cache;
+mod mql;
 mod pipeline;
 mod query;
 mod read_only;
-mod recovery;
-mod reopen;
-mod rewrite;
-mod rollup;
-mod salvage;
-mod series;
-mod stats;
-mod storable;
 mod storage;
-mod store;
-mod storing;
-mod ttl;
-mod update;
-mod verify;
+mod tools;
+mod wal;
 mod write;
 
 pub use collection::Collection;
 pub use db::{Access, Database, DatabaseOptions, LogOptions};
-pub use delete::DeleteResult;
+pub use direct_write::delete::DeleteResult;
+pub use direct_write::ttl::{ExpireResult, TtlMonitor};
+pub use direct_write::update::{UpdateOptions, UpdateResult};
+pub use flush::replay::LogRecovery;
 pub use index::IndexOptions;
-pub use journal::RecoveryReport;
 pub use pipeline::AggregateCursor;
 pub use query::{
     Accumulator, AggregateBatch, AggregateSpec, ArrowCursor, ArrowOptions, DEFAULT_BATCH_ROWS,
     ENCODING_KEY, FindCursor, FindOptions, OutputValues, QueryStats, SORT_MEMORY_LIMIT, SortOrder,
 };
 pub use read_only::ReadOnlyReport;
-pub use recovery::LogRecovery;
-pub use salvage::{ControlSummary, LostBucket, SalvageReport, SalvagedCollection};
-pub use stats::{CatalogStats, CollectionStats};
+pub use storage::fjall_journal::RecoveryReport;
+pub use tools::salvage::{ControlSummary, LostBucket, SalvageReport, SalvagedCollection};
+pub use tools::stats::{CatalogStats, CollectionStats};
+pub use tools::verify::{Problem, ProblemKind, VerifyReport};
 pub use tscoll_catalog::{CatalogOptions, StatsSnapshot};
-pub use ttl::{ExpireResult, TtlMonitor};
-pub use update::{UpdateOptions, UpdateResult};
-pub use verify::{Problem, ProblemKind, VerifyReport};
 pub use write::{Durability, InsertOptions, InsertResult, WriteError};

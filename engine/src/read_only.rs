@@ -11,7 +11,7 @@ use tscoll_catalog::BucketId;
 
 use crate::collection::CollectionInner;
 use crate::error::{Error, Result};
-use crate::storage::wal::LogPosition;
+use crate::wal::LogPosition;
 
 /// Why a database is open read-only and what its reads miss ([`Database::read_only`]).
 ///
@@ -64,7 +64,7 @@ impl CollectionInner {
     }
 
     /// Measurements the write-ahead log holds beyond the store, counted as recovery would
-    /// store them (`recovery.rs`: rows at or past the stored count of their bucket, rows
+    /// store them (`flush/replay.rs`: rows at or past the stored count of their bucket, rows
     /// logged before a bucket's retirement marker are stale), without writing anything.
     ///
     /// # Errors

@@ -10,8 +10,8 @@ use tscoll_catalog::value::canonical_rank;
 use tscoll_catalog::{BucketId, BucketKey};
 
 use crate::collection::CollectionInner;
-use crate::control::Control;
 use crate::error::{Error, Result};
+use crate::storage::control::Control;
 use crate::storage::keys::hex;
 
 use super::SecondaryIndex;

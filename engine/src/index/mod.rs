@@ -55,7 +55,7 @@ use fjall::KeyspaceCreateOptions;
 
 use crate::collection::CollectionInner;
 use crate::error::{Error, Result};
-use crate::filter::{Filter, Pred};
+use crate::mql::filter::{Filter, Pred};
 use crate::options::CollectionSpec;
 use crate::storage::keys::secondary_index_keyspace;
 

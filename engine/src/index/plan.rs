@@ -31,10 +31,10 @@ use tscoll_catalog::value::{canonical_rank, compare};
 use tscoll_catalog::{BucketId, BucketKey};
 
 use crate::collection::CollectionInner;
+use crate::direct_write::IndexEntry;
 use crate::error::{Error, Result};
-use crate::filter::{Cmp, Filter, Pred};
+use crate::mql::filter::{Cmp, Filter, Pred};
 use crate::storage::keys::hex;
-use crate::store::IndexEntry;
 
 use super::SecondaryIndex;
 use super::keyenc::{ABSENT, UNKNOWN, bound, invert, ordered, successor, tag_of};

@@ -5,7 +5,7 @@
 use bson::{Bson, Document, doc};
 
 use crate::error::{Error, ErrorCode, Result};
-use crate::filter::{Filter, Pred};
+use crate::mql::filter::{Filter, Pred};
 use crate::options::CollectionSpec;
 
 use super::IndexOptions;
@@ -372,12 +372,12 @@ pub(crate) fn validate(
     options: &IndexOptions,
     spec: &CollectionSpec,
 ) -> Result<Definition> {
-    crate::storable::require_storable("index key", key)?;
+    crate::document::require_storable("index key", key)?;
     if let Some(name) = &options.name {
-        crate::storable::require_nul_free("index name", name)?;
+        crate::document::require_nul_free("index name", name)?;
     }
     if let Some(filter) = &options.partial_filter_expression {
-        crate::storable::require_storable("partialFilterExpression", filter)?;
+        crate::document::require_storable("partialFilterExpression", filter)?;
     }
     let components = components(key, spec)?;
     if options.unique {

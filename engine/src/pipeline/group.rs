@@ -12,10 +12,10 @@ use tscoll_catalog::{Compensated, MAX_BSON_OBJECT_SIZE};
 
 use super::bad;
 use super::stage::{Docs, evaluate, expression};
-use crate::dates::{REFERENCE_MS, Unit};
 use crate::error::{Error, ErrorCode, Result};
-use crate::expr::Expr;
-use crate::filter::Target;
+use crate::mql::dates::{REFERENCE_MS, Unit};
+use crate::mql::expr::Expr;
+use crate::mql::filter::Target;
 use crate::query::{Accumulator, AggregateSpec};
 
 /// An accumulator operator.

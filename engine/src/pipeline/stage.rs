@@ -5,13 +5,13 @@ use bson::{Bson, Document};
 use super::bad;
 use super::group::Group;
 use super::window::SetWindowFields;
+use crate::direct_write::update::set_path;
 use crate::error::Result;
-use crate::expr::Expr;
-use crate::filter::{Filter, Target, Values, exact_int};
+use crate::mql::expr::Expr;
+use crate::mql::filter::{Filter, Target, Values, exact_int};
 use crate::query::SortOrder;
 use crate::query::projection::Projection;
 use crate::query::sort::{SortSpec, sort_order};
-use crate::update::set_path;
 
 /// A stream of documents between stages.
 pub(super) type Docs = Box<dyn Iterator<Item = Result<Document>> + Send>;
@@ -57,7 +57,7 @@ pub(super) fn expression(v: &Bson) -> Result<Expr> {
 pub(super) struct DocumentValues<'a>(pub(super) &'a Document);
 
 impl Values for DocumentValues<'_> {
-    fn root(&self, _: Target, path: &[String]) -> crate::filter::Got<'_> {
+    fn root(&self, _: Target, path: &[String]) -> crate::mql::filter::Got<'_> {
         Ok(path
             .first()
             .and_then(|first| self.0.get(first))
@@ -256,7 +256,7 @@ fn add_fields(mut doc: Document, fields: &[(String, Expr)], stage: &str) -> Resu
         match v {
             Some(v) => set_path(&mut doc, &parts, v)?,
             None => {
-                crate::update::unset_path(&mut doc, &parts);
+                crate::direct_write::update::unset_path(&mut doc, &parts);
             }
         }
     }

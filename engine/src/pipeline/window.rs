@@ -15,11 +15,11 @@ use tscoll_catalog::value::compare;
 use super::bad;
 use super::group::{Op, State, number, parse_accumulator};
 use super::stage::{Docs, evaluate, expression, sort_keys, sort_spec};
-use crate::dates::Unit;
+use crate::direct_write::update::set_path;
 use crate::error::Result;
-use crate::expr::Expr;
-use crate::filter::lookup;
-use crate::update::set_path;
+use crate::mql::dates::Unit;
+use crate::mql::expr::Expr;
+use crate::mql::filter::lookup;
 
 /// One end of a window.
 #[derive(Clone, Copy, Debug)]

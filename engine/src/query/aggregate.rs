@@ -34,7 +34,7 @@ use super::unpack::SegmentView;
 use super::walk::{Collector, Take};
 use crate::collection::Collection;
 use crate::error::{Error, ErrorCode, Result};
-use crate::filter::field_value;
+use crate::mql::filter::field_value;
 
 mod rollup;
 
@@ -432,9 +432,9 @@ fn validate(spec: &AggregateSpec) -> Result<()> {
         ));
     }
     for (i, (name, acc)) in spec.outputs.iter().enumerate() {
-        crate::storable::require_nul_free("output name", name)?;
+        crate::document::require_nul_free("output name", name)?;
         if let Some(field) = acc.field() {
-            crate::storable::require_nul_free("accumulator field", field)?;
+            crate::document::require_nul_free("accumulator field", field)?;
         }
         if name.is_empty() || name == "_id" || name.starts_with('$') {
             return bad(format!("bad output name '{name}'"));

@@ -7,7 +7,7 @@ use tscoll_catalog::{BucketId, BucketSums, FieldSums};
 
 use crate::collection::CollectionInner;
 use crate::error::{Error, Result};
-use crate::filter::ControlBounds;
+use crate::mql::filter::ControlBounds;
 
 /// The stored control record of one bucket, owned (the bytes as fjall returned them).
 pub(crate) struct ControlBytes(fjall::Slice);

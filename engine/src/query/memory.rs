@@ -23,8 +23,8 @@ use super::QueryStats;
 use super::control_view::ControlBytes;
 use super::plan::{Candidate, Candidates, Plan, Series, meta_matches_raw};
 use crate::collection::CollectionInner;
-use crate::control::Control;
 use crate::error::Result;
+use crate::storage::control::Control;
 
 /// The unstored rows of the open buckets a query may read, copied when it starts.
 #[derive(Default)]

@@ -16,7 +16,7 @@ use super::control_view::ControlView;
 use super::parallel::{self, run_parts};
 use crate::collection::CollectionInner;
 use crate::error::{Error, Result};
-use crate::filter::{Cmp, Filter, Pred, cmp_holds};
+use crate::mql::filter::{Cmp, Filter, Pred, cmp_holds};
 use crate::options::CollectionSpec;
 use crate::storage::keys::{hash_prefix, hash_time_range, hex};
 use crate::storage::{IndexRow, IndexScan};
@@ -523,7 +523,11 @@ pub(crate) type EntryVisitor<'a> = dyn FnMut(ScanEntry<'_>) -> Result<bool> + 'a
 /// array needs the value (arrays match when an element does).
 pub(crate) fn meta_matches_raw(filter: &Filter, meta: &[u8]) -> Option<bool> {
     // Clauses (`$or`, `$ne`, ...) on the meta value are judged on the decoded value.
-    if filter.clauses.iter().any(crate::filter::Node::meta_only) {
+    if filter
+        .clauses
+        .iter()
+        .any(crate::mql::filter::Node::meta_only)
+    {
         return None;
     }
     // Only a document has sub-fields: in any other meta value every sub-field is missing.

@@ -76,7 +76,7 @@ impl Projection {
         let Some(p) = p else {
             return Ok(Projection::All);
         };
-        crate::storable::require_storable("projection", p)?;
+        crate::document::require_storable("projection", p)?;
         let mut include = Paths::default();
         let mut exclude = Paths::default();
         let mut id: Option<bool> = None;

@@ -9,7 +9,7 @@ use tscoll_catalog::value::to_bson;
 use tscoll_codec::{ValueRef, tag};
 
 use super::unpack::SegmentView;
-use crate::filter::{
+use crate::mql::filter::{
     Cmp, Filter, Got, Node, Pred, Target as Reads, Values, cmp_holds, value_ref_in,
     value_ref_matches,
 };

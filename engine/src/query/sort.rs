@@ -18,7 +18,7 @@ use tscoll_catalog::value::{compare, value_size};
 
 use super::{FindOptions, SortOrder};
 use crate::error::{Error, ErrorCode, Result};
-use crate::filter::lookup;
+use crate::mql::filter::lookup;
 
 /// Bytes of rows (as BSON, with their sort keys) a sort holds in memory before it writes
 /// them, sorted, to a temporary file: MongoDB's limit for an in-memory sort (100 MiB). The

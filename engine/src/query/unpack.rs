@@ -10,8 +10,8 @@ use tscoll_codec::{Bucket, Column, Lane, ValueRef, tag};
 
 use super::QueryStats;
 use crate::collection::CollectionInner;
-use crate::control::Control;
 use crate::error::{Error, Result};
+use crate::storage::control::Control;
 
 /// The rows of one decoded segment: times, and every decoded column but time, readable by
 /// row. A column's values are laid out as one [`ValueRef`] per row when it is

@@ -17,9 +17,11 @@
 //! filter for blobs, in 64 KiB blocks; LZ4 on every level for control records and index
 //! entries.
 
+pub(crate) mod control;
+pub(crate) mod fjall_journal;
 pub(crate) mod keys;
+pub(crate) mod rollup_write;
 mod rollups;
-pub(crate) mod wal;
 
 use std::collections::HashMap;
 use std::ops::RangeBounds;
@@ -29,12 +31,12 @@ use fjall::{Keyspace, KeyspaceCreateOptions, OwnedWriteBatch, Slice};
 use tscoll_catalog::{BucketId, BucketKey};
 
 use crate::error::{Error, Result};
+use crate::wal::LogPosition;
 use keys::{
     SAME_AS_SERIES_RECORD, data_key, hex, index_key, keyspace_names, parse_data_key,
     parse_index_key, parse_series_record, parse_series_record_key, retired_key, series_record_key,
     series_record_value,
 };
-use wal::LogPosition;
 
 /// The stored buckets of one collection: three keyspaces of one fjall database.
 #[derive(Clone)]

@@ -16,7 +16,7 @@ use super::{
     Acc, Accumulator, AggregateSpec, GroupRange, Groups, MAX_PARTS, PART_MIN, keep, offer_extreme,
 };
 use crate::error::Result;
-use crate::filter::{NoBounds, Pred};
+use crate::mql::filter::{NoBounds, Pred};
 use crate::query::QueryStats;
 use crate::query::bulk::dense;
 use crate::query::memory::Reader;

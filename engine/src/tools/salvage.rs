@@ -13,19 +13,19 @@ use fjall::{Readable, Snapshot};
 use tscoll_catalog::{BucketId, BucketKey};
 
 use crate::collection::{Collection, CollectionInner, bucketing};
-use crate::control::Control;
-use crate::damage::{bucket_read_failure, read_failure};
 use crate::db::Database;
 use crate::error::{Error, ErrorCode, Result};
+use crate::flush::replay::LogRecovery;
 use crate::index::IndexOptions;
-use crate::journal::RecoveryReport;
 use crate::options::{CollectionSpec, TimeseriesOptions};
-use crate::recovery::LogRecovery;
+use crate::storage::control::Control;
+use crate::storage::fjall_journal::RecoveryReport;
 use crate::storage::keys::{
     SAME_AS_SERIES_RECORD, hex, parse_control_key, parse_data_key, parse_index_key,
     parse_retired_key, parse_series_record, parse_series_record_key,
 };
-use crate::verify::{fmt_time, read_rows, secondary_meta};
+use crate::tools::damage::{bucket_read_failure, read_failure};
+use crate::tools::verify::{fmt_time, read_rows, secondary_meta};
 use crate::write::{Durability, InsertOptions};
 
 /// Measurements inserted into the new collection per `insert_many` call.
@@ -487,7 +487,7 @@ impl Run<'_> {
         &self,
         id: &BucketId,
     ) -> std::result::Result<Vec<(u32, fjall::Slice)>, String> {
-        crate::damage::read_segments(self.snap, self.coll.store.raw().data, id)
+        crate::tools::damage::read_segments(self.snap, self.coll.store.raw().data, id)
     }
 
     /// The meta value of a bucket's series: from its directory entry, else from another

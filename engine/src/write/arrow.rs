@@ -28,8 +28,8 @@ use tscoll_codec::{Column, RowStart, tag};
 
 use crate::collection::{Collection, CollectionInner};
 use crate::error::{Error, ErrorCode, Result};
-use crate::meta_cache::lock;
-use crate::series::{BuildFx, Fx};
+use crate::write::meta_cache::lock;
+use crate::write::series::{BuildFx, Fx};
 use crate::write::{InsertOptions, InsertResult, WriteError, take_outcome, too_large};
 
 /// One Arrow column read as values of one BSON type.
@@ -380,7 +380,7 @@ impl CollectionInner {
     ) -> Result<InsertResult> {
         let input = self.read_batch(batch, options.ordered)?;
         self.insert_call(input.errors, options.durability, |writer, call| {
-            let source = crate::reopen::Reopener { coll: self };
+            let source = crate::write::reopen::Reopener { coll: self };
             let mut batches = Vec::new();
             for (g, key) in input.keys.iter().enumerate() {
                 let outcome =

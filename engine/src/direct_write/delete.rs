@@ -6,10 +6,10 @@
 use bson::{Bson, Document};
 
 use crate::collection::{Collection, CollectionInner};
-use crate::control::Control;
+use crate::direct_write::IndexEntry;
 use crate::error::{Error, Result};
-use crate::filter::Filter;
-use crate::store::IndexEntry;
+use crate::mql::filter::Filter;
+use crate::storage::control::Control;
 
 /// Outcome of [`Collection::delete_many`] / [`Collection::delete_one`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -24,10 +24,10 @@ use tscoll_catalog::{BucketId, BucketKey, MinMax};
 use tscoll_codec::{Column, decode_bucket, encode_bucket};
 
 use crate::collection::CollectionInner;
-use crate::control::{Control, merged_sums};
 use crate::error::{Error, Result};
+use crate::storage::control::{Control, merged_sums};
 use crate::storage::keys::hex;
-use crate::storage::wal::{LogCut, LogEntry, LogPosition, LogRead, table_rows};
+use crate::wal::{LogCut, LogEntry, LogPosition, LogRead, table_rows};
 
 /// What the log holds of one bucket.
 #[derive(Default)]

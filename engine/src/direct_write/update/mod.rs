@@ -18,7 +18,7 @@ use bson::{Bson, Document};
 
 use crate::collection::{Collection, CollectionInner};
 use crate::error::{Error, ErrorCode, Result};
-use crate::filter::Filter;
+use crate::mql::filter::Filter;
 
 pub(crate) use operators::{Update, set_path, unset_path};
 

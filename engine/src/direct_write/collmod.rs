@@ -67,7 +67,7 @@ impl Collection {
     /// inside `timeseries` or at the top level; `IndexNotFound` for an `index` option naming
     /// no index (by name or key pattern); [`Error::Storage`] when saving fails.
     pub fn coll_mod(&self, command: &Document) -> Result<CollectionSpec> {
-        crate::storable::require_storable("collMod", command)?;
+        crate::document::require_storable("collMod", command)?;
         self.inner.writable()?;
         let (spec, hide) = self.inner.coll_mod(command)?;
         match hide {

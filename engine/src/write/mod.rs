@@ -2,6 +2,11 @@
 //! catalog, commit the prepared batches as one record of the write-ahead log (SPEC §7, §9;
 //! `docs/architecture.md`, write path), then store the buckets that left memory.
 
+pub(crate) mod arrow;
+pub(crate) mod meta_cache;
+pub(crate) mod reopen;
+pub(crate) mod series;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -13,10 +18,10 @@ use tscoll_catalog::{
 };
 
 use crate::collection::{Collection, CollectionInner};
+use crate::document;
 use crate::error::{Error, ErrorCode, Result};
-use crate::series::SeriesGroups;
-use crate::storable;
-use crate::storage::wal::{LogEntry, LogRecord, RecordKind, encode_rows};
+use crate::wal::{LogEntry, LogRecord, RecordKind, encode_rows};
+use crate::write::series::SeriesGroups;
 
 /// How many times the measurements of an aborted batch are placed again before they are
 /// reported as errors (SPEC; MongoDB's reopening retry limit is also 16, SPEC §0).
@@ -135,7 +140,7 @@ impl CollectionInner {
                     meta = Some((k, v));
                     continue;
                 }
-                if let Err(e) = storable::check_element(k, v) {
+                if let Err(e) = document::check_element(k, v) {
                     unstorable = Some(e);
                     break;
                 }
@@ -155,7 +160,7 @@ impl CollectionInner {
             {
                 match series.seen(m) {
                     (Some(g), _) => group = Some(g),
-                    (None, hash) => match storable::check_element(k, m) {
+                    (None, hash) => match document::check_element(k, m) {
                         Ok(()) => group = Some(series.group_of_new(m, hash)),
                         Err(e) => unstorable = Some(e),
                     },
@@ -336,7 +341,7 @@ impl CollectionInner {
         durability: Durability,
         call: &mut Call,
     ) -> Result<Vec<(usize, String)>> {
-        let source = crate::reopen::Reopener { coll: self };
+        let source = crate::write::reopen::Reopener { coll: self };
         let mut batches = Vec::new();
         for (key, group) in keys.iter().zip(groups) {
             if group.is_empty() {

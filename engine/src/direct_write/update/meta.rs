@@ -7,9 +7,9 @@ use tscoll_catalog::BucketKey;
 
 use super::{Update, UpdateResult};
 use crate::collection::CollectionInner;
+use crate::direct_write::IndexEntry;
 use crate::error::{Error, Result};
-use crate::filter::Filter;
-use crate::store::IndexEntry;
+use crate::mql::filter::Filter;
 
 impl CollectionInner {
     pub(super) fn update_meta(

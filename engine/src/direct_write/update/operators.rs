@@ -9,7 +9,7 @@ use bson::{Bson, DateTime, Document, Timestamp};
 use tscoll_catalog::value::compare;
 
 use crate::error::{Error, ErrorCode, Result};
-use crate::filter::{Filter, exact_int};
+use crate::mql::filter::{Filter, exact_int};
 
 /// A parsed update: operators, or a whole replacement document.
 #[derive(Clone, Debug)]
@@ -123,7 +123,7 @@ impl Update {
     /// touch the same path or one inside another; `BadValue` for a malformed operand,
     /// a positional path (`$`, `$[]`) or an empty path part.
     pub(crate) fn parse(update: &Document) -> Result<Update> {
-        crate::storable::require_storable("update", update)?;
+        crate::document::require_storable("update", update)?;
         let operators = update.keys().filter(|k| k.starts_with('$')).count();
         if operators == 0 {
             return Ok(Update::Replacement(update.clone()));
@@ -604,8 +604,8 @@ impl PushSort {
             PushSort::Whole(dir) => directed(compare(a, b), *dir),
             PushSort::Fields(fields) => {
                 for (path, dir) in fields {
-                    let x = crate::filter::lookup(Some(a), path).unwrap_or(&Bson::Null);
-                    let y = crate::filter::lookup(Some(b), path).unwrap_or(&Bson::Null);
+                    let x = crate::mql::filter::lookup(Some(a), path).unwrap_or(&Bson::Null);
+                    let y = crate::mql::filter::lookup(Some(b), path).unwrap_or(&Bson::Null);
                     let o = directed(compare(x, y), *dir);
                     if o != Ordering::Equal {
                         return o;

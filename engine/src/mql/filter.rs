@@ -9,7 +9,7 @@ use tscoll_catalog::value::{canonical_rank, compare, to_bson};
 use tscoll_codec::{ValueRef, tag};
 
 use crate::error::{Error, ErrorCode, Result};
-use crate::expr::{EvalError, Expr};
+use crate::mql::expr::{EvalError, Expr};
 
 /// A comparison operator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -317,7 +317,7 @@ pub(crate) enum Node {
         path: Vec<String>,
         test: Test,
     },
-    /// `$expr`: an aggregation expression that holds ([`crate::expr`]).
+    /// `$expr`: an aggregation expression that holds ([`crate::mql::expr`]).
     Expr(Expr),
 }
 
@@ -724,7 +724,7 @@ impl Filter {
         time_field: &str,
         meta_field: Option<&str>,
     ) -> Result<Filter> {
-        crate::storable::require_storable("filter", filter)?;
+        crate::document::require_storable("filter", filter)?;
         let mut f = Filter::default();
         f.add(filter, time_field, meta_field)?;
         Ok(f)

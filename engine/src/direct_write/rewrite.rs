@@ -9,10 +9,10 @@ use tscoll_catalog::value::to_bson;
 use tscoll_codec::Column;
 
 use crate::collection::CollectionInner;
-use crate::control::{Control, merged_sums};
+use crate::direct_write::IndexEntry;
 use crate::error::{Error, Result};
+use crate::storage::control::{Control, merged_sums};
 use crate::storage::keys::hex;
-use crate::store::IndexEntry;
 
 /// A stored bucket unpacked: its columns and, per row, the measurement's fields (time
 /// included, meta left out) and its time (ms).

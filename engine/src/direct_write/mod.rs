@@ -6,15 +6,21 @@
 //! waits while a batch of it is being committed), the change is written in one atomic fjall
 //! batch, then reopening is allowed again.
 
+pub(crate) mod collmod;
+pub(crate) mod delete;
+pub(crate) mod rewrite;
+pub(crate) mod ttl;
+pub(crate) mod update;
+
 use bson::Bson;
 use tscoll_catalog::{BucketId, BucketKey};
 use tscoll_codec::Column;
 
 use crate::collection::CollectionInner;
-use crate::control::Control;
 use crate::error::{Error, Result};
-use crate::filter::Filter;
+use crate::mql::filter::Filter;
 use crate::storage::IndexItem;
+use crate::storage::control::Control;
 
 /// One entry of the meta+time index: a stored bucket with its series.
 #[derive(Clone, Debug, PartialEq, Eq)]

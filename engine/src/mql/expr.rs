@@ -20,9 +20,9 @@ use std::cmp::Ordering;
 use bson::{Bson, DateTime, Document};
 use tscoll_catalog::value::compare;
 
-use crate::dates::{self, Part, Unit};
 use crate::error::{Error, ErrorCode, Result};
-use crate::filter::{Target, Values, exact_int, field_value, rest_of};
+use crate::mql::dates::{self, Part, Unit};
+use crate::mql::filter::{Target, Values, exact_int, field_value, rest_of};
 
 /// Where a field path of an expression reads: its target and the path inside it.
 pub(crate) type Resolve<'a> = dyn Fn(&[String]) -> (Target, Vec<String>) + 'a;

@@ -16,20 +16,20 @@ use tscoll_catalog::{BucketId, BucketKey, MinMax};
 use tscoll_codec::{Bucket, ValueRef, tag};
 
 use crate::collection::{Collection, CollectionInner};
-use crate::control::Control;
-use crate::damage::{read_failure, read_segments};
 use crate::db::Database;
 use crate::error::{Error, Result};
+use crate::flush::replay::LogRecovery;
 use crate::index::SecondaryIndex;
 use crate::index::spec::Component;
-use crate::journal::RecoveryReport;
-use crate::recovery::LogRecovery;
+use crate::storage::control::Control;
+use crate::storage::fjall_journal::RecoveryReport;
 use crate::storage::keys::{
     SAME_AS_SERIES_RECORD, hex, keyspace_names, parse_control_key, parse_data_key, parse_index_key,
     parse_retired_key, parse_series_record, parse_series_record_key, secondary_entry_bucket,
     secondary_index_keyspace,
 };
-use crate::storage::wal::LogPosition;
+use crate::tools::damage::{read_failure, read_segments};
+use crate::wal::LogPosition;
 
 /// What is wrong, in categories ([`Problem::kind`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

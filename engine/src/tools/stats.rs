@@ -4,8 +4,8 @@ use bson::{Bson, Document, doc, oid::ObjectId};
 use tscoll_catalog::{CatalogGauges, StatsSnapshot};
 
 use crate::collection::Collection;
-use crate::control::Control;
 use crate::error::Result;
+use crate::storage::control::Control;
 
 /// Statistics of one collection (SPEC §8.1): storage figures plus the execution counters.
 #[derive(Clone, Debug, Default, PartialEq)]

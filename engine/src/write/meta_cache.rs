@@ -1,8 +1,8 @@
 //! The series keys of meta values seen by earlier insert calls of a collection, so that an
 //! insert finds the series of a meta value met before from a hash of the value as its input
-//! holds it, without normalizing it (SPEC ); the columnar insert (`arrow_insert.rs`)
+//! holds it, without normalizing it (SPEC ); the columnar insert (`write/arrow.rs`)
 //! also builds no BSON value for it. Only a value seen for the first time is normalized.
-//! `insert_many` (`series.rs`, a hash of the BSON value) and the columnar insert (a hash of
+//! `insert_many` (`write/series.rs`, a hash of the BSON value) and the columnar insert (a hash of
 //! the Arrow row) hash differently, so a value met by both is held twice; a lookup always
 //! confirms the value itself, never the hash alone.
 //!
@@ -17,7 +17,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use bson::Bson;
 use tscoll_catalog::BucketKey;
 
-use crate::series::BuildFx;
+use crate::write::series::BuildFx;
 
 /// Values held before the cache is emptied.
 pub(crate) const MAX_ENTRIES: usize = 1 << 16;

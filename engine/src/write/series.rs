@@ -15,7 +15,7 @@ use std::sync::Mutex;
 use bson::{Bson, Document};
 use tscoll_catalog::BucketKey;
 
-use crate::meta_cache::{MetaCache, lock};
+use crate::write::meta_cache::{MetaCache, lock};
 
 /// The series of one insert call, in order of first appearance.
 pub(crate) struct SeriesGroups<'a> {
@@ -23,7 +23,7 @@ pub(crate) struct SeriesGroups<'a> {
     pub(crate) keys: Vec<BucketKey>,
     /// Key → group number.
     by_key: HashMap<BucketKey, usize, BuildFx>,
-    /// Keys of meta values earlier calls met (see [`crate::meta_cache`]).
+    /// Keys of meta values earlier calls met (see [`crate::write::meta_cache`]).
     cache: Option<&'a Mutex<MetaCache>>,
     /// Hash of a raw meta value → (that value, its group number): the first value seen with
     /// that hash.

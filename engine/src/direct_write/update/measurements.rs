@@ -12,11 +12,11 @@ use tscoll_catalog::{BucketCatalog, BucketKey, BucketPart, NoStorage, WriterId};
 
 use super::{Update, UpdateResult};
 use crate::collection::CollectionInner;
-use crate::control::Control;
+use crate::direct_write::IndexEntry;
+use crate::direct_write::rewrite::UnpackedBucket;
 use crate::error::{Error, ErrorCode, Result};
-use crate::filter::Filter;
-use crate::rewrite::UnpackedBucket;
-use crate::store::IndexEntry;
+use crate::mql::filter::Filter;
+use crate::storage::control::Control;
 use crate::write::{InsertResult, take_outcome};
 
 /// One bucket an update changes: the measurements leaving it.

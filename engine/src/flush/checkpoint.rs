@@ -1,0 +1,99 @@
+//! Checkpoints of the write-ahead log (`docs/durability.md`, "Checkpoints"): the buckets that
+//! left memory are stored, fjall persists, and a new log file starts with one record of the rows
+//! open buckets still hold; older files are removed. `store_all` (close, `Collection::flush`)
+//! stores every row and empties the log.
+
+use fjall::PersistMode;
+
+use crate::collection::CollectionInner;
+use crate::error::{Error, Result};
+use crate::wal::{LogEntry, LogRecord, RecordKind, encode_table};
+
+impl CollectionInner {
+    /// Takes a checkpoint when the log has grown past `checkpoint_bytes` since the last one
+    /// or the last one is older than `checkpoint_interval` ([`crate::LogOptions`]).
+    ///
+    /// # Errors
+    /// As [`CollectionInner::checkpoint_log`].
+    pub(crate) fn checkpoint_if_due(&self) -> Result<()> {
+        let Some((logged, age)) = self.wal.since_checkpoint() else {
+            return Ok(());
+        };
+        let options = self.log_options;
+        if logged >= options.checkpoint_bytes || (logged > 0 && age >= options.checkpoint_interval)
+        {
+            self.checkpoint_log()?;
+        }
+        Ok(())
+    }
+
+    /// A checkpoint of the write-ahead log: with no commit in flight, makes every stored
+    /// bucket durable, starts a new log file holding the rows open buckets hold (one record,
+    /// synced) and removes the older files. Recovery then reads that record and what follows.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when fjall cannot persist; [`Error::Io`] when the log cannot be
+    /// written; [`Error::Codec`] when rows cannot be encoded.
+    pub(crate) fn checkpoint_log(&self) -> Result<()> {
+        let _gate = self
+            .commit_gate
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.store_leaving()?;
+        let parts = self.catalog.unstored_rows();
+        #[expect(clippy::cast_possible_truncation, reason = "rows ≤ bucket_max_count")]
+        let entries: Vec<LogEntry> = parts
+            .iter()
+            .map(|part| LogEntry {
+                id: part.id,
+                key: Some(part.key.bytes.clone()),
+                sorted: part.sorted,
+                min_time: part.min_time,
+                first_row: part.first_row,
+                rows: part.rows as u32,
+                uncompressed_bytes: part.uncompressed_bytes,
+                size_estimate: part.size_estimate,
+            })
+            .collect();
+        let rows = encode_table(parts.iter().map(|p| (p.rows, &p.columns[..])))?;
+        self.fjall
+            .persist(PersistMode::SyncAll)
+            .map_err(Error::storage("persisting before a checkpoint"))?;
+        let record = (!entries.is_empty()).then(|| {
+            LogRecord {
+                kind: RecordKind::Checkpoint,
+                entries,
+                rows,
+            }
+            .encode()
+        });
+        self.wal.restart(record.as_deref())?;
+        self.clear_retired()
+    }
+
+    /// Stores every row the collection holds in memory and empties the log: every idle bucket
+    /// leaves memory (stored whole), fjall persists, the log files are removed.
+    ///
+    /// # Errors
+    /// As [`CollectionInner::checkpoint_log`].
+    pub(crate) fn store_all(&self) -> Result<()> {
+        let _gate = self
+            .commit_gate
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.catalog.close_idle();
+        self.store_leaving()?;
+        self.fjall
+            .persist(PersistMode::SyncAll)
+            .map_err(Error::storage("persisting"))?;
+        if self.catalog.unstored().is_empty() {
+            self.wal.restart(None)?;
+            self.clear_retired()?;
+            self.fjall
+                .persist(PersistMode::SyncAll)
+                .map_err(Error::storage("persisting"))
+        } else {
+            Ok(())
+        }
+    }
+}
