@@ -28,55 +28,16 @@ fn invalid(msg: impl Into<String>) -> Error {
     Error::rejected(ErrorCode::InvalidOptions, msg)
 }
 
-impl Collection {
-    /// Changes the collection's options with a MongoDB `collMod` command document (SPEC §12),
-    /// e.g. `{timeseries: {granularity: "minutes"}}`, `{timeseries: {bucketMaxSpanSeconds:
-    /// 7200, bucketRoundingSeconds: 7200}}`, `{expireAfterSeconds: 3600}` or
-    /// `{expireAfterSeconds: "off"}`. A `collMod` field naming the collection is ignored.
-    /// Returns the new effective options, saved durably.
-    ///
-    /// - Granularity only gets coarser (R-12.1); the same granularity is a no-op.
-    /// - `bucketMaxSpanSeconds` and `bucketRoundingSeconds` go together, equal, each at least
-    ///   the current effective value, at most 31 536 000 (R-12.2); they remove the granularity.
-    /// - `timeseries: {}` is a no-op (R-12.3); `timeseries` cannot be combined with another
-    ///   option (R-12.4).
-    /// - Stored buckets are untouched; open buckets stay open and take the new span; queries
-    ///   use the new span from now on (R-12.5, R-14.4.5); a changed collection is no longer
-    ///   fixed bucketing (R-12.6).
-    /// - `expireAfterSeconds` applies at the next TTL pass (R-10.3).
-    /// - `index: {name, hidden}` or `index: {keyPattern, hidden}` hides or unhides an index
-    ///   given by name or by key pattern in user form (allowed alone, R-12.4).
-    ///
-    /// ```
-    /// # use bson::doc;
-    /// # use tscoll_engine::*;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let db = Database::open(dir.path(), DatabaseOptions::default())?;
-    /// let coll = db.create_collection("c", &TimeseriesOptions::new("t"))?;
-    /// let spec = coll.coll_mod(&doc! { "timeseries": { "granularity": "minutes" } })?;
-    /// assert_eq!(spec.bucket_max_span_seconds, 86_400);
-    /// let err = coll.coll_mod(&doc! { "timeseries": { "granularity": "seconds" } }).unwrap_err();
-    /// assert_eq!(err.code(), ErrorCode::InvalidOptions);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    ///
-    /// # Errors
-    /// `InvalidOptions` for a forbidden transition, option or combination (messages as
-    /// MongoDB's); `BadValue` for out-of-range seconds or an unknown granularity;
-    /// `TypeMismatch` for values of the wrong type; `IDLUnknownField` for an unknown option
-    /// inside `timeseries` or at the top level; `IndexNotFound` for an `index` option naming
-    /// no index (by name or key pattern); [`Error::Storage`] when saving fails.
-    pub fn coll_mod(&self, command: &Document) -> Result<CollectionSpec> {
-        crate::document::require_storable("collMod", command)?;
-        self.inner.writable()?;
-        let (spec, hide) = self.inner.coll_mod(command)?;
-        match hide {
-            Some((IndexTarget::Name(name), hidden)) => self.hide_index(&name, hidden)?,
-            Some((IndexTarget::Key(keys), hidden)) => self.hide_index_by_key(&keys, hidden)?,
-            None => {}
-        }
-        Ok(spec)
+pub(crate) fn coll_mod(coll: &Collection, command: &Document) -> Result<CollectionSpec> {
+    crate::document::require_storable("collMod", command)?;
+    coll.inner.writable()?;
+    let (spec, hide) = coll.inner.coll_mod(command)?;
+    match hide {
+        Some((IndexTarget::Name(name), hidden)) => coll.hide_index(&name, hidden)?,
+        Some((IndexTarget::Key(keys), hidden)) => coll.hide_index_by_key(&keys, hidden)?,
+        None => {}
     }
+    Ok(spec)
 }
 
 /// The index a collMod's `index` option names.

@@ -5,13 +5,13 @@
 
 use bson::{Bson, Document};
 
-use crate::collection::{Collection, CollectionInner};
+use crate::collection::CollectionInner;
 use crate::direct_write::IndexEntry;
 use crate::error::{Error, Result};
 use crate::mql::filter::Filter;
 use crate::storage::control::Control;
 
-/// Outcome of [`Collection::delete_many`] / [`Collection::delete_one`].
+/// Outcome of [`Collection::delete_many`](crate::Collection::delete_many) / [`Collection::delete_one`](crate::Collection::delete_one).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DeleteResult {
     /// Measurements deleted (`n`, SPEC §11.1 [7.0+]).
@@ -22,53 +22,13 @@ pub struct DeleteResult {
     pub buckets_rewritten: u64,
 }
 
-impl Collection {
-    /// Deletes every measurement matching `filter` (SPEC §11.1; the filter language of
-    /// [`Collection::find`]). A filter on the meta field only (and its sub-fields) removes
-    /// whole buckets without reading them; otherwise each bucket that may match (control
-    /// pruning, SPEC §14.4) is unpacked, its matching measurements removed and the rest
-    /// written back under the same `_id` with the same `control.min.<time>` and the other
-    /// control min/max recomputed; a bucket left empty is removed. Every bucket changed is
-    /// cleared from the catalog first (R-7.4.1). Each bucket changes atomically; a failure
-    /// leaves the buckets changed before it changed.
-    ///
-    /// ```
-    /// # use bson::{DateTime, doc};
-    /// # use tscoll_engine::*;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let db = Database::open(dir.path(), DatabaseOptions::default())?;
-    /// let coll = db.create_collection("c", &TimeseriesOptions::new("t").meta_field("m"))?;
-    /// let docs: Vec<_> = (0..10).map(|i| doc! { "t": DateTime::from_millis(i * 1000), "m": "a", "v": i }).collect();
-    /// coll.insert_many(&docs, &InsertOptions::default())?;
-    /// assert_eq!(coll.delete_many(&doc! { "v": { "$gte": 7 } })?.deleted, 3);
-    /// assert_eq!(coll.delete_many(&doc! { "m": "a" })?.deleted, 7);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    ///
-    /// # Errors
-    /// `BadValue` for a filter [`Collection::find`] does not support; [`Error::Storage`],
-    /// [`Error::Codec`] or [`Error::Corruption`] when stored data cannot be read or written.
-    pub fn delete_many(&self, filter: &Document) -> Result<DeleteResult> {
-        self.inner.delete(filter, false)
-    }
-
-    /// Deletes one measurement matching `filter` (SPEC §11.1 [7.0+] `deleteOne`): the first
-    /// found, in no particular order.
-    ///
-    /// # Errors
-    /// As [`Collection::delete_many`].
-    pub fn delete_one(&self, filter: &Document) -> Result<DeleteResult> {
-        self.inner.delete(filter, true)
-    }
-}
-
 /// Whether a filter reads the meta field only (then whole buckets match or not, SPEC §14.2).
 pub(crate) fn meta_only(filter: &Filter) -> bool {
     filter.meta_only()
 }
 
 impl CollectionInner {
-    fn delete(&self, filter_doc: &Document, just_one: bool) -> Result<DeleteResult> {
+    pub(crate) fn delete(&self, filter_doc: &Document, just_one: bool) -> Result<DeleteResult> {
         self.writable()?;
         // Reads and direct writes see the store: rows held in memory are stored first.
         self.flush_open()?;

@@ -6,7 +6,7 @@ use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::collection::{Collection, CollectionInner};
+use crate::collection::CollectionInner;
 use crate::db::{Database, DbInner};
 use crate::error::Result;
 
@@ -71,41 +71,11 @@ impl CollectionInner {
     }
 }
 
-impl Collection {
-    /// Runs one TTL pass at wall time `now_ms` (ms since the epoch, SPEC R-10.6): deletes every
-    /// whole bucket whose `_id` time (its rounded min time) is before
-    /// `now − expireAfterSeconds − bucketMaxSpanSeconds` (R-10.1), so no measurement goes while
-    /// another of its bucket could still be unexpired (R-10.2). Nothing happens without
-    /// `expireAfterSeconds` (or after collMod set it `"off"`, R-10.3). Times are compared on the
-    /// full 64-bit range (R-10.4). Expired buckets are cleared from the catalog first (R-7.4.1).
-    ///
-    /// ```
-    /// # use bson::{DateTime, doc};
-    /// # use tscoll_engine::*;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let db = Database::open(dir.path(), DatabaseOptions::default())?;
-    /// let opts = TimeseriesOptions::new("t").meta_field("m").expire_after_seconds(60);
-    /// let coll = db.create_collection("c", &opts)?;
-    /// coll.insert_many(&[doc! { "t": DateTime::from_millis(0), "m": 1, "v": 1 }], &InsertOptions::default())?;
-    /// // 60 s of TTL plus the 3600 s span: gone two hours later.
-    /// assert_eq!(coll.expire(3_000_000)?.measurements, 0);
-    /// assert_eq!(coll.expire(7_200_000)?.measurements, 1);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    ///
-    /// # Errors
-    /// [`crate::Error::Storage`] when reading or deleting fails; buckets deleted before the
-    /// failure stay deleted.
-    pub fn expire(&self, now_ms: i64) -> Result<ExpireResult> {
-        self.inner.expire(now_ms)
-    }
-}
-
 impl Database {
     /// Runs one TTL pass over every collection at wall time `now_ms` (SPEC R-10.6).
     ///
     /// # Errors
-    /// As [`Collection::expire`]; collections after a failing one are not visited.
+    /// As [`Collection::expire`](crate::Collection::expire); collections after a failing one are not visited.
     pub fn expire(&self, now_ms: i64) -> Result<ExpireResult> {
         let mut out = ExpireResult::default();
         for coll in self.collections() {

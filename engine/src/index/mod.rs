@@ -42,7 +42,7 @@
 //! geoHaystack and wildcard indexes, and partial TTL indexes (R-10.5: TTL is the
 //! collection's `expireAfterSeconds`).
 
-mod ddl;
+pub(crate) mod ddl;
 pub(crate) mod keyenc;
 mod maintain;
 mod plan;

@@ -119,112 +119,64 @@ pub struct AggregateSpec {
     pub outputs: Vec<(String, Accumulator)>,
 }
 
-impl Collection {
-    /// Aggregates the measurements matching `filter` (same filters as [`Collection::find`])
-    /// per time window and optionally per series (SPEC R-14.4.7); see [`AggregateSpec`] for
-    /// the result shape. Buckets that match whole and lie in one window are answered from
-    /// their control record when every accumulator allows it (`Count`; `Min`/`Max` of a
-    /// top-level field whose control min and max have the same type, R-4.3.2; `Max` of the
-    /// time field): [`QueryStats::buckets_from_control`] counts them.
-    ///
-    /// ```
-    /// # use bson::{DateTime, doc};
-    /// # use tscoll_engine::*;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let db = Database::open(dir.path(), DatabaseOptions::default())?;
-    /// let coll = db.create_collection("c", &TimeseriesOptions::new("t").meta_field("m"))?;
-    /// let docs: Vec<_> = (0..120).map(|i| doc! { "t": DateTime::from_millis(i * 60_000), "m": "a", "v": i }).collect();
-    /// coll.insert_many(&docs, &InsertOptions::default())?;
-    /// let spec = AggregateSpec {
-    ///     window_ms: 3_600_000,
-    ///     by_series: true,
-    ///     outputs: vec![("n".into(), Accumulator::Count), ("top".into(), Accumulator::Max("v".into()))],
-    /// };
-    /// let (groups, stats) = coll.aggregate_windows_with_stats(&doc! {}, &spec)?;
-    /// assert_eq!(groups[1], doc! { "_id": { "m": "a", "t": DateTime::from_millis(3_600_000) }, "n": 60_i64, "top": 119_i64 });
-    /// assert_eq!(stats.buckets_unpacked, 0); // one bucket per hour, answered from control
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    ///
-    /// # Errors
-    /// `BadValue` for a bad spec (window ≤ 0, a bad or repeated output name, an empty field)
-    /// or filter; as [`Collection::find`] when stored data cannot be read.
-    pub fn aggregate_windows(
-        &self,
-        filter: &Document,
-        spec: &AggregateSpec,
-    ) -> Result<Vec<Document>> {
-        self.aggregate_windows_with_stats(filter, spec)
-            .map(|(d, _)| d)
-    }
+pub(crate) fn aggregate_windows(
+    coll: &Collection,
+    filter: &Document,
+    spec: &AggregateSpec,
+) -> Result<Vec<Document>> {
+    coll.aggregate_windows_with_stats(filter, spec)
+        .map(|(d, _)| d)
+}
 
-    /// As [`Collection::aggregate_windows`], also returning what the query did ([`QueryStats`];
-    /// `rows_returned` is the number of groups).
-    ///
-    /// # Errors
-    /// As [`Collection::aggregate_windows`].
-    pub fn aggregate_windows_with_stats(
-        &self,
-        filter: &Document,
-        spec: &AggregateSpec,
-    ) -> Result<(Vec<Document>, QueryStats)> {
-        let (batch, stats) = self.aggregate_columns_with_stats(filter, spec)?;
-        let spec_now = self.inner.spec();
-        let docs = (0..batch.len())
-            .map(|i| batch.document(i, &spec_now.time_field, spec_now.meta_field.as_deref()))
-            .collect();
-        Ok((docs, stats))
-    }
+pub(crate) fn aggregate_windows_with_stats(
+    coll: &Collection,
+    filter: &Document,
+    spec: &AggregateSpec,
+) -> Result<(Vec<Document>, QueryStats)> {
+    let (batch, stats) = coll.aggregate_columns_with_stats(filter, spec)?;
+    let spec_now = coll.inner.spec();
+    let docs = (0..batch.len())
+        .map(|i| batch.document(i, &spec_now.time_field, spec_now.meta_field.as_deref()))
+        .collect();
+    Ok((docs, stats))
+}
 
-    /// As [`Collection::aggregate_windows`], with the groups as columns ([`AggregateBatch`]): each
-    /// series' meta value once instead of once per group, no document per group.
-    ///
-    /// # Errors
-    /// As [`Collection::aggregate_windows`].
-    pub fn aggregate_columns(
-        &self,
-        filter: &Document,
-        spec: &AggregateSpec,
-    ) -> Result<AggregateBatch> {
-        self.aggregate_columns_with_stats(filter, spec)
-            .map(|(b, _)| b)
-    }
+pub(crate) fn aggregate_columns(
+    coll: &Collection,
+    filter: &Document,
+    spec: &AggregateSpec,
+) -> Result<AggregateBatch> {
+    coll.aggregate_columns_with_stats(filter, spec)
+        .map(|(b, _)| b)
+}
 
-    /// As [`Collection::aggregate_columns`], also returning what the query did
-    /// ([`QueryStats`]).
-    ///
-    /// # Errors
-    /// As [`Collection::aggregate_windows`].
-    pub fn aggregate_columns_with_stats(
-        &self,
-        filter: &Document,
-        spec: &AggregateSpec,
-    ) -> Result<(AggregateBatch, QueryStats)> {
-        let (grouped, stats) = self.grouped(filter, spec)?;
-        Ok((grouped.into_batch(spec), stats))
-    }
+pub(crate) fn aggregate_columns_with_stats(
+    coll: &Collection,
+    filter: &Document,
+    spec: &AggregateSpec,
+) -> Result<(AggregateBatch, QueryStats)> {
+    let (grouped, stats) = grouped(coll, filter, spec)?;
+    Ok((grouped.into_batch(spec), stats))
+}
 
-    /// The groups of [`Collection::aggregate_columns`], their accumulators not yet turned
-    /// into values.
-    pub(crate) fn grouped(
-        &self,
-        filter: &Document,
-        spec: &AggregateSpec,
-    ) -> Result<(Grouped, QueryStats)> {
-        let mut stats = QueryStats::default();
-        validate(spec)?;
-        let plan = Plan::new(&self.inner, filter)?;
-        let rows = RowFilter::new(&plan.filter, &plan.spec.time_field);
-        let memory = MemoryView::capture(&self.inner, &plan, &|n| {
-            rows.reads(n)
-                || spec
-                    .outputs
-                    .iter()
-                    .any(|(_, a)| a.field().is_some_and(|f| f.split('.').next() == Some(n)))
-        });
-        let grouped = Reader::new(&self.inner, &memory).aggregate(&plan, spec, &mut stats)?;
-        Ok((grouped, stats))
-    }
+pub(crate) fn grouped(
+    coll: &Collection,
+    filter: &Document,
+    spec: &AggregateSpec,
+) -> Result<(Grouped, QueryStats)> {
+    let mut stats = QueryStats::default();
+    validate(spec)?;
+    let plan = Plan::new(&coll.inner, filter)?;
+    let rows = RowFilter::new(&plan.filter, &plan.spec.time_field);
+    let memory = MemoryView::capture(&coll.inner, &plan, &|n| {
+        rows.reads(n)
+            || spec
+                .outputs
+                .iter()
+                .any(|(_, a)| a.field().is_some_and(|f| f.split('.').next() == Some(n)))
+    });
+    let grouped = Reader::new(&coll.inner, &memory).aggregate(&plan, spec, &mut stats)?;
+    Ok((grouped, stats))
 }
 
 /// The groups of an aggregate in result order, as [`AggregateBatch`] has them but for the

@@ -17,45 +17,17 @@ use super::walk::{Collector, Take};
 use crate::collection::Collection;
 use crate::error::Result;
 
-impl Collection {
-    /// The number of measurements matching `filter` (same filters as [`Collection::find`]).
-    /// Buckets that match whole by time and meta are counted from `control.count` (SPEC
-    /// R-14.1.4); only buckets straddling a time bound or filtered on measurement fields are
-    /// unpacked, and only the columns the filter reads are decoded.
-    ///
-    /// ```
-    /// # use bson::{DateTime, doc};
-    /// # use tscoll_engine::*;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let db = Database::open(dir.path(), DatabaseOptions::default())?;
-    /// let coll = db.create_collection("c", &TimeseriesOptions::new("t").meta_field("m"))?;
-    /// let docs: Vec<_> = (0..100).map(|i| doc! { "t": DateTime::from_millis(i * 60_000), "m": i % 2 }).collect();
-    /// coll.insert_many(&docs, &InsertOptions::default())?;
-    /// let (n, stats) = coll.count_with_stats(&doc! { "m": 1 })?;
-    /// assert_eq!(n, 50);
-    /// assert_eq!(stats.buckets_unpacked, 0); // every bucket counted from control.count
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    ///
-    /// # Errors
-    /// As [`Collection::find`].
-    pub fn count(&self, filter: &Document) -> Result<u64> {
-        self.count_with_stats(filter).map(|(n, _)| n)
-    }
+pub(crate) fn count(coll: &Collection, filter: &Document) -> Result<u64> {
+    coll.count_with_stats(filter).map(|(n, _)| n)
+}
 
-    /// As [`Collection::count`], also returning what the query did ([`QueryStats`];
-    /// `rows_returned` is the count).
-    ///
-    /// # Errors
-    /// As [`Collection::find`].
-    pub fn count_with_stats(&self, filter: &Document) -> Result<(u64, QueryStats)> {
-        let mut stats = QueryStats::default();
-        let plan = Plan::new(&self.inner, filter)?;
-        let rows = RowFilter::new(&plan.filter, &plan.spec.time_field);
-        let memory = MemoryView::capture(&self.inner, &plan, &|n| rows.reads(n));
-        let n = Reader::new(&self.inner, &memory).count(&plan, &mut stats)?;
-        Ok((n, stats))
-    }
+pub(crate) fn count_with_stats(coll: &Collection, filter: &Document) -> Result<(u64, QueryStats)> {
+    let mut stats = QueryStats::default();
+    let plan = Plan::new(&coll.inner, filter)?;
+    let rows = RowFilter::new(&plan.filter, &plan.spec.time_field);
+    let memory = MemoryView::capture(&coll.inner, &plan, &|n| rows.reads(n));
+    let n = Reader::new(&coll.inner, &memory).count(&plan, &mut stats)?;
+    Ok((n, stats))
 }
 
 impl Reader<'_> {

@@ -33,49 +33,19 @@ use crate::error::Result;
 use crate::storage::IndexRow;
 use crate::storage::keys::{hash_prefix, hash_time_range};
 
-impl Collection {
-    /// The last point of every series: per series (meta value, SPEC §3), the measurement
-    /// with the greatest time among those matching `filter`, in the shape of SPEC R-14.1.2.
-    /// Results are ordered by meta value (BSON order, R-4.3.4; the no-meta series first).
-    /// Which of several measurements of one series sharing the greatest time is returned is
-    /// not specified.
-    ///
-    /// Meant for filters on the meta field and a time upper bound (`$lt`/`$lte`): then it
-    /// reads about one control record and unpacks one bucket per series, whatever the number
-    /// of buckets. Any filter [`Collection::find`] accepts works; buckets that straddle a
-    /// time bound or are filtered on measurement fields are unpacked until a match is found.
-    ///
-    /// ```
-    /// # use bson::{DateTime, doc};
-    /// # use tscoll_engine::*;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let db = Database::open(dir.path(), DatabaseOptions::default())?;
-    /// let coll = db.create_collection("c", &TimeseriesOptions::new("t").meta_field("m"))?;
-    /// let docs: Vec<_> = (0..48).map(|h| doc! { "t": DateTime::from_millis(h * 1_800_000), "m": h % 2, "v": h }).collect();
-    /// coll.insert_many(&docs, &InsertOptions::default())?;
-    /// let (last, stats) = coll.last_points_with_stats(&doc! {})?;
-    /// assert_eq!(last.iter().map(|d| d.get_i64("v").unwrap()).collect::<Vec<_>>(), [46, 47]);
-    /// assert_eq!(stats.buckets_unpacked, 2); // one per series, of 48 buckets
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    ///
-    /// # Errors
-    /// As [`Collection::find`].
-    pub fn last_points(&self, filter: &Document) -> Result<Vec<Document>> {
-        self.last_points_with_stats(filter).map(|(docs, _)| docs)
-    }
+pub(crate) fn last_points(coll: &Collection, filter: &Document) -> Result<Vec<Document>> {
+    coll.last_points_with_stats(filter).map(|(docs, _)| docs)
+}
 
-    /// As [`Collection::last_points`], also returning what the query did ([`QueryStats`]).
-    ///
-    /// # Errors
-    /// As [`Collection::find`].
-    pub fn last_points_with_stats(&self, filter: &Document) -> Result<(Vec<Document>, QueryStats)> {
-        let mut stats = QueryStats::default();
-        let plan = Plan::new(&self.inner, filter)?;
-        let memory = MemoryView::capture(&self.inner, &plan, &|_| true);
-        let docs = Reader::new(&self.inner, &memory).last_points(&plan, &mut stats)?;
-        Ok((docs, stats))
-    }
+pub(crate) fn last_points_with_stats(
+    coll: &Collection,
+    filter: &Document,
+) -> Result<(Vec<Document>, QueryStats)> {
+    let mut stats = QueryStats::default();
+    let plan = Plan::new(&coll.inner, filter)?;
+    let memory = MemoryView::capture(&coll.inner, &plan, &|_| true);
+    let docs = Reader::new(&coll.inner, &memory).last_points(&plan, &mut stats)?;
+    Ok((docs, stats))
 }
 
 /// One index entry.

@@ -20,13 +20,13 @@
 //! | `parallel.rs` | running the parts of one query on a few threads |
 //! | `stats.rs` | the work counters |
 
-mod aggregate;
-mod arrow;
+pub(crate) mod aggregate;
+pub(crate) mod arrow;
 mod bulk;
 mod control_view;
-mod count;
+pub(crate) mod count;
 mod cursor;
-mod last_point;
+pub(crate) mod last_point;
 mod memory;
 mod parallel;
 mod plan;
@@ -123,132 +123,30 @@ impl FindOptions {
     }
 }
 
-impl Collection {
-    /// Finds measurements matching a MongoDB-style filter (SPEC §14).
-    ///
-    /// Supported, on the meta field and its sub-fields (`"meta.series"`), the time field and
-    /// measurement fields (dotted paths too): `$eq`, `$gt`, `$gte`, `$lt`, `$lte`, `$in`,
-    /// `$ne`, `$nin`, `$exists`, `$not`, `$type` (numbers and aliases, `"number"`), `$regex`
-    /// with `$options` `imsx` (or a regular expression as the value; the `regex` crate's
-    /// syntax, which has no look-around or back-references), `$mod`, `$size`, `$all`,
-    /// `$elemMatch` (of operators or of a filter on document elements), and `$and`, `$or`,
-    /// `$nor` at any depth, with MongoDB's semantics (type bracketing; `null` matches a
-    /// missing field; `$ne`, `$nin` and `$not` match it too; an array matches when an element
-    /// does); `$expr` with field paths, comparisons (BSON order across types), `$and`, `$or`,
-    /// `$not` and arithmetic (`$add`, `$subtract`, `$multiply`, `$divide`, `$mod`, `$abs`, on
-    /// numbers and dates), evaluated per measurement. Not supported: other expression
-    /// operators (date ones among them), `$where`, `$text`, geospatial operators. Regular
-    /// expressions inside `$in` and `$nin` match strings, as MongoDB's do. The time field
-    /// only holds dates: a comparison with another type matches nothing. Whole-meta equality
-    /// is field-order sensitive (SPEC R-3.4).
-    ///
-    /// What is pushed down (SPEC §14.4): the top-level comparisons and `$in`s choose buckets
-    /// through the index and prune them by their control record; a bucket that matches whole
-    /// by time and meta is not filtered row by row. Parts of the filter that read only the
-    /// meta field (any operator, in `$or`s too) are judged once per series; a whole-meta
-    /// equality, `$in`, or `$or` of them scans the index entries of those series only. An `$or` prunes
-    /// a bucket by its control record when every branch does (comparisons, `$in`,
-    /// `$exists: true` on a field the bucket never held, `$type` and `$regex` on a field whose
-    /// control min and max hold other types only). The rest (`$nin`, `$ne`, `$exists: false`,
-    /// `$not`, `$nor`, `$expr`, ... on measurement or time fields: control cannot rule a
-    /// bucket out for them) is evaluated exactly on each measurement of the buckets that
-    /// remain; an `$expr` that fails on a measurement (a division by zero) does not match it. Each result has the shape of SPEC §14.1:
-    /// time field, meta field, then the bucket's other columns.
-    ///
-    /// Buckets are chosen through the meta+time index and pruned with their control record
-    /// (SPEC §14.4); a bucket that matches whole by time and meta is returned without
-    /// evaluating the filter per measurement (R-14.4.4, R-14.4.6).
-    ///
-    /// ```
-    /// # use bson::{DateTime, doc};
-    /// # use tscoll_engine::*;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let db = Database::open(dir.path(), DatabaseOptions::default())?;
-    /// let coll = db.create_collection("c", &TimeseriesOptions::new("t").meta_field("m"))?;
-    /// let docs: Vec<_> = (0..10).map(|i| doc! { "t": DateTime::from_millis(i * 1000), "m": "a", "v": i }).collect();
-    /// coll.insert_many(&docs, &InsertOptions::default())?;
-    /// let opts = FindOptions { sort: Some(SortOrder::Descending), limit: Some(3), ..Default::default() };
-    /// let last = coll.find(&doc! { "m": "a", "t": { "$gte": DateTime::from_millis(5000) } }, &opts)?;
-    /// assert_eq!(last.iter().map(|d| d.get_i64("v").unwrap()).collect::<Vec<_>>(), [9, 8, 7]);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    ///
-    /// # Errors
-    /// `BadValue` for an unsupported operator or projection; [`Error::Storage`](crate::Error::Storage),
-    /// [`Error::Codec`](crate::Error::Codec) or [`Error::Corruption`](crate::Error::Corruption)
-    /// when stored data cannot be read.
-    pub fn find(&self, filter: &Document, options: &FindOptions) -> Result<Vec<Document>> {
-        self.find_cursor(filter, options)?.collect()
-    }
+pub(crate) fn find(
+    coll: &Collection,
+    filter: &Document,
+    options: &FindOptions,
+) -> Result<Vec<Document>> {
+    coll.find_cursor(filter, options)?.collect()
+}
 
-    /// As [`Collection::find`], also returning what the query did ([`QueryStats`]).
-    ///
-    /// ```
-    /// # use bson::{DateTime, doc};
-    /// # use tscoll_engine::*;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let db = Database::open(dir.path(), DatabaseOptions::default())?;
-    /// let coll = db.create_collection("c", &TimeseriesOptions::new("t").meta_field("m"))?;
-    /// let docs: Vec<_> = (0..10).map(|h| doc! { "t": DateTime::from_millis(h * 3_600_000), "m": "a" }).collect();
-    /// coll.insert_many(&docs, &InsertOptions::default())?; // one bucket per hour
-    /// let opts = FindOptions { sort: Some(SortOrder::Descending), limit: Some(1), ..Default::default() };
-    /// let (last, stats) = coll.find_with_stats(&doc! {}, &opts)?;
-    /// assert_eq!(last[0].get_datetime("t")?.timestamp_millis(), 9 * 3_600_000);
-    /// assert_eq!(stats.buckets_unpacked, 1); // the newest bucket only
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    ///
-    /// # Errors
-    /// As [`Collection::find`].
-    pub fn find_with_stats(
-        &self,
-        filter: &Document,
-        options: &FindOptions,
-    ) -> Result<(Vec<Document>, QueryStats)> {
-        let mut cursor = self.find_cursor(filter, options)?;
-        let docs = cursor.by_ref().collect::<Result<Vec<_>>>()?;
-        Ok((docs, cursor.stats()))
-    }
+pub(crate) fn find_with_stats(
+    coll: &Collection,
+    filter: &Document,
+    options: &FindOptions,
+) -> Result<(Vec<Document>, QueryStats)> {
+    let mut cursor = coll.find_cursor(filter, options)?;
+    let docs = cursor.by_ref().collect::<Result<Vec<_>>>()?;
+    Ok((docs, cursor.stats()))
+}
 
-    /// As [`Collection::find`], streaming: the cursor reads and decodes one bucket when the
-    /// rows before it have been taken, so memory does not grow with the result.
-    ///
-    /// Without a sort, the cursor holds one bucket's matching measurements at a time. With a
-    /// sort on time and no limit, buckets are read in min-time order and merged by time; the
-    /// cursor holds the buckets whose time ranges overlap the current position (about one per
-    /// series with `bucketMaxSpanSeconds` of data each). With a sort and a limit it holds the
-    /// best `limit` measurements (SPEC R-14.4.7). The index is read when the cursor is made,
-    /// and the rows open buckets hold that are not stored yet are copied then (those of the
-    /// buckets the filter may select; each is dropped once read): every measurement
-    /// acknowledged before the cursor is made is seen; buckets removed later are skipped,
-    /// measurements added later may or may not be seen.
-    ///
-    /// ```
-    /// # use bson::{DateTime, doc};
-    /// # use tscoll_engine::*;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let db = Database::open(dir.path(), DatabaseOptions::default())?;
-    /// let coll = db.create_collection("c", &TimeseriesOptions::new("t").meta_field("m"))?;
-    /// let docs: Vec<_> = (0..100).map(|i| doc! { "t": DateTime::from_millis(i * 60_000), "m": i % 3 }).collect();
-    /// coll.insert_many(&docs, &InsertOptions::default())?;
-    /// let opts = FindOptions { sort: Some(SortOrder::Ascending), ..Default::default() };
-    /// let mut previous = i64::MIN;
-    /// for doc in coll.find_cursor(&doc! {}, &opts)? {
-    ///     let t = doc?.get_datetime("t")?.timestamp_millis();
-    ///     assert!(t >= previous);
-    ///     previous = t;
-    /// }
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    ///
-    /// # Errors
-    /// Making the cursor: a filter or projection [`Collection::find`] rejects, or an index scan
-    /// that fails. Each item: [`Error::Storage`](crate::Error::Storage),
-    /// [`Error::Codec`](crate::Error::Codec) or [`Error::Corruption`](crate::Error::Corruption)
-    /// when a bucket cannot be read; the cursor ends after the first error.
-    pub fn find_cursor(&self, filter: &Document, options: &FindOptions) -> Result<FindCursor> {
-        FindCursor::new(&self.inner, filter, options)
-    }
+pub(crate) fn find_cursor(
+    coll: &Collection,
+    filter: &Document,
+    options: &FindOptions,
+) -> Result<FindCursor> {
+    FindCursor::new(&coll.inner, filter, options)
 }
 
 /// Where the rows of one visit go.

@@ -125,91 +125,76 @@ fn append_counters(d: &mut Document, e: &StatsSnapshot) {
     }
 }
 
-impl Collection {
-    /// Statistics of the collection (SPEC §8.1). Scans the control records and measures the
-    /// stored segments: O(buckets).
-    ///
-    /// # Errors
-    /// [`Error::Storage`](crate::Error::Storage) or [`Error::Corruption`](crate::Error::Corruption) when stored data cannot be read.
-    pub fn stats(&self) -> Result<CollectionStats> {
-        let inner = &self.inner;
-        inner.flush_open()?;
-        let mut s = CollectionStats {
-            name: inner.name.clone(),
-            ..CollectionStats::default()
-        };
-        for item in inner.store.controls() {
-            let (id, v) = item?;
-            let c =
-                Control::decode(&v).map_err(|reason| inner.store.corrupt_control(&id, reason))?;
-            s.bucket_count += 1;
-            s.measurement_count += u64::from(c.count);
-            s.uncompressed_bytes += c.uncompressed_bytes;
-            s.stored_bytes += (id.len() + v.len()) as u64;
-        }
-        s.stored_bytes += inner.store.segment_bytes()? + inner.store.index_bytes()?;
-        s.rollup_bytes = inner.store.rollup_bytes()?;
-        s.avg_bucket_size = s.stored_bytes.checked_div(s.bucket_count).unwrap_or(0);
-        let cat = &inner.catalog;
-        let g = cat.gauges();
-        s.num_active_buckets = g.active_buckets;
-        s.num_open_buckets = g.open_buckets;
-        s.num_idle_buckets = g.idle_buckets;
-        s.num_archived_buckets = g.archived_buckets;
-        s.memory_usage = g.memory_usage;
-        s.execution = cat.stats();
-        Ok(s)
+pub(crate) fn stats(coll: &Collection) -> Result<CollectionStats> {
+    let inner = &coll.inner;
+    inner.flush_open()?;
+    let mut s = CollectionStats {
+        name: inner.name.clone(),
+        ..CollectionStats::default()
+    };
+    for item in inner.store.controls() {
+        let (id, v) = item?;
+        let c = Control::decode(&v).map_err(|reason| inner.store.corrupt_control(&id, reason))?;
+        s.bucket_count += 1;
+        s.measurement_count += u64::from(c.count);
+        s.uncompressed_bytes += c.uncompressed_bytes;
+        s.stored_bytes += (id.len() + v.len()) as u64;
     }
+    s.stored_bytes += inner.store.segment_bytes()? + inner.store.index_bytes()?;
+    s.rollup_bytes = inner.store.rollup_bytes()?;
+    s.avg_bucket_size = s.stored_bytes.checked_div(s.bucket_count).unwrap_or(0);
+    let cat = &inner.catalog;
+    let g = cat.gauges();
+    s.num_active_buckets = g.active_buckets;
+    s.num_open_buckets = g.open_buckets;
+    s.num_idle_buckets = g.idle_buckets;
+    s.num_archived_buckets = g.archived_buckets;
+    s.memory_usage = g.memory_usage;
+    s.execution = cat.stats();
+    Ok(s)
+}
 
-    /// Every stored bucket in MongoDB's bucket shape (SPEC §4.1) for inspection:
-    /// `{_id, control: {version, min, max, count}, meta, data: {<field>: {"0": v, ...}}}`, the
-    /// data columns as v1-style objects keyed by row position (skips left out).
-    ///
-    /// # Errors
-    /// [`Error::Storage`](crate::Error::Storage), [`Error::Codec`](crate::Error::Codec) or [`Error::Corruption`](crate::Error::Corruption) when stored data cannot be
-    /// read.
-    pub fn buckets(&self) -> Result<Vec<Document>> {
-        let inner = &self.inner;
-        inner.flush_open()?;
-        let spec = inner.spec();
-        let mut out = Vec::new();
-        for entry in inner.all_buckets()? {
-            let id = entry.id;
-            let corrupt = |reason: String| inner.store.corrupt_index(&id, reason);
-            let Some(c) = inner.control(&id)? else {
-                return Err(corrupt(
-                    "indexed bucket without a control record".to_owned(),
-                ));
-            };
-            let meta = entry.key.meta_value().map_err(corrupt)?;
-            let rows = inner.unpack_bucket(&id, &c, None, &mut |_| true)?;
-            let mut data = Document::new();
-            for name in c.min.keys() {
-                let mut col = Document::new();
-                for (i, (_, row)) in rows.iter().enumerate() {
-                    if let Some(v) = row.get(name) {
-                        col.insert(i.to_string(), v.clone());
-                    }
+pub(crate) fn buckets(coll: &Collection) -> Result<Vec<Document>> {
+    let inner = &coll.inner;
+    inner.flush_open()?;
+    let spec = inner.spec();
+    let mut out = Vec::new();
+    for entry in inner.all_buckets()? {
+        let id = entry.id;
+        let corrupt = |reason: String| inner.store.corrupt_index(&id, reason);
+        let Some(c) = inner.control(&id)? else {
+            return Err(corrupt(
+                "indexed bucket without a control record".to_owned(),
+            ));
+        };
+        let meta = entry.key.meta_value().map_err(corrupt)?;
+        let rows = inner.unpack_bucket(&id, &c, None, &mut |_| true)?;
+        let mut data = Document::new();
+        for name in c.min.keys() {
+            let mut col = Document::new();
+            for (i, (_, row)) in rows.iter().enumerate() {
+                if let Some(v) = row.get(name) {
+                    col.insert(i.to_string(), v.clone());
                 }
-                data.insert(name.clone(), col);
             }
-            let mut bucket = doc! {
-                "_id": ObjectId::from_bytes(id),
-                "control": {
-                    "version": c.version(),
-                    "min": c.min.clone(),
-                    "max": c.max.clone(),
-                    "count": i64::from(c.count),
-                },
-            };
-            if let Some(m) = meta
-                && spec.meta_field.is_some()
-            {
-                bucket.insert("meta", m);
-            }
-            bucket.insert("data", Bson::Document(data));
-            out.push(bucket);
+            data.insert(name.clone(), col);
         }
-        Ok(out)
+        let mut bucket = doc! {
+            "_id": ObjectId::from_bytes(id),
+            "control": {
+                "version": c.version(),
+                "min": c.min.clone(),
+                "max": c.max.clone(),
+                "count": i64::from(c.count),
+            },
+        };
+        if let Some(m) = meta
+            && spec.meta_field.is_some()
+        {
+            bucket.insert("meta", m);
+        }
+        bucket.insert("data", Bson::Document(data));
+        out.push(bucket);
     }
+    Ok(out)
 }

@@ -251,23 +251,18 @@ impl Database {
     }
 }
 
-impl Collection {
-    /// The names of the collection's keyspaces: data, control, meta+time index, then one per
-    /// secondary index (`docs/keys.md`; for tests and inspection).
-    #[doc(hidden)]
-    #[must_use]
-    pub fn storage_keyspaces(&self) -> Vec<String> {
-        let inner = &self.inner;
-        let mut out: Vec<String> = keyspace_names(inner.id).into();
-        out.extend(
-            inner
-                .indexes()
-                .secondary
-                .iter()
-                .map(|s| secondary_index_keyspace(inner.id, s.no)),
-        );
-        out
-    }
+#[doc(hidden)]
+pub(crate) fn storage_keyspaces(coll: &Collection) -> Vec<String> {
+    let inner = &coll.inner;
+    let mut out: Vec<String> = keyspace_names(inner.id).into();
+    out.extend(
+        inner
+            .indexes()
+            .secondary
+            .iter()
+            .map(|s| secondary_index_keyspace(inner.id, s.no)),
+    );
+    out
 }
 
 /// A decoded segment read as rows.

@@ -26,7 +26,7 @@ use tscoll_catalog::value::{element_size, push_value};
 use tscoll_catalog::{BucketKey, Measurement, MeasurementColumns};
 use tscoll_codec::{Column, RowStart, tag};
 
-use crate::collection::{Collection, CollectionInner};
+use crate::collection::CollectionInner;
 use crate::error::{Error, ErrorCode, Result};
 use crate::write::meta_cache::lock;
 use crate::write::series::{BuildFx, Fx};
@@ -311,51 +311,6 @@ fn field<'a>(name: &'a str, array: &'a dyn Array) -> std::result::Result<Field<'
         array,
         source,
     })
-}
-
-impl Collection {
-    /// Inserts the rows of an Arrow record batch as measurements (SPEC §2, §6, §7), column by
-    /// column: row `i` is the measurement at input position `i`. The time field's column
-    /// must be a `Timestamp` (any unit; truncated to ms) or `Date64`; the meta field's column,
-    /// if any, any supported type; every other column is a measurement field, a null being a
-    /// missing field. Types: `Float64`, `Float32` → double; `Int8`, `Int16`, `Int32`,
-    /// `UInt8`, `UInt16` → int32; `Int64`, `UInt32`, `UInt64` → int64; `Boolean` → bool;
-    /// `Utf8`, `LargeUtf8` → string; `Timestamp`, `Date64` → date; `Struct` → document.
-    /// A row without an `_id` (no `_id` column, or a null in it) gets a generated ObjectId
-    /// (R-2.3). Validation and the outcome are those of
-    /// [`Collection::insert_many`]: a row with a null time, a `UInt64` past `i64::MAX` or
-    /// too large for a bucket is rejected with its position, and with `ordered` nothing after
-    /// it is inserted.
-    ///
-    /// ```
-    /// # use std::sync::Arc;
-    /// # use arrow_array::{Float64Array, RecordBatch, StringArray, TimestampMillisecondArray};
-    /// # use tscoll_engine::*;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let db = Database::open(dir.path(), DatabaseOptions::default())?;
-    /// let coll = db.create_collection("c", &TimeseriesOptions::new("t").meta_field("host"))?;
-    /// let batch = RecordBatch::try_from_iter([
-    ///     ("t", Arc::new(TimestampMillisecondArray::from(vec![0, 1000, 0])) as _),
-    ///     ("host", Arc::new(StringArray::from(vec!["a", "a", "b"])) as _),
-    ///     ("cpu", Arc::new(Float64Array::from(vec![Some(0.5), None, Some(2.0)])) as _),
-    /// ])?;
-    /// let result = coll.insert_record_batch(&batch, &InsertOptions::default())?;
-    /// assert_eq!(result.inserted, 3);
-    /// assert_eq!(coll.count(&bson::doc! {})?, 3);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    ///
-    /// # Errors
-    /// [`Error::Rejected`] (`BadValue`) before anything is inserted when a column has a type
-    /// not listed, the time column is missing, or a field name holds a NUL byte; otherwise as
-    /// [`Collection::insert_many`].
-    pub fn insert_record_batch(
-        &self,
-        batch: &RecordBatch,
-        options: &InsertOptions,
-    ) -> Result<InsertResult> {
-        self.inner.insert_record_batch(batch, options)
-    }
 }
 
 /// The rows of a batch read into columns.

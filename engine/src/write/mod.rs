@@ -17,7 +17,7 @@ use tscoll_catalog::{
     WriteBatch, WriterId,
 };
 
-use crate::collection::{Collection, CollectionInner};
+use crate::collection::CollectionInner;
 use crate::document;
 use crate::error::{Error, ErrorCode, Result};
 use crate::wal::{LogEntry, LogRecord, RecordKind, encode_rows};
@@ -43,7 +43,7 @@ pub enum Durability {
     Sync,
 }
 
-/// Options of [`Collection::insert_many`].
+/// Options of [`Collection::insert_many`](crate::Collection::insert_many).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct InsertOptions {
     /// Stop at the first bad measurement (`true`, default) or keep every good one (SPEC ).
@@ -72,32 +72,13 @@ pub struct WriteError {
     pub message: String,
 }
 
-/// Outcome of [`Collection::insert_many`].
+/// Outcome of [`Collection::insert_many`](crate::Collection::insert_many).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct InsertResult {
     /// Measurements stored (`nInserted`).
     pub inserted: usize,
     /// Rejected measurements, by input position (`writeErrors`), in input order.
     pub errors: Vec<WriteError>,
-}
-
-impl Collection {
-    /// Inserts measurements (SPEC §2, §6, §7).
-    ///
-    /// Each measurement must have the time field as a BSON datetime; one without `_id`
-    /// gets a generated ObjectId. Measurements are grouped by series and stably sorted
-    /// by time before placement. With `ordered`, processing stops at the first bad
-    /// measurement and everything before it is stored; otherwise every good one is stored.
-    ///
-    /// # Errors
-    /// `Err` only when storage fails as a whole ([`Error::Storage`], [`Error::Poisoned`],
-    /// [`Error::Io`] for the write-ahead log); bad measurements are reported in
-    /// [`InsertResult::errors`]. Such an error means that none of the call's measurements
-    /// was stored, but for [`Error::InsertIncomplete`], which lists those committed before
-    /// the failure and those that may have been stored (`docs/durability.md`).
-    pub fn insert_many(&self, docs: &[Document], options: &InsertOptions) -> Result<InsertResult> {
-        self.inner.insert_many(docs, options)
-    }
 }
 
 /// Measurements checked (SPEC §2) and grouped by series, sorted by time.

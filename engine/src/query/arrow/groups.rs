@@ -50,42 +50,33 @@ impl AggregateBatch {
     }
 }
 
-impl Collection {
-    /// [`Collection::aggregate_columns`]' groups as an Arrow record batch of `schema`,
-    /// laid out as [`AggregateBatch::to_record_batch`] says, made straight from the
-    /// accumulators (no BSON value per output and group), the groups in no particular order
-    /// (the order they are kept in memory).
-    ///
-    /// # Errors
-    /// As [`Collection::aggregate_columns`] and [`AggregateBatch::to_record_batch`].
-    pub fn aggregate_record_batch(
-        &self,
-        filter: &Document,
-        spec: &AggregateSpec,
-        schema: &SchemaRef,
-        with_meta: bool,
-    ) -> Result<RecordBatch> {
-        let (mut grouped, _) = self.grouped(filter, spec)?;
-        grouped.unordered();
-        let (windows, series, metas) = (
-            std::mem::take(&mut grouped.windows),
-            std::mem::take(&mut grouped.series),
-            std::mem::take(&mut grouped.metas),
-        );
-        let groups = GroupKeys {
-            windows: &windows,
-            series: &series,
-            metas: &metas,
-            outputs: spec.outputs.len(),
-        };
-        groups.record_batch(schema, with_meta, |builders| {
-            grouped.take_rows(|k, v| {
-                builders[k]
-                    .append_bson(value(&v))
-                    .map_err(|e| (spec.outputs[k].0.as_str(), e))
-            })
+pub(crate) fn aggregate_record_batch(
+    coll: &Collection,
+    filter: &Document,
+    spec: &AggregateSpec,
+    schema: &SchemaRef,
+    with_meta: bool,
+) -> Result<RecordBatch> {
+    let (mut grouped, _) = crate::query::aggregate::grouped(coll, filter, spec)?;
+    grouped.unordered();
+    let (windows, series, metas) = (
+        std::mem::take(&mut grouped.windows),
+        std::mem::take(&mut grouped.series),
+        std::mem::take(&mut grouped.metas),
+    );
+    let groups = GroupKeys {
+        windows: &windows,
+        series: &series,
+        metas: &metas,
+        outputs: spec.outputs.len(),
+    };
+    groups.record_batch(schema, with_meta, |builders| {
+        grouped.take_rows(|k, v| {
+            builders[k]
+                .append_bson(value(&v))
+                .map_err(|e| (spec.outputs[k].0.as_str(), e))
         })
-    }
+    })
 }
 
 /// A group's output as a value to append (`null`: none).
