@@ -11,7 +11,7 @@ use tscoll_catalog::{BucketCatalog, BucketId, BucketingSpec, CatalogOptions, Mem
 use bson::doc;
 use fjall::PersistMode;
 
-use crate::db::LogOptions;
+use crate::LogOptions;
 use crate::error::{Error, ErrorCode, Result};
 use crate::index::Indexes;
 use crate::options::CollectionSpec;

@@ -29,7 +29,7 @@
 //! |---|---|
 //! | `db.rs`, `read_only.rs` | [`Database`]: open (fjall's journal checked, fjall, each collection's log replayed), create, drop, close |
 //! | `collection.rs` | [`Collection`] and the state of one collection |
-//! | `options.rs`, `error.rs` | collection options and their validation; [`Error`] and MongoDB's codes |
+//! | `options/`, `error.rs` | the options of a database, a collection and an insert; [`Error`] and MongoDB's codes |
 //! | `document.rs` | values BSON can store, checked on every path that takes documents |
 //! | `write/` | documents or Arrow → series → the catalog's write batches → one log record per commit group |
 //! | `wal/` | the write-ahead log files of one collection, nothing of fjall |
@@ -52,10 +52,12 @@ mod error;
 mod options;
 
 pub use error::{Error, ErrorCode, Result, position_ranges};
-pub use options::{
+pub use options::collection::{
     CollectionSpec, Granularity, MAX_BUCKET_SPAN_SECONDS, MAX_EXPIRE_AFTER_SECONDS, MAX_ROLLUPS,
     TimeseriesOptions,
 };
+pub use options::database::{Access, DatabaseOptions, LogOptions};
+pub use options::insert::{Durability, InsertOptions};
 
 mod collection;
 mod db;
@@ -73,7 +75,7 @@ mod wal;
 mod write;
 
 pub use collection::Collection;
-pub use db::{Access, Database, DatabaseOptions, LogOptions};
+pub use db::Database;
 pub use direct_write::delete::DeleteResult;
 pub use direct_write::ttl::{ExpireResult, TtlMonitor};
 pub use direct_write::update::{UpdateOptions, UpdateResult};
@@ -90,4 +92,4 @@ pub use tools::salvage::{ControlSummary, LostBucket, SalvageReport, SalvagedColl
 pub use tools::stats::{CatalogStats, CollectionStats};
 pub use tools::verify::{Problem, ProblemKind, VerifyReport};
 pub use tscoll_catalog::{CatalogOptions, StatsSnapshot};
-pub use write::{Durability, InsertOptions, InsertResult, WriteError};
+pub use write::{InsertResult, WriteError};

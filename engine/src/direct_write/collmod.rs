@@ -5,7 +5,7 @@ use bson::{Bson, Document};
 
 use crate::collection::{Collection, CollectionInner, bucketing};
 use crate::error::{Error, ErrorCode, Result};
-use crate::options::{
+use crate::options::collection::{
     CollectionSpec, Granularity, MAX_BUCKET_SPAN_SECONDS, expire_after_seconds_option, int_option,
     string_option,
 };

@@ -363,7 +363,7 @@ impl CollectionInner {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::options::TimeseriesOptions;
+    use crate::options::collection::TimeseriesOptions;
 
     #[test]
     fn record_round_trip() {

@@ -491,7 +491,7 @@ fn partial_filter(p: &Document, spec: &CollectionSpec) -> Result<Filter> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::options::TimeseriesOptions;
+    use crate::options::collection::TimeseriesOptions;
 
     fn spec() -> CollectionSpec {
         TimeseriesOptions::new("t")

@@ -17,7 +17,7 @@ use crate::db::Database;
 use crate::error::{Error, ErrorCode, Result};
 use crate::flush::replay::LogRecovery;
 use crate::index::IndexOptions;
-use crate::options::{CollectionSpec, TimeseriesOptions};
+use crate::options::collection::{CollectionSpec, TimeseriesOptions};
 use crate::storage::control::Control;
 use crate::storage::fjall_journal::RecoveryReport;
 use crate::storage::keys::{
@@ -26,7 +26,7 @@ use crate::storage::keys::{
 };
 use crate::tools::damage::{bucket_read_failure, read_failure};
 use crate::tools::verify::{fmt_time, read_rows, secondary_meta};
-use crate::write::{Durability, InsertOptions};
+use crate::{Durability, InsertOptions};
 
 /// Measurements inserted into the new collection per `insert_many` call.
 const CHUNK: usize = 10_000;

@@ -34,8 +34,8 @@ use tscoll_catalog::{BucketId, CommitRows};
 use tscoll_codec::{Column, encode_bucket, varint};
 use xxhash_rust::xxh3::xxh3_64;
 
+use crate::Durability;
 use crate::error::{Error, Result};
-use crate::write::Durability;
 
 /// Frame header: length (4 bytes) and checksum (8 bytes).
 const FRAME_HEADER: usize = 12;

@@ -26,11 +26,12 @@ use tscoll_catalog::value::{element_size, push_value};
 use tscoll_catalog::{BucketKey, Measurement, MeasurementColumns};
 use tscoll_codec::{Column, RowStart, tag};
 
+use crate::InsertOptions;
 use crate::collection::CollectionInner;
 use crate::error::{Error, ErrorCode, Result};
 use crate::write::meta_cache::lock;
 use crate::write::series::{BuildFx, Fx};
-use crate::write::{InsertOptions, InsertResult, WriteError, take_outcome, too_large};
+use crate::write::{InsertResult, WriteError, take_outcome, too_large};
 
 /// One Arrow column read as values of one BSON type.
 enum Source<'a> {

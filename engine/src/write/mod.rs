@@ -22,6 +22,7 @@ use crate::document;
 use crate::error::{Error, ErrorCode, Result};
 use crate::wal::{LogEntry, LogRecord, RecordKind, encode_rows};
 use crate::write::series::SeriesGroups;
+use crate::{Durability, InsertOptions};
 
 /// How many times the measurements of an aborted batch are placed again before they are
 /// reported as errors (SPEC; MongoDB's reopening retry limit is also 16, SPEC §0).
@@ -29,37 +30,6 @@ const MAX_RETRIES: usize = 16;
 
 /// Source of [`WriterId`]s: every insert call is a writer of its own.
 static NEXT_WRITER: AtomicU64 = AtomicU64::new(1);
-
-/// How durable an acknowledged insert is (`docs/durability.md`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Durability {
-    /// Written to the write-ahead log's buffer: survives a clean shutdown, not a crash.
-    /// Default.
-    #[default]
-    Buffered,
-    /// Flushed to the operating system: survives a process crash, not a power loss.
-    Flush,
-    /// fsync'ed: survives `kill -9` and power loss.
-    Sync,
-}
-
-/// Options of [`Collection::insert_many`](crate::Collection::insert_many).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct InsertOptions {
-    /// Stop at the first bad measurement (`true`, default) or keep every good one (SPEC ).
-    pub ordered: bool,
-    /// Durability of the acknowledgement. Default = [`Durability::Buffered`].
-    pub durability: Durability,
-}
-
-impl Default for InsertOptions {
-    fn default() -> Self {
-        InsertOptions {
-            ordered: true,
-            durability: Durability::Buffered,
-        }
-    }
-}
 
 /// A rejected measurement (SPEC ).
 #[derive(Clone, Debug, PartialEq, Eq)]

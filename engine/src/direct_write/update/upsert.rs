@@ -7,9 +7,9 @@ use bson::{Bson, DateTime, Document, oid::ObjectId};
 
 use super::operators::set_path;
 use super::{Update, UpdateResult};
+use crate::InsertOptions;
 use crate::collection::CollectionInner;
 use crate::error::{Error, Result};
-use crate::write::InsertOptions;
 
 impl CollectionInner {
     pub(super) fn upsert(&self, filter: &Document, update: &Update) -> Result<UpdateResult> {

@@ -1,0 +1,10 @@
+//! Every option type a caller passes, in one place: a database's ([`database`]), a
+//! collection's with their validation ([`collection`], SPEC §1) and an insert's ([`insert`]).
+//! Options of reads, updates and indexes stay beside the code they steer (`query/`,
+//! `direct_write/update/`, `index/`).
+
+pub(crate) mod collection;
+pub(crate) mod database;
+pub(crate) mod insert;
+
+pub(crate) use collection::CollectionSpec;
