@@ -648,6 +648,67 @@ mod tests {
     }
 
     #[test]
+    fn position_ranges_collapse_runs_and_count_the_rest() {
+        assert_eq!(position_ranges([]), "");
+        assert_eq!(position_ranges([5]), "5");
+        assert_eq!(
+            position_ranges([0, 1, 2, 3, 4, 7, 9, 10, 11, 12]),
+            "0-4, 7, 9-12"
+        );
+        // A repeated position extends nothing.
+        assert_eq!(position_ranges([3, 3, 4, 4, 6]), "3-4, 6");
+        // Eight ranges, then how many more.
+        let odd = (0..12).map(|i| 2 * i);
+        assert_eq!(
+            position_ranges(odd),
+            "0, 2, 4, 6, 8, 10, 12, 14, and 4 more range(s)"
+        );
+        assert_eq!(position_ranges(0..5000), "0-4999");
+    }
+
+    fn incomplete(committed: Vec<usize>, uncertain: Vec<usize>, buffered: bool) -> String {
+        Error::InsertIncomplete {
+            committed,
+            buffered,
+            uncertain,
+            source: Box::new(Error::Io(io::Error::from_raw_os_error(28))),
+        }
+        .to_string()
+    }
+
+    #[test]
+    fn insert_incomplete_says_what_is_stored_and_what_may_be() {
+        // Committed with a durability that wrote the record: stored, send the others again.
+        assert_eq!(
+            incomplete((0..5000).collect(), vec![], false),
+            "the disk is full: free space and retry; before that, 5000 measurement(s) of the \
+             call (positions 0-4999) were committed to the write-ahead log: they are stored; \
+             the others were not stored: send only those again"
+        );
+        // Committed to the buffer only: they may have been stored, so query before sending.
+        assert_eq!(
+            incomplete(vec![0, 1, 2, 5], vec![], true),
+            "the disk is full: free space and retry; before that, 4 measurement(s) of the call \
+             (positions 0-2, 5) were committed to the write-ahead log's buffer (buffered \
+             durability): they may have been stored; the others were not stored: query for \
+             those that may have been before sending them again"
+        );
+        // A record that could not be cut off: uncertain, whatever the durability.
+        assert_eq!(
+            incomplete(vec![], vec![10, 11, 12, 20], false),
+            "the disk is full: free space and retry; 4 measurement(s) (positions 10-12, 20) \
+             may have been stored: their log record could not be cut off; the others were not \
+             stored: query for those that may have been before sending them again"
+        );
+        let both = incomplete(vec![0, 1], vec![2, 3], false);
+        assert!(
+            both.contains("(positions 0-1) were committed to the write-ahead log: they are stored")
+                && both.contains("(positions 2-3) may have been stored"),
+            "{both}"
+        );
+    }
+
+    #[test]
     fn other_fjall_errors_keep_their_context() {
         let e = Error::storage("reading collections")(fjall::Error::KeyspaceDeleted);
         assert!(matches!(e, Error::Storage { .. }), "{e:?}");

@@ -757,45 +757,9 @@ impl Loader<'_> {
         (line(self.lines.first()), line(self.lines.last()))
     }
 
-    /// The message of a failed insert of the pending batch: which of its lines were stored
-    /// before the failure or may have been (`Error::InsertIncomplete`); none for any other
-    /// error.
+    /// The message of a failed insert of the pending batch ([`describe_failed_insert`]).
     fn insert_failed(&self, e: &Error) -> String {
-        let lines = |positions: &[usize]| {
-            position_ranges(positions.iter().filter_map(|&p| self.lines.get(p).copied()))
-        };
-        let (first, last) = self.line_span();
-        let batch = format!("lines {first}-{last}");
-        let Error::InsertIncomplete {
-            committed,
-            buffered,
-            uncertain,
-            source,
-        } = e
-        else {
-            return format!(
-                "{}: insert failed: {e}; nothing of {batch} was stored",
-                self.name
-            );
-        };
-        let mut out = format!("{}: insert of {batch} failed: {source}", self.name);
-        if !committed.is_empty() {
-            let _ = write!(
-                out,
-                "; lines {} were committed before the failure",
-                lines(committed)
-            );
-            out.push_str(if *buffered {
-                " to the log's buffer (--durability buffered): they may have been stored"
-            } else {
-                ": they are stored"
-            });
-        }
-        if !uncertain.is_empty() {
-            let _ = write!(out, "; lines {} may have been stored", lines(uncertain));
-        }
-        out.push_str("; the other lines of the batch were not stored");
-        out
+        describe_failed_insert(self.name, &self.lines, e)
     }
 
     /// Counts and reports what the insert of the pending batch, started at `start`, did;
@@ -868,6 +832,48 @@ impl Loader<'_> {
     }
 }
 
+/// The message of a failed insert of a batch of `input` whose measurements came from the
+/// input lines `lines` (in batch order): which lines were stored before the failure or may
+/// have been (`Error::InsertIncomplete`, whose positions index `lines`); none for any other
+/// error.
+fn describe_failed_insert(input: &str, lines: &[u64], e: &Error) -> String {
+    let ranges = |positions: &[usize]| {
+        position_ranges(positions.iter().filter_map(|&p| lines.get(p).copied()))
+    };
+    let batch = format!(
+        "lines {}-{}",
+        lines.first().copied().unwrap_or(0),
+        lines.last().copied().unwrap_or(0)
+    );
+    let Error::InsertIncomplete {
+        committed,
+        buffered,
+        uncertain,
+        source,
+    } = e
+    else {
+        return format!("{input}: insert failed: {e}; nothing of {batch} was stored");
+    };
+    let mut out = format!("{input}: insert of {batch} failed: {source}");
+    if !committed.is_empty() {
+        let _ = write!(
+            out,
+            "; lines {} were committed before the failure",
+            ranges(committed)
+        );
+        out.push_str(if *buffered {
+            " to the log's buffer (--durability buffered): they may have been stored"
+        } else {
+            ": they are stored"
+        });
+    }
+    if !uncertain.is_empty() {
+        let _ = write!(out, "; lines {} may have been stored", ranges(uncertain));
+    }
+    out.push_str("; the other lines of the batch were not stored");
+    out
+}
+
 /// The field values of a measurement: its fields but the time and meta fields.
 fn field_values(doc: &Document, time_field: &str, meta_field: Option<&str>) -> u64 {
     let special = usize::from(doc.contains_key(time_field))
@@ -900,6 +906,61 @@ mod tests {
         assert!(line.starts_with("a.ndjson: 1000 measurements inserted, 2 rejected, 0.50 s"));
         assert!(line.contains("2000 measurements/s"), "{line}");
         assert!(line.ends_with("(stopped at the first bad line: --ordered)"));
+    }
+
+    /// A full disk, as the engine reports it.
+    fn disk_full() -> Box<Error> {
+        Box::new(Error::Io(io::Error::from_raw_os_error(28)))
+    }
+
+    #[test]
+    fn a_failed_insert_names_the_lines_stored_and_those_that_may_be() {
+        // Lines 11-16 and 20-23 of the input (a bad line 17-19 left out), positions 0-9.
+        let lines: Vec<u64> = (11..=16).chain(20..=23).collect();
+        let committed = Error::InsertIncomplete {
+            committed: vec![0, 1, 2, 3, 4, 5, 6],
+            buffered: false,
+            uncertain: vec![],
+            source: disk_full(),
+        };
+        assert_eq!(
+            describe_failed_insert("in.ndjson", &lines, &committed),
+            "in.ndjson: insert of lines 11-23 failed: the disk is full: free space and retry; \
+             lines 11-16, 20 were committed before the failure: they are stored; the other \
+             lines of the batch were not stored"
+        );
+        let buffered = Error::InsertIncomplete {
+            committed: vec![0, 1],
+            buffered: true,
+            uncertain: vec![],
+            source: disk_full(),
+        };
+        let text = describe_failed_insert("in.ndjson", &lines, &buffered);
+        assert!(
+            text.contains(
+                "lines 11-12 were committed before the failure to the log's buffer \
+                 (--durability buffered): they may have been stored;"
+            ) && !text.contains("they are stored"),
+            "{text}"
+        );
+        let uncertain = Error::InsertIncomplete {
+            committed: vec![0],
+            buffered: false,
+            uncertain: vec![1, 2, 7, 8, 9],
+            source: disk_full(),
+        };
+        assert_eq!(
+            describe_failed_insert("-", &lines, &uncertain),
+            "-: insert of lines 11-23 failed: the disk is full: free space and retry; lines 11 \
+             were committed before the failure: they are stored; lines 12-13, 21-23 may have \
+             been stored; the other lines of the batch were not stored"
+        );
+        // Any other error: nothing of the batch was stored.
+        assert_eq!(
+            describe_failed_insert("in.ndjson", &lines, &disk_full()),
+            "in.ndjson: insert failed: the disk is full: free space and retry; nothing of \
+             lines 11-23 was stored"
+        );
     }
 
     #[test]

@@ -17,6 +17,8 @@ mod collection_commands;
 mod crash_kill;
 #[cfg(unix)]
 mod crash_kill_update;
+#[cfg(unix)]
+mod disk_full;
 mod extjson_dates_beyond_9999;
 mod formats_parquet_csv;
 mod help_options;

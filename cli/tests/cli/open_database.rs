@@ -7,7 +7,7 @@ use std::process::Command;
 
 use tscoll_engine::{Database, DatabaseOptions, Durability, InsertOptions, TimeseriesOptions};
 
-use crate::common::{Scratch, good_ndjson, tscoll};
+use crate::common::{Scratch, create_in, good_ndjson, tscoll};
 use crate::verify_salvage::docs;
 
 /// The names in a directory, sorted.
@@ -75,20 +75,7 @@ fn commands_other_than_create_do_not_make_a_database() {
     );
     assert!(!missing.exists());
     // `create` makes one, after which the read commands work.
-    let created = tscoll(
-        &[
-            "create",
-            "--db",
-            db,
-            "c",
-            "--time-field",
-            "ts",
-            "--meta-field",
-            "meta",
-        ],
-        None,
-    );
-    created.ok();
+    create_in(db, "c").ok();
     assert!(
         entries(&dir).contains(&"version".to_owned()),
         "{:?}",

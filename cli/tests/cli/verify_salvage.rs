@@ -9,7 +9,7 @@ use std::path::Path;
 use bson::{DateTime, Document, doc};
 use tscoll_engine::{Database, DatabaseOptions, Durability, InsertOptions, TimeseriesOptions};
 
-use crate::common::{self, tscoll};
+use crate::common::{self, copy_tree, tscoll};
 
 /// `n` measurements of series `site`, `_id` from `first`, one a minute.
 pub(crate) fn docs(site: &str, first: i64, n: i64) -> Vec<Document> {
@@ -245,18 +245,6 @@ fn damaged_journal(root: &Path, name: &str) -> std::path::PathBuf {
     bytes[after_a + (after_b - after_a) / 2] ^= 0xff;
     std::fs::write(&target, bytes).expect("write");
     crash
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    if from.is_dir() {
-        std::fs::create_dir_all(to).expect("mkdir");
-        for entry in std::fs::read_dir(from).expect("read_dir") {
-            let entry = entry.expect("entry");
-            copy_tree(&entry.path(), &to.join(entry.file_name()));
-        }
-    } else {
-        std::fs::copy(from, to).expect("copy");
-    }
 }
 
 #[test]

@@ -56,11 +56,7 @@ impl Scratch {
 
     /// `create COLL --time-field ts --meta-field meta` (must succeed).
     pub fn create(&self, coll: &str) {
-        self.run(
-            "create",
-            &[coll, "--time-field", "ts", "--meta-field", "meta"],
-        )
-        .ok();
+        create_in(&self.db(), coll).ok();
     }
 
     /// Every document `find` prints, parsed.
@@ -132,6 +128,36 @@ impl Run {
             .lines()
             .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad JSON line {l:?}: {e}")))
             .collect()
+    }
+}
+
+/// Runs `create --db DB COLL --time-field ts --meta-field meta`.
+pub fn create_in(db: &str, coll: &str) -> Run {
+    tscoll(
+        &[
+            "create",
+            "--db",
+            db,
+            coll,
+            "--time-field",
+            "ts",
+            "--meta-field",
+            "meta",
+        ],
+        None,
+    )
+}
+
+/// Copies the directory tree `from` to `to` (a database as a process left it).
+pub fn copy_tree(from: &Path, to: &Path) {
+    if from.is_dir() {
+        std::fs::create_dir_all(to).expect("mkdir");
+        for entry in std::fs::read_dir(from).expect("read_dir") {
+            let entry = entry.expect("entry");
+            copy_tree(&entry.path(), &to.join(entry.file_name()));
+        }
+    } else {
+        std::fs::copy(from, to).expect("copy");
     }
 }
 
