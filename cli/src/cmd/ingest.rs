@@ -33,6 +33,8 @@ use std::sync::atomic::Ordering;
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
+use ::parquet::arrow::arrow_reader::ParquetRecordBatchReader;
+use arrow_array::RecordBatchReader;
 use bson::Document;
 use indicatif::{ProgressBar, ProgressState, ProgressStyle};
 use tscoll_engine::{Collection, Database, Durability, InsertOptions, InsertResult};
@@ -42,10 +44,12 @@ use super::{
     CmdError, CmdResult, DbArgs, extjson_value, human_seconds, open_collection, to_extjson,
 };
 use crate::input::batches::{self, Batch, Fields, Source};
-use crate::input::csv::{CsvMapping, CsvReader, TimeFormat, parse_column_list, parse_type_list};
+use crate::input::csv::{CsvMapping, CsvReader, parse_column_list, parse_type_list};
 use crate::input::ndjson::NdjsonLines;
 use crate::input::open::{ReadProgress, open_input, strip_compression_suffix};
-use crate::input::{Record, describe_read_error};
+use crate::input::parquet::{Mapping, Reshape};
+use crate::input::times::TimeFormat;
+use crate::input::{Position, Record, describe_read_error};
 
 /// Arguments of `tscoll ingest`.
 #[derive(Debug, clap::Args)]
@@ -180,9 +184,16 @@ pub(crate) struct CsvArgs {
     #[arg(long, value_name = "COLUMN")]
     pub(crate) csv_time_column: Option<String>,
     /// How the time column is written: rfc3339 (also `2016-05-02 10:00:00` and bare dates,
-    /// UTC), epoch-ms or epoch-s.
+    /// UTC), epoch-s, epoch-ms, epoch-us, epoch-ns or a strftime format (as --time-format).
     #[arg(long, value_name = "FMT", default_value = "rfc3339")]
     pub(crate) csv_time_format: String,
+    /// How times are written in a text input (NDJSON, CSV): rfc3339 (also
+    /// `2016-05-02 10:00:00` and bare dates, UTC), epoch-s, epoch-ms, epoch-us, epoch-ns, or a
+    /// strftime format such as '%d/%m/%Y %H:%M:%S' (UTC unless it has %z). NDJSON: a time
+    /// field that is a string, or a number for the epoch formats, is read so (a date stays a
+    /// date). CSV: the same as --csv-time-format.
+    #[arg(long, value_name = "FMT", conflicts_with = "csv_time_format")]
+    pub(crate) time_format: Option<String>,
     /// Comma-separated columns that form the meta object (stored under the meta field; a
     /// column `<metaField>.key`, as `find --format csv` writes, is stored as `key`).
     #[arg(long, value_name = "A,B", value_delimiter = ',')]
@@ -455,8 +466,8 @@ fn ingest_input(
     if is_parquet {
         let reader = crate::input::parquet::open(file, settings.batch_size as usize)?;
         let name = if file == "-" { "<stdin>" } else { file };
-        let source: Source<&[u8], &[u8]> = Source::Parquet(Box::new(reader));
-        return Ok(load(coll, name, source, None, settings));
+        let source: Source<&[u8], &[u8]> = parquet_source(coll, name, reader, csv_args)?;
+        return Ok(load(coll, name, source, None, settings, None));
     }
     let mut input = open_input(file)?;
     // Parquet by its first bytes (stdin, a file named otherwise, compressed).
@@ -469,8 +480,8 @@ fn ingest_input(
         let batch_size = settings.batch_size as usize;
         let reader =
             crate::input::parquet::open_stream(&input.name, &mut input.reader, batch_size)?;
-        let source: Source<&[u8], &[u8]> = Source::Parquet(Box::new(reader));
-        return Ok(load(coll, &input.name, source, None, settings));
+        let source: Source<&[u8], &[u8]> = parquet_source(coll, &input.name, reader, csv_args)?;
+        return Ok(load(coll, &input.name, source, None, settings, None));
     }
     let is_csv = match format {
         Format::Csv => true,
@@ -485,14 +496,91 @@ fn ingest_input(
     };
     let name = input.name.clone();
     let read_progress = input.progress.clone();
-    let source = if is_csv {
+    if is_csv {
         let reader = CsvReader::new(input.reader, csv_mapping(coll, csv_args)?)
             .map_err(|e| describe_read_error(&name, &e))?;
-        Source::Csv(Box::new(reader))
-    } else {
-        Source::Ndjson(NdjsonLines::new(input.reader))
+        let source: Source<&[u8], _> = Source::Csv(Box::new(reader));
+        return Ok(load(coll, &name, source, read_progress, settings, None));
+    }
+    refuse_csv_options(&name, csv_args, "NDJSON", &[])?;
+    let time_format = csv_args
+        .time_format
+        .as_deref()
+        .map(TimeFormat::parse)
+        .transpose()?;
+    let source: Source<_, &[u8]> = Source::Ndjson(NdjsonLines::new(input.reader));
+    Ok(load(
+        coll,
+        &name,
+        source,
+        read_progress,
+        settings,
+        time_format,
+    ))
+}
+
+/// Fails when an option of `csv_args` other than those `kept` (long names) is given for
+/// input `name` of format `what`, which has no use for it.
+///
+/// # Errors
+/// The first such option, named.
+fn refuse_csv_options(name: &str, csv_args: &CsvArgs, what: &str, kept: &[&str]) -> CmdResult<()> {
+    let given = [
+        ("--csv-time-column", csv_args.csv_time_column.is_some()),
+        ("--csv-time-format", csv_args.csv_time_format != "rfc3339"),
+        ("--csv-meta-columns", !csv_args.csv_meta_columns.is_empty()),
+        ("--csv-columns", csv_args.csv_columns.is_some()),
+        ("--csv-delimiter", csv_args.csv_delimiter != ','),
+        ("--csv-types", csv_args.csv_types.is_some()),
+        ("--csv-columns-have-types", csv_args.csv_columns_have_types),
+    ];
+    match given
+        .iter()
+        .find(|(option, given)| *given && !kept.contains(option))
+    {
+        Some((option, _)) => Err(format!("{name}: {option} does not apply to {what} input").into()),
+        None => Ok(()),
+    }
+}
+
+/// The source of Parquet input `name`, its columns mapped by `--csv-time-column` and
+/// `--csv-meta-columns` (the CSV options that have a meaning for Parquet).
+///
+/// # Errors
+/// Another CSV option is given, or the mapping does not fit the input's columns.
+fn parquet_source<R, C>(
+    coll: &Collection,
+    name: &str,
+    reader: ParquetRecordBatchReader,
+    csv_args: &CsvArgs,
+) -> CmdResult<Source<R, C>> {
+    refuse_csv_options(
+        name,
+        csv_args,
+        "Parquet",
+        &["--csv-time-column", "--csv-meta-columns"],
+    )?;
+    if csv_args.time_format.is_some() {
+        return Err(format!(
+            "{name}: --time-format does not apply to Parquet input (its times are typed)"
+        )
+        .into());
+    }
+    let spec = coll.spec();
+    let mapping = Mapping {
+        time: (spec.time_field.clone(), csv_args.csv_time_column.clone()),
+        meta: (
+            spec.meta_field.clone(),
+            csv_args
+                .csv_meta_columns
+                .iter()
+                .filter(|c| !c.is_empty())
+                .cloned()
+                .collect(),
+        ),
     };
-    Ok(load(coll, &name, source, read_progress, settings))
+    let reshape = Reshape::new(&reader.schema(), &mapping).map_err(|e| format!("{name}: {e}"))?;
+    Ok(Source::Parquet(Box::new(reader), reshape))
 }
 
 /// Inserts what `source` reads (input `name`) into `coll`; returns what was stored and the
@@ -503,6 +591,7 @@ fn load<R, C>(
     source: Source<R, C>,
     read_progress: Option<ReadProgress>,
     settings: &IngestArgs,
+    time_format: Option<TimeFormat>,
 ) -> (Summary, Option<CmdError>)
 where
     R: std::io::BufRead + Send,
@@ -532,6 +621,7 @@ where
     let fields = Fields {
         time: &spec.time_field,
         meta: spec.meta_field.as_deref(),
+        time_format,
     };
     let result = std::thread::scope(|scope| {
         loader.run(batches::spawn(
@@ -559,7 +649,9 @@ fn csv_mapping(coll: &Collection, args: &CsvArgs) -> CmdResult<CsvMapping> {
             .csv_time_column
             .clone()
             .unwrap_or_else(|| spec.time_field.clone()),
-        time_format: TimeFormat::parse(&args.csv_time_format)?,
+        time_format: TimeFormat::parse(
+            args.time_format.as_deref().unwrap_or(&args.csv_time_format),
+        )?,
         meta_columns: args
             .csv_meta_columns
             .iter()
@@ -638,7 +730,7 @@ struct Loader<'a> {
     /// How far reading the input file has come (the bar's position), for a file.
     read_progress: Option<&'a ReadProgress>,
     docs: Vec<Document>,
-    lines: Vec<u64>,
+    lines: Vec<Position>,
     /// The field values of each pending document (counted while it is fresh in the cache).
     fields: Vec<u64>,
     summary: Summary,
@@ -752,8 +844,16 @@ impl Loader<'_> {
             None => self.progress.inc(result.inserted as u64),
         }
         for error in &result.errors {
-            let line = self.lines.get(error.index).copied().unwrap_or(0);
-            self.report(line, &format!("{} ({})", error.message, error.code.name()));
+            let line = self.lines.get(error.index).copied().unwrap_or_default();
+            let hint = self
+                .docs
+                .get(error.index)
+                .and_then(|d| time_hint(d.get(self.time_field)?))
+                .unwrap_or_default();
+            self.report(
+                line,
+                &format!("{} ({}){hint}", error.message, error.code.name()),
+            );
         }
         self.docs.clear();
         self.lines.clear();
@@ -786,18 +886,34 @@ impl Loader<'_> {
     /// flushes stdout, so a reader learns of the acknowledgement even if this process dies
     /// right after (the crash test `cli/tests/cli/crash_kill.rs` relies on it, SPEC R-9.5).
     fn ack(&self, inserted: usize) -> CmdResult<()> {
-        let first = self.lines.first().copied().unwrap_or(0);
-        let last = self.lines.last().copied().unwrap_or(0);
+        let first = self.lines.first().map_or(0, |p| p.line);
+        let last = self.lines.last().map_or(0, |p| p.line);
         let mut out = io::stdout().lock();
         writeln!(out, "ack {first} {last} {inserted}")
             .and_then(|()| out.flush())
             .map_err(|e| format!("{}: writing an acknowledgement to stdout: {e}", self.name).into())
     }
 
-    fn report(&mut self, line: u64, reason: &str) {
+    fn report(&mut self, line: Position, reason: &str) {
         self.summary.rejected += 1;
         self.progress
             .suspend(|| errln!("{}:{line}: {reason}", self.name));
+    }
+}
+
+/// What to add to the rejection of a measurement whose time field is `time`: how to have a
+/// string or a number read as a time, when it is one.
+fn time_hint(time: &bson::Bson) -> Option<&'static str> {
+    match time {
+        bson::Bson::String(_) => Some(
+            "; the time is a string: give --time-format rfc3339 (ISO 8601) or a strftime \
+             format such as '%d/%m/%Y %H:%M:%S' to read it",
+        ),
+        bson::Bson::Int32(_) | bson::Bson::Int64(_) | bson::Bson::Double(_) => Some(
+            "; the time is a number: give --time-format epoch-s, epoch-ms, epoch-us or \
+             epoch-ns to read it",
+        ),
+        _ => None,
     }
 }
 

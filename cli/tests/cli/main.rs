@@ -21,6 +21,7 @@ mod formats_parquet_csv;
 mod ingest_bad_lines;
 mod ingest_compressed;
 mod ingest_csv;
+mod ingest_inputs;
 mod ingest_report;
 mod lock;
 mod plain_errors_no_panic_on_closed_pipe;
