@@ -74,6 +74,14 @@ impl CommitRows {
         }
     }
 
+    /// Whether the table has a column named `name`.
+    #[must_use]
+    pub fn has_column(&self, name: &str) -> bool {
+        self.index
+            .position(&self.columns, |(c, _)| c, name)
+            .is_some()
+    }
+
     /// Empties the table.
     pub fn clear(&mut self) {
         self.rows = 0;

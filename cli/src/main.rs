@@ -23,20 +23,9 @@ use clap::{Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "tscoll", version, about, long_about = None)]
 struct Cli {
-    /// Open a database whose journal is damaged: keep every write before the damage, drop
-    /// the rest (the original journal files are kept in the database directory) and say what
-    /// was dropped.
-    #[arg(long, global = true)]
-    recover: bool,
-    /// Bytes each collection's write-ahead log may grow by before a checkpoint bounds it
-    /// (recovery after a crash replays at most about this much).
-    #[arg(long, global = true, value_name = "BYTES", default_value_t = 64 << 20)]
-    checkpoint_bytes: u64,
-    /// Bytes of blobs that buckets leaving memory together must reach to be written straight
-    /// into a table rather than through fjall's journal (0: always, slow when buckets leave
-    /// one at a time; a huge value: never).
-    #[arg(long, global = true, value_name = "BYTES", default_value_t = 128 << 10)]
-    ingest_min_bytes: u64,
+    /// Print the process's peak resident set on stderr as it ends (`tscoll bench memory`).
+    #[arg(long, global = true, hide = true)]
+    report_peak_rss: bool,
     /// The command to run.
     #[command(subcommand)]
     command: Command,
@@ -96,10 +85,38 @@ enum Command {
     Bench(cmd::bench::Args),
 }
 
+impl Command {
+    /// The database options of a command that opens a database.
+    fn db_args(&self) -> Option<&cmd::DbArgs> {
+        Some(match self {
+            Command::Create(a) => &a.db,
+            Command::Ingest(a) => &a.db,
+            Command::Find(a) => &a.db,
+            Command::Aggregate(a) => &a.db,
+            #[cfg(feature = "sql")]
+            Command::Sql(a) => &a.db,
+            Command::Stats(a) => &a.db,
+            Command::List(a) => &a.db,
+            Command::Drop(a) => &a.db,
+            Command::Compact(a) => &a.db,
+            Command::Buckets(a) => &a.db,
+            Command::Expire(a) => &a.db,
+            Command::Delete(a) => &a.db,
+            Command::Update(a) => &a.db,
+            Command::Collmod(a) => &a.db,
+            Command::Index(a) => a.db(),
+            Command::Verify(a) => &a.db,
+            Command::Salvage(a) => &a.db,
+            Command::Demo(_) | Command::Bench(_) => return None,
+        })
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    cmd::set_recover(cli.recover);
-    cmd::set_log_options(cli.checkpoint_bytes, cli.ingest_min_bytes);
+    if let Some(db) = cli.command.db_args() {
+        db.apply();
+    }
     let result = match cli.command {
         Command::Create(args) => cmd::create::run(&args),
         Command::Ingest(args) => cmd::ingest::run(&args),
@@ -122,13 +139,21 @@ fn main() -> ExitCode {
         Command::Demo(args) => cmd::demo::run(&args),
         Command::Bench(args) => cmd::bench::run(&args),
     };
-    match result {
+    let code = match result {
         Ok(code) => code,
         Err(e) => {
             cmd::write_stderr(format_args!("tscoll: error: {e}"), true);
             ExitCode::FAILURE
         }
+    };
+    if cli.report_peak_rss {
+        let peak = cmd::report::proc_kb_line("/proc/self/status", "VmHWM").unwrap_or(0);
+        cmd::write_stderr(
+            format_args!("{}{peak}", cmd::bench::memory::PEAK_RSS_LINE),
+            true,
+        );
     }
+    code
 }
 
 #[cfg(test)]

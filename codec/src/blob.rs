@@ -216,6 +216,14 @@ pub struct BlobHeader {
     pub columns: Vec<ColumnEntry>,
 }
 
+/// Whether a blob of `rows` rows and `columns` columns is within the format's limits
+/// ([`MAX_ROWS`], [`MAX_COLUMNS`], [`MAX_CELLS`]): the encoder refuses one that is not
+/// ([`Error::InvalidArgument`]), whatever its values.
+#[must_use]
+pub fn fits_shape(rows: usize, columns: usize) -> bool {
+    check_shape(rows, columns).is_ok()
+}
+
 /// Checks the limits shared by the encoder and the decoder.
 fn check_shape(rows: usize, cols: usize) -> std::result::Result<(), String> {
     if rows > MAX_ROWS {

@@ -52,7 +52,7 @@ pub mod varint;
 mod zigzag;
 mod zstd_pass;
 
-pub use blob::{BlobHeader, ColumnEntry, ColumnLayout};
+pub use blob::{BlobHeader, ColumnEntry, ColumnLayout, fits_shape};
 pub use column::{Column, ColumnIter, Lane, RowLanes, RowStart, ValueRef, tag};
 pub use error::{Error, Result};
 pub use float::FloatLayout;

@@ -14,6 +14,10 @@ use tscoll_engine::Collection;
 use crate::filter::{is_exact, to_filter};
 use crate::scan::CollectionScan;
 
+/// Values (rows × columns) a scan's batch holds at most, when DataFusion's batch size would
+/// make more: 128 columns of 8192 rows.
+const BATCH_VALUES: usize = 1 << 20;
+
 /// A time-series collection as a table: its schema is the collection's Arrow schema when
 /// the table was made (`Collection::arrow_schema`, docs/arrow.md), and a scan reads it with
 /// `Collection::find_arrow` in one partition per DataFusion target partition (ranges of
@@ -152,7 +156,13 @@ impl TableProvider for CollectionTable {
         // one the collection applies exactly.
         let limit = limit.filter(|_| filters.iter().all(|f| is_exact(f, &self.schema)));
         let partitions = state.config().target_partitions().max(1);
-        let batch_rows = state.config().batch_size();
+        // A batch of a wide projection (thousands of fields) holds fewer rows, so that it
+        // holds about as many values as one of a few columns.
+        let columns = projection.map_or(self.schema.fields().len(), Vec::len);
+        let batch_rows = state
+            .config()
+            .batch_size()
+            .min((BATCH_VALUES / columns.max(1)).max(1));
         Ok(Arc::new(CollectionScan::new(
             self.shards.clone(),
             &self.schema,

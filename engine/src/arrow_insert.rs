@@ -379,16 +379,16 @@ impl CollectionInner {
         options: &InsertOptions,
     ) -> Result<InsertResult> {
         let input = self.read_batch(batch, options.ordered)?;
-        self.insert_call(input.errors, |writer, result| {
+        self.insert_call(input.errors, options.durability, |writer, call| {
             let source = crate::reopen::Reopener { coll: self };
             let mut batches = Vec::new();
             for (g, key) in input.keys.iter().enumerate() {
                 let outcome =
                     self.catalog
                         .stage_rows(writer, key, &input.columns, g, None, &source);
-                take_outcome(outcome, &mut batches, result);
+                take_outcome(outcome, &mut batches, &mut call.result);
             }
-            let failed = self.commit_staged(writer, batches, options.durability, result)?;
+            let failed = self.commit_staged(writer, batches, options.durability, call)?;
             if failed.is_empty() {
                 return Ok(());
             }
@@ -427,7 +427,7 @@ impl CollectionInner {
                 todo,
                 batch.num_rows(),
                 options.durability,
-                result,
+                call,
             )
         })
     }

@@ -33,6 +33,8 @@ pub(crate) struct CollectionInner {
     pub(crate) wal: WriteAheadLog,
     /// When checkpoints of the log are taken.
     pub(crate) log_options: LogOptions,
+    /// Bytes of rows a sort holds before it spills (`DatabaseOptions::sort_memory_bytes`).
+    pub(crate) sort_memory_bytes: u64,
     /// Serializes merges of the same bucket (by the last byte of its `_id`).
     pub(crate) merge_locks: Vec<Mutex<()>>,
     /// Index definitions (SPEC §13).
@@ -48,6 +50,8 @@ pub(crate) struct CollectionInner {
     pub(crate) retired: Mutex<Vec<BucketId>>,
     /// Series keys of meta values earlier columnar inserts held.
     pub(crate) meta_cache: Mutex<MetaCache>,
+    /// The database is open read-only: every write is refused ([`CollectionInner::writable`]).
+    pub(crate) read_only: bool,
 }
 
 /// Keyspaces and shared state a collection is opened with.
@@ -56,7 +60,9 @@ pub(crate) struct Storage {
     pub(crate) store: BucketStore,
     pub(crate) wal: WriteAheadLog,
     pub(crate) log_options: LogOptions,
+    pub(crate) sort_memory_bytes: u64,
     pub(crate) records: fjall::Keyspace,
+    pub(crate) read_only: bool,
 }
 
 impl CollectionInner {
@@ -79,12 +85,14 @@ impl CollectionInner {
             store: storage.store,
             wal: storage.wal,
             log_options: storage.log_options,
+            sort_memory_bytes: storage.sort_memory_bytes,
             merge_locks: (0..MERGE_LOCKS).map(|_| Mutex::new(())).collect(),
             indexes: RwLock::new(indexes),
             commit_gate: RwLock::new(()),
             records: storage.records,
             retired: Mutex::new(Vec::new()),
             meta_cache: Mutex::new(MetaCache::default()),
+            read_only: storage.read_only,
         }
     }
 
@@ -201,8 +209,10 @@ impl Collection {
     ///
     /// # Errors
     /// [`Error::Storage`] when fjall cannot persist; [`Error::Codec`] when rows cannot be
-    /// encoded; [`Error::Io`] when the log cannot be written.
+    /// encoded; [`Error::Io`] when the log cannot be written; [`Error::ReadOnly`] when the
+    /// database is open read-only.
     pub fn checkpoint(&self) -> Result<()> {
+        self.inner.writable()?;
         self.inner.checkpoint_log()
     }
 
@@ -226,7 +236,8 @@ impl Collection {
     /// measurements). Reads and writes may go on meanwhile.
     ///
     /// # Errors
-    /// [`Error::Storage`] when fjall fails; [`Error::Codec`] as for `checkpoint`.
+    /// [`Error::Storage`] when fjall fails; [`Error::Codec`] as for `checkpoint`;
+    /// [`Error::ReadOnly`] when the database is open read-only.
     pub fn compact(&self) -> Result<()> {
         self.inner.catalog.take_idle_segments();
         self.checkpoint()?;

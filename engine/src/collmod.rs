@@ -68,6 +68,7 @@ impl Collection {
     /// no index (by name or key pattern); [`Error::Storage`] when saving fails.
     pub fn coll_mod(&self, command: &Document) -> Result<CollectionSpec> {
         crate::storable::require_storable("collMod", command)?;
+        self.inner.writable()?;
         let (spec, hide) = self.inner.coll_mod(command)?;
         match hide {
             Some((IndexTarget::Name(name), hidden)) => self.hide_index(&name, hidden)?,

@@ -13,19 +13,64 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::index::Indexes;
 use crate::journal::{self, RecoveryReport};
 use crate::options::{CollectionSpec, TimeseriesOptions};
+use crate::read_only::ReadOnlyReport;
+use crate::recovery::LogRecovery;
 use crate::stats::CatalogStats;
 use crate::storage::BucketStore;
 use crate::storage::keys::COLLECTIONS_KEYSPACE;
 use crate::storage::wal::WriteAheadLog;
 
 /// Options of a [`Database`].
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct DatabaseOptions {
     /// Catalog parameters (SPEC §0, R-0.2), shared by every collection.
     /// `catalog.cache_size_bytes` is also fjall's block cache size.
     pub catalog: CatalogOptions,
     /// When the write-ahead log is checkpointed.
     pub log: LogOptions,
+    /// Whether opening a directory that holds no database creates one there (the directory
+    /// too when missing). Default `true`; with `false` the open fails with
+    /// [`Error::NotADatabase`] and writes nothing (`docs/durability.md`, "Opening a
+    /// database"). A read-only open never creates one.
+    pub create: bool,
+    /// Whether the database is opened for writing. Default [`Access::ReadWrite`].
+    pub access: Access,
+    /// Bytes of rows a sort holds in memory (a `find` sorted on fields other than time, a
+    /// pipeline's `$sort` and `$setWindowFields`) before it writes them, sorted, to a
+    /// temporary file, to be merged with the other such runs as the result is read.
+    /// Default [`SORT_MEMORY_LIMIT`](crate::SORT_MEMORY_LIMIT), 100 MiB.
+    pub sort_memory_bytes: u64,
+}
+
+/// How a database is opened ([`DatabaseOptions::access`]; `docs/durability.md`, "Opening a
+/// database").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Access {
+    /// Reads and writes. Opening recovers the write-ahead logs into the store, which writes:
+    /// it fails when the disk is full.
+    #[default]
+    ReadWrite,
+    /// Reads only: tscoll writes nothing (no recovery, no journal repair, nothing stored on
+    /// close) and every write fails with [`Error::ReadOnly`]. Measurements the write-ahead
+    /// logs hold beyond the store are not seen by reads; [`Database::read_only`] counts them.
+    ReadOnly,
+    /// [`Access::ReadWrite`], or [`Access::ReadOnly`] when that open fails because writing is
+    /// impossible (the disk is full, the quota is exceeded, the file system is read-only);
+    /// [`Database::read_only`] then says why. For commands that only read.
+    ReadWriteOrReadOnly,
+}
+
+impl Default for DatabaseOptions {
+    fn default() -> Self {
+        DatabaseOptions {
+            catalog: CatalogOptions::default(),
+            log: LogOptions::default(),
+            create: true,
+            access: Access::ReadWrite,
+            sort_memory_bytes: crate::SORT_MEMORY_LIMIT,
+        }
+    }
 }
 
 /// When a collection's write-ahead log is checkpointed (`docs/durability.md`): recovery after a
@@ -68,6 +113,13 @@ pub(crate) struct DbInner {
     memory: MemoryPool,
     /// What [`Database::open_recovering`] dropped from a damaged journal.
     recovery: Option<RecoveryReport>,
+    /// Set when the database is open read-only: nothing is written, not even on drop.
+    read_only: Option<Mutex<ReadOnlyReport>>,
+    /// Opened with [`Database::open_recovering`]: a damaged write-ahead log is recovered up
+    /// to the damage.
+    recover: bool,
+    /// What opening the collections dropped from their write-ahead logs.
+    log_recovery: Mutex<Vec<LogRecovery>>,
     /// Set by [`Database::crash`]: the last handle leaves without storing anything.
     crashed: std::sync::atomic::AtomicBool,
 }
@@ -87,20 +139,26 @@ impl std::fmt::Debug for Database {
 }
 
 impl Database {
-    /// Opens (or creates) the database in directory `path`.
+    /// Opens the database in directory `path`, or creates it there when the directory holds
+    /// none and [`DatabaseOptions::create`] is set (the default).
     ///
     /// Buckets left open by a previous process are found again through the meta+time index
     /// when their series receives measurements (query-based reopening, SPEC §6.8).
     ///
     /// fjall's journal is read first: when it is damaged (not merely cut short by a crash,
     /// which fjall recovers from) the open fails and nothing is changed; open the database
-    /// with [`Database::open_recovering`] then.
+    /// with [`Database::open_recovering`] then. So is each collection's write-ahead log: a
+    /// torn last record is dropped ([`Database::log_recovery`] says so), damage before it
+    /// fails the open.
     ///
     /// # Errors
+    /// [`Error::NotADatabase`] when the directory holds no database and
+    /// [`DatabaseOptions::create`] is off (or the access is [`Access::ReadOnly`]);
     /// [`Error::Locked`] when another process has the directory open; [`Error::Storage`] for
-    /// fjall failures; [`Error::Corruption`] when a collection record cannot be read;
-    /// [`Error::JournalDamaged`] when the journal is damaged; [`Error::Io`] when the journal
-    /// cannot be read.
+    /// fjall failures (e.g. a full disk, for [`Access::ReadWrite`]); [`Error::Corruption`]
+    /// when a collection record cannot be read; [`Error::JournalDamaged`] when the journal is
+    /// damaged; [`Error::LogDamaged`] when a write-ahead log is; [`Error::Io`] when the journal
+    /// or a log cannot be read.
     pub fn open(path: impl AsRef<Path>, options: DatabaseOptions) -> Result<Database> {
         Self::open_with(path.as_ref(), options, false)
     }
@@ -109,17 +167,49 @@ impl Database {
     /// journal is damaged (`docs/durability.md`, "A damaged journal"): every intact write
     /// batch before the damage is kept; the damaged batch and everything written after it
     /// are dropped, after the original journal files are copied to a backup folder in the
-    /// database directory. [`Database::recovery_report`] says what was dropped. With an
-    /// intact journal this is [`Database::open`].
+    /// database directory. [`Database::recovery_report`] says what was dropped. Likewise a
+    /// collection's damaged write-ahead log ("A damaged write-ahead log"): every record before
+    /// the damaged one is recovered, that one and every later one are dropped, after the log
+    /// files from the damaged one on are copied to `<db>/wal-damaged-<ms>/c<id>/`;
+    /// [`Database::log_recovery`] says what was dropped. With an intact journal and logs this
+    /// is [`Database::open`].
     ///
     /// # Errors
-    /// As [`Database::open`], but not for a damaged journal; [`Error::Io`] when the journal
-    /// files cannot be copied, cut or removed.
+    /// As [`Database::open`], but not for a damaged journal or log; [`Error::Io`] when the
+    /// journal or log files cannot be copied, cut or removed.
     pub fn open_recovering(path: impl AsRef<Path>, options: DatabaseOptions) -> Result<Database> {
         Self::open_with(path.as_ref(), options, true)
     }
 
     fn open_with(path: &Path, options: DatabaseOptions, recover: bool) -> Result<Database> {
+        if !options.create || options.access == Access::ReadOnly {
+            check_database(path)?;
+        }
+        match options.access {
+            Access::ReadWrite => Self::open_as(path, options, recover, None),
+            Access::ReadOnly => Self::open_as(path, options, false, Some(None)),
+            Access::ReadWriteOrReadOnly => {
+                match Self::open_as(path, options.clone(), recover, None) {
+                    // When even the read-only open fails, the first failure says more.
+                    Err(e) if e.writing_impossible() => {
+                        let reason = Some(e.to_string());
+                        check_database(path)
+                            .and_then(|()| Self::open_as(path, options, false, Some(reason)))
+                            .map_err(|_| e)
+                    }
+                    other => other,
+                }
+            }
+        }
+    }
+
+    /// Opens read-write, or read-only when `read_only` is set (with the reason, if any).
+    fn open_as(
+        path: &Path,
+        options: DatabaseOptions,
+        recover: bool,
+        read_only: Option<Option<String>>,
+    ) -> Result<Database> {
         let mut recovery = None;
         if recover {
             recovery = journal::repair(path)?;
@@ -127,9 +217,13 @@ impl Database {
             return Err(e);
         }
         let builder = || {
-            fjall::Database::builder(path)
-                .cache_size(options.catalog.cache_size_bytes)
-                .open()
+            let b = fjall::Database::builder(path).cache_size(options.catalog.cache_size_bytes);
+            // Read-only: no worker thread, so no flush or compaction writes either.
+            if read_only.is_some() {
+                b.worker_threads_unchecked(0).open()
+            } else {
+                b.open()
+            }
         };
         let fjall = match builder() {
             Err(fjall::Error::JournalRecovery(e)) if recover => {
@@ -155,9 +249,18 @@ impl Database {
                 options: Mutex::new(options),
                 memory: MemoryPool::default(),
                 recovery,
+                read_only: read_only.map(|reason| {
+                    Mutex::new(ReadOnlyReport {
+                        reason,
+                        unstored: Vec::new(),
+                    })
+                }),
+                recover,
+                log_recovery: Mutex::new(Vec::new()),
                 crashed: std::sync::atomic::AtomicBool::new(false),
             }),
         };
+        let mut unstored = Vec::new();
         for item in db.inner.collections_ks.iter() {
             let (k, v) = item
                 .into_inner()
@@ -176,10 +279,34 @@ impl Database {
                 .and_then(CollectionSpec::from_stored)
                 .ok_or_else(|| corrupt("bad options"))?;
             let indexes = Indexes::from_record(&record);
-            let coll = db.open_collection(&name, id.cast_unsigned(), spec, indexes)?;
+            let (coll, rows) = db.open_collection(&name, id.cast_unsigned(), spec, indexes)?;
+            if rows > 0 {
+                unstored.push((name.clone(), rows));
+            }
             db.lock().insert(name, coll);
         }
+        if let Some(r) = &db.inner.read_only {
+            unstored.sort();
+            r.lock().unwrap_or_else(PoisonError::into_inner).unstored = unstored;
+        }
         Ok(db)
+    }
+
+    /// Why the database is open read-only and what its reads miss; `None` when it is open
+    /// for writing ([`Access`]).
+    #[must_use]
+    pub fn read_only(&self) -> Option<ReadOnlyReport> {
+        let r = self.inner.read_only.as_ref()?;
+        Some(r.lock().unwrap_or_else(PoisonError::into_inner).clone())
+    }
+
+    /// Refuses a write when the database is open read-only.
+    fn writable(&self) -> Result<()> {
+        if self.inner.read_only.is_some() {
+            Err(Error::ReadOnly)
+        } else {
+            Ok(())
+        }
     }
 
     /// What [`Database::open_recovering`] dropped from a damaged journal; `None` when nothing
@@ -187,6 +314,19 @@ impl Database {
     #[must_use]
     pub fn recovery_report(&self) -> Option<RecoveryReport> {
         self.inner.recovery.clone()
+    }
+
+    /// What opening the collections dropped from their write-ahead logs
+    /// (`docs/durability.md`): a torn last record (after a crash during a commit), or, with
+    /// [`Database::open_recovering`], the damaged record and every later one. Empty when
+    /// every log was read whole.
+    #[must_use]
+    pub fn log_recovery(&self) -> Vec<LogRecovery> {
+        self.inner
+            .log_recovery
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Every open collection handle (unordered).
@@ -201,14 +341,22 @@ impl Database {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Opens a collection's storage and recovers its log; read-only, counts the rows the log
+    /// holds beyond the store instead. Returns the handle and that count.
     fn open_collection(
         &self,
         name: &str,
         id: u64,
         spec: CollectionSpec,
         indexes: Indexes,
-    ) -> Result<Collection> {
+    ) -> Result<(Collection, u64)> {
         let fj = &self.inner.fjall;
+        let options = self
+            .inner
+            .options
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
         let store = BucketStore::open(fj, id, !spec.rollups.is_empty())?;
         let wal = WriteAheadLog::open(self.inner.path.join("wal").join(format!("c{id}")))?;
         let coll = Collection::new(CollectionInner::new(
@@ -222,17 +370,25 @@ impl Database {
                 fjall: fj.clone(),
                 store,
                 wal,
-                log_options: self
-                    .inner
-                    .options
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .log,
+                log_options: options.log,
+                sort_memory_bytes: options.sort_memory_bytes,
                 records: self.inner.collections_ks.clone(),
+                read_only: self.inner.read_only.is_some(),
             },
         ));
-        coll.inner.recover_log()?;
-        Ok(coll)
+        if coll.inner.read_only {
+            let rows = coll.inner.unstored_logged_rows()?;
+            return Ok((coll, rows));
+        }
+        let recovered = coll.inner.recover_log(self.inner.recover)?;
+        if let Some(dropped) = recovered.dropped {
+            self.inner
+                .log_recovery
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(dropped);
+        }
+        Ok((coll, 0))
     }
 
     /// Creates a time-series collection, or returns the existing one when its options are equal
@@ -250,6 +406,7 @@ impl Database {
             ));
         }
         let spec = options.validate()?;
+        self.writable()?;
         let mut colls = self.lock();
         if let Some(existing) = colls.get(name) {
             let current = existing.spec();
@@ -269,7 +426,7 @@ impl Database {
             .map(Collection::id)
             .max()
             .map_or(1, |m| m + 1);
-        let coll = self.open_collection(name, id, spec, Indexes::default())?;
+        let (coll, _) = self.open_collection(name, id, spec, Indexes::default())?;
         coll.inner.save_record()?;
         colls.insert(name.to_owned(), coll.clone());
         Ok(coll)
@@ -307,6 +464,7 @@ impl Database {
     /// # Errors
     /// [`Error::Storage`] when fjall fails.
     pub fn drop_collection(&self, name: &str) -> Result<bool> {
+        self.writable()?;
         let Some(coll) = self.lock().remove(name) else {
             return Ok(false);
         };
@@ -338,6 +496,9 @@ impl Database {
     /// # Errors
     /// [`Error::Storage`] when fjall fails.
     pub fn close(&self) -> Result<()> {
+        if self.inner.read_only.is_some() {
+            return Ok(());
+        }
         let colls: Vec<Collection> = self.lock().values().cloned().collect();
         for c in colls {
             c.inner.store_all()?;
@@ -379,6 +540,7 @@ impl Database {
     /// # Errors
     /// [`Error::Storage`] when fjall fails; [`Error::Codec`] when merging a bucket fails.
     pub fn compact(&self) -> Result<()> {
+        self.writable()?;
         let colls: Vec<Collection> = self.lock().values().cloned().collect();
         for c in colls {
             c.compact()?;
@@ -443,9 +605,36 @@ impl Database {
     }
 }
 
+/// fjall's marker file of a database directory, written last when a database is created.
+const VERSION_MARKER: &str = "version";
+
+/// Whether `path` holds a database (fjall's version marker), without writing anything.
+///
+/// # Errors
+/// [`Error::NotADatabase`] when it does not; [`Error::Io`] when it cannot be looked at.
+fn check_database(path: &Path) -> Result<()> {
+    let not = |reason: &'static str| Error::NotADatabase {
+        path: path.display().to_string(),
+        reason,
+    };
+    match std::fs::metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(not("the directory does not exist"));
+        }
+        Err(e) => return Err(Error::Io(e)),
+        Ok(m) if !m.is_dir() => return Err(not("it is not a directory")),
+        Ok(_) => {}
+    }
+    if path.join(VERSION_MARKER).try_exists()? {
+        Ok(())
+    } else {
+        Err(not("it holds no database files"))
+    }
+}
+
 impl Drop for DbInner {
     fn drop(&mut self) {
-        if self.crashed.load(std::sync::atomic::Ordering::Relaxed) {
+        if self.crashed.load(std::sync::atomic::Ordering::Relaxed) || self.read_only.is_some() {
             return;
         }
         let colls: Vec<Collection> = self

@@ -69,6 +69,7 @@ pub(crate) fn meta_only(filter: &Filter) -> bool {
 
 impl CollectionInner {
     fn delete(&self, filter_doc: &Document, just_one: bool) -> Result<DeleteResult> {
+        self.writable()?;
         // Reads and direct writes see the store: rows held in memory are stored first.
         self.flush_open()?;
         let spec = self.spec();

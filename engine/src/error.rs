@@ -152,6 +152,54 @@ pub enum Error {
         /// What is wrong, and how to recover.
         reason: String,
     },
+    /// The directory holds no database, and the open was not to create one
+    /// ([`DatabaseOptions::create`](crate::DatabaseOptions::create) off): nothing was written.
+    #[error(
+        "{path} is not a tscoll database ({reason}): check the path, or create a collection \
+         there first with `tscoll create --db {path} ...`"
+    )]
+    NotADatabase {
+        /// The directory.
+        path: String,
+        /// Why: it does not exist, is not a directory, or holds no database files.
+        reason: &'static str,
+    },
+    /// The database is open read-only ([`Access`](crate::Access)): it takes no writes.
+    #[error(
+        "the database is open read-only (asked for, or the disk was full when it was opened): \
+         it takes no writes; open it again for writing once the disk has room"
+    )]
+    ReadOnly,
+    /// A collection's write-ahead log is damaged before its end (not merely a torn last
+    /// record): the database opens only with
+    /// [`Database::open_recovering`](crate::Database::open_recovering), which keeps every
+    /// record before the damage (`docs/durability.md`, "A damaged write-ahead log").
+    #[error("the write-ahead log file {file} is damaged: {reason}")]
+    LogDamaged {
+        /// The log file and the byte where the damaged record starts.
+        file: String,
+        /// What is wrong, in which collection, and how to recover.
+        reason: String,
+    },
+    /// An insert call failed after some of its measurements were committed, or in a way
+    /// that may have left some in the write-ahead log (`docs/durability.md`, "What an error
+    /// means"): unlike its other errors, this one does not mean that nothing of the call was
+    /// stored. Every measurement of the call not listed was not stored.
+    #[error("{}", describe_incomplete(.source, .committed, .uncertain, *.buffered))]
+    InsertIncomplete {
+        /// Input positions (ascending) of the measurements committed before the failure: they
+        /// are kept as an acknowledged insert of the call's durability is.
+        committed: Vec<usize>,
+        /// The call's durability was [`Durability::Buffered`](crate::Durability::Buffered):
+        /// the committed measurements may still be in the log's buffer, which a full disk
+        /// may keep from ever being written, so they may or may not be stored.
+        buffered: bool,
+        /// Input positions (ascending) of the measurements whose log record failed to be
+        /// written and could not be cut off again: they may have been stored.
+        uncertain: Vec<usize>,
+        /// What failed.
+        source: Box<Error>,
+    },
     /// A bucket blob failed to decode.
     #[error("{}", describe_codec_error(.0))]
     Codec(#[from] tscoll_codec::Error),
@@ -183,6 +231,28 @@ impl Error {
         }
     }
 
+    /// Whether the error says that the database's disk cannot be written: full, over quota,
+    /// or read-only ([`Access::ReadWriteOrReadOnly`](crate::Access::ReadWriteOrReadOnly)
+    /// opens read-only then).
+    pub(crate) fn writing_impossible(&self) -> bool {
+        let io = match self {
+            Error::Io(e)
+            | Error::Storage {
+                source: fjall::Error::Io(e) | fjall::Error::Storage(fjall::LsmError::Io(e)),
+                ..
+            } => Some(e),
+            _ => None,
+        };
+        io.is_some_and(|e| {
+            matches!(
+                e.kind(),
+                io::ErrorKind::StorageFull
+                    | io::ErrorKind::QuotaExceeded
+                    | io::ErrorKind::ReadOnlyFilesystem
+            )
+        })
+    }
+
     /// The MongoDB category of this error (`InternalError` for storage, codec, I/O).
     #[must_use]
     pub fn code(&self) -> ErrorCode {
@@ -193,6 +263,75 @@ impl Error {
     }
 }
 
+/// The message of [`Error::InsertIncomplete`]: the failure, then which of the call's
+/// measurements were committed or may have been stored (input positions, as ranges).
+fn describe_incomplete(
+    source: &Error,
+    committed: &[usize],
+    uncertain: &[usize],
+    buffered: bool,
+) -> String {
+    let mut out = source.to_string();
+    if !committed.is_empty() {
+        let state = if buffered {
+            "to the write-ahead log's buffer (buffered durability): they may have been stored"
+        } else {
+            "to the write-ahead log: they are stored"
+        };
+        out.push_str(&format!(
+            "; before that, {} measurement(s) of the call (positions {}) were committed {state}",
+            committed.len(),
+            position_ranges(committed.iter().map(|&p| p as u64))
+        ));
+    }
+    if !uncertain.is_empty() {
+        out.push_str(&format!(
+            "; {} measurement(s) (positions {}) may have been stored: their log record could \
+             not be cut off",
+            uncertain.len(),
+            position_ranges(uncertain.iter().map(|&p| p as u64))
+        ));
+    }
+    out.push_str(
+        if buffered && !committed.is_empty() || !uncertain.is_empty() {
+            "; the others were not stored: query for those that may have been before sending them \
+         again"
+        } else {
+            "; the others were not stored: send only those again"
+        },
+    );
+    out
+}
+
+/// Ascending positions written as ranges, `0-4, 7, 9-12`, and after 8 ranges how many more,
+/// as the message of [`Error::InsertIncomplete`] writes them (for other messages about the
+/// same measurements, e.g. with line numbers instead of positions).
+#[must_use]
+pub fn position_ranges(positions: impl IntoIterator<Item = u64>) -> String {
+    let mut runs: Vec<(u64, u64)> = Vec::new();
+    for p in positions {
+        match runs.last_mut() {
+            Some((_, end)) if p <= *end + 1 => *end = (*end).max(p),
+            _ => runs.push((p, p)),
+        }
+    }
+    let mut parts: Vec<String> = runs
+        .iter()
+        .take(8)
+        .map(|&(a, b)| {
+            if a == b {
+                a.to_string()
+            } else {
+                format!("{a}-{b}")
+            }
+        })
+        .collect();
+    if runs.len() > 8 {
+        parts.push(format!("and {} more range(s)", runs.len() - 8));
+    }
+    parts.join(", ")
+}
+
 /// Result alias of the engine.
 pub type Result<T> = std::result::Result<T, Error>;
 
@@ -201,9 +340,9 @@ const DAMAGED: &str = "run `tscoll verify` to list what is damaged and `tscoll s
                        what is readable into a new database";
 
 /// What to do about a damaged journal.
-const JOURNAL_DAMAGED: &str = "open the database with `tscoll --recover` \
-                               (`Database::open_recovering`) to keep every write before the \
-                               damage";
+const JOURNAL_DAMAGED: &str = "open the database with `--recover` (`tscoll verify --recover \
+                               --db DIR`; `Database::open_recovering`) to keep every write \
+                               before the damage";
 
 /// A fjall error as one plain sentence: what went wrong and what to do (fjall's own
 /// `Display` is its debug form, e.g. `FjallError: Io(Os { code: 28, ... })`).
@@ -236,8 +375,9 @@ pub(crate) fn describe_storage_error(error: &fjall::Error) -> String {
             "the database's storage format version is unreadable (not a tscoll database, or \
              damaged): check the path, or {DAMAGED}"
         ),
-        fjall::Error::Decompress(kind) => format!(
-            "data on disk is damaged (a {kind}-compressed block does not decompress): {DAMAGED}"
+        fjall::Error::Decompress(_) => format!(
+            "data on disk is damaged ({}): {DAMAGED}",
+            table_damage(error).unwrap_or_default()
         ),
         fjall::Error::InvalidTrailer | fjall::Error::InvalidTag(_) => {
             format!("the journal is damaged (a record in it is malformed): {JOURNAL_DAMAGED}")
@@ -272,14 +412,11 @@ fn describe_codec_error(error: &tscoll_codec::Error) -> String {
 
 /// An lsm-tree error (inside a fjall error) as one plain sentence.
 fn describe_lsm_error(error: &fjall::LsmError) -> String {
+    if let Some(what) = lsm_damage(error) {
+        return format!("data on disk is damaged ({what}): {DAMAGED}");
+    }
     match error {
         fjall::LsmError::Io(e) => describe_io_error(e),
-        fjall::LsmError::ChecksumMismatch { .. } => {
-            format!("data on disk is damaged (checksum mismatch): {DAMAGED}")
-        }
-        fjall::LsmError::Decompress(kind) => format!(
-            "data on disk is damaged (a {kind}-compressed block does not decompress): {DAMAGED}"
-        ),
         fjall::LsmError::InvalidVersion(version) => format!(
             "a table file is in storage format version {version}, which this build of tscoll \
              does not read: open the database with the tscoll version that wrote it"
@@ -287,17 +424,37 @@ fn describe_lsm_error(error: &fjall::LsmError) -> String {
         fjall::LsmError::Unrecoverable => format!(
             "files of the database are missing or unreadable, it cannot be recovered: {DAMAGED}"
         ),
-        fjall::LsmError::InvalidTag(_)
-        | fjall::LsmError::InvalidTrailer
-        | fjall::LsmError::InvalidHeader(_) => {
-            format!("data on disk is damaged (a malformed block in a table file): {DAMAGED}")
-        }
-        fjall::LsmError::Utf8(_) => {
-            format!("data on disk is damaged (a name is not valid UTF-8): {DAMAGED}")
-        }
         _ => "the storage layer reported an unexpected error: retry, and run `tscoll verify` if \
               it persists"
             .to_owned(),
+    }
+}
+
+/// What is damaged when an lsm-tree error says a table file's contents are wrong, e.g.
+/// `"checksum mismatch"`; `None` for other errors.
+fn lsm_damage(error: &fjall::LsmError) -> Option<String> {
+    Some(match error {
+        fjall::LsmError::ChecksumMismatch { .. } => "checksum mismatch".to_owned(),
+        fjall::LsmError::Decompress(kind) => {
+            format!("a {kind}-compressed block does not decompress")
+        }
+        fjall::LsmError::InvalidTag(_)
+        | fjall::LsmError::InvalidTrailer
+        | fjall::LsmError::InvalidHeader(_) => "a malformed block in a table file".to_owned(),
+        fjall::LsmError::Utf8(_) => "a name is not valid UTF-8".to_owned(),
+        _ => return None,
+    })
+}
+
+/// What is damaged when a fjall read error says a table file's contents are wrong (see
+/// [`lsm_damage`]); `None` for other errors (I/O, a full disk, ...).
+pub(crate) fn table_damage(error: &fjall::Error) -> Option<String> {
+    match error {
+        fjall::Error::Storage(e) => lsm_damage(e),
+        fjall::Error::Decompress(kind) => {
+            Some(format!("a {kind}-compressed block does not decompress"))
+        }
+        _ => None,
     }
 }
 

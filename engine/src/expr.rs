@@ -22,7 +22,7 @@ use tscoll_catalog::value::compare;
 
 use crate::dates::{self, Part, Unit};
 use crate::error::{Error, ErrorCode, Result};
-use crate::filter::{Target, Values, exact_int};
+use crate::filter::{Target, Values, exact_int, field_value, rest_of};
 
 /// Where a field path of an expression reads: its target and the path inside it.
 pub(crate) type Resolve<'a> = dyn Fn(&[String]) -> (Target, Vec<String>) + 'a;
@@ -221,7 +221,10 @@ impl Expr {
     ) -> std::result::Result<Option<Cow<'v, Bson>>, EvalError> {
         Ok(match self {
             Expr::Literal(b) => Some(Cow::Owned(b.clone())),
-            Expr::Field(t, p) => values.get(*t, p).map_err(EvalError::Corrupt)?,
+            Expr::Field(t, p) => field_value(
+                values.root(*t, p).map_err(EvalError::Corrupt)?,
+                rest_of(*t, p),
+            ),
             Expr::Cmp(op, a, b) => {
                 let (a, b) = (a.eval(values)?, b.eval(values)?);
                 let o = match (a.as_deref(), b.as_deref()) {

@@ -326,50 +326,83 @@ pub(crate) type Got<'a> = std::result::Result<Option<Cow<'a, Bson>>, String>;
 
 /// The values a [`Node`] reads, from a measurement or a series.
 pub(crate) trait Values {
-    /// The value at `path` of `target`.
-    fn get(&self, target: Target, path: &[String]) -> Got<'_>;
+    /// The value a leaf with `target` and `path` starts from: the meta value, the time, or
+    /// the measurement's top-level field `path[0]`. The rest of the path ([`rest_of`]) is
+    /// followed by the reader: with query semantics by a filter ([`any_at`]), with
+    /// aggregation semantics by an expression ([`field_value`]).
+    fn root(&self, target: Target, path: &[String]) -> Got<'_>;
+}
+
+/// The part of a leaf's path below its [`Values::root`]: inside the meta value, below the
+/// top-level field, nothing for the time field.
+pub(crate) fn rest_of(target: Target, path: &[String]) -> &[String] {
+    match target {
+        Target::Field => path.get(1..).unwrap_or_default(),
+        Target::Meta | Target::Time => path,
+    }
 }
 
 impl Test {
-    /// Whether value `v` (`None`: missing) passes.
-    pub(crate) fn holds(&self, v: Option<&Bson>) -> bool {
+    /// Whether the values `path` reaches below `v` (`None`: missing) pass, with MongoDB's
+    /// path traversal ([`any_at`]): a positive test holds when one of them passes, `$ne`,
+    /// `$nin` and `$not` when none of them passes what they negate, `$all` when each of its
+    /// operands is matched.
+    pub(crate) fn holds_at(&self, v: Option<&Bson>, path: &[String]) -> bool {
+        self.holds_over(&|leaf, f| any_at(v, path, leaf, f))
+    }
+
+    /// As [`Test::holds_at`] on one element of an array (`$elemMatch`): the element is the
+    /// only value tested; a nested array is not looked into.
+    fn holds_on_element(&self, e: &Bson) -> bool {
+        self.holds_over(&|_, f| f(Some(e)))
+    }
+
+    /// The test over the values `each` offers: `each(leaf, f)` calls `f` on each value (with
+    /// the elements of an array reached at the end of the path when `leaf`) until it holds,
+    /// and says whether it did.
+    fn holds_over(&self, each: &Candidates<'_>) -> bool {
+        let equal_to_one =
+            |xs: &[Bson]| each(true, &mut |e| xs.iter().any(|x| compare_one(e, Cmp::Eq, x)));
         match self {
-            Test::Cmp(op, x) => matches_value(v, *op, x),
-            Test::In(xs) => xs.iter().any(|x| matches_value(v, Cmp::Eq, x)),
-            Test::Ne(x) => !matches_value(v, Cmp::Eq, x),
-            Test::Nin(xs) => !xs.iter().any(|x| matches_value(v, Cmp::Eq, x)),
-            Test::InAny(xs, patterns) => {
-                xs.iter().any(|x| matches_value(v, Cmp::Eq, x))
-                    || v.is_some_and(|v| {
-                        any_element(v, |e| match e {
-                            Bson::String(s) | Bson::Symbol(s) => {
-                                patterns.iter().any(|p| p.re.is_match(s))
-                            }
-                            _ => false,
-                        })
-                    })
+            Test::Ne(x) => !equal_to_one(std::slice::from_ref(x)),
+            Test::Nin(xs) => !equal_to_one(xs),
+            Test::All(xs) => {
+                !xs.is_empty() && xs.iter().all(|x| equal_to_one(std::slice::from_ref(x)))
             }
-            Test::Exists(e) => v.is_some() == *e,
-            Test::Not(tests) => !tests.iter().all(|t| t.holds(v)),
-            Test::Type(types) => v.is_some_and(|v| {
-                types.contains(&type_number(v))
-                    || matches!(v, Bson::Array(items)
-                        if items.iter().any(|i| types.contains(&type_number(i))))
+            Test::Not(tests) => !tests.iter().all(|t| t.holds_over(each)),
+            Test::Exists(e) => each(false, &mut |v| v.is_some()) == *e,
+            Test::Size(_) | Test::ElemMatch(_) | Test::ElemMatchDoc(_) => {
+                each(false, &mut |v| self.holds_one(v))
+            }
+            _ => each(true, &mut |v| self.holds_one(v)),
+        }
+    }
+
+    /// Whether one value a path reached (`None`: missing) passes a positive test; an array
+    /// is tested as a whole (its elements are offered separately, [`any_at`]).
+    fn holds_one(&self, v: Option<&Bson>) -> bool {
+        let string_matches = |e: &Bson, p: &Pattern| match e {
+            Bson::String(s) | Bson::Symbol(s) => p.re.is_match(s),
+            _ => false,
+        };
+        match self {
+            Test::Cmp(op, x) => compare_one(v, *op, x),
+            Test::In(xs) => xs.iter().any(|x| compare_one(v, Cmp::Eq, x)),
+            Test::InAny(xs, patterns) => {
+                xs.iter().any(|x| compare_one(v, Cmp::Eq, x))
+                    || v.is_some_and(|e| patterns.iter().any(|p| string_matches(e, p)))
+            }
+            Test::Type(types) => v.is_some_and(|v| types.contains(&type_number(v))),
+            Test::Regex(p) => v.is_some_and(|e| match e {
+                Bson::RegularExpression(r) => {
+                    r.pattern.as_str() == p.source && r.options.as_str() == p.options
+                }
+                e => string_matches(e, p),
             }),
-            Test::Regex(p) => v.is_some_and(|v| {
-                any_element(v, |e| match e {
-                    Bson::String(s) | Bson::Symbol(s) => p.re.is_match(s),
-                    Bson::RegularExpression(r) => {
-                        r.pattern.as_str() == p.source && r.options.as_str() == p.options
-                    }
-                    _ => false,
-                })
-            }),
-            Test::Mod(d, r) => v.is_some_and(|v| {
-                any_element(v, |e| int_part(e).is_some_and(|n| n.wrapping_rem(*d) == *r))
-            }),
+            Test::Mod(d, r) => v
+                .and_then(int_part)
+                .is_some_and(|n| n.wrapping_rem(*d) == *r),
             Test::Size(n) => matches!(v, Some(Bson::Array(items)) if items.len() == *n),
-            Test::All(xs) => !xs.is_empty() && xs.iter().all(|x| matches_value(v, Cmp::Eq, x)),
             Test::ElemMatch(tests) => matches!(v, Some(Bson::Array(items))
                 if items.iter().any(|e| tests.iter().all(|t| t.holds_on_element(e)))),
             Test::ElemMatchDoc(node) => matches!(v, Some(Bson::Array(items))
@@ -377,33 +410,112 @@ impl Test {
                 Bson::Document(d) => node.eval(&ElementValues(d)).unwrap_or(false),
                 _ => false,
             })),
-        }
-    }
-
-    /// As [`Test::holds`] on one element of an array (`$elemMatch`): a comparison does not
-    /// descend into a nested array.
-    fn holds_on_element(&self, e: &Bson) -> bool {
-        match (self, e) {
-            (Test::Cmp(op, x), Bson::Array(_)) if !matches!(x, Bson::Array(_)) => {
-                canonical_rank(e) == canonical_rank(x) && cmp_holds(compare(e, x), *op)
+            // Negations and `$exists` are decided over all the values ([`Test::holds_over`]).
+            Test::Ne(_) | Test::Nin(_) | Test::All(_) | Test::Not(_) | Test::Exists(_) => {
+                self.holds_over(&|_, f| f(v))
             }
-            _ => self.holds(Some(e)),
         }
     }
 }
 
-/// Whether `v`, or an element of it when it is an array, passes `f`.
-fn any_element(v: &Bson, f: impl Fn(&Bson) -> bool) -> bool {
-    f(v) || matches!(v, Bson::Array(items) if items.iter().any(&f))
+/// The values a test looks at: `each(leaf, f)` calls `f` on each until it returns true, and
+/// returns whether it did ([`Test::holds_over`]).
+type Candidates<'a> = dyn Fn(bool, &mut dyn FnMut(Option<&Bson>) -> bool) -> bool + 'a;
+
+/// MongoDB's query path traversal: calls `f` on each value `path` reaches below `v` (`None`
+/// for a missing one), until `f` returns true; returns whether it did.
+///
+/// * Through a document, the path goes on in its field; a missing field, or a scalar with
+///   path left, gives one missing value.
+/// * Through an array with path left, it goes on in each element that is a document (each
+///   may give a missing value); a numeric path part also selects the element at that
+///   position (the value itself when the path ends there). Other elements, nested arrays
+///   among them, give nothing.
+/// * At the end of the path, an array gives each of its elements and then itself when
+///   `leaf` (equality, ranges, `$in`, `$type`, ...), only itself otherwise (`$size`,
+///   `$elemMatch`); a nested array is a value, not looked into.
+pub(crate) fn any_at(
+    v: Option<&Bson>,
+    path: &[String],
+    leaf: bool,
+    f: &mut dyn FnMut(Option<&Bson>) -> bool,
+) -> bool {
+    let Some((first, rest)) = path.split_first() else {
+        return match v {
+            Some(Bson::Array(items)) if leaf => items.iter().any(|e| f(Some(e))) || f(v),
+            _ => f(v),
+        };
+    };
+    match v {
+        Some(Bson::Document(d)) => any_at(d.get(first), rest, leaf, f),
+        Some(Bson::Array(items)) => {
+            let index = array_index(first);
+            items.iter().enumerate().any(|(i, e)| {
+                let here = index == Some(i);
+                match e {
+                    Bson::Document(d) if any_at(d.get(first), rest, leaf, f) => true,
+                    _ if !here => false,
+                    _ if rest.is_empty() => f(Some(e)),
+                    Bson::Document(_) | Bson::Array(_) => any_at(Some(e), rest, leaf, f),
+                    _ => false,
+                }
+            })
+        }
+        _ => f(None),
+    }
+}
+
+/// The array position a path part names: digits only, without a leading zero.
+fn array_index(part: &str) -> Option<usize> {
+    let digits = !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit());
+    (digits && (part == "0" || !part.starts_with('0')))
+        .then(|| part.parse().ok())
+        .flatten()
+}
+
+/// The value of an aggregation field path below its root (MongoDB's expression paths, not
+/// the query's): through a document, its field; through an array, the array of what the path
+/// gives in each element that is a document (elements without the path and other elements
+/// are left out, numeric parts are field names); a scalar with path left is missing. So
+/// `"$o.b"` over `o: [{b: 1}, {c: 2}, {b: 99}]` is `[1, 99]`.
+pub(crate) fn field_value<'v>(
+    root: Option<Cow<'v, Bson>>,
+    rest: &[String],
+) -> Option<Cow<'v, Bson>> {
+    if rest.is_empty() {
+        return root;
+    }
+    match root? {
+        Cow::Borrowed(b) => expression_path(b, rest),
+        Cow::Owned(b) => expression_path(&b, rest).map(|v| Cow::Owned(v.into_owned())),
+    }
+}
+
+/// [`field_value`] below a value.
+fn expression_path<'a>(v: &'a Bson, path: &[String]) -> Option<Cow<'a, Bson>> {
+    let Some((first, rest)) = path.split_first() else {
+        return Some(Cow::Borrowed(v));
+    };
+    match v {
+        Bson::Document(d) => expression_path(d.get(first)?, rest),
+        Bson::Array(items) => Some(Cow::Owned(Bson::Array(
+            items
+                .iter()
+                .filter(|e| matches!(e, Bson::Document(_)))
+                .filter_map(|e| expression_path(e, path).map(Cow::into_owned))
+                .collect(),
+        ))),
+        _ => None,
+    }
 }
 
 /// A document element of an array, for the filter of an `$elemMatch`.
 struct ElementValues<'a>(&'a Document);
 
 impl Values for ElementValues<'_> {
-    fn get(&self, target: Target, path: &[String]) -> Got<'_> {
+    fn root(&self, target: Target, path: &[String]) -> Got<'_> {
         Ok(match target {
-            Target::Field => lookup_doc(self.0, path),
+            Target::Field => self.0.get(&path[0]).map(Cow::Borrowed),
             Target::Meta | Target::Time => None,
         })
     }
@@ -441,8 +553,8 @@ impl Node {
                 true
             }
             Node::Leaf { target, path, test } => {
-                let v = values.get(*target, path)?;
-                test.holds(v.as_deref())
+                let v = values.root(*target, path)?;
+                test.holds_at(v.as_deref(), rest_of(*target, path))
             }
             // An expression that fails on this measurement does not hold (MongoDB fails the
             // query); unreadable stored values are corruption.
@@ -577,9 +689,9 @@ impl Node {
 struct MetaValues<'a>(Option<&'a Bson>);
 
 impl Values for MetaValues<'_> {
-    fn get(&self, target: Target, path: &[String]) -> Got<'_> {
+    fn root(&self, target: Target, _: &[String]) -> Got<'_> {
         Ok(match target {
-            Target::Meta => lookup_path(self.0, path),
+            Target::Meta => self.0.map(Cow::Borrowed),
             Target::Time | Target::Field => None,
         })
     }
@@ -594,13 +706,13 @@ struct DocValues<'a> {
 }
 
 impl Values for DocValues<'_> {
-    fn get(&self, target: Target, path: &[String]) -> Got<'_> {
+    fn root(&self, target: Target, path: &[String]) -> Got<'_> {
         Ok(match target {
-            Target::Meta => lookup_path(self.meta, path),
+            Target::Meta => self.meta.map(Cow::Borrowed),
             Target::Time => Some(Cow::Owned(Bson::DateTime(bson::DateTime::from_millis(
                 self.time,
             )))),
-            Target::Field => lookup_doc(self.doc, path),
+            Target::Field => self.doc.get(&path[0]).map(Cow::Borrowed),
         })
     }
 }
@@ -694,14 +806,8 @@ impl Filter {
     /// the meta field only (SPEC §14.2).
     pub(crate) fn matches_meta(&self, meta: Option<&Bson>) -> bool {
         self.preds.iter().all(|p| match p {
-            Pred::Meta { path, op, value } => {
-                matches_value(lookup_path(meta, path).as_deref(), *op, value)
-            }
-            Pred::MetaIn { path, values } => {
-                let v = lookup_path(meta, path);
-                let v = v.as_deref();
-                values.iter().any(|x| matches_value(v, Cmp::Eq, x))
-            }
+            Pred::Meta { path, op, value } => compare_at(meta, path, *op, value),
+            Pred::MetaIn { path, values } => any_equal_at(meta, path, values),
             _ => true,
         }) && self
             .clauses
@@ -717,12 +823,10 @@ impl Filter {
         let preds = self.preds.iter().all(|p| match p {
             Pred::Time { op, value } => value.is_some_and(|v| cmp_holds(time.cmp(&v), *op)),
             Pred::Field { path, op, value } => {
-                matches_value(lookup_doc(doc, path).as_deref(), *op, value)
+                compare_at(doc.get(&path[0]), rest_of(Target::Field, path), *op, value)
             }
             Pred::FieldIn { path, values } => {
-                let v = lookup_doc(doc, path);
-                let v = v.as_deref();
-                values.iter().any(|x| matches_value(v, Cmp::Eq, x))
+                any_equal_at(doc.get(&path[0]), rest_of(Target::Field, path), values)
             }
             _ => true,
         });
@@ -958,6 +1062,11 @@ fn path_may_match(
     if canonical_rank(v) != canonical_rank(min) {
         return false; // type bracketing: every value has the other type
     }
+    if is_nan(v) {
+        // NaN matches NaN only, by `$eq`, `$gte` and `$lte`; it sorts below every number, so
+        // a bucket holding one has it as its minimum.
+        return matches!(op, Cmp::Eq | Cmp::Gte | Cmp::Lte) && is_nan(min);
+    }
     match op {
         Cmp::Eq => compare(min, v) != Ordering::Greater && compare(v, max) != Ordering::Greater,
         Cmp::Gt => compare(max, v) == Ordering::Greater,
@@ -998,7 +1107,7 @@ pub(crate) fn value_ref_matches(
 ) -> std::result::Result<bool, String> {
     if rest.is_empty() {
         match v {
-            ValueRef::Missing => return Ok(matches_value(None, op, operand)),
+            ValueRef::Missing => return Ok(compare_one(None, op, operand)),
             ValueRef::Bytes(tag::STRING | tag::SYMBOL, bytes) => {
                 return Ok(match operand {
                     Bson::String(s) | Bson::Symbol(s) => cmp_holds(bytes.cmp(s.as_bytes()), op),
@@ -1009,16 +1118,34 @@ pub(crate) fn value_ref_matches(
             ValueRef::Bytes(..) | ValueRef::Empty(_) | ValueRef::Int(..) | ValueRef::Float(_) => {
                 // No allocation for these types except code/regex/binary (rare).
                 let b = to_bson(v)?;
-                return Ok(matches_value(b.as_ref(), op, operand));
+                return Ok(compare_one(b.as_ref(), op, operand));
             }
         }
     }
     let b = to_bson(v)?;
-    Ok(matches_value(
-        lookup_path(b.as_ref(), rest).as_deref(),
-        op,
-        operand,
-    ))
+    Ok(compare_at(b.as_ref(), rest, op, operand))
+}
+
+/// As [`value_ref_matches`] for `$in`: whether the stored value equals one of `values`. A
+/// document or an array, or a value with path left, is converted and walked once.
+///
+/// # Errors
+/// A message when the stored value is corrupt.
+pub(crate) fn value_ref_in(
+    v: ValueRef<'_>,
+    rest: &[String],
+    values: &[Bson],
+) -> std::result::Result<bool, String> {
+    if rest.is_empty() && !matches!(v, ValueRef::Bytes(tag::DOCUMENT | tag::ARRAY, _)) {
+        for x in values {
+            if value_ref_matches(v, rest, Cmp::Eq, x)? {
+                return Ok(true);
+            }
+        }
+        return Ok(false);
+    }
+    let b = to_bson(v)?;
+    Ok(any_equal_at(b.as_ref(), rest, values))
 }
 
 pub(crate) fn cmp_holds(o: Ordering, op: Cmp) -> bool {
@@ -1031,26 +1158,50 @@ pub(crate) fn cmp_holds(o: Ordering, op: Cmp) -> bool {
     }
 }
 
-/// MongoDB comparison semantics for one value: type-bracketed comparison, `null` matching a
-/// missing field, arrays matching when any element does.
-pub(crate) fn matches_value(v: Option<&Bson>, op: Cmp, operand: &Bson) -> bool {
+/// Whether a value `path` reaches below `v` ([`any_at`], arrays' elements included) passes
+/// `op operand`: a top-level comparison of a filter.
+pub(crate) fn compare_at(v: Option<&Bson>, path: &[String], op: Cmp, operand: &Bson) -> bool {
+    any_at(v, path, true, &mut |e| compare_one(e, op, operand))
+}
+
+/// Whether a value `path` reaches below `v` equals one of `values` (`$in`): the path is
+/// followed once, whatever the number of values.
+fn any_equal_at(v: Option<&Bson>, path: &[String], values: &[Bson]) -> bool {
+    any_at(v, path, true, &mut |e| {
+        values.iter().any(|x| compare_one(e, Cmp::Eq, x))
+    })
+}
+
+/// MongoDB's comparison of one value (`None`: missing) with an operand: type-bracketed (a
+/// value of another canonical type never passes), `null` matching a missing value, NaN
+/// equal to NaN only (`$gte`, `$lte` and `$eq` with NaN on both sides; `$gt` and `$lt`
+/// never hold when either side is NaN, though NaN sorts below every number); arrays are
+/// compared as wholes, element by element.
+pub(crate) fn compare_one(v: Option<&Bson>, op: Cmp, operand: &Bson) -> bool {
+    let Some(x) = v else {
+        return matches!(op, Cmp::Eq | Cmp::Gte | Cmp::Lte) && matches!(operand, Bson::Null);
+    };
+    if canonical_rank(x) != canonical_rank(operand) {
+        return false;
+    }
+    let (a, b) = (is_nan(x), is_nan(operand));
+    if a || b {
+        return a && b && matches!(op, Cmp::Eq | Cmp::Gte | Cmp::Lte);
+    }
+    cmp_holds(compare(x, operand), op)
+}
+
+/// Whether a number is NaN (a double, or a decimal).
+pub(crate) fn is_nan(v: &Bson) -> bool {
     match v {
-        None => matches!(op, Cmp::Eq | Cmp::Gte | Cmp::Lte) && matches!(operand, Bson::Null),
-        Some(Bson::Array(items)) if !matches!(operand, Bson::Array(_)) => {
-            items.iter().any(|i| matches_value(Some(i), op, operand))
-        }
-        Some(x) => {
-            if canonical_rank(x) != canonical_rank(operand) {
-                return false;
-            }
-            if op == Cmp::Eq {
-                return compare(x, operand) == Ordering::Equal;
-            }
-            cmp_holds(compare(x, operand), op)
-        }
+        Bson::Double(d) => d.is_nan(),
+        Bson::Decimal128(d) => d.to_string().parse::<f64>().is_ok_and(f64::is_nan),
+        _ => false,
     }
 }
 
+/// The value at `path` below `v` through documents only (`None` when missing or when the
+/// path meets a value that is not a document): sort keys, window and update paths.
 pub(crate) fn lookup<'a>(v: Option<&'a Bson>, path: &[String]) -> Option<&'a Bson> {
     let mut cur = v?;
     for p in path {
@@ -1060,60 +1211,6 @@ pub(crate) fn lookup<'a>(v: Option<&'a Bson>, path: &[String]) -> Option<&'a Bso
         };
     }
     Some(cur)
-}
-
-fn lookup_doc<'a>(doc: &'a Document, path: &[String]) -> Option<Cow<'a, Bson>> {
-    lookup_path(doc.get(&path[0]), &path[1..])
-}
-
-/// The value at `path` below `v` as a query sees it (MongoDB's path traversal): a path that
-/// meets an array goes on in each of its documents (and takes a numeric part as an index),
-/// and the values found are returned as one array, each found array followed by its
-/// elements, so that a test holds when it holds on any of them. `None` when nothing is
-/// found. Without an array on the way, the value itself.
-pub(crate) fn lookup_path<'a>(v: Option<&'a Bson>, path: &[String]) -> Option<Cow<'a, Bson>> {
-    let mut cur = v?;
-    for (i, p) in path.iter().enumerate() {
-        cur = match cur {
-            Bson::Document(d) => d.get(p)?,
-            Bson::Array(_) => {
-                let mut found = Vec::new();
-                collect_path(cur, &path[i..], &mut found);
-                return (!found.is_empty()).then(|| Cow::Owned(Bson::Array(found)));
-            }
-            _ => return None,
-        };
-    }
-    Some(Cow::Borrowed(cur))
-}
-
-/// [`lookup_path`] past an array: adds what `path` reaches below `v` to `found`.
-fn collect_path(v: &Bson, path: &[String], found: &mut Vec<Bson>) {
-    let Some((first, rest)) = path.split_first() else {
-        found.push(v.clone());
-        if let Bson::Array(items) = v {
-            found.extend(items.iter().cloned());
-        }
-        return;
-    };
-    match v {
-        Bson::Document(d) => {
-            if let Some(x) = d.get(first) {
-                collect_path(x, rest, found);
-            }
-        }
-        Bson::Array(items) => {
-            if let Some(x) = first.parse::<usize>().ok().and_then(|i| items.get(i)) {
-                collect_path(x, rest, found);
-            }
-            for item in items {
-                if matches!(item, Bson::Document(_)) {
-                    collect_path(item, path, found);
-                }
-            }
-        }
-        _ => {}
-    }
 }
 
 impl Pred {
@@ -1772,6 +1869,126 @@ mod tests {
         assert!(!f.whole_bucket_matches_fixed(200, 300, None));
         assert!(!parse(doc! { "v": 1 }).whole_bucket_matches(0, 1));
         assert!(parse(doc! { "m.x": 1 }).whole_bucket_matches(0, 1));
+    }
+
+    #[test]
+    fn nan_matches_nan_only_and_never_a_range() {
+        let a = doc! { "t": DateTime::from_millis(5), "v": f64::NAN, "arr": [1, f64::NAN] };
+        let b = doc! { "t": DateTime::from_millis(9), "v": 3, "arr": [2] };
+        let nan = f64::NAN;
+        let cases: Vec<(Document, bool, bool)> = vec![
+            (doc! { "v": nan }, true, false),
+            (doc! { "v": { "$gte": nan } }, true, false),
+            (doc! { "v": { "$lte": nan } }, true, false),
+            (doc! { "v": { "$gt": nan } }, false, false),
+            (doc! { "v": { "$lt": nan } }, false, false),
+            (doc! { "v": { "$lt": 5 } }, false, true),
+            (doc! { "v": { "$gte": -1e308 } }, false, true),
+            (doc! { "v": { "$ne": nan } }, false, true),
+            (doc! { "v": { "$in": [nan, 7] } }, true, false),
+            (doc! { "arr": { "$gte": nan } }, true, false),
+            (doc! { "arr": { "$lt": 2 } }, true, false),
+            (doc! { "$expr": { "$gte": ["$v", nan] } }, true, true),
+        ];
+        check(&cases, &a, &b);
+        // Pruning: a bucket holding NaN has it as its minimum.
+        let (min, max) = (doc! { "v": nan }, doc! { "v": 5 });
+        assert!(may(doc! { "v": { "$gte": nan } }, &min, &max));
+        assert!(may(doc! { "v": nan }, &min, &max));
+        assert!(!may(doc! { "v": { "$gt": nan } }, &min, &max));
+        assert!(!may(doc! { "v": { "$lt": nan } }, &min, &max));
+        assert!(may(doc! { "v": { "$lt": 1 } }, &min, &max));
+        let (min, max) = (doc! { "v": 1 }, doc! { "v": 5 });
+        assert!(!may(doc! { "v": { "$gte": nan } }, &min, &max));
+        assert!(!may(doc! { "v": { "$lte": nan } }, &min, &max));
+        assert!(!may(doc! { "v": { "$in": [nan] } }, &min, &max));
+    }
+
+    #[test]
+    fn arrays_match_one_level_down_and_whole() {
+        let a = doc! {
+            "t": DateTime::from_millis(5),
+            "x": [[1, 2], [3]], "y": [[1]], "e": [],
+            "n": [{ "s": [] }, { "s": 4 }], "o": [{ "b": [7, [8]] }, 5, [{ "b": 6 }]],
+        };
+        let b = doc! { "t": DateTime::from_millis(9), "x": [1, 2], "y": 1, "n": { "s": [[]] } };
+        let cases: Vec<(Document, bool, bool)> = vec![
+            // An array operand: equal to the field, or to one of its elements.
+            (doc! { "x": [1, 2] }, true, true),
+            (doc! { "x": { "$in": [[1, 2]] } }, true, true),
+            (doc! { "x": { "$all": [[1, 2], [3]] } }, true, false),
+            (doc! { "x": { "$all": [1, 2] } }, false, true),
+            (doc! { "x": { "$ne": [1, 2] } }, false, false),
+            (doc! { "x": { "$nin": [[3]] } }, false, true),
+            (doc! { "x": { "$gt": [1, 5] } }, true, false),
+            (doc! { "x": { "$lt": [1, 2, 0] } }, true, true),
+            // Never into a nested array.
+            (doc! { "y": 1 }, false, true),
+            (doc! { "y": { "$gte": 1 } }, false, true),
+            (doc! { "y": { "$in": [1] } }, false, true),
+            (doc! { "y": { "$ne": 1 } }, true, false),
+            (doc! { "y": { "$nin": [1] } }, true, false),
+            (doc! { "y": { "$all": [1] } }, false, true),
+            (doc! { "y": [1] }, true, false),
+            (doc! { "e": [] }, true, false),
+            (doc! { "e": { "$size": 0 } }, true, false),
+            // Dotted paths through arrays of documents, at every level.
+            (doc! { "n.s": [] }, true, true),
+            (doc! { "n.s": 4 }, true, false),
+            (doc! { "n.s": { "$size": 1 } }, false, true),
+            (doc! { "o.b": 7 }, true, false),
+            (doc! { "o.b": 8 }, false, false),
+            (doc! { "o.b": [8] }, true, false),
+            (doc! { "o.b": 6 }, false, false),
+            (doc! { "o.2.b": 6 }, true, false),
+            (doc! { "o.1": 5 }, true, false),
+            (doc! { "o.0.b": 7 }, true, false),
+            (doc! { "x.0": [1, 2] }, true, false),
+            (doc! { "x.0": 1 }, false, true),
+            (doc! { "x.0.0": 1 }, true, false),
+            (doc! { "o.b": { "$exists": true } }, true, false),
+            (doc! { "n.z": Bson::Null }, true, true),
+            (doc! { "x.z": Bson::Null }, false, false),
+        ];
+        check(&cases, &a, &b);
+    }
+
+    #[test]
+    fn expression_paths_through_arrays_give_arrays() {
+        let d = doc! {
+            "o": [{ "b": 1 }, { "c": 2 }, 5, [{ "b": 3 }], { "b": [{ "c": 4 }] }, { "b": 99 }],
+            "p": { "q": [{ "r": { "s": 1 } }, { "r": { "s": 2 } }] },
+        };
+        let value = |path: &str| {
+            let parts: Vec<String> = path.split('.').map(str::to_owned).collect();
+            field_value(d.get(&parts[0]).map(Cow::Borrowed), &parts[1..]).map(Cow::into_owned)
+        };
+        assert_eq!(
+            value("o.b"),
+            Some(Bson::Array(vec![
+                Bson::Int32(1),
+                Bson::Array(vec![Bson::Document(doc! { "c": 4 })]),
+                Bson::Int32(99)
+            ]))
+        );
+        assert_eq!(
+            value("o.b.c"),
+            Some(Bson::Array(vec![Bson::Array(vec![Bson::Int32(4)])]))
+        );
+        assert_eq!(value("o.0"), Some(Bson::Array(Vec::new())));
+        assert_eq!(
+            value("p.q.r.s"),
+            Some(Bson::Array(vec![Bson::Int32(1), Bson::Int32(2)]))
+        );
+        assert_eq!(value("p.z"), None);
+        assert_eq!(value("p.q.r.s.t"), Some(Bson::Array(Vec::new())));
+        let a = doc! { "t": DateTime::from_millis(5), "o": [{ "b": 1 }, { "b": 99 }] };
+        let b = doc! { "t": DateTime::from_millis(9), "o": { "b": 1 } };
+        let cases: Vec<(Document, bool, bool)> = vec![
+            (doc! { "$expr": { "$eq": ["$o.b", [1, 99]] } }, true, false),
+            (doc! { "$expr": { "$eq": ["$o.b", 1] } }, false, true),
+        ];
+        check(&cases, &a, &b);
     }
 
     #[test]

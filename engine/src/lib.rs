@@ -32,7 +32,7 @@ struct ReadmeExample;
 mod error;
 mod options;
 
-pub use error::{Error, ErrorCode, Result};
+pub use error::{Error, ErrorCode, Result, position_ranges};
 pub use options::{
     CollectionSpec, Granularity, MAX_BUCKET_SPAN_SECONDS, MAX_EXPIRE_AFTER_SECONDS, MAX_ROLLUPS,
     TimeseriesOptions,
@@ -42,6 +42,7 @@ mod arrow_insert;
 mod collection;
 mod collmod;
 mod control;
+mod damage;
 mod dates;
 mod db;
 mod delete;
@@ -53,6 +54,7 @@ mod journal;
 mod meta_cache;
 mod pipeline;
 mod query;
+mod read_only;
 mod recovery;
 mod reopen;
 mod rewrite;
@@ -70,14 +72,17 @@ mod verify;
 mod write;
 
 pub use collection::Collection;
-pub use db::{Database, DatabaseOptions, LogOptions};
+pub use db::{Access, Database, DatabaseOptions, LogOptions};
 pub use delete::DeleteResult;
 pub use index::IndexOptions;
 pub use journal::RecoveryReport;
+pub use pipeline::AggregateCursor;
 pub use query::{
     Accumulator, AggregateBatch, AggregateSpec, ArrowCursor, ArrowOptions, DEFAULT_BATCH_ROWS,
     ENCODING_KEY, FindCursor, FindOptions, OutputValues, QueryStats, SORT_MEMORY_LIMIT, SortOrder,
 };
+pub use read_only::ReadOnlyReport;
+pub use recovery::LogRecovery;
 pub use salvage::{ControlSummary, LostBucket, SalvageReport, SalvagedCollection};
 pub use stats::{CatalogStats, CollectionStats};
 pub use tscoll_catalog::{CatalogOptions, StatsSnapshot};

@@ -8,8 +8,14 @@
 //! is one part per bucket written like any other (segment, control record, index entry), so a
 //! crash during recovery leaves a state the next recovery completes without storing a row
 //! twice.
+//!
+//! A log that ends in a torn record, or (with
+//! [`Database::open_recovering`](crate::Database::open_recovering)) one damaged before its
+//! end, is recovered up to there: a prefix of the commits, never a bucket's later record
+//! without its earlier ones. What was dropped is a [`LogRecovery`].
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 
 use bson::{Bson, DateTime, Document};
 use fjall::PersistMode;
@@ -21,7 +27,7 @@ use crate::collection::CollectionInner;
 use crate::control::{Control, merged_sums};
 use crate::error::{Error, Result};
 use crate::storage::keys::hex;
-use crate::storage::wal::{LogEntry, LogPosition, table_rows};
+use crate::storage::wal::{LogCut, LogEntry, LogPosition, LogRead, table_rows};
 
 /// What the log holds of one bucket.
 #[derive(Default)]
@@ -33,22 +39,126 @@ struct Logged {
 }
 
 /// What recovery stored.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Recovered {
     /// Buckets written.
     pub(crate) buckets: usize,
     /// Rows stored.
     pub(crate) rows: u64,
+    /// What was dropped from the end of the log.
+    pub(crate) dropped: Option<LogRecovery>,
+}
+
+/// What opening a collection dropped from its write-ahead log (`docs/durability.md`, "A
+/// torn log tail" and "A damaged write-ahead log", read by
+/// [`Database::log_recovery`](crate::Database::log_recovery)).
+///
+/// Either a **torn tail**: the last record was cut short (or its checksum does not match),
+/// which a crash while a commit was written leaves; that commit had not been acknowledged,
+/// unless with [`Durability::Buffered`](crate::Durability::Buffered) or before a power loss
+/// without a sync. Or **damage** before that ([`LogRecovery::damaged`]), which only
+/// [`Database::open_recovering`](crate::Database::open_recovering) opens past: every record
+/// before the damaged one is kept, that one and every later one dropped (a bucket's later
+/// record cannot be kept without its earlier ones), after the files from the damaged one on
+/// were copied to [`LogRecovery::backup_dir`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LogRecovery {
+    /// The collection.
+    pub collection: String,
+    /// Damage (`true`) rather than a torn last record.
+    pub damaged: bool,
+    /// The log file (`<db>/wal/c<collection id>/<sequence>.log`).
+    pub file: PathBuf,
+    /// Byte offset in [`LogRecovery::file`] of the first record dropped.
+    pub offset: u64,
+    /// What is wrong there.
+    pub reason: String,
+    /// Records kept, before it (commits and checkpoints).
+    pub records_kept: u64,
+    /// Records dropped: the damaged or torn one and every later one (a lower bound when the
+    /// damage hides where the next records begin).
+    pub records_dropped: u64,
+    /// Records dropped that could not be read (their measurements are not counted below).
+    pub records_unreadable: u64,
+    /// Measurements of the dropped records that could be read (of a torn record, when its
+    /// entries were written whole) and that the store does not hold: lost. (A record is
+    /// dropped whole, but rows of it that were stored before the crash stay.)
+    pub measurements_dropped: u64,
+    /// The first and last time of the measurements counted in
+    /// [`LogRecovery::measurements_dropped`] that could be read; `None` when none could.
+    pub time_range: Option<(DateTime, DateTime)>,
+    /// Bytes of log dropped.
+    pub bytes_dropped: u64,
+    /// Where the damaged file and the later ones were copied, as they were (`<db>/
+    /// wal-damaged-<ms>/c<collection id>/`); `None` for a torn tail.
+    pub backup_dir: Option<PathBuf>,
+}
+
+impl std::fmt::Display for LogRecovery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let measurements = match (self.measurements_dropped, self.records_unreadable) {
+            (m, 0) => format!("{m} measurement(s)"),
+            (m, u) => format!("at least {m} measurement(s) ({u} record(s) unreadable)"),
+        };
+        let range = self.time_range.map_or_else(String::new, |(a, b)| {
+            format!(" from {} to {}", rfc3339(a), rfc3339(b))
+        });
+        if !self.damaged {
+            return write!(
+                f,
+                "collection '{}': dropped the last record of the write-ahead log, cut short at \
+                 byte {} of {} ({}; {} bytes, {measurements}{range}): normal after a crash \
+                 during a commit, which then was not acknowledged (but with buffered \
+                 durability or after a power loss)",
+                self.collection,
+                self.offset,
+                self.file.display(),
+                self.reason,
+                self.bytes_dropped
+            );
+        }
+        write!(
+            f,
+            "collection '{}': the write-ahead log is damaged at byte {} of {} ({}); kept the \
+             {} record(s) before it, dropped {} record(s) ({} bytes) holding \
+             {measurements}{range}",
+            self.collection,
+            self.offset,
+            self.file.display(),
+            self.reason,
+            self.records_kept,
+            self.records_dropped,
+            self.bytes_dropped
+        )?;
+        if let Some(dir) = &self.backup_dir {
+            write!(f, "; the original files are in {}", dir.display())?;
+        }
+        Ok(())
+    }
+}
+
+fn rfc3339(t: DateTime) -> String {
+    t.try_to_rfc3339_string()
+        .unwrap_or_else(|_| t.timestamp_millis().to_string())
 }
 
 impl CollectionInner {
-    /// Stores what the log holds beyond the store, makes it durable and empties the log.
+    /// Stores what the log holds beyond the store, makes it durable and empties the log. A
+    /// torn last record is dropped; so is damage, with every later record, when `recover`
+    /// (the files from the damaged one on are copied beside the database first).
     ///
     /// # Errors
-    /// [`Error::Corruption`] when the log or a logged blob is damaged, or a bucket new to the
-    /// store has no logged key; [`Error::Io`], [`Error::Storage`] when reading or writing fails.
-    pub(crate) fn recover_log(&self) -> Result<Recovered> {
-        let records = self.wal.read_all()?;
+    /// [`Error::LogDamaged`] when the log is damaged before its end and not `recover`;
+    /// [`Error::Corruption`] when a logged blob is damaged, or a bucket new to the store has
+    /// no logged key; [`Error::Io`], [`Error::Storage`] when reading or writing fails.
+    pub(crate) fn recover_log(&self, recover: bool) -> Result<Recovered> {
+        let LogRead { records, cut } = self.wal.read_all()?;
+        let dropped = match cut {
+            None => None,
+            Some(cut) if cut.damaged && !recover => return Err(self.log_damaged(&cut)),
+            Some(cut) => Some(self.dropped(cut, records.len())?),
+        };
         let mut order: Vec<BucketId> = Vec::new();
         let mut logged: HashMap<BucketId, Logged> = HashMap::new();
         let mut tables = Vec::with_capacity(records.len());
@@ -85,7 +195,10 @@ impl CollectionInner {
         }
         // Each record's table is decoded once, when a bucket first needs it.
         let mut decoded: Vec<Option<tscoll_codec::Bucket>> = vec![None; tables.len()];
-        let mut out = Recovered::default();
+        let mut out = Recovered {
+            dropped,
+            ..Recovered::default()
+        };
         for id in order {
             if let Some(l) = logged.remove(&id) {
                 let rows = self.recover_bucket(&id, l, &tables, &mut decoded)?;
@@ -114,6 +227,81 @@ impl CollectionInner {
                 .map_err(Error::storage("removing retirement markers"))?;
         }
         Ok(out)
+    }
+
+    /// The error of a log damaged at `cut`, for an open without recovery.
+    fn log_damaged(&self, cut: &LogCut) -> Error {
+        Error::LogDamaged {
+            file: format!("{} at byte {}", cut.path.display(), cut.offset),
+            reason: format!(
+                "{} (collection '{}'). The database cannot be opened as it is: run `tscoll \
+                 verify --recover --db DIR` to keep every record before the damage and see \
+                 what is lost, or `tscoll salvage --recover --db DIR --to NEWDIR` to copy what \
+                 is readable (API: Database::open_recovering)",
+                cut.reason, self.name
+            ),
+        }
+    }
+
+    /// What reading the log dropped at `cut`, after `kept` records; a damaged log's files
+    /// from the damaged one on are copied beside the database first.
+    fn dropped(&self, cut: LogCut, kept: usize) -> Result<LogRecovery> {
+        let backup_dir = if cut.damaged {
+            Some(self.wal.set_aside(cut.seq)?)
+        } else {
+            None
+        };
+        let time_field = self.spec().time_field;
+        let mut lost = Lost::default();
+        let torn = LogPosition {
+            seq: cut.seq,
+            offset: cut.offset,
+        };
+        for e in cut.torn_entries.iter().flatten() {
+            lost.measurements += u64::from(e.rows - self.unstored_skip(e, torn)?);
+        }
+        for (position, record) in &cut.readable {
+            let table = decode_bucket(&record.rows).ok();
+            let times = table
+                .as_ref()
+                .and_then(|t| t.columns.iter().find(|(n, _)| *n == time_field))
+                .map(|(_, c)| c);
+            let mut offset = 0usize;
+            for e in &record.entries {
+                let skip = self.unstored_skip(e, *position)?;
+                lost.measurements += u64::from(e.rows - skip);
+                if let Some(times) = times {
+                    lost.widen(times, offset + skip as usize, offset + e.rows as usize);
+                }
+                offset += e.rows as usize;
+            }
+        }
+        Ok(LogRecovery {
+            collection: self.name.clone(),
+            damaged: cut.damaged,
+            file: cut.path,
+            offset: cut.offset,
+            reason: cut.reason,
+            records_kept: kept as u64,
+            records_dropped: cut.readable.len() as u64 + cut.unreadable,
+            records_unreadable: cut.unreadable,
+            measurements_dropped: lost.measurements,
+            time_range: lost
+                .range
+                .map(|(a, b)| (DateTime::from_millis(a), DateTime::from_millis(b))),
+            bytes_dropped: cut.bytes,
+            backup_dir,
+        })
+    }
+
+    /// How many of the first rows of entry `e`, logged at `position`, the store holds (or
+    /// has since rewritten or removed): those past them are lost when the entry is dropped.
+    fn unstored_skip(&self, e: &LogEntry, position: LogPosition) -> Result<u32> {
+        if self.store.retired(&e.id)?.is_some_and(|m| position < m) {
+            return Ok(e.rows);
+        }
+        let stored = self.control(&e.id)?.map_or(0, |c| c.count);
+        Ok(stored.saturating_sub(e.first_row).min(e.rows))
     }
 
     /// Stores the logged rows of one bucket past its stored count; returns how many.
@@ -219,6 +407,26 @@ impl CollectionInner {
             self.merge_bucket_locked(id)?;
         }
         Ok(rows as u64)
+    }
+}
+
+/// The measurements dropped records held that the store does not, and their time range.
+#[derive(Default)]
+struct Lost {
+    measurements: u64,
+    /// First and last time (ms).
+    range: Option<(i64, i64)>,
+}
+
+impl Lost {
+    /// Widens the time range by rows `from..to` of a time column.
+    fn widen(&mut self, times: &Column, from: usize, to: usize) {
+        for v in times.iter_rows(from, to) {
+            if let Ok(Some(Bson::DateTime(t))) = to_bson(v) {
+                let t = t.timestamp_millis();
+                self.range = Some(self.range.map_or((t, t), |(a, b)| (a.min(t), b.max(t))));
+            }
+        }
     }
 }
 

@@ -14,11 +14,13 @@ use tscoll_catalog::{BucketId, BucketKey};
 
 use crate::collection::{Collection, CollectionInner, bucketing};
 use crate::control::Control;
+use crate::damage::{bucket_read_failure, read_failure};
 use crate::db::Database;
 use crate::error::{Error, ErrorCode, Result};
 use crate::index::IndexOptions;
 use crate::journal::RecoveryReport;
 use crate::options::{CollectionSpec, TimeseriesOptions};
+use crate::recovery::LogRecovery;
 use crate::storage::keys::{
     SAME_AS_SERIES_RECORD, hex, parse_control_key, parse_data_key, parse_index_key,
     parse_retired_key, parse_series_record, parse_series_record_key,
@@ -137,6 +139,9 @@ pub struct SalvageReport {
     /// What opening the source dropped from its damaged journal
     /// ([`Database::open_recovering`]).
     pub recovery: Option<RecoveryReport>,
+    /// What opening the database dropped from write-ahead logs: torn last records, and
+    /// damaged records with every later one ([`Database::log_recovery`]).
+    pub log: Vec<LogRecovery>,
 }
 
 impl SalvageReport {
@@ -156,10 +161,13 @@ impl SalvageReport {
     }
 
     /// Whether everything was copied: nothing lost, no warning, nothing dropped when the
-    /// source was opened.
+    /// source was opened (a torn last log record, which a crash leaves, does not count).
     #[must_use]
     pub fn is_complete(&self) -> bool {
-        self.lost.is_empty() && self.warnings.is_empty() && self.recovery.is_none()
+        self.lost.is_empty()
+            && self.warnings.is_empty()
+            && self.recovery.is_none()
+            && !self.log.iter().any(|l| l.damaged)
     }
 }
 
@@ -220,6 +228,7 @@ impl Database {
         let snap = self.inner.fjall.snapshot();
         let mut report = SalvageReport {
             recovery: self.recovery_report(),
+            log: self.log_recovery(),
             ..SalvageReport::default()
         };
         for c in &colls {
@@ -371,8 +380,9 @@ impl Run<'_> {
                     None => self.warn(format!("control record key {} skipped", hex(&k))),
                 },
                 Err(e) => {
+                    let why = read_failure(self.coll.store.raw().control, &e);
                     self.warn(format!(
-                        "the control records cannot be listed to the end: {e}"
+                        "the control records cannot be listed to the end: {why}"
                     ));
                     break;
                 }
@@ -384,8 +394,9 @@ impl Run<'_> {
             let (k, v) = match item.into_inner() {
                 Ok(kv) => kv,
                 Err(e) => {
+                    let why = read_failure(self.coll.store.raw().data, &e);
                     self.warn(format!(
-                        "the data cannot be read in one pass ({e}); the remaining buckets are \
+                        "the data cannot be read in one pass: {why}; the remaining buckets are \
                          read one by one"
                     ));
                     data_ok = false;
@@ -429,8 +440,9 @@ impl Run<'_> {
             let (k, v) = match item.into_inner() {
                 Ok(kv) => kv,
                 Err(e) => {
+                    let why = read_failure(self.coll.store.raw().index, &e);
                     self.warn(format!(
-                        "the bucket directory cannot be read to the end: {e}"
+                        "the bucket directory cannot be read to the end: {why}"
                     ));
                     break;
                 }
@@ -475,14 +487,7 @@ impl Run<'_> {
         &self,
         id: &BucketId,
     ) -> std::result::Result<Vec<(u32, fjall::Slice)>, String> {
-        let mut out = Vec::new();
-        for item in self.snap.prefix(self.coll.store.raw().data, id) {
-            let (k, v) = item.into_inner().map_err(|e| e.to_string())?;
-            if let Some((_, seg)) = parse_data_key(&k) {
-                out.push((seg, v));
-            }
-        }
-        Ok(out)
+        crate::damage::read_segments(self.snap, self.coll.store.raw().data, id)
     }
 
     /// The meta value of a bucket's series: from its directory entry, else from another
@@ -543,7 +548,9 @@ impl Run<'_> {
             },
             Ok(None) => None,
             Err(e) => {
-                lost.reasons.push(format!("control record unreadable: {e}"));
+                let why = bucket_read_failure(&e);
+                lost.reasons
+                    .push(format!("control record unreadable: {why}"));
                 None
             }
         };

@@ -40,6 +40,7 @@ impl CollectionInner {
     }
 
     pub(crate) fn expire(&self, now_ms: i64) -> Result<ExpireResult> {
+        self.writable()?;
         // Reads and direct writes see the store: rows held in memory are stored first.
         self.flush_open()?;
         let mut out = ExpireResult::default();

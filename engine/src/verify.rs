@@ -17,11 +17,13 @@ use tscoll_codec::{Bucket, ValueRef, tag};
 
 use crate::collection::{Collection, CollectionInner};
 use crate::control::Control;
+use crate::damage::{read_failure, read_segments};
 use crate::db::Database;
 use crate::error::{Error, Result};
 use crate::index::SecondaryIndex;
 use crate::index::spec::Component;
 use crate::journal::RecoveryReport;
+use crate::recovery::LogRecovery;
 use crate::storage::keys::{
     SAME_AS_SERIES_RECORD, hex, keyspace_names, parse_control_key, parse_data_key, parse_index_key,
     parse_retired_key, parse_series_record, parse_series_record_key, secondary_entry_bucket,
@@ -139,13 +141,17 @@ pub struct VerifyReport {
     /// What opening the database dropped from a damaged journal
     /// ([`Database::open_recovering`]).
     pub recovery: Option<RecoveryReport>,
+    /// What opening the database dropped from write-ahead logs: torn last records, and
+    /// damaged records with every later one ([`Database::log_recovery`]).
+    pub log: Vec<LogRecovery>,
 }
 
 impl VerifyReport {
-    /// Whether nothing is wrong: no problem found and nothing dropped when opening.
+    /// Whether nothing is wrong: no problem found and nothing dropped when opening (a torn
+    /// last log record, which a crash leaves, does not count).
     #[must_use]
     pub fn is_ok(&self) -> bool {
-        self.problems.is_empty() && self.recovery.is_none()
+        self.problems.is_empty() && self.recovery.is_none() && !self.log.iter().any(|l| l.damaged)
     }
 }
 
@@ -182,6 +188,7 @@ impl Database {
         colls.sort_by(|a, b| a.name().cmp(b.name()));
         let mut report = VerifyReport {
             recovery: self.recovery_report(),
+            log: self.log_recovery(),
             ..VerifyReport::default()
         };
         for c in &colls {
@@ -418,8 +425,10 @@ impl<I: Iterator<Item = fjall::Result<fjall::KvPair>>> DataGroups<I> {
                             None,
                             ProblemKind::Unreadable,
                             format!(
-                                "keyspace {}: {e}; the rest of it is read bucket by bucket",
-                                self.name
+                                "keyspace {} (the buckets' data segments): {}; the buckets are \
+                                 read one by one from there",
+                                self.name,
+                                read_failure(ck.coll.store.raw().data, &e)
                             ),
                         );
                     }
@@ -485,8 +494,9 @@ impl CollectionInner {
                         None,
                         ProblemKind::Unreadable,
                         format!(
-                            "keyspace {ctl_name}: {e}; the buckets after the failure were not \
-                             checked"
+                            "keyspace {ctl_name} (the buckets' control records): {}; the \
+                             buckets after the failure were not checked",
+                            read_failure(self.store.raw().control, &e)
                         ),
                     );
                     break;
@@ -579,8 +589,9 @@ impl CollectionInner {
                         None,
                         ProblemKind::Unreadable,
                         format!(
-                            "keyspace {idx_name}: {e}; the entries after the failure were not \
-                             read"
+                            "keyspace {idx_name} (the meta+time index): {}; the entries after \
+                             the failure were not read",
+                            read_failure(self.store.raw().index, &e)
                         ),
                     );
                     break;
@@ -732,8 +743,10 @@ impl CollectionInner {
                             None,
                             ProblemKind::Unreadable,
                             format!(
-                                "keyspace {name}: {e}; the entries after the failure were not \
-                                 read"
+                                "keyspace {name} (index '{}'): {}; the entries after the \
+                                 failure were not read",
+                                index.def.name,
+                                read_failure(&ks, &e)
                             ),
                         );
                         break;
@@ -770,14 +783,7 @@ impl CollectionInner {
 
     /// The segments of one bucket, read by a prefix scan.
     fn read_segments_in(&self, snap: &Snapshot, id: &BucketId) -> Segments {
-        let mut out = Vec::new();
-        for item in snap.prefix(self.store.raw().data, id) {
-            let (k, v) = item.into_inner().map_err(|e| e.to_string())?;
-            if let Some((_, seg)) = parse_data_key(&k) {
-                out.push((seg, v));
-            }
-        }
-        Ok(out)
+        read_segments(snap, self.store.raw().data, id)
     }
 
     /// Checks one bucket: its control record (`None` = absent), its segments, its index

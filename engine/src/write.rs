@@ -2,7 +2,6 @@
 //! catalog, commit the prepared batches as one record of the write-ahead log (SPEC §7, §9;
 //! `docs/architecture.md`, write path), then store the buckets that left memory.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -86,8 +85,11 @@ impl Collection {
     /// measurement and everything before it is stored; otherwise every good one is stored.
     ///
     /// # Errors
-    /// `Err` only when storage fails as a whole ([`Error::Storage`], [`Error::Poisoned`]);
-    /// bad measurements are reported in [`InsertResult::errors`].
+    /// `Err` only when storage fails as a whole ([`Error::Storage`], [`Error::Poisoned`],
+    /// [`Error::Io`] for the write-ahead log); bad measurements are reported in
+    /// [`InsertResult::errors`]. Such an error means that none of the call's measurements
+    /// was stored, but for [`Error::InsertIncomplete`], which lists those committed before
+    /// the failure and those that may have been stored (`docs/durability.md`).
     pub fn insert_many(&self, docs: &[Document], options: &InsertOptions) -> Result<InsertResult> {
         self.inner.insert_many(docs, options)
     }
@@ -229,14 +231,14 @@ impl CollectionInner {
             .map(|_| Bson::ObjectId(ObjectId::new()))
             .collect();
         let validated = self.validate(docs, &ids, options.ordered);
-        self.insert_call(validated.errors, |writer, result| {
+        self.insert_call(validated.errors, options.durability, |writer, call| {
             self.place_with_retries(
                 writer,
                 &validated.keys,
                 validated.groups,
                 docs.len(),
                 options.durability,
-                result,
+                call,
             )
         })
     }
@@ -245,24 +247,38 @@ impl CollectionInner {
     /// buckets that left memory are stored (a checkpoint, which takes it exclusively, then
     /// finds every row either stored or in an open bucket), then a checkpoint if one is due.
     /// `errors` are the call's rejections so far; the result's errors come sorted by position.
+    ///
+    /// # Errors
+    /// What failed; [`Error::InsertIncomplete`] when some measurements were committed before
+    /// (or may have been, `docs/durability.md`), so that an error never hides stored ones.
     pub(crate) fn insert_call(
         &self,
         errors: Vec<WriteError>,
-        place: impl FnOnce(WriterId, &mut InsertResult) -> Result<()>,
+        durability: Durability,
+        place: impl FnOnce(WriterId, &mut Call) -> Result<()>,
     ) -> Result<InsertResult> {
+        self.writable()?;
         let writer = WriterId(NEXT_WRITER.fetch_add(1, Ordering::Relaxed));
-        let mut result = InsertResult {
-            inserted: 0,
-            errors,
+        let mut call = Call {
+            result: InsertResult {
+                inserted: 0,
+                errors,
+            },
+            committed: Vec::new(),
+            uncertain: Vec::new(),
         };
         let gate = self
             .commit_gate
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        place(writer, &mut result)?;
-        self.store_leaving()?;
+        // Storing the buckets that left memory and a checkpoint come after the commit: their
+        // failure leaves the call's measurements committed.
+        let done = place(writer, &mut call).and_then(|()| self.store_leaving());
         drop(gate);
-        self.checkpoint_if_due()?;
+        if let Err(source) = done.and_then(|()| self.checkpoint_if_due()) {
+            return Err(call.failed(writer, durability, source));
+        }
+        let mut result = call.result;
         result.errors.sort_by_key(|e| e.index);
         Ok(result)
     }
@@ -278,16 +294,16 @@ impl CollectionInner {
         mut todo: Vec<Vec<Measurement<'_>>>,
         inputs: usize,
         durability: Durability,
-        result: &mut InsertResult,
+        call: &mut Call,
     ) -> Result<()> {
         for attempt in 0..=MAX_RETRIES {
-            let failed = self.place_and_commit(writer, keys, &todo, durability, result)?;
+            let failed = self.place_and_commit(writer, keys, &todo, durability, call)?;
             if failed.is_empty() {
                 break;
             }
             if attempt == MAX_RETRIES {
                 for (index, reason) in failed {
-                    result.errors.push(WriteError {
+                    call.result.errors.push(WriteError {
                         index,
                         code: ErrorCode::InternalError,
                         message: format!("{reason} (gave up after {MAX_RETRIES} retries)"),
@@ -318,7 +334,7 @@ impl CollectionInner {
         keys: &[BucketKey],
         groups: &[Vec<Measurement<'_>>],
         durability: Durability,
-        result: &mut InsertResult,
+        call: &mut Call,
     ) -> Result<Vec<(usize, String)>> {
         let source = crate::reopen::Reopener { coll: self };
         let mut batches = Vec::new();
@@ -327,20 +343,20 @@ impl CollectionInner {
                 continue;
             }
             let outcome = self.catalog.stage(writer, key, group, &source);
-            take_outcome(outcome, &mut batches, result);
+            take_outcome(outcome, &mut batches, &mut call.result);
         }
-        self.commit_staged(writer, batches, durability, result)
+        self.commit_staged(writer, batches, durability, call)
     }
 
     /// Commits the staged `batches`: those this writer wins the commit rights of as one log
     /// record, waiting for the others (SPEC ). Counts this writer's committed
-    /// measurements into `result` and returns those whose batch was aborted, with the reason.
+    /// measurements into `call` and returns those whose batch was aborted, with the reason.
     pub(crate) fn commit_staged(
         &self,
         writer: WriterId,
         batches: Vec<Arc<WriteBatch>>,
         durability: Durability,
-        result: &mut InsertResult,
+        call: &mut Call,
     ) -> Result<Vec<(usize, String)>> {
         let mut failed = Vec::new();
         let mut prepared = Vec::new();
@@ -356,14 +372,14 @@ impl CollectionInner {
                 None => set_aside.push(batch),
             }
         }
-        let written = self.commit(prepared, table, durability, writer, &mut failed)?;
-        for p in written {
-            result.inserted += p.batch.rows_of(writer);
-            p.finish();
-        }
+        let written = self.commit(prepared, table, durability, writer, &mut failed, call)?;
+        finish_written(written, writer, call);
         for batch in set_aside {
             match self.catalog.wait(&batch) {
-                Ok(()) => result.inserted += batch.rows_of(writer),
+                Ok(()) => {
+                    call.result.inserted += batch.rows_of(writer);
+                    call.committed.push(batch);
+                }
                 Err(e) => push_failed(&mut failed, &batch, writer, &e.to_string()),
             }
         }
@@ -377,7 +393,9 @@ impl CollectionInner {
     /// Returns the batches written, to be finished. The caller holds the commit gate.
     ///
     /// # Errors
-    /// A log write failure: every batch is aborted (its other writers retry, R-7.3.2).
+    /// A log write failure: every batch is aborted (its other writers retry, R-7.3.2). When
+    /// the record could not be taken back, this writer's measurements of it go to
+    /// `call.uncertain`.
     fn commit(
         &self,
         prepared: Vec<Prepared>,
@@ -385,22 +403,24 @@ impl CollectionInner {
         durability: Durability,
         writer: WriterId,
         failed: &mut Vec<(usize, String)>,
+        call: &mut Call,
     ) -> Result<Vec<Prepared>> {
         if prepared.is_empty() {
             return Ok(prepared);
         }
-        table.finish();
-        let record = match log_record(&prepared, &table) {
-            Ok(record) => record,
-            // Some batch's rows do not encode, or the table of every batch is past the
-            // codec's limits (batches with many fields of their own).
-            Err(_) => return self.commit_apart(prepared, durability, writer, failed),
-        };
-        if let Err(e) = self.wal.append(&record.encode(), durability) {
-            abort_all(prepared, &e);
-            return Err(e);
+        // The table of every batch past the codec's limits (batches with many fields of
+        // their own): written apart, before padding its columns to every row.
+        if !tscoll_codec::fits_shape(table.rows, table.columns.len()) {
+            return self.commit_apart(prepared, durability, writer, failed, call);
         }
-        Ok(prepared)
+        table.finish();
+        let Ok(record) = log_record(&prepared, &table) else {
+            // Some batch's rows do not encode.
+            return self.commit_apart(prepared, durability, writer, failed, call);
+        };
+        let mut written = prepared;
+        self.append_record(&record, &mut written, durability, writer, call)?;
+        Ok(written)
     }
 
     /// Writes prepared batches whose rows do not encode as one table: a batch whose rows do
@@ -412,18 +432,18 @@ impl CollectionInner {
     ///
     /// # Errors
     /// A log write failure: the batches not written are aborted (their other writers retry,
-    /// ), those written before it finished.
+    /// ), those written before it finished and counted in `call` as committed.
     fn commit_apart(
         &self,
         prepared: Vec<Prepared>,
         durability: Durability,
         writer: WriterId,
         failed: &mut Vec<(usize, String)>,
+        call: &mut Call,
     ) -> Result<Vec<Prepared>> {
         let mut written = Vec::with_capacity(prepared.len());
         let mut group: Vec<Prepared> = Vec::new();
         let mut table = CommitRows::new();
-        let mut names: HashSet<String> = HashSet::new();
         let mut rest = prepared.into_iter();
         while let Some(p) = rest.next() {
             let mut alone = CommitRows::new();
@@ -436,28 +456,26 @@ impl CollectionInner {
                 p.abort(CommitError::WriteFailed(reason));
                 continue;
             }
-            let columns = names.len()
+            let columns = table.columns.len()
                 + alone
                     .columns
                     .iter()
-                    .filter(|(n, _)| !names.contains(n))
+                    .filter(|(n, _)| !table.has_column(n))
                     .count();
-            if !group.is_empty() && !fits(table.rows + alone.rows, columns) {
-                if let Err(e) = self.write_group(&mut group, &mut table, durability) {
+            if !group.is_empty() && !tscoll_codec::fits_shape(table.rows + alone.rows, columns) {
+                if let Err(e) = self.write_group(&mut group, &mut table, durability, writer, call) {
                     abort_all(rest.chain([p]).collect(), &e);
-                    written.into_iter().for_each(|p: Prepared| drop(p.finish()));
+                    finish_written(written, writer, call);
                     return Err(e);
                 }
                 written.append(&mut group);
-                names.clear();
             }
-            names.extend(alone.columns.into_iter().map(|(n, _)| n));
             p.append_rows(&mut table);
             group.push(p);
         }
         if !group.is_empty() {
-            if let Err(e) = self.write_group(&mut group, &mut table, durability) {
-                written.into_iter().for_each(|p: Prepared| drop(p.finish()));
+            if let Err(e) = self.write_group(&mut group, &mut table, durability, writer, call) {
+                finish_written(written, writer, call);
                 return Err(e);
             }
             written.append(&mut group);
@@ -469,29 +487,97 @@ impl CollectionInner {
     /// empties `table`.
     ///
     /// # Errors
-    /// The record cannot be made or written: `group` is aborted (and emptied).
+    /// The record cannot be made or written: `group` is aborted (and emptied). When the
+    /// record could not be taken back, this writer's measurements of it go to
+    /// `call.uncertain`.
     fn write_group(
         &self,
         group: &mut Vec<Prepared>,
         table: &mut CommitRows,
         durability: Durability,
+        writer: WriterId,
+        call: &mut Call,
     ) -> Result<()> {
         table.finish();
         let record = log_record(group, table);
         table.clear();
-        let result = record.and_then(|r| self.wal.append(&r.encode(), durability));
-        if let Err(e) = &result {
-            abort_all(std::mem::take(group), e);
+        match record {
+            Ok(record) => self.append_record(&record, group, durability, writer, call),
+            Err(e) => {
+                abort_all(std::mem::take(group), &e);
+                Err(e)
+            }
         }
-        result
+    }
+
+    /// Appends `record`, holding the rows of `group`, to the log.
+    ///
+    /// # Errors
+    /// The append fails: `group` is aborted (and emptied). When the record could not be
+    /// taken back, this writer's measurements of it go to `call.uncertain`.
+    fn append_record(
+        &self,
+        record: &LogRecord,
+        group: &mut Vec<Prepared>,
+        durability: Durability,
+        writer: WriterId,
+        call: &mut Call,
+    ) -> Result<()> {
+        let Err(e) = self.wal.append(&record.encode(), durability) else {
+            return Ok(());
+        };
+        if e.may_remain {
+            for p in group.iter() {
+                call.uncertain.extend(p.batch.indices_of(writer));
+            }
+        }
+        abort_all(std::mem::take(group), &e.error);
+        Err(e.error)
     }
 }
 
-/// Whether a table of `rows` rows and `columns` columns is within the codec's limits.
-fn fits(rows: usize, columns: usize) -> bool {
-    rows <= tscoll_codec::MAX_ROWS
-        && columns <= tscoll_codec::MAX_COLUMNS
-        && rows.saturating_mul(columns) <= tscoll_codec::MAX_CELLS
+/// Finishes batches written to the log: they are committed, and counted so in `call` (also
+/// when a later record of the same commit fails: its error then says they were stored).
+fn finish_written(written: Vec<Prepared>, writer: WriterId, call: &mut Call) {
+    for p in written {
+        call.result.inserted += p.batch.rows_of(writer);
+        call.committed.push(Arc::clone(&p.batch));
+        p.finish();
+    }
+}
+
+/// What one insert call did so far.
+pub(crate) struct Call {
+    /// Its outcome so far.
+    pub(crate) result: InsertResult,
+    /// The batches it committed measurements of.
+    committed: Vec<Arc<WriteBatch>>,
+    /// Positions of its measurements whose log record failed and could not be taken back.
+    uncertain: Vec<usize>,
+}
+
+impl Call {
+    /// The error of the call, failed with `source`: `source` itself when nothing of the call
+    /// was committed or may have been, [`Error::InsertIncomplete`] otherwise.
+    fn failed(self, writer: WriterId, durability: Durability, source: Error) -> Error {
+        if self.committed.is_empty() && self.uncertain.is_empty() {
+            return source;
+        }
+        let mut committed: Vec<usize> = self
+            .committed
+            .iter()
+            .flat_map(|b| b.indices_of(writer))
+            .collect();
+        committed.sort_unstable();
+        let mut uncertain = self.uncertain;
+        uncertain.sort_unstable();
+        Error::InsertIncomplete {
+            committed,
+            buffered: durability == Durability::Buffered,
+            uncertain,
+            source: Box::new(source),
+        }
+    }
 }
 
 /// Aborts prepared batches that were not written (their other writers retry, R-7.3.2).

@@ -11,7 +11,7 @@ use tscoll_engine::{Accumulator, AggregateSpec};
 
 use super::find::print_stats;
 use super::{
-    CmdResult, DbArgs, open_collection, parse_json_arg, stdout_result, write_extjson_line,
+    CmdResult, DbArgs, open_readable_collection, parse_json_arg, stdout_result, write_extjson_line,
 };
 
 /// Arguments of `tscoll aggregate`.
@@ -199,18 +199,26 @@ fn parse_pipeline(text: &str) -> CmdResult<Vec<Document>> {
         .collect()
 }
 
-/// Prints one relaxed Extended JSON line per document.
+/// Prints one relaxed Extended JSON line per document, each as soon as `docs` yields it.
 ///
 /// # Errors
-/// Writing to stdout fails (other than a closed pipe).
-fn print_documents(docs: Vec<Document>) -> CmdResult<()> {
+/// The first error of `docs` (after the lines before it), or writing to stdout fails (other
+/// than a closed pipe).
+fn print_documents(
+    docs: impl IntoIterator<Item = tscoll_engine::Result<Document>>,
+) -> CmdResult<()> {
     let mut out = BufWriter::with_capacity(256 * 1024, io::stdout().lock());
+    let mut failed = None;
     let written = docs
         .into_iter()
+        .map_while(|doc| doc.map_err(|e| failed = Some(e)).ok())
         .try_for_each(|doc| write_extjson_line(&mut out, doc))
         .and_then(|()| out.flush());
     stdout_result(written)?;
-    Ok(())
+    match failed {
+        Some(e) => Err(format!("aggregate failed: {e}").into()),
+        None => Ok(()),
+    }
 }
 
 /// Runs `tscoll aggregate`.
@@ -220,16 +228,16 @@ fn print_documents(docs: Vec<Document>) -> CmdResult<()> {
 pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
     if let Some(text) = &args.pipeline {
         let pipeline = parse_pipeline(text)?;
-        let (_db, coll) = open_collection(&args.db.db, &args.coll)?;
+        let (_db, coll) = open_readable_collection(&args.db.db, &args.coll)?;
         let docs = coll
-            .aggregate(&pipeline)
+            .aggregate_cursor(&pipeline)
             .map_err(|e| format!("aggregate failed: {e}"))?;
         print_documents(docs)?;
         return Ok(ExitCode::SUCCESS);
     }
     let filter = parse_json_arg("--filter", args.filter.as_deref().unwrap_or("{}"))?;
     let window = args.window.ok_or("give --window or --pipeline")?;
-    let (_db, coll) = open_collection(&args.db.db, &args.coll)?;
+    let (_db, coll) = open_readable_collection(&args.db.db, &args.coll)?;
     let outputs = if args.outputs.is_empty() {
         vec![("count".to_owned(), Accumulator::Count)]
     } else {
@@ -248,7 +256,7 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
                 spec.meta_field.as_deref(),
             )?;
             let docs = coll
-                .aggregate(&pipeline)
+                .aggregate_cursor(&pipeline)
                 .map_err(|e| format!("aggregate failed: {e}"))?;
             print_documents(docs)?;
             return Ok(ExitCode::SUCCESS);
@@ -262,7 +270,7 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
     let (groups, stats) = coll
         .aggregate_windows_with_stats(&filter, &spec)
         .map_err(|e| format!("aggregate failed: {e}"))?;
-    print_documents(groups)?;
+    print_documents(groups.into_iter().map(Ok))?;
     if args.stats {
         print_stats(&stats);
     }

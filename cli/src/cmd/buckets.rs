@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use bson::{Bson, Document};
 
-use super::{CmdResult, DbArgs, open_collection, stdout_result, write_extjson_line};
+use super::{CmdResult, DbArgs, open_readable_collection, stdout_result, write_extjson_line};
 
 /// Arguments of `tscoll buckets`.
 #[derive(Debug, clap::Args)]
@@ -28,7 +28,7 @@ pub(crate) struct Args {
 /// # Errors
 /// No such collection, or storage errors.
 pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
-    let (_db, coll) = open_collection(&args.db.db, &args.coll)?;
+    let (_db, coll) = open_readable_collection(&args.db.db, &args.coll)?;
     let buckets = coll.buckets()?;
     let total = buckets.len();
     let shown = args.limit.unwrap_or(total).min(total);

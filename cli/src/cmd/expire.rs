@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use tscoll_engine::ExpireResult;
 
-use super::{CmdResult, DbArgs, open_collection, open_db};
+use super::{CmdResult, DbArgs, open_collection, open_existing_db};
 
 /// Arguments of `tscoll expire`.
 #[derive(Debug, clap::Args)]
@@ -47,12 +47,7 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
             let (_db, coll) = open_collection(&args.db.db, name)?;
             coll.expire(now)?
         }
-        None => {
-            if !args.db.db.is_dir() {
-                return Err(format!("no database at {}", args.db.db.display()).into());
-            }
-            open_db(&args.db.db)?.expire(now)?
-        }
+        None => open_existing_db(&args.db.db)?.expire(now)?,
     };
     outln!(
         "expired {} buckets ({} measurements) at {}",

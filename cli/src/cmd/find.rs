@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use bson::{Bson, Document};
 use tscoll_engine::{FindCursor, FindOptions, QueryStats};
 
-use super::{CmdResult, DbArgs, open_collection, parse_json_arg, stdout_result};
+use super::{CmdResult, DbArgs, open_readable_collection, parse_json_arg, stdout_result};
 use crate::output::{OutputFormat, export};
 
 /// Arguments of `tscoll find`.
@@ -93,11 +93,39 @@ pub(crate) fn parse_sort(text: &str, time_field: &str) -> CmdResult<Document> {
         }
         return Ok(doc);
     }
-    let (field, direction) = text.rsplit_once(':').unwrap_or((time_field, text));
-    let direction = match direction.trim() {
-        "1" | "asc" => 1,
-        "-1" | "desc" => -1,
-        other => return Err(format!("--sort: direction must be 1 or -1, not '{other}'").into()),
+    let direction = |text: &str| match text.trim() {
+        "1" | "asc" => Some(1),
+        "-1" | "desc" => Some(-1),
+        _ => None,
+    };
+    let (field, direction) = match text.rsplit_once(':') {
+        Some((field, d)) => (
+            field,
+            direction(d).ok_or_else(|| {
+                format!(
+                    "--sort: the direction of '{field}' must be 1 or -1 (asc, desc), not '{d}': \
+                     e.g. {field}:-1 (descending)"
+                )
+            })?,
+        ),
+        None => match direction(text) {
+            Some(d) => (time_field, d),
+            // A number is a direction, anything else a field without one.
+            None if text.trim().parse::<f64>().is_ok() => {
+                return Err(format!(
+                    "--sort: the direction must be 1 or -1 (asc, desc), not '{text}': e.g. \
+                     {time_field}:-1 (newest first)"
+                )
+                .into());
+            }
+            None => {
+                return Err(format!(
+                    "--sort: '{text}' has no direction: {text}:1 (ascending) or {text}:-1 \
+                     (descending)"
+                )
+                .into());
+            }
+        },
     };
     let mut doc = Document::new();
     doc.insert(field, direction);
@@ -115,7 +143,7 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
         .as_deref()
         .map(|p| parse_json_arg("--projection", p))
         .transpose()?;
-    let (_db, coll) = open_collection(&args.db.db, &args.coll)?;
+    let (_db, coll) = open_readable_collection(&args.db.db, &args.coll)?;
     let sort_by = args
         .sort
         .as_deref()
@@ -229,6 +257,17 @@ mod tests {
         assert_eq!(sort("-1"), Ok(doc! { "ts": -1 }));
         assert_eq!(sort("temp:1"), Ok(doc! { "temp": 1 }));
         assert!(sort("ts:2").is_err_and(|e| e.contains("1 or -1")));
+    }
+
+    #[test]
+    fn a_field_without_a_direction_is_told_how_to_give_one() {
+        let e = parse_sort("value", "ts").unwrap_err().to_string();
+        assert!(!e.contains("not 'value'"), "{e}");
+        assert!(e.contains("value:1") && e.contains("value:-1"), "{e}");
+        let e = parse_sort("value:down", "ts").unwrap_err().to_string();
+        assert!(e.contains("'down'") && e.contains("value:-1"), "{e}");
+        let e = parse_sort("2", "ts").unwrap_err().to_string();
+        assert!(e.contains("'2'") && e.contains("ts:-1"), "{e}");
     }
 
     #[test]

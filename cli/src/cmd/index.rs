@@ -88,6 +88,17 @@ pub(crate) struct ListArgs {
     pub(crate) bucket_form: bool,
 }
 
+impl Args {
+    /// The `--db` options of the action.
+    pub(crate) fn db(&self) -> &DbArgs {
+        match &self.action {
+            Action::Create(a) => &a.db,
+            Action::Drop(a) => &a.db,
+            Action::List(a) => &a.db,
+        }
+    }
+}
+
 /// Runs `tscoll index`.
 ///
 /// # Errors
@@ -147,7 +158,7 @@ fn drop_index(args: &DropArgs) -> CmdResult<ExitCode> {
 }
 
 fn list(args: &ListArgs) -> CmdResult<ExitCode> {
-    let (_db, coll) = open_collection(&args.db.db, &args.coll)?;
+    let (_db, coll) = super::open_readable_collection(&args.db.db, &args.coll)?;
     let indexes = if args.bucket_form {
         coll.list_indexes_bucket_form()
     } else {
@@ -182,9 +193,7 @@ mod tests {
     fn create_list_drop() {
         let dir = tempfile::tempdir().expect("tempdir");
         run_create(dir.path());
-        let db = || DbArgs {
-            db: dir.path().into(),
-        };
+        let db = || DbArgs::new(dir.path());
         create(&CreateArgs {
             db: db(),
             coll: "c".into(),

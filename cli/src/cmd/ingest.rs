@@ -20,13 +20,15 @@
 //! read (as stored, before decompression), with an ETA.
 //!
 //! **Figures.** After the last file the database is closed and one line gives its disk space
-//! and bytes per measurement. With `--verbose` (or `--json`), the figures of
+//! and the measurements it holds (every collection's, earlier ingests' too), and the bytes
+//! per stored measurement. With `--verbose` (or `--json`), the figures of
 //! `tscoll bench ingest` are printed instead ([`crate::cmd::report`]): measurements/s and field
 //! values/s over the wall time of reading, parsing and inserting (the time spent inside
 //! `insert_many` is shown apart), bytes per measurement on disk (the whole database
-//! directory after `close`), write amplification and peak RSS; on stderr as a table, or with
+//! directory after `close`, per measurement it holds), write amplification and peak RSS; on stderr as a table, or with
 //! `--json` as one JSON object on stdout.
 
+use std::fmt::Write as _;
 use std::io::{self, IsTerminal, Write};
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
@@ -37,7 +39,9 @@ use ::parquet::arrow::arrow_reader::ParquetRecordBatchReader;
 use arrow_array::RecordBatchReader;
 use bson::Document;
 use indicatif::{ProgressBar, ProgressState, ProgressStyle};
-use tscoll_engine::{Collection, Database, Durability, InsertOptions, InsertResult};
+use tscoll_engine::{
+    Collection, Database, Durability, Error, InsertOptions, InsertResult, position_ranges,
+};
 
 use super::report::{Ingest, Meter};
 use super::{
@@ -219,13 +223,20 @@ impl CsvArgs {
     /// Whether any CSV option was given (then an input without a known extension, such as
     /// stdin, is read as CSV).
     fn any(&self) -> bool {
-        self.csv_time_column.is_some()
-            || self.csv_time_format != "rfc3339"
-            || !self.csv_meta_columns.is_empty()
-            || self.csv_columns.is_some()
-            || self.csv_delimiter != ','
-            || self.csv_types.is_some()
-            || self.csv_columns_have_types
+        self.given().iter().any(|(_, given)| *given)
+    }
+
+    /// Each CSV option (its long name) and whether it was given.
+    fn given(&self) -> [(&'static str, bool); 7] {
+        [
+            ("--csv-time-column", self.csv_time_column.is_some()),
+            ("--csv-time-format", self.csv_time_format != "rfc3339"),
+            ("--csv-meta-columns", !self.csv_meta_columns.is_empty()),
+            ("--csv-columns", self.csv_columns.is_some()),
+            ("--csv-delimiter", self.csv_delimiter != ','),
+            ("--csv-types", self.csv_types.is_some()),
+            ("--csv-columns-have-types", self.csv_columns_have_types),
+        ]
     }
 }
 
@@ -320,6 +331,7 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
         errln!("{}", total.line("total"));
     }
     let catalog = catalog_stats_document(&db);
+    let stored = stored_measurements(&db)?;
     let closing = Instant::now();
     if let Err(e) = db.close() {
         if let Some(failure) = failure {
@@ -340,6 +352,7 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
         &args.db.db,
         Ingest {
             measurements: total.inserted,
+            stored,
             field_values: total.field_values,
             seconds: total.seconds,
             durability: args.settings.durability,
@@ -364,7 +377,8 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
     } else if !args.verbose {
         if total.inserted > 0 {
             errln!(
-                "{}: {} on disk, {:.2} bytes/measurement (--verbose for every figure)",
+                "{}: {} on disk for the {stored} measurements it holds, {:.2} bytes per stored \
+                 measurement (--verbose for every figure)",
                 args.db.db.display(),
                 super::human_bytes(report.disk_bytes),
                 report.bytes_per_measurement()
@@ -415,6 +429,19 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The measurements `db` holds, in every collection (counted from the buckets' control
+/// records).
+///
+/// # Errors
+/// Storage errors.
+pub(crate) fn stored_measurements(db: &Database) -> CmdResult<u64> {
+    let mut n = 0;
+    for (name, _) in db.list_collections()? {
+        n += db.collection(&name)?.count(&Document::new())?;
+    }
+    Ok(n)
 }
 
 /// `{"bucketCatalog": {...}}` with the engine-level catalog statistics (SPEC §8.2), or `{}`
@@ -525,16 +552,8 @@ fn ingest_input(
 /// # Errors
 /// The first such option, named.
 fn refuse_csv_options(name: &str, csv_args: &CsvArgs, what: &str, kept: &[&str]) -> CmdResult<()> {
-    let given = [
-        ("--csv-time-column", csv_args.csv_time_column.is_some()),
-        ("--csv-time-format", csv_args.csv_time_format != "rfc3339"),
-        ("--csv-meta-columns", !csv_args.csv_meta_columns.is_empty()),
-        ("--csv-columns", csv_args.csv_columns.is_some()),
-        ("--csv-delimiter", csv_args.csv_delimiter != ','),
-        ("--csv-types", csv_args.csv_types.is_some()),
-        ("--csv-columns-have-types", csv_args.csv_columns_have_types),
-    ];
-    match given
+    match csv_args
+        .given()
         .iter()
         .find(|(option, given)| *given && !kept.contains(option))
     {
@@ -758,7 +777,7 @@ impl Loader<'_> {
                     let result = self
                         .coll
                         .insert_record_batch(&batch, &self.options)
-                        .map_err(|e| format!("{}: insert failed: {e}", self.name))?;
+                        .map_err(|e| self.insert_failed(&e))?;
                     if !self.inserted(start, &result)? {
                         return Ok(());
                     }
@@ -818,8 +837,60 @@ impl Loader<'_> {
         let result = self
             .coll
             .insert_many(&self.docs, &self.options)
-            .map_err(|e| format!("{}: insert failed: {e}", self.name))?;
+            .map_err(|e| self.insert_failed(&e))?;
         self.inserted(start, &result)
+    }
+
+    /// The input lines of the first and the last measurement of the pending batch (0 for
+    /// none).
+    fn line_span(&self) -> (u64, u64) {
+        let line = |p: Option<&Position>| p.map_or(0, |p| p.line);
+        (line(self.lines.first()), line(self.lines.last()))
+    }
+
+    /// The message of a failed insert of the pending batch: which of its lines were stored
+    /// before the failure or may have been (`Error::InsertIncomplete`); none for any other
+    /// error.
+    fn insert_failed(&self, e: &Error) -> String {
+        let lines = |positions: &[usize]| {
+            position_ranges(
+                positions
+                    .iter()
+                    .filter_map(|&p| self.lines.get(p).map(|p| p.line)),
+            )
+        };
+        let (first, last) = self.line_span();
+        let batch = format!("lines {first}-{last}");
+        let Error::InsertIncomplete {
+            committed,
+            buffered,
+            uncertain,
+            source,
+        } = e
+        else {
+            return format!(
+                "{}: insert failed: {e}; nothing of {batch} was stored",
+                self.name
+            );
+        };
+        let mut out = format!("{}: insert of {batch} failed: {source}", self.name);
+        if !committed.is_empty() {
+            let _ = write!(
+                out,
+                "; lines {} were committed before the failure",
+                lines(committed)
+            );
+            out.push_str(if *buffered {
+                " to the log's buffer (--durability buffered): they may have been stored"
+            } else {
+                ": they are stored"
+            });
+        }
+        if !uncertain.is_empty() {
+            let _ = write!(out, "; lines {} may have been stored", lines(uncertain));
+        }
+        out.push_str("; the other lines of the batch were not stored");
+        out
     }
 
     /// Counts and reports what the insert of the pending batch, started at `start`, did;
@@ -886,8 +957,7 @@ impl Loader<'_> {
     /// flushes stdout, so a reader learns of the acknowledgement even if this process dies
     /// right after (the crash test `cli/tests/cli/crash_kill.rs` relies on it, SPEC R-9.5).
     fn ack(&self, inserted: usize) -> CmdResult<()> {
-        let first = self.lines.first().map_or(0, |p| p.line);
-        let last = self.lines.last().map_or(0, |p| p.line);
+        let (first, last) = self.line_span();
         let mut out = io::stdout().lock();
         writeln!(out, "ack {first} {last} {inserted}")
             .and_then(|()| out.flush())

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use bson::doc;
 
 use super::stats::bucketing;
-use super::{CmdResult, DbArgs, human_bytes, open_existing_db, to_extjson};
+use super::{CmdResult, DbArgs, human_bytes, open_readable_db, to_extjson};
 
 /// Arguments of `tscoll list`.
 #[derive(Debug, clap::Args)]
@@ -23,7 +23,7 @@ pub(crate) struct Args {
 /// # Errors
 /// No database, or storage errors.
 pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
-    let db = open_existing_db(&args.db.db)?;
+    let db = open_readable_db(&args.db.db)?;
     let collections = db.list_collections()?;
     if collections.is_empty() && !args.json {
         outln!("no collections in {}", args.db.db.display());

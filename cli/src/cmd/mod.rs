@@ -60,7 +60,7 @@ use std::path::{Path, PathBuf};
 
 use bson::{Bson, Document};
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
-use tscoll_engine::{Collection, Database, DatabaseOptions, LogOptions};
+use tscoll_engine::{Access, Collection, Database, DatabaseOptions, LogOptions};
 
 /// Error type of the commands: anything displayable.
 pub(crate) type CmdError = Box<dyn std::error::Error + Send + Sync>;
@@ -68,36 +68,78 @@ pub(crate) type CmdError = Box<dyn std::error::Error + Send + Sync>;
 /// Result type of the commands.
 pub(crate) type CmdResult<T> = Result<T, CmdError>;
 
-/// The `--db DIR` option every command but `demo` takes.
+/// The `--db DIR` option of every command that opens a database (all but `demo` and
+/// `bench`), with the options of opening it, shown under their own heading.
 #[derive(Debug, clap::Args)]
 pub(crate) struct DbArgs {
     /// Database directory (created by `create` when missing).
     #[arg(long, value_name = "DIR")]
     pub(crate) db: PathBuf,
+    /// Open a database whose journal is damaged: keep every write before the damage, drop
+    /// the rest (the original journal files are kept in the database directory) and say what
+    /// was dropped.
+    #[arg(long, help_heading = DB_OPTIONS)]
+    pub(crate) recover: bool,
+    /// Bytes each collection's write-ahead log may grow by before a checkpoint bounds it
+    /// (recovery after a crash replays at most about this much).
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_CHECKPOINT_BYTES, help_heading = DB_OPTIONS)]
+    pub(crate) checkpoint_bytes: u64,
+    /// Bytes of blobs that buckets leaving memory together must reach to be written straight
+    /// into a table rather than through fjall's journal (0: always, slow when buckets leave
+    /// one at a time; a huge value: never).
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_INGEST_MIN_BYTES, help_heading = DB_OPTIONS)]
+    pub(crate) ingest_min_bytes: u64,
+    /// Bytes of rows a sort holds in memory (`find --sort` on fields other than time, a
+    /// pipeline's `$sort` and `$setWindowFields`) before it writes them, sorted, to a
+    /// temporary file, merged with the others as the result is printed.
+    #[arg(long, value_name = "BYTES", default_value_t = tscoll_engine::SORT_MEMORY_LIMIT, help_heading = DB_OPTIONS)]
+    pub(crate) sort_memory_bytes: u64,
+}
+
+/// The help heading of the options of opening a database.
+const DB_OPTIONS: &str = "Database options";
+/// The default `--checkpoint-bytes`: 64 MiB.
+const DEFAULT_CHECKPOINT_BYTES: u64 = 64 << 20;
+/// The default `--ingest-min-bytes`: 128 KiB.
+const DEFAULT_INGEST_MIN_BYTES: u64 = 128 << 10;
+
+impl DbArgs {
+    /// `--db dir` with the default options of opening it.
+    #[cfg(test)]
+    pub(crate) fn new(dir: impl Into<PathBuf>) -> DbArgs {
+        DbArgs {
+            db: dir.into(),
+            recover: false,
+            checkpoint_bytes: DEFAULT_CHECKPOINT_BYTES,
+            ingest_min_bytes: DEFAULT_INGEST_MIN_BYTES,
+            sort_memory_bytes: tscoll_engine::SORT_MEMORY_LIMIT,
+        }
+    }
+
+    /// Makes its options those every database of the process is opened with (from `main`).
+    pub(crate) fn apply(&self) {
+        use std::sync::atomic::Ordering::Relaxed;
+        RECOVER.store(self.recover, Relaxed);
+        CHECKPOINT_BYTES.store(self.checkpoint_bytes, Relaxed);
+        INGEST_MIN_BYTES.store(self.ingest_min_bytes, Relaxed);
+        SORT_MEMORY_BYTES.store(self.sort_memory_bytes, Relaxed);
+    }
 }
 
 /// Whether `--recover` was given: databases are opened with `Database::open_recovering`.
 static RECOVER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// Sets the global `--recover` flag (from `main`).
-pub(crate) fn set_recover(on: bool) {
-    RECOVER.store(on, std::sync::atomic::Ordering::Relaxed);
-}
-
-/// The global `--checkpoint-bytes` (bytes logged between checkpoints of a collection's log).
-static CHECKPOINT_BYTES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(64 << 20);
-/// The global `--ingest-min-bytes` ([`LogOptions::ingest_min_bytes`]).
+/// `--checkpoint-bytes` (bytes logged between checkpoints of a collection's log).
+static CHECKPOINT_BYTES: std::sync::atomic::AtomicU64 =
+    std::sync::atomic::AtomicU64::new(DEFAULT_CHECKPOINT_BYTES);
+/// `--ingest-min-bytes` ([`LogOptions::ingest_min_bytes`]).
 static INGEST_MIN_BYTES: std::sync::atomic::AtomicU64 =
-    std::sync::atomic::AtomicU64::new(128 << 10);
+    std::sync::atomic::AtomicU64::new(DEFAULT_INGEST_MIN_BYTES);
+/// `--sort-memory-bytes` ([`DatabaseOptions::sort_memory_bytes`]).
+static SORT_MEMORY_BYTES: std::sync::atomic::AtomicU64 =
+    std::sync::atomic::AtomicU64::new(tscoll_engine::SORT_MEMORY_LIMIT);
 
-/// Sets the global `--checkpoint-bytes` and `--ingest-min-bytes` (from `main`).
-pub(crate) fn set_log_options(checkpoint_bytes: u64, ingest_min_bytes: u64) {
-    CHECKPOINT_BYTES.store(checkpoint_bytes, std::sync::atomic::Ordering::Relaxed);
-    INGEST_MIN_BYTES.store(ingest_min_bytes, std::sync::atomic::Ordering::Relaxed);
-}
-
-/// The options databases are opened with: the defaults, with `--checkpoint-bytes` and
-/// `--ingest-min-bytes`.
+/// The options databases are opened with: the defaults, with `--checkpoint-bytes`,
+/// `--ingest-min-bytes` and `--sort-memory-bytes`.
 pub(crate) fn db_options() -> DatabaseOptions {
     DatabaseOptions {
         log: LogOptions {
@@ -105,43 +147,83 @@ pub(crate) fn db_options() -> DatabaseOptions {
             ingest_min_bytes: INGEST_MIN_BYTES.load(std::sync::atomic::Ordering::Relaxed),
             ..LogOptions::default()
         },
+        sort_memory_bytes: SORT_MEMORY_BYTES.load(std::sync::atomic::Ordering::Relaxed),
         ..DatabaseOptions::default()
     }
 }
 
-/// Opens (or creates) the database in `dir`; with `--recover`, even when its journal is
-/// damaged, warning on stderr of what the repair dropped.
+/// Opens (or creates) the database in `dir`; with `--recover`, even when its journal or a
+/// write-ahead log is damaged. Warns on stderr of what the repair dropped, and of a torn
+/// last log record the open dropped (one line each).
 ///
 /// # Errors
 /// The engine cannot open it (e.g. another process holds it, or its journal is damaged and
 /// `--recover` was not given).
 pub(crate) fn open_db(dir: &Path) -> CmdResult<Database> {
-    let db = if RECOVER.load(std::sync::atomic::Ordering::Relaxed) {
-        Database::open_recovering(dir, db_options())
-    } else {
-        Database::open(dir, db_options())
-    }
-    .map_err(|e| format!("cannot open database {}: {e}", dir.display()))?;
-    if let Some(r) = db.recovery_report() {
-        errln!("tscoll: warning: {r}");
-    }
-    Ok(db)
+    open_with(dir, db_options())
 }
 
-/// Opens an existing database (one that `create` made).
+/// Opens an existing database (one that `create` made): a directory that holds none is an
+/// error, and nothing is written into it.
 ///
 /// # Errors
 /// No database at `dir`, or it cannot be opened.
 pub(crate) fn open_existing_db(dir: &Path) -> CmdResult<Database> {
-    if !dir.is_dir() {
-        return Err(format!(
-            "no database at {} (create a collection first: tscoll create --db {} ...)",
-            dir.display(),
-            dir.display()
-        )
-        .into());
+    open_with(
+        dir,
+        DatabaseOptions {
+            create: false,
+            ..db_options()
+        },
+    )
+}
+
+/// Opens an existing database for a command that only reads: read-only when writing is
+/// impossible (a full disk), warning on stderr of what its reads miss then.
+///
+/// # Errors
+/// As [`open_existing_db`].
+pub(crate) fn open_readable_db(dir: &Path) -> CmdResult<Database> {
+    open_readable_db_with(dir, db_options())
+}
+
+/// [`open_readable_db`] with `options` (from [`db_options`]).
+///
+/// # Errors
+/// As [`open_existing_db`].
+pub(crate) fn open_readable_db_with(dir: &Path, options: DatabaseOptions) -> CmdResult<Database> {
+    let db = open_with(
+        dir,
+        DatabaseOptions {
+            create: false,
+            access: Access::ReadWriteOrReadOnly,
+            ..options
+        },
+    )?;
+    if let Some(r) = db.read_only() {
+        errln!("tscoll: warning: {}: {r}", dir.display());
     }
-    open_db(dir)
+    Ok(db)
+}
+
+fn open_with(dir: &Path, options: DatabaseOptions) -> CmdResult<Database> {
+    let db = if RECOVER.load(std::sync::atomic::Ordering::Relaxed) {
+        Database::open_recovering(dir, options)
+    } else {
+        Database::open(dir, options)
+    }
+    .map_err(|e| match e {
+        // The message names the directory and says what to do.
+        tscoll_engine::Error::NotADatabase { .. } => e.to_string(),
+        e => format!("cannot open database {}: {e}", dir.display()),
+    })?;
+    if let Some(r) = db.recovery_report() {
+        errln!("tscoll: warning: {r}");
+    }
+    for l in db.log_recovery() {
+        errln!("tscoll: warning: {l}");
+    }
+    Ok(db)
 }
 
 /// Opens an existing database and one of its collections.
@@ -149,7 +231,21 @@ pub(crate) fn open_existing_db(dir: &Path) -> CmdResult<Database> {
 /// # Errors
 /// The directory does not exist, cannot be opened, or has no such collection.
 pub(crate) fn open_collection(dir: &Path, name: &str) -> CmdResult<(Database, Collection)> {
-    let db = open_existing_db(dir)?;
+    collection_of(open_existing_db(dir)?, name)
+}
+
+/// Opens an existing database ([`open_readable_db`]) and one of its collections, to read.
+///
+/// # Errors
+/// As [`open_collection`].
+pub(crate) fn open_readable_collection(
+    dir: &Path,
+    name: &str,
+) -> CmdResult<(Database, Collection)> {
+    collection_of(open_readable_db(dir)?, name)
+}
+
+fn collection_of(db: Database, name: &str) -> CmdResult<(Database, Collection)> {
     let coll = db
         .collection(name)
         .map_err(|e| format!("collection '{name}': {e}"))?;
@@ -327,8 +423,10 @@ impl Serialize for NumberLong {
     }
 }
 
-/// Milliseconds since the Unix epoch (0 up to [`LAST_RELAXED_DATE_MS`]) shown as
-/// `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+/// Milliseconds since the Unix epoch shown as `YYYY-MM-DDTHH:MM:SS.mmmZ` (RFC 3339) for the
+/// years 0 to 9999; other years are ISO 8601 expanded years, a sign and at least six digits
+/// (`+010000-01-01T00:00:00.000Z`, `-000001-12-31T23:59:59.999Z`), as JavaScript's
+/// `Date.toISOString` writes them, so that every `i64` has a text.
 pub(crate) struct IsoMillis(pub(crate) i64);
 
 impl fmt::Display for IsoMillis {
@@ -337,9 +435,15 @@ impl fmt::Display for IsoMillis {
         let ms_of_day = self.0.rem_euclid(86_400_000);
         let (year, month, day) = civil_from_days(days);
         let (seconds, ms) = (ms_of_day / 1000, ms_of_day % 1000);
+        if (0..=9999).contains(&year) {
+            write!(f, "{year:04}")?;
+        } else {
+            let sign = if year < 0 { '-' } else { '+' };
+            write!(f, "{sign}{:06}", year.unsigned_abs())?;
+        }
         write!(
             f,
-            "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{ms:03}Z",
+            "-{month:02}-{day:02}T{:02}:{:02}:{:02}.{ms:03}Z",
             seconds / 3600,
             seconds / 60 % 60,
             seconds % 60

@@ -73,6 +73,10 @@ impl Meter {
 pub(crate) struct Ingest {
     /// Measurements stored.
     pub(crate) measurements: u64,
+    /// Measurements the database holds after the ingest, in every collection (those of
+    /// earlier ingests too): the disk bytes are the whole database's, so the figures per
+    /// measurement divide by this.
+    pub(crate) stored: u64,
     /// Field values stored (the fields of those measurements but the time and meta fields).
     pub(crate) field_values: u64,
     /// The timed seconds the rates are computed from.
@@ -110,9 +114,9 @@ impl IngestReport {
         n as f64 / self.ingest.seconds.max(1e-9)
     }
 
-    /// Disk bytes per measurement.
+    /// Disk bytes per measurement the database holds.
     pub(crate) fn bytes_per_measurement(&self) -> f64 {
-        self.disk_bytes as f64 / self.ingest.measurements.max(1) as f64
+        per_measurement(self.disk_bytes, self.ingest.stored)
     }
 
     /// Bytes written ÷ final disk bytes; `None` when not measurable (no `/proc/self/io`, or
@@ -132,7 +136,8 @@ impl IngestReport {
     }
 
     /// The keys of the `--json` object: `measurements`, `seconds`, `measurements_per_s`,
-    /// `field_values_per_s`, `disk_bytes`, `bytes_per_measurement`, `write_amplification`
+    /// `field_values_per_s`, `stored_measurements` (the database's), `disk_bytes`,
+    /// `bytes_per_measurement` (per stored measurement), `write_amplification`
     /// and `peak_rss_bytes` (null when unknown), `durability`, `threads`, `cpu_seconds` and
     /// `measurements_per_cpu_s` (null when unknown).
     pub(crate) fn json(&self) -> Map<String, Value> {
@@ -142,10 +147,11 @@ impl IngestReport {
             "seconds": i.seconds,
             "measurements_per_s": self.per_second(i.measurements),
             "field_values_per_s": self.per_second(i.field_values),
+            "stored_measurements": i.stored,
             "disk_bytes": self.disk_bytes,
             "bytes_per_measurement": self.bytes_per_measurement(),
             "table_bytes": self.table_bytes,
-            "table_bytes_per_measurement": self.table_bytes.map(|b| per_measurement(b, i.measurements)),
+            "table_bytes_per_measurement": self.table_bytes.map(|b| per_measurement(b, i.stored)),
             "write_amplification": self.write_amplification(),
             "peak_rss_bytes": self.peak_rss_bytes,
             "durability": durability_name(i.durability),
@@ -183,12 +189,16 @@ impl IngestReport {
             "bytes/measurement",
             format!("{:.2}", self.bytes_per_measurement()),
         );
+        t.note(
+            "bytes/measurement",
+            format!("of the {} measurements the database holds", i.stored),
+        );
         if let Some(tables) = self.table_bytes {
             t.note(
                 "bytes/measurement",
                 format!(
                     "{:.2} in fjall's tables, without the journal",
-                    per_measurement(tables, i.measurements)
+                    per_measurement(tables, i.stored)
                 ),
             );
         }
@@ -433,6 +443,7 @@ mod tests {
         IngestReport {
             ingest: Ingest {
                 measurements: 1000,
+                stored: 1000,
                 field_values: 10_000,
                 seconds: 0.5,
                 durability: DurabilityArg::Sync,
@@ -459,6 +470,7 @@ mod tests {
                 "seconds",
                 "measurements_per_s",
                 "field_values_per_s",
+                "stored_measurements",
                 "disk_bytes",
                 "bytes_per_measurement",
                 "table_bytes",

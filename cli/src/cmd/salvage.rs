@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use tscoll_engine::{Database, DatabaseOptions, SalvageReport};
 
 use super::verify::DAMAGE_FOUND;
-use super::{CmdResult, DbArgs, open_db};
+use super::{CmdResult, DbArgs, open_readable_db};
 
 /// Arguments of `tscoll salvage`.
 #[derive(Debug, clap::Args)]
@@ -29,9 +29,6 @@ pub(crate) struct Args {
 /// `--recover`), a `--to` directory that is not empty, storage errors in the new database.
 pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
     let src = &args.db.db;
-    if !src.is_dir() {
-        return Err(format!("no database at {}", src.display()).into());
-    }
     let to = &args.to;
     if to.exists() {
         let empty = to.is_dir()
@@ -52,7 +49,7 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
     {
         return Err("--to must be another directory than --db".into());
     }
-    let source = open_db(src)?;
+    let source = open_readable_db(src)?;
     let target = Database::open(to, DatabaseOptions::default())
         .map_err(|e| format!("cannot create database {}: {e}", to.display()))?;
     let report = source.salvage_into(&target)?;
@@ -64,12 +61,28 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
     })
 }
 
+/// One line per write-ahead log the open of the database dropped records from (`damaged
+/// write-ahead log: ...` or `torn write-ahead log tail: ...`), for `verify` and `salvage`.
+pub(crate) fn log_lines(log: &[tscoll_engine::LogRecovery]) -> String {
+    log.iter()
+        .map(|l| {
+            let what = if l.damaged {
+                "damaged write-ahead log"
+            } else {
+                "torn write-ahead log tail"
+            };
+            format!("{what}: {l}\n")
+        })
+        .collect()
+}
+
 /// The report as text: what each collection got, every loss, the totals.
 pub(crate) fn report_text(r: &SalvageReport, to: &str) -> String {
     let mut out = String::new();
     if let Some(j) = &r.recovery {
         out.push_str(&format!("damaged journal: {j}\n"));
     }
+    out.push_str(&log_lines(&r.log));
     for c in &r.collections {
         out.push_str(&format!(
             "{}: copied {} measurement(s) of {} segment(s) from {} bucket(s), {} secondary \
@@ -122,7 +135,7 @@ mod tests {
             .expect("insert");
         }
         let args = |to: &std::path::Path| Args {
-            db: DbArgs { db: src.clone() },
+            db: DbArgs::new(src.clone()),
             to: to.to_path_buf(),
         };
         assert_eq!(run(&args(&to)).expect("salvage"), ExitCode::SUCCESS);

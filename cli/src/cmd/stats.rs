@@ -6,8 +6,10 @@
 //! saves. It names the cause and the fix: series too short to fill a bucket (a meta field
 //! naming more than a data source), a granularity too fine for the spacing of a series'
 //! measurements (`collmod` to a coarser one, or custom bucketing, with the measurements per
-//! bucket that gives), or buckets closed early although their span fits. Spacings and series
-//! lengths are observed from the buckets' control min/max times and counts.
+//! bucket that gives), or buckets closed early although their span fits (out of time order
+//! when buckets of a series overlap in time). Spacings, series lengths and overlaps are
+//! observed from the stored buckets' control min/max times and counts: the counters of
+//! closes by reason count the inserts of the process that made them, none in `tscoll stats`.
 
 use std::collections::HashMap;
 use std::process::ExitCode;
@@ -15,7 +17,7 @@ use std::process::ExitCode;
 use bson::{Bson, Document};
 use tscoll_engine::{Collection, CollectionSpec, CollectionStats, Database, Granularity};
 
-use super::{CmdResult, DbArgs, human_bytes, human_seconds, open_collection, to_extjson};
+use super::{CmdResult, DbArgs, human_bytes, human_seconds, open_readable_collection, to_extjson};
 
 /// Below this average, buckets are too small (MongoDB's schema advice uses the same idea).
 pub(crate) const MIN_MEASUREMENTS_PER_BUCKET: f64 = 10.0;
@@ -70,11 +72,11 @@ impl Derived {
 pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
     let (db, names) = match &args.coll {
         Some(name) => {
-            let (db, _) = open_collection(&args.db.db, name)?;
+            let (db, _) = open_readable_collection(&args.db.db, name)?;
             (db, vec![name.clone()])
         }
         None => {
-            let db = super::open_existing_db(&args.db.db)?;
+            let db = super::open_readable_db(&args.db.db)?;
             let names = db.list_collections()?.into_iter().map(|(n, _)| n).collect();
             (db, names)
         }
@@ -220,6 +222,11 @@ pub(crate) struct SeriesSpan {
     pub(crate) max_ms: i64,
     /// Measurements.
     pub(crate) count: u64,
+    /// Buckets.
+    pub(crate) buckets: u64,
+    /// Buckets that start before an earlier-starting bucket of the series ends: opened for
+    /// measurements that came out of time order.
+    pub(crate) overlapping: u64,
 }
 
 impl SeriesSpan {
@@ -230,9 +237,11 @@ impl SeriesSpan {
     }
 }
 
-/// Groups buckets by meta and sums their spans and counts.
+/// Groups buckets by meta and sums their spans and counts, and counts the buckets that
+/// overlap an earlier one in time.
 pub(crate) fn observe_series(buckets: &[Document], time_field: &str) -> Vec<SeriesSpan> {
-    let mut by_meta: HashMap<String, SeriesSpan> = HashMap::new();
+    // The (min, max) times of each series' buckets.
+    let mut by_meta: HashMap<String, (SeriesSpan, Vec<(i64, i64)>)> = HashMap::new();
     for bucket in buckets {
         let control = bucket.get_document("control").ok();
         let time = |part: &str| {
@@ -252,20 +261,34 @@ pub(crate) fn observe_series(buckets: &[Document], time_field: &str) -> Vec<Seri
         let key = bucket
             .get("meta")
             .map_or_else(String::new, |m| m.to_string());
-        by_meta
-            .entry(key)
-            .and_modify(|s| {
-                s.min_ms = s.min_ms.min(min_ms);
-                s.max_ms = s.max_ms.max(max_ms);
-                s.count += count;
-            })
-            .or_insert(SeriesSpan {
+        let (s, spans) = by_meta.entry(key).or_insert((
+            SeriesSpan {
                 min_ms,
                 max_ms,
-                count,
-            });
+                count: 0,
+                buckets: 0,
+                overlapping: 0,
+            },
+            Vec::new(),
+        ));
+        s.min_ms = s.min_ms.min(min_ms);
+        s.max_ms = s.max_ms.max(max_ms);
+        s.count += count;
+        s.buckets += 1;
+        spans.push((min_ms, max_ms));
     }
-    by_meta.into_values().collect()
+    by_meta
+        .into_values()
+        .map(|(mut s, mut spans)| {
+            spans.sort_unstable();
+            let mut end = i64::MIN;
+            for (min, max) in spans {
+                s.overlapping += u64::from(min < end);
+                end = end.max(max);
+            }
+            s
+        })
+        .collect()
 }
 
 fn bson_u64(value: &Bson) -> Option<u64> {
@@ -383,13 +406,27 @@ pub(crate) fn advise(
                 human_seconds(new_span)
             ));
         }
-        None => out.push(format!(
-            "cause: buckets close before they fill although their span fits ({apart}, a \
-             bucket spans {}): measurements out of time order or far in the past, gaps, or \
-             changes of field types close them; tscoll stats --verbose counts the closes by \
-             reason (numBucketsClosedDue...)",
-            human_seconds(span)
-        )),
+        None => {
+            let buckets: u64 = series.iter().map(|s| s.buckets).sum();
+            let overlapping: u64 = series.iter().map(|s| s.overlapping).sum();
+            let seen = if overlapping > 0 {
+                format!(
+                    "{overlapping} of the {buckets} stored buckets overlap in time an \
+                     earlier bucket of their series: measurements came out of time order \
+                     (insert each series in time order)"
+                )
+            } else {
+                format!(
+                    "none of the {buckets} stored buckets overlaps another of its series in \
+                     time, so gaps in the series or changes of a field's type closed them"
+                )
+            };
+            out.push(format!(
+                "cause: buckets close before they fill although their span fits ({apart}, a \
+                 bucket spans {}): {seen}",
+                human_seconds(span)
+            ));
+        }
     }
     out
 }
@@ -439,7 +476,9 @@ mod tests {
             SeriesSpan {
                 min_ms: 0,
                 max_ms: 4 * day,
-                count: 5
+                count: 5,
+                buckets: 2,
+                overlapping: 0,
             }
         );
         assert_eq!(series[1].spacing_seconds(), Some(86_400.0));
@@ -453,8 +492,34 @@ mod tests {
                 max_ms: i64::try_from(i).expect("i")
                     + spacing_ms * (i64::try_from(count).expect("n") - 1),
                 count,
+                buckets: count / 5,
+                overlapping: 0,
             })
             .collect()
+    }
+
+    #[test]
+    fn counts_buckets_that_overlap_an_earlier_one_of_their_series() {
+        let buckets = [
+            bucket("a", 0, 100, 10),
+            bucket("a", 200, 300, 10),
+            // Starts inside the first: opened for late measurements.
+            bucket("a", 50, 60, 2),
+            bucket("a", 250, 260, 1),
+            // Starts where the one before ends (equal times): not out of order.
+            bucket("a", 300, 400, 10),
+            bucket("b", 0, 100, 10),
+            bucket("b", 101, 200, 10),
+        ];
+        let mut series = observe_series(&buckets, "ts");
+        series.sort_by_key(|s| s.buckets);
+        assert_eq!(
+            series
+                .iter()
+                .map(|s| (s.buckets, s.overlapping))
+                .collect::<Vec<_>>(),
+            [(2, 0), (5, 2)]
+        );
     }
 
     #[test]
@@ -516,8 +581,23 @@ mod tests {
     #[test]
     fn buckets_closed_early_point_at_ordering_and_gaps() {
         // One point every 10 s: the hour span fits 360, series are long, yet 5 per bucket.
-        let series = spread(4, 10_000, 10_000);
+        let mut series = spread(4, 10_000, 10_000);
         let advice = advise("cpu", &spec(Granularity::Seconds), 5.0, &series);
         assert!(advice[1].contains("close before they fill"), "{advice:?}");
+        assert!(
+            advice[1].contains("none of the 8000 stored buckets overlaps"),
+            "{advice:?}"
+        );
+        series[1].overlapping = 30;
+        let advice = advise("cpu", &spec(Granularity::Seconds), 5.0, &series);
+        assert!(
+            advice[1].contains("30 of the 8000 stored buckets overlap"),
+            "{advice:?}"
+        );
+        assert!(advice[1].contains("out of time order"), "{advice:?}");
+        // The closes by reason are counted in the process that inserts: `tscoll stats`
+        // (a fresh process) always shows them as zero, so the advice does not point there.
+        assert!(!advice[1].contains("numBucketsClosed"), "{advice:?}");
+        assert!(!advice[1].contains("--verbose"), "{advice:?}");
     }
 }

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use tscoll_engine::VerifyReport;
 
-use super::{CmdResult, DbArgs, open_db};
+use super::{CmdResult, DbArgs, open_readable_db};
 
 /// Exit status of `verify` and `salvage` when damage was found (1 is a failed command).
 pub(crate) const DAMAGE_FOUND: u8 = 2;
@@ -22,13 +22,12 @@ pub(crate) struct Args {
 /// # Errors
 /// A missing database, one that cannot be opened (a damaged journal without `--recover`).
 pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
-    let dir = &args.db.db;
-    if !dir.is_dir() {
-        return Err(format!("no database at {}", dir.display()).into());
-    }
-    let db = open_db(dir)?;
+    let db = open_readable_db(&args.db.db)?;
     let report = db.verify()?;
-    print_report(&report);
+    outln!(
+        "{}",
+        report_text(&report, &args.db.db.display().to_string())
+    );
     Ok(if report.is_ok() {
         ExitCode::SUCCESS
     } else {
@@ -36,12 +35,13 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
     })
 }
 
-/// The report as text: problems, then the totals.
-pub(crate) fn report_text(r: &VerifyReport) -> String {
+/// The report of database `db` as text: problems, then the totals and what to run.
+pub(crate) fn report_text(r: &VerifyReport, db: &str) -> String {
     let mut out = String::new();
     if let Some(j) = &r.recovery {
         out.push_str(&format!("damaged journal: {j}\n"));
     }
+    out.push_str(&super::salvage::log_lines(&r.log));
     for p in &r.problems {
         out.push_str(&format!("damaged: {p}\n"));
     }
@@ -54,20 +54,21 @@ pub(crate) fn report_text(r: &VerifyReport) -> String {
         r.measurements,
         r.index_entries,
         match (r.problems.len(), r.recovery.is_some()) {
-            (0, false) => "no problem found".to_owned(),
+            (0, false) if r.log.is_empty() => "no problem found".to_owned(),
+            (0, false) =>
+                "no problem found in what the write-ahead log kept (see above)".to_owned(),
             (0, true) => "no problem found in what the journal repair kept".to_owned(),
             (1, _) => "1 problem".to_owned(),
             (n, _) => format!("{n} problems"),
         }
     ));
     if !r.is_ok() {
-        out.push_str("\nrun `tscoll salvage` to copy what is readable into a new database");
+        out.push_str(&format!(
+            "\nrun `tscoll salvage --db {db} --to NEWDIR` to copy every readable measurement \
+             into a new database in NEWDIR, a new directory"
+        ));
     }
     out
-}
-
-fn print_report(r: &VerifyReport) {
-    outln!("{}", report_text(r));
 }
 
 #[cfg(test)]
@@ -92,14 +93,12 @@ mod tests {
             .expect("insert");
         }
         let code = run(&Args {
-            db: DbArgs {
-                db: dir.path().into(),
-            },
+            db: DbArgs::new(dir.path()),
         })
         .expect("verify");
         assert_eq!(code, ExitCode::SUCCESS);
         let db = Database::open(dir.path(), DatabaseOptions::default()).expect("open");
-        let text = report_text(&db.verify().expect("verify"));
+        let text = report_text(&db.verify().expect("verify"), "db");
         assert!(
             text.ends_with(
                 "1 bucket(s), 1 segment(s), 1 measurement(s), 1 index entries: no problem found"

@@ -28,7 +28,9 @@ pub(crate) enum EpochUnit {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum TimeFormat {
     /// RFC 3339 (`2016-05-02T00:00:00Z`, `2016-05-02T08:00:00+08:00`); also accepted: a space
-    /// instead of `T`, no offset (taken as UTC) and a bare date (midnight UTC).
+    /// instead of `T`, no offset (taken as UTC), a bare date (midnight UTC) and an ISO 8601
+    /// expanded year, a sign and four or more digits (`+010000-01-01T00:00:00.000Z`,
+    /// `-000001-12-31T00:00:00Z`: what `find --format csv` writes outside the years 0 to 9999).
     Rfc3339,
     /// A number of units since the Unix epoch (an integer, or for seconds a decimal), kept to
     /// the millisecond (rounded down).
@@ -184,10 +186,14 @@ fn epoch_ms(unit: EpochUnit, n: i64) -> Option<i64> {
     }
 }
 
-/// RFC 3339, plus the common relaxations listed at [`TimeFormat::Rfc3339`].
+/// RFC 3339, plus the common relaxations and expanded years listed at
+/// [`TimeFormat::Rfc3339`].
 fn parse_rfc3339_lenient(text: &str) -> Option<DateTime> {
     if let Ok(t) = DateTime::parse_rfc3339_str(text) {
         return Some(t);
+    }
+    if let Some(unsigned) = text.strip_prefix(['+', '-']) {
+        return parse_expanded_year(text.starts_with('-'), unsigned);
     }
     let mut s = text.to_owned();
     if s.len() == 10 {
@@ -202,6 +208,26 @@ fn parse_rfc3339_lenient(text: &str) -> Option<DateTime> {
         s.push('Z');
     }
     DateTime::parse_rfc3339_str(&s).ok()
+}
+
+/// A time with an ISO 8601 expanded year: `unsigned` is the text after the sign, four or more
+/// digits of year, then the rest of an RFC 3339 time (relaxed as
+/// [`parse_rfc3339_lenient`]). `None` when it is not one, or is outside the dates' range.
+fn parse_expanded_year(negative: bool, unsigned: &str) -> Option<DateTime> {
+    /// Days in 400 Gregorian years: the calendar repeats after them.
+    const CYCLE_MS: i128 = 146_097 * 86_400_000;
+    let digits = unsigned.bytes().take_while(u8::is_ascii_digit).count();
+    if digits < 4 {
+        return None;
+    }
+    let (year, rest) = unsigned.split_at(digits);
+    let year: i64 = year.parse().ok()?;
+    let year = if negative { -year } else { year };
+    // The same day of a year from 2000 to 2399, moved by whole 400-year cycles.
+    let cycles = year.div_euclid(400) - 5;
+    let same = parse_rfc3339_lenient(&format!("{}{rest}", year.rem_euclid(400) + 2000))?;
+    let ms = i128::from(same.timestamp_millis()) + i128::from(cycles) * CYCLE_MS;
+    i64::try_from(ms).ok().map(DateTime::from_millis)
 }
 
 /// `text` read with strftime `format`: with an offset, as a local time and date without

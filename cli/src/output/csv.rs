@@ -5,8 +5,9 @@
 //!
 //! Values: strings as they are; int and long in decimal; doubles in their shortest exact
 //! form (`NaN`, `Infinity`, `-Infinity` when not finite); booleans `true`/`false`; dates in
-//! RFC 3339 with milliseconds (`2016-01-01T00:00:00.000Z`; outside years 0 to 9999 as
-//! Extended JSON); ObjectIds in hex; null and a
+//! RFC 3339 with milliseconds (`2016-01-01T00:00:00.000Z`; outside years 0 to 9999 with an
+//! ISO 8601 expanded year, `+010000-01-01T00:00:00.000Z`, which `ingest` reads back as
+//! well); ObjectIds in hex; null and a
 //! missing field as an empty cell; arrays, empty documents and every other type as relaxed
 //! Extended JSON.
 
@@ -15,11 +16,7 @@ use std::io::Write;
 
 use bson::{Bson, Document};
 
-use crate::cmd::{IsoMillis, LAST_RELAXED_DATE_MS, RelaxedExtJson};
-
-/// 0000-01-01T00:00:00.000Z: dates from it to year 9999 are written in RFC 3339, others as
-/// Extended JSON.
-const FIRST_YEAR_0_MS: i64 = -62_167_219_200_000;
+use crate::cmd::{IsoMillis, RelaxedExtJson};
 
 /// The columns of a CSV export: every field path seen, in the order first seen.
 #[derive(Debug, Default)]
@@ -144,9 +141,7 @@ fn write_cell(cell: &mut String, value: &Bson) {
             cell.push_str(&serde_json::to_string(x).unwrap_or_default());
         }
         Bson::Boolean(b) => cell.push_str(if *b { "true" } else { "false" }),
-        Bson::DateTime(d)
-            if (FIRST_YEAR_0_MS..=LAST_RELAXED_DATE_MS).contains(&d.timestamp_millis()) =>
-        {
+        Bson::DateTime(d) => {
             let _ = write!(cell, "{}", IsoMillis(d.timestamp_millis()));
         }
         Bson::ObjectId(id) => cell.push_str(&id.to_hex()),
@@ -186,7 +181,7 @@ mod tests {
             "ts,meta.s,x,y,z,e\n\
              2016-01-01T00:00:00.000Z,a,1,,,\n\
              1970-01-01T00:00:00.001Z,\"b,c\",,0.1,\"[1,2]\",{}\n\
-             \"{\"\"$date\"\":{\"\"$numberLong\"\":\"\"-62167219200001\"\"}}\",,,,,\n"
+             -000001-12-31T23:59:59.999Z,,,,,\n"
         );
     }
 
@@ -203,6 +198,57 @@ mod tests {
             cell.clear();
             write_cell(&mut cell, &Bson::Double(x));
             assert_eq!(cell, want);
+        }
+    }
+
+    #[test]
+    fn every_date_is_written_as_text_that_reads_back() {
+        use crate::input::csv::TimeFormat;
+        let cases = [
+            (i64::MIN, "-292275055-05-16T16:47:04.192Z"),
+            (-62_167_219_200_001, "-000001-12-31T23:59:59.999Z"),
+            (-62_167_219_200_000, "0000-01-01T00:00:00.000Z"),
+            (-1, "1969-12-31T23:59:59.999Z"),
+            (253_402_300_799_999, "9999-12-31T23:59:59.999Z"),
+            (253_402_300_800_000, "+010000-01-01T00:00:00.000Z"),
+            (i64::MAX, "+292278994-08-17T07:12:55.807Z"),
+        ];
+        let mut cell = String::new();
+        for (ms, want) in cases {
+            cell.clear();
+            write_cell(&mut cell, &Bson::DateTime(bson::DateTime::from_millis(ms)));
+            assert_eq!(cell, want);
+            let read = TimeFormat::Rfc3339.parse_time(&cell).expect(want);
+            assert_eq!(read.timestamp_millis(), ms, "{want}");
+        }
+        // Every day boundary over 1200 years around year 0, and around 10000.
+        for start in [
+            -62_167_219_200_000_i64 - 600 * 31_556_952_000,
+            240_000_000_000_000,
+        ] {
+            for day in 0..438_300 {
+                let ms = start + day * 86_400_000 + 3_599_999;
+                cell.clear();
+                write_cell(&mut cell, &Bson::DateTime(bson::DateTime::from_millis(ms)));
+                let read = TimeFormat::Rfc3339.parse_time(&cell).expect("reads back");
+                assert_eq!(read.timestamp_millis(), ms, "{cell}");
+            }
+        }
+        // Offsets and the relaxed forms hold with an expanded year too.
+        for (text, ms) in [
+            ("+010000-01-01T01:00:00+01:00", 253_402_300_800_000),
+            ("+010000-01-01 00:00:00", 253_402_300_800_000),
+            ("+010000-01-01", 253_402_300_800_000),
+        ] {
+            let read = TimeFormat::Rfc3339.parse_time(text).expect(text);
+            assert_eq!(read.timestamp_millis(), ms, "{text}");
+        }
+        for bad in [
+            "+10-01-01T00:00:00Z",
+            "+292278994-08-17T07:12:55.808Z",
+            "+x",
+        ] {
+            assert!(TimeFormat::Rfc3339.parse_time(bad).is_err(), "{bad}");
         }
     }
 

@@ -77,8 +77,8 @@ where
             }
             let mut notes = Vec::new();
             shape.notes("", &mut notes);
-            for note in notes {
-                crate::cmd::write_stderr(format_args!("note: {note}"), true);
+            if let Some(line) = shape::notes_line(&notes) {
+                crate::cmd::write_stderr(format_args!("note: {line}"), true);
             }
             let schema = Arc::new(shape.schema()?);
             let out = io::BufWriter::with_capacity(256 * 1024, open()?);

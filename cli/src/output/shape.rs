@@ -127,20 +127,39 @@ impl DocShape {
         Ok(Schema::new(self.fields("")?))
     }
 
-    /// Notes on what the mapping changes: widened numeric fields, and fields both null and
-    /// missing, whose nulls are written as missing values.
-    pub(crate) fn notes(&self, path: &str, out: &mut Vec<String>) {
+    /// Notes on what the mapping changes, as `(change, field path)`: widened numeric fields,
+    /// and fields both null and missing, whose nulls are written as missing values.
+    pub(crate) fn notes(&self, path: &str, out: &mut Vec<(String, String)>) {
         for (name, shape) in self.names.iter().zip(&self.shapes) {
             let field_path = join(path, name);
             shape.notes(&field_path, out);
             if shape.nulls && shape.present < self.count {
-                out.push(format!(
-                    "field '{field_path}': both null and missing; its nulls are written as \
-                     missing values"
+                out.push((
+                    "nulls as missing values (the field is missing elsewhere)".to_owned(),
+                    field_path,
                 ));
             }
         }
     }
+}
+
+/// The notes of [`DocShape::notes`] as one line, the fields of each change together:
+/// `int values as double: 'a', 'b'; ...`; `None` without notes.
+pub(crate) fn notes_line(notes: &[(String, String)]) -> Option<String> {
+    let mut changes: Vec<(&str, Vec<&str>)> = Vec::new();
+    for (change, path) in notes {
+        match changes.iter_mut().find(|(c, _)| *c == change.as_str()) {
+            Some((_, paths)) => paths.push(path.as_str()),
+            None => changes.push((change.as_str(), vec![path.as_str()])),
+        }
+    }
+    (!changes.is_empty()).then(|| {
+        let parts: Vec<String> = changes
+            .iter()
+            .map(|(change, paths)| format!("{change}: '{}'", paths.join("', '")))
+            .collect();
+        format!("written to Parquet with {}", parts.join("; "))
+    })
 }
 
 /// The dotted path of field `name` inside `path` (empty at the top).
@@ -300,12 +319,15 @@ impl Shape {
 
     /// Notes on the field at `path` and the fields inside it: numeric widenings (and, in
     /// documents, nulls written as missing values).
-    fn notes(&self, path: &str, out: &mut Vec<String>) {
+    fn notes(&self, path: &str, out: &mut Vec<(String, String)>) {
         if !self.widened.is_empty() {
-            out.push(format!(
-                "field '{path}': {} values written as {}",
-                self.widened.join(" and "),
-                self.kind.as_ref().map_or("?", Kind::name)
+            out.push((
+                format!(
+                    "{} values as {}",
+                    self.widened.join(" and "),
+                    self.kind.as_ref().map_or("?", Kind::name)
+                ),
+                path.to_owned(),
             ));
         }
         match &self.kind {

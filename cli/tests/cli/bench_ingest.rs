@@ -54,6 +54,7 @@ fn json_has_every_figure_and_the_exact_count() {
         "days",
         "batch_size",
         "stored_bytes",
+        "stored_measurements",
         "rollup_bytes",
         "bucket_catalog",
     ];

@@ -106,10 +106,17 @@ fn mixed_numbers_are_widened_with_a_note() {
     let s = Scratch::new();
     s.create("a");
     s.create("b");
+    // `v` and eight more fields hold ints and doubles.
+    let (ints, doubles): (String, String) = (1..=8)
+        .map(|i| (format!(",\"w{i}\":{i}"), format!(",\"w{i}\":{i}.5")))
+        .unzip();
     let input = s.file(
         "in.ndjson",
-        b"{\"ts\":{\"$date\":\"2016-01-01T00:00:00Z\"},\"meta\":\"a\",\"v\":1,\"n\":1,\"x\":null}\n\
-          {\"ts\":{\"$date\":\"2016-01-01T00:00:01Z\"},\"meta\":\"a\",\"v\":2.5,\"n\":{\"$numberLong\":\"3\"}}\n",
+        format!(
+            "{{\"ts\":{{\"$date\":\"2016-01-01T00:00:00Z\"}},\"meta\":\"a\",\"v\":1,\"n\":1,\"x\":null{ints}}}\n\
+             {{\"ts\":{{\"$date\":\"2016-01-01T00:00:01Z\"}},\"meta\":\"a\",\"v\":2.5,\"n\":{{\"$numberLong\":\"3\"}}{doubles}}}\n"
+        )
+        .as_bytes(),
     );
     s.run("ingest", &["a", &input]).ok();
     let out = s.path().join("a.parquet");
@@ -118,15 +125,19 @@ fn mixed_numbers_are_widened_with_a_note() {
         .run("find", &["a", "--format", "parquet", "--out", out])
         .ok();
     let err = run.stderr();
+    // One line for the whole export, naming every field.
+    let notes: Vec<&str> = err.lines().filter(|l| l.starts_with("note:")).collect();
+    assert_eq!(notes.len(), 1, "{err}");
+    let doubles: String = (1..=8).map(|i| format!(", 'w{i}'")).collect();
     assert!(
-        err.contains("field 'v': int values written as double"),
+        notes[0].contains(&format!("int values as double: 'v'{doubles}")),
         "{err}"
     );
+    assert!(notes[0].contains("int values as long: 'n'"), "{err}");
     assert!(
-        err.contains("field 'n': int values written as long"),
+        notes[0].contains("nulls as missing values (the field is missing elsewhere): 'x'"),
         "{err}"
     );
-    assert!(err.contains("field 'x': both null and missing"), "{err}");
     s.run("ingest", &["b", out]).ok();
     let docs = s.find_all("b");
     assert_eq!(docs.len(), 2);
@@ -254,6 +265,33 @@ fn a_parquet_column_of_a_type_bson_lacks_is_refused_before_anything_is_stored() 
     );
 }
 
+/// `find COLL --format csv` without `_id`.
+fn export_csv(s: &Scratch, coll: &str) -> String {
+    s.run(
+        "find",
+        &[coll, "--format", "csv", "--projection", r#"{"_id":0}"#],
+    )
+    .ok()
+    .stdout()
+}
+
+/// Ingests `csv` into `coll`, `meta.series` its meta column, `types` its `--csv-types`.
+fn ingest_csv(s: &Scratch, coll: &str, csv: &str, types: &str) {
+    let file = s.file(&format!("{coll}.csv"), csv.as_bytes());
+    s.run(
+        "ingest",
+        &[
+            coll,
+            &file,
+            "--csv-meta-columns",
+            "meta.series",
+            "--csv-types",
+            types,
+        ],
+    )
+    .ok();
+}
+
 #[test]
 fn csv_export_reads_back_through_ingest() {
     let s = Scratch::new();
@@ -266,27 +304,9 @@ fn csv_export_reads_back_through_ingest() {
             .as_bytes(),
     );
     s.run("ingest", &["a", &input]).ok();
-    let csv = s
-        .run(
-            "find",
-            &["a", "--format", "csv", "--projection", r#"{"_id":0}"#],
-        )
-        .ok()
-        .stdout();
+    let csv = export_csv(&s, "a");
     assert!(csv.starts_with("ts,meta.series,v,x,s,ok,when\n"), "{csv}");
-    let file = s.file("a.csv", csv.as_bytes());
-    s.run(
-        "ingest",
-        &[
-            "b",
-            &file,
-            "--csv-meta-columns",
-            "meta.series",
-            "--csv-types",
-            "ok=boolean,when=date",
-        ],
-    )
-    .ok();
+    ingest_csv(&s, "b", &csv, "ok=boolean,when=date");
     let strip = |docs: Vec<serde_json::Value>| -> Vec<serde_json::Value> {
         docs.into_iter()
             .map(|mut d| {
@@ -296,6 +316,56 @@ fn csv_export_reads_back_through_ingest() {
             .collect()
     };
     assert_eq!(strip(s.find_all("a")), strip(s.find_all("b")));
+}
+
+#[test]
+fn csv_export_of_dates_outside_years_0_to_9999_reads_back_through_ingest() {
+    // Times (and `when`, a date field) before year 0, before 1970, past 9999 and at the ends
+    // of the range: CSV writes them with an expanded year, and ingest reads that back.
+    let dates = [
+        (-62_167_219_200_001_i64, i64::MIN),
+        (-2_208_988_800_000, -62_167_219_200_000),
+        (-1, 0),
+        (253_402_300_800_000, 253_402_300_799_999),
+        (32_503_680_000_000_000, i64::MAX),
+    ];
+    let input: String = dates
+        .iter()
+        .enumerate()
+        .map(|(i, (ts, when))| {
+            format!(
+                "{{\"ts\":{{\"$date\":{{\"$numberLong\":\"{ts}\"}}}},\"meta\":{{\"series\":\"a\"}},\"v\":{i},\"when\":{{\"$date\":{{\"$numberLong\":\"{when}\"}}}}}}\n"
+            )
+        })
+        .collect();
+    let s = Scratch::new();
+    s.create("a");
+    s.create("b");
+    let file = s.file("in.ndjson", input.as_bytes());
+    s.run("ingest", &["a", &file]).ok();
+    let csv = export_csv(&s, "a");
+    for text in [
+        "-000001-12-31T23:59:59.999Z",
+        "+010000-01-01T00:00:00.000Z",
+        "+292278994-08-17T07:12:55.807Z",
+        "-292275055-05-16T16:47:04.192Z",
+        "1969-12-31T23:59:59.999Z",
+    ] {
+        assert!(csv.contains(text), "{text} in {csv}");
+    }
+    assert!(!csv.contains("$date"), "{csv}");
+    ingest_csv(&s, "b", &csv, "when=date");
+    let strip = |coll: &str| -> Vec<serde_json::Value> {
+        let mut docs = s.find_all(coll);
+        for d in &mut docs {
+            d.as_object_mut().expect("object").remove("_id");
+        }
+        docs.sort_by_key(|d| d["v"].as_i64().expect("v"));
+        docs
+    };
+    let a = strip("a");
+    assert_eq!(a.len(), dates.len());
+    assert_eq!(a, strip("b"));
 }
 
 #[test]

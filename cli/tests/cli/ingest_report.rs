@@ -175,10 +175,41 @@ fn by_default_one_line_per_input_and_one_for_the_disk() {
         lines[0].contains("348 measurements inserted, 0 rejected"),
         "{err}"
     );
-    assert!(lines[1].contains("bytes/measurement"), "{err}");
+    assert!(lines[1].contains("bytes per stored measurement"), "{err}");
     assert!(!err.contains("peak RSS"), "{err}");
     // Nothing stored: no figures per measurement.
     let empty = scratch.file("empty.ndjson", b"");
     let err = scratch.run("ingest", &["cpu", &empty]).ok().stderr();
-    assert!(!err.contains("bytes/measurement"), "{err}");
+    assert!(!err.contains("per stored measurement"), "{err}");
+}
+
+#[test]
+fn bytes_per_measurement_divide_by_what_the_database_holds() {
+    // A second ingest into a database that already holds a first one: the disk bytes are the
+    // whole database's, so they are divided by its measurements, not by this run's.
+    let scratch = Scratch::new();
+    let file = generate(&scratch, "cpu.ndjson", "ndjson");
+    create_cpu(&scratch);
+    scratch.create("other");
+    let other = scratch.file("other.ndjson", crate::common::good_ndjson().as_bytes());
+    scratch.run("ingest", &["other", &other]).ok();
+    scratch.run("ingest", &["cpu", &file]).ok();
+    let run = scratch.run("ingest", &["cpu", &file, "--json"]).ok();
+    let j = &run.json_lines()[0];
+    let held = 2 * 4 * 87 + 10;
+    assert_eq!(j["measurements"], 4 * 87, "{j}");
+    assert_eq!(j["stored_measurements"], held, "{j}");
+    let disk = j["disk_bytes"].as_f64().expect("disk bytes");
+    let per = j["bytes_per_measurement"]
+        .as_f64()
+        .expect("per measurement");
+    assert!((per * f64::from(held) - disk).abs() < 1.0, "{j}");
+    // The summary line says what it divides.
+    let err = scratch.run("ingest", &["cpu", &file]).ok().stderr();
+    let last = err.lines().last().expect("summary");
+    assert!(
+        last.contains(&format!("{} measurements", held + 4 * 87)),
+        "{err}"
+    );
+    assert!(last.contains("bytes per stored measurement"), "{err}");
 }

@@ -11,6 +11,7 @@ mod common;
 
 mod bench_codec;
 mod bench_ingest;
+mod bench_memory;
 mod collection_commands;
 #[cfg(unix)]
 mod crash_kill;
@@ -18,12 +19,14 @@ mod crash_kill;
 mod crash_kill_update;
 mod extjson_dates_beyond_9999;
 mod formats_parquet_csv;
+mod help_options;
 mod ingest_bad_lines;
 mod ingest_compressed;
 mod ingest_csv;
 mod ingest_inputs;
 mod ingest_report;
 mod lock;
+mod open_database;
 mod plain_errors_no_panic_on_closed_pipe;
 mod query_commands;
 mod verify_salvage;

@@ -212,7 +212,12 @@ fn create_rejects_conflicting_options_and_reading_a_missing_db_fails() {
         .failed();
     assert!(!run.stderr().is_empty());
     let run = s.run("find", &["x"]).failed();
-    assert!(run.stderr().contains("no database"), "{}", run.stderr());
+    assert!(
+        run.stderr()
+            .contains("is not a tscoll database (the directory does not exist)"),
+        "{}",
+        run.stderr()
+    );
     let out = s
         .run(
             "create",

@@ -12,7 +12,7 @@ use tscoll_engine::{Database, DatabaseOptions, Durability, InsertOptions, Timese
 use crate::common::{self, tscoll};
 
 /// `n` measurements of series `site`, `_id` from `first`, one a minute.
-fn docs(site: &str, first: i64, n: i64) -> Vec<Document> {
+pub(crate) fn docs(site: &str, first: i64, n: i64) -> Vec<Document> {
     (first..first + n)
         .map(|i| {
             doc! {
@@ -23,6 +23,59 @@ fn docs(site: &str, first: i64, n: i64) -> Vec<Document> {
             }
         })
         .collect()
+}
+
+/// The largest file under `dir` and its subdirectories.
+fn largest_file(dir: &Path) -> std::path::PathBuf {
+    let mut best: Option<(u64, std::path::PathBuf)> = None;
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).expect("read_dir") {
+            let p = e.expect("entry").path();
+            if p.is_dir() {
+                todo.push(p);
+            } else {
+                let len = std::fs::metadata(&p).expect("metadata").len();
+                if best.as_ref().is_none_or(|(l, _)| len > *l) {
+                    best = Some((len, p));
+                }
+            }
+        }
+    }
+    best.expect("a file").1
+}
+
+/// Runs `verify` on a damaged database: exit status 2, no debug form of an error, the line
+/// saying what to run. Returns the output.
+fn verify_damaged(db_dir: &Path) -> String {
+    let run = tscoll(&["verify", "--db", path(db_dir)], None);
+    assert_eq!(status(&run), Some(2), "{}{}", run.stdout(), run.stderr());
+    let out = run.stdout();
+    assert_plain(&out);
+    let hint = format!("run `tscoll salvage --db {} --to NEWDIR`", path(db_dir));
+    assert!(out.contains(&hint), "{out}");
+    out
+}
+
+/// Runs `salvage` of a damaged database into `new_dir`: exit status 2, no debug form of an
+/// error. Returns the output.
+fn salvage_damaged(db_dir: &Path, new_dir: &Path) -> String {
+    let run = tscoll(
+        &["salvage", "--db", path(db_dir), "--to", path(new_dir)],
+        None,
+    );
+    assert_eq!(status(&run), Some(2), "{}{}", run.stdout(), run.stderr());
+    let out = run.stdout();
+    assert_plain(&out);
+    out
+}
+
+/// No debug form of a fjall error in `out`.
+#[track_caller]
+fn assert_plain(out: &str) {
+    for leak in ["FjallError", "Checksum(", "Storage(", "got:"] {
+        assert!(!out.contains(leak), "{leak} in {out}");
+    }
 }
 
 fn status(run: &common::Run) -> Option<i32> {
@@ -61,9 +114,7 @@ fn verify_and_salvage_a_damaged_database() {
             .collect::<String>()
     };
 
-    let run = tscoll(&["verify", "--db", path(&db_dir)], None);
-    assert_eq!(status(&run), Some(2), "{}{}", run.stdout(), run.stderr());
-    let out = run.stdout();
+    let out = verify_damaged(&db_dir);
     assert!(
         out.contains(&format!(
             "damaged: c bucket {damaged_bucket}: corrupt-segment: segment "
@@ -71,14 +122,8 @@ fn verify_and_salvage_a_damaged_database() {
         "{out}"
     );
     assert!(out.contains("index entries: 1 problem\n"), "{out}");
-    assert!(out.contains("run `tscoll salvage`"), "{out}");
 
-    let run = tscoll(
-        &["salvage", "--db", path(&db_dir), "--to", path(&new_dir)],
-        None,
-    );
-    assert_eq!(status(&run), Some(2), "{}{}", run.stdout(), run.stderr());
-    let out = run.stdout();
+    let out = salvage_damaged(&db_dir, &new_dir);
     assert!(
         out.contains(&format!(
             "lost: c bucket {damaged_bucket}: segment 0 skipped ("
@@ -108,6 +153,43 @@ fn verify_and_salvage_a_damaged_database() {
         "{}",
         run.stderr()
     );
+}
+
+/// A byte flipped in a table file: `verify` and `salvage` name the file and the collection,
+/// say what it means and what to run, without fjall's debug output.
+#[test]
+fn a_damaged_table_file_is_named() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let (db_dir, new_dir) = (root.path().join("db"), root.path().join("new"));
+    {
+        let db = Database::open(&db_dir, DatabaseOptions::default()).expect("open");
+        let coll = db
+            .create_collection("weather", &TimeseriesOptions::new("ts").meta_field("meta"))
+            .expect("create");
+        for (n, site) in ["a", "b", "c", "d", "e", "f"].into_iter().enumerate() {
+            let first = i64::try_from(n).expect("small") * 1000;
+            coll.insert_many(&docs(site, first, 500), &InsertOptions::default())
+                .expect("insert");
+        }
+        db.close().expect("close");
+    }
+    // The largest table file of the collection's keyspaces.
+    let table = largest_file(&db_dir.join("keyspaces"));
+    let mut bytes = std::fs::read(&table).expect("read");
+    let at = bytes.len() / 3;
+    bytes[at] ^= 0xff;
+    std::fs::write(&table, bytes).expect("damage");
+
+    let damaged = format!("table file {} is damaged (", table.display());
+    let out = verify_damaged(&db_dir);
+    assert!(out.contains(&damaged), "{out}");
+    assert!(
+        out.contains("damaged: weather: unreadable: keyspace c1_"),
+        "{out}"
+    );
+
+    let out = salvage_damaged(&db_dir, &new_dir);
+    assert!(out.contains(&damaged), "{out}");
 }
 
 /// A crash image with a damaged journal: a copy of a database still open after synced
@@ -264,4 +346,177 @@ fn salvage_recovers_a_damaged_journal() {
         .ok()
         .json_lines();
     assert!(found.len() >= 10 && found.len() < 20, "{}", found.len());
+}
+
+/// A crash image: the database, its write-ahead log file and where its second and third
+/// records start.
+struct CrashedLog {
+    dir: std::path::PathBuf,
+    log: std::path::PathBuf,
+    second: u64,
+    third: u64,
+}
+
+/// A crash image whose write-ahead log holds three commits of 10 measurements (`_id` 0..30),
+/// nothing stored.
+fn crashed_log(root: &Path, name: &str) -> CrashedLog {
+    let dir = root.join(name);
+    let db = Database::open(&dir, DatabaseOptions::default()).expect("open");
+    let coll = db
+        .create_collection("c", &TimeseriesOptions::new("ts").meta_field("meta"))
+        .expect("create");
+    let flush = InsertOptions {
+        ordered: true,
+        durability: Durability::Flush,
+    };
+    for k in 0..3 {
+        coll.insert_many(&docs("a", 10 * k, 10), &flush)
+            .expect("insert");
+    }
+    drop(coll);
+    db.crash().expect("crash");
+    let log = std::fs::read_dir(dir.join("wal").join("c1"))
+        .expect("log dir")
+        .map(|e| e.expect("entry").path())
+        .max()
+        .expect("a log file");
+    let bytes = std::fs::read(&log).expect("read");
+    let frame =
+        |at: usize| 12 + u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4")) as usize;
+    let second = frame(0);
+    let third = second + frame(second);
+    CrashedLog {
+        dir,
+        log,
+        second: second as u64,
+        third: third as u64,
+    }
+}
+
+/// Asserts that `verify`'s report starts with `heading` and finds no problem in what the
+/// write-ahead log kept.
+fn assert_log_report(out: &str, heading: &str) {
+    assert!(out.starts_with(heading), "{out}");
+    assert!(
+        out.contains("no problem found in what the write-ahead log kept"),
+        "{out}"
+    );
+}
+
+fn found_ids(db: &Path) -> Vec<i64> {
+    let mut ids: Vec<i64> = tscoll(&["find", "--db", path(db), "c"], None)
+        .ok()
+        .json_lines()
+        .iter()
+        .map(|d| {
+            d["_id"]["$numberLong"]
+                .as_str()
+                .and_then(|n| n.parse().ok())
+                .expect("_id")
+        })
+        .collect();
+    ids.sort_unstable();
+    ids
+}
+
+#[test]
+fn a_damaged_log_needs_recover() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let CrashedLog {
+        dir, log, second, ..
+    } = crashed_log(root.path(), "crash");
+    let dir = dir.as_path();
+    let mut bytes = std::fs::read(&log).expect("read");
+    bytes[usize::try_from(second).expect("small") + 20] ^= 0x04;
+    std::fs::write(&log, &bytes).expect("damage");
+
+    for cmd in ["verify", "stats"] {
+        let run = tscoll(&[cmd, "--db", path(dir)], None).failed();
+        assert_eq!(status(&run), Some(1));
+        let err = run.stderr();
+        assert!(
+            err.contains(&format!(
+                "the write-ahead log file {} at byte {second} is damaged",
+                log.display()
+            )) && err.contains("collection 'c'")
+                && err.contains("tscoll verify --recover"),
+            "{err}"
+        );
+        assert_eq!(std::fs::read(&log).expect("read"), bytes, "left unchanged");
+    }
+    // A copy for salvage.
+    let copy = root.path().join("copy");
+    copy_tree(dir, &copy);
+
+    let run = tscoll(&["verify", "--recover", "--db", path(dir)], None);
+    assert_eq!(status(&run), Some(2), "{}{}", run.stdout(), run.stderr());
+    let err = run.stderr();
+    assert!(
+        err.starts_with(&format!(
+            "tscoll: warning: collection 'c': the write-ahead log is damaged at byte {second} of"
+        )) && err.contains("kept the 1 record(s) before it, dropped 2 record(s)")
+            && err.contains("holding at least 10 measurement(s) (1 record(s) unreadable) from 2016-01-01T00:20:00Z to 2016-01-01T00:29:00Z")
+            && err.contains("wal-damaged-")
+            && err.lines().count() == 1,
+        "{err}"
+    );
+    assert_log_report(&run.stdout(), "damaged write-ahead log: collection 'c'");
+
+    // Repaired: every record before the damage, and the commands work without the flag.
+    let run = tscoll(&["verify", "--db", path(dir)], None);
+    assert_eq!(status(&run), Some(0), "{}{}", run.stdout(), run.stderr());
+    assert!(
+        run.stdout().ends_with("no problem found\n"),
+        "{}",
+        run.stdout()
+    );
+    assert_eq!(found_ids(dir), (0..10).collect::<Vec<_>>());
+
+    let new_dir = root.path().join("new");
+    let args = ["salvage", "--db", path(&copy), "--to", path(&new_dir)];
+    let run = tscoll(&args, None).failed();
+    assert!(run.stderr().contains("--recover"), "{}", run.stderr());
+    let run = tscoll(&[&args[..], &["--recover"]].concat(), None);
+    assert_eq!(status(&run), Some(2), "{}{}", run.stdout(), run.stderr());
+    assert!(
+        run.stdout()
+            .starts_with("damaged write-ahead log: collection 'c'"),
+        "{}",
+        run.stdout()
+    );
+    assert_eq!(found_ids(&new_dir), (0..10).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_torn_log_tail_is_reported() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let CrashedLog {
+        dir, log, third, ..
+    } = crashed_log(root.path(), "crash");
+    let dir = dir.as_path();
+    let len = std::fs::metadata(&log).expect("meta").len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&log)
+        .expect("open")
+        .set_len(len - 5)
+        .expect("cut");
+
+    let run = tscoll(&["verify", "--db", path(dir)], None);
+    assert_eq!(status(&run), Some(0), "{}{}", run.stdout(), run.stderr());
+    let err = run.stderr();
+    assert!(
+        err.starts_with(&format!(
+            "tscoll: warning: collection 'c': dropped the last record of the write-ahead log, \
+             cut short at byte {third} of {}",
+            log.display()
+        )) && err.contains(&format!(
+            "{} bytes, at least 10 measurement(s)",
+            len - 5 - third
+        )) && err.contains("normal after a crash during a commit")
+            && err.lines().count() == 1,
+        "{err}"
+    );
+    assert_log_report(&run.stdout(), "torn write-ahead log tail: collection 'c'");
+    assert_eq!(found_ids(dir), (0..20).collect::<Vec<_>>());
 }

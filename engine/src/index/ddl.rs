@@ -123,6 +123,7 @@ impl Collection {
     ///   that name and other options.
     /// * [`Error::Storage`] when fjall fails.
     pub fn create_index(&self, keys: &Document, options: &IndexOptions) -> Result<String> {
+        self.inner.writable()?;
         let _ddl = DDL.lock().unwrap_or_else(PoisonError::into_inner);
         let inner = &self.inner;
         let spec = inner.spec();
@@ -233,6 +234,7 @@ impl Collection {
     /// `IndexNotFound` for `_id_` (SPEC) and for an unknown name; [`Error::Storage`]
     /// when fjall fails.
     pub fn drop_index(&self, name: &str) -> Result<()> {
+        self.inner.writable()?;
         let _ddl = DDL.lock().unwrap_or_else(PoisonError::into_inner);
         let inner = &self.inner;
         if name == "_id_" {
@@ -312,6 +314,7 @@ impl Collection {
     /// `IndexNotFound` for `_id_` (SPEC) and for an unknown name; [`Error::Storage`]
     /// when the record cannot be saved.
     pub fn hide_index(&self, name: &str, hidden: bool) -> Result<()> {
+        self.inner.writable()?;
         let _ddl = DDL.lock().unwrap_or_else(PoisonError::into_inner);
         let inner = &self.inner;
         if name == "_id_" {

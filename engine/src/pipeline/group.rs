@@ -374,7 +374,7 @@ impl Group {
     ///
     /// # Errors
     /// The input's errors, an expression failing, or a `$push` past 16 MiB.
-    pub(super) fn run(&self, docs: Docs<'_>) -> Result<Vec<Document>> {
+    pub(super) fn run(&self, docs: Docs) -> Result<Vec<Document>> {
         let mut groups: BTreeMap<Key, Vec<State>> = BTreeMap::new();
         for doc in docs {
             let doc = doc?;

@@ -9,10 +9,12 @@
 //!   time field to a fixed unit, and whose accumulators are counts, `$min` and `$max` of
 //!   measurement fields, is answered by the windowed aggregate engine
 //!   ([`Collection::aggregate_windows`]), from control records where buckets allow it.
-//! - Everything else streams the unpacked measurements through the stages (`stage.rs`):
-//!   `$match`, `$project`, `$addFields`, `$unset`, `$skip` and `$limit` one document at a
-//!   time; `$group` (`group.rs`), `$sort` and `$setWindowFields` (`window.rs`) hold what they
-//!   need: the groups, or the documents.
+//! - Everything else streams the unpacked measurements through the stages (`stage.rs`), as
+//!   the [`AggregateCursor`] is read: `$match`, `$project`, `$addFields`, `$unset`, `$skip`
+//!   and `$limit` one document at a time; `$group` (`group.rs`) holds its groups; `$sort`
+//!   holds a bounded number of bytes of documents and spills sorted runs past it (the
+//!   external sort of `find`, `query/sort.rs`); `$setWindowFields` (`window.rs`) sorts so,
+//!   then holds one partition, or a chunk of one when its windows are bounded.
 
 mod group;
 mod stage;
@@ -40,9 +42,10 @@ impl Collection {
     /// `$last`, `$stdDevPop`, `$stdDevSamp`, `$push`, `$derivative`, `$integral` over
     /// `documents` or `range` windows, ranges of dates in a `unit`). Expressions are those of
     /// `$expr` (see [`Collection::find`]) with `$dateTrunc`, `$dateAdd`, `$dateDiff`, date
-    /// parts and conversions. `$group` and `$push` hold their groups in memory; `$sort` and
-    /// `$setWindowFields` hold their input (a `$sort` right before a `$limit` of `n` holds at
-    /// most `2n` documents).
+    /// parts and conversions. `$group` and `$push` hold their groups in memory; `$sort` holds a
+    /// bounded amount of its input, `$setWindowFields` too but for a window over a whole
+    /// partition or a `range`, which holds its partition ([`Collection::aggregate_cursor`],
+    /// which returns the results as they are computed, where this collects them).
     ///
     /// ```
     /// # use bson::{DateTime, doc};
@@ -69,18 +72,40 @@ impl Collection {
     /// `BSONObjectTooLarge` when a `$push` or `$addToSet` passes 16 MiB in one group; the
     /// errors of [`Collection::find`] when the read fails.
     pub fn aggregate(&self, pipeline: &[Document]) -> Result<Vec<Document>> {
+        self.aggregate_cursor(pipeline)?.collect()
+    }
+
+    /// Runs an aggregation pipeline as [`Collection::aggregate`] does, its results read as
+    /// they are computed: the stages that take one document at a time pass each on as the
+    /// cursor is read; `$group` holds its groups; `$sort` holds at most
+    /// `DatabaseOptions::sort_memory_bytes` of documents (100 MiB by default; sorted runs
+    /// past it go to temporary files, merged as the cursor is read), or about twice `n`
+    /// before a `$limit` of `n`; `$setWindowFields` sorts as `$sort` does, then holds one
+    /// partition at a time, or a chunk of one with the documents its windows reach when
+    /// every window is a `documents` window with numeric bounds.
+    ///
+    /// # Errors
+    /// As [`Collection::aggregate`]: a stage that holds its input (`$group`, `$sort`,
+    /// `$count`, `$setWindowFields`) reads it here, so the errors of the stages before it
+    /// come here; the others come from the cursor, which ends after one.
+    pub fn aggregate_cursor(&self, pipeline: &[Document]) -> Result<AggregateCursor> {
         let spec = self.spec();
-        let stages = pipeline
+        let mut stages = pipeline
             .iter()
             .map(Stage::parse)
             .collect::<Result<Vec<_>>>()?;
         // Leading $match stages are the read's filter.
-        let mut filter = Vec::new();
-        let mut rest = &stages[..];
-        while let Some((Stage::Match(_, raw), tail)) = rest.split_first() {
-            filter.push(Bson::Document(raw.clone()));
-            rest = tail;
-        }
+        let leading = stages
+            .iter()
+            .take_while(|s| matches!(s, Stage::Match(..)))
+            .count();
+        let mut filter: Vec<Bson> = stages
+            .drain(..leading)
+            .filter_map(|s| match s {
+                Stage::Match(_, raw) => Some(Bson::Document(raw)),
+                _ => None,
+            })
+            .collect();
         let filter = match filter.len() {
             0 => Document::new(),
             1 => match filter.pop() {
@@ -89,15 +114,48 @@ impl Collection {
             },
             _ => bson::doc! { "$and": filter },
         };
-        if let Some((Stage::Group(g), tail)) = rest.split_first()
+        let budget = self.inner.sort_memory_bytes;
+        if let Some(Stage::Group(g)) = stages.first()
             && let Some(windows) = g.as_windows(&spec.time_field, spec.meta_field.as_deref())
         {
             let groups = self.aggregate_windows(&filter, &windows.spec)?;
             let docs = windows.results(groups, &spec.time_field, spec.meta_field.as_deref());
-            return stage::run(tail, Box::new(docs.into_iter().map(Ok)));
+            stages.remove(0);
+            let docs = stage::run(stages, Box::new(docs.into_iter().map(Ok)), budget)?;
+            return Ok(AggregateCursor { docs, done: false });
         }
         let cursor = self.find_cursor(&filter, &FindOptions::default())?;
-        stage::run(rest, Box::new(cursor))
+        let docs = stage::run(stages, Box::new(cursor), budget)?;
+        Ok(AggregateCursor { docs, done: false })
+    }
+}
+
+/// The results of an aggregation pipeline, computed as they are read
+/// ([`Collection::aggregate_cursor`]): an iterator of `Result<Document>` that ends after its
+/// first error.
+pub struct AggregateCursor {
+    docs: stage::Docs,
+    done: bool,
+}
+
+impl Iterator for AggregateCursor {
+    type Item = Result<Document>;
+
+    fn next(&mut self) -> Option<Result<Document>> {
+        if self.done {
+            return None;
+        }
+        let next = self.docs.next();
+        self.done = !matches!(next, Some(Ok(_)));
+        next
+    }
+}
+
+impl std::fmt::Debug for AggregateCursor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AggregateCursor")
+            .field("done", &self.done)
+            .finish_non_exhaustive()
     }
 }
 

@@ -1,21 +1,20 @@
 //! The stages of a pipeline: parsing, and running them over a stream of documents.
 
-use std::cmp::Ordering;
-
 use bson::{Bson, Document};
-use tscoll_catalog::value::compare;
 
 use super::bad;
 use super::group::Group;
 use super::window::SetWindowFields;
 use crate::error::Result;
 use crate::expr::Expr;
-use crate::filter::{Filter, Target, Values, exact_int, lookup};
+use crate::filter::{Filter, Target, Values, exact_int};
+use crate::query::SortOrder;
 use crate::query::projection::Projection;
+use crate::query::sort::{SortSpec, sort_order};
 use crate::update::set_path;
 
 /// A stream of documents between stages.
-pub(super) type Docs<'a> = Box<dyn Iterator<Item = Result<Document>> + 'a>;
+pub(super) type Docs = Box<dyn Iterator<Item = Result<Document>> + Send>;
 
 /// One parsed stage.
 pub(super) enum Stage {
@@ -58,10 +57,10 @@ pub(super) fn expression(v: &Bson) -> Result<Expr> {
 pub(super) struct DocumentValues<'a>(pub(super) &'a Document);
 
 impl Values for DocumentValues<'_> {
-    fn get(&self, _: Target, path: &[String]) -> crate::filter::Got<'_> {
+    fn root(&self, _: Target, path: &[String]) -> crate::filter::Got<'_> {
         Ok(path
-            .split_first()
-            .and_then(|(first, rest)| lookup(self.0.get(first), rest))
+            .first()
+            .and_then(|first| self.0.get(first))
             .map(std::borrow::Cow::Borrowed))
     }
 }
@@ -111,18 +110,12 @@ pub(super) fn sort_keys(stage: &str, spec: &Bson) -> Result<Vec<(Vec<String>, bo
     d.iter()
         .map(|(k, v)| {
             check_field(stage, k)?;
-            let desc = match v {
-                Bson::Int32(1) | Bson::Int64(1) => false,
-                Bson::Int32(-1) | Bson::Int64(-1) => true,
-                Bson::Double(d) if *d == 1.0 => false,
-                Bson::Double(d) if *d == -1.0 => true,
-                _ => {
-                    return Err(bad(format!(
-                        "{stage}: the direction of '{k}' must be 1 or -1"
-                    )));
-                }
-            };
-            Ok((k.split('.').map(str::to_owned).collect(), desc))
+            let order = sort_order(v)
+                .ok_or_else(|| bad(format!("{stage}: the direction of '{k}' must be 1 or -1")))?;
+            Ok((
+                k.split('.').map(str::to_owned).collect(),
+                order == SortOrder::Descending,
+            ))
         })
         .collect()
 }
@@ -236,70 +229,20 @@ impl Stage {
     }
 }
 
-/// A document with its sort keys, taken once: the values at the sort paths (a missing field
-/// sorts as null).
-type Keyed = (Vec<Bson>, Document);
-
-fn keyed(keys: &[(Vec<String>, bool)], doc: Document) -> Keyed {
-    let values = keys
-        .iter()
-        .map(|(path, _)| {
-            path.split_first()
-                .and_then(|(f, rest)| lookup(doc.get(f), rest))
-                .cloned()
-                .unwrap_or(Bson::Null)
+/// A pipeline's sort on `keys` (`(path, descending)`): values compare whole, arrays too.
+pub(super) fn sort_spec(keys: Vec<(Vec<String>, bool)>) -> SortSpec {
+    let keys = keys
+        .into_iter()
+        .map(|(path, desc)| {
+            let order = if desc {
+                SortOrder::Descending
+            } else {
+                SortOrder::Ascending
+            };
+            (path, order)
         })
         .collect();
-    (values, doc)
-}
-
-/// Sorts keyed documents stably: equal ones keep their input order.
-fn sort_keyed(keys: &[(Vec<String>, bool)], docs: &mut [Keyed]) {
-    docs.sort_by(|(a, _), (b, _)| {
-        for ((x, y), (_, desc)) in a.iter().zip(b).zip(keys) {
-            let o = compare(x, y);
-            let o = if *desc { o.reverse() } else { o };
-            if o != Ordering::Equal {
-                return o;
-            }
-        }
-        Ordering::Equal
-    });
-}
-
-/// `docs` sorted by `keys` (stably: equal documents keep their input order), each
-/// document's keys taken once.
-pub(super) fn sort_documents(docs: Vec<Document>, keys: &[(Vec<String>, bool)]) -> Vec<Document> {
-    let mut all: Vec<Keyed> = docs.into_iter().map(|d| keyed(keys, d)).collect();
-    sort_keyed(keys, &mut all);
-    all.into_iter().map(|(_, d)| d).collect()
-}
-
-/// `docs` sorted by `keys` as [`sort_documents`]; with `limit`, only the first `limit` of
-/// them, holding at most twice that many at a time.
-///
-/// # Errors
-/// The input's first error.
-fn sorted(
-    docs: Docs<'_>,
-    keys: &[(Vec<String>, bool)],
-    limit: Option<usize>,
-) -> Result<Vec<Document>> {
-    let mut kept: Vec<Keyed> = Vec::new();
-    for d in docs {
-        kept.push(keyed(keys, d?));
-        if let Some(n) = limit
-            && kept.len() >= 2 * n.max(1)
-        {
-            sort_keyed(keys, &mut kept);
-            kept.truncate(n);
-        }
-    }
-    sort_keyed(keys, &mut kept);
-    if let Some(n) = limit {
-        kept.truncate(n);
-    }
-    Ok(kept.into_iter().map(|(_, d)| d).collect())
+    SortSpec::new(keys, true)
 }
 
 /// Sets computed fields on a document.
@@ -320,13 +263,17 @@ fn add_fields(mut doc: Document, fields: &[(String, Expr)], stage: &str) -> Resu
     Ok(doc)
 }
 
-/// Runs `stages` over `input`.
+/// Runs `stages` over `input`: the stages that take one document at a time as the result
+/// is read; `$group`, `$sort` and `$setWindowFields` read their input when they are reached
+/// here, holding their groups, or at most `budget` bytes of documents (sorted runs past it go
+/// to temporary files, [`SortSpec::sort`]), or one partition.
 ///
 /// # Errors
-/// The first error of the input or of a stage.
-pub(super) fn run(stages: &[Stage], input: Docs<'_>) -> Result<Vec<Document>> {
+/// The first error of the input or of a stage that reads its input here.
+pub(super) fn run(stages: Vec<Stage>, input: Docs, budget: u64) -> Result<Docs> {
     let mut docs = input;
-    for (i, stage) in stages.iter().enumerate() {
+    let mut stages = stages.into_iter().peekable();
+    while let Some(stage) = stages.next() {
         docs = match stage {
             Stage::Match(f, _) => Box::new(docs.filter(move |d| match d {
                 Ok(d) => f.matches_row(d, 0, None),
@@ -335,7 +282,7 @@ pub(super) fn run(stages: &[Stage], input: Docs<'_>) -> Result<Vec<Document>> {
             Stage::Project(p, computed) => Box::new(docs.map(move |d| {
                 let d = d?;
                 let source = d.clone();
-                let mut kept: Document = match p {
+                let mut kept: Document = match &p {
                     Some(p) => d
                         .into_iter()
                         .filter(|(k, _)| p.keeps(k))
@@ -343,7 +290,7 @@ pub(super) fn run(stages: &[Stage], input: Docs<'_>) -> Result<Vec<Document>> {
                         .collect(),
                     None => Document::new(),
                 };
-                for (name, e) in computed {
+                for (name, e) in &computed {
                     let parts: Vec<&str> = name.split('.').collect();
                     if let Some(v) = evaluate(e, &source, "$project")? {
                         set_path(&mut kept, &parts, v)?;
@@ -352,7 +299,7 @@ pub(super) fn run(stages: &[Stage], input: Docs<'_>) -> Result<Vec<Document>> {
                 Ok(kept)
             })),
             Stage::AddFields(fields) => {
-                Box::new(docs.map(move |d| add_fields(d?, fields, "$addFields")))
+                Box::new(docs.map(move |d| add_fields(d?, &fields, "$addFields")))
             }
             Stage::Unset(p) => Box::new(docs.map(move |d| {
                 Ok(d?
@@ -361,16 +308,16 @@ pub(super) fn run(stages: &[Stage], input: Docs<'_>) -> Result<Vec<Document>> {
                     .filter_map(|(k, v)| p.cut(&k, v).map(|v| (k, v)))
                     .collect())
             })),
-            Stage::Skip(n) => Box::new(docs.skip(*n)),
-            Stage::Limit(n) => Box::new(docs.take(*n)),
+            Stage::Skip(n) => Box::new(docs.skip(n)),
+            Stage::Limit(n) => Box::new(docs.take(n)),
             Stage::Group(g) => Box::new(g.run(docs)?.into_iter().map(Ok)),
             Stage::Sort(keys) => {
                 // Before a `$limit`, only the first `n` are kept: a bounded top-n.
-                let limit = match stages.get(i + 1) {
+                let limit = match stages.peek() {
                     Some(Stage::Limit(n)) => Some(*n),
                     _ => None,
                 };
-                Box::new(sorted(docs, keys, limit)?.into_iter().map(Ok))
+                Box::new(sort_spec(keys).sort(docs, 0, limit, budget)?)
             }
             Stage::Count(field) => {
                 let mut n: i64 = 0;
@@ -389,12 +336,8 @@ pub(super) fn run(stages: &[Stage], input: Docs<'_>) -> Result<Vec<Document>> {
                     Box::new(std::iter::once(Ok(out)))
                 }
             }
-            Stage::Window(w) => Box::new(
-                w.run(docs.collect::<Result<Vec<_>>>()?)?
-                    .into_iter()
-                    .map(Ok),
-            ),
+            Stage::Window(w) => w.run(docs, budget)?,
         };
     }
-    docs.collect()
+    Ok(docs)
 }

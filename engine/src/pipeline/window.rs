@@ -6,13 +6,15 @@
 //! `$integral` (the trapezoidal rule over the window, in `unit`s). Partitions come out in
 //! `partitionBy` order, their documents in `sortBy` order.
 
-use std::collections::BTreeMap;
+use std::cmp::Ordering;
+use std::sync::Arc;
 
 use bson::{Bson, Document};
+use tscoll_catalog::value::compare;
 
 use super::bad;
-use super::group::{Key, Op, State, number, parse_accumulator};
-use super::stage::{evaluate, expression, sort_documents, sort_keys};
+use super::group::{Op, State, number, parse_accumulator};
+use super::stage::{Docs, evaluate, expression, sort_keys, sort_spec};
 use crate::dates::Unit;
 use crate::error::Result;
 use crate::expr::Expr;
@@ -26,6 +28,18 @@ enum Bound {
     Current,
     /// Documents: a position offset; range: a value offset (in `unit`s for dates).
     At(f64),
+}
+
+impl Bound {
+    /// A range bound on the scale of the positions: an offset in units of a date `sortBy`
+    /// in ms (`unit`: the unit's length in ms).
+    fn scaled(self, unit: Option<i64>) -> Bound {
+        match (self, unit) {
+            #[expect(clippy::cast_precision_loss, reason = "a unit's length in ms")]
+            (Bound::At(a), Some(ms)) => Bound::At(a * ms as f64),
+            (b, _) => b,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -202,42 +216,88 @@ impl SetWindowFields {
         })
     }
 
-    /// Computes the outputs over `docs`.
+    /// Computes the outputs over `docs`: sorted by partition and `sortBy` (holding at most
+    /// `budget` bytes of documents, the rest in sorted runs on temporary files,
+    /// [`SortSpec::sort`](crate::query::sort::SortSpec::sort)), then one partition at a
+    /// time, or, when every window is a bounded `documents` window, a chunk of a partition
+    /// at a time with the documents its windows reach before and after it.
     ///
     /// # Errors
-    /// An expression failing, a range window over a `sortBy` value that is not a number or
-    /// date, or a `$push` past 16 MiB.
-    pub(super) fn run(&self, docs: Vec<Document>) -> Result<Vec<Document>> {
-        let mut partitions: BTreeMap<Key, Vec<Document>> = BTreeMap::new();
-        for d in docs {
-            let key = match &self.partition {
-                Some(e) => evaluate(e, &d, STAGE)?.unwrap_or(Bson::Null),
-                None => Bson::Null,
-            };
-            partitions.entry(Key(key)).or_default().push(d);
+    /// What the input yields, or a partition expression failing (the other errors of the
+    /// stage come as the result is read: an expression failing, a range window over a
+    /// `sortBy` value that is not a number or date, a `$push` past 16 MiB).
+    pub(super) fn run(self, docs: Docs, budget: u64) -> Result<Docs> {
+        let window = Arc::new(self);
+        let mut keys = Vec::new();
+        if window.partition.is_some() {
+            keys.push((vec![PARTITION.to_owned()], false));
         }
-        let mut out = Vec::new();
-        for (_, part) in partitions {
-            let part = sort_documents(part, &self.sort);
-            let mut values: Vec<Vec<Option<Bson>>> = Vec::with_capacity(self.outputs.len());
-            for o in &self.outputs {
-                values.push(self.compute(o, &part)?);
-            }
-            for (i, mut d) in part.into_iter().enumerate() {
-                for (o, vs) in self.outputs.iter().zip(&mut values) {
-                    if let Some(v) = vs[i].take() {
-                        let parts: Vec<&str> = o.name.split('.').collect();
-                        set_path(&mut d, &parts, v)?;
-                    }
+        keys.extend(window.sort.iter().cloned());
+        let input: Docs = if keys.is_empty() {
+            docs
+        } else {
+            let tagger = Arc::clone(&window);
+            let tagged = docs.map(move |d| {
+                let mut d = d?;
+                if let Some(e) = &tagger.partition {
+                    let key = evaluate(e, &d, STAGE)?.unwrap_or(Bson::Null);
+                    d.insert(PARTITION, key);
                 }
-                out.push(d);
-            }
-        }
-        Ok(out)
+                Ok(d)
+            });
+            Box::new(sort_spec(keys).sort(tagged, 0, None, budget)?)
+        };
+        let reach = window.reach();
+        Ok(Box::new(Partitions {
+            window,
+            input,
+            reach,
+            pending: None,
+            exhausted: false,
+            key: None,
+            held: Vec::new(),
+            context: 0,
+            ready: Vec::new().into_iter(),
+            done: false,
+        }))
     }
 
-    /// The `sortBy` value of each document as a number (a date in ms); needed by range
-    /// windows, `$derivative` and `$integral`.
+    /// When every window is a `documents` window with two numeric (or `current`) bounds:
+    /// how many documents before and after its own a document's window may reach.
+    fn reach(&self) -> Option<(usize, usize)> {
+        let mut before = 0;
+        let mut after = 0;
+        for o in &self.outputs {
+            let Window::Documents(lo, hi) = o.window else {
+                return None;
+            };
+            for b in [lo, hi] {
+                #[expect(clippy::cast_possible_truncation, reason = "whole offsets")]
+                let k = match b {
+                    Bound::Unbounded => return None,
+                    Bound::Current => 0,
+                    Bound::At(k) => k as i64,
+                };
+                let n = usize::try_from(k.unsigned_abs()).unwrap_or(usize::MAX);
+                if k < 0 {
+                    before = n.max(before);
+                } else {
+                    after = n.max(after);
+                }
+            }
+        }
+        Some((before, after))
+    }
+
+    /// Each output's value (`None`: none set) for each document of `part`, a run of
+    /// documents of one partition in `sortBy` order.
+    fn values(&self, part: &[Document]) -> Result<Vec<Vec<Option<Bson>>>> {
+        self.outputs.iter().map(|o| self.compute(o, part)).collect()
+    }
+
+    /// The `sortBy` value of each document as a number (a date in ms, exact below 2^53, so
+    /// that the difference of two is exact and only then divided by the unit's length);
+    /// needed by range windows, `$derivative` and `$integral`.
     fn positions(&self, part: &[Document], unit: Option<i64>) -> Result<Vec<f64>> {
         let path = &self.sort[0].0;
         part.iter()
@@ -247,9 +307,7 @@ impl SetWindowFields {
                     .and_then(|(f, rest)| lookup(d.get(f), rest));
                 #[expect(clippy::cast_precision_loss, reason = "positions as doubles")]
                 match (v, unit) {
-                    (Some(Bson::DateTime(t)), Some(ms)) => {
-                        Ok(t.timestamp_millis() as f64 / ms as f64)
-                    }
+                    (Some(Bson::DateTime(t)), Some(_)) => Ok(t.timestamp_millis() as f64),
                     (Some(Bson::Int32(n)), None) => Ok(f64::from(*n)),
                     (Some(Bson::Int64(n)), None) => Ok(*n as f64),
                     (Some(Bson::Double(x)), None) => Ok(*x),
@@ -299,6 +357,7 @@ impl SetWindowFields {
                 .collect(),
             Window::Range(lo, hi, unit) => {
                 let xs = self.positions(part, unit)?;
+                let (lo, hi) = (lo.scaled(unit), hi.scaled(unit));
                 (0..n)
                     .map(|i| {
                         let l = match lo {
@@ -359,6 +418,9 @@ impl SetWindowFields {
                     .map(|d| Ok(number(evaluate(input, d, STAGE)?.as_ref())))
                     .collect::<Result<Vec<_>>>()?;
                 let derivative = matches!(o.func, Func::Derivative(..));
+                // Positions in units: the difference of two dates in ms, then divided.
+                #[expect(clippy::cast_precision_loss, reason = "a unit's length in ms")]
+                let span = |a: f64, b: f64| unit.map_or(b - a, |ms| (b - a) / ms as f64);
                 Ok(windows
                     .iter()
                     .map(|&(lo, hi)| {
@@ -368,7 +430,7 @@ impl SetWindowFields {
                         Some(if derivative {
                             match (ys[lo], ys[hi]) {
                                 (Some(a), Some(b)) if hi > lo && xs[hi] != xs[lo] => {
-                                    Bson::Double((b - a) / (xs[hi] - xs[lo]))
+                                    Bson::Double((b - a) / span(xs[lo], xs[hi]))
                                 }
                                 _ => Bson::Null,
                             }
@@ -377,7 +439,7 @@ impl SetWindowFields {
                             for k in lo..hi {
                                 match (ys[k], ys[k + 1]) {
                                     (Some(a), Some(b)) => {
-                                        sum += (xs[k + 1] - xs[k]) * (a + b) / 2.0
+                                        sum += span(xs[k], xs[k + 1]) * (a + b) / 2.0
                                     }
                                     _ => return Some(Bson::Null),
                                 }
@@ -388,5 +450,138 @@ impl SetWindowFields {
                     .collect())
             }
         }
+    }
+}
+
+/// The field a document's partition value is kept in while the documents are sorted (a
+/// name no measurement field has: it starts with a control character).
+const PARTITION: &str = "\u{1}partition";
+
+/// Documents of a chunk of a partition computed at a time, besides those its windows reach.
+const CHUNK: usize = 4096;
+
+/// The documents of a `$setWindowFields`, computed a partition (or a chunk of one) at a
+/// time as they are read.
+struct Partitions {
+    window: Arc<SetWindowFields>,
+    /// The documents sorted by partition, then `sortBy`, each with its partition value.
+    input: Docs,
+    /// `(before, after)` when the windows are bounded ([`SetWindowFields::reach`]).
+    reach: Option<(usize, usize)>,
+    /// The next input document, read already, and its partition value.
+    pending: Option<(Option<Bson>, Document)>,
+    /// Whether the input has ended.
+    exhausted: bool,
+    /// The partition value of the partition being read (`None` between partitions).
+    key: Option<Option<Bson>>,
+    /// Documents of the partition being read: `held[..context]` returned already, kept for
+    /// the windows of the next ones.
+    held: Vec<Document>,
+    context: usize,
+    /// Documents computed, to return.
+    ready: std::vec::IntoIter<Document>,
+    done: bool,
+}
+
+impl Partitions {
+    /// Reads the rest of a partition, or its next chunk, and computes its documents.
+    fn fill(&mut self) -> Result<()> {
+        let (before, after) = self.reach.unwrap_or((0, 0));
+        let full = self.reach.map_or(usize::MAX, |_| {
+            self.context + CHUNK.max(before + after) + after
+        });
+        let mut ended = false;
+        while self.held.len() < full {
+            let next = match self.pending.take() {
+                Some(p) => Some(p),
+                None => self.input.next().transpose()?.map(|mut d| {
+                    let key = d.remove(PARTITION);
+                    (key, d)
+                }),
+            };
+            let Some((key, d)) = next else {
+                self.exhausted = true;
+                ended = true;
+                break;
+            };
+            match &self.key {
+                None => self.key = Some(key),
+                Some(k) if !same(k.as_ref(), key.as_ref()) => {
+                    self.pending = Some((key, d));
+                    ended = true;
+                    break;
+                }
+                Some(_) => {}
+            }
+            self.held.push(d);
+        }
+        let n = self.held.len();
+        let mut out = Vec::new();
+        if n > self.context {
+            let mut values = self.window.values(&self.held)?;
+            // The last `after` documents' windows may reach documents not read yet.
+            let end = if ended { n } else { n - after };
+            // Kept for the next chunk: the documents not returned, and the `before` ones
+            // returned last.
+            let keep_from = if ended { n } else { end.saturating_sub(before) };
+            let kept = self.held.split_off(keep_from);
+            let mut set = |i: usize, mut d: Document| -> Result<Document> {
+                for (o, vs) in self.window.outputs.iter().zip(&mut values) {
+                    if let Some(v) = vs[i].take() {
+                        let parts: Vec<&str> = o.name.split('.').collect();
+                        set_path(&mut d, &parts, v)?;
+                    }
+                }
+                Ok(d)
+            };
+            out.reserve(end - self.context);
+            let context = self.context;
+            for (i, d) in std::mem::take(&mut self.held).into_iter().enumerate() {
+                if i >= context {
+                    out.push(set(i, d)?);
+                }
+            }
+            for i in keep_from.max(context)..end {
+                out.push(set(i, kept[i - keep_from].clone())?);
+            }
+            self.held = kept;
+            self.context = end - keep_from;
+        }
+        if ended {
+            self.held.clear();
+            self.context = 0;
+            self.key = None;
+            self.done = self.exhausted && self.pending.is_none();
+        }
+        self.ready = out.into_iter();
+        Ok(())
+    }
+}
+
+impl Iterator for Partitions {
+    type Item = Result<Document>;
+
+    fn next(&mut self) -> Option<Result<Document>> {
+        loop {
+            if let Some(d) = self.ready.next() {
+                return Some(Ok(d));
+            }
+            if self.done {
+                return None;
+            }
+            if let Err(e) = self.fill() {
+                self.done = true;
+                return Some(Err(e));
+            }
+        }
+    }
+}
+
+/// Whether two partition values are the same partition (BSON order: `1` is `1.0`).
+fn same(a: Option<&Bson>, b: Option<&Bson>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => compare(a, b) == Ordering::Equal,
+        (None, None) => true,
+        _ => false,
     }
 }

@@ -11,6 +11,7 @@
 //! the candidates only, not on the number of cores, so every machine gives the same answer;
 //! integer sums are kept exactly, as if the buckets were read one after the other.
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -33,14 +34,15 @@ use super::unpack::SegmentView;
 use super::walk::{Collector, Take};
 use crate::collection::Collection;
 use crate::error::{Error, ErrorCode, Result};
-use crate::filter::lookup;
+use crate::filter::field_value;
 
 mod rollup;
 
 /// How one output field of an aggregate is computed over the measurements of a group, as
 /// MongoDB's `$group` accumulators do. A field is a measurement field name, a dotted path
-/// into one (`"a.b"`), or the time field; the meta field is not a measurement field (group
-/// by series instead).
+/// into one (`"a.b"`, read as the expression `"$a.b"` is: through an array of documents, the
+/// array of their values), or the time field; the meta field is not a measurement field
+/// (group by series instead).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Accumulator {
     /// Number of measurements (int64).
@@ -1141,8 +1143,10 @@ fn add_row(
     if rest.is_empty() {
         acc.add(t, Value::Stored(stored))
     } else {
+        // A dotted path as an aggregation expression reads it (through arrays of documents).
         let b = to_bson(stored)?;
-        acc.add(t, Value::Looked(lookup(b.as_ref(), rest)))
+        let v = field_value(b.as_ref().map(Cow::Borrowed), rest);
+        acc.add(t, Value::Looked(v.as_deref()))
     }
 }
 

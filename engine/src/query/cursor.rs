@@ -14,7 +14,7 @@ use super::memory::{MemoryView, Reader};
 use super::plan::{Candidate, Candidates, Plan};
 use super::projection::Projection;
 use super::rowfilter::RowFilter;
-use super::sort::{SORT_MEMORY_LIMIT, SortPlan, SortSpec, Sorted};
+use super::sort::{SortPlan, SortSpec, Sorted};
 use super::{FindCtx, FindOptions, QueryStats, SortOrder};
 use crate::collection::CollectionInner;
 use crate::error::Result;
@@ -186,7 +186,7 @@ impl FindCursor {
             all.by_ref(),
             options.skip,
             options.limit(),
-            SORT_MEMORY_LIMIT,
+            inner.sort_memory_bytes,
         )?;
         let mut stats = all.stats();
         stats.rows_returned = 0;

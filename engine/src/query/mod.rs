@@ -32,7 +32,7 @@ mod parallel;
 mod plan;
 pub(crate) mod projection;
 mod rowfilter;
-mod sort;
+pub(crate) mod sort;
 mod stats;
 mod topk;
 mod unpack;
@@ -84,10 +84,11 @@ pub struct FindOptions {
     /// its greatest descending; equal keys keep no specified order). Not with `sort`. A
     /// document naming only the time field streams as `sort` does. Otherwise the matching
     /// measurements are read whole and sorted before the skip, the limit and the projection
-    /// apply: with a limit, about twice `skip + limit` of them are held; without, at most
-    /// [`SORT_MEMORY_LIMIT`] bytes of them, beyond which sorted runs go to temporary files
-    /// and are merged as the cursor is read (an external merge sort; an I/O failure is
-    /// [`Error::Io`](crate::Error::Io)).
+    /// apply: at most `DatabaseOptions::sort_memory_bytes` ([`SORT_MEMORY_LIMIT`] by
+    /// default) of them are held, as BSON with their sort keys, beyond which sorted runs go
+    /// to temporary files and are merged as the cursor is read (an external merge sort; an
+    /// I/O failure is [`Error::Io`](crate::Error::Io)); with a limit, also at most about
+    /// twice `skip + limit` of them.
     pub sort_by: Option<Document>,
     /// At most this many measurements. Default = all; `Some(0)` is no limit too, as
     /// MongoDB's `limit(0)`. With a sort, buckets are visited in min-time order and the visit

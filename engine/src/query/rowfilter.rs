@@ -10,7 +10,7 @@ use tscoll_codec::{ValueRef, tag};
 
 use super::unpack::SegmentView;
 use crate::filter::{
-    Cmp, Filter, Got, Node, Pred, Target as Reads, Values, cmp_holds, lookup_path,
+    Cmp, Filter, Got, Node, Pred, Target as Reads, Values, cmp_holds, value_ref_in,
     value_ref_matches,
 };
 
@@ -201,9 +201,9 @@ struct RowValues<'a, 'r, 'f> {
 }
 
 impl Values for RowValues<'_, '_, '_> {
-    fn get(&self, target: Reads, path: &[String]) -> Got<'_> {
+    fn root(&self, target: Reads, path: &[String]) -> Got<'_> {
         Ok(match target {
-            Reads::Meta => lookup_path(self.bound.meta, path),
+            Reads::Meta => self.bound.meta.map(Cow::Borrowed),
             Reads::Time => Some(Cow::Owned(Bson::DateTime(bson::DateTime::from_millis(
                 self.seg.times[self.row],
             )))),
@@ -217,8 +217,7 @@ impl Values for RowValues<'_, '_, '_> {
                     return Ok(None);
                 };
                 let v = value(self.seg, t, self.row, self.seg.times[self.row]);
-                let top = to_bson(v)?;
-                lookup_path(top.as_ref(), &path[1..]).map(|v| Cow::Owned(v.into_owned()))
+                to_bson(v)?.map(Cow::Owned)
             }
         })
     }
@@ -237,17 +236,7 @@ impl BoundFilter<'_, '_> {
                 (Test::Cmp(op, operand), _) => {
                     value_ref_matches(value(seg, *target, row, t), p.rest, *op, operand)?
                 }
-                (Test::In(values), _) => {
-                    let v = value(seg, *target, row, t);
-                    let mut any = false;
-                    for x in *values {
-                        if value_ref_matches(v, p.rest, Cmp::Eq, x)? {
-                            any = true;
-                            break;
-                        }
-                    }
-                    any
-                }
+                (Test::In(values), _) => value_ref_in(value(seg, *target, row, t), p.rest, values)?,
             };
             if !ok {
                 return Ok(false);

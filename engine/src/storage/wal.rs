@@ -14,8 +14,9 @@
 //! its rows). Kinds 1 and 2, the same fields at fixed widths (`docs/keys.md`), are still
 //! read.
 //!
-//! A frame cut short at the end of the last file is a write a crash interrupted: reading stops
-//! there. Anything else that does not parse is [`Error::Corruption`].
+//! A frame cut short at the end of the last file (or whose checksum does not match, at its
+//! end) is a write a crash interrupted: a torn tail. Anything else that does not parse is
+//! damage. Reading stops at either, and says where and what lies past it ([`LogCut`]).
 //!
 //! Sequence numbers only grow: a restart leaves the new file behind, empty when it holds no
 //! checkpoint, so a [`LogPosition`] names one place in the log's whole history (the stored
@@ -40,6 +41,113 @@ use crate::write::Durability;
 const FRAME_HEADER: usize = 12;
 /// Largest payload a frame may announce (a commit group's rows; bounds reading bad bytes).
 const MAX_PAYLOAD: usize = 1 << 31;
+
+/// What [`WriteAheadLog::read_all`] read: the records up to the first frame that cannot be
+/// read, and that frame when there is one.
+#[derive(Debug, Default)]
+pub(crate) struct LogRead {
+    /// Every record before the cut, with its position, oldest first.
+    pub(crate) records: Vec<(LogPosition, LogRecord)>,
+    /// Where reading stopped, when it did before the end of the log.
+    pub(crate) cut: Option<LogCut>,
+}
+
+/// Where reading a log stopped before its end, and what lies past that point.
+#[derive(Debug)]
+pub(crate) struct LogCut {
+    /// Damage (`true`), or a torn tail: the last frame of the last file cut short or with a
+    /// checksum that does not match, a write a crash interrupted.
+    pub(crate) damaged: bool,
+    /// The file.
+    pub(crate) path: PathBuf,
+    /// Its sequence number.
+    pub(crate) seq: u64,
+    /// Where the frame that cannot be read begins in it.
+    pub(crate) offset: u64,
+    /// What is wrong with that frame.
+    pub(crate) reason: String,
+    /// Bytes from there to the end of the log (the file's rest and every later file).
+    pub(crate) bytes: u64,
+    /// The records after the cut whose frames are intact, with their positions, in order.
+    pub(crate) readable: Vec<(LogPosition, LogRecord)>,
+    /// Frames after the cut that cannot be read, the first one included; a lower bound when
+    /// damage hides where the next frames begin.
+    pub(crate) unreadable: u64,
+    /// The entries of a torn record, when its beginning holds them whole.
+    pub(crate) torn_entries: Option<Vec<LogEntry>>,
+}
+
+impl LogCut {
+    /// Counts the frames of `rest`, which starts with the frame that cannot be read: that
+    /// one is skipped when its length is plausible (only its checksum or contents are
+    /// wrong), then the others are read.
+    fn count_after(&mut self, rest: &[u8]) {
+        self.unreadable += 1;
+        let skip = match frame_at(rest) {
+            Frame::Intact { len, .. } | Frame::BadChecksum { len } => len,
+            Frame::Short => return,
+        };
+        let at = LogPosition {
+            seq: self.seq,
+            offset: self.offset + skip as u64,
+        };
+        self.count_frames(rest.get(skip..).unwrap_or_default(), at);
+    }
+
+    /// Reads the frames of `bytes`, the first one at `at`, into [`LogCut::readable`] and
+    /// [`LogCut::unreadable`], until one whose length runs past the end.
+    fn count_frames(&mut self, mut bytes: &[u8], mut at: LogPosition) {
+        while !bytes.is_empty() {
+            let len = match frame_at(bytes) {
+                Frame::Intact { payload, len } => {
+                    match LogRecord::decode(payload) {
+                        Ok(r) => self.readable.push((at, r)),
+                        Err(_) => self.unreadable += 1,
+                    }
+                    len
+                }
+                Frame::BadChecksum { len } => {
+                    self.unreadable += 1;
+                    len
+                }
+                Frame::Short => {
+                    self.unreadable += 1;
+                    return;
+                }
+            };
+            bytes = bytes.get(len..).unwrap_or_default();
+            at.offset += len as u64;
+        }
+    }
+}
+
+/// The frame at the start of some bytes.
+enum Frame<'a> {
+    /// Its checksum matches; `len` bytes with the header.
+    Intact { payload: &'a [u8], len: usize },
+    /// Its checksum does not match; `len` bytes with the header.
+    BadChecksum { len: usize },
+    /// The bytes end before the length its header gives (or inside the header).
+    Short,
+}
+
+fn frame_at(bytes: &[u8]) -> Frame<'_> {
+    let Some((head, body)) = bytes.split_at_checked(FRAME_HEADER) else {
+        return Frame::Short;
+    };
+    let len = u32::from_le_bytes(head[..4].try_into().unwrap_or_default()) as usize;
+    let sum = u64::from_le_bytes(head[4..].try_into().unwrap_or_default());
+    match body.get(..len) {
+        None => Frame::Short,
+        Some(payload) if xxh3_64(payload) == sum => Frame::Intact {
+            payload,
+            len: FRAME_HEADER + len,
+        },
+        Some(_) => Frame::BadChecksum {
+            len: FRAME_HEADER + len,
+        },
+    }
+}
 
 /// A place in the log: a file's sequence number and a byte offset in it. Positions of later
 /// records compare greater.
@@ -156,15 +264,31 @@ impl LogRecord {
     /// # Errors
     /// A message naming what is wrong.
     pub(crate) fn decode(bytes: &[u8]) -> std::result::Result<LogRecord, String> {
-        let mut r = Reader(bytes);
-        match r.u8()? {
-            1 => decode_fixed(r, RecordKind::Commit),
-            2 => decode_fixed(r, RecordKind::Checkpoint),
-            COMPACT_COMMIT => decode_compact(r, RecordKind::Commit),
-            COMPACT_CHECKPOINT => decode_compact(r, RecordKind::Checkpoint),
-            k => Err(format!("unknown record kind {k}")),
-        }
+        let (kind, entries, mut r) = decode_head(bytes)?;
+        let len = if matches!(bytes.first(), Some(1 | 2)) {
+            r.u32()? as usize
+        } else {
+            let len = r.varint()?;
+            usize::try_from(len).map_err(|_| format!("rows of {len} bytes"))?
+        };
+        with_rows(r, len, kind, entries)
     }
+}
+
+/// The kind and entries of a payload, in either layout, and a reader of what follows them
+/// (the rows' length and the rows).
+fn decode_head(
+    bytes: &[u8],
+) -> std::result::Result<(RecordKind, Vec<LogEntry>, Reader<'_>), String> {
+    let mut r = Reader(bytes);
+    let (kind, entries) = match r.u8()? {
+        1 => (RecordKind::Commit, decode_fixed(&mut r)?),
+        2 => (RecordKind::Checkpoint, decode_fixed(&mut r)?),
+        COMPACT_COMMIT => (RecordKind::Commit, decode_compact(&mut r)?),
+        COMPACT_CHECKPOINT => (RecordKind::Checkpoint, decode_compact(&mut r)?),
+        k => return Err(format!("unknown record kind {k}")),
+    };
+    Ok((kind, entries, r))
 }
 
 /// Kind byte of a commit record in the compact layout.
@@ -172,8 +296,8 @@ const COMPACT_COMMIT: u8 = 3;
 /// Kind byte of a checkpoint record in the compact layout.
 const COMPACT_CHECKPOINT: u8 = 4;
 
-/// The rest of a record in the compact layout (kinds 3 and 4).
-fn decode_compact(mut r: Reader<'_>, kind: RecordKind) -> std::result::Result<LogRecord, String> {
+/// The entries of a record in the compact layout (kinds 3 and 4).
+fn decode_compact(r: &mut Reader<'_>) -> std::result::Result<Vec<LogEntry>, String> {
     let n = r.varint()?;
     // Every entry takes at least 7 bytes: a count beyond that is damage.
     if n > (r.0.len() / 7) as u64 {
@@ -219,14 +343,12 @@ fn decode_compact(mut r: Reader<'_>, kind: RecordKind) -> std::result::Result<Lo
         previous_id = id;
         previous_min_time = min_time;
     }
-    let len = r.varint()?;
-    let len = usize::try_from(len).map_err(|_| format!("rows of {len} bytes"))?;
-    with_rows(r, len, kind, entries)
+    Ok(entries)
 }
 
-/// The rest of a record in the fixed layout of kinds 1 and 2, which earlier versions wrote (a
-/// log left by a crash of one is still recovered).
-fn decode_fixed(mut r: Reader<'_>, kind: RecordKind) -> std::result::Result<LogRecord, String> {
+/// The entries of a record in the fixed layout of kinds 1 and 2, which earlier versions wrote
+/// (a log left by a crash of one is still recovered).
+fn decode_fixed(r: &mut Reader<'_>) -> std::result::Result<Vec<LogEntry>, String> {
     let n = r.u32()? as usize;
     // Every entry takes at least 45 bytes: a count beyond that is damage.
     if n > r.0.len() / 45 {
@@ -257,8 +379,7 @@ fn decode_fixed(mut r: Reader<'_>, kind: RecordKind) -> std::result::Result<LogR
             size_estimate: r.u64()?,
         });
     }
-    let len = r.u32()? as usize;
-    with_rows(r, len, kind, entries)
+    Ok(entries)
 }
 
 /// The record of `entries`, with the `len` bytes of rows that end the payload `r` reads.
@@ -377,6 +498,16 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// A failed [`WriteAheadLog::append`].
+#[derive(Debug)]
+pub(crate) struct AppendError {
+    /// What failed ([`Error::Io`], naming the file).
+    pub(crate) error: Error,
+    /// Part or all of the record may be left in the file (taking it back failed), so its
+    /// commit may be recovered after a restart.
+    pub(crate) may_remain: bool,
+}
+
 /// The open log file.
 struct Tail {
     seq: u64,
@@ -435,56 +566,110 @@ impl WriteAheadLog {
         Ok(out)
     }
 
-    /// Every record of every file with its position, oldest first. A frame cut short at the
-    /// end of the last file (a write a crash interrupted) ends the log.
+    /// Every record of every file with its position, oldest first, up to the first frame
+    /// that cannot be read, and how reading ended there ([`LogCut`]): a frame cut short at
+    /// the end of the last file, or a last frame of the last file whose checksum does not
+    /// match, is a torn tail (a write a crash interrupted); anything else is damage.
     ///
     /// # Errors
-    /// [`Error::Io`] when a file cannot be read; [`Error::Corruption`] when a frame's checksum
-    /// or contents are wrong, or a file other than the last is cut short.
-    pub(crate) fn read_all(&self) -> Result<Vec<(LogPosition, LogRecord)>> {
+    /// [`Error::Io`] when a file cannot be read.
+    pub(crate) fn read_all(&self) -> Result<LogRead> {
         let files = self.files()?;
-        let mut out = Vec::new();
+        let mut out = LogRead::default();
         for (i, (seq, path)) in files.iter().enumerate() {
             let last = i + 1 == files.len();
             let bytes = fs::read(path).map_err(io_error(path, "reading the log"))?;
-            let mut rest = &bytes[..];
-            while !rest.is_empty() {
-                let corrupt = |reason: String| Error::Corruption {
-                    keyspace: "write-ahead log".to_owned(),
-                    key: path.display().to_string(),
-                    reason,
-                };
-                let Some((head, body)) = rest.split_at_checked(FRAME_HEADER) else {
-                    if last {
-                        break;
-                    }
-                    return Err(corrupt("a frame header is cut short".to_owned()));
-                };
-                let len = u32::from_le_bytes(head[..4].try_into().unwrap_or_default()) as usize;
-                let sum = u64::from_le_bytes(head[4..].try_into().unwrap_or_default());
-                let Some((payload, after)) = body.split_at_checked(len) else {
-                    if last {
-                        break;
-                    }
-                    return Err(corrupt("a frame is cut short".to_owned()));
-                };
-                if xxh3_64(payload) != sum {
+            let mut at = 0;
+            while let Some(rest) = bytes.get(at..).filter(|r| !r.is_empty()) {
+                let (damaged, reason) = match frame_at(rest) {
+                    Frame::Intact { payload, len } => match LogRecord::decode(payload) {
+                        Ok(record) => {
+                            let offset = at as u64;
+                            out.records
+                                .push((LogPosition { seq: *seq, offset }, record));
+                            at += len;
+                            continue;
+                        }
+                        Err(e) => (true, format!("a record does not parse ({e})")),
+                    },
                     // The last frame of the last file may be a torn write: its bytes were
-                    // never acknowledged.
-                    if last && after.is_empty() {
-                        break;
+                    // never acknowledged as written out.
+                    Frame::Short if last => (false, "the last record is cut short".to_owned()),
+                    Frame::Short => (true, "a file other than the last is cut short".to_owned()),
+                    Frame::BadChecksum { len } if last && len == rest.len() => (
+                        false,
+                        "the last record's checksum does not match (a write cut short)".to_owned(),
+                    ),
+                    Frame::BadChecksum { .. } => {
+                        (true, "a record's checksum does not match".to_owned())
                     }
-                    return Err(corrupt("a frame's checksum does not match".to_owned()));
-                }
-                let position = LogPosition {
-                    seq: *seq,
-                    offset: (bytes.len() - rest.len()) as u64,
                 };
-                out.push((position, LogRecord::decode(payload).map_err(corrupt)?));
-                rest = after;
+                let mut cut = LogCut {
+                    damaged,
+                    path: path.clone(),
+                    seq: *seq,
+                    offset: at as u64,
+                    reason,
+                    bytes: rest.len() as u64,
+                    readable: Vec::new(),
+                    unreadable: 0,
+                    torn_entries: None,
+                };
+                if damaged {
+                    cut.count_after(rest);
+                    for (later_seq, later) in files.get(i + 1..).unwrap_or_default() {
+                        let bytes = fs::read(later).map_err(io_error(later, "reading the log"))?;
+                        cut.bytes += bytes.len() as u64;
+                        cut.count_frames(
+                            &bytes,
+                            LogPosition {
+                                seq: *later_seq,
+                                offset: 0,
+                            },
+                        );
+                    }
+                } else {
+                    // The entries of a record cut short were written whole when they parse
+                    // (those of one whose checksum does not match cannot be trusted).
+                    cut.unreadable = 1;
+                    cut.torn_entries = matches!(frame_at(rest), Frame::Short)
+                        .then(|| rest.get(FRAME_HEADER..))
+                        .flatten()
+                        .and_then(|payload| decode_head(payload).ok())
+                        .map(|(_, entries, _)| entries);
+                }
+                out.cut = Some(cut);
+                return Ok(out);
             }
         }
         Ok(out)
+    }
+
+    /// Copies the log files from sequence number `from` on to `<db>/wal-damaged-<ms>/<log
+    /// directory name>/`, beside the database (the log directory is `<db>/wal/c<id>`), and
+    /// returns that folder.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when a file cannot be copied.
+    pub(crate) fn set_aside(&self, from: u64) -> Result<PathBuf> {
+        let ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis());
+        let db = self
+            .dir
+            .parent()
+            .and_then(Path::parent)
+            .unwrap_or(&self.dir);
+        let to = db
+            .join(format!("wal-damaged-{ms}"))
+            .join(self.dir.file_name().unwrap_or_default());
+        fs::create_dir_all(&to).map_err(io_error(&to, "creating a folder for a damaged log"))?;
+        for (_, path) in self.files()?.into_iter().filter(|(s, _)| *s >= from) {
+            fs::copy(&path, to.join(path.file_name().unwrap_or_default()))
+                .map_err(io_error(&path, "copying a damaged log file"))?;
+        }
+        sync_dir(&to)?;
+        Ok(to)
     }
 
     /// Appends one record with the durability asked for; opens a file first if none is open.
@@ -493,49 +678,71 @@ impl WriteAheadLog {
     /// fails until the next [`WriteAheadLog::restart`].
     ///
     /// # Errors
-    /// [`Error::Io`] when the file cannot be written, or an earlier failure could not be
-    /// taken back.
-    pub(crate) fn append(&self, payload: &[u8], durability: Durability) -> Result<()> {
+    /// [`AppendError`]: the file cannot be written, or an earlier failure could not be taken
+    /// back; [`AppendError::may_remain`] when the record's bytes may be left in the file.
+    pub(crate) fn append(
+        &self,
+        payload: &[u8],
+        durability: Durability,
+    ) -> std::result::Result<(), AppendError> {
+        let refused = |error| AppendError {
+            error,
+            may_remain: false,
+        };
         if payload.len() > MAX_PAYLOAD {
-            return Err(Error::Io(std::io::Error::other(format!(
+            return Err(refused(Error::Io(std::io::Error::other(format!(
                 "a log record of {} bytes is over 2 GiB",
                 payload.len()
-            ))));
+            )))));
         }
         let mut state = self.lock();
         if state.poisoned {
-            return Err(Error::Io(std::io::Error::other(
+            return Err(refused(Error::Io(std::io::Error::other(
                 "the log holds the bytes of a failed append; a checkpoint must restart it",
-            )));
+            ))));
         }
         if state.open.is_none() {
-            state.open = Some(self.start(self.next_seq()?)?);
+            state.open = Some(
+                self.start(self.next_seq().map_err(refused)?)
+                    .map_err(refused)?,
+            );
         }
         let Some(t) = state.open.as_mut() else {
             unreachable!("opened above")
         };
         let path = self.path_of(t.seq);
-        let io = io_error(&path, "writing the log");
-        let written = write_frame(&mut t.file, payload, durability).map_err(&io);
-        if written.is_ok() {
+        let Err(e) = write_frame(&mut t.file, payload, durability) else {
             t.bytes += (FRAME_HEADER + payload.len()) as u64;
             return Ok(());
-        }
+        };
         // Take the record back: the file must end up holding exactly the bytes before it.
         let Some(t) = state.open.take() else {
             unreachable!("taken above")
         };
         let (file, buffered) = t.file.into_parts();
-        match take_back(&file, &buffered.unwrap_or_default(), t.bytes) {
+        let buffered = buffered.unwrap_or_default();
+        match take_back(&file, &buffered, t.bytes) {
             Ok(()) => {
                 state.open = Some(Tail {
                     file: BufWriter::with_capacity(1 << 20, file),
                     ..t
                 });
+                Err(refused(io_error(&path, "writing the log")(e)))
             }
-            Err(_) => state.poisoned = true,
+            Err(back) => {
+                state.poisoned = true;
+                // The record's bytes stay in the file unless they all come after bytes
+                // the file lacks (those are never written now).
+                let may_remain = file.metadata().map_or(true, |m| m.len() > t.bytes);
+                Err(AppendError {
+                    error: io_error(&path, "writing the log")(std::io::Error::new(
+                        e.kind(),
+                        format!("{e}; cutting the record off failed too: {back}"),
+                    )),
+                    may_remain,
+                })
+            }
         }
-        written
     }
 
     /// The position the next record will be appended at.
@@ -582,8 +789,14 @@ impl WriteAheadLog {
         let mut t = self.start(next)?;
         if let Some(payload) = checkpoint {
             let path = self.path_of(next);
-            write_frame(&mut t.file, payload, Durability::Sync)
-                .map_err(io_error(&path, "writing a checkpoint"))?;
+            if let Err(e) = write_frame(&mut t.file, payload, Durability::Sync) {
+                // The older files still hold everything: the new one goes, or it would be
+                // a file cut short before the files of later appends.
+                let _ = t.file.into_parts();
+                let _ = fs::remove_file(&path)
+                    .and_then(|()| sync_dir(&self.dir).map_err(std::io::Error::other));
+                return Err(io_error(&path, "writing a checkpoint")(e));
+            }
             t.bytes = (FRAME_HEADER + payload.len()) as u64;
             t.checkpoint = t.bytes;
         }
@@ -727,6 +940,7 @@ mod tests {
     fn records(log: &WriteAheadLog) -> Vec<LogRecord> {
         log.read_all()
             .expect("read")
+            .records
             .into_iter()
             .map(|(_, r)| r)
             .collect()
@@ -752,6 +966,7 @@ mod tests {
         let positions: Vec<LogPosition> = log
             .read_all()
             .expect("read")
+            .records
             .into_iter()
             .map(|(p, _)| p)
             .collect();
@@ -761,12 +976,19 @@ mod tests {
             (FRAME_HEADER + a.encode().len()) as u64
         );
         assert!(positions[0] < positions[1] && positions[1] < log.position().expect("pos"));
-        // A torn last frame is dropped; the frames before it stay.
-        let (_, path) = log.files().expect("files").pop().expect("a file");
+        // A torn last frame is dropped, and said; the frames before it stay.
+        let (seq, path) = log.files().expect("files").pop().expect("a file");
         let len = fs::metadata(&path).expect("meta").len();
         let f = OpenOptions::new().write(true).open(&path).expect("open");
         f.set_len(len - 3).expect("cut");
         assert_eq!(records(&log), vec![a.clone()]);
+        let cut = log.read_all().expect("read").cut.expect("a torn tail");
+        assert!(!cut.damaged);
+        assert_eq!((cut.seq, cut.offset), (seq, positions[1].offset));
+        assert_eq!(cut.bytes, len - 3 - positions[1].offset);
+        // b has no rows: the cut went through its entries, which are not counted.
+        assert_eq!(cut.torn_entries, None);
+        assert!(cut.reason.contains("cut short"), "{}", cut.reason);
         // A checkpoint starts a new file and removes the old ones.
         let before = log.position().expect("pos");
         log.restart(Some(&b.encode())).expect("restart");
@@ -807,7 +1029,7 @@ mod tests {
     }
 
     #[test]
-    fn damage_before_the_end_is_an_error_not_a_panic() {
+    fn damage_before_the_end_is_a_damaged_cut_not_a_panic() {
         let dir = tempfile::tempdir().expect("tempdir");
         let log = WriteAheadLog::open(dir.path().join("wal")).expect("open");
         let a = LogRecord {
@@ -821,7 +1043,25 @@ mod tests {
         let mut bytes = fs::read(&path).expect("read");
         bytes[FRAME_HEADER + 2] ^= 0xff;
         fs::write(&path, &bytes).expect("write");
-        assert!(matches!(log.read_all(), Err(Error::Corruption { .. })));
+        // The damaged first frame ends the records; the intact one after it is counted.
+        let read = log.read_all().expect("read");
+        assert!(read.records.is_empty());
+        let cut = read.cut.expect("damage");
+        assert!(cut.damaged, "{}", cut.reason);
+        assert_eq!((cut.offset, cut.bytes), (0, bytes.len() as u64));
+        let second = LogPosition {
+            seq: cut.seq,
+            offset: (FRAME_HEADER + a.encode().len()) as u64,
+        };
+        assert_eq!(
+            (cut.readable, cut.unreadable),
+            (vec![(second, a.clone())], 1)
+        );
+        // A length running past the end of a file other than the last is damage too.
+        log.restart(None).expect("restart");
+        fs::write(&path, &bytes[..FRAME_HEADER + 5]).expect("write");
+        let cut = log.read_all().expect("read").cut.expect("damage");
+        assert!(cut.damaged && cut.reason.contains("other than the last"));
         for cut in 0..a.encode().len() {
             assert!(LogRecord::decode(&a.encode()[..cut]).is_err());
         }

@@ -153,6 +153,7 @@ impl CollectionInner {
         multi: bool,
         upsert: bool,
     ) -> Result<UpdateResult> {
+        self.writable()?;
         let update = Update::parse(update_doc)?;
         if multi && matches!(update, Update::Replacement(_)) {
             return Err(Error::rejected(

@@ -23,6 +23,14 @@ fn weather() -> (tempfile::TempDir, Database, Collection, Vec<Document>) {
     (dir, db, coll, docs)
 }
 
+/// An empty collection with time field `ts` and meta field `meta`.
+fn empty() -> (tempfile::TempDir, Database, Collection) {
+    temp_collection(
+        CatalogOptions::default(),
+        &TimeseriesOptions::new("ts").meta_field("meta"),
+    )
+}
+
 fn series(d: &Document) -> &str {
     d.get_document("meta")
         .and_then(|m| m.get_str("series"))
@@ -250,10 +258,7 @@ fn project_add_fields_sort_skip_limit_count() {
 
 #[test]
 fn stages_not_built_are_refused_by_name() {
-    let (_dir, _db, coll) = temp_collection(
-        CatalogOptions::default(),
-        &TimeseriesOptions::new("ts").meta_field("meta"),
-    );
+    let (_dir, _db, coll) = empty();
     for (stage, needle) in [
         (doc! { "$lookup": { "from": "x" } }, "$lookup"),
         (
@@ -276,10 +281,7 @@ fn stages_not_built_are_refused_by_name() {
 
 #[test]
 fn failing_expressions_fail_the_pipeline_and_match_nothing_in_a_filter() {
-    let (_dir, _db, coll) = temp_collection(
-        CatalogOptions::default(),
-        &TimeseriesOptions::new("ts").meta_field("meta"),
-    );
+    let (_dir, _db, coll) = empty();
     insert_all(
         &coll,
         &[
@@ -330,4 +332,88 @@ fn a_sort_before_a_limit_keeps_the_same_first_documents() {
         all.truncate(usize::try_from(n).expect("n"));
         assert_eq!(limited, all, "{keys}");
     }
+}
+
+#[test]
+fn derivative_and_integral_subtract_dates_in_milliseconds() {
+    let (_dir, _db, coll) = empty();
+    // 9999-12-31T23:58:00Z and one minute later: far from 1970, where a date divided by an
+    // hour's length is not exact.
+    let t0 = 253_402_300_680_000;
+    insert_all(
+        &coll,
+        &[
+            doc! { "ts": DateTime::from_millis(t0), "v": 0 },
+            doc! { "ts": DateTime::from_millis(t0 + 60_000), "v": -1000 },
+        ],
+    );
+    let out = coll
+        .aggregate(&[doc! { "$setWindowFields": {
+            "sortBy": { "ts": 1 },
+            "output": {
+                "slope": { "$derivative": { "input": "$v", "unit": "hour" }, "window": { "documents": [-1, 0] } },
+                "area": { "$integral": { "input": "$v", "unit": "hour" }, "window": { "documents": [-1, 0] } },
+                "n": { "$count": {}, "window": { "range": [-1, 0], "unit": "minute" } },
+            },
+        } }])
+        .expect("aggregate");
+    assert_eq!(out.len(), 2);
+    // -1000 in one minute: -60000 an hour; the area is a sixtieth of an hour times -500.
+    assert_eq!(out[1].get_f64("slope").expect("slope"), -60_000.0);
+    assert_eq!(
+        out[1].get_f64("area").expect("area"),
+        60_000.0 / 3_600_000.0 * -500.0
+    );
+    assert_eq!(out[1].get_i32("n").expect("n"), 2);
+    assert_eq!(out[0].get_i32("n").expect("n"), 1);
+}
+
+#[test]
+fn expression_paths_through_arrays_of_documents_give_arrays() {
+    let (_dir, _db, coll) = empty();
+    insert_all(
+        &coll,
+        &[
+            doc! { "ts": DateTime::from_millis(0), "o": [{ "b": 1 }, { "c": 5 }, { "b": 99 }] },
+            doc! { "ts": DateTime::from_millis(1), "o": { "b": 2 } },
+        ],
+    );
+    let arr = Bson::Array(vec![Bson::Int32(1), Bson::Int32(99)]);
+    let out = coll
+        .aggregate(&[
+            doc! { "$sort": { "ts": 1 } },
+            doc! { "$project": { "_id": 0, "v": "$o.b" } },
+        ])
+        .expect("aggregate");
+    assert_eq!(out, [doc! { "v": arr.clone() }, doc! { "v": 2 }]);
+    let out = coll
+        .aggregate(&[
+            doc! { "$sort": { "ts": 1 } },
+            doc! { "$group": {
+                "_id": null,
+                "first": { "$first": "$o.b" },
+                "last": { "$last": "$o.b" },
+                "all": { "$push": "$o.b" },
+            } },
+        ])
+        .expect("aggregate");
+    assert_eq!(
+        out,
+        [doc! { "_id": null, "first": arr.clone(), "last": 2, "all": [arr.clone(), 2] }]
+    );
+    // In a filter, on the stored columns and on a pipeline's documents.
+    let filter = doc! { "$expr": { "$eq": ["$o.b", arr] } };
+    let found = coll
+        .find(&filter, &tscoll_engine::FindOptions::default())
+        .expect("find");
+    assert_eq!(found.len(), 1);
+    assert_eq!(ms(&found[0]), 0);
+    let matched = coll
+        .aggregate(&[
+            doc! { "$addFields": { "x": 1 } },
+            doc! { "$match": filter },
+            doc! { "$count": "n" },
+        ])
+        .expect("aggregate");
+    assert_eq!(matched, [doc! { "n": 1 }]);
 }

@@ -60,7 +60,7 @@ fn num(v: &Bson) -> f64 {
     }
 }
 
-/// BSON order for the value types these tests use.
+/// BSON order for the value types these tests use (NaN below every other number).
 fn order(a: &Bson, b: &Bson) -> Ordering {
     rank(a).cmp(&rank(b)).then_with(|| match (a, b) {
         (Bson::String(x), Bson::String(y)) => x.as_bytes().cmp(y.as_bytes()),
@@ -77,8 +77,19 @@ fn order(a: &Bson, b: &Bson) -> Ordering {
             }
             xs.len().cmp(&ys.len())
         }
+        (Bson::Array(x), Bson::Array(y)) => x
+            .iter()
+            .zip(y)
+            .map(|(p, q)| order(p, q))
+            .find(|o| *o != Ordering::Equal)
+            .unwrap_or_else(|| x.len().cmp(&y.len())),
         (Bson::Null, Bson::Null) => Ordering::Equal,
-        _ if rank(a) == 10 => num(a).partial_cmp(&num(b)).unwrap_or(Ordering::Equal),
+        _ if rank(a) == 10 => {
+            let (x, y) = (num(a), num(b));
+            (!x.is_nan(), x)
+                .partial_cmp(&(!y.is_nan(), y))
+                .unwrap_or(Ordering::Equal)
+        }
         _ => Ordering::Equal,
     })
 }
@@ -94,56 +105,59 @@ fn holds(o: Ordering, op: &str) -> bool {
     }
 }
 
-/// MongoDB's comparison of one field value: a missing field matches only `null` (`$eq`,
-/// `$gte`, `$lte`), an array matches if an element does, other types never match.
+/// MongoDB's comparison of one value a path reached: a missing value matches only `null`
+/// (`$eq`, `$gte`, `$lte`); other types never match; NaN only matches NaN, and only with
+/// `$eq`, `$gte`, `$lte`; arrays are compared whole.
 fn value_matches(v: Option<&Bson>, op: &str, operand: &Bson) -> bool {
+    let nan = |x: &Bson| matches!(x, Bson::Double(d) if d.is_nan());
     match v {
         None => matches!(operand, Bson::Null) && matches!(op, "$eq" | "$gte" | "$lte"),
-        Some(Bson::Array(items)) if !matches!(operand, Bson::Array(_)) => {
-            items.iter().any(|i| value_matches(Some(i), op, operand))
+        Some(x) if rank(x) != rank(operand) => false,
+        Some(x) if nan(x) || nan(operand) => {
+            nan(x) && nan(operand) && matches!(op, "$eq" | "$gte" | "$lte")
         }
-        Some(x) => rank(x) == rank(operand) && holds(order(x, operand), op),
+        Some(x) => holds(order(x, operand), op),
     }
 }
 
-/// The value a query sees at dotted `path`: a path that meets an array goes on into each of
-/// its documents, and the query looks at everything found there (returned as one array, each
-/// found array both whole and by element).
-fn query_path(doc: &Document, path: &str) -> Option<Bson> {
-    let parts: Vec<&str> = path.split('.').collect();
-    let mut values: Vec<Bson> = vec![doc.get(parts[0])?.clone()];
-    let mut through_array = false;
-    for p in &parts[1..] {
-        let mut next = Vec::new();
-        for v in values {
-            match v {
-                Bson::Document(d) => next.extend(d.get(*p).cloned()),
-                Bson::Array(items) => {
-                    through_array = true;
-                    for i in items {
-                        if let Bson::Document(d) = i {
-                            next.extend(d.get(*p).cloned());
+/// The values a query looks at for dotted `path` in `doc` (`None`: missing). Through a
+/// document the path goes on in its field (a missing field, or a scalar with path left, is
+/// one missing value); through an array, in each of its documents, and a numeric part also
+/// picks the element at that position; other elements (nested arrays too) give nothing. An
+/// array at the end of the path gives its elements, then itself when `leaf` (only itself
+/// otherwise: `$size`).
+fn query_values(doc: &Document, path: &str, leaf: bool) -> Vec<Option<Bson>> {
+    fn below(v: Option<&Bson>, parts: &[&str], leaf: bool, out: &mut Vec<Option<Bson>>) {
+        let Some((p, rest)) = parts.split_first() else {
+            if let (Some(Bson::Array(items)), true) = (v, leaf) {
+                out.extend(items.iter().cloned().map(Some));
+            }
+            out.push(v.cloned());
+            return;
+        };
+        match v {
+            Some(Bson::Document(d)) => below(d.get(*p), rest, leaf, out),
+            Some(Bson::Array(items)) => {
+                for (i, e) in items.iter().enumerate() {
+                    if let Bson::Document(d) = e {
+                        below(d.get(*p), rest, leaf, out);
+                    }
+                    if *p == i.to_string() {
+                        if rest.is_empty() {
+                            out.push(Some(e.clone()));
+                        } else if matches!(e, Bson::Document(_) | Bson::Array(_)) {
+                            below(Some(e), rest, leaf, out);
                         }
                     }
                 }
-                _ => {}
             }
-        }
-        values = next;
-    }
-    if !through_array {
-        return values.pop();
-    }
-    let mut all = Vec::new();
-    for v in values {
-        if let Bson::Array(items) = &v {
-            all.extend(items.iter().cloned());
-            all.insert(all.len() - items.len(), v.clone());
-        } else {
-            all.push(v);
+            _ => out.push(None),
         }
     }
-    (!all.is_empty()).then_some(Bson::Array(all))
+    let parts: Vec<&str> = path.split('.').collect();
+    let mut out = Vec::new();
+    below(doc.get(parts[0]), &parts[1..], leaf, &mut out);
+    out
 }
 
 fn get_path<'a>(doc: &'a Document, path: &str) -> Option<&'a Bson> {
@@ -158,37 +172,44 @@ fn get_path<'a>(doc: &'a Document, path: &str) -> Option<&'a Bson> {
     Some(cur)
 }
 
-/// Whether field value `v` (`None`: missing) passes one operator of a field condition.
-fn op_matches(v: Option<&Bson>, op: &str, operand: &Bson) -> bool {
-    let in_list = |list: &Bson| {
-        list.as_array()
-            .expect("array operand")
-            .iter()
-            .any(|x| value_matches(v, "$eq", x))
+/// Whether `doc` passes one operator of the condition on `path`: a positive operator when one
+/// of the values the query looks at passes it; `$ne`, `$nin` and `$not` when none passes
+/// what they negate; `$all` when each operand is matched.
+fn op_matches(doc: &Document, path: &str, op: &str, operand: &Bson) -> bool {
+    let any = |f: &dyn Fn(Option<&Bson>) -> bool| {
+        query_values(doc, path, true).iter().any(|v| f(v.as_ref()))
     };
-    if let (Some(Bson::Array(items)), "$type" | "$mod") = (v, op) {
-        // Both look at the elements of an array (the generator never asks for type "array").
-        return items.iter().any(|i| op_matches(Some(i), op, operand));
-    }
+    let list = || operand.as_array().expect("array operand");
+    let in_list = || any(&|v| list().iter().any(|x| value_matches(v, "$eq", x)));
     match op {
-        "$in" => in_list(operand),
-        "$nin" => !in_list(operand),
+        "$in" => in_list(),
+        "$nin" => !in_list(),
         // MongoDB: `$ne` is the negation of `$eq`, so a missing field is "not equal".
-        "$ne" => !value_matches(v, "$eq", operand),
-        "$exists" => v.is_some() == operand.as_bool().expect("$exists bool"),
+        "$ne" => !any(&|v| value_matches(v, "$eq", operand)),
+        "$all" => {
+            !list().is_empty()
+                && list()
+                    .iter()
+                    .all(|x| any(&|v| value_matches(v, "$eq", x)))
+        }
+        "$size" => query_values(doc, path, false).iter().any(|v| {
+            matches!(v, Some(Bson::Array(items)) if Bson::Int32(items.len() as i32) == *operand)
+        }),
+        "$exists" => any(&|v| v.is_some()) == operand.as_bool().expect("$exists bool"),
         "$not" => !operand
             .as_document()
             .expect("$not document")
             .iter()
-            .all(|(op, x)| op_matches(v, op, x)),
-        // The kinds these tests generate: names for the numeric kinds, strings and null.
-        "$type" => v.is_some_and(|v| {
+            .all(|(op, x)| op_matches(doc, path, op, x)),
+        // The kinds these tests generate: names for the numeric kinds, strings, null, arrays.
+        "$type" => any(&|v| {
             let name = match v {
-                Bson::Int32(_) => "int",
-                Bson::Int64(_) => "long",
-                Bson::Double(_) => "double",
-                Bson::String(_) => "string",
-                Bson::Null => "null",
+                Some(Bson::Int32(_)) => "int",
+                Some(Bson::Int64(_)) => "long",
+                Some(Bson::Double(_)) => "double",
+                Some(Bson::String(_)) => "string",
+                Some(Bson::Null) => "null",
+                Some(Bson::Array(_)) => "array",
                 _ => "other",
             };
             let want = operand.as_str().expect("$type alias");
@@ -199,15 +220,17 @@ fn op_matches(v: Option<&Bson>, op: &str, operand: &Bson) -> bool {
                 panic!("$mod [d, r]")
             };
             let (d, r) = (d.as_i32().expect("d"), r.as_i32().expect("r"));
-            match v {
+            any(&|v| match v {
                 Some(Bson::Int32(n)) => n % d == r,
                 Some(Bson::Int64(n)) => n % i64::from(d) == i64::from(r),
                 #[allow(clippy::cast_possible_truncation)]
-                Some(Bson::Double(x)) => (x.trunc() as i64) % i64::from(d) == i64::from(r),
+                Some(Bson::Double(x)) if x.is_finite() => {
+                    (x.trunc() as i64) % i64::from(d) == i64::from(r)
+                }
                 _ => false,
-            }
+            })
         }
-        _ => value_matches(v, op, operand),
+        _ => any(&|v| value_matches(v, op, operand)),
     }
 }
 
@@ -228,13 +251,11 @@ fn reference_match(doc: &Document, filter: &Document) -> bool {
             "$nor" => return !branches().into_iter().any(|b| b),
             _ => {}
         }
-        let v = query_path(doc, k);
-        let v = v.as_ref();
         match cond {
-            Bson::Document(ops) if ops.keys().next().is_some_and(|o| o.starts_with('$')) => {
-                ops.iter().all(|(op, operand)| op_matches(v, op, operand))
-            }
-            operand => value_matches(v, "$eq", operand),
+            Bson::Document(ops) if ops.keys().next().is_some_and(|o| o.starts_with('$')) => ops
+                .iter()
+                .all(|(op, operand)| op_matches(doc, k, op, operand)),
+            operand => op_matches(doc, k, "$eq", operand),
         }
     })
 }
@@ -485,6 +506,42 @@ fn r_14_4_1_measurement_predicates_prune_with_control_min_max() {
             24 - expected_unpacked,
             "{filter}: {stats:?}"
         );
+    }
+}
+
+#[test]
+fn nan_and_arrays_match_as_mongodb_and_prune_only_buckets_without_a_match() {
+    let (_d, _db, coll) = setup(&meta_opts());
+    // Four hours, a bucket each; v = minutes since H0, a NaN at minute 0.
+    let mut docs = hourly(&["a"], 4, 2);
+    docs[0].insert("v", f64::NAN);
+    docs[1].insert("a", bson::bson!([[1, 2], [3]]));
+    docs[2].insert("a", bson::bson!([1, 2]));
+    docs[3].insert("a", bson::bson!([[1]]));
+    docs[4].insert("n", bson::bson!([{ "s": [] }]));
+    docs[5].insert("n", doc! { "s": 1 });
+    insert_all(&coll, &docs);
+    // Five buckets: `[[1]]` after `[1, 2]` changes the schema (R-5.2), hour 1 has two.
+    let nan = f64::NAN;
+    for (filter, rows, unpacked) in [
+        // NaN matches NaN only, never a range.
+        (doc! { "v": { "$gte": nan } }, 1, 1),
+        (doc! { "v": nan }, 1, 1),
+        (doc! { "v": { "$gt": nan } }, 0, 0),
+        (doc! { "v": { "$lt": 31 } }, 1, 1),
+        // An array operand matches the field or an element; never inside a nested array.
+        (doc! { "a": [1, 2] }, 2, 5),
+        (doc! { "a": 1 }, 1, 3),
+        (doc! { "a": { "$in": [[3], 7] } }, 1, 5),
+        (doc! { "a": { "$nin": [[1, 2]] } }, 6, 5),
+        (doc! { "a": { "$all": [[1, 2], [3]] } }, 1, 5),
+        (doc! { "n.s": [] }, 1, 5),
+    ] {
+        let (found, stats) = sorted_find(&coll, filter.clone());
+        assert_eq!(found.len(), rows, "{filter}: {found:?}");
+        assert_same_rows(&found, &reference_find(&docs, &filter), &filter.to_string());
+        assert_eq!(stats.buckets_unpacked, unpacked, "{filter}: {stats:?}");
+        assert_eq!(coll.count(&filter).expect("count"), rows as u64, "{filter}");
     }
 }
 
@@ -1583,8 +1640,28 @@ fn value_strategy() -> BoxedStrategy<Option<Bson>> {
     .boxed()
 }
 
+/// Small values nested in arrays and documents `{s: ...}`, NaN among the numbers.
+fn nested_strategy() -> BoxedStrategy<Bson> {
+    let scalar = prop_oneof![
+        4 => (-2i32..3).prop_map(Bson::Int32),
+        1 => Just(Bson::Double(f64::NAN)),
+        1 => Just(Bson::Double(0.5)),
+        1 => Just(Bson::String("x".into())),
+        1 => Just(Bson::Null),
+    ];
+    scalar
+        .prop_recursive(3, 12, 3, |inner| {
+            prop_oneof![
+                2 => proptest::collection::vec(inner.clone(), 0..3).prop_map(Bson::Array),
+                1 => inner.prop_map(|v| Bson::Document(doc! { "s": v })),
+            ]
+        })
+        .boxed()
+}
+
 /// Measurements with distinct times (minute `k` of the first two days), three series and a
-/// no-meta series, fields `v` (mixed types, sometimes missing) and `w` (int, sometimes missing).
+/// no-meta series, fields `v` (mixed types, sometimes missing), `w` (int, sometimes missing),
+/// `r` (an array of documents) and `a` (values nested in arrays and documents).
 fn docs_strategy() -> impl Strategy<Value = Vec<Document>> {
     proptest::collection::btree_map(
         0i64..2880,
@@ -1593,12 +1670,13 @@ fn docs_strategy() -> impl Strategy<Value = Vec<Document>> {
             value_strategy(),
             proptest::option::of(0i32..100),
             proptest::option::weighted(0.3, proptest::collection::vec(value_strategy(), 0..3)),
+            proptest::option::weighted(0.6, nested_strategy()),
         ),
         1..160,
     )
     .prop_map(|m| {
         m.into_iter()
-            .map(|(k, (s, v, w, r))| {
+            .map(|(k, (s, v, w, r, a))| {
                 let mut d = doc! { "t": at(k * MIN) };
                 if s < 3 {
                     d.insert("m", ["a", "b", "c"][s]);
@@ -1616,6 +1694,9 @@ fn docs_strategy() -> impl Strategy<Value = Vec<Document>> {
                         .map(|x| Bson::Document(x.map(|x| doc! { "x": x }).unwrap_or_default()))
                         .collect();
                     d.insert("r", items);
+                }
+                if let Some(a) = a {
+                    d.insert("a", a);
                 }
                 d
             })
@@ -1660,7 +1741,14 @@ fn pred_strategy() -> impl Strategy<Value = (String, Bson)> {
         1 => (field_strategy(), op, 0i32..100)
             .prop_map(|(f, op, x)| (f, Bson::Document(doc! { "$not": { op: x } }))),
         1 => (0i64..2880).prop_map(|k| ("t".to_owned(), Bson::Document(doc! { "$ne": at(k * MIN) }))),
-        1 => (field_strategy(), prop::sample::select(vec!["int", "long", "double", "number", "string", "null"]))
+        // Values nested in arrays and documents, NaN, array and document operands.
+        4 => (nested_field_strategy(), prop_oneof![Just("$eq"), Just("$gt"), Just("$gte"), Just("$lt"), Just("$lte"), Just("$ne")], nested_strategy())
+            .prop_map(|(f, op, x)| (f, Bson::Document(doc! { op: x }))),
+        1 => (nested_field_strategy(), nested_strategy()).prop_map(|(f, x)| (f, x)),
+        2 => (nested_field_strategy(), prop_oneof![Just("$in"), Just("$nin"), Just("$all")], proptest::collection::vec(nested_strategy(), 0..3))
+            .prop_map(|(f, op, xs)| (f, Bson::Document(doc! { op: xs }))),
+        1 => (nested_field_strategy(), 0i32..3).prop_map(|(f, n)| (f, Bson::Document(doc! { "$size": n }))),
+        1 => (field_strategy(), prop::sample::select(vec!["int", "long", "double", "number", "string", "null", "array"]))
             .prop_map(|(f, t)| (f, Bson::Document(doc! { "$type": t }))),
         1 => (field_strategy(), 2i32..5, 0i32..3)
             .prop_map(|(f, d, r)| (f, Bson::Document(doc! { "$mod": [d, r - 1] }))),
@@ -1672,8 +1760,15 @@ fn field_strategy() -> impl Strategy<Value = String> {
         Just("m".to_owned()),
         Just("v".to_owned()),
         Just("w".to_owned()),
-        Just("r.x".to_owned())
+        Just("r.x".to_owned()),
+        Just("a".to_owned()),
+        Just("a.s".to_owned()),
     ]
+}
+
+/// Paths into the nested values of `a`: through documents, arrays, positions.
+fn nested_field_strategy() -> impl Strategy<Value = String> {
+    prop::sample::select(vec!["a", "a.s", "a.s.s", "a.0", "a.1.s", "a.s.0"]).prop_map(str::to_owned)
 }
 
 /// A filter document: a conjunction of conditions, some of them grouped in `$or`, `$nor` or

@@ -328,6 +328,7 @@ fn measure(
     drop(runs);
     // Before `close`: the catalog as the ingest left it (open buckets, memory).
     let bucket_catalog = db.catalog_stats().map(|c| c.to_document());
+    let stored = crate::cmd::ingest::stored_measurements(&db)?;
     let closing = Instant::now();
     db.close()?;
     // Disk bytes are measured after flush and compaction: the data as it stays.
@@ -341,6 +342,7 @@ fn measure(
         dir,
         Ingest {
             measurements: inserted,
+            stored,
             field_values: inserted * FIELDS.len() as u64,
             seconds,
             durability: args.durability,

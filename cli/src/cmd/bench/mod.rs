@@ -1,10 +1,12 @@
 //! `tscoll bench`: measurements of tscoll's speed and size, each a subcommand: `codec`
 //! (the codec against pcodec and zstd), `ingest` (the TSBS cpu-only ingest), `gen` (that
-//! workload as NDJSON or CSV) and `query` (query latency on that workload).
+//! workload as NDJSON or CSV), `query` (query latency on that workload) and `memory` (the
+//! peak memory of reads of that workload, against a bound).
 
 pub(crate) mod codec;
 pub(crate) mod r#gen;
 pub(crate) mod ingest;
+pub(crate) mod memory;
 pub(crate) mod query;
 pub(crate) mod record_batch;
 
@@ -37,6 +39,11 @@ pub(crate) enum What {
     /// to 18:00), q2 (max(usage_user) per host per hour), q3 (the average of the 10 fields per
     /// host per hour), each checked against the generated data (median and p90 of N runs).
     Query(query::Args),
+    /// Peak memory of reads whose results outgrow memory (find, find sorted on a field,
+    /// pipelines with $match, $sort, $group, $setWindowFields, and SQL when built with it),
+    /// each run as a child process over the TSBS "cpu-only" workload and checked against a
+    /// bound (exit status 1 past it).
+    Memory(memory::Args),
 }
 
 /// Runs `tscoll bench`.
@@ -49,6 +56,7 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
         What::Ingest(a) => ingest::run(a),
         What::Gen(a) => r#gen::run(a),
         What::Query(a) => query::run(a),
+        What::Memory(a) => memory::run(a),
     }
 }
 

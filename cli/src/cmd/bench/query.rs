@@ -72,15 +72,10 @@ const Q1_TO_MS: i64 = tsbs::START_MS + 18 * HOUR_MS;
 /// Arguments of `tscoll bench query`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// The workload (ingested when the database has no `cpu` collection; with an existing
-    /// one, it must describe that data: the results are checked against it).
+    /// The database, and the workload ingested into it when it lacks it (with an existing
+    /// one, the workload must describe that data: the results are checked against it).
     #[command(flatten)]
-    pub(crate) workload: WorkloadArgs,
-    /// Database directory: reused when it holds the `cpu` collection of `bench ingest`,
-    /// otherwise the workload is ingested into it. Default: a fresh temporary directory,
-    /// removed at the end.
-    #[arg(long, value_name = "DIR")]
-    pub(crate) db: Option<PathBuf>,
+    pub(crate) data: BenchDb,
     /// Timed runs of each query (after one warm-up run).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub(crate) reps: u32,
@@ -94,9 +89,6 @@ pub(crate) struct Args {
     /// beside the store (ignored when the database holds the workload already).
     #[arg(long)]
     pub(crate) open: bool,
-    /// Threads inserting the workload when it is ingested.
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=64))]
-    pub(crate) threads: u32,
     /// The queries to run, comma-separated (default: all four).
     #[arg(long, value_delimiter = ',', value_parser = ["q1", "q2", "q3", "scan"],
           default_value = "q1,q2,q3,scan")]
@@ -109,6 +101,23 @@ pub(crate) struct Args {
     #[arg(long = "rollup", value_name = "LIST", value_delimiter = ',',
           value_parser = crate::cmd::create::parse_resolution)]
     pub(crate) rollups: Vec<i64>,
+}
+
+/// The database a read benchmark (`bench query`, `bench memory`) runs on, and the TSBS
+/// workload ingested into it when it has no `cpu` collection.
+#[derive(Debug, clap::Args)]
+pub(crate) struct BenchDb {
+    /// The workload.
+    #[command(flatten)]
+    pub(crate) workload: WorkloadArgs,
+    /// Database directory: reused when it holds the `cpu` collection of `bench ingest`,
+    /// otherwise the workload is ingested into it. Default: a fresh temporary directory,
+    /// removed at the end.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) db: Option<PathBuf>,
+    /// Threads inserting the workload when it is ingested.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub(crate) threads: u32,
 }
 
 /// One query's figures.
@@ -129,8 +138,8 @@ struct Timing {
 /// The database cannot be opened, the ingest fails, a query fails or returns a result that
 /// differs from the one computed from the generated data.
 pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
-    let workload = args.workload.workload();
-    let (_temp, dir) = super::bench_dir(args.db.as_deref(), "tscoll-bench-query-")?;
+    let workload = args.data.workload.workload();
+    let (_temp, dir) = super::bench_dir(args.data.db.as_deref(), "tscoll-bench-query-")?;
     let mut ingest_seconds = None;
     let mut db = Database::open(&dir, DatabaseOptions::default())
         .map_err(|e| format!("cannot open database {}: {e}", dir.display()))?;
@@ -140,7 +149,7 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
             .rollups(&args.rollups);
         let coll = db.create_collection(COLLECTION, &options)?;
         let start = Instant::now();
-        ingest(&coll, &workload, args.threads as usize)?;
+        ingest(&coll, &workload, args.data.threads as usize)?;
         if !args.open {
             db.close()?;
         }
@@ -181,9 +190,9 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
     let mut out = std::io::stdout().lock();
     if args.json {
         let mut line = json!({
-            "hosts": args.workload.hosts,
-            "days": args.workload.days,
-            "seed": args.workload.seed,
+            "hosts": args.data.workload.hosts,
+            "days": args.data.workload.days,
+            "seed": args.data.workload.seed,
             "measurements": stats.measurement_count,
             "buckets": stats.bucket_count,
             "ingest_seconds": ingest_seconds,
@@ -208,11 +217,11 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
         writeln!(
             out,
             "TSBS cpu-only: {} hosts x {} days = {} measurements in {} buckets (seed {}){}",
-            args.workload.hosts,
-            args.workload.days,
+            args.data.workload.hosts,
+            args.data.workload.days,
             stats.measurement_count,
             stats.bucket_count,
-            args.workload.seed,
+            args.data.workload.seed,
             ingest_seconds.map_or(String::new(), |s| format!(", ingested in {s:.1} s"))
                 + &compact_seconds.map_or(String::new(), |s| format!(", compacted in {s:.1} s"))
         )?;
@@ -247,7 +256,7 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
 }
 
 /// Inserts the workload from `threads` threads (hosts split as in `bench ingest`).
-fn ingest(coll: &Collection, workload: &Workload, threads: usize) -> CmdResult<()> {
+pub(crate) fn ingest(coll: &Collection, workload: &Workload, threads: usize) -> CmdResult<()> {
     let options = InsertOptions {
         ordered: false,
         ..InsertOptions::default()

@@ -570,17 +570,23 @@ impl Iterator for ArrowCursor {
     }
 }
 
+/// Values a batch reserves room for up front, over all its field columns: beyond it (a
+/// schema of many fields, most of them missing from most rows) the columns grow as they
+/// fill, so that a batch does not reserve fields × rows.
+const RESERVED_VALUES: usize = 1 << 20;
+
 impl BatchBuilder {
     fn new(layout: &Layout, rows: usize) -> BatchBuilder {
         // Room for one bucket past the batch size (buckets are added whole).
         let room = rows + 1024;
+        let per_field = room.min(RESERVED_VALUES / layout.fields.len().max(1));
         BatchBuilder {
             times: Vec::with_capacity(room),
             keys: Vec::with_capacity(room),
             fields: layout
                 .fields
                 .iter()
-                .map(|(_, k)| ColumnBuilder::new(*k, room))
+                .map(|(_, k)| ColumnBuilder::new(*k, per_field))
                 .collect(),
         }
     }
