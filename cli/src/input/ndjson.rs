@@ -22,8 +22,9 @@ pub(crate) fn parse_document(text: &str) -> Result<Document, String> {
     json_to_document(value)
 }
 
-/// Levels of objects and arrays `serde_json` reads in one document (its recursion limit).
-pub(crate) const MAX_NESTING: usize = 128;
+/// Levels of objects and arrays `serde_json` reads in one document, the document itself the
+/// first (its recursion limit of 128 stops at the 128th).
+pub(crate) const MAX_NESTING: usize = 127;
 
 /// The message of a JSON parse error: what is wrong and where (the column, and the line
 /// within the text when it spans lines).
@@ -36,8 +37,8 @@ fn json_error(e: &serde_json::Error) -> String {
             format!("column {}", e.column())
         };
         return format!(
-            "malformed JSON: objects and arrays nest deeper than the limit of {MAX_NESTING} \
-             levels (at {at})"
+            "malformed JSON: objects and arrays nest more than {MAX_NESTING} levels deep, the \
+             limit (at {at})"
         );
     }
     format!("malformed JSON: {reason}")
@@ -561,12 +562,13 @@ mod tests {
                 "]".repeat(levels)
             )
         };
+        // The document is a level, its arrays the others.
         assert!(parse_document(&deep(MAX_NESTING - 1)).is_ok());
         let e = parse_document(&deep(MAX_NESTING)).expect_err("too deep");
         assert_eq!(
             e,
-            "malformed JSON: objects and arrays nest deeper than the limit of 128 levels \
-             (at column 140)"
+            "malformed JSON: objects and arrays nest more than 127 levels deep, the limit \
+             (at column 138)"
         );
     }
 

@@ -7,9 +7,15 @@
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, Float64Array, RecordBatch, StringArray, TimestampMillisecondArray};
-use parquet::arrow::ArrowWriter;
 
 use crate::common::Scratch;
+use crate::formats_parquet_csv::parquet_bytes;
+
+/// Runs `tscoll ingest ARGS`, which must fail with `says` in its errors.
+fn ingest_fails_saying(s: &Scratch, args: &[&str], says: &str) {
+    let run = s.run("ingest", args).failed();
+    assert!(run.stderr().contains(says), "{}", run.stderr());
+}
 
 #[test]
 fn legacy_extended_json_of_mongoexport_before_4_2_is_read() {
@@ -65,12 +71,10 @@ fn string_and_epoch_times_are_read_with_time_format() {
     );
     let file = s.file("pandas.json", iso.as_bytes());
     // Without the option: rejected, with a hint naming it.
-    let run = s.run("ingest", &["c", &file]).failed();
-    assert!(
-        run.stderr()
-            .contains("the time is a string: give --time-format"),
-        "{}",
-        run.stderr()
+    ingest_fails_saying(
+        &s,
+        &["c", &file],
+        "the time is a string: give --time-format",
     );
     assert!(s.find_all("c").is_empty());
     s.run("ingest", &["c", &file, "--time-format", "rfc3339"])
@@ -86,17 +90,10 @@ fn string_and_epoch_times_are_read_with_time_format() {
         "layout.ndjson",
         b"{\"ts\":\"01/01/2016 00:00:03\",\"meta\":\"a\",\"v\":4}\n{\"ts\":\"soon\",\"v\":5}\n",
     );
-    let run = s
-        .run(
-            "ingest",
-            &["c", &layout, "--time-format", "%d/%m/%Y %H:%M:%S"],
-        )
-        .failed();
-    assert!(
-        run.stderr()
-            .contains("layout.ndjson:2: 'ts': cannot parse time 'soon' as '%d/%m/%Y %H:%M:%S'"),
-        "{}",
-        run.stderr()
+    ingest_fails_saying(
+        &s,
+        &["c", &layout, "--time-format", "%d/%m/%Y %H:%M:%S"],
+        "layout.ndjson:2: 'ts': cannot parse time 'soon' as '%d/%m/%Y %H:%M:%S'",
     );
     let docs = s.run("find", &["c", "--sort", "ts:1"]).ok().json_lines();
     let times: Vec<&str> = docs
@@ -113,14 +110,10 @@ fn string_and_epoch_times_are_read_with_time_format() {
         ]
     );
     // A CSV option means nothing for NDJSON: refused, naming it.
-    let run = s
-        .run("ingest", &["c", &epoch, "--csv-meta-columns", "x"])
-        .failed();
-    assert!(
-        run.stderr()
-            .contains("--csv-meta-columns does not apply to NDJSON input"),
-        "{}",
-        run.stderr()
+    ingest_fails_saying(
+        &s,
+        &["c", &epoch, "--csv-meta-columns", "x"],
+        "--csv-meta-columns does not apply to NDJSON input",
     );
 }
 
@@ -135,12 +128,10 @@ fn nesting_past_the_limit_names_the_limit_and_the_line() {
         "]".repeat(200)
     );
     let file = s.file("deep.ndjson", deep.as_bytes());
-    let run = s.run("ingest", &["c", &file]).failed();
-    assert!(
-        run.stderr()
-            .contains("deep.ndjson:2: malformed JSON: objects and arrays nest deeper than the limit of 128 levels"),
-        "{}",
-        run.stderr()
+    ingest_fails_saying(
+        &s,
+        &["c", &file],
+        "deep.ndjson:2: malformed JSON: objects and arrays nest more than 127 levels deep, the limit",
     );
     assert_eq!(s.values("c"), [1]);
 }
@@ -179,11 +170,7 @@ fn flat_parquet() -> Vec<u8> {
         ("v", Arc::new(Float64Array::from(vec![1.0, 2.0, 3.0]))),
     ])
     .expect("batch");
-    let mut out = Vec::new();
-    let mut writer = ArrowWriter::try_new(&mut out, batch.schema(), None).expect("writer");
-    writer.write(&batch).expect("write");
-    writer.close().expect("close");
-    out
+    parquet_bytes(&batch)
 }
 
 #[test]
@@ -191,32 +178,22 @@ fn parquet_columns_are_mapped_by_the_csv_options_or_the_option_refused() {
     let s = Scratch::new();
     s.create("c");
     let file = s.file("flat.parquet", &flat_parquet());
-    let run = s
-        .run("ingest", &["c", &file, "--csv-columns", "v"])
-        .failed();
-    assert!(
-        run.stderr()
-            .contains("--csv-columns does not apply to Parquet input"),
-        "{}",
-        run.stderr()
+    ingest_fails_saying(
+        &s,
+        &["c", &file, "--csv-columns", "v"],
+        "--csv-columns does not apply to Parquet input",
     );
-    let run = s
-        .run(
-            "ingest",
-            &[
-                "c",
-                &file,
-                "--csv-time-column",
-                "time",
-                "--csv-meta-columns",
-                "nope",
-            ],
-        )
-        .failed();
-    assert!(
-        run.stderr().contains("no column 'nope'"),
-        "{}",
-        run.stderr()
+    ingest_fails_saying(
+        &s,
+        &[
+            "c",
+            &file,
+            "--csv-time-column",
+            "time",
+            "--csv-meta-columns",
+            "nope",
+        ],
+        "no column 'nope'",
     );
     assert!(s.find_all("c").is_empty());
     s.run(
