@@ -4,7 +4,9 @@
 //! Parquet columns mapped by the CSV options (or the option refused), and batches of lines
 //! with fields of their own.
 
+use std::fmt::Write as _;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use arrow_array::{ArrayRef, Float64Array, RecordBatch, StringArray, TimestampMillisecondArray};
 
@@ -238,4 +240,40 @@ fn a_batch_of_lines_with_fields_of_their_own_is_stored() {
     let docs = run.json_lines();
     assert_eq!(docs.len(), 3000);
     assert_eq!(docs[2999]["f2999"], 2999);
+}
+
+/// Ingests one measurement of `fields` fields (`f0`, `f1`, ...) from one line and reads it
+/// back; returns the time both commands took.
+fn ingest_wide(fields: usize) -> Duration {
+    let s = Scratch::new();
+    s.create("c");
+    let mut line = String::from(r#"{"ts":{"$date":"2016-01-01T00:00:00Z"},"meta":"a""#);
+    for i in 0..fields {
+        write!(line, ",\"f{i}\":{i}").expect("write");
+    }
+    line.push_str("}\n");
+    let file = s.file("wide.ndjson", line.as_bytes());
+    let start = Instant::now();
+    s.run("ingest", &["c", &file]).ok();
+    let docs = s.find_all("c");
+    let took = start.elapsed();
+    assert_eq!(docs.len(), 1);
+    let last = format!("f{}", fields - 1);
+    assert_eq!(docs[0][last.as_str()], fields - 1);
+    took
+}
+
+#[test]
+fn a_measurement_of_100000_fields_is_ingested_and_read_in_linear_time() {
+    // Four times the fields take about four times as long, less for the commands' fixed
+    // costs (the best of two runs of the smaller, as the machine may be busy). Scanning the
+    // fields met so far for each field (the Arrow columns of a batch, the columns of a
+    // bucket read back) made it sixteen times, minutes for 100 000 fields.
+    let small = ingest_wide(25_000).min(ingest_wide(25_000));
+    let large = ingest_wide(100_000);
+    let ratio = large.as_secs_f64() / small.as_secs_f64();
+    assert!(
+        ratio < 9.0,
+        "100 000 fields took {large:?}, {ratio:.1} times 25 000 fields ({small:?})"
+    );
 }
