@@ -10,8 +10,10 @@ pub const MAGIC: [u8; 4] = *b"TSCB";
 /// a blob declaring more is [`Error::Corruption`].
 pub const MAX_ROWS: usize = 1 << 20;
 
-/// Most columns one blob may hold (2^16).
-pub const MAX_COLUMNS: usize = 1 << 16;
+/// Most columns one blob may hold (2^20): a measurement of 100 000 fields is a bucket of as
+/// many columns. What a decoder allocates for them is bounded by the blob's size (every
+/// column takes bytes in it) and by [`MAX_CELLS`].
+pub const MAX_COLUMNS: usize = 1 << 20;
 
 /// Most cells (rows × columns) one blob may hold (2^24). Bounds what a decoder allocates.
 pub const MAX_CELLS: usize = 1 << 24;

@@ -35,6 +35,8 @@ use std::sync::atomic::Ordering;
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
+use ::parquet::arrow::arrow_reader::ParquetRecordBatchReader;
+use arrow_array::RecordBatchReader;
 use bson::Document;
 use indicatif::{ProgressBar, ProgressState, ProgressStyle};
 use tscoll_engine::{
@@ -46,10 +48,12 @@ use super::{
     CmdError, CmdResult, DbArgs, extjson_value, human_seconds, open_collection, to_extjson,
 };
 use crate::input::batches::{self, Batch, Fields, Source};
-use crate::input::csv::{CsvMapping, CsvReader, TimeFormat, parse_column_list, parse_type_list};
+use crate::input::csv::{CsvMapping, CsvReader, parse_column_list, parse_type_list};
 use crate::input::ndjson::NdjsonLines;
 use crate::input::open::{ReadProgress, open_input, strip_compression_suffix};
-use crate::input::{Record, describe_read_error};
+use crate::input::parquet::{Mapping, Reshape};
+use crate::input::times::TimeFormat;
+use crate::input::{Position, Record, describe_read_error};
 
 /// Arguments of `tscoll ingest`.
 #[derive(Debug, clap::Args)]
@@ -184,9 +188,16 @@ pub(crate) struct CsvArgs {
     #[arg(long, value_name = "COLUMN")]
     pub(crate) csv_time_column: Option<String>,
     /// How the time column is written: rfc3339 (also `2016-05-02 10:00:00` and bare dates,
-    /// UTC), epoch-ms or epoch-s.
+    /// UTC), epoch-s, epoch-ms, epoch-us, epoch-ns or a strftime format (as --time-format).
     #[arg(long, value_name = "FMT", default_value = "rfc3339")]
     pub(crate) csv_time_format: String,
+    /// How times are written in a text input (NDJSON, CSV): rfc3339 (also
+    /// `2016-05-02 10:00:00` and bare dates, UTC), epoch-s, epoch-ms, epoch-us, epoch-ns, or a
+    /// strftime format such as '%d/%m/%Y %H:%M:%S' (UTC unless it has %z). NDJSON: a time
+    /// field that is a string, or a number for the epoch formats, is read so (a date stays a
+    /// date). CSV: the same as --csv-time-format.
+    #[arg(long, value_name = "FMT", conflicts_with = "csv_time_format")]
+    pub(crate) time_format: Option<String>,
     /// Comma-separated columns that form the meta object (stored under the meta field; a
     /// column `<metaField>.key`, as `find --format csv` writes, is stored as `key`).
     #[arg(long, value_name = "A,B", value_delimiter = ',')]
@@ -212,13 +223,20 @@ impl CsvArgs {
     /// Whether any CSV option was given (then an input without a known extension, such as
     /// stdin, is read as CSV).
     fn any(&self) -> bool {
-        self.csv_time_column.is_some()
-            || self.csv_time_format != "rfc3339"
-            || !self.csv_meta_columns.is_empty()
-            || self.csv_columns.is_some()
-            || self.csv_delimiter != ','
-            || self.csv_types.is_some()
-            || self.csv_columns_have_types
+        self.given().iter().any(|(_, given)| *given)
+    }
+
+    /// Each CSV option (its long name) and whether it was given.
+    fn given(&self) -> [(&'static str, bool); 7] {
+        [
+            ("--csv-time-column", self.csv_time_column.is_some()),
+            ("--csv-time-format", self.csv_time_format != "rfc3339"),
+            ("--csv-meta-columns", !self.csv_meta_columns.is_empty()),
+            ("--csv-columns", self.csv_columns.is_some()),
+            ("--csv-delimiter", self.csv_delimiter != ','),
+            ("--csv-types", self.csv_types.is_some()),
+            ("--csv-columns-have-types", self.csv_columns_have_types),
+        ]
     }
 }
 
@@ -475,8 +493,8 @@ fn ingest_input(
     if is_parquet {
         let reader = crate::input::parquet::open(file, settings.batch_size as usize)?;
         let name = if file == "-" { "<stdin>" } else { file };
-        let source: Source<&[u8], &[u8]> = Source::Parquet(Box::new(reader));
-        return Ok(load(coll, name, source, None, settings));
+        let source: Source<&[u8], &[u8]> = parquet_source(coll, name, reader, csv_args)?;
+        return Ok(load(coll, name, source, None, settings, None));
     }
     let mut input = open_input(file)?;
     // Parquet by its first bytes (stdin, a file named otherwise, compressed).
@@ -489,8 +507,8 @@ fn ingest_input(
         let batch_size = settings.batch_size as usize;
         let reader =
             crate::input::parquet::open_stream(&input.name, &mut input.reader, batch_size)?;
-        let source: Source<&[u8], &[u8]> = Source::Parquet(Box::new(reader));
-        return Ok(load(coll, &input.name, source, None, settings));
+        let source: Source<&[u8], &[u8]> = parquet_source(coll, &input.name, reader, csv_args)?;
+        return Ok(load(coll, &input.name, source, None, settings, None));
     }
     let is_csv = match format {
         Format::Csv => true,
@@ -505,14 +523,83 @@ fn ingest_input(
     };
     let name = input.name.clone();
     let read_progress = input.progress.clone();
-    let source = if is_csv {
+    if is_csv {
         let reader = CsvReader::new(input.reader, csv_mapping(coll, csv_args)?)
             .map_err(|e| describe_read_error(&name, &e))?;
-        Source::Csv(Box::new(reader))
-    } else {
-        Source::Ndjson(NdjsonLines::new(input.reader))
+        let source: Source<&[u8], _> = Source::Csv(Box::new(reader));
+        return Ok(load(coll, &name, source, read_progress, settings, None));
+    }
+    refuse_csv_options(&name, csv_args, "NDJSON", &[])?;
+    let time_format = csv_args
+        .time_format
+        .as_deref()
+        .map(TimeFormat::parse)
+        .transpose()?;
+    let source: Source<_, &[u8]> = Source::Ndjson(NdjsonLines::new(input.reader));
+    Ok(load(
+        coll,
+        &name,
+        source,
+        read_progress,
+        settings,
+        time_format,
+    ))
+}
+
+/// Fails when an option of `csv_args` other than those `kept` (long names) is given for
+/// input `name` of format `what`, which has no use for it.
+///
+/// # Errors
+/// The first such option, named.
+fn refuse_csv_options(name: &str, csv_args: &CsvArgs, what: &str, kept: &[&str]) -> CmdResult<()> {
+    match csv_args
+        .given()
+        .iter()
+        .find(|(option, given)| *given && !kept.contains(option))
+    {
+        Some((option, _)) => Err(format!("{name}: {option} does not apply to {what} input").into()),
+        None => Ok(()),
+    }
+}
+
+/// The source of Parquet input `name`, its columns mapped by `--csv-time-column` and
+/// `--csv-meta-columns` (the CSV options that have a meaning for Parquet).
+///
+/// # Errors
+/// Another CSV option is given, or the mapping does not fit the input's columns.
+fn parquet_source<R, C>(
+    coll: &Collection,
+    name: &str,
+    reader: ParquetRecordBatchReader,
+    csv_args: &CsvArgs,
+) -> CmdResult<Source<R, C>> {
+    refuse_csv_options(
+        name,
+        csv_args,
+        "Parquet",
+        &["--csv-time-column", "--csv-meta-columns"],
+    )?;
+    if csv_args.time_format.is_some() {
+        return Err(format!(
+            "{name}: --time-format does not apply to Parquet input (its times are typed)"
+        )
+        .into());
+    }
+    let spec = coll.spec();
+    let mapping = Mapping {
+        time: (spec.time_field.clone(), csv_args.csv_time_column.clone()),
+        meta: (
+            spec.meta_field.clone(),
+            csv_args
+                .csv_meta_columns
+                .iter()
+                .filter(|c| !c.is_empty())
+                .cloned()
+                .collect(),
+        ),
     };
-    Ok(load(coll, &name, source, read_progress, settings))
+    let reshape = Reshape::new(&reader.schema(), &mapping).map_err(|e| format!("{name}: {e}"))?;
+    Ok(Source::Parquet(Box::new(reader), reshape))
 }
 
 /// Inserts what `source` reads (input `name`) into `coll`; returns what was stored and the
@@ -523,6 +610,7 @@ fn load<R, C>(
     source: Source<R, C>,
     read_progress: Option<ReadProgress>,
     settings: &IngestArgs,
+    time_format: Option<TimeFormat>,
 ) -> (Summary, Option<CmdError>)
 where
     R: std::io::BufRead + Send,
@@ -552,6 +640,7 @@ where
     let fields = Fields {
         time: &spec.time_field,
         meta: spec.meta_field.as_deref(),
+        time_format,
     };
     let result = std::thread::scope(|scope| {
         loader.run(batches::spawn(
@@ -579,7 +668,9 @@ fn csv_mapping(coll: &Collection, args: &CsvArgs) -> CmdResult<CsvMapping> {
             .csv_time_column
             .clone()
             .unwrap_or_else(|| spec.time_field.clone()),
-        time_format: TimeFormat::parse(&args.csv_time_format)?,
+        time_format: TimeFormat::parse(
+            args.time_format.as_deref().unwrap_or(&args.csv_time_format),
+        )?,
         meta_columns: args
             .csv_meta_columns
             .iter()
@@ -658,7 +749,7 @@ struct Loader<'a> {
     /// How far reading the input file has come (the bar's position), for a file.
     read_progress: Option<&'a ReadProgress>,
     docs: Vec<Document>,
-    lines: Vec<u64>,
+    lines: Vec<Position>,
     /// The field values of each pending document (counted while it is fresh in the cache).
     fields: Vec<u64>,
     summary: Summary,
@@ -753,13 +844,14 @@ impl Loader<'_> {
     /// The input lines of the first and the last measurement of the pending batch (0 for
     /// none).
     fn line_span(&self) -> (u64, u64) {
-        let line = |l: Option<&u64>| l.copied().unwrap_or(0);
+        let line = |p: Option<&Position>| p.map_or(0, |p| p.line);
         (line(self.lines.first()), line(self.lines.last()))
     }
 
     /// The message of a failed insert of the pending batch ([`describe_failed_insert`]).
     fn insert_failed(&self, e: &Error) -> String {
-        describe_failed_insert(self.name, &self.lines, e)
+        let lines: Vec<u64> = self.lines.iter().map(|p| p.line).collect();
+        describe_failed_insert(self.name, &lines, e)
     }
 
     /// Counts and reports what the insert of the pending batch, started at `start`, did;
@@ -784,8 +876,16 @@ impl Loader<'_> {
             None => self.progress.inc(result.inserted as u64),
         }
         for error in &result.errors {
-            let line = self.lines.get(error.index).copied().unwrap_or(0);
-            self.report(line, &format!("{} ({})", error.message, error.code.name()));
+            let line = self.lines.get(error.index).copied().unwrap_or_default();
+            let hint = self
+                .docs
+                .get(error.index)
+                .and_then(|d| time_hint(d.get(self.time_field)?))
+                .unwrap_or_default();
+            self.report(
+                line,
+                &format!("{} ({}){hint}", error.message, error.code.name()),
+            );
         }
         self.docs.clear();
         self.lines.clear();
@@ -825,7 +925,7 @@ impl Loader<'_> {
             .map_err(|e| format!("{}: writing an acknowledgement to stdout: {e}", self.name).into())
     }
 
-    fn report(&mut self, line: u64, reason: &str) {
+    fn report(&mut self, line: Position, reason: &str) {
         self.summary.rejected += 1;
         self.progress
             .suspend(|| errln!("{}:{line}: {reason}", self.name));
@@ -872,6 +972,22 @@ fn describe_failed_insert(input: &str, lines: &[u64], e: &Error) -> String {
     }
     out.push_str("; the other lines of the batch were not stored");
     out
+}
+
+/// What to add to the rejection of a measurement whose time field is `time`: how to have a
+/// string or a number read as a time, when it is one.
+fn time_hint(time: &bson::Bson) -> Option<&'static str> {
+    match time {
+        bson::Bson::String(_) => Some(
+            "; the time is a string: give --time-format rfc3339 (ISO 8601) or a strftime \
+             format such as '%d/%m/%Y %H:%M:%S' to read it",
+        ),
+        bson::Bson::Int32(_) | bson::Bson::Int64(_) | bson::Bson::Double(_) => Some(
+            "; the time is a number: give --time-format epoch-s, epoch-ms, epoch-us or \
+             epoch-ns to read it",
+        ),
+        _ => None,
+    }
 }
 
 /// The field values of a measurement: its fields but the time and meta fields.

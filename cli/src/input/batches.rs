@@ -18,7 +18,8 @@ use super::columns::{NotColumnar, Table};
 use super::csv::CsvReader;
 use super::ndjson::{NdjsonLines, parse_document};
 use super::ndjson_columns::NdjsonColumns;
-use super::{Record, at_line, parquet};
+use super::times::TimeFormat;
+use super::{Position, Record, at_line, parquet};
 
 /// Batches handed over at once: one being inserted, one parsed ahead.
 const AHEAD: usize = 1;
@@ -29,7 +30,7 @@ pub(crate) enum Batch {
     /// meta fields) per row.
     Columns {
         batch: RecordBatch,
-        lines: Vec<u64>,
+        lines: Vec<Position>,
         fields: Vec<u64>,
     },
     /// Lines parsed one by one, in input order.
@@ -44,14 +45,18 @@ pub(crate) enum Source<R, C> {
     Ndjson(NdjsonLines<R>),
     /// CSV records.
     Csv(Box<CsvReader<C>>),
-    /// Parquet record batches (a line number is a row number).
-    Parquet(Box<ParquetRecordBatchReader>),
+    /// Parquet record batches (a line number is a row number), each reshaped when the
+    /// columns are mapped.
+    Parquet(Box<ParquetRecordBatchReader>, Option<parquet::Reshape>),
 }
 
-/// The names batches of columns need.
+/// The names batches of columns need, and how NDJSON writes its times.
 pub(crate) struct Fields<'a> {
     pub(crate) time: &'a str,
     pub(crate) meta: Option<&'a str>,
+    /// How the time field of an NDJSON document is written when it is not a date
+    /// (`--time-format`); `None`: it must be a date.
+    pub(crate) time_format: Option<TimeFormat>,
 }
 
 /// Parses `source` into batches on a scoped thread and returns the receiving end; the
@@ -73,6 +78,10 @@ where
                 lines,
                 text: String::new(),
                 ends: Vec::new(),
+                time: fields
+                    .time_format
+                    .clone()
+                    .map(|format| (fields.time.to_owned(), format)),
             },
             &fields,
             batch_size,
@@ -88,7 +97,9 @@ where
             batch_size,
             &tx,
         ),
-        Source::Parquet(reader) => run_parquet(*reader, &fields, batch_size, &tx),
+        Source::Parquet(reader, reshape) => {
+            run_parquet(*reader, reshape.as_ref(), &fields, batch_size, &tx);
+        }
     });
     rx
 }
@@ -97,6 +108,7 @@ where
 /// documents and the engine takes the batch's columns as they are, as records otherwise.
 fn run_parquet(
     reader: ParquetRecordBatchReader,
+    reshape: Option<&parquet::Reshape>,
     fields: &Fields<'_>,
     batch_size: usize,
     tx: &SyncSender<Batch>,
@@ -104,6 +116,12 @@ fn run_parquet(
     let mut carried = 0usize;
     let mut next_line = 1u64;
     for batch in reader {
+        let batch = batch
+            .map_err(|e| e.to_string())
+            .and_then(|b| match reshape {
+                Some(r) => r.apply(&b),
+                None => Ok(b),
+            });
         let batch = match batch {
             Ok(batch) => batch,
             Err(e) => {
@@ -111,7 +129,10 @@ fn run_parquet(
                 return;
             }
         };
-        let lines: Vec<u64> = (next_line..).take(batch.num_rows()).collect();
+        let lines: Vec<Position> = (next_line..)
+            .take(batch.num_rows())
+            .map(Position::from)
+            .collect();
         next_line += batch.num_rows() as u64;
         let handed = if carried == 0 && parquet::engine_takes(batch.schema_ref()) {
             let values = field_values(&batch, fields);
@@ -163,7 +184,7 @@ trait Pending {
     /// Appends every pending line to `table`, each as one row.
     fn columns(&self, table: &mut Table<'_>) -> Result<(), NotColumnar>;
     /// Each pending line's number.
-    fn line_numbers(&self) -> Vec<u64>;
+    fn line_numbers(&self) -> Vec<Position>;
     /// Each pending line as a record.
     fn records(&self) -> Vec<Record>;
     /// Forgets the pending lines.
@@ -175,12 +196,14 @@ trait Pending {
 struct PendingLines<R> {
     lines: NdjsonLines<R>,
     text: String,
-    ends: Vec<(u64, Result<usize, String>)>,
+    ends: Vec<(Position, Result<usize, String>)>,
+    /// The time field and how it is written, when it need not be a date.
+    time: Option<(String, TimeFormat)>,
 }
 
 impl<R> PendingLines<R> {
     /// Each line's number and text, in input order.
-    fn iter(&self) -> impl Iterator<Item = (u64, Result<&str, &str>)> {
+    fn iter(&self) -> impl Iterator<Item = (Position, Result<&str, &str>)> {
         let mut start = 0;
         self.ends.iter().map(move |(line, end)| match end {
             Ok(end) => {
@@ -217,15 +240,20 @@ impl<R: BufRead> Pending for PendingLines<R> {
             .try_for_each(|(_, text)| columns.push_line(text.map_err(|_| NotColumnar)?))
     }
 
-    fn line_numbers(&self) -> Vec<u64> {
+    fn line_numbers(&self) -> Vec<Position> {
         self.ends.iter().map(|(l, _)| *l).collect()
     }
 
     fn records(&self) -> Vec<Record> {
         self.iter()
-            .map(|(line, text)| Record {
-                line,
-                doc: text.map_err(str::to_owned).and_then(parse_document),
+            .map(|(line, text)| {
+                let mut doc = text.map_err(str::to_owned).and_then(parse_document);
+                if let (Ok(d), Some((field, format))) = (&mut doc, &self.time)
+                    && let Err(e) = format.read_field(d, field)
+                {
+                    doc = Err(e);
+                }
+                Record { line, doc }
             })
             .collect()
     }
@@ -272,8 +300,8 @@ impl<C: Read> Pending for PendingRecords<C> {
         Ok(())
     }
 
-    fn line_numbers(&self) -> Vec<u64> {
-        self.lines.iter().map(|(l, _)| *l).collect()
+    fn line_numbers(&self) -> Vec<Position> {
+        self.lines.iter().map(|(l, _)| Position::from(*l)).collect()
     }
 
     fn records(&self) -> Vec<Record> {
@@ -281,7 +309,7 @@ impl<C: Read> Pending for PendingRecords<C> {
             .iter()
             .zip(&self.records)
             .map(|((line, read), record)| Record {
-                line: *line,
+                line: Position::from(*line),
                 doc: read.clone().and_then(|()| self.reader.document(record)),
             })
             .collect()
@@ -377,13 +405,14 @@ mod tests {
             let fields = Fields {
                 time: "t",
                 meta: None,
+                time_format: None,
             };
             let source: Source<_, &[u8]> = Source::Ndjson(NdjsonLines::new(input));
             spawn(scope, source, fields, size)
                 .into_iter()
                 .map(|b| match b {
-                    Batch::Columns { lines, .. } => ('c', lines),
-                    Batch::Records(r) => ('r', r.iter().map(|r| r.line).collect()),
+                    Batch::Columns { lines, .. } => ('c', lines.iter().map(|p| p.line).collect()),
+                    Batch::Records(r) => ('r', r.iter().map(|r| r.line.line).collect()),
                     Batch::ReadError(_) => ('e', Vec::new()),
                 })
                 .collect()

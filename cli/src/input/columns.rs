@@ -191,6 +191,12 @@ impl Builder {
     }
 }
 
+/// Columns one object of a batch may have (at any depth): Arrow columns hold a slot for
+/// every row of every column, so a batch of sparse fields (each line with fields of its own)
+/// or of very wide objects goes through the document path instead, which stores only the
+/// values there are.
+pub(crate) const MAX_COLUMNS: usize = 1024;
+
 /// The column of field `name` among `columns` (a new one, after the others, when the batch
 /// has none yet), for a field that follows the one whose column is just before `next` in
 /// its row; `next` moves past it. Rows list their fields in one order, so the column at
@@ -200,7 +206,8 @@ impl Builder {
 /// [`NotColumnar`] when the field's column comes before the previous field's: a bucket keeps
 /// its fields in one order, that of their first appearance in it, and the columnar insert
 /// meets each row's fields in the columns' order, so the row would be stored with its fields
-/// in another order than the document path stores them.
+/// in another order than the document path stores them; or when the object would have more
+/// than [`MAX_COLUMNS`] columns.
 pub(crate) fn next_column(
     columns: &mut Vec<Builder>,
     name: &str,
@@ -210,6 +217,7 @@ pub(crate) fn next_column(
         Some(_) => *next,
         None => match columns.iter().position(|c| c.name == name) {
             Some(i) => i,
+            None if columns.len() >= MAX_COLUMNS => return Err(NotColumnar),
             None => {
                 columns.push(Builder::new(name.to_owned()));
                 columns.len() - 1

@@ -8,125 +8,12 @@
 
 use std::io::{self, Read};
 
-use bson::{Bson, DateTime, Document};
+use bson::{Bson, Document};
 
 use super::columns::{NotColumnar, Scalar, Table, next_column, push_field};
+use super::times::EpochUnit;
+pub(crate) use super::times::TimeFormat;
 use super::{Record, at_line};
-
-/// How the time column is written.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum TimeFormat {
-    /// RFC 3339 (`2016-05-02T00:00:00Z`, `2016-05-02T08:00:00+08:00`); also accepted: a space
-    /// instead of `T`, no offset (taken as UTC), a bare date (midnight UTC) and an ISO 8601
-    /// expanded year, a sign and four or more digits (`+010000-01-01T00:00:00.000Z`,
-    /// `-000001-12-31T00:00:00Z`: what `find --format csv` writes outside the years 0 to 9999).
-    Rfc3339,
-    /// Integer milliseconds since the Unix epoch.
-    EpochMs,
-    /// Seconds since the Unix epoch, possibly with a fraction (kept to the millisecond).
-    EpochS,
-}
-
-impl TimeFormat {
-    /// Parses `rfc3339`, `epoch-ms` or `epoch-s`.
-    ///
-    /// # Errors
-    /// Any other name.
-    pub(crate) fn parse(name: &str) -> Result<TimeFormat, String> {
-        match name {
-            "rfc3339" | "iso8601" => Ok(TimeFormat::Rfc3339),
-            "epoch-ms" => Ok(TimeFormat::EpochMs),
-            "epoch-s" => Ok(TimeFormat::EpochS),
-            other => Err(format!(
-                "unknown time format '{other}' (expected rfc3339, epoch-ms or epoch-s)"
-            )),
-        }
-    }
-
-    /// Parses one time cell.
-    ///
-    /// # Errors
-    /// The text is not a time of this format; the message quotes it.
-    pub(crate) fn parse_time(self, text: &str) -> Result<DateTime, String> {
-        let text = text.trim();
-        let bad = || format!("cannot parse time '{text}' as {}", self.name());
-        match self {
-            TimeFormat::EpochMs => text
-                .parse::<i64>()
-                .map(DateTime::from_millis)
-                .map_err(|_| bad()),
-            TimeFormat::EpochS => {
-                if let Ok(s) = text.parse::<i64>() {
-                    return s
-                        .checked_mul(1000)
-                        .map(DateTime::from_millis)
-                        .ok_or_else(bad);
-                }
-                let s: f64 = text.parse().map_err(|_| bad())?;
-                let ms = (s * 1000.0).round();
-                // The range check also rejects NaN and the infinities.
-                if (-9.0e18..9.0e18).contains(&ms) {
-                    Ok(DateTime::from_millis(ms as i64))
-                } else {
-                    Err(bad())
-                }
-            }
-            TimeFormat::Rfc3339 => parse_rfc3339_lenient(text).ok_or_else(bad),
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            TimeFormat::Rfc3339 => "rfc3339",
-            TimeFormat::EpochMs => "epoch-ms",
-            TimeFormat::EpochS => "epoch-s",
-        }
-    }
-}
-
-/// RFC 3339, plus the common relaxations and expanded years listed at
-/// [`TimeFormat::Rfc3339`].
-fn parse_rfc3339_lenient(text: &str) -> Option<DateTime> {
-    if let Ok(t) = DateTime::parse_rfc3339_str(text) {
-        return Some(t);
-    }
-    if let Some(unsigned) = text.strip_prefix(['+', '-']) {
-        return parse_expanded_year(text.starts_with('-'), unsigned);
-    }
-    let mut s = text.to_owned();
-    if s.len() == 10 {
-        s.push_str("T00:00:00");
-    }
-    if s.as_bytes().get(10) == Some(&b' ') {
-        s.replace_range(10..11, "T");
-    }
-    let time_part = s.get(11..).unwrap_or("");
-    let has_offset = time_part.ends_with(['Z', 'z']) || time_part.contains(['+', '-']);
-    if !has_offset {
-        s.push('Z');
-    }
-    DateTime::parse_rfc3339_str(&s).ok()
-}
-
-/// A time with an ISO 8601 expanded year: `unsigned` is the text after the sign, four or more
-/// digits of year, then the rest of an RFC 3339 time (relaxed as
-/// [`parse_rfc3339_lenient`]). `None` when it is not one, or is outside the dates' range.
-fn parse_expanded_year(negative: bool, unsigned: &str) -> Option<DateTime> {
-    /// Days in 400 Gregorian years: the calendar repeats after them.
-    const CYCLE_MS: i128 = 146_097 * 86_400_000;
-    let digits = unsigned.bytes().take_while(u8::is_ascii_digit).count();
-    if digits < 4 {
-        return None;
-    }
-    let (year, rest) = unsigned.split_at(digits);
-    let year: i64 = year.parse().ok()?;
-    let year = if negative { -year } else { year };
-    // The same day of a year from 2000 to 2399, moved by whole 400-year cycles.
-    let cycles = year.div_euclid(400) - 5;
-    let same = parse_rfc3339_lenient(&format!("{}{rest}", year.rem_euclid(400) + 2000))?;
-    let ms = i128::from(same.timestamp_millis()) + i128::from(cycles) * CYCLE_MS;
-    i64::try_from(ms).ok().map(DateTime::from_millis)
-}
 
 /// The BSON value a CSV cell's text stands for: int32, int64, double or string.
 pub(crate) fn typed_value(text: &str) -> Bson {
@@ -164,7 +51,7 @@ fn typed_scalar(text: &str) -> Scalar<'_> {
 /// The type a CSV column's cells are read as: by their text (`Auto`), or one named type
 /// (`--csv-types`, or a `name.type()` header with `--csv-columns-have-types`, as mongoimport's
 /// `--columnsHaveTypes`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum CellType {
     /// int32, int64 or a finite double when the text is one, else a string.
     Auto,
@@ -178,10 +65,9 @@ pub(crate) enum CellType {
     Double,
     /// `true`/`false` in any case, or `1`/`0`.
     Bool,
-    /// A date: RFC 3339 (or the lenient forms of the time column).
-    Date,
-    /// A date as ms since the epoch.
-    DateMs,
+    /// A date written as the format says (`date`: RFC 3339 or the lenient forms of the
+    /// time column; `date_ms`: ms since the epoch; a typed header: its layout).
+    Date(TimeFormat),
 }
 
 impl CellType {
@@ -198,8 +84,8 @@ impl CellType {
             "int64" => CellType::Int64,
             "double" => CellType::Double,
             "boolean" | "bool" => CellType::Bool,
-            "date" => CellType::Date,
-            "date_ms" => CellType::DateMs,
+            "date" => CellType::Date(TimeFormat::Rfc3339),
+            "date_ms" => CellType::Date(TimeFormat::Epoch(EpochUnit::Millis)),
             other => {
                 return Err(format!(
                     "unknown CSV column type '{other}' (auto, string, int32, int64, double, \
@@ -213,7 +99,7 @@ impl CellType {
     ///
     /// # Errors
     /// The text is not a value of the type.
-    pub(crate) fn value(self, text: &str) -> Result<Bson, String> {
+    pub(crate) fn value(&self, text: &str) -> Result<Bson, String> {
         let bad = |what: &str| format!("'{text}' is not {what}");
         Ok(match self {
             CellType::Auto => typed_value(text),
@@ -239,17 +125,19 @@ impl CellType {
                 "false" | "0" => Bson::Boolean(false),
                 _ => return Err(bad("a boolean (true, false, 1, 0)")),
             },
-            CellType::Date => Bson::DateTime(TimeFormat::Rfc3339.parse_time(text)?),
-            CellType::DateMs => Bson::DateTime(TimeFormat::EpochMs.parse_time(text)?),
+            CellType::Date(format) => Bson::DateTime(format.parse_time(text)?),
         })
     }
 }
 
 /// Splits a `name.type()` header (mongoimport's `--columnsHaveTypes`) into the name and the
-/// type; a `date(...)` format argument is taken as RFC 3339.
+/// type. A date type's argument is its layout, as mongoimport reads it: `date(LAYOUT)` and
+/// `date_go(LAYOUT)` a Go layout (`2006-01-02 15:04:05`), `date_ms(LAYOUT)` a Microsoft one
+/// (`yyyy-MM-dd HH:mm:ss`), `date_oracle(LAYOUT)` an Oracle one (`YYYY-MM-DD HH24:MI:SS`);
+/// without one, `date()` is RFC 3339 and `date_ms()` ms since the epoch.
 ///
 /// # Errors
-/// A header without a `.type()` suffix, or an unknown type.
+/// A header without a `.type()` suffix, an unknown type, or a layout that does not convert.
 pub(crate) fn split_typed_header(header: &str) -> Result<(String, CellType), String> {
     let bad = || format!("CSV header '{header}' is not NAME.TYPE() (--csv-columns-have-types)");
     let open = header.rfind('(').ok_or_else(bad)?;
@@ -262,7 +150,13 @@ pub(crate) fn split_typed_header(header: &str) -> Result<(String, CellType), Str
     if name.is_empty() {
         return Err(bad());
     }
+    let argument = &header[open + 1..header.len() - 1];
     let ty = match ty {
+        "date" | "date_go" | "date_ms" | "date_oracle" if !argument.is_empty() => {
+            let format = TimeFormat::typed_header(ty, argument)
+                .map_err(|e| format!("CSV header '{header}': {e}"))?;
+            return Ok((name.to_owned(), CellType::Date(format)));
+        }
         "date_go" | "date_oracle" => "date",
         "decimal" => {
             return Err(format!(
@@ -359,7 +253,7 @@ impl<R: Read> CsvReader<R> {
     /// # Errors
     /// The header cannot be read, a named column is not in it, or meta columns are given for
     /// a collection without a meta field.
-    pub(crate) fn new(input: R, mapping: CsvMapping) -> io::Result<Self> {
+    pub(crate) fn new(input: R, mut mapping: CsvMapping) -> io::Result<Self> {
         let invalid = |msg: String| io::Error::new(io::ErrorKind::InvalidInput, msg);
         let mut reader = csv::ReaderBuilder::new()
             .delimiter(mapping.delimiter)
@@ -394,7 +288,7 @@ impl<R: Read> CsvReader<R> {
                     names.join(",")
                 ))
             })?;
-            types[i] = *ty;
+            types[i] = ty.clone();
         }
         let position = |name: &str| {
             names.iter().position(|h| h == name).ok_or_else(|| {
@@ -406,6 +300,13 @@ impl<R: Read> CsvReader<R> {
             })
         };
         let time = position(&mapping.time_column)?;
+        // A date type of the time column (a typed header's layout) says how its times are
+        // written, unless the time format is given.
+        if let Some(CellType::Date(format)) = types.get(time)
+            && mapping.time_format == TimeFormat::Rfc3339
+        {
+            mapping.time_format = format.clone();
+        }
         if !mapping.meta_columns.is_empty() && mapping.meta_field.is_none() {
             return Err(invalid(
                 "--csv-meta-columns given, but the collection has no meta field".to_owned(),
@@ -583,7 +484,7 @@ impl<R: Read> CsvReader<R> {
 
     /// The value of the cell `text` of column `i`, by the column's type.
     fn cell_value(&self, i: usize, text: &str) -> Result<Bson, String> {
-        match self.resolved.types[i] {
+        match &self.resolved.types[i] {
             CellType::Auto => Ok(typed_value(text)),
             ty => ty.value(text).map_err(|e| format!("column {}: {e}", i + 1)),
         }
@@ -610,7 +511,7 @@ impl<R: Read> Iterator for CsvReader<R> {
         let next = self.read(&mut record);
         self.record = record;
         Some(next?.map(|(line, read)| Record {
-            line,
+            line: line.into(),
             doc: read.and_then(|()| self.to_document()),
         }))
     }
@@ -618,6 +519,8 @@ impl<R: Read> Iterator for CsvReader<R> {
 
 #[cfg(test)]
 mod tests {
+    use bson::DateTime;
+
     use super::*;
 
     fn mapping() -> CsvMapping {
@@ -670,10 +573,14 @@ mod tests {
         m.columns_have_types = true;
         let docs = read(
             "date.date(2006-01-02),city.string(),flag.boolean(),n.int32()\n\
-             2016-01-01T00:00:00Z,A,false,12\n",
+             2016-01-01,A,false,12\n",
             m,
         );
         let d = docs[0].doc.as_ref().expect("document");
+        assert_eq!(
+            d.get("ts"),
+            Some(&Bson::DateTime(DateTime::from_millis(1_451_606_400_000)))
+        );
         assert_eq!(d.get("flag"), Some(&Bson::Boolean(false)));
         assert_eq!(d.get("n"), Some(&Bson::Int32(12)));
         assert!(split_typed_header("plain").is_err());
@@ -695,6 +602,10 @@ mod tests {
     #[test]
     fn parses_times() {
         let ms = |t: &str, f: TimeFormat| f.parse_time(t).map(DateTime::timestamp_millis);
+        let (epoch_s, epoch_ms) = (
+            TimeFormat::Epoch(EpochUnit::Seconds),
+            TimeFormat::Epoch(EpochUnit::Millis),
+        );
         assert_eq!(
             ms("2016-05-02T00:00:00Z", TimeFormat::Rfc3339),
             Ok(1_462_147_200_000)
@@ -712,19 +623,13 @@ mod tests {
             ms("2016-05-02T00:00:00.250", TimeFormat::Rfc3339),
             Ok(1_462_147_200_250)
         );
-        assert_eq!(
-            ms("1462147200250", TimeFormat::EpochMs),
-            Ok(1_462_147_200_250)
-        );
-        assert_eq!(ms("1462147200", TimeFormat::EpochS), Ok(1_462_147_200_000));
-        assert_eq!(
-            ms("1462147200.25", TimeFormat::EpochS),
-            Ok(1_462_147_200_250)
-        );
+        assert_eq!(ms("1462147200250", epoch_ms.clone()), Ok(1_462_147_200_250));
+        assert_eq!(ms("1462147200", epoch_s.clone()), Ok(1_462_147_200_000));
+        assert_eq!(ms("1462147200.25", epoch_s.clone()), Ok(1_462_147_200_250));
         assert!(ms("yesterday", TimeFormat::Rfc3339).is_err());
-        assert!(ms("1.5", TimeFormat::EpochMs).is_err());
-        assert!(ms("NaN", TimeFormat::EpochS).is_err());
-        assert!(TimeFormat::parse("epoch-us").is_err());
+        assert!(ms("1.5", epoch_ms).is_err());
+        assert!(ms("NaN", epoch_s).is_err());
+        assert!(TimeFormat::parse("epoch-minutes").is_err());
     }
 
     #[test]
@@ -734,7 +639,7 @@ mod tests {
                     2012-01-02,Seattle,,5,rain\n";
         let records = read(text, mapping());
         assert_eq!(records.len(), 2);
-        assert_eq!(records[0].line, 2);
+        assert_eq!(records[0].line.line, 2);
         let doc = records[0].doc.as_ref().expect("ok");
         assert_eq!(
             doc,
@@ -768,7 +673,10 @@ mod tests {
         let text =
             "date,city,temp\n2012-01-01,A,1\nnot a date,A,2\n2012-01-03,A\n,A,4\n2012-01-05,A,5\n";
         let records = read(text, mapping());
-        let summary: Vec<(u64, bool)> = records.iter().map(|r| (r.line, r.doc.is_ok())).collect();
+        let summary: Vec<(u64, bool)> = records
+            .iter()
+            .map(|r| (r.line.line, r.doc.is_ok()))
+            .collect();
         assert_eq!(
             summary,
             [(2, true), (3, false), (4, false), (5, false), (6, true)]
@@ -816,7 +724,7 @@ mod tests {
     fn other_delimiters() {
         let mut m = mapping();
         m.delimiter = b';';
-        m.time_format = TimeFormat::EpochS;
+        m.time_format = TimeFormat::Epoch(EpochUnit::Seconds);
         let records = read("date;city;v\n0;X;1\n", m);
         assert_eq!(
             records[0].doc.as_ref().expect("ok").get("v"),

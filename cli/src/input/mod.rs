@@ -10,17 +10,48 @@ pub(crate) mod open;
 pub(crate) mod parquet;
 #[cfg(test)]
 mod roundtrip_tests;
+pub(crate) mod times;
 
 use std::fmt;
 use std::io;
 
 use bson::Document;
 
+/// Where a measurement is in its input: the 1-based number of the line it starts on in the
+/// (decompressed) input (a row number for Parquet), and for an element of a JSON array its
+/// index in the array (from 0), as several may share a line.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Position {
+    /// 1-based line number.
+    pub(crate) line: u64,
+    /// Index in the JSON array the input is, from 0.
+    pub(crate) element: Option<u64>,
+}
+
+impl From<u64> for Position {
+    fn from(line: u64) -> Self {
+        Position {
+            line,
+            element: None,
+        }
+    }
+}
+
+impl fmt::Display for Position {
+    /// `LINE`, or `LINE: element [INDEX]` for an element of a JSON array.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.element {
+            Some(i) => write!(f, "{}: element [{i}]", self.line),
+            None => write!(f, "{}", self.line),
+        }
+    }
+}
+
 /// One input line (or CSV record) and what it parsed to.
 #[derive(Debug)]
 pub(crate) struct Record {
-    /// 1-based line number in the (decompressed) input.
-    pub(crate) line: u64,
+    /// Where it is in the input.
+    pub(crate) line: Position,
     /// The measurement, or why the line is bad.
     pub(crate) doc: Result<Document, String>,
 }

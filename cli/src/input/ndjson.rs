@@ -10,7 +10,7 @@ use std::io::{self, BufRead};
 
 use bson::Document;
 
-use super::{Record, at_line};
+use super::{Position, Record, at_line};
 
 /// Parses one JSON object in Extended JSON into a document.
 ///
@@ -18,9 +18,30 @@ use super::{Record, at_line};
 /// A message saying why: malformed JSON (with the column), a value that is not an object, or
 /// an Extended JSON wrapper with a bad payload (e.g. `{"$date": "yesterday"}`).
 pub(crate) fn parse_document(text: &str) -> Result<Document, String> {
-    let value: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| format!("malformed JSON: {e}"))?;
+    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| json_error(&e))?;
     json_to_document(value)
+}
+
+/// Levels of objects and arrays `serde_json` reads in one document, the document itself the
+/// first (its recursion limit of 128 stops at the 128th).
+pub(crate) const MAX_NESTING: usize = 127;
+
+/// The message of a JSON parse error: what is wrong and where (the column, and the line
+/// within the text when it spans lines).
+fn json_error(e: &serde_json::Error) -> String {
+    let reason = e.to_string();
+    if reason.starts_with("recursion limit exceeded") {
+        let at = if e.line() > 1 {
+            format!("line {} column {} of the document", e.line(), e.column())
+        } else {
+            format!("column {}", e.column())
+        };
+        return format!(
+            "malformed JSON: objects and arrays nest more than {MAX_NESTING} levels deep, the \
+             limit (at {at})"
+        );
+    }
+    format!("malformed JSON: {reason}")
 }
 
 /// Converts a parsed JSON value (which must be an object) from Extended JSON to a document.
@@ -29,7 +50,8 @@ pub(crate) fn parse_document(text: &str) -> Result<Document, String> {
 /// The value is not an object, or an Extended JSON wrapper inside it is invalid.
 pub(crate) fn json_to_document(value: serde_json::Value) -> Result<Document, String> {
     match value {
-        serde_json::Value::Object(map) => {
+        serde_json::Value::Object(mut map) => {
+            map.values_mut().for_each(modernize);
             Document::try_from(map).map_err(|e| format!("invalid Extended JSON: {e}"))
         }
         other => Err(format!(
@@ -37,6 +59,73 @@ pub(crate) fn json_to_document(value: serde_json::Value) -> Result<Document, Str
             json_kind(&other)
         )),
     }
+}
+
+/// Rewrites the legacy Extended JSON forms inside `value` (what `mongoexport` wrote before
+/// 4.2, and drivers' legacy or "strict mode" JSON) to the forms of Extended JSON v2 the bson
+/// crate reads, in place:
+///
+/// * `{"$date": "2014-02-14T14:30:00.000+0000"}`: an offset without a colon
+///   (`+hhmm`, `-hhmm`) becomes `+hh:mm`;
+/// * `{"$binary": "<base64>", "$type": "<hex>"}` becomes
+///   `{"$binary": {"base64": …, "subType": …}}` (a one-digit type is padded: `"0"` is `"00"`);
+/// * `{"$regex": "<pattern>", "$options": "<flags>"}` becomes
+///   `{"$regularExpression": {"pattern": …, "options": …}}`.
+///
+/// Anything else is left as it is (and reported by the bson crate when it is not valid).
+pub(crate) fn modernize(value: &mut serde_json::Value) {
+    use serde_json::Value;
+    match value {
+        Value::Array(items) => items.iter_mut().for_each(modernize),
+        Value::Object(map) => {
+            let legacy = match map.iter().next() {
+                Some((k, _)) if k.starts_with('$') => legacy_wrapper(map),
+                _ => None,
+            };
+            match legacy {
+                Some(v) => *value = v,
+                None => map.values_mut().for_each(modernize),
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The Extended JSON v2 form of a legacy wrapper object (see [`modernize`]); `None` when
+/// `map` is not one.
+fn legacy_wrapper(map: &serde_json::Map<String, serde_json::Value>) -> Option<serde_json::Value> {
+    use serde_json::{Value, json};
+    let text = |key: &str| map.get(key).and_then(Value::as_str);
+    match map.len() {
+        1 => {
+            let date = text("$date")?;
+            colon_offset(date).map(|d| json!({ "$date": d }))
+        }
+        2 => {
+            if let (Some(bytes), Some(subtype)) = (text("$binary"), text("$type")) {
+                let subtype = if subtype.len() == 1 {
+                    format!("0{subtype}")
+                } else {
+                    subtype.to_owned()
+                };
+                return Some(json!({ "$binary": { "base64": bytes, "subType": subtype } }));
+            }
+            let (pattern, options) = (text("$regex")?, text("$options")?);
+            Some(json!({ "$regularExpression": { "pattern": pattern, "options": options } }))
+        }
+        _ => None,
+    }
+}
+
+/// `text` with its `+hhmm` or `-hhmm` offset written `+hh:mm`; `None` when it has no such
+/// offset after a time.
+fn colon_offset(text: &str) -> Option<String> {
+    let split = text.len().checked_sub(5)?;
+    let (head, offset) = (text.get(..split)?, text.get(split..)?);
+    let bytes = offset.as_bytes();
+    let digits = bytes[1..].iter().all(u8::is_ascii_digit);
+    (matches!(bytes[0], b'+' | b'-') && digits && head.contains('T'))
+        .then(|| format!("{head}{}:{}", &offset[..3], &offset[3..]))
 }
 
 /// The JSON type name of a value, for messages.
@@ -66,6 +155,8 @@ pub(crate) struct NdjsonLines<R> {
     line_no: u64,
     buf: Vec<u8>,
     layout: Layout,
+    /// Elements of the JSON array given so far.
+    elements: u64,
 }
 
 /// How the input holds its documents.
@@ -97,6 +188,7 @@ impl<R: BufRead> NdjsonLines<R> {
             line_no: 0,
             buf: Vec::new(),
             layout: Layout::Unknown,
+            elements: 0,
         }
     }
 
@@ -131,8 +223,15 @@ impl<R: BufRead> NdjsonLines<R> {
         }
     }
 
-    /// The next element of a JSON array: its first line and its text.
-    fn next_element(&mut self) -> Option<io::Result<(u64, Result<&str, String>)>> {
+    /// The position of the next element of a JSON array, which starts on `line`.
+    fn element_at(&mut self, line: u64) -> Position {
+        let element = Some(self.elements);
+        self.elements += 1;
+        Position { line, element }
+    }
+
+    /// The next element of a JSON array: its first line and index, and its text.
+    fn next_element(&mut self) -> Option<io::Result<(Position, Result<&str, String>)>> {
         if self.layout == Layout::Array(true) {
             return None;
         }
@@ -146,9 +245,9 @@ impl<R: BufRead> NdjsonLines<R> {
             };
             if chunk.is_empty() {
                 self.layout = Layout::Array(true);
-                let line = start.unwrap_or(self.line_no + 1);
+                let at = self.element_at(start.unwrap_or(self.line_no + 1));
                 return Some(Ok((
-                    line,
+                    at,
                     Err("the JSON array is not closed: the input ends inside it".to_owned()),
                 )));
             }
@@ -205,28 +304,28 @@ impl<R: BufRead> NdjsonLines<R> {
                     if matches!(step, Step::End) {
                         self.layout = Layout::Array(true);
                     }
-                    let line = start.unwrap_or(self.line_no + 1);
+                    let at = self.element_at(start.unwrap_or(self.line_no + 1));
                     if start.is_none() {
                         return Some(Ok((
-                            line,
+                            at,
                             Err("an empty element in the JSON array".to_owned()),
                         )));
                     }
                     let text = std::str::from_utf8(&self.buf)
                         .map(str::trim)
                         .map_err(|e| format!("element is not valid UTF-8: {e}"));
-                    return Some(Ok((line, text)));
+                    return Some(Ok((at, text)));
                 }
             }
         }
     }
 
-    /// The next non-blank line: its number and its text, or why it is not text (invalid
-    /// UTF-8); `None` at the end of the input.
+    /// The next non-blank line (or element of a JSON array): where it is and its text, or
+    /// why it is not text (invalid UTF-8); `None` at the end of the input.
     ///
     /// # Errors
     /// A read error, marked with the line it cut.
-    pub(crate) fn next_line(&mut self) -> Option<io::Result<(u64, Result<&str, String>)>> {
+    pub(crate) fn next_line(&mut self) -> Option<io::Result<(Position, Result<&str, String>)>> {
         if self.layout == Layout::Unknown
             && let Err(e) = self.detect()
         {
@@ -255,7 +354,7 @@ impl<R: BufRead> NdjsonLines<R> {
             let text = std::str::from_utf8(&self.buf)
                 .map(|text| text.trim_end_matches(['\n', '\r']))
                 .map_err(|e| format!("line is not valid UTF-8: {e}"));
-            return Some(Ok((self.line_no, text)));
+            return Some(Ok((Position::from(self.line_no), text)));
         }
     }
 }
@@ -297,8 +396,8 @@ mod tests {
         let mut lines = NdjsonLines::new(input.as_bytes());
         let mut out = Vec::new();
         while let Some(item) = lines.next_line() {
-            let (line, text) = item.expect("read");
-            out.push((line, text.map(str::to_owned)));
+            let (at, text) = item.expect("read");
+            out.push((at.line, text.map(str::to_owned)));
         }
         out
     }
@@ -392,6 +491,56 @@ mod tests {
     }
 
     #[test]
+    fn legacy_extended_json_of_old_mongoexport() {
+        let doc = parse_document(
+            r#"{"ts":{"$date":"2014-02-14T14:30:00.000+0000"},
+               "west":{"$date":"2014-02-14T09:30:00.250-0500"},
+               "bin":{"$binary":"AQID","$type":"00"},"one":{"$binary":"AQID","$type":"5"},
+               "re":{"$regex":"^a.c$","$options":"i"},
+               "sub":{"d":[{"$date":"1970-01-01T00:00:01.000+0000"}]}}"#,
+        )
+        .expect("legacy forms");
+        let ms = 1_392_388_200_000;
+        assert_eq!(
+            doc.get("ts"),
+            Some(&Bson::DateTime(DateTime::from_millis(ms)))
+        );
+        assert_eq!(
+            doc.get("west"),
+            Some(&Bson::DateTime(DateTime::from_millis(ms + 250)))
+        );
+        let binary = |subtype| {
+            Bson::Binary(bson::Binary {
+                subtype,
+                bytes: vec![1, 2, 3],
+            })
+        };
+        assert_eq!(
+            doc.get("bin"),
+            Some(&binary(bson::spec::BinarySubtype::Generic))
+        );
+        assert_eq!(
+            doc.get("one"),
+            Some(&binary(bson::spec::BinarySubtype::Md5))
+        );
+        let v2 =
+            parse_document(r#"{"re":{"$regularExpression":{"pattern":"^a.c$","options":"i"}}}"#)
+                .expect("v2 regex");
+        assert!(matches!(doc.get("re"), Some(Bson::RegularExpression(_))));
+        assert_eq!(doc.get("re"), v2.get("re"));
+        let nested = doc
+            .get_document("sub")
+            .and_then(|s| s.get_array("d"))
+            .expect("nested");
+        assert_eq!(nested[0], Bson::DateTime(DateTime::from_millis(1000)));
+        // Malformed legacy forms are still reported.
+        let e = parse_document(r#"{"b":{"$binary":"AQID","$type":"zz"}}"#).expect_err("type");
+        assert!(e.starts_with("invalid Extended JSON"), "{e}");
+        let e = parse_document(r#"{"d":{"$date":"2014-02-14+0000"}}"#).expect_err("no time");
+        assert!(e.starts_with("invalid Extended JSON"), "{e}");
+    }
+
+    #[test]
     fn decimals_parse_to_the_nearest_double() {
         let doc = parse_document(r#"{"v":95.19255849999999,"w":0.1}"#).expect("parse");
         assert_eq!(doc.get("v"), Some(&Bson::Double(95.192_558_499_999_99)));
@@ -406,6 +555,21 @@ mod tests {
         assert_eq!(e, "expected a JSON object, found an array");
         let e = parse_document(r#"{"ts":{"$date":"yesterday"}}"#).expect_err("bad date");
         assert!(e.starts_with("invalid Extended JSON"), "{e}");
+        let deep = |levels: usize| {
+            format!(
+                "{{\"t\":1,\"a\":{}1{}}}",
+                "[".repeat(levels),
+                "]".repeat(levels)
+            )
+        };
+        // The document is a level, its arrays the others.
+        assert!(parse_document(&deep(MAX_NESTING - 1)).is_ok());
+        let e = parse_document(&deep(MAX_NESTING)).expect_err("too deep");
+        assert_eq!(
+            e,
+            "malformed JSON: objects and arrays nest more than 127 levels deep, the limit \
+             (at column 138)"
+        );
     }
 
     #[test]
@@ -414,7 +578,7 @@ mod tests {
         let records: Vec<Record> = NdjsonReader::new(text.as_bytes())
             .map(|r| r.expect("io"))
             .collect();
-        let lines: Vec<u64> = records.iter().map(|r| r.line).collect();
+        let lines: Vec<u64> = records.iter().map(|r| r.line.line).collect();
         assert_eq!(lines, [1, 3, 5]);
         assert_eq!(
             records[0].doc.as_ref().expect("ok").get("a"),
@@ -443,7 +607,7 @@ mod tests {
                 .expect_err("utf-8")
                 .contains("UTF-8")
         );
-        assert_eq!(records[2].line, 3);
+        assert_eq!(records[2].line.line, 3);
         assert!(records[2].doc.is_ok());
     }
 }

@@ -18,6 +18,7 @@
 use std::fs::File;
 use std::io;
 use std::str::FromStr;
+use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
@@ -25,7 +26,7 @@ use arrow_array::types::{
     Int32Type, Int64Type, TimestampMicrosecondType, TimestampMillisecondType,
     TimestampNanosecondType, TimestampSecondType, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
 };
-use arrow_array::{Array, RecordBatch};
+use arrow_array::{Array, ArrayRef, RecordBatch, StructArray};
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
 use bson::oid::ObjectId;
 use bson::spec::BinarySubtype;
@@ -151,6 +152,141 @@ pub(crate) fn engine_takes(schema: &Schema) -> bool {
             }
     }
     schema.fields().iter().all(|f| takes(f))
+}
+
+/// How the columns of a Parquet input become measurements when they are not named as the
+/// collection's fields: the time column to rename, and flat columns to gather into the meta
+/// document (`--csv-time-column`, `--csv-meta-columns`, as for CSV).
+#[derive(Clone, Debug)]
+pub(crate) struct Mapping {
+    /// The collection's time field, and the input's column of it when named otherwise.
+    pub(crate) time: (String, Option<String>),
+    /// The collection's meta field, and the columns of its document (none: as they are).
+    pub(crate) meta: (Option<String>, Vec<String>),
+}
+
+/// A [`Mapping`] resolved against a schema: each batch of the input is reshaped alike.
+#[derive(Clone, Debug)]
+pub(crate) struct Reshape {
+    /// The schema of a reshaped batch.
+    schema: Arc<Schema>,
+    /// Per column of a reshaped batch: the input column it is, or the meta columns it gathers.
+    sources: Vec<Source>,
+}
+
+/// Where a column of a reshaped batch comes from.
+#[derive(Clone, Debug)]
+enum Source {
+    Column(usize),
+    Meta(Vec<usize>),
+}
+
+impl Reshape {
+    /// Resolves `mapping` against the columns of `schema`; `None` when it changes nothing.
+    ///
+    /// # Errors
+    /// A named column is not in the schema, is named twice, or meta columns are given for a
+    /// collection without a meta field (or alongside a column named as the meta field).
+    pub(crate) fn new(schema: &Schema, mapping: &Mapping) -> Result<Option<Reshape>, String> {
+        let (time_field, time_column) = &mapping.time;
+        let (meta_field, meta_columns) = &mapping.meta;
+        let position = |name: &str, option: &str| {
+            schema
+                .index_of(name)
+                .map_err(|_| format!("{option}: no column '{name}' in the Parquet schema"))
+        };
+        let time = time_column
+            .as_deref()
+            .filter(|c| c != time_field)
+            .map(|c| position(c, "--csv-time-column"))
+            .transpose()?;
+        if meta_columns.is_empty() && time.is_none() {
+            return Ok(None);
+        }
+        let meta = if meta_columns.is_empty() {
+            None
+        } else {
+            let field = meta_field.as_deref().ok_or(
+                "--csv-meta-columns given, but the collection has no meta field".to_owned(),
+            )?;
+            if !meta_columns.iter().any(|c| c == field) && schema.index_of(field).is_ok() {
+                return Err(format!(
+                    "--csv-meta-columns: the Parquet input has a column '{field}' (the meta \
+                     field) already"
+                ));
+            }
+            let prefix = format!("{field}.");
+            let mut columns: Vec<(usize, String)> = Vec::with_capacity(meta_columns.len());
+            for name in meta_columns {
+                let i = position(name, "--csv-meta-columns")?;
+                if columns.iter().any(|(j, _)| *j == i) || Some(i) == time {
+                    return Err(format!("--csv-meta-columns: column '{name}' named twice"));
+                }
+                let key = name.strip_prefix(&prefix).filter(|k| !k.is_empty());
+                columns.push((i, key.unwrap_or(name).to_owned()));
+            }
+            Some((field, columns))
+        };
+        let first_meta = meta
+            .as_ref()
+            .and_then(|(_, c)| c.iter().map(|(i, _)| *i).min());
+        let mut fields: Vec<Field> = Vec::with_capacity(schema.fields().len());
+        let mut sources = Vec::with_capacity(schema.fields().len());
+        for (i, field) in schema.fields().iter().enumerate() {
+            if let Some((name, columns)) = &meta {
+                if Some(i) == first_meta {
+                    let children: Vec<Field> = columns
+                        .iter()
+                        .map(|(j, key)| schema.field(*j).clone().with_name(key.clone()))
+                        .collect();
+                    fields.push(Field::new(*name, DataType::Struct(children.into()), true));
+                    sources.push(Source::Meta(columns.iter().map(|(j, _)| *j).collect()));
+                }
+                if columns.iter().any(|(j, _)| *j == i) {
+                    continue;
+                }
+            }
+            let field = if Some(i) == time {
+                field.as_ref().clone().with_name(time_field.clone())
+            } else {
+                field.as_ref().clone()
+            };
+            fields.push(field);
+            sources.push(Source::Column(i));
+        }
+        Ok(Some(Reshape {
+            schema: Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone())),
+            sources,
+        }))
+    }
+
+    /// `batch` (of the schema this was resolved against) reshaped: the time column renamed,
+    /// the meta columns gathered into one struct column. No value is copied.
+    ///
+    /// # Errors
+    /// Arrow refuses the reshaped columns (not expected: their types are the schema's).
+    pub(crate) fn apply(&self, batch: &RecordBatch) -> Result<RecordBatch, String> {
+        let columns = self
+            .schema
+            .fields()
+            .iter()
+            .zip(&self.sources)
+            .map(|(field, source)| match (source, field.data_type()) {
+                (Source::Column(i), _) => Ok(Arc::clone(batch.column(*i))),
+                (Source::Meta(columns), DataType::Struct(children)) => {
+                    let arrays = columns
+                        .iter()
+                        .map(|i| Arc::clone(batch.column(*i)))
+                        .collect();
+                    let meta = StructArray::try_new(children.clone(), arrays, None)
+                        .map_err(|e| e.to_string())?;
+                    Ok(Arc::new(meta) as ArrayRef)
+                }
+                (Source::Meta(_), _) => Err("the meta column is not a struct".to_owned()),
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        RecordBatch::try_new(Arc::clone(&self.schema), columns).map_err(|e| e.to_string())
+    }
 }
 
 /// The columns of a batch, ready to read row by row.

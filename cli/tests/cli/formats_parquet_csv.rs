@@ -150,6 +150,15 @@ fn mixed_numbers_are_widened_with_a_note() {
     );
 }
 
+/// `batch` written as a Parquet file.
+pub(crate) fn parquet_bytes(batch: &RecordBatch) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut writer = ArrowWriter::try_new(&mut out, batch.schema(), None).expect("writer");
+    writer.write(batch).expect("write");
+    writer.close().expect("close");
+    out
+}
+
 /// A Parquet file as other tools write it: nanosecond timestamps without a time zone, a
 /// dictionary-encoded meta, small and unsigned integers, dates, decimals, large strings,
 /// lists.
@@ -185,11 +194,7 @@ fn foreign_parquet() -> Vec<u8> {
         ("list", Arc::new(list)),
     ])
     .expect("batch");
-    let mut out = Vec::new();
-    let mut writer = ArrowWriter::try_new(&mut out, batch.schema(), None).expect("writer");
-    writer.write(&batch).expect("write");
-    writer.close().expect("close");
-    out
+    parquet_bytes(&batch)
 }
 
 #[test]
@@ -248,11 +253,7 @@ fn a_parquet_column_of_a_type_bson_lacks_is_refused_before_anything_is_stored() 
         ),
     ])
     .expect("batch");
-    let mut out = Vec::new();
-    let mut writer = ArrowWriter::try_new(&mut out, batch.schema(), None).expect("writer");
-    writer.write(&batch).expect("write");
-    writer.close().expect("close");
-    let file = s.file("bad.parquet", &out);
+    let file = s.file("bad.parquet", &parquet_bytes(&batch));
     let run = s.run("ingest", &["m", &file]).failed();
     assert!(run.stderr().contains("field 'span'"), "{}", run.stderr());
     assert!(s.find_all("m").is_empty());

@@ -25,6 +25,7 @@ mod help_options;
 mod ingest_bad_lines;
 mod ingest_compressed;
 mod ingest_csv;
+mod ingest_inputs;
 mod ingest_report;
 mod lock;
 mod open_database;

@@ -520,11 +520,7 @@ fn shape_row(
         time: Some(time_field),
         meta: meta.zip(spec.meta_field.as_deref()).map(|(m, n)| (n, m)),
     };
-    let cols: Vec<(&str, usize)> = fields
-        .iter()
-        .filter(|n| **n != time_field)
-        .filter_map(|n| view.position(n).map(|p| (*n, p)))
-        .collect();
+    let cols = view.positions(fields.iter().copied().filter(|n| *n != time_field));
     build_row(view, row, shape, &cols)
 }
 

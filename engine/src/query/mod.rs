@@ -319,11 +319,12 @@ impl Collector for Find<'_> {
         for seg in &segments {
             let mut view = SegmentView::new(seg, time_field).map_err(corrupt)?;
             let bound = (!whole).then(|| ctx.rows.bind(&mut view, time_field, meta));
-            let cols: Vec<(&str, usize)> = fields
-                .iter()
-                .filter(|n| **n != time_field && ctx.projection.keeps(n))
-                .filter_map(|n| view.position(n).map(|p| (*n, p)))
-                .collect();
+            let cols = view.positions(
+                fields
+                    .iter()
+                    .copied()
+                    .filter(|n| *n != time_field && ctx.projection.keeps(n)),
+            );
             for row in 0..view.rows() {
                 stats.rows_examined += 1;
                 if let Some(b) = &bound {

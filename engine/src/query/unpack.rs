@@ -109,6 +109,23 @@ impl<'a> SegmentView<'a> {
             .or_else(|| before.iter().position(|c| c.name == field))
     }
 
+    /// The decoded columns of `names` (those it has) and their positions, found in time
+    /// linear in the names when they come in column order (a bucket's field order).
+    pub(crate) fn positions<'n>(
+        &self,
+        names: impl IntoIterator<Item = &'n str>,
+    ) -> Vec<(&'n str, usize)> {
+        let mut next = 0;
+        names
+            .into_iter()
+            .filter_map(|n| {
+                let p = self.position_from(n, next)?;
+                next = p + 1;
+                Some((n, p))
+            })
+            .collect()
+    }
+
     /// The decoded column at `col`.
     pub(crate) fn column(&self, col: usize) -> Option<&'a Column> {
         self.cols.get(col).map(|c| c.column)
@@ -265,10 +282,7 @@ impl CollectionInner {
         let mut out = Vec::with_capacity(control.count as usize);
         for (_, seg) in &segments {
             let view = SegmentView::new(seg, time_field).map_err(|r| self.corrupt_data(id, r))?;
-            let cols: Vec<(&str, usize)> = order
-                .iter()
-                .filter_map(|n| view.position(n).map(|p| (*n, p)))
-                .collect();
+            let cols = view.positions(order.iter().copied());
             for row in 0..view.rows() {
                 let doc =
                     build_row(&view, row, shape, &cols).map_err(|r| self.corrupt_data(id, r))?;
