@@ -17,7 +17,7 @@ use bson::Document;
 use tscoll_engine::{Database, DatabaseOptions, Durability, Error, InsertOptions};
 
 use crate::damage::{
-    all, assert_same, copy_dir, create, data_len, ids, journal_file, measurements,
+    all, assert_same, copy_dir, copy_live_dir, create, data_len, ids, journal_file, measurements,
 };
 
 /// A crash image and what was written before it.
@@ -67,7 +67,7 @@ fn image() -> Image {
         len[phase] = data_len(&journal_file(&live));
     }
     let docs = all(&coll);
-    copy_dir(&live, &dir);
+    copy_live_dir(&live, &dir);
     drop((coll, db));
     let journal = dir.join(journal_file(&live).file_name().expect("name"));
     let mut sets = sets.into_iter();

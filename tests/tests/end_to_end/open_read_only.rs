@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use bson::doc;
 use tscoll_engine::{Access, Database, DatabaseOptions, Durability, Error, InsertOptions};
 
-use crate::damage::{all, copy_dir, ids, measurements, options};
+use crate::damage::{all, copy_live_dir, ids, measurements, options};
 
 fn with(create: bool, access: Access) -> DatabaseOptions {
     DatabaseOptions {
@@ -57,7 +57,7 @@ fn stored_and_logged(root: &Path) -> (PathBuf, Vec<i64>) {
     coll.insert_many(&logged, &flush).expect("insert");
     // The image is taken while the database is open: nothing runs in it afterwards.
     let image = root.join("db");
-    copy_dir(&live, &image);
+    copy_live_dir(&live, &image);
     drop(coll);
     db.crash().expect("crash");
     (image, (0..50).collect())

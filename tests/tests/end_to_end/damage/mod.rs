@@ -249,14 +249,36 @@ pub fn data_len(path: &Path) -> u64 {
 /// # Panics
 /// When a file cannot be copied.
 pub fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for entry in std::fs::read_dir(from).expect("read_dir") {
-        let entry = entry.expect("entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("type").is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy");
+    try_copy_dir(from, to).expect("copy");
+}
+
+/// A copy of the directory of a database that is open: fjall's background work may remove
+/// a file between the listing and its copy (a table compacted away), so the copy is taken
+/// again, whole, until one finds every file it listed.
+pub fn copy_live_dir(from: &Path, to: &Path) {
+    for _ in 0..50 {
+        match try_copy_dir(from, to) {
+            Ok(()) => return,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                std::fs::remove_dir_all(to).expect("remove a partial copy");
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(e) => panic!("copy {}: {e}", from.display()),
         }
     }
+    panic!("{} kept changing while it was copied", from.display());
+}
+
+fn try_copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            try_copy_dir(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
 }
