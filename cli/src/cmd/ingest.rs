@@ -182,7 +182,7 @@ impl From<DurabilityArg> for Durability {
 }
 
 /// The CSV column mapping options.
-#[derive(Debug, Clone, Default, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 pub(crate) struct CsvArgs {
     /// CSV column holding the time. Default = the collection's time field name.
     #[arg(long, value_name = "COLUMN")]
@@ -217,6 +217,22 @@ pub(crate) struct CsvArgs {
     /// `temp.double(),ok.boolean(),day.date(2006-01-02)`.
     #[arg(long, alias = "columnsHaveTypes")]
     pub(crate) csv_columns_have_types: bool,
+}
+
+/// The options as clap leaves them when none is given (the demo's, and the library's).
+impl Default for CsvArgs {
+    fn default() -> Self {
+        CsvArgs {
+            csv_time_column: None,
+            csv_time_format: "rfc3339".to_owned(),
+            time_format: None,
+            csv_meta_columns: Vec::new(),
+            csv_columns: None,
+            csv_delimiter: ',',
+            csv_types: None,
+            csv_columns_have_types: false,
+        }
+    }
 }
 
 impl CsvArgs {
@@ -1000,6 +1016,21 @@ fn field_values(doc: &Document, time_field: &str, meta_field: Option<&str>) -> u
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_default_csv_options_are_those_of_no_option_given() {
+        #[derive(clap::Parser)]
+        struct Wrap {
+            #[command(flatten)]
+            csv: CsvArgs,
+        }
+        let parsed = <Wrap as clap::Parser>::try_parse_from(["tscoll"]).expect("parse");
+        assert_eq!(
+            format!("{:?}", parsed.csv),
+            format!("{:?}", CsvArgs::default())
+        );
+        assert!(!CsvArgs::default().any());
+    }
 
     #[test]
     fn field_values_leave_out_time_and_meta() {
