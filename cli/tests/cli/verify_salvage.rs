@@ -91,10 +91,7 @@ fn verify_and_salvage_a_damaged_database() {
     let root = tempfile::tempdir().expect("tempdir");
     let (db_dir, new_dir) = (root.path().join("db"), root.path().join("new"));
     let damaged_bucket = {
-        let db = Database::open(&db_dir, DatabaseOptions::default()).expect("open");
-        let coll = db
-            .create_collection("c", &TimeseriesOptions::new("ts").meta_field("meta"))
-            .expect("create");
+        let (db, coll) = open_collection(&db_dir, "c");
         for site in ["a", "b"] {
             coll.insert_many(
                 &docs(site, if site == "a" { 0 } else { 100 }, 20),
@@ -162,10 +159,7 @@ fn a_damaged_table_file_is_named() {
     let root = tempfile::tempdir().expect("tempdir");
     let (db_dir, new_dir) = (root.path().join("db"), root.path().join("new"));
     {
-        let db = Database::open(&db_dir, DatabaseOptions::default()).expect("open");
-        let coll = db
-            .create_collection("weather", &TimeseriesOptions::new("ts").meta_field("meta"))
-            .expect("create");
+        let (db, coll) = open_collection(&db_dir, "weather");
         for (n, site) in ["a", "b", "c", "d", "e", "f"].into_iter().enumerate() {
             let first = i64::try_from(n).expect("small") * 1000;
             coll.insert_many(&docs(site, first, 500), &InsertOptions::default())
@@ -192,16 +186,23 @@ fn a_damaged_table_file_is_named() {
     assert!(out.contains(&damaged), "{out}");
 }
 
+/// A database opened (created) at `dir` with a collection `name` of time field `ts` and meta
+/// field `meta`.
+fn open_collection(dir: &Path, name: &str) -> (Database, tscoll_engine::Collection) {
+    let db = Database::open(dir, DatabaseOptions::default()).expect("open");
+    let coll = db
+        .create_collection(name, &TimeseriesOptions::new("ts").meta_field("meta"))
+        .expect("create");
+    (db, coll)
+}
+
 /// A crash image with a damaged journal: a copy of a database still open after synced
 /// writes of series `a` (`_id` 0..10) then `b` (100..110), a byte flipped in the middle of
 /// `b`'s writes. Returns its directory.
 fn damaged_journal(root: &Path, name: &str) -> std::path::PathBuf {
     let live = root.join(format!("{name}-live"));
     let crash = root.join(name);
-    let db = Database::open(&live, DatabaseOptions::default()).expect("open");
-    let coll = db
-        .create_collection("c", &TimeseriesOptions::new("ts").meta_field("meta"))
-        .expect("create");
+    let (db, coll) = open_collection(&live, "c");
     let sync = InsertOptions {
         ordered: true,
         durability: Durability::Sync,
@@ -349,10 +350,7 @@ struct CrashedLog {
 /// nothing stored.
 fn crashed_log(root: &Path, name: &str) -> CrashedLog {
     let dir = root.join(name);
-    let db = Database::open(&dir, DatabaseOptions::default()).expect("open");
-    let coll = db
-        .create_collection("c", &TimeseriesOptions::new("ts").meta_field("meta"))
-        .expect("create");
+    let (db, coll) = open_collection(&dir, "c");
     let flush = InsertOptions {
         ordered: true,
         durability: Durability::Flush,
