@@ -219,19 +219,18 @@ pub(crate) struct CsvArgs {
     pub(crate) csv_columns_have_types: bool,
 }
 
-/// The options as clap leaves them when none is given (the demo's, and the library's).
+/// The options as clap leaves them when none is given (the demo's): clap's own defaults,
+/// so that no option counts as given.
 impl Default for CsvArgs {
     fn default() -> Self {
-        CsvArgs {
-            csv_time_column: None,
-            csv_time_format: "rfc3339".to_owned(),
-            time_format: None,
-            csv_meta_columns: Vec::new(),
-            csv_columns: None,
-            csv_delimiter: ',',
-            csv_types: None,
-            csv_columns_have_types: false,
+        #[derive(clap::Parser)]
+        struct NoneGiven {
+            #[command(flatten)]
+            csv: CsvArgs,
         }
+        <NoneGiven as clap::Parser>::try_parse_from(["tscoll"])
+            .map(|n| n.csv)
+            .expect("every CSV option has a default")
     }
 }
 
