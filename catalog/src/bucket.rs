@@ -167,6 +167,20 @@ pub(crate) struct Bucket {
     /// The sums of the fields over the stored rows (`..stored_count`); `None` when unknown
     /// (reopened from a control record without them).
     pub(crate) sums: Option<BucketSums>,
+    /// The control state the bucket was reopened with (`None`: opened here), which
+    /// [`Bucket::drop_rows_from`] starts from when it rebuilds control without aborted rows.
+    pub(crate) reopened: Option<Box<ReopenedControl>>,
+}
+
+/// A reopened bucket's control state as stored: what its rows before `rows_base` contribute.
+#[derive(Debug)]
+pub(crate) struct ReopenedControl {
+    /// `control.min`/`max` of the stored rows, in field order.
+    pub(crate) fields: Vec<Field>,
+    /// `control.max.<time>` of the stored rows (ms).
+    pub(crate) max_time: i64,
+    /// Whether the stored rows are in time order.
+    pub(crate) sorted: bool,
 }
 
 /// The rows of an open bucket held in memory, column by column (`docs/architecture.md`, write
@@ -372,9 +386,85 @@ impl Bucket {
         (min, max)
     }
 
+    /// Drops the rows from position `end` on (those of aborted batches) and brings the
+    /// control state back to the rows kept: `control.min`/`max` (a field only the dropped rows
+    /// held leaves), the max time, the last time and sortedness are rebuilt from the stored
+    /// state the bucket was reopened with and the rows it holds in memory, in their order, so
+    /// they are what staging only the kept rows would have left. The size estimate keeps the
+    /// dropped rows' bytes (it only brings the bucket's rollover forward).
+    pub(crate) fn drop_rows_from(&mut self, end: u32, time_field: &str) {
+        if end >= self.count || end < self.rows_base {
+            return;
+        }
+        self.count = end;
+        let kept = (end - self.rows_base) as usize;
+        self.rows.truncate(kept);
+        let base = self.reopened.as_deref();
+        let mut max_time = base.map_or(i64::MIN, |b| b.max_time);
+        let mut last_time = base.map(|b| b.max_time);
+        let mut sorted = base.is_none_or(|b| b.sorted);
+        let old = std::mem::take(&mut self.fields);
+        let mut columns = std::mem::take(&mut self.rows.columns).into_iter();
+        let mut fields = BucketFields::default();
+        for (i, field) in old.list.into_iter().enumerate() {
+            let mut minmax = base.and_then(|b| b.fields.get(i)).map(|f| f.minmax.clone());
+            let column = columns.next();
+            if let Some((_, c)) = &column {
+                for v in c.iter_rows(0, kept.min(c.len())) {
+                    let Ok(Some(v)) = crate::value::to_bson(v) else {
+                        continue;
+                    };
+                    if field.name == time_field
+                        && let Bson::DateTime(t) = &v
+                    {
+                        let t = t.timestamp_millis();
+                        sorted &= last_time.is_none_or(|last| t >= last);
+                        last_time = Some(t);
+                        max_time = max_time.max(t);
+                    }
+                    match &mut minmax {
+                        Some(m) => m.update(&v),
+                        None => minmax = Some(MinMax::new(&v)),
+                    }
+                }
+            }
+            let Some(mut minmax) = minmax else {
+                // Only dropped rows held the field.
+                continue;
+            };
+            if base.is_none()
+                && field.name == time_field
+                && let MinMax::Scalar { min, .. } = &mut minmax
+            {
+                // control.min.<time> of a bucket opened here is its rounded time.
+                *min = Bson::DateTime(bson::DateTime::from_millis(self.min_time));
+            }
+            fields.push(Field {
+                name: field.name,
+                minmax,
+            });
+            if let Some(column) = column {
+                self.rows.columns.push(column);
+            }
+        }
+        self.fields = fields;
+        if let Some(last) = last_time {
+            self.last_time = last;
+            self.max_time = max_time;
+        }
+        self.sorted = sorted;
+    }
+
     /// Recomputes the bytes this bucket holds (SPEC ), returning the new value.
     pub(crate) fn measure_memory(&mut self) -> u64 {
-        let fields = self.fields.heap_bytes()
+        let reopened = self.reopened.as_ref().map_or(0, |r| {
+            r.fields
+                .iter()
+                .map(|f| 48 + f.name.len() + f.minmax.heap_bytes())
+                .sum::<usize>()
+        });
+        let fields = reopened
+            + self.fields.heap_bytes()
             + self
                 .fields
                 .iter()

@@ -391,19 +391,25 @@ impl BucketCatalog {
         keep_prepared: bool,
         state: BucketState,
     ) {
+        let time_field = self.spec().time_field;
         let Some(bucket) = stripe.buckets.get_mut(id) else {
             return;
         };
+        // The rows kept: the committed ones, and those of another writer's prepared batch.
+        let mut kept = if keep_prepared {
+            bucket.count
+        } else {
+            bucket.committed_count
+        };
         if let Some(active) = bucket.active.take() {
-            // Its rows go from the bucket's columns: they are the last ones.
+            // Its rows are the last ones.
             let staged = u32::try_from(lock(&active.data).rows).unwrap_or(u32::MAX);
-            bucket.count = bucket.count.saturating_sub(staged);
-            bucket
-                .rows
-                .truncate(bucket.count.saturating_sub(bucket.rows_base) as usize);
+            kept = kept.min(bucket.count.saturating_sub(staged));
             self.release_staged(&active);
             active.fulfil(Err(error.clone()));
         }
+        // Control goes back to the rows kept, so what is stored of the bucket agrees with them.
+        bucket.drop_rows_from(kept, &time_field);
         if !keep_prepared {
             self.remove_bucket(stripe, id);
             return;

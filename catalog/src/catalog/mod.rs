@@ -19,8 +19,9 @@ use bson::{Bson, Document};
 use tscoll_codec::Column;
 
 use crate::bucket::{
-    Assessment, Bucket, BucketFields, BucketId, BucketRows, BucketState, Field, RolloverAction,
-    RolloverReason, SizeVerdict, StoredBucket, assess, derived_max_size, find_field,
+    Assessment, Bucket, BucketFields, BucketId, BucketRows, BucketState, Field, ReopenedControl,
+    RolloverAction, RolloverReason, SizeVerdict, StoredBucket, assess, derived_max_size,
+    find_field,
 };
 use crate::key::BucketKey;
 use crate::minmax::MinMax;

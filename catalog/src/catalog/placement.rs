@@ -395,6 +395,7 @@ impl BucketCatalog {
             rows: BucketRows::default(),
             rows_base: 0,
             sums: Some(BucketSums::default()),
+            reopened: None,
         };
         self.mem_add(bucket.measure_memory());
         self.active_buckets.fetch_add(1, Ordering::Relaxed);

@@ -125,6 +125,11 @@ impl BucketCatalog {
             ExecutionStats::bump(&s.num_bucket_reopenings_failed_due_to_min_max_calculation);
             return Ok(None);
         };
+        let reopened = Box::new(ReopenedControl {
+            fields: fields.clone(),
+            max_time: stored.max_time,
+            sorted: stored.sorted,
+        });
         let mut bucket = Bucket {
             id: stored.id,
             key: Arc::clone(key),
@@ -152,6 +157,7 @@ impl BucketCatalog {
             rows: BucketRows::default(),
             rows_base: stored.count,
             sums: stored.sums.clone(),
+            reopened: Some(reopened),
         };
         if self
             .rollover_reason(&mut bucket, m, spec, options, derived, None)

@@ -295,3 +295,86 @@ fn r_7_3_1_commit_rights_or_a_prepared_batch_dropped_abort_the_batch() {
     let s = stats(&c);
     assert_eq!((s.num_commits, s.num_measurements_committed), (1, 1));
 }
+
+/// Stages `d` for `writer` and aborts its batch as a failed log append would.
+fn stage_and_abort(c: &Arc<BucketCatalog>, writer: u64, d: Document, source: &dyn BucketSource) {
+    let batch = stage(c, writer, &[d], 99, source).remove(0);
+    c.claim(&batch)
+        .expect("rights")
+        .prepare()
+        .expect("prepare")
+        .abort(CommitError::WriteFailed("disk full".to_owned()));
+}
+
+/// The control state of the only part leaving the catalog: `(min, max, max time, sorted,
+/// column names)`.
+fn leaving_control(c: &BucketCatalog) -> (Document, Document, i64, bool, Vec<String>) {
+    let leaving = c.take_leaving();
+    assert_eq!(leaving.len(), 1, "one bucket left the catalog");
+    let p = &leaving[0];
+    let names = p.columns.iter().map(|(n, _)| n.clone()).collect();
+    (
+        p.control_min.clone(),
+        p.control_max.clone(),
+        p.max_time,
+        p.sorted,
+        names,
+    )
+}
+
+#[test]
+fn r_7_3_1_an_aborted_batch_leaves_nothing_in_control() {
+    let t = |ms: i64| DateTime::from_millis(T0 + ms);
+    // The failing batch is earlier (unsorted), has a larger and a smaller value, and a field
+    // of its own: none of it may reach the stored control record.
+    let failing = |ms: i64, v: i64| doc! { "t": t(ms), "m": "s", "v": v, "w": "only here" };
+
+    // A bucket opened here.
+    let c = catalog();
+    commit(&c, &stage(&c, 1, &[doc_at(2000, 1)], 0, &NoStorage)[0]);
+    stage_and_abort(&c, 1, failing(1000, 100), &NoStorage);
+    let (min, max, max_time, sorted, names) = leaving_control(&c);
+    assert_eq!(min, doc! { "t": t(0), "v": 1_i64 });
+    assert_eq!(max, doc! { "t": t(2000), "v": 1_i64 });
+    assert_eq!((max_time, sorted), (T0 + 2000, true));
+    assert_eq!(names, ["t", "v"]);
+
+    // A reopened bucket: control rebuilds from the stored state and the rows since.
+    let c = catalog();
+    let (p0, s0) = commit_stored(&c, &stage(&c, 1, &[doc_at(3000, 5)], 0, &NoStorage)[0]);
+    let c = catalog();
+    let storage = Finds(Some(s0));
+    let next = stage(&c, 1, &[doc_at(4000, 6)], 1, &storage).remove(0);
+    assert_eq!(
+        next.bucket_id(),
+        p0.bucket_id,
+        "the stored bucket is reopened"
+    );
+    commit(&c, &next);
+    stage_and_abort(&c, 1, failing(1000, -7), &storage);
+    let (min, max, max_time, sorted, names) = leaving_control(&c);
+    assert_eq!(min, doc! { "t": t(0), "v": 5_i64 });
+    assert_eq!(max, doc! { "t": t(4000), "v": 6_i64 });
+    assert_eq!((max_time, sorted), (T0 + 4000, true));
+    assert_eq!(names, ["t", "v"], "the rows since the reopening");
+
+    // Another writer's batch is prepared: the aborted batch's rows go, the bucket waits for
+    // the prepared one and then leaves with the committed and prepared rows only.
+    let c = catalog();
+    commit(&c, &stage(&c, 1, &[doc_at(2000, 1)], 0, &NoStorage)[0]);
+    let first = stage(&c, 1, &[doc_at(3000, 2)], 1, &NoStorage).remove(0);
+    let p = c.claim(&first).expect("rights").prepare().expect("prepare");
+    let second = stage(&c, 2, &[failing(1000, 100)], 2, &NoStorage).remove(0);
+    assert!(!Arc::ptr_eq(&first, &second));
+    c.claim(&second)
+        .expect("rights")
+        .abort(CommitError::WriteFailed("disk full".to_owned()));
+    assert!(c.wait(&second).is_err());
+    p.finish();
+    assert_eq!(c.wait(&first), Ok(()));
+    let (min, max, max_time, sorted, names) = leaving_control(&c);
+    assert_eq!(min, doc! { "t": t(0), "v": 1_i64 });
+    assert_eq!(max, doc! { "t": t(3000), "v": 2_i64 });
+    assert_eq!((max_time, sorted), (T0 + 3000, true));
+    assert_eq!(names, ["t", "v"]);
+}
