@@ -139,6 +139,85 @@ fn sql_counts_a_collection_of_many_fields_in_bounded_memory() {
     assert!(peak < 160 << 20, "peak RSS {} MiB", peak >> 20);
 }
 
+/// The `spill_count` figures `EXPLAIN ANALYZE` prints for the operators named `operator`.
+fn spill_counts(plan: &str, operator: &str) -> Vec<u64> {
+    plan.lines()
+        .filter(|l| l.trim_start().starts_with(operator))
+        .filter_map(|l| l.split("spill_count=").nth(1))
+        .map(|n| {
+            n.split(|c: char| !c.is_ascii_digit())
+                .next()
+                .and_then(|n| n.parse().ok())
+                .expect("a spill count")
+        })
+        .collect()
+}
+
+#[test]
+fn sql_sorts_and_groups_more_than_its_memory_limit_by_spilling() {
+    const ROWS: usize = 100_000;
+    const PAD: usize = 400;
+    const LIMIT: &str = "32";
+    let s = Scratch::new();
+    s.create("w");
+    // v: a permutation of 0..ROWS (7919 is prime to ROWS).
+    ingest_generated(&s, ROWS, 1000, |i| format!("\"v\":{}", i * 7919 % ROWS));
+    // A sort of 100 000 rows of some 400 bytes (40 MB) with 24 MiB of memory.
+    let sort = format!("SELECT v, repeat('x', {PAD}) AS pad FROM w ORDER BY v DESC");
+    let out = s
+        .run("sql", &["--memory-limit", LIMIT, "--format", "csv", &sort])
+        .ok()
+        .stdout();
+    let mut rows = out.lines();
+    assert_eq!(rows.next(), Some("v,pad"));
+    let values: Vec<usize> = rows
+        .map(|r| {
+            let (v, pad) = r.split_once(',').expect("two columns");
+            assert_eq!(pad.len(), PAD, "{r}");
+            v.parse().expect("v")
+        })
+        .collect();
+    assert_eq!(values, (0..ROWS).rev().collect::<Vec<_>>());
+    // A grouping by 50 000 keys of some 400 bytes (20 MB): two rows a group.
+    let group = format!(
+        "SELECT count(*) AS groups, min(n) AS least, max(n) AS most FROM \
+         (SELECT concat(repeat('k', {PAD}), CAST(v % 50000 AS VARCHAR)) AS k, count(*) AS n \
+         FROM w GROUP BY 1)"
+    );
+    let rows = s
+        .run(
+            "sql",
+            &["--memory-limit", LIMIT, "--format", "ndjson", &group],
+        )
+        .ok()
+        .json_lines();
+    assert_eq!(
+        rows,
+        [serde_json::json!({ "groups": 50_000, "least": 2, "most": 2 })]
+    );
+    // Both spilled: the sorts' and the final aggregates' spill counts are not all 0.
+    for (query, operator) in [(&sort, "SortExec"), (&group, "AggregateExec: mode=Final")] {
+        let plan = s
+            .run(
+                "sql",
+                &[
+                    "--memory-limit",
+                    LIMIT,
+                    "--format",
+                    "csv",
+                    &format!("EXPLAIN ANALYZE {query}"),
+                ],
+            )
+            .ok()
+            .stdout();
+        let counts = spill_counts(&plan, operator);
+        assert!(
+            !counts.is_empty() && counts.iter().any(|&n| n > 0),
+            "{operator}: spill counts {counts:?} in {plan}"
+        );
+    }
+}
+
 #[test]
 fn sql_prints_a_long_table_in_pages_and_an_empty_one_with_its_header() {
     let s = Scratch::new();

@@ -32,6 +32,7 @@
 //! | `filter.rs` | SQL predicates as a MongoDB filter the collection prunes buckets with |
 //! | `rule.rs` | the optimizer rule that hands aggregates by time window and meta to the collection |
 //! | `aggregate.rs` | the collection's partial aggregates per series and window as a table |
+//! | `memory.rs` | [`bounded_context`]: a session whose operators hold a bounded memory and spill |
 //!
 //! The table's schema is the collection's Arrow schema (docs/arrow.md) when the table is
 //! made: the time field as `Timestamp(Millisecond, "UTC")`, the meta field (a document as a
@@ -74,48 +75,21 @@ pub(crate) use leaf_plan;
 
 mod aggregate;
 mod filter;
+mod memory;
 mod rule;
 mod scan;
 mod table;
 
 use std::sync::Arc;
 
-use datafusion::error::Result;
-use datafusion::execution::memory_pool::{FairSpillPool, TrackConsumersPool};
-use datafusion::execution::runtime_env::RuntimeEnvBuilder;
-use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion::prelude::SessionContext;
 use tscoll_engine::Database;
 
 pub use aggregate::WindowAggregateExec;
+pub use memory::bounded_context;
 pub use rule::{RULE_NAME, WindowAggregateRule};
 pub use scan::CollectionScan;
 pub use table::CollectionTable;
-
-/// A session whose queries hold at most about `memory_bytes` in DataFusion's operators:
-/// sorts, aggregates and joins reserve their memory from a `FairSpillPool` of that size
-/// (shared fairly among the operators that can spill), and the sorts and aggregates spill
-/// to temporary files in the system's temporary directory when their share is used up. A
-/// scan holds a batch at a time per partition (`ArrowOptions::batch_rows` rows), so a query
-/// whose result is read as a stream (`DataFrame::execute_stream`) runs in bounded memory
-/// over a collection of any size. The session has DataFusion's default functions and
-/// planners (docs/sql.md lists them): `tags.hostname` and `tags['hostname']` both read a
-/// struct field.
-///
-/// # Errors
-/// The temporary directory cannot be used.
-pub fn bounded_context(memory_bytes: usize) -> Result<SessionContext> {
-    let pool = TrackConsumersPool::new(
-        FairSpillPool::new(memory_bytes),
-        std::num::NonZeroUsize::MIN.saturating_add(4),
-    );
-    let runtime = RuntimeEnvBuilder::new()
-        .with_memory_pool(Arc::new(pool))
-        .build_arc()?;
-    Ok(SessionContext::new_with_config_rt(
-        SessionConfig::new(),
-        runtime,
-    ))
-}
 
 /// Registers every collection of `db` in `ctx` as a table of the same name, and the
 /// optimizer rule that lets collections answer aggregates ([`add_rules`]).

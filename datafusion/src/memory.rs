@@ -1,0 +1,116 @@
+//! A session whose operators hold a bounded memory ([`bounded_context`], `tscoll sql
+//! --memory-limit`): DataFusion's memory pool, batch size and sort reservations chosen so
+//! that sorts and aggregates spill within the limit rather than fail or stall.
+
+use std::sync::Arc;
+
+use datafusion::error::Result;
+use datafusion::execution::memory_pool::{
+    FairSpillPool, MemoryConsumer, MemoryLimit, MemoryPool, MemoryReservation, TrackConsumersPool,
+};
+use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::prelude::{SessionConfig, SessionContext};
+
+/// The bytes of a partition's share of [`bounded_context`]'s memory that a batch row may
+/// take: 1 KiB a row in 32 batches.
+const BATCH_SHARE_DIVISOR: usize = 32 << 10;
+
+/// The fewest rows a batch of [`bounded_context`] holds.
+const MIN_BATCH_ROWS: usize = 256;
+
+/// A session whose queries hold at most about `memory_bytes` in DataFusion's operators:
+/// sorts, aggregates and joins reserve their memory from a `FairSpillPool` of that size
+/// (shared fairly among the operators that can spill), and the sorts and aggregates spill
+/// to temporary files in the system's temporary directory when their share is used up. A
+/// scan holds a batch at a time per partition (`ArrowOptions::batch_rows` rows), so a query
+/// whose result is read as a stream (`DataFrame::execute_stream`) runs in bounded memory
+/// over a collection of any size. The session has DataFusion's default functions and
+/// planners (docs/sql.md lists them): `tags.hostname` and `tags['hostname']` both read a
+/// struct field.
+///
+/// Within the limit:
+/// - batches hold at most `memory_bytes / (partitions × 32 KiB)` rows (between 256 and
+///   DataFusion's 8192): merging spilled sort runs holds a batch per run, and the last merge
+///   one per partition;
+/// - each sort partition sets aside at most a quarter of its share of the pool for merging
+///   its runs (DataFusion's `sort_spill_reservation_bytes`, 10 MiB by default, which a
+///   smaller pool would refuse);
+/// - the buffers of `RepartitionExec` count in the pool but are never refused: refused, it
+///   spills batches to files that DataFusion 55 can deadlock on reading back
+///   (apache/datafusion#24883: a grouped aggregate over two partitions stops with every
+///   thread parked). Its buffers are bounded by its channels' gate, about a batch per
+///   partition pair.
+///
+/// # Errors
+/// The temporary directory cannot be used.
+pub fn bounded_context(memory_bytes: usize) -> Result<SessionContext> {
+    let pool = RepartitionUnrefused(TrackConsumersPool::new(
+        FairSpillPool::new(memory_bytes),
+        std::num::NonZeroUsize::MIN.saturating_add(4),
+    ));
+    let runtime = RuntimeEnvBuilder::new()
+        .with_memory_pool(Arc::new(pool))
+        .build_arc()?;
+    let config = SessionConfig::new();
+    let partitions = config.target_partitions().max(1);
+    let batch_rows = config
+        .batch_size()
+        .min(memory_bytes / (partitions * BATCH_SHARE_DIVISOR))
+        .max(MIN_BATCH_ROWS);
+    let mut config = config.with_batch_size(batch_rows);
+    let execution = &mut config.options_mut().execution;
+    execution.sort_spill_reservation_bytes = execution
+        .sort_spill_reservation_bytes
+        .min(memory_bytes / (4 * partitions));
+    Ok(SessionContext::new_with_config_rt(config, runtime))
+}
+
+/// A memory pool that grants `RepartitionExec`'s reservations without refusing them (see
+/// [`bounded_context`]) and passes everything else to the pool it wraps.
+#[derive(Debug)]
+struct RepartitionUnrefused<P>(P);
+
+impl<P: MemoryPool> MemoryPool for RepartitionUnrefused<P> {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+
+    fn register(&self, consumer: &MemoryConsumer) {
+        self.0.register(consumer);
+    }
+
+    fn unregister(&self, consumer: &MemoryConsumer) {
+        self.0.unregister(consumer);
+    }
+
+    fn grow(&self, reservation: &MemoryReservation, additional: usize) {
+        self.0.grow(reservation, additional);
+    }
+
+    fn shrink(&self, reservation: &MemoryReservation, shrink: usize) {
+        self.0.shrink(reservation, shrink);
+    }
+
+    fn try_grow(&self, reservation: &MemoryReservation, additional: usize) -> Result<()> {
+        if reservation.consumer().name().starts_with("RepartitionExec") {
+            self.0.grow(reservation, additional);
+            Ok(())
+        } else {
+            self.0.try_grow(reservation, additional)
+        }
+    }
+
+    fn reserved(&self) -> usize {
+        self.0.reserved()
+    }
+
+    fn memory_limit(&self) -> MemoryLimit {
+        self.0.memory_limit()
+    }
+}
+
+impl<P: MemoryPool> std::fmt::Display for RepartitionUnrefused<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(&self.0, f)
+    }
+}
