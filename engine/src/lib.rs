@@ -34,7 +34,7 @@
 //! | `write/` | documents or Arrow → series → the catalog's write batches → one log record per commit group |
 //! | `wal/` | the write-ahead log files of one collection, nothing of fjall |
 //! | `flush/` | rows of buckets that left memory → stored buckets; checkpoints; replay of the log at open |
-//! | `storage/` | the only code naming a keyspace or a key's bytes: buckets, control records, the meta+time index, rollups, fjall's journal |
+//! | `storage/` | the only code naming a keyspace or a key's bytes or starting an atomic write (`StoreBatch`): buckets, control records, the meta+time index, rollups, the one door for a bucket's records (`put_bucket`), fjall's journal |
 //! | `mql/` | the query language without I/O: filters, expressions, dates |
 //! | `query/` | the read path: plan → walk → unpack → row filter, one collector per query kind |
 //! | `index/` | secondary index definitions, maintenance and planning |

@@ -7,7 +7,7 @@ use bson::{Bson, Document};
 
 use crate::collection::CollectionInner;
 use crate::direct_write::IndexEntry;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::mql::filter::Filter;
 use crate::storage::control::Control;
 
@@ -110,10 +110,9 @@ impl CollectionInner {
         if removed == 0 {
             return Ok((0, false));
         }
-        let mut wb = self.fjall.batch();
+        let mut wb = self.store.batch();
         let whole = self.put_rows_removed(&mut wb, entry, control, &bucket, &remove, time_field)?;
-        wb.commit()
-            .map_err(Error::storage("removing measurements from a bucket"))?;
+        wb.commit("removing measurements from a bucket")?;
         Ok((removed, whole))
     }
 }

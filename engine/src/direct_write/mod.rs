@@ -17,9 +17,10 @@ use tscoll_catalog::{BucketId, BucketKey};
 use tscoll_codec::Column;
 
 use crate::collection::CollectionInner;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::mql::filter::Filter;
 use crate::storage::IndexItem;
+use crate::storage::bucket_write::{BucketWrite, Placement};
 use crate::storage::control::Control;
 
 /// One entry of the meta+time index: a stored bucket with its series.
@@ -170,9 +171,9 @@ impl CollectionInner {
         entry: &IndexEntry,
         control: Option<&Control>,
     ) -> Result<()> {
-        let mut wb = self.fjall.batch();
+        let mut wb = self.store.batch();
         self.put_removal(&mut wb, entry, control)?;
-        wb.commit().map_err(Error::storage("removing a bucket"))
+        wb.commit("removing a bucket")
     }
 
     /// [`CollectionInner::write_removal`] added to a batch the caller commits.
@@ -181,7 +182,7 @@ impl CollectionInner {
     /// [`Error::Storage`] when fjall fails.
     pub(crate) fn put_removal(
         &self,
-        wb: &mut fjall::OwnedWriteBatch,
+        wb: &mut crate::storage::StoreBatch,
         entry: &IndexEntry,
         control: Option<&Control>,
     ) -> Result<()> {
@@ -205,7 +206,7 @@ impl CollectionInner {
     /// [`Error::Codec`] when the columns cannot be encoded; [`Error::Storage`] when fjall fails.
     pub(crate) fn put_rewrite(
         &self,
-        wb: &mut fjall::OwnedWriteBatch,
+        wb: &mut crate::storage::StoreBatch,
         entry: &IndexEntry,
         rows: usize,
         columns: &[(String, Column)],
@@ -214,15 +215,23 @@ impl CollectionInner {
     ) -> Result<()> {
         let refs: Vec<(&str, &Column)> = columns.iter().map(|(n, c)| (n.as_str(), c)).collect();
         let blob = tscoll_codec::encode_bucket(rows, &refs)?;
-        for seg in self.store.segment_numbers(&entry.id)? {
-            self.store.remove_segment(wb, &entry.id, seg);
-        }
         let mut control = control.clone();
         control.next_segment = 1;
-        self.store.put_segment(wb, &entry.id, 0, blob);
-        self.store.put_control(wb, &entry.id, control.encode());
-        self.put_bucket_rollups(wb, &entry.id, rows, columns)?;
-        self.index_bucket_change(wb, &entry.id, &entry.key, Some(old), Some(&control))?;
+        self.put_bucket(
+            wb,
+            BucketWrite {
+                id: &entry.id,
+                key: &entry.key,
+                placement: Placement::Replace,
+                rows,
+                columns,
+                segment_no: 0,
+                blob: Some(blob),
+                control: &control,
+                previous: Some(old),
+                new_to_store: false,
+            },
+        )?;
         self.retire(wb, &entry.id)
     }
 
@@ -231,7 +240,7 @@ impl CollectionInner {
     /// what the store holds, so recovery must not store them again (`docs/durability.md`).
     /// No record of the bucket is appended while the direct write runs, so every later one
     /// is past the marker.
-    fn retire(&self, wb: &mut fjall::OwnedWriteBatch, id: &BucketId) -> Result<()> {
+    fn retire(&self, wb: &mut crate::storage::StoreBatch, id: &BucketId) -> Result<()> {
         self.store.put_retired(wb, id, self.wal.position()?);
         self.retired
             .lock()
@@ -256,12 +265,11 @@ impl CollectionInner {
         if ids.is_empty() {
             return Ok(());
         }
-        let mut wb = self.fjall.batch();
+        let mut wb = self.store.batch();
         for id in &ids {
             self.store.remove_retired(&mut wb, id);
         }
-        wb.commit()
-            .map_err(Error::storage("removing retirement markers"))
+        wb.commit("removing retirement markers")
     }
 
     /// Adds to `wb` the move of a stored bucket to another series (a meta update, SPEC
@@ -272,7 +280,7 @@ impl CollectionInner {
     /// [`Error::Storage`] when fjall fails.
     pub(crate) fn put_move(
         &self,
-        wb: &mut fjall::OwnedWriteBatch,
+        wb: &mut crate::storage::StoreBatch,
         entry: &IndexEntry,
         old: &Control,
         new_key: &BucketKey,

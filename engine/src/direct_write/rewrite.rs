@@ -76,7 +76,7 @@ impl CollectionInner {
     /// [`Error::Codec`] when the remaining columns cannot be encoded; [`Error::Storage`].
     pub(crate) fn put_rows_removed(
         &self,
-        wb: &mut fjall::OwnedWriteBatch,
+        wb: &mut crate::storage::StoreBatch,
         entry: &IndexEntry,
         control: &Control,
         bucket: &UnpackedBucket,

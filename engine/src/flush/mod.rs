@@ -15,6 +15,7 @@ use tscoll_codec::{Column, encode_bucket};
 
 use crate::collection::CollectionInner;
 use crate::error::{Error, Result};
+use crate::storage::bucket_write::{BucketWrite, Placement};
 use crate::storage::control::Control;
 
 /// Blob bytes ingested at most in one table: the blobs of buckets leaving memory together are
@@ -227,50 +228,30 @@ impl CollectionInner {
             self.control(&part.id)?
         };
         let control = Control::of_part(part);
-        let mut wb = self.fjall.batch();
-        // An ingested blob is the bucket's only segment already.
-        if part.first_row == 0 && !matches!(blob, Blob::Ingested) {
-            for seg in self.store.segment_numbers(&part.id)? {
-                self.store.remove_segment(&mut wb, &part.id, seg);
-            }
-        }
-        if part.rows > 0 {
-            let blob = match blob {
-                Blob::Encode => Some(encode_part(part)?),
-                Blob::Encoded(blob) => Some(blob),
-                Blob::Ingested => None,
-            };
-            if let Some(blob) = blob {
-                self.store
-                    .put_segment(&mut wb, &part.id, part.segment_no, blob);
-            }
-            self.store.put_control(&mut wb, &part.id, control.encode());
-            if part.first_row == 0 {
-                self.put_bucket_rollups(&mut wb, &part.id, part.rows, &part.columns)?;
-            } else {
-                self.put_appended_rollups(
-                    &mut wb,
-                    &part.id,
-                    part.segment_no,
-                    part.rows,
-                    &part.columns,
-                )?;
-            }
-        }
-        if part.stored_before == 0 {
-            self.store
-                .put_index_entry(&mut wb, &part.key, part.min_time, &part.id)?;
-        }
-        if secondary && part.rows > 0 {
-            self.index_bucket_change(
-                &mut wb,
-                &part.id,
-                &part.key,
-                previous.as_ref(),
-                Some(&control),
-            )?;
-        }
-        wb.commit().map_err(Error::storage("storing a bucket"))?;
+        let mut wb = self.store.batch();
+        let (placement, blob) = match blob {
+            Blob::Encode if part.rows > 0 => (placement_of(part), Some(encode_part(part)?)),
+            Blob::Encode => (placement_of(part), None),
+            Blob::Encoded(blob) => (placement_of(part), Some(blob)),
+            // An ingested blob is the bucket's only segment already.
+            Blob::Ingested => (Placement::New, None),
+        };
+        self.put_bucket(
+            &mut wb,
+            BucketWrite {
+                id: &part.id,
+                key: &part.key,
+                placement,
+                rows: part.rows,
+                columns: &part.columns,
+                segment_no: part.segment_no,
+                blob,
+                control: &control,
+                previous: previous.as_ref(),
+                new_to_store: part.stored_before == 0,
+            },
+        )?;
+        wb.commit("storing a bucket")?;
         if part.closing && part.first_row > 0 {
             self.merge_bucket_locked(&part.id)?;
         }
@@ -285,21 +266,25 @@ impl CollectionInner {
     /// [`Error::Codec`] when the rows cannot be encoded; [`Error::Storage`].
     pub(crate) fn put_fresh_bucket(
         &self,
-        wb: &mut fjall::OwnedWriteBatch,
+        wb: &mut crate::storage::StoreBatch,
         part: &BucketPart,
     ) -> Result<()> {
         debug_assert!(is_fresh_whole(part), "a fresh whole bucket");
-        let control = Control::of_part(part);
-        self.store
-            .put_segment(wb, &part.id, part.segment_no, encode_part(part)?);
-        self.store.put_control(wb, &part.id, control.encode());
-        self.put_bucket_rollups(wb, &part.id, part.rows, &part.columns)?;
-        self.store
-            .put_index_entry(wb, &part.key, part.min_time, &part.id)?;
-        if self.has_secondary_indexes() {
-            self.index_bucket_change(wb, &part.id, &part.key, None, Some(&control))?;
-        }
-        Ok(())
+        self.put_bucket(
+            wb,
+            BucketWrite {
+                id: &part.id,
+                key: &part.key,
+                placement: Placement::New,
+                rows: part.rows,
+                columns: &part.columns,
+                segment_no: part.segment_no,
+                blob: Some(encode_part(part)?),
+                control: &Control::of_part(part),
+                previous: None,
+                new_to_store: true,
+            },
+        )
     }
 
     /// Merges a bucket's segments into one blob, written under the last segment's number.
@@ -318,15 +303,14 @@ impl CollectionInner {
         let refs: Vec<(&str, &Column)> = merged.iter().map(|(n, c)| (n.as_str(), c)).collect();
         let blob = encode_bucket(rows, &refs)?;
         let last = segments.last().map_or(0, |(s, _)| *s);
-        let mut wb = self.fjall.batch();
+        let mut wb = self.store.batch();
         for (seg, _) in &segments {
             if *seg != last {
                 self.store.remove_segment(&mut wb, id, *seg);
             }
         }
         self.store.put_segment(&mut wb, id, last, blob);
-        wb.commit()
-            .map_err(Error::storage("merging bucket segments"))
+        wb.commit("merging bucket segments")
     }
 
     /// Reads and decodes every segment of a bucket (projected), in segment order.
@@ -348,6 +332,16 @@ impl CollectionInner {
 /// makes it visible.
 fn is_fresh_whole(part: &BucketPart) -> bool {
     part.stored_before == 0 && part.first_row == 0 && part.segment_no == 0 && part.rows > 0
+}
+
+/// Where a part's rows go: a part holding every row of its bucket replaces what the store
+/// holds of it.
+fn placement_of(part: &BucketPart) -> Placement {
+    if part.first_row == 0 {
+        Placement::Replace
+    } else {
+        Placement::Append
+    }
 }
 
 /// The blob of a part's rows.

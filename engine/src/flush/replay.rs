@@ -25,6 +25,7 @@ use tscoll_codec::{Column, decode_bucket, encode_bucket};
 
 use crate::collection::CollectionInner;
 use crate::error::{Error, Result};
+use crate::storage::bucket_write::{BucketWrite, Placement};
 use crate::storage::control::{Control, merged_sums};
 use crate::storage::keys::hex;
 use crate::wal::{LogCut, LogEntry, LogPosition, LogRead, table_rows};
@@ -214,7 +215,7 @@ impl CollectionInner {
             .persist(PersistMode::SyncAll)
             .map_err(Error::storage("persisting recovered buckets"))?;
         self.wal.restart(None)?;
-        let mut wb = self.fjall.batch();
+        let mut wb = self.store.batch();
         let mut markers = 0;
         for (id, marker) in &retired {
             if marker.is_some() {
@@ -223,8 +224,7 @@ impl CollectionInner {
             }
         }
         if markers > 0 {
-            wb.commit()
-                .map_err(Error::storage("removing retirement markers"))?;
+            wb.commit("removing retirement markers")?;
         }
         Ok(out)
     }
@@ -386,23 +386,27 @@ impl CollectionInner {
         let refs: Vec<(&str, &Column)> = columns.iter().map(|(n, c)| (n.as_str(), c)).collect();
         let blob = encode_bucket(rows, &refs)?;
         let _serialized = self.merge_lock(id);
-        let mut wb = self.fjall.batch();
-        self.store.put_segment(&mut wb, id, segment, blob);
-        self.store.put_control(&mut wb, id, control.encode());
-        if stored.is_none() {
-            self.put_bucket_rollups(&mut wb, id, rows, &columns)?;
-        } else {
-            self.put_appended_rollups(&mut wb, id, segment, rows, &columns)?;
-        }
-        if stored.is_none() {
-            self.store
-                .put_index_entry(&mut wb, &key, control.min_time, id)?;
-        }
-        if self.has_secondary_indexes() {
-            self.index_bucket_change(&mut wb, id, &key, stored.as_ref(), Some(&control))?;
-        }
-        wb.commit()
-            .map_err(Error::storage("storing recovered rows"))?;
+        let mut wb = self.store.batch();
+        self.put_bucket(
+            &mut wb,
+            BucketWrite {
+                id,
+                key: &key,
+                placement: if stored.is_none() {
+                    Placement::New
+                } else {
+                    Placement::Append
+                },
+                rows,
+                columns: &columns,
+                segment_no: segment,
+                blob: Some(blob),
+                control: &control,
+                previous: stored.as_ref(),
+                new_to_store: stored.is_none(),
+            },
+        )?;
+        wb.commit("storing recovered rows")?;
         if stored.is_some() {
             self.merge_bucket_locked(id)?;
         }

@@ -278,7 +278,7 @@ impl CollectionInner {
     /// undecodable meta bytes.
     pub(crate) fn index_bucket_change(
         &self,
-        wb: &mut fjall::OwnedWriteBatch,
+        wb: &mut crate::storage::StoreBatch,
         id: &BucketId,
         key: &BucketKey,
         old: Option<&Control>,
@@ -340,7 +340,7 @@ impl CollectionInner {
     /// [`Error::Storage`] when fjall fails; [`Error::Corruption`] for undecodable records.
     pub(crate) fn build_index(&self, ix: &SecondaryIndex) -> Result<()> {
         let ks = ix.keyspace(&self.fjall, self.id)?;
-        let mut wb = self.fjall.batch();
+        let mut wb = self.store.batch();
         let mut pending = 0;
         for e in self.all_buckets()? {
             let Some(control) = self.control(&e.id)? else {
@@ -352,14 +352,12 @@ impl CollectionInner {
                 pending += 1;
             }
             if pending >= BUILD_BATCH {
-                let full = std::mem::replace(&mut wb, self.fjall.batch());
-                full.commit()
-                    .map_err(Error::storage("building a secondary index"))?;
+                let full = std::mem::replace(&mut wb, self.store.batch());
+                full.commit("building a secondary index")?;
                 pending = 0;
             }
         }
-        wb.commit()
-            .map_err(Error::storage("building a secondary index"))
+        wb.commit("building a secondary index")
     }
 }
 

@@ -17,6 +17,8 @@
 //! filter for blobs, in 64 KiB blocks; LZ4 on every level for control records and index
 //! entries.
 
+mod batch;
+pub(crate) mod bucket_write;
 pub(crate) mod control;
 pub(crate) mod fjall_journal;
 pub(crate) mod keys;
@@ -27,11 +29,12 @@ use std::collections::HashMap;
 use std::ops::RangeBounds;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use fjall::{Keyspace, KeyspaceCreateOptions, OwnedWriteBatch, Slice};
+use fjall::{Keyspace, KeyspaceCreateOptions, Slice};
 use tscoll_catalog::{BucketId, BucketKey};
 
 use crate::error::{Error, Result};
 use crate::wal::LogPosition;
+pub(crate) use batch::StoreBatch;
 use keys::{
     SAME_AS_SERIES_RECORD, data_key, hex, index_key, keyspace_names, parse_data_key,
     parse_index_key, parse_series_record, parse_series_record_key, retired_key, series_record_key,
@@ -41,6 +44,8 @@ use keys::{
 /// The stored buckets of one collection: three keyspaces of one fjall database.
 #[derive(Clone)]
 pub(crate) struct BucketStore {
+    /// The database the keyspaces are in (its write batches: [`BucketStore::batch`]).
+    fjall: fjall::Database,
     /// The collection's number (keyspace names, error messages).
     coll_id: u64,
     /// Bucket segments.
@@ -127,6 +132,7 @@ impl BucketStore {
             )
         };
         Ok(BucketStore {
+            fjall: fjall.clone(),
             coll_id,
             data: fjall
                 .keyspace(&data, blob_options)
@@ -157,6 +163,11 @@ impl BucketStore {
         let mut out = vec![&self.data, &self.ctl, &self.idx];
         out.extend(&self.rollups);
         out
+    }
+
+    /// A new atomic write to the store ([`StoreBatch`]).
+    pub(crate) fn batch(&self) -> StoreBatch {
+        StoreBatch::new(&self.fjall)
     }
 
     // ---- control records ---------------------------------------------------------------
@@ -194,23 +205,18 @@ impl BucketStore {
     }
 
     /// Adds a bucket's control record to `wb`.
-    pub(crate) fn put_control(&self, wb: &mut OwnedWriteBatch, id: &BucketId, bytes: Vec<u8>) {
+    pub(crate) fn put_control(&self, wb: &mut StoreBatch, id: &BucketId, bytes: Vec<u8>) {
         wb.insert(&self.ctl, *id, bytes);
     }
 
     /// Adds the removal of a bucket's control record to `wb`.
-    pub(crate) fn remove_control(&self, wb: &mut OwnedWriteBatch, id: &BucketId) {
+    pub(crate) fn remove_control(&self, wb: &mut StoreBatch, id: &BucketId) {
         wb.remove(&self.ctl, *id);
     }
 
     /// Adds a bucket's retirement marker to `wb`: the log's rows of the bucket before
     /// `position` are stale (the bucket was rewritten, moved or removed in the same batch).
-    pub(crate) fn put_retired(
-        &self,
-        wb: &mut OwnedWriteBatch,
-        id: &BucketId,
-        position: LogPosition,
-    ) {
+    pub(crate) fn put_retired(&self, wb: &mut StoreBatch, id: &BucketId, position: LogPosition) {
         wb.insert(&self.ctl, retired_key(id), position.to_bytes());
     }
 
@@ -233,7 +239,7 @@ impl BucketStore {
     }
 
     /// Adds the removal of a bucket's retirement marker to `wb`.
-    pub(crate) fn remove_retired(&self, wb: &mut OwnedWriteBatch, id: &BucketId) {
+    pub(crate) fn remove_retired(&self, wb: &mut StoreBatch, id: &BucketId) {
         wb.remove(&self.ctl, retired_key(id));
     }
 
@@ -323,7 +329,7 @@ impl BucketStore {
     /// Adds a segment to `wb`.
     pub(crate) fn put_segment(
         &self,
-        wb: &mut OwnedWriteBatch,
+        wb: &mut StoreBatch,
         id: &BucketId,
         segment: u32,
         blob: Vec<u8>,
@@ -391,7 +397,7 @@ impl BucketStore {
     }
 
     /// Adds the removal of a segment to `wb`.
-    pub(crate) fn remove_segment(&self, wb: &mut OwnedWriteBatch, id: &BucketId, segment: u32) {
+    pub(crate) fn remove_segment(&self, wb: &mut StoreBatch, id: &BucketId, segment: u32) {
         wb.remove(&self.data, data_key(id, segment));
     }
 
@@ -530,7 +536,7 @@ impl BucketStore {
     /// not read.
     pub(crate) fn put_index_entry(
         &self,
-        wb: &mut OwnedWriteBatch,
+        wb: &mut StoreBatch,
         key: &BucketKey,
         min_time: i64,
         id: &BucketId,
@@ -609,7 +615,7 @@ impl BucketStore {
     /// Adds the removal of an index entry to `wb`.
     pub(crate) fn remove_index_entry(
         &self,
-        wb: &mut OwnedWriteBatch,
+        wb: &mut StoreBatch,
         hash: u64,
         min_time: i64,
         id: &BucketId,
@@ -777,10 +783,10 @@ mod tests {
         k
     }
 
-    fn put(fjall: &fjall::Database, store: &BucketStore, k: &BucketKey, t: i64, id: u8) {
-        let mut wb = fjall.batch();
+    fn put(store: &BucketStore, k: &BucketKey, t: i64, id: u8) {
+        let mut wb = store.batch();
         store.put_index_entry(&mut wb, k, t, &[id; 12]).unwrap();
-        wb.commit().unwrap();
+        wb.commit("a test write").unwrap();
     }
 
     fn raw_value(store: &BucketStore, hash: u64, t: i64, id: u8) -> Vec<u8> {
@@ -803,14 +809,14 @@ mod tests {
     #[test]
     fn a_series_meta_is_stored_once_and_entries_of_another_series_of_its_hash_keep_theirs() {
         let dir = tempfile::tempdir().unwrap();
-        let (fjall, store) = store(dir.path());
+        let (_fjall, store) = store(dir.path());
         let (a, b) = (key(7, b"\x02aaaa"), key(7, b"\x02bbbb"));
-        put(&fjall, &store, &a, 10, 1);
-        put(&fjall, &store, &a, 20, 2);
+        put(&store, &a, 10, 1);
+        put(&store, &a, 20, 2);
         assert_eq!(raw_value(&store, 7, 10, 1), SAME_AS_SERIES_RECORD);
         assert!(!store.hash_shared(7).unwrap());
-        put(&fjall, &store, &b, 15, 3);
-        put(&fjall, &store, &a, 30, 4);
+        put(&store, &b, 15, 3);
+        put(&store, &a, 30, 4);
         // The second series keeps its meta in its entry and marks the hash shared.
         assert_eq!(raw_value(&store, 7, 15, 3), b.bytes);
         assert_eq!(raw_value(&store, 7, 30, 4), SAME_AS_SERIES_RECORD);
@@ -863,7 +869,7 @@ mod tests {
     #[test]
     fn entries_and_markers_of_earlier_versions_still_read_and_get_records() {
         let dir = tempfile::tempdir().unwrap();
-        let (fjall, store) = store(dir.path());
+        let (_fjall, store) = store(dir.path());
         let (a, b, c) = (key(1, b"\x02a"), key(2, b"\x02b"), key(2, b"\x02c"));
         // As earlier versions wrote them: every entry with its meta, an empty record as the
         // marker of a shared hash.
@@ -883,15 +889,15 @@ mod tests {
         assert!(store.hash_shared(2).unwrap());
         assert!(!store.hash_shared(1).unwrap());
         // A new bucket of an old series: its hash gets a record, the new entry refers to it.
-        put(&fjall, &store, &a, 10, 4);
+        put(&store, &a, 10, 4);
         assert_eq!(raw_value(&store, 1, 10, 4), SAME_AS_SERIES_RECORD);
         // A second series under the old hash: the record holds the first one, marked shared.
         let a2 = key(1, b"\x02z");
-        put(&fjall, &store, &a2, 20, 5);
+        put(&store, &a2, 20, 5);
         assert_eq!(raw_value(&store, 1, 20, 5), a2.bytes);
         assert!(store.hash_shared(1).unwrap());
         // Under the old marker, entries keep their meta.
-        put(&fjall, &store, &c, 30, 6);
+        put(&store, &c, 30, 6);
         assert_eq!(raw_value(&store, 2, 30, 6), c.bytes);
         let got = metas(store.index_scan_all());
         assert_eq!(

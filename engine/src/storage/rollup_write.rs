@@ -8,7 +8,7 @@
 //! name the bucket, not the series. Rows still only in memory are not rolled up; queries add them up
 //! themselves (`query/rollup.rs`).
 
-use fjall::OwnedWriteBatch;
+use crate::storage::StoreBatch;
 use tscoll_catalog::{BucketId, BucketRollup, bucket_rollup};
 use tscoll_codec::Column;
 
@@ -41,7 +41,7 @@ impl CollectionInner {
     /// [`crate::Error::Storage`] when fjall fails.
     pub(crate) fn put_bucket_rollups(
         &self,
-        wb: &mut OwnedWriteBatch,
+        wb: &mut StoreBatch,
         id: &BucketId,
         rows: usize,
         columns: &[(String, Column)],
@@ -62,7 +62,7 @@ impl CollectionInner {
     /// read.
     pub(crate) fn put_appended_rollups(
         &self,
-        wb: &mut OwnedWriteBatch,
+        wb: &mut StoreBatch,
         id: &BucketId,
         new_segment: u32,
         rows: usize,
@@ -83,7 +83,7 @@ impl CollectionInner {
     }
 
     /// Adds to `wb` the removal of a bucket's rollups.
-    pub(crate) fn remove_bucket_rollups(&self, wb: &mut OwnedWriteBatch, id: &BucketId) {
+    pub(crate) fn remove_bucket_rollups(&self, wb: &mut StoreBatch, id: &BucketId) {
         let resolutions = self.spec().rollups;
         self.store.remove_rollups(wb, id, &resolutions);
     }

@@ -13,11 +13,11 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use fjall::{OwnedWriteBatch, Slice};
+use fjall::Slice;
 use tscoll_catalog::{BucketId, BucketRollup, decode_names, encode_names, names_hash};
 
 use super::keys::{parse_rollup_key, rollup_key, rollup_names_key};
-use super::{BucketStore, ingest};
+use super::{BucketStore, StoreBatch, ingest};
 use crate::error::{Error, Result};
 
 /// One stored bucket rollup, in a scan.
@@ -38,12 +38,7 @@ pub(crate) type NamesTable = Arc<Mutex<HashMap<u32, Arc<[String]>>>>;
 
 impl BucketStore {
     /// Adds to `wb` the removal of a bucket's rollups (at each of `resolutions`).
-    pub(crate) fn remove_rollups(
-        &self,
-        wb: &mut OwnedWriteBatch,
-        id: &BucketId,
-        resolutions: &[i64],
-    ) {
+    pub(crate) fn remove_rollups(&self, wb: &mut StoreBatch, id: &BucketId, resolutions: &[i64]) {
         if let Some(ks) = &self.rollups {
             for &res in resolutions {
                 wb.remove(ks, rollup_key(res, id));
@@ -59,7 +54,7 @@ impl BucketStore {
     /// decode.
     pub(crate) fn put_rollup(
         &self,
-        wb: &mut OwnedWriteBatch,
+        wb: &mut StoreBatch,
         id: &BucketId,
         res: i64,
         rollup: &BucketRollup,
@@ -295,10 +290,10 @@ mod tests {
             .lock()
             .unwrap()
             .insert(b_hash, vec!["not b".to_owned()].into());
-        let mut wb = fjall.batch();
+        let mut wb = store.batch();
         store.put_rollup(&mut wb, &[1; 12], 1000, &a).unwrap();
         store.put_rollup(&mut wb, &[2; 12], 1000, &b).unwrap();
-        wb.commit().unwrap();
+        wb.commit("a test write").unwrap();
         let value = store.rollup_of(1000, &[2; 12]).unwrap().unwrap();
         assert_eq!(value[0] & NAMES_HASHED_BIT, 0, "b's names are inline");
         let value = store.rollup_of(1000, &[1; 12]).unwrap().unwrap();
@@ -313,9 +308,9 @@ mod tests {
         let again = BucketStore::open(&fjall, 1, true).unwrap();
         assert_eq!(stored(&again, &[1; 12]), a);
         // Removing a's rollup keeps the names row other rollups may name.
-        let mut wb = fjall.batch();
+        let mut wb = again.batch();
         again.remove_rollups(&mut wb, &[1; 12], &[1000]);
-        wb.commit().unwrap();
+        wb.commit("a test write").unwrap();
         assert!(again.rollup_of(1000, &[1; 12]).unwrap().is_none());
         assert!(
             again

@@ -130,7 +130,7 @@ impl CollectionInner {
         }
         // Every updated measurement is checked and placed before anything is written.
         let parts = self.place_updated(&updated)?;
-        let mut wb = self.fjall.batch();
+        let mut wb = self.store.batch();
         for c in &changes {
             self.put_rows_removed(
                 &mut wb, c.entry, &c.control, &c.bucket, &c.remove, time_field,
@@ -139,7 +139,7 @@ impl CollectionInner {
         for part in &parts {
             self.put_fresh_bucket(&mut wb, part)?;
         }
-        wb.commit().map_err(Error::storage("writing an update"))?;
+        wb.commit("writing an update")?;
         out.buckets_modified = changes.len() as u64;
         Ok(out)
     }

@@ -8,7 +8,7 @@ use tscoll_catalog::BucketKey;
 use super::{Update, UpdateResult};
 use crate::collection::CollectionInner;
 use crate::direct_write::IndexEntry;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::mql::filter::Filter;
 
 impl CollectionInner {
@@ -37,7 +37,7 @@ impl CollectionInner {
         let entries: Vec<IndexEntry> = moves.iter().map(|(e, _)| e.clone()).collect();
         // One atomic batch moves every bucket.
         self.direct_write_all(&entries, || {
-            let mut wb = self.fjall.batch();
+            let mut wb = self.store.batch();
             for (entry, new_key) in &moves {
                 let Some(control) = self.control(&entry.id)? else {
                     continue; // removed meanwhile
@@ -50,8 +50,7 @@ impl CollectionInner {
                     out.buckets_modified += 1;
                 }
             }
-            wb.commit()
-                .map_err(Error::storage("updating buckets' meta"))
+            wb.commit("updating buckets' meta")
         })?;
         Ok(out)
     }
