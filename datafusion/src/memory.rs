@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use datafusion::error::Result;
+use datafusion::execution::disk_manager::DiskManagerBuilder;
 use datafusion::execution::memory_pool::{
     FairSpillPool, MemoryConsumer, MemoryLimit, MemoryPool, MemoryReservation, TrackConsumersPool,
 };
@@ -14,6 +15,10 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 /// The bytes of a partition's share of [`bounded_context`]'s memory that a batch row may
 /// take: 1 KiB a row in 32 batches.
 const BATCH_SHARE_DIVISOR: usize = 32 << 10;
+
+/// Spilled sort runs merged at once: a merge reserves a batch (or two) per run it reads, and
+/// reserving for every run at once takes the memory other partitions' sorts need.
+const SPILL_MERGE_FAN_IN: usize = 16;
 
 /// The fewest rows a batch of [`bounded_context`] holds.
 const MIN_BATCH_ROWS: usize = 256;
@@ -34,7 +39,8 @@ const MIN_BATCH_ROWS: usize = 256;
 ///   one per partition;
 /// - each sort partition sets aside at most a quarter of its share of the pool for merging
 ///   its runs (DataFusion's `sort_spill_reservation_bytes`, 10 MiB by default, which a
-///   smaller pool would refuse);
+///   smaller pool would refuse), and merges at most 16 runs at once (more are merged in
+///   several passes);
 /// - the buffers of `RepartitionExec` count in the pool but are never refused: refused, it
 ///   spills batches to files that DataFusion 55 can deadlock on reading back
 ///   (apache/datafusion#24883: a grouped aggregate over two partitions stops with every
@@ -50,6 +56,9 @@ pub fn bounded_context(memory_bytes: usize) -> Result<SessionContext> {
     ));
     let runtime = RuntimeEnvBuilder::new()
         .with_memory_pool(Arc::new(pool))
+        .with_disk_manager_builder(
+            DiskManagerBuilder::default().with_max_spill_merge_fan_in(SPILL_MERGE_FAN_IN),
+        )
         .build_arc()?;
     let config = SessionConfig::new();
     let partitions = config.target_partitions().max(1);
