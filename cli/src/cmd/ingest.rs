@@ -572,7 +572,15 @@ fn refuse_csv_options(name: &str, csv_args: &CsvArgs, what: &str, kept: &[&str])
         .iter()
         .find(|(option, given)| *given && !kept.contains(option))
     {
-        Some((option, _)) => Err(format!("{name}: {option} does not apply to {what} input").into()),
+        Some((option, _)) => {
+            // The one CSV option with a counterpart for every text input.
+            let hint = if *option == "--csv-time-format" && what == "NDJSON" {
+                " (--time-format reads the time field of NDJSON)"
+            } else {
+                ""
+            };
+            Err(format!("{name}: {option} does not apply to {what} input{hint}").into())
+        }
         None => Ok(()),
     }
 }

@@ -117,6 +117,13 @@ fn string_and_epoch_times_are_read_with_time_format() {
         &["c", &epoch, "--csv-meta-columns", "x"],
         "--csv-meta-columns does not apply to NDJSON input",
     );
+    // ... and the CSV time format points to the option NDJSON reads.
+    ingest_fails_saying(
+        &s,
+        &["c", &epoch, "--csv-time-format", "epoch-ms"],
+        "--csv-time-format does not apply to NDJSON input (--time-format reads the time field \
+         of NDJSON)",
+    );
 }
 
 #[test]
