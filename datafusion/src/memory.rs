@@ -41,16 +41,19 @@ const MIN_BATCH_ROWS: usize = 256;
 ///   its runs (DataFusion's `sort_spill_reservation_bytes`, 10 MiB by default, which a
 ///   smaller pool would refuse), and merges at most 16 runs at once (more are merged in
 ///   several passes);
-/// - the buffers of `RepartitionExec` count in the pool but are never refused: refused, it
-///   spills batches to files that DataFusion 55 can deadlock on reading back
-///   (apache/datafusion#24883: a grouped aggregate over two partitions stops with every
-///   thread parked). Its buffers are bounded by its channels' gate, about a batch per
-///   partition pair.
+/// - the buffers of `RepartitionExec` and of the sorts' merges count in the pool but are
+///   never refused: refused, `RepartitionExec` spills batches to files that DataFusion 55
+///   can deadlock on reading back (apache/datafusion#24883: a grouped aggregate over two
+///   partitions stops with every thread parked), and a merge fails the query when another
+///   partition's sort took the pool first. They are bounded by the plan's shape: about a
+///   batch per partition pair for `RepartitionExec`, a batch or two per run (16 at most) for
+///   a merge. Only the sorts, aggregates and joins are held to the limit, and only sorts and
+///   aggregates can spill: a hash join's build side beyond it fails the query.
 ///
 /// # Errors
 /// The temporary directory cannot be used.
 pub fn bounded_context(memory_bytes: usize) -> Result<SessionContext> {
-    let pool = RepartitionUnrefused(TrackConsumersPool::new(
+    let pool = BufferGrantingPool(TrackConsumersPool::new(
         FairSpillPool::new(memory_bytes),
         std::num::NonZeroUsize::MIN.saturating_add(4),
     ));
@@ -74,12 +77,27 @@ pub fn bounded_context(memory_bytes: usize) -> Result<SessionContext> {
     Ok(SessionContext::new_with_config_rt(config, runtime))
 }
 
-/// A memory pool that grants `RepartitionExec`'s reservations without refusing them (see
-/// [`bounded_context`]) and passes everything else to the pool it wraps.
-#[derive(Debug)]
-struct RepartitionUnrefused<P>(P);
+/// The consumers whose reservations [`BufferGrantingPool`] grants without refusing them:
+/// buffers bounded by the plan's shape and the batch size, whose refusal fails or stalls a
+/// query that spilling would finish.
+const UNREFUSED: [&str; 3] = [
+    // Refused, it spills to files DataFusion 55 can deadlock on (apache/datafusion#24883).
+    "RepartitionExec",
+    // A sort's merge: a batch or two per spilled run, at most `SPILL_MERGE_FAN_IN` runs.
+    // Refused at the start (its `sort_spill_reservation_bytes`), the query fails when
+    // another partition's sort took the pool before this one registered.
+    "ExternalSorterMerge",
+    // The last merge of the sorted partitions: a batch per partition.
+    "SortPreservingMergeExec",
+];
 
-impl<P: MemoryPool> MemoryPool for RepartitionUnrefused<P> {
+/// A memory pool that grants the reservations of [`UNREFUSED`] consumers without refusing
+/// them (see [`bounded_context`]) and passes everything else to the pool it wraps. What they
+/// hold still counts, so the sorts and aggregates spill sooner.
+#[derive(Debug)]
+struct BufferGrantingPool<P>(P);
+
+impl<P: MemoryPool> MemoryPool for BufferGrantingPool<P> {
     fn name(&self) -> &str {
         self.0.name()
     }
@@ -101,7 +119,10 @@ impl<P: MemoryPool> MemoryPool for RepartitionUnrefused<P> {
     }
 
     fn try_grow(&self, reservation: &MemoryReservation, additional: usize) -> Result<()> {
-        if reservation.consumer().name().starts_with("RepartitionExec") {
+        if UNREFUSED
+            .iter()
+            .any(|prefix| reservation.consumer().name().starts_with(prefix))
+        {
             self.0.grow(reservation, additional);
             Ok(())
         } else {
@@ -118,7 +139,7 @@ impl<P: MemoryPool> MemoryPool for RepartitionUnrefused<P> {
     }
 }
 
-impl<P: MemoryPool> std::fmt::Display for RepartitionUnrefused<P> {
+impl<P: MemoryPool> std::fmt::Display for BufferGrantingPool<P> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         std::fmt::Display::fmt(&self.0, f)
     }
