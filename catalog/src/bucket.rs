@@ -75,6 +75,16 @@ pub(crate) struct Field {
     pub(crate) minmax: MinMax,
 }
 
+impl Field {
+    /// Makes `control.min.<time>` the bucket's rounded min time (`min_time`, ms), as it is for
+    /// a bucket opened here (SPEC ); call on the time field.
+    pub(crate) fn set_rounded_min_time(&mut self, min_time: i64) {
+        if let MinMax::Scalar { min, .. } = &mut self.minmax {
+            *min = Bson::DateTime(bson::DateTime::from_millis(min_time));
+        }
+    }
+}
+
 /// The data fields of a bucket, in first-appearance order, indexed by name once they are
 /// more than a few ([`NameIndex`]).
 #[derive(Clone, Debug, Default)]
@@ -428,21 +438,18 @@ impl Bucket {
                     }
                 }
             }
-            let Some(mut minmax) = minmax else {
+            let Some(minmax) = minmax else {
                 // Only dropped rows held the field.
                 continue;
             };
-            if base.is_none()
-                && field.name == time_field
-                && let MinMax::Scalar { min, .. } = &mut minmax
-            {
-                // control.min.<time> of a bucket opened here is its rounded time.
-                *min = Bson::DateTime(bson::DateTime::from_millis(self.min_time));
-            }
-            fields.push(Field {
+            let mut field = Field {
                 name: field.name,
                 minmax,
-            });
+            };
+            if base.is_none() && field.name == time_field {
+                field.set_rounded_min_time(self.min_time);
+            }
+            fields.push(field);
             if let Some(column) = column {
                 self.rows.columns.push(column);
             }

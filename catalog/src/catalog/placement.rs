@@ -449,10 +449,9 @@ impl BucketCatalog {
         }
         if bucket.count == 0 {
             // control.min.<time> of a new bucket is the rounded time.
-            if let Some(f) = bucket.fields.iter_mut().find(|f| f.name == spec.time_field)
-                && let MinMax::Scalar { min, .. } = &mut f.minmax
-            {
-                *min = bson::Bson::DateTime(bson::DateTime::from_millis(bucket.min_time));
+            let min_time = bucket.min_time;
+            if let Some(f) = bucket.fields.iter_mut().find(|f| f.name == spec.time_field) {
+                f.set_rounded_min_time(min_time);
             }
         }
         data.rows += 1;
