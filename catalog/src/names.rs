@@ -44,11 +44,6 @@ impl NameIndex {
         }
     }
 
-    /// Forgets every name (the list was emptied).
-    pub(crate) fn clear(&mut self) {
-        self.0.clear();
-    }
-
     /// Bytes the index holds.
     pub(crate) fn heap_bytes(&self) -> usize {
         self.0.keys().map(|k| 40 + k.len()).sum()
@@ -73,7 +68,5 @@ mod tests {
             }
         }
         assert!(index.heap_bytes() > 0);
-        index.clear();
-        assert_eq!(index.heap_bytes(), 0);
     }
 }

@@ -224,6 +224,27 @@ pub fn fits_shape(rows: usize, columns: usize) -> bool {
     check_shape(rows, columns).is_ok()
 }
 
+/// Whether a bucket of `rows` rows and the fields `names` is within the format's limits
+/// ([`MAX_ROWS`], [`MAX_COLUMNS`], [`MAX_CELLS`], [`MAX_NAME_LEN`]), which
+/// [`crate::encode_bucket`] checks before encoding; `Err` says which it passes. Rows are
+/// encoded only when their bucket is stored, so a writer checks a bucket against this before
+/// it commits rows to it.
+///
+/// # Errors
+/// The limit passed, as text.
+pub fn check_limits<'a>(
+    rows: usize,
+    names: impl ExactSizeIterator<Item = &'a str>,
+) -> std::result::Result<(), String> {
+    check_shape(rows, names.len())?;
+    for name in names {
+        if name.len() > MAX_NAME_LEN {
+            return Err(format!("column name of {} bytes", name.len()));
+        }
+    }
+    Ok(())
+}
+
 /// Checks the limits shared by the encoder and the decoder.
 fn check_shape(rows: usize, cols: usize) -> std::result::Result<(), String> {
     if rows > MAX_ROWS {

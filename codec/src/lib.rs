@@ -43,6 +43,7 @@ mod float;
 mod float_mult;
 mod format;
 mod ints;
+mod plain;
 mod range_coder;
 mod rans;
 mod reader;
@@ -52,7 +53,7 @@ pub mod varint;
 mod zigzag;
 mod zstd_pass;
 
-pub use blob::{BlobHeader, ColumnEntry, ColumnLayout, fits_shape};
+pub use blob::{BlobHeader, ColumnEntry, ColumnLayout, check_limits, fits_shape};
 pub use column::{Column, ColumnIter, Lane, RowLanes, RowStart, ValueRef, tag};
 pub use error::{Error, Result};
 pub use float::FloatLayout;
@@ -61,6 +62,7 @@ pub use format::{
     MAX_COLUMNS, MAX_LANE_BYTES, MAX_NAME_LEN, MAX_RAW_BODY, MAX_ROWS, TypeEncoding,
 };
 pub use ints::IntLayout;
+pub use plain::{PlainEntry, PlainTable, PlainWriter, decode_plain};
 
 /// Newest blob format version this build writes (and every version up to it, it reads).
 pub const FORMAT_VERSION: u8 = 5;

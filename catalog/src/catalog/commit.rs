@@ -233,6 +233,18 @@ impl BucketCatalog {
             BucketState::Frozen => return Err(CommitError::Frozen),
             BucketState::Cleared => return Err(CommitError::BucketCleared),
         }
+        // The rows are encoded only when the bucket is stored: a bucket past the codec's
+        // limits with them is frozen now (SPEC §6.10), before anything of it is logged.
+        if let Err(reason) = tscoll_codec::check_limits(
+            bucket.count as usize,
+            bucket.fields.iter().map(|f| f.name.as_str()),
+        ) {
+            let key = Arc::clone(&bucket.key);
+            self.freeze_locked(&mut stripe, &key, &batch.bucket_id);
+            drop(stripe);
+            self.stripe_cv[batch.stripe].notify_all();
+            return Err(CommitError::WriteFailed(format!("bucket frozen: {reason}")));
+        }
         if bucket
             .active
             .as_ref()

@@ -70,20 +70,26 @@ impl BucketCatalog {
     pub fn freeze(&self, key: &BucketKey, id: &BucketId) {
         let stripe_no = Self::stripe_of(key);
         let mut stripe = lock(&self.stripes[stripe_no]);
+        self.freeze_locked(&mut stripe, key, id);
+        drop(stripe);
+        self.stripe_cv[stripe_no].notify_all();
+    }
+
+    /// [`BucketCatalog::freeze`] on the locked stripe of `key`; the caller notifies the
+    /// stripe's waiters once it lets the lock go.
+    pub(super) fn freeze_locked(&self, stripe: &mut Stripe, key: &BucketKey, id: &BucketId) {
         if stripe.frozen.insert(*id) {
             ExecutionStats::bump(&self.stats.num_buckets_frozen);
         }
         self.clears.fetch_add(1, Ordering::SeqCst);
         let prepared = stripe.buckets.get(id).is_some_and(|b| b.prepared);
         self.clear_bucket(
-            &mut stripe,
+            stripe,
             id,
             &CommitError::Frozen,
             prepared,
             BucketState::Frozen,
         );
-        self.drop_archived(&mut stripe, key, id);
-        drop(stripe);
-        self.stripe_cv[stripe_no].notify_all();
+        self.drop_archived(stripe, key, id);
     }
 }

@@ -360,6 +360,30 @@ fn range_bounds(column: &Column, lanes: &RowLanes<'_>) -> Option<(Bson, Bson)> {
                 let hi = to_bson(tscoll_codec::ValueRef::Int(first, hi)).ok()??;
                 return Some((lo, hi));
             }
+            // ObjectIds order by their bytes, strings by their UTF-8 bytes (SPEC ):
+            // only the least and the greatest become values.
+            tag::OBJECT_ID | tag::STRING => {
+                let ends = column.ends().get(from.bytes..from.bytes + lanes.bytes)?;
+                let mut start = from
+                    .bytes
+                    .checked_sub(1)
+                    .and_then(|i| column.ends().get(i))
+                    .map_or(0, |&e| e as usize);
+                let mut payloads = ends.iter().map(|&end| {
+                    let p = column.bytes().get(start..end as usize).unwrap_or_default();
+                    start = end as usize;
+                    p
+                });
+                let first_payload = payloads.next()?;
+                let (mut lo, mut hi) = (first_payload, first_payload);
+                for p in payloads {
+                    lo = lo.min(p);
+                    hi = hi.max(p);
+                }
+                let lo = to_bson(tscoll_codec::ValueRef::Bytes(first, lo)).ok()??;
+                let hi = to_bson(tscoll_codec::ValueRef::Bytes(first, hi)).ok()??;
+                return Some((lo, hi));
+            }
             _ => {}
         }
     }

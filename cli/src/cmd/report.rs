@@ -7,8 +7,10 @@
 //!   (allocated blocks, as `du` counts them), so fjall's journal, a sparse file preallocated
 //!   to 64 MiB, counts only what was written into it. fjall keeps its active journal file
 //!   until it reaches 64 MiB, flushed or not, so up to 64 MiB of it stays in the figure.
-//! * **Write amplification**: the process's `write_bytes` (`/proc/self/io`: bytes sent to the
-//!   block layer, fjall's background flushes and compactions included) from [`Meter::start`]
+//! * **Write amplification**: the process's `write_bytes` less its `cancelled_write_bytes`
+//!   (`/proc/self/io`: bytes sent to the block layer, fjall's background flushes and
+//!   compactions included, less pages dropped unwritten, such as write-ahead log files removed
+//!   at a checkpoint before the kernel wrote them back) from [`Meter::start`]
 //!   (before the ingest) to [`Meter::finish`] (after `close`), divided by the disk bytes;
 //!   unknown where `/proc/self/io` is missing or counts nothing (e.g. on tmpfs).
 //! * **Peak RSS**: `VmHWM` of `/proc/self/status`, the process's high-water mark of resident
@@ -343,13 +345,20 @@ pub(crate) fn allocated_bytes(dir: &Path) -> CmdResult<u64> {
     Ok(total)
 }
 
-/// The `write_bytes` line of `/proc/self/io`: bytes this process caused to be sent to the
-/// block layer. `None` where the file does not exist (not Linux, no task I/O accounting).
+/// Bytes this process caused to be sent to the block layer: `write_bytes` of
+/// `/proc/self/io` less `cancelled_write_bytes`. Linux counts a page in `write_bytes` when it
+/// is dirtied, and in `cancelled_write_bytes` when it is dropped unwritten (a log file
+/// removed before the kernel wrote it back). `None` where the file does not exist (not Linux,
+/// no task I/O accounting).
 fn proc_write_bytes() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/self/io").ok()?;
-    text.lines()
-        .find_map(|l| l.strip_prefix("write_bytes:"))
-        .and_then(|v| v.trim().parse().ok())
+    let field = |name: &str| -> Option<u64> {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().parse().ok())
+    };
+    let written = field("write_bytes:")?;
+    Some(written.saturating_sub(field("cancelled_write_bytes:").unwrap_or(0)))
 }
 
 /// User + system CPU seconds of this process so far, all its threads (living or ended):

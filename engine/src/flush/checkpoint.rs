@@ -7,7 +7,7 @@ use fjall::PersistMode;
 
 use crate::collection::CollectionInner;
 use crate::error::{Error, Result};
-use crate::wal::{LogEntry, LogRecord, RecordKind, encode_table};
+use crate::wal::{LogEntry, LogRecord, RecordKind, RowsLayout};
 
 impl CollectionInner {
     /// Takes a checkpoint when the log has grown past `checkpoint_bytes` since the last one
@@ -33,7 +33,7 @@ impl CollectionInner {
     ///
     /// # Errors
     /// [`Error::Storage`] when fjall cannot persist; [`Error::Io`] when the log cannot be
-    /// written; [`Error::Codec`] when rows cannot be encoded.
+    /// written.
     pub(crate) fn checkpoint_log(&self) -> Result<()> {
         let _gate = self
             .commit_gate
@@ -55,7 +55,15 @@ impl CollectionInner {
                 size_estimate: part.size_estimate,
             })
             .collect();
-        let rows = encode_table(parts.iter().map(|p| (p.rows, &p.columns[..])))?;
+        // The rows in the plain format, an entry per part (no padding to one table).
+        let mut plain = tscoll_codec::PlainWriter::new();
+        for p in &parts {
+            plain.begin_entry(p.rows);
+            for (name, column) in &p.columns {
+                plain.column(name, column, tscoll_codec::RowStart::default(), p.rows);
+            }
+        }
+        let rows = plain.finish();
         self.fjall
             .persist(PersistMode::SyncAll)
             .map_err(Error::storage("persisting before a checkpoint"))?;
@@ -64,6 +72,7 @@ impl CollectionInner {
                 kind: RecordKind::Checkpoint,
                 entries,
                 rows,
+                layout: RowsLayout::Plain,
             }
             .encode()
         });

@@ -21,14 +21,14 @@ use bson::{Bson, DateTime, Document};
 use fjall::PersistMode;
 use tscoll_catalog::value::to_bson;
 use tscoll_catalog::{BucketId, BucketKey, MinMax};
-use tscoll_codec::{Column, decode_bucket, encode_bucket};
+use tscoll_codec::{Column, encode_bucket};
 
 use crate::collection::CollectionInner;
 use crate::error::{Error, Result};
 use crate::storage::bucket_write::{BucketWrite, Placement};
 use crate::storage::control::{Control, merged_sums};
 use crate::storage::keys::hex;
-use crate::wal::{LogCut, LogEntry, LogPosition, LogRead, table_rows};
+use crate::wal::{LogCut, LogEntry, LogPosition, LogRead, RecordRows, RowsLayout};
 
 /// What the log holds of one bucket.
 #[derive(Default)]
@@ -165,9 +165,8 @@ impl CollectionInner {
         let mut tables = Vec::with_capacity(records.len());
         let mut retired: HashMap<BucketId, Option<LogPosition>> = HashMap::new();
         for (r, (position, record)) in records.into_iter().enumerate() {
-            let mut offset = 0;
-            for e in record.entries {
-                let rows = e.rows as usize;
+            let entry_rows: Vec<u32> = record.entries.iter().map(|e| e.rows).collect();
+            for (i, e) in record.entries.into_iter().enumerate() {
                 // Rows logged before the bucket was rewritten, moved or removed are stale.
                 let marker = match retired.get(&e.id) {
                     Some(m) => *m,
@@ -178,7 +177,6 @@ impl CollectionInner {
                     }
                 };
                 if marker.is_some_and(|m| position < m) {
-                    offset += rows;
                     continue;
                 }
                 let l = logged.entry(e.id).or_insert_with(|| {
@@ -189,13 +187,13 @@ impl CollectionInner {
                     l.key.clone_from(&e.key);
                 }
                 l.last = Some(e.clone());
-                l.parts.push((e, r, offset));
-                offset += rows;
+                l.parts.push((e, r, i));
             }
-            tables.push(record.rows);
+            tables.push((record.layout, record.rows, entry_rows));
         }
-        // Each record's table is decoded once, when a bucket first needs it.
-        let mut decoded: Vec<Option<tscoll_codec::Bucket>> = vec![None; tables.len()];
+        // Each record's rows are decoded once, when a bucket first needs them.
+        let mut decoded: Vec<Option<RecordRows>> = Vec::new();
+        decoded.resize_with(tables.len(), || None);
         let mut out = Recovered {
             dropped,
             ..Recovered::default()
@@ -261,19 +259,20 @@ impl CollectionInner {
             lost.measurements += u64::from(e.rows - self.unstored_skip(e, torn)?);
         }
         for (position, record) in &cut.readable {
-            let table = decode_bucket(&record.rows).ok();
-            let times = table
-                .as_ref()
-                .and_then(|t| t.columns.iter().find(|(n, _)| *n == time_field))
-                .map(|(_, c)| c);
-            let mut offset = 0usize;
-            for e in &record.entries {
+            let rows = RecordRows::decode(
+                record.layout,
+                &record.rows,
+                record.entries.iter().map(|e| e.rows),
+            )
+            .ok();
+            for (i, e) in record.entries.iter().enumerate() {
                 let skip = self.unstored_skip(e, *position)?;
                 lost.measurements += u64::from(e.rows - skip);
-                if let Some(times) = times {
-                    lost.widen(times, offset + skip as usize, offset + e.rows as usize);
+                let Some(rows) = &rows else { continue };
+                let lost_rows = rows.entry_rows(i, skip as usize, e.rows as usize);
+                if let Some((_, times)) = lost_rows.iter().find(|(n, _)| *n == time_field) {
+                    lost.widen(times, 0, times.len());
                 }
-                offset += e.rows as usize;
             }
         }
         Ok(LogRecovery {
@@ -309,8 +308,8 @@ impl CollectionInner {
         &self,
         id: &BucketId,
         mut l: Logged,
-        tables: &[Vec<u8>],
-        decoded: &mut [Option<tscoll_codec::Bucket>],
+        tables: &[(RowsLayout, Vec<u8>, Vec<u32>)],
+        decoded: &mut [Option<RecordRows>],
     ) -> Result<u64> {
         let corrupt = |reason: String| Error::Corruption {
             keyspace: "write-ahead log".to_owned(),
@@ -322,25 +321,25 @@ impl CollectionInner {
         l.parts.sort_by_key(|(e, _, _)| e.first_row);
         let mut rows = 0usize;
         let mut columns: Vec<(String, Column)> = Vec::new();
-        for (e, record, offset) in &l.parts {
+        for (e, record, entry) in &l.parts {
             if e.first_row + e.rows <= next {
                 continue; // stored already
             }
             let skip = next.saturating_sub(e.first_row) as usize;
-            let (Some(slot), Some(blob)) = (decoded.get_mut(*record), tables.get(*record)) else {
+            let (Some(slot), Some((layout, bytes, entry_rows))) =
+                (decoded.get_mut(*record), tables.get(*record))
+            else {
                 continue;
             };
             if slot.is_none() {
-                *slot = Some(decode_bucket(blob).map_err(|err| corrupt(err.to_string()))?);
+                *slot = Some(
+                    RecordRows::decode(*layout, bytes, entry_rows.iter().copied())
+                        .map_err(corrupt)?,
+                );
             }
             let Some(table) = slot.as_ref() else { continue };
-            if offset + e.rows as usize > table.row_count {
-                return Err(corrupt(
-                    "a log entry points past its record's rows".to_owned(),
-                ));
-            }
             let n = (e.rows as usize).saturating_sub(skip);
-            for (name, tail) in table_rows(table, offset + skip, n) {
+            for (name, tail) in table.entry_rows(*entry, skip, e.rows as usize) {
                 match columns.iter_mut().find(|(c, _)| *c == name) {
                     Some((_, c)) => c.extend_from(&tail),
                     None => {

@@ -9,10 +9,13 @@
 //! `flags u8 (1: key follows, 2: sorted) | shared u8 | the bucket _id's last 12 − shared
 //! bytes (the first ones are the previous entry's) | [varint length | key bytes] | zigzag
 //! varint min time − the previous entry's | varint first row | varint rows | varint raw bytes
-//! | varint size estimate`, then `varint length | blob`: every entry's rows, entry after entry,
-//! as one table encoded by the codec (`docs/format.md`; a field an entry lacks is missing in
-//! its rows). Kinds 1 and 2, the same fields at fixed widths (`docs/keys.md`), are still
-//! read.
+//! | varint size estimate`, then `varint length | rows`: every entry's rows, entry after
+//! entry. A commit record (kind 5) holds them in the codec's plain row format, one plain entry
+//! per entry (the lanes with one fixed light transform: no encoding is chosen on the commit path,
+//! `docs/format.md`, "Plain rows"); a checkpoint (kind 4) as one table encoded by the codec
+//! (`docs/format.md`; a field an entry lacks is missing in its rows). Commit records of kind 3,
+//! which earlier versions wrote, are kind 5's layout with their rows as one encoded table, and
+//! kinds 1 and 2 the same fields at fixed widths (`docs/keys.md`): both are still read.
 //!
 //! A frame cut short at the end of the last file (or whose checksum does not match, at its
 //! end) is a write a crash interrupted: a torn tail. Anything else that does not parse is
@@ -28,10 +31,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
-use std::collections::HashMap;
-
-use tscoll_catalog::{BucketId, CommitRows};
-use tscoll_codec::{Column, encode_bucket, varint};
+use tscoll_catalog::BucketId;
+use tscoll_codec::{Column, PlainTable, decode_bucket, decode_plain, varint};
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::Durability;
@@ -207,13 +208,23 @@ pub(crate) struct LogEntry {
     pub(crate) size_estimate: u64,
 }
 
+/// How a record holds its entries' rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RowsLayout {
+    /// One table encoded by the codec (a bucket blob), the entries' rows one after another.
+    Blob,
+    /// The codec's plain rows, one plain entry per entry ([`tscoll_codec::PlainWriter`]).
+    Plain,
+}
+
 /// One record: a commit group or a checkpoint.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct LogRecord {
     pub(crate) kind: RecordKind,
     pub(crate) entries: Vec<LogEntry>,
-    /// The entries' rows in entry order, one table encoded by the codec.
+    /// The entries' rows in entry order, laid out as `layout` says.
     pub(crate) rows: Vec<u8>,
+    pub(crate) layout: RowsLayout,
 }
 
 impl LogRecord {
@@ -225,9 +236,11 @@ impl LogRecord {
             .map(|e| 24 + e.key.as_ref().map_or(0, Vec::len))
             .sum();
         let mut out = Vec::with_capacity(16 + size + self.rows.len());
-        out.push(match self.kind {
-            RecordKind::Commit => COMPACT_COMMIT,
-            RecordKind::Checkpoint => COMPACT_CHECKPOINT,
+        out.push(match (self.kind, self.layout) {
+            (RecordKind::Commit, RowsLayout::Blob) => COMPACT_COMMIT,
+            (RecordKind::Checkpoint, RowsLayout::Blob) => COMPACT_CHECKPOINT,
+            (RecordKind::Commit, RowsLayout::Plain) => PLAIN_COMMIT,
+            (RecordKind::Checkpoint, RowsLayout::Plain) => PLAIN_CHECKPOINT,
         });
         varint::put(&mut out, self.entries.len() as u64);
         let mut previous_id = [0u8; 12];
@@ -264,14 +277,14 @@ impl LogRecord {
     /// # Errors
     /// A message naming what is wrong.
     pub(crate) fn decode(bytes: &[u8]) -> std::result::Result<LogRecord, String> {
-        let (kind, entries, mut r) = decode_head(bytes)?;
+        let (kind, layout, entries, mut r) = decode_head(bytes)?;
         let len = if matches!(bytes.first(), Some(1 | 2)) {
             r.u32()? as usize
         } else {
             let len = r.varint()?;
             usize::try_from(len).map_err(|_| format!("rows of {len} bytes"))?
         };
-        with_rows(r, len, kind, entries)
+        with_rows(r, len, kind, layout, entries)
     }
 }
 
@@ -279,22 +292,33 @@ impl LogRecord {
 /// (the rows' length and the rows).
 fn decode_head(
     bytes: &[u8],
-) -> std::result::Result<(RecordKind, Vec<LogEntry>, Reader<'_>), String> {
+) -> std::result::Result<(RecordKind, RowsLayout, Vec<LogEntry>, Reader<'_>), String> {
     let mut r = Reader(bytes);
-    let (kind, entries) = match r.u8()? {
-        1 => (RecordKind::Commit, decode_fixed(&mut r)?),
-        2 => (RecordKind::Checkpoint, decode_fixed(&mut r)?),
-        COMPACT_COMMIT => (RecordKind::Commit, decode_compact(&mut r)?),
-        COMPACT_CHECKPOINT => (RecordKind::Checkpoint, decode_compact(&mut r)?),
+    let (kind, layout) = match r.u8()? {
+        1 => (RecordKind::Commit, RowsLayout::Blob),
+        2 => (RecordKind::Checkpoint, RowsLayout::Blob),
+        COMPACT_COMMIT => (RecordKind::Commit, RowsLayout::Blob),
+        COMPACT_CHECKPOINT => (RecordKind::Checkpoint, RowsLayout::Blob),
+        PLAIN_COMMIT => (RecordKind::Commit, RowsLayout::Plain),
+        PLAIN_CHECKPOINT => (RecordKind::Checkpoint, RowsLayout::Plain),
         k => return Err(format!("unknown record kind {k}")),
     };
-    Ok((kind, entries, r))
+    let entries = if matches!(bytes.first(), Some(1 | 2)) {
+        decode_fixed(&mut r)?
+    } else {
+        decode_compact(&mut r)?
+    };
+    Ok((kind, layout, entries, r))
 }
 
 /// Kind byte of a commit record in the compact layout.
 const COMPACT_COMMIT: u8 = 3;
 /// Kind byte of a checkpoint record in the compact layout.
 const COMPACT_CHECKPOINT: u8 = 4;
+/// Kind byte of a commit record in the compact layout with plain rows.
+const PLAIN_COMMIT: u8 = 5;
+/// Kind byte of a checkpoint record in the compact layout with plain rows.
+const PLAIN_CHECKPOINT: u8 = 6;
 
 /// The entries of a record in the compact layout (kinds 3 and 4).
 fn decode_compact(r: &mut Reader<'_>) -> std::result::Result<Vec<LogEntry>, String> {
@@ -387,6 +411,7 @@ fn with_rows(
     mut r: Reader<'_>,
     len: usize,
     kind: RecordKind,
+    layout: RowsLayout,
     entries: Vec<LogEntry>,
 ) -> std::result::Result<LogRecord, String> {
     let rows = r.take(len)?.to_vec();
@@ -397,61 +422,103 @@ fn with_rows(
         kind,
         entries,
         rows,
+        layout,
     })
 }
 
-/// Concatenates pieces of rows — `(rows, columns)`, each column `rows` long — into one table
-/// (fields in first-appearance order, missing where a piece lacks them) and encodes it.
-///
-/// # Errors
-/// [`tscoll_codec::Error`] when the table cannot be encoded.
-pub(crate) fn encode_table<'a>(
-    pieces: impl IntoIterator<Item = (usize, &'a [(String, Column)])>,
-) -> tscoll_codec::Result<Vec<u8>> {
-    let mut position: HashMap<&str, usize> = HashMap::new();
-    let mut table: Vec<(&str, Column)> = Vec::new();
-    let mut total = 0usize;
-    for (rows, columns) in pieces {
-        for (name, col) in columns {
-            let i = *position.entry(name.as_str()).or_insert_with(|| {
-                let mut c = Column::new();
-                c.push_missing_n(total);
-                table.push((name.as_str(), c));
-                table.len() - 1
-            });
-            if let Some((_, c)) = table.get_mut(i) {
-                c.extend_from(col);
+/// The rows of a record, decoded: per entry, its columns.
+#[derive(Debug)]
+pub(crate) enum RecordRows {
+    /// One table (layout [`RowsLayout::Blob`]) and where each entry's rows start in it.
+    Blob {
+        table: tscoll_codec::Bucket,
+        offsets: Vec<usize>,
+    },
+    /// Plain rows, an entry per entry.
+    Plain(PlainTable),
+}
+
+impl RecordRows {
+    /// Decodes rows laid out as `layout`, of entries of `entry_rows` rows each.
+    ///
+    /// # Errors
+    /// The rows are damaged, or hold fewer entries or rows than `entry_rows` says.
+    pub(crate) fn decode(
+        layout: RowsLayout,
+        rows: &[u8],
+        entry_rows: impl IntoIterator<Item = u32>,
+    ) -> std::result::Result<RecordRows, String> {
+        let entry_rows: Vec<u32> = entry_rows.into_iter().collect();
+        match layout {
+            RowsLayout::Blob => {
+                let table = decode_bucket(rows).map_err(|e| e.to_string())?;
+                let mut offsets = Vec::with_capacity(entry_rows.len());
+                let mut at = 0usize;
+                for n in entry_rows {
+                    offsets.push(at);
+                    at += n as usize;
+                }
+                if at > table.row_count {
+                    return Err("a log entry points past its record's rows".to_owned());
+                }
+                Ok(RecordRows::Blob { table, offsets })
             }
-        }
-        total += rows;
-        for (_, c) in &mut table {
-            if c.len() < total {
-                c.push_missing_n(total - c.len());
+            RowsLayout::Plain => {
+                let table = decode_plain(rows).map_err(|e| e.to_string())?;
+                let matches = table.entries.len() == entry_rows.len()
+                    && table
+                        .entries
+                        .iter()
+                        .zip(&entry_rows)
+                        .all(|(e, &n)| e.rows == n as usize);
+                if !matches {
+                    return Err("a record's rows do not match its entries".to_owned());
+                }
+                Ok(RecordRows::Plain(table))
             }
         }
     }
-    let refs: Vec<(&str, &Column)> = table.iter().map(|(n, c)| (*n, c)).collect();
-    encode_bucket(total, &refs)
-}
 
-/// The rows of a commit group as one encoded table (the codec's bucket blob).
-pub(crate) fn encode_rows(table: &CommitRows) -> tscoll_codec::Result<Vec<u8>> {
-    let refs: Vec<(&str, &Column)> = table.columns.iter().map(|(n, c)| (n.as_str(), c)).collect();
-    encode_bucket(table.rows, &refs)
-}
-
-/// Rows `offset..offset + rows` of a decoded table, the fields they lack left out.
-pub(crate) fn table_rows(
-    table: &tscoll_codec::Bucket,
-    offset: usize,
-    rows: usize,
-) -> Vec<(String, Column)> {
-    table
-        .columns
-        .iter()
-        .map(|(n, c)| (n.clone(), c.rows(offset, offset + rows)))
-        .filter(|(_, c)| !c.all_missing())
-        .collect()
+    /// Rows `from..to` of entry `entry` (clamped to its rows), the fields they lack left
+    /// out.
+    pub(crate) fn entry_rows(&self, entry: usize, from: usize, to: usize) -> Vec<(String, Column)> {
+        match self {
+            RecordRows::Blob { table, offsets } => {
+                let Some(&at) = offsets.get(entry) else {
+                    return Vec::new();
+                };
+                let end = offsets.get(entry + 1).copied().unwrap_or(table.row_count);
+                let (from, to) = ((at + from).min(end), (at + to).min(end));
+                table
+                    .columns
+                    .iter()
+                    .map(|(n, c)| (n.clone(), c.rows(from, to)))
+                    .filter(|(_, c)| !c.all_missing())
+                    .collect()
+            }
+            RecordRows::Plain(table) => {
+                let Some(e) = table.entries.get(entry) else {
+                    return Vec::new();
+                };
+                let to = to.min(e.rows);
+                e.columns
+                    .iter()
+                    .map(|(n, c)| {
+                        let name = table.names.get(*n).cloned().unwrap_or_default();
+                        let mut rows = c.rows(from.min(to), to);
+                        // A plain column stops at its last value: the rows after it are
+                        // missing.
+                        let want = to.saturating_sub(from);
+                        if rows.len() < want {
+                            rows.push_missing_n(want - rows.len());
+                        }
+                        (name, rows)
+                    })
+                    .filter(|(_, c)| !c.all_missing())
+                    .collect()
+            }
+        }
+    }
 }
 
 fn len32(n: usize) -> u32 {
@@ -636,7 +703,7 @@ impl WriteAheadLog {
                         .then(|| rest.get(FRAME_HEADER..))
                         .flatten()
                         .and_then(|payload| decode_head(payload).ok())
-                        .map(|(_, entries, _)| entries);
+                        .map(|(_, _, entries, _)| entries);
                 }
                 out.cut = Some(cut);
                 return Ok(out);
@@ -924,6 +991,63 @@ fn io_error(path: &Path, what: &'static str) -> impl Fn(std::io::Error) -> Error
 mod tests {
     use super::*;
 
+    /// Two entries' rows: 3 rows with `t` and `a`, then 2 rows with `t` and `b`.
+    fn two_entries() -> (Column, Column, Column) {
+        let (mut t, mut a, mut b) = (Column::new(), Column::new(), Column::new());
+        for i in 0..5 {
+            t.push_int(tscoll_codec::tag::DATETIME, 1000 * i);
+            if i < 3 {
+                a.push_float(0.5 * i as f64);
+                b.push_missing();
+            } else {
+                a.push_missing();
+                b.push_bytes(tscoll_codec::tag::STRING, format!("b{i}").as_bytes());
+            }
+        }
+        (t, a, b)
+    }
+
+    #[test]
+    fn entry_rows_read_alike_from_both_layouts() {
+        let (t, a, b) = two_entries();
+        // Kinds 3 and 4 (earlier versions): one table, the entries one after the other.
+        let blob =
+            tscoll_codec::encode_bucket(5, &[("t", &t), ("a", &a), ("b", &b)]).expect("encodes");
+        // Kinds 5 and 6: a plain entry per entry.
+        let mut plain = tscoll_codec::PlainWriter::new();
+        plain.begin_entry(3);
+        plain.column("t", &t, t.row_start(0), 3);
+        plain.column("a", &a, a.row_start(0), 3);
+        plain.begin_entry(2);
+        plain.column("t", &t, t.row_start(3), 5);
+        plain.column("b", &b, b.row_start(3), 5);
+        let plain = plain.finish();
+        for (layout, bytes) in [(RowsLayout::Blob, blob), (RowsLayout::Plain, plain)] {
+            let rows = RecordRows::decode(layout, &bytes, [3, 2]).expect("decodes");
+            assert_eq!(
+                rows.entry_rows(0, 1, 3),
+                [
+                    ("t".to_owned(), t.rows(1, 3)),
+                    ("a".to_owned(), a.rows(1, 3))
+                ],
+                "{layout:?}"
+            );
+            assert_eq!(
+                rows.entry_rows(1, 0, 2),
+                [
+                    ("t".to_owned(), t.rows(3, 5)),
+                    ("b".to_owned(), b.rows(3, 5))
+                ],
+                "{layout:?}"
+            );
+            // Entries that do not match the rows are damage.
+            assert!(
+                RecordRows::decode(layout, &bytes, [3, 3]).is_err(),
+                "{layout:?}"
+            );
+        }
+    }
+
     fn entry(id: u8, key: bool) -> LogEntry {
         LogEntry {
             id: [id; 12],
@@ -954,11 +1078,13 @@ mod tests {
             kind: RecordKind::Commit,
             entries: vec![entry(1, true), entry(2, false)],
             rows: vec![1; 7],
+            layout: RowsLayout::Blob,
         };
         let b = LogRecord {
             kind: RecordKind::Checkpoint,
             entries: vec![entry(4, true)],
             rows: Vec::new(),
+            layout: RowsLayout::Blob,
         };
         log.append(&a.encode(), Durability::Flush).expect("append");
         log.append(&b.encode(), Durability::Sync).expect("append");
@@ -1036,6 +1162,7 @@ mod tests {
             kind: RecordKind::Commit,
             entries: vec![entry(3, true)],
             rows: vec![3; 3],
+            layout: RowsLayout::Blob,
         };
         log.append(&a.encode(), Durability::Flush).expect("append");
         log.append(&a.encode(), Durability::Flush).expect("append");
@@ -1112,6 +1239,7 @@ mod tests {
             kind: RecordKind::Commit,
             entries,
             rows: vec![9; 100],
+            layout: RowsLayout::Blob,
         }
     }
 
@@ -1132,9 +1260,15 @@ mod tests {
         });
         for kind in [RecordKind::Commit, RecordKind::Checkpoint] {
             a.kind = kind;
+            a.layout = RowsLayout::Blob;
             let bytes = a.encode();
             assert_eq!(LogRecord::decode(&bytes), Ok(a.clone()));
             assert_eq!(LogRecord::decode(&encode_fixed(&a)), Ok(a.clone()));
+            // Plain rows: the same entries under kinds 5 and 6.
+            a.layout = RowsLayout::Plain;
+            let plain = a.encode();
+            assert_eq!(plain.first(), Some(&(bytes[0] + 2)));
+            assert_eq!(LogRecord::decode(&plain), Ok(a.clone()));
         }
         // Without their keys, the trickle's entries take 15 bytes each, a third of the fixed
         // layout's 45.

@@ -10,7 +10,7 @@
 //! Any other type is refused before anything is inserted.
 
 use std::collections::HashMap;
-use std::hash::Hasher;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
@@ -19,6 +19,7 @@ use arrow_array::types::{
     TimestampSecondType, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
 };
 use arrow_array::{Array, RecordBatch};
+use arrow_row::{RowConverter, SortField};
 use arrow_schema::{DataType, TimeUnit};
 use bson::oid::ObjectId;
 use bson::{Bson, DateTime};
@@ -107,26 +108,7 @@ impl Field<'_> {
         }
     }
 
-    /// Whether rows `a` and `b` hold the same value (both null included), without building
-    /// either.
-    fn same(&self, a: usize, b: usize) -> bool {
-        match (self.array.is_null(a), self.array.is_null(b)) {
-            (true, true) => return true,
-            (false, false) => {}
-            _ => return false,
-        }
-        match &self.source {
-            Source::Double(f) => f(a).to_bits() == f(b).to_bits(),
-            Source::Int32(f) => f(a) == f(b),
-            Source::Int64(f) => f(a) == f(b),
-            Source::Bool(x) => x.value(a) == x.value(b),
-            Source::Str(f) => f(a) == f(b),
-            Source::Date(f) => f(a) == f(b),
-            Source::Struct(children) => children.iter().all(|c| c.same(a, b)),
-        }
-    }
-
-    /// Feeds row `row`'s value to `h` (equal values, as [`Field::same`] says, hash alike).
+    /// Feeds row `row`'s value to `h` (equal values hash alike).
     fn hash_row(&self, row: usize, h: &mut impl Hasher) {
         if self.array.is_null(row) {
             h.write_u8(0);
@@ -395,6 +377,7 @@ impl CollectionInner {
         let n = batch.num_rows();
         let mut time = None;
         let mut meta = None;
+        let mut meta_column = None;
         let mut fields = Vec::new();
         for (i, f) in schema.fields().iter().enumerate() {
             let name = f.name().as_str();
@@ -403,9 +386,18 @@ impl CollectionInner {
                     "field name {name:?} holds a NUL byte, which BSON cannot store"
                 )));
             }
+            if name.len() > tscoll_codec::MAX_NAME_LEN {
+                return Err(bad_value(format!(
+                    "a field name of {} bytes is longer than the {} bytes a stored field name \
+                     may have",
+                    name.len(),
+                    tscoll_codec::MAX_NAME_LEN
+                )));
+            }
             let column = field(name, batch.column(i).as_ref()).map_err(bad_value)?;
             if Some(name) == spec.meta_field.as_deref() {
                 meta = Some(column);
+                meta_column = Some(batch.column(i));
             } else {
                 if name == spec.time_field {
                     if !matches!(column.source, Source::Date(_)) {
@@ -435,21 +427,28 @@ impl CollectionInner {
         // Group of each distinct meta value, and the distinct value of each row.
         let mut meta_groups: Vec<usize> = Vec::new();
         let mut row_meta: Vec<u32> = Vec::with_capacity(n);
-        if let Some(f) = &meta {
-            // Hash of a row's meta value → (a row holding it, its index in `meta_groups`).
-            let mut seen: HashMap<u64, Vec<(usize, u32)>, BuildFx> = HashMap::default();
+        if let (Some(f), Some(array)) = (&meta, meta_column) {
+            // The meta column as one byte string per row (arrow-row, column by column): equal
+            // strings are equal values, so each row costs one hash and one comparison of bytes.
+            let converter = RowConverter::new(vec![SortField::new(array.data_type().clone())])
+                .map_err(|e| bad_value(format!("the meta column: {e}")))?;
+            let encoded = converter
+                .convert_columns(std::slice::from_ref(array))
+                .map_err(|e| bad_value(format!("the meta column: {e}")))?;
+            // A row's meta bytes → its index in `meta_groups`.
+            let mut seen: HashMap<&[u8], u32, BuildHasherDefault<Fx>> = HashMap::default();
             for row in 0..n {
-                let mut h = Fx::default();
-                f.hash_row(row, &mut h);
-                let hash = h.finish();
-                let same = seen.entry(hash).or_default();
-                if let Some(&(_, i)) = same.iter().find(|&&(r, _)| f.same(r, row)) {
+                let bytes = encoded.row(row).data();
+                if let Some(&i) = seen.get(bytes) {
                     row_meta.push(i);
                     continue;
                 }
                 let i = u32::try_from(meta_groups.len()).unwrap_or(u32::MAX);
-                same.push((row, i));
+                seen.insert(bytes, i);
                 row_meta.push(i);
+                let mut h = Fx::default();
+                f.hash_row(row, &mut h);
+                let hash = h.finish();
                 let cached = lock(&self.meta_cache)
                     .get(hash, |v| f.matches(row, v))
                     .cloned();

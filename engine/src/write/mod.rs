@@ -13,20 +13,27 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use bson::{Bson, Document, oid::ObjectId};
 use tscoll_catalog::value::element_size;
 use tscoll_catalog::{
-    BucketKey, CommitError, CommitRows, MAX_BSON_OBJECT_SIZE, Measurement, Prepared, StageError,
-    WriteBatch, WriterId,
+    BucketKey, CommitError, CommitRows, MAX_BSON_OBJECT_SIZE, Measurement, MeasurementColumns,
+    Prepared, StageError, WriteBatch, WriterId,
 };
+
+use tscoll_codec::MAX_NAME_LEN;
 
 use crate::collection::CollectionInner;
 use crate::document;
 use crate::error::{Error, ErrorCode, Result};
-use crate::wal::{LogEntry, LogRecord, RecordKind, encode_rows};
+use crate::wal::{LogEntry, LogRecord, RecordKind, RowsLayout};
 use crate::write::series::SeriesGroups;
 use crate::{Durability, InsertOptions};
 
 /// How many times the measurements of an aborted batch are placed again before they are
 /// reported as errors (SPEC R-7.3.2; MongoDB's reopening retry limit is also 16, SPEC §0).
 const MAX_RETRIES: usize = 16;
+
+/// Uncompressed bytes of rows past which a commit writes the rows prepared so far as a record
+/// of their own (a call of many large measurements is logged in several records, each well
+/// within the log's frame limit).
+const MAX_RECORD_ROWS: usize = 64 << 20;
 
 /// Source of [`WriterId`]s: every insert call is a writer of its own.
 static NEXT_WRITER: AtomicU64 = AtomicU64::new(1);
@@ -85,7 +92,12 @@ impl CollectionInner {
             let mut has_id = false;
             let mut raw: u64 = 0;
             let mut unstorable = None;
+            let mut long_name = None;
             for (k, v) in doc {
+                if k.len() > MAX_NAME_LEN {
+                    long_name = Some(k.len());
+                    break;
+                }
                 if Some(k.as_str()) == meta_field {
                     // Checked below, once per distinct value.
                     meta = Some((k, v));
@@ -116,6 +128,21 @@ impl CollectionInner {
                         Err(e) => unstorable = Some(e),
                     },
                 }
+            }
+            if let Some(len) = long_name {
+                // A field is a column of its bucket, whose name the codec keeps to 64 KiB.
+                errors.push(WriteError {
+                    index,
+                    code: ErrorCode::BadValue,
+                    message: format!(
+                        "a field name of {len} bytes is longer than the {MAX_NAME_LEN} bytes a \
+                         stored field name may have"
+                    ),
+                });
+                if ordered {
+                    break;
+                }
+                continue;
             }
             if let Some(e) = unstorable {
                 // Rejected alone: nothing of it reaches a bucket (SPEC R-2.5).
@@ -294,19 +321,29 @@ impl CollectionInner {
     ) -> Result<Vec<(usize, String)>> {
         let source = crate::write::reopen::Reopener { coll: self };
         let mut batches = Vec::new();
-        for (key, group) in keys.iter().zip(groups) {
+        // Measurements that list the same fields in the same order (the common case) are
+        // staged column by column, a run of a series' rows at a time; others one by one.
+        let meta_field = self.spec().meta_field;
+        let columns = MeasurementColumns::from_measurements(groups, meta_field.as_deref());
+        for (g, (key, group)) in keys.iter().zip(groups).enumerate() {
             if group.is_empty() {
                 continue;
             }
-            let outcome = self.catalog.stage(writer, key, group, &source);
+            let outcome = match &columns {
+                Some(rows) => self
+                    .catalog
+                    .stage_rows(writer, key, rows, g, Some(group), &source),
+                None => self.catalog.stage(writer, key, group, &source),
+            };
             take_outcome(outcome, &mut batches, &mut call.result);
         }
         self.commit_staged(writer, batches, durability, call)
     }
 
     /// Commits the staged `batches`: those this writer wins the commit rights of as one log
-    /// record, waiting for the others (SPEC R-7.2.1). Counts this writer's committed
-    /// measurements into `call` and returns those whose batch was aborted, with the reason.
+    /// record (or several, each holding at most [`MAX_RECORD_ROWS`] bytes of rows), waiting
+    /// for the others (SPEC R-7.2.1). Counts this writer's committed measurements into `call`
+    /// and returns those whose batch was aborted, with the reason.
     pub(crate) fn commit_staged(
         &self,
         writer: WriterId,
@@ -317,19 +354,33 @@ impl CollectionInner {
         let mut failed = Vec::new();
         let mut prepared = Vec::new();
         let mut set_aside = Vec::new();
-        // The rows of every batch this writer commits, in one table: its log record's rows.
+        // The rows of every batch this writer commits: its log record's rows.
         let mut table = CommitRows::new();
-        for batch in batches {
-            match self.catalog.claim(&batch) {
-                Some(rights) => match rights.prepare_into(&mut table) {
-                    Ok(p) => prepared.push(p),
-                    Err(e) => push_failed(&mut failed, &batch, writer, &e.to_string()),
-                },
-                None => set_aside.push(batch),
+        let mut rest = batches.into_iter();
+        while let Some(batch) = rest.next() {
+            let Some(rights) = self.catalog.claim(&batch) else {
+                set_aside.push(batch);
+                continue;
+            };
+            match rights.prepare_into(&mut table) {
+                Ok(p) => prepared.push(p),
+                Err(e) => push_failed(&mut failed, &batch, writer, &e.to_string()),
+            }
+            if table.bytes() >= MAX_RECORD_ROWS {
+                let group = std::mem::take(&mut prepared);
+                if let Err(e) = self.commit(group, &mut table, durability, writer, call) {
+                    // The batches not claimed yet are this writer's to settle: another
+                    // writer of one of them waits for it.
+                    for batch in rest {
+                        if let Some(rights) = self.catalog.claim(&batch) {
+                            rights.abort(CommitError::WriteFailed(e.to_string()));
+                        }
+                    }
+                    return Err(e);
+                }
             }
         }
-        let written = self.commit(prepared, table, durability, writer, &mut failed, call)?;
-        finish_written(written, writer, call);
+        self.commit(prepared, &mut table, durability, writer, call)?;
         for batch in set_aside {
             match self.catalog.wait(&batch) {
                 Ok(()) => {
@@ -342,11 +393,9 @@ impl CollectionInner {
         Ok(failed)
     }
 
-    /// Writes prepared batches as one record of the write-ahead log, with the durability
-    /// asked for (SPEC R-9.2): per bucket, where its new rows go; `table`, the rows of every
-    /// batch in order, encoded by the codec. A batch whose rows fail to encode freezes its
-    /// bucket (SPEC §6.10) and is aborted; this writer's measurements of it go to `failed`.
-    /// Returns the batches written, to be finished. The caller holds the commit gate.
+    /// Writes prepared batches, whose rows are `table`, as one record of the write-ahead log
+    /// with the durability asked for (SPEC R-9.2), then finishes them and counts them in
+    /// `call` as committed. The caller holds the commit gate.
     ///
     /// # Errors
     /// A log write failure: every batch is aborted (its other writers retry, R-7.3.2). When
@@ -355,115 +404,20 @@ impl CollectionInner {
     fn commit(
         &self,
         prepared: Vec<Prepared>,
-        mut table: CommitRows,
-        durability: Durability,
-        writer: WriterId,
-        failed: &mut Vec<(usize, String)>,
-        call: &mut Call,
-    ) -> Result<Vec<Prepared>> {
-        if prepared.is_empty() {
-            return Ok(prepared);
-        }
-        // The table of every batch past the codec's limits (batches with many fields of
-        // their own): written apart, before padding its columns to every row.
-        if !tscoll_codec::fits_shape(table.rows, table.columns.len()) {
-            return self.commit_apart(prepared, durability, writer, failed, call);
-        }
-        table.finish();
-        let Ok(record) = log_record(&prepared, &table) else {
-            // Some batch's rows do not encode.
-            return self.commit_apart(prepared, durability, writer, failed, call);
-        };
-        let mut written = prepared;
-        self.append_record(&record, &mut written, durability, writer, call)?;
-        Ok(written)
-    }
-
-    /// Writes prepared batches whose rows do not encode as one table: a batch whose rows do
-    /// not encode alone freezes its bucket (SPEC §6.10) and is aborted (this writer's
-    /// measurements of it go to `failed`); the others are written in as few log records as
-    /// keep each record's table within the codec's limits (rows, columns and cells: a commit
-    /// group of many batches, each with fields of its own, may be past them together).
-    /// Returns the batches written, to be finished.
-    ///
-    /// # Errors
-    /// A log write failure: the batches not written are aborted (their other writers retry,
-    /// R-7.3.2), those written before it finished and counted in `call` as committed.
-    fn commit_apart(
-        &self,
-        prepared: Vec<Prepared>,
-        durability: Durability,
-        writer: WriterId,
-        failed: &mut Vec<(usize, String)>,
-        call: &mut Call,
-    ) -> Result<Vec<Prepared>> {
-        let mut written = Vec::with_capacity(prepared.len());
-        let mut group: Vec<Prepared> = Vec::new();
-        let mut table = CommitRows::new();
-        let mut rest = prepared.into_iter();
-        while let Some(p) = rest.next() {
-            let mut alone = CommitRows::new();
-            p.append_rows(&mut alone);
-            alone.finish();
-            if let Err(e) = encode_rows(&alone) {
-                let reason = format!("bucket frozen: {}", Error::from(e));
-                self.catalog.freeze(&p.key, &p.bucket_id);
-                push_failed(failed, &p.batch, writer, &reason);
-                p.abort(CommitError::WriteFailed(reason));
-                continue;
-            }
-            let columns = table.columns.len()
-                + alone
-                    .columns
-                    .iter()
-                    .filter(|(n, _)| !table.has_column(n))
-                    .count();
-            if !group.is_empty() && !tscoll_codec::fits_shape(table.rows + alone.rows, columns) {
-                if let Err(e) = self.write_group(&mut group, &mut table, durability, writer, call) {
-                    abort_all(rest.chain([p]).collect(), &e);
-                    finish_written(written, writer, call);
-                    return Err(e);
-                }
-                written.append(&mut group);
-            }
-            p.append_rows(&mut table);
-            group.push(p);
-        }
-        if !group.is_empty() {
-            if let Err(e) = self.write_group(&mut group, &mut table, durability, writer, call) {
-                finish_written(written, writer, call);
-                return Err(e);
-            }
-            written.append(&mut group);
-        }
-        Ok(written)
-    }
-
-    /// Writes the prepared batches `group`, whose rows are `table`, as one log record and
-    /// empties `table`.
-    ///
-    /// # Errors
-    /// The record cannot be made or written: `group` is aborted (and emptied). When the
-    /// record could not be taken back, this writer's measurements of it go to
-    /// `call.uncertain`.
-    fn write_group(
-        &self,
-        group: &mut Vec<Prepared>,
         table: &mut CommitRows,
         durability: Durability,
         writer: WriterId,
         call: &mut Call,
     ) -> Result<()> {
-        table.finish();
-        let record = log_record(group, table);
-        table.clear();
-        match record {
-            Ok(record) => self.append_record(&record, group, durability, writer, call),
-            Err(e) => {
-                abort_all(std::mem::take(group), &e);
-                Err(e)
-            }
+        if prepared.is_empty() {
+            table.clear();
+            return Ok(());
         }
+        let record = log_record(&prepared, table.finish());
+        let mut written = prepared;
+        self.append_record(&record, &mut written, durability, writer, call)?;
+        finish_written(written, writer, call);
+        Ok(())
     }
 
     /// Appends `record`, holding the rows of `group`, to the log.
@@ -586,8 +540,9 @@ pub(crate) fn take_outcome(
 }
 
 /// The log record of a commit: per prepared batch, where its rows go in its bucket and the
-/// series' key when the bucket is new; `table`, the rows of every batch in order, encoded.
-fn log_record(prepared: &[Prepared], table: &CommitRows) -> Result<LogRecord> {
+/// series' key when the bucket is new; `rows`, the rows of every batch in order, in the
+/// codec's plain row format.
+fn log_record(prepared: &[Prepared], rows: Vec<u8>) -> LogRecord {
     #[expect(clippy::cast_possible_truncation, reason = "rows ≤ bucket_max_count")]
     let entries = prepared
         .iter()
@@ -602,11 +557,12 @@ fn log_record(prepared: &[Prepared], table: &CommitRows) -> Result<LogRecord> {
             size_estimate: p.size_estimate,
         })
         .collect();
-    Ok(LogRecord {
+    LogRecord {
         kind: RecordKind::Commit,
         entries,
-        rows: encode_rows(table)?,
-    })
+        rows,
+        layout: RowsLayout::Plain,
+    }
 }
 
 /// Records `writer`'s measurements of a failed batch, with the reason, for a retry

@@ -98,3 +98,33 @@ fn a_measurement_of_100000_fields_is_stored_in_linear_time() {
         "100 000 fields took {large:?}, {ratio:.1} times 25 000 fields ({small:?})"
     );
 }
+
+#[test]
+fn a_field_name_past_64_kib_rejects_its_measurement_alone() {
+    // A field is a column of its bucket, and the codec keeps column names to 64 KiB: the
+    // measurement is refused when it arrives, not its bucket when it is stored.
+    let (_d, _db, coll) = temp_collection(CatalogOptions::default(), &options(true));
+    let mut bad = doc! { "t": at(1), "m": "s" };
+    bad.insert("n".repeat(65_537), 1);
+    let docs = vec![
+        doc! { "t": at(0), "m": "s", "v": 0 },
+        bad,
+        doc! { "t": at(2), "m": "s", "v": 2 },
+    ];
+    let unordered = InsertOptions {
+        ordered: false,
+        ..InsertOptions::default()
+    };
+    let r = coll.insert_many(&docs, &unordered).expect("insert_many");
+    assert_eq!(r.inserted, 2, "{:?}", r.errors);
+    assert_eq!(r.errors.len(), 1);
+    assert_eq!(r.errors[0].index, 1);
+    assert!(
+        r.errors[0].message.contains("65537 bytes"),
+        "{}",
+        r.errors[0].message
+    );
+    let stored = find_sorted(&coll, Document::new());
+    let values: Vec<Option<&Bson>> = stored.iter().map(|d| d.get("v")).collect();
+    assert_eq!(values, [Some(&Bson::Int32(0)), Some(&Bson::Int32(2))]);
+}
