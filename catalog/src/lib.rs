@@ -29,7 +29,7 @@ pub use bucket::{BucketId, BucketRows, BucketState, RolloverAction, RolloverReas
 pub use catalog::{
     BucketCatalog, BucketPart, BucketSource, BucketingSpec, ClosedBucket, CommitRights,
     MAX_BSON_OBJECT_SIZE, Measurement, MemoryPool, NoStorage, Prepared, QueryOutcome, STRIPES,
-    SourceError, StageError, StageOutcome,
+    SourceError, StageError, StageOutcome, UnstoredBucket,
 };
 pub use columns::MeasurementColumns;
 pub use commit_error::CommitError;

@@ -41,7 +41,7 @@ mod runs;
 mod storing;
 
 pub use commit::{CommitRights, Prepared};
-pub use storing::BucketPart;
+pub use storing::{BucketPart, UnstoredBucket};
 
 /// Number of independent lock stripes (SPEC §0).
 pub const STRIPES: usize = 32;

@@ -4,6 +4,7 @@
 //! parts out and tracks the buckets whose rows are on their way to storage.
 
 use super::*;
+use crate::CommitRows;
 
 /// Rows of one bucket to store, with the bucket's control state after them.
 ///
@@ -142,6 +143,27 @@ impl BucketPart {
     }
 }
 
+/// An open bucket's state beside its unstored rows ([`BucketCatalog::unstored_into`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnstoredBucket {
+    /// Bucket `_id`.
+    pub id: BucketId,
+    /// The series.
+    pub key: Arc<BucketKey>,
+    /// Whether the bucket's rows are in time order.
+    pub sorted: bool,
+    /// `control.min.<time>` (rounded, ms).
+    pub min_time: i64,
+    /// Position in the bucket of the first unstored row.
+    pub first_row: u32,
+    /// Unstored rows.
+    pub rows: u32,
+    /// BSON bytes of every committed measurement of the bucket.
+    pub uncompressed_bytes: u64,
+    /// The classic size estimate (bytes).
+    pub size_estimate: u64,
+}
+
 impl BucketCatalog {
     /// Parts of buckets that left memory, to store now (each bucket's id stays marked as
     /// being stored, so it is not reopened, until [`BucketCatalog::stored`]).
@@ -209,6 +231,34 @@ impl BucketCatalog {
                     .filter(|b| b.committed_count > b.stored_count)
                     .map(|b| BucketPart::copy_unstored(b, &mut |_| true)),
             );
+        }
+        out
+    }
+
+    /// Every open bucket's unstored rows appended to `rows`, an entry per bucket, in the
+    /// order of the states returned (they stay unstored): what a checkpoint of the write-ahead
+    /// log records. Nothing is copied but the rows' log bytes.
+    pub fn unstored_into(&self, rows: &mut CommitRows) -> Vec<UnstoredBucket> {
+        let mut out = Vec::new();
+        for m in &self.stripes {
+            let stripe = lock(m);
+            for b in stripe.buckets.values() {
+                if b.committed_count <= b.stored_count {
+                    continue;
+                }
+                let from = (b.stored_count - b.rows_base) as usize;
+                rows.append(&b.rows, from, (b.committed_count - b.rows_base) as usize);
+                out.push(UnstoredBucket {
+                    id: b.id,
+                    key: Arc::clone(&b.key),
+                    sorted: b.sorted,
+                    min_time: b.min_time,
+                    first_row: b.stored_count,
+                    rows: b.committed_count - b.stored_count,
+                    uncompressed_bytes: b.committed_uncompressed,
+                    size_estimate: b.size,
+                });
+            }
         }
         out
     }

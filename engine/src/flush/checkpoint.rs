@@ -5,6 +5,8 @@
 
 use fjall::PersistMode;
 
+use tscoll_catalog::CommitRows;
+
 use crate::collection::CollectionInner;
 use crate::error::{Error, Result};
 use crate::wal::{LogEntry, LogRecord, RecordKind, RowsLayout};
@@ -40,30 +42,25 @@ impl CollectionInner {
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         self.store_leaving()?;
-        let parts = self.catalog.unstored_rows();
-        #[expect(clippy::cast_possible_truncation, reason = "rows ≤ bucket_max_count")]
-        let entries: Vec<LogEntry> = parts
-            .iter()
-            .map(|part| LogEntry {
-                id: part.id,
-                key: Some(part.key.bytes.clone()),
-                sorted: part.sorted,
-                min_time: part.min_time,
-                first_row: part.first_row,
-                rows: part.rows as u32,
-                uncompressed_bytes: part.uncompressed_bytes,
-                size_estimate: part.size_estimate,
+        // The open buckets' unstored rows, written straight from their columns in the plain
+        // format, an entry per bucket.
+        let mut rows = CommitRows::new();
+        let entries: Vec<LogEntry> = self
+            .catalog
+            .unstored_into(&mut rows)
+            .into_iter()
+            .map(|b| LogEntry {
+                id: b.id,
+                key: Some(b.key.bytes.clone()),
+                sorted: b.sorted,
+                min_time: b.min_time,
+                first_row: b.first_row,
+                rows: b.rows,
+                uncompressed_bytes: b.uncompressed_bytes,
+                size_estimate: b.size_estimate,
             })
             .collect();
-        // The rows in the plain format, an entry per part (no padding to one table).
-        let mut plain = tscoll_codec::PlainWriter::new();
-        for p in &parts {
-            plain.begin_entry(p.rows);
-            for (name, column) in &p.columns {
-                plain.column(name, column, tscoll_codec::RowStart::default(), p.rows);
-            }
-        }
-        let rows = plain.finish();
+        let rows = rows.finish();
         self.fjall
             .persist(PersistMode::SyncAll)
             .map_err(Error::storage("persisting before a checkpoint"))?;

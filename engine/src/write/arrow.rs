@@ -10,7 +10,7 @@
 //! Any other type is refused before anything is inserted.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::Hasher;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
@@ -19,7 +19,6 @@ use arrow_array::types::{
     TimestampSecondType, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
 };
 use arrow_array::{Array, RecordBatch};
-use arrow_row::{RowConverter, SortField};
 use arrow_schema::{DataType, TimeUnit};
 use bson::oid::ObjectId;
 use bson::{Bson, DateTime};
@@ -108,22 +107,71 @@ impl Field<'_> {
         }
     }
 
-    /// Feeds row `row`'s value to `h` (equal values hash alike).
-    fn hash_row(&self, row: usize, h: &mut impl Hasher) {
-        if self.array.is_null(row) {
-            h.write_u8(0);
-            return;
+    /// Whether rows `a` and `b` hold the same value (both null included), without building
+    /// either.
+    fn same_value(&self, a: usize, b: usize) -> bool {
+        let mut same = [true];
+        self.same_rows(&[(a, b)], &mut same);
+        same[0]
+    }
+
+    /// Mixes every row's value into its entry of `hashes`, column by column (equal values
+    /// mix alike).
+    fn hash_rows(&self, hashes: &mut [u64]) {
+        let nulls = self.array.logical_nulls();
+        let null = |row: usize| nulls.as_ref().is_some_and(|n| n.is_null(row));
+        if let Source::Struct(children) = &self.source {
+            for c in children {
+                c.hash_rows(hashes);
+            }
         }
-        match &self.source {
-            Source::Double(f) => h.write_u64(f(row).to_bits()),
-            Source::Int32(f) => h.write_i32(f(row)),
-            Source::Int64(f) => h.write_i64(f(row).unwrap_or(i64::MIN)),
-            Source::Bool(x) => h.write_u8(u8::from(x.value(row))),
-            Source::Str(f) => h.write(f(row).as_bytes()),
-            Source::Date(f) => h.write_i64(f(row)),
-            Source::Struct(children) => children.iter().for_each(|c| c.hash_row(row, h)),
+        for (row, h) in hashes.iter_mut().enumerate() {
+            let mut fx = Fx::with_state(*h);
+            if null(row) {
+                fx.write_u8(0);
+            } else {
+                match &self.source {
+                    Source::Double(f) => fx.write_u64(f(row).to_bits()),
+                    Source::Int32(f) => fx.write_i32(f(row)),
+                    Source::Int64(f) => fx.write_i64(f(row).unwrap_or(i64::MIN)),
+                    Source::Bool(x) => fx.write_u8(u8::from(x.value(row))),
+                    Source::Str(f) => fx.write(f(row).as_bytes()),
+                    Source::Date(f) => fx.write_i64(f(row)),
+                    Source::Struct(_) => {}
+                }
+                fx.write_u8(0xff);
+            }
+            *h = fx.finish();
         }
-        h.write_u8(0xff);
+    }
+
+    /// Clears `same[i]` where rows `pairs[i]` hold different values (both null counts as the
+    /// same), column by column.
+    fn same_rows(&self, pairs: &[(usize, usize)], same: &mut [bool]) {
+        let nulls = self.array.logical_nulls();
+        let null = |row: usize| nulls.as_ref().is_some_and(|n| n.is_null(row));
+        for (&(a, b), s) in pairs.iter().zip(same.iter_mut()) {
+            if *s {
+                *s = match (null(a), null(b)) {
+                    (true, true) => true,
+                    (false, false) => match &self.source {
+                        Source::Double(f) => f(a).to_bits() == f(b).to_bits(),
+                        Source::Int32(f) => f(a) == f(b),
+                        Source::Int64(f) => f(a) == f(b),
+                        Source::Bool(x) => x.value(a) == x.value(b),
+                        Source::Str(f) => f(a) == f(b),
+                        Source::Date(f) => f(a) == f(b),
+                        Source::Struct(_) => true,
+                    },
+                    _ => false,
+                };
+            }
+        }
+        if let Source::Struct(children) = &self.source {
+            for c in children {
+                c.same_rows(pairs, same);
+            }
+        }
     }
 
     /// The BSON element size of row `row` (0 for a skip) as [`Field::push`] gives it, without
@@ -377,7 +425,6 @@ impl CollectionInner {
         let n = batch.num_rows();
         let mut time = None;
         let mut meta = None;
-        let mut meta_column = None;
         let mut fields = Vec::new();
         for (i, f) in schema.fields().iter().enumerate() {
             let name = f.name().as_str();
@@ -397,7 +444,6 @@ impl CollectionInner {
             let column = field(name, batch.column(i).as_ref()).map_err(bad_value)?;
             if Some(name) == spec.meta_field.as_deref() {
                 meta = Some(column);
-                meta_column = Some(batch.column(i));
             } else {
                 if name == spec.time_field {
                     if !matches!(column.source, Source::Date(_)) {
@@ -427,28 +473,45 @@ impl CollectionInner {
         // Group of each distinct meta value, and the distinct value of each row.
         let mut meta_groups: Vec<usize> = Vec::new();
         let mut row_meta: Vec<u32> = Vec::with_capacity(n);
-        if let (Some(f), Some(array)) = (&meta, meta_column) {
-            // The meta column as one byte string per row (arrow-row, column by column): equal
-            // strings are equal values, so each row costs one hash and one comparison of bytes.
-            let converter = RowConverter::new(vec![SortField::new(array.data_type().clone())])
-                .map_err(|e| bad_value(format!("the meta column: {e}")))?;
-            let encoded = converter
-                .convert_columns(std::slice::from_ref(array))
-                .map_err(|e| bad_value(format!("the meta column: {e}")))?;
-            // A row's meta bytes → its index in `meta_groups`.
-            let mut seen: HashMap<&[u8], u32, BuildHasherDefault<Fx>> = HashMap::default();
+        if let Some(f) = &meta {
+            // Each row's meta value hashed column by column; a row whose hash was seen joins
+            // that value once a comparison (also column by column) confirms it.
+            let mut hashes = vec![0u64; n];
+            f.hash_rows(&mut hashes);
+            // Hash → (a row holding the value, its index in `meta_groups`).
+            let mut first: HashMap<u64, (usize, u32), BuildFx> = HashMap::default();
+            let mut pairs = Vec::with_capacity(n);
+            for (row, &hash) in hashes.iter().enumerate() {
+                let &mut (rep, _) = first.entry(hash).or_insert((row, u32::MAX));
+                pairs.push((rep, row));
+            }
+            let mut same = vec![true; n];
+            f.same_rows(&pairs, &mut same);
+            // Rows whose hash another value has: (hash, row holding the value, index).
+            let mut others: Vec<(u64, usize, u32)> = Vec::new();
             for row in 0..n {
-                let bytes = encoded.row(row).data();
-                if let Some(&i) = seen.get(bytes) {
+                let hash = hashes[row];
+                let known = if same[row] {
+                    first.get(&hash).map(|&(_, i)| i).filter(|&i| i != u32::MAX)
+                } else {
+                    others
+                        .iter()
+                        .find(|&&(h, r, _)| h == hash && f.same_value(r, row))
+                        .map(|&(_, _, i)| i)
+                };
+                if let Some(i) = known {
                     row_meta.push(i);
                     continue;
                 }
                 let i = u32::try_from(meta_groups.len()).unwrap_or(u32::MAX);
-                seen.insert(bytes, i);
+                if same[row] {
+                    if let Some(slot) = first.get_mut(&hash) {
+                        slot.1 = i;
+                    }
+                } else {
+                    others.push((hash, row, i));
+                }
                 row_meta.push(i);
-                let mut h = Fx::default();
-                f.hash_row(row, &mut h);
-                let hash = h.finish();
                 let cached = lock(&self.meta_cache)
                     .get(hash, |v| f.matches(row, v))
                     .cloned();

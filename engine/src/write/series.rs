@@ -200,6 +200,11 @@ impl std::hash::Hasher for Fx {
 impl Fx {
     const K: u64 = 0x517c_c1b7_2722_0a95;
 
+    /// A hasher that goes on from state `h` (a hash computed before).
+    pub(crate) fn with_state(h: u64) -> Fx {
+        Fx(h)
+    }
+
     fn word(&mut self, w: u64) {
         self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(Self::K);
     }

@@ -407,3 +407,80 @@ fn meta_values_seen_before_find_their_series() {
     assert_eq!(metas(&docs).len(), 5);
     assert_eq!(metas(&docs), metas(&cols));
 }
+
+#[test]
+fn meta_values_with_nulls_group_as_their_documents_do() {
+    // Null struct rows (no meta), null children (left out of the meta) and values that differ
+    // only in one child: grouped column by column, they make the series the documents make.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (_db, docs, cols) = open(dir.path(), 1000);
+    let n = 84_i64;
+    let null_meta = |i: i64| i % 7 == 0;
+    let null_name = |i: i64| i % 3 == 0;
+    let documents: Vec<Document> = (0..n)
+        .map(|i| {
+            let mut d = doc! { "_id": i, "t": DateTime::from_millis(i * 1000) };
+            if !null_meta(i) {
+                let mut host = Document::new();
+                if !null_name(i) {
+                    host.insert("name", format!("h{}", i % 4));
+                }
+                host.insert("rack", i32::try_from(i % 2).expect("small"));
+                d.insert("host", host);
+            }
+            d
+        })
+        .collect();
+    let names = StringArray::from_iter(
+        (0..n).map(|i| (!null_name(i) && !null_meta(i)).then(|| format!("h{}", i % 4))),
+    );
+    let racks = Int32Array::from_iter(
+        (0..n).map(|i| (!null_meta(i)).then(|| i32::try_from(i % 2).expect("small"))),
+    );
+    let host = StructArray::try_new(
+        vec![
+            Arc::new(Field::new("name", DataType::Utf8, true)),
+            Arc::new(Field::new("rack", DataType::Int32, true)),
+        ]
+        .into(),
+        vec![Arc::new(names) as ArrayRef, Arc::new(racks) as ArrayRef],
+        Some((0..n).map(|i| !null_meta(i)).collect()),
+    )
+    .expect("struct");
+    let batch = RecordBatch::try_from_iter([
+        (
+            "_id",
+            Arc::new(Int64Array::from_iter_values(0..n)) as ArrayRef,
+        ),
+        (
+            "t",
+            Arc::new(TimestampMillisecondArray::from_iter_values(
+                (0..n).map(|i| i * 1000),
+            )) as ArrayRef,
+        ),
+        ("host", Arc::new(host) as ArrayRef),
+    ])
+    .expect("batch");
+    let a = docs
+        .insert_many(&documents, &InsertOptions::default())
+        .expect("insert");
+    let b = cols
+        .insert_record_batch(&batch, &InsertOptions::default())
+        .expect("insert");
+    assert_eq!((a.inserted, b.inserted), (84, 84));
+    assert_eq!(stored(&docs), stored(&cols));
+    let metas = |c: &Collection| {
+        let mut out: Vec<String> = c
+            .buckets()
+            .expect("buckets")
+            .into_iter()
+            .map(|b| format!("{:?} {:?}", b.get("meta"), b.get("control")))
+            .collect();
+        out.sort();
+        out
+    };
+    // No meta, and {rack} or {name, rack} for 2 racks × 4 names (with a name, the rack
+    // follows from it): 1 + 2 + 4 series.
+    assert_eq!(metas(&docs).len(), 7);
+    assert_eq!(metas(&docs), metas(&cols));
+}
