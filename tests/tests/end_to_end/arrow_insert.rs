@@ -139,6 +139,18 @@ fn stored(coll: &Collection) -> BTreeMap<i64, BTreeMap<String, Bson>> {
         .collect()
 }
 
+/// Every bucket's meta and control, sorted.
+fn buckets(coll: &Collection) -> Vec<String> {
+    let mut out: Vec<String> = coll
+        .buckets()
+        .expect("buckets")
+        .into_iter()
+        .map(|b| format!("{:?} {:?}", b.get("meta"), b.get("control")))
+        .collect();
+    out.sort();
+    out
+}
+
 fn row() -> impl Strategy<Value = (u8, i64, Option<f64>, Option<i64>, Option<bool>, Option<u8>)> {
     (
         0u8..6,
@@ -175,16 +187,6 @@ proptest! {
             prop_assert_eq!(a.inserted, rows.len());
         }
         prop_assert_eq!(stored(&docs), stored(&cols));
-        let buckets = |c: &Collection| {
-            let mut out: Vec<String> = c
-                .buckets()
-                .expect("buckets")
-                .into_iter()
-                .map(|b| format!("{:?} {:?}", b.get("meta"), b.get("control")))
-                .collect();
-            out.sort();
-            out
-        };
         prop_assert_eq!(buckets(&docs), buckets(&cols));
     }
 }
@@ -469,18 +471,8 @@ fn meta_values_with_nulls_group_as_their_documents_do() {
         .expect("insert");
     assert_eq!((a.inserted, b.inserted), (84, 84));
     assert_eq!(stored(&docs), stored(&cols));
-    let metas = |c: &Collection| {
-        let mut out: Vec<String> = c
-            .buckets()
-            .expect("buckets")
-            .into_iter()
-            .map(|b| format!("{:?} {:?}", b.get("meta"), b.get("control")))
-            .collect();
-        out.sort();
-        out
-    };
     // No meta, and {rack} or {name, rack} for 2 racks × 4 names (with a name, the rack
     // follows from it): 1 + 2 + 4 series.
-    assert_eq!(metas(&docs).len(), 7);
-    assert_eq!(metas(&docs), metas(&cols));
+    assert_eq!(buckets(&docs).len(), 7);
+    assert_eq!(buckets(&docs), buckets(&cols));
 }
