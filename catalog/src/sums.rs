@@ -11,7 +11,7 @@
 //! the rows its `control.count` counts. This goes beyond MongoDB's control (SPEC
 //! answers only counts, minima and maxima from control; docs/semantics.md).
 
-use tscoll_codec::{Column, ValueRef, tag};
+use tscoll_codec::{Column, Lane, tag};
 
 use crate::varint::{Reader, put_varint, unzigzag, zigzag};
 
@@ -152,25 +152,35 @@ impl FieldSums {
     #[must_use]
     pub fn of_rows(column: &Column, from: usize, to: usize) -> Option<FieldSums> {
         let mut s = FieldSums::default();
+        // The lanes of the rows, walked by type code (no value is built).
+        let (types, ints, floats) = column.lanes_of_rows(from, to.min(column.len()));
+        if types.contains(&tag::DECIMAL128) {
+            return None;
+        }
+        let (mut ints, mut floats) = (ints.iter(), floats.iter());
         // Welford's running mean over the values as doubles, for m2.
         let mut mean = 0.0;
-        for v in column.iter_rows(from, to.min(column.len())) {
+        for &ty in types {
             #[expect(clippy::cast_precision_loss, reason = "deviations are doubles")]
-            let x = match v {
-                ValueRef::Int(ty @ (tag::INT32 | tag::INT64), i) => {
+            let x = match Lane::of(ty) {
+                Some(Lane::Int) => {
+                    let Some(&i) = ints.next() else { break };
+                    if ty != tag::INT32 && ty != tag::INT64 {
+                        continue;
+                    }
                     s.ints += i128::from(i);
                     s.longs |= ty == tag::INT64;
                     let square = i128::from(i) * i128::from(i);
                     s.squares = s.squares.and_then(|q| q.checked_add(square.unsigned_abs()));
                     i as f64
                 }
-                ValueRef::Float(d) => {
+                Some(Lane::Float) => {
+                    let Some(&d) = floats.next() else { break };
                     s.floats.add(d);
                     s.doubles = true;
                     s.squares = None;
                     d
                 }
-                ValueRef::Bytes(tag::DECIMAL128, _) => return None,
                 _ => continue,
             };
             s.count += 1;

@@ -196,7 +196,7 @@ impl PlainWriter {
     #[must_use]
     pub fn finish(&mut self) -> Vec<u8> {
         self.end_entry();
-        let out = self.buf.clone();
+        let out = std::mem::take(&mut self.buf);
         self.clear();
         out
     }
