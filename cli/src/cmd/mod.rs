@@ -60,7 +60,7 @@ use std::path::{Path, PathBuf};
 
 use bson::{Bson, Document};
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
-use tscoll_engine::{Access, Collection, Database, DatabaseOptions, LogOptions};
+use tscoll_engine::{Access, CatalogOptions, Collection, Database, DatabaseOptions, LogOptions};
 
 /// Error type of the commands: anything displayable.
 pub(crate) type CmdError = Box<dyn std::error::Error + Send + Sync>;
@@ -94,6 +94,12 @@ pub(crate) struct DbArgs {
     /// temporary file, merged with the others as the result is printed.
     #[arg(long, value_name = "BYTES", default_value_t = tscoll_engine::SORT_MEMORY_LIMIT, help_heading = DB_OPTIONS)]
     pub(crate) sort_memory_bytes: u64,
+    /// Bytes the bucket catalog of each collection may hold (open buckets' rows, min/max,
+    /// staged batches) before idle buckets are archived or closed and stored (MongoDB's
+    /// `timeseriesIdleBucketExpiryMemoryUsageThreshold`, SPEC §6.9). Many series each writing
+    /// a few points need more than the default to keep their buckets open.
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_CATALOG_MEMORY, help_heading = DB_OPTIONS)]
+    pub(crate) catalog_memory: u64,
 }
 
 /// The help heading of the options of opening a database.
@@ -102,6 +108,8 @@ const DB_OPTIONS: &str = "Database options";
 const DEFAULT_CHECKPOINT_BYTES: u64 = 64 << 20;
 /// The default `--ingest-min-bytes`: 128 KiB.
 const DEFAULT_INGEST_MIN_BYTES: u64 = 128 << 10;
+/// The default `--catalog-memory`: the library's (64 MiB).
+pub(crate) const DEFAULT_CATALOG_MEMORY: u64 = 64 << 20;
 
 impl DbArgs {
     /// `--db dir` with the default options of opening it.
@@ -113,6 +121,7 @@ impl DbArgs {
             checkpoint_bytes: DEFAULT_CHECKPOINT_BYTES,
             ingest_min_bytes: DEFAULT_INGEST_MIN_BYTES,
             sort_memory_bytes: tscoll_engine::SORT_MEMORY_LIMIT,
+            catalog_memory: DEFAULT_CATALOG_MEMORY,
         }
     }
 
@@ -123,6 +132,7 @@ impl DbArgs {
         CHECKPOINT_BYTES.store(self.checkpoint_bytes, Relaxed);
         INGEST_MIN_BYTES.store(self.ingest_min_bytes, Relaxed);
         SORT_MEMORY_BYTES.store(self.sort_memory_bytes, Relaxed);
+        CATALOG_MEMORY.store(self.catalog_memory, Relaxed);
     }
 }
 
@@ -138,10 +148,23 @@ static INGEST_MIN_BYTES: std::sync::atomic::AtomicU64 =
 static SORT_MEMORY_BYTES: std::sync::atomic::AtomicU64 =
     std::sync::atomic::AtomicU64::new(tscoll_engine::SORT_MEMORY_LIMIT);
 
+/// `--catalog-memory` ([`CatalogOptions::idle_bucket_expiry_memory_usage_threshold_bytes`]).
+static CATALOG_MEMORY: std::sync::atomic::AtomicU64 =
+    std::sync::atomic::AtomicU64::new(DEFAULT_CATALOG_MEMORY);
+
+/// The catalog options of a database opened with `--catalog-memory` bytes.
+pub(crate) fn catalog_options(catalog_memory: u64) -> CatalogOptions {
+    CatalogOptions {
+        idle_bucket_expiry_memory_usage_threshold_bytes: catalog_memory,
+        ..CatalogOptions::default()
+    }
+}
+
 /// The options databases are opened with: the defaults, with `--checkpoint-bytes`,
-/// `--ingest-min-bytes` and `--sort-memory-bytes`.
+/// `--ingest-min-bytes`, `--sort-memory-bytes` and `--catalog-memory`.
 pub(crate) fn db_options() -> DatabaseOptions {
     DatabaseOptions {
+        catalog: catalog_options(CATALOG_MEMORY.load(std::sync::atomic::Ordering::Relaxed)),
         log: LogOptions {
             checkpoint_bytes: CHECKPOINT_BYTES.load(std::sync::atomic::Ordering::Relaxed),
             ingest_min_bytes: INGEST_MIN_BYTES.load(std::sync::atomic::Ordering::Relaxed),

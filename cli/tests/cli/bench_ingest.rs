@@ -217,3 +217,34 @@ fn gen_writes_the_workload_as_extended_json_lines() {
         .collect();
     assert_eq!(host_0.len(), 9);
 }
+
+#[test]
+fn catalog_memory_bounds_the_open_buckets() {
+    // 100 hosts keep 100 buckets open, each some kilobytes of rows and min/max. A bucket is
+    // opened (and idle ones expired first, SPEC §6.9) when a host's hour rolls over: under
+    // 100 000 bytes of catalog memory idle ones are archived or closed, under the default none.
+    let ingest = |extra: &[&str]| {
+        let mut args = vec![
+            "bench", "ingest", "--hosts", "100", "--days", "0.1", "--json",
+        ];
+        args.extend_from_slice(extra);
+        let run = tscoll(&args, None).ok();
+        run.json_lines().remove(0)
+    };
+    let under_pressure = |j: &serde_json::Value| {
+        let c = &j["bucket_catalog"];
+        c["numBucketsArchivedDueToMemoryThreshold"]
+            .as_u64()
+            .expect("archived")
+            + c["numBucketsClosedDueToMemoryThreshold"]
+                .as_u64()
+                .expect("closed")
+    };
+    let default = ingest(&[]);
+    let small = ingest(&["--catalog-memory", "100000"]);
+    assert_eq!(under_pressure(&default), 0, "{default}");
+    assert!(under_pressure(&small) > 0, "{small}");
+    for j in [&default, &small] {
+        assert_eq!(j["stored_measurements"], j["measurements"], "{j}");
+    }
+}

@@ -103,6 +103,10 @@ pub(crate) struct Args {
     #[arg(long = "rollup", value_name = "LIST", value_delimiter = ',',
           value_parser = crate::cmd::create::parse_resolution)]
     pub(crate) rollups: Vec<i64>,
+    /// Bytes the bucket catalog may hold before idle buckets are archived or closed
+    /// (`--catalog-memory` of the other commands).
+    #[arg(long, value_name = "BYTES", default_value_t = crate::cmd::DEFAULT_CATALOG_MEMORY)]
+    pub(crate) catalog_memory: u64,
 }
 
 /// The TSBS-like workload's size and seed, shared by `bench ingest` and `bench gen`.
@@ -206,7 +210,11 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
         }
     }
     let (_temp, dir) = super::bench_dir(args.db.as_deref(), "tscoll-bench-ingest-")?;
-    let db = Database::open(&dir, DatabaseOptions::default())
+    let options = DatabaseOptions {
+        catalog: crate::cmd::catalog_options(args.catalog_memory),
+        ..DatabaseOptions::default()
+    };
+    let db = Database::open(&dir, options)
         .map_err(|e| format!("cannot open database {}: {e}", dir.display()))?;
     if db.collection(COLLECTION).is_ok() {
         return Err(format!(
