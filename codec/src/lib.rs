@@ -10,6 +10,10 @@
 //! rANS entropy coding, decimal floats, dictionaries, ObjectId splitting), and the body goes
 //! through zstd when that makes it smaller.
 //!
+//! Rows written once and rarely read (the engine's write-ahead log) take the plain row format
+//! instead ([`PlainWriter`], [`decode_plain`]): the lanes with one fixed light transform and
+//! no encoding chosen.
+//!
 //! ```
 //! use tscoll_codec::{Column, decode_bucket, encode_bucket, tag};
 //!
