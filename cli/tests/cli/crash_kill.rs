@@ -18,6 +18,11 @@
 //! records (`--ingest-min-bytes 0`), so kills land between the two as well. A last round runs
 //! to completion and shuts down cleanly.
 //!
+//! A second suite runs the same at high cardinality ([`MANY_SERIES`]): 1000 series, calls of
+//! 500 measurements, and a bucket catalog of 256 KiB (`--catalog-memory`), under which a call
+//! archives, closes and stores idle buckets by the thousand (2500 archived, 2500 closed and
+//! 2000 reopened in 3000 measurements), so kills land while idle buckets are being stored.
+//!
 //! `TSCOLL_CRASH_SEED` and `TSCOLL_CRASH_ROUNDS` override the seed and the number of kills.
 //!
 //! Unix only (SIGKILL): `main.rs` declares this module under `cfg(unix)`.
@@ -37,19 +42,48 @@ use tscoll_engine::{
     Accumulator, AggregateSpec, Database, DatabaseOptions, FindOptions, TimeseriesOptions,
 };
 
-/// Series the measurements are spread over (`_id % SERIES`).
-const SERIES: i64 = 4;
-/// Time between two consecutive measurements (of any series): one series gets one every
-/// 40 s, so an hour-long bucket (granularity seconds) holds 90 and closes often.
-const STEP_MS: i64 = 10_000;
+/// The data and the load of a crash suite.
+#[derive(Clone, Copy)]
+struct Shape {
+    /// Series the measurements are spread over (`_id % series`).
+    series: i64,
+    /// Time between two consecutive measurements (of any series).
+    step_ms: i64,
+    /// Measurements per `insert_many` call of the child.
+    batch: i64,
+    /// More options of the child.
+    extra: &'static [&'static str],
+    /// Measurements the killed rounds must acknowledge in all, at least, for the suite to
+    /// test much (kills not all at startup).
+    min_acked: usize,
+}
+
+/// Few series: one series gets a measurement every 40 s, so an hour-long bucket (granularity
+/// seconds) holds 90 and closes often; calls of 12.
+const FEW_SERIES: Shape = Shape {
+    series: 4,
+    step_ms: 10_000,
+    batch: 12,
+    extra: &[],
+    min_acked: 240,
+};
+
+/// Many series: 1000, each with a measurement every 10 s, calls of 500 (a few hundred
+/// buckets each), and a bucket catalog of 256 KiB, so idle buckets are archived and closed,
+/// and stored, while the child is killed.
+const MANY_SERIES: Shape = Shape {
+    series: 1000,
+    step_ms: 10,
+    batch: 500,
+    extra: &["--catalog-memory", "262144"],
+    min_acked: 2000,
+};
 /// 2016-01-01T00:00:00Z.
 const BASE_MS: i64 = 1_451_606_400_000;
 /// `bucketMaxSpanSeconds` of granularity seconds, in ms (SPEC §1.2).
 const SPAN_MS: i64 = 3_600_000;
 /// `bucketRoundingSeconds` of granularity seconds, in ms (SPEC R-1.2.1).
 const ROUNDING_MS: i64 = 60_000;
-/// Measurements per `insert_many` call of the child.
-const BATCH: i64 = 12;
 /// Lines a killed round gets at most; then its stdin stays open and idle until the kill.
 /// A bound on the data keeps the checks (which read everything) fast on a fast disk.
 const MAX_KILLED_LINES: i64 = 10_000;
@@ -79,12 +113,12 @@ impl Rng {
     }
 }
 
-fn time_of(id: i64) -> i64 {
-    BASE_MS + id * STEP_MS
+fn time_of(id: i64, shape: Shape) -> i64 {
+    BASE_MS + id * shape.step_ms
 }
 
-fn series_of(id: i64) -> String {
-    format!("s{}", id % SERIES)
+fn series_of(id: i64, shape: Shape) -> String {
+    format!("s{}", id % shape.series)
 }
 
 /// A double with two decimals (written as `12.25`, so it stays a double).
@@ -95,12 +129,12 @@ fn value_of(id: i64) -> f64 {
 }
 
 /// The NDJSON line of measurement `id`: `_id` and `n` are the id (int64).
-fn line(id: i64) -> String {
+fn line(id: i64, shape: Shape) -> String {
     format!(
         "{{\"_id\":{{\"$numberLong\":\"{id}\"}},\"ts\":{{\"$date\":{{\"$numberLong\":\"{}\"}}}},\
          \"meta\":{{\"series\":\"{}\"}},\"n\":{{\"$numberLong\":\"{id}\"}},\"v\":{:.2}}}\n",
-        time_of(id),
-        series_of(id),
+        time_of(id, shape),
+        series_of(id, shape),
         value_of(id)
     )
 }
@@ -141,7 +175,13 @@ struct Outcome {
 
 /// Runs one child ingest of the measurements from id `start` on, fed through its stdin, and
 /// kills it after `delay`; without a delay, feeds [`FINAL_LINES`] and lets it finish.
-fn run_child(db: &Path, start: i64, delay: Option<Duration>, model: &mut Model) -> Outcome {
+fn run_child(
+    db: &Path,
+    start: i64,
+    delay: Option<Duration>,
+    model: &mut Model,
+    shape: Shape,
+) -> Outcome {
     // Every other child ingests the blobs of buckets leaving memory straight into tables,
     // whatever their size (`--ingest-min-bytes 0`): kills also land between such an
     // ingestion and the control records that make its blobs visible.
@@ -157,7 +197,8 @@ fn run_child(db: &Path, start: i64, delay: Option<Duration>, model: &mut Model) 
         .arg("m")
         .arg("-")
         .args(["--durability", "sync", "--report-acks"])
-        .args(["--batch-size", &BATCH.to_string()])
+        .args(["--batch-size", &shape.batch.to_string()])
+        .args(shape.extra)
         // A checkpoint of the write-ahead log every few calls: kills also land inside
         // checkpoints (and the buckets they store).
         .args(["--checkpoint-bytes", "4096"])
@@ -180,7 +221,7 @@ fn run_child(db: &Path, start: i64, delay: Option<Duration>, model: &mut Model) 
     let feed = thread::spawn(move || {
         let mut pipe = BufWriter::new(stdin);
         for id in start..start + limit {
-            if pipe.write_all(line(id).as_bytes()).is_err() {
+            if pipe.write_all(line(id, shape).as_bytes()).is_err() {
                 return;
             }
         }
@@ -271,7 +312,13 @@ fn get_millis(d: &Document, key: &str) -> i64 {
 /// Opens the database in this process and checks it against the model; `in_flight` are the
 /// ids that may or may not be stored (the batch the child was committing when killed).
 /// Returns, per bucket, the ids it holds.
-fn check(db_dir: &Path, model: &mut Model, in_flight: &Range<i64>, round: usize) -> Vec<Vec<i64>> {
+fn check(
+    db_dir: &Path,
+    model: &mut Model,
+    in_flight: &Range<i64>,
+    round: usize,
+    shape: Shape,
+) -> Vec<Vec<i64>> {
     let ctx = format!("round {round}");
     let db = Database::open(db_dir, DatabaseOptions::default())
         .unwrap_or_else(|e| panic!("{ctx}: reopen after the kill: {e}"));
@@ -288,11 +335,14 @@ fn check(db_dir: &Path, model: &mut Model, in_flight: &Range<i64>, round: usize)
             present.insert(id),
             "{ctx}: measurement {id} is stored twice"
         );
-        assert_eq!(get_millis(d, "ts"), time_of(id), "{ctx}: ts of {id}");
+        assert_eq!(get_millis(d, "ts"), time_of(id, shape), "{ctx}: ts of {id}");
         assert_eq!(get_i64(d, "n"), id, "{ctx}: n of {id}");
         assert_eq!(d.get_f64("v").ok(), Some(value_of(id)), "{ctx}: v of {id}");
         let meta = d.get_document("meta").expect("meta");
-        assert_eq!(meta.get_str("series").ok(), Some(series_of(id).as_str()));
+        assert_eq!(
+            meta.get_str("series").ok(),
+            Some(series_of(id, shape).as_str())
+        );
     }
     let mut lost: Vec<i64> = model
         .acked
@@ -365,10 +415,14 @@ fn check(db_dir: &Path, model: &mut Model, in_flight: &Range<i64>, round: usize)
                 panic!("{ctx}: bucket {bid}: _id {id} is not an int64");
             };
             assert!(in_buckets.insert(id), "{ctx}: {id} is in two buckets");
-            assert_eq!(series, series_of(id), "{ctx}: {id} in a bucket of {series}");
+            assert_eq!(
+                series,
+                series_of(id, shape),
+                "{ctx}: {id} in a bucket of {series}"
+            );
             assert_eq!(
                 times[i].as_datetime().map(|t| t.timestamp_millis()),
-                Some(time_of(id))
+                Some(time_of(id, shape))
             );
             assert_eq!(ns[i], Bson::Int64(id), "{ctx}: bucket {bid}: n of {id}");
             held.push(id);
@@ -382,18 +436,18 @@ fn check(db_dir: &Path, model: &mut Model, in_flight: &Range<i64>, round: usize)
         // The rounded time the bucket was opened with (R-4.3.1, R-1.3.1).
         assert_eq!(
             get_millis(min, "ts"),
-            time_of(lo) - time_of(lo).rem_euclid(ROUNDING_MS),
+            time_of(lo, shape) - time_of(lo, shape).rem_euclid(ROUNDING_MS),
             "{ctx}: bucket {bid} min.ts"
         );
         assert_eq!(
             get_millis(max, "ts"),
-            time_of(hi),
+            time_of(hi, shape),
             "{ctx}: bucket {bid} max.ts"
         );
         assert_eq!(get_i64(min, "n"), lo, "{ctx}: bucket {bid} min.n");
         assert_eq!(get_i64(max, "n"), hi, "{ctx}: bucket {bid} max.n");
         assert!(
-            time_of(hi) - time_of(lo) < SPAN_MS,
+            time_of(hi, shape) - time_of(lo, shape) < SPAN_MS,
             "{ctx}: bucket {bid} spans more than bucketMaxSpanSeconds"
         );
         per_bucket.push(held);
@@ -485,7 +539,7 @@ fn report_acks_prints_one_line_per_batch() {
         input += &if id == 5 {
             "{\"ts\":\n".to_owned()
         } else {
-            line(id)
+            line(id, FEW_SERIES)
         };
     }
     let out = run(
@@ -511,8 +565,20 @@ fn report_acks_prints_one_line_per_batch() {
 
 #[test]
 fn killed_ingests_keep_every_acknowledged_measurement_once() {
+    killed_ingests(FEW_SERIES, env_or("TSCOLL_CRASH_ROUNDS", ROUNDS));
+}
+
+/// The same at high cardinality: calls touch hundreds of buckets and idle buckets are
+/// archived, closed and stored under memory pressure while the child is killed.
+#[test]
+fn killed_ingests_of_many_series_keep_every_acknowledged_measurement_once() {
+    killed_ingests(MANY_SERIES, env_or("TSCOLL_CRASH_ROUNDS", ROUNDS) / 3);
+}
+
+/// Kills `rounds` children ingesting measurements of `shape`, checking the database after
+/// each (see the module docs), then lets a last one finish.
+fn killed_ingests(shape: Shape, rounds: usize) {
     let seed = env_or("TSCOLL_CRASH_SEED", SEED);
-    let rounds = env_or("TSCOLL_CRASH_ROUNDS", ROUNDS);
     let started = Instant::now();
     eprintln!("seed {seed} (TSCOLL_CRASH_SEED), {rounds} kills (TSCOLL_CRASH_ROUNDS)");
     let dir = tempfile::tempdir().expect("tempdir");
@@ -532,11 +598,11 @@ fn killed_ingests_keep_every_acknowledged_measurement_once() {
         let last = round == rounds;
         model.round_starts.push(next_id);
         let delay = (!last).then(|| Duration::from_millis(rng.range(DELAY_MS.clone())));
-        let outcome = run_child(&db_dir, next_id, delay, &mut model);
+        let outcome = run_child(&db_dir, next_id, delay, &mut model, shape);
         // At most one batch is in flight: the one after the last acknowledgement.
         let acked_end = next_id + outcome.last_acked;
-        let in_flight = acked_end..acked_end + BATCH;
-        per_bucket = check(&db_dir, &mut model, &in_flight, round);
+        let in_flight = acked_end..acked_end + shape.batch;
+        per_bucket = check(&db_dir, &mut model, &in_flight, round, shape);
         let stored = in_flight
             .clone()
             .filter(|id| model.present.contains(id))
@@ -579,7 +645,7 @@ fn killed_ingests_keep_every_acknowledged_measurement_once() {
     );
     let acked = model.acked.len();
     assert!(
-        acked > 20 * BATCH as usize,
+        acked > shape.min_acked,
         "only {acked} measurements were acknowledged: kills come too early to test much"
     );
     eprintln!(
