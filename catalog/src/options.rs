@@ -29,6 +29,12 @@ pub struct CatalogOptions {
     pub cache_size_bytes: u64,
 }
 
+impl CatalogOptions {
+    /// The default of [`CatalogOptions::idle_bucket_expiry_memory_usage_threshold_bytes`]:
+    /// 64 MiB (SPEC §0).
+    pub const DEFAULT_IDLE_BUCKET_EXPIRY_MEMORY_USAGE_THRESHOLD_BYTES: u64 = 64 << 20;
+}
+
 impl Default for CatalogOptions {
     fn default() -> Self {
         CatalogOptions {
@@ -37,7 +43,8 @@ impl Default for CatalogOptions {
             bucket_min_count: 10,
             bucket_min_size: 5_120,
             large_measurement_threshold: 32,
-            idle_bucket_expiry_memory_usage_threshold_bytes: 64 << 20,
+            idle_bucket_expiry_memory_usage_threshold_bytes:
+                Self::DEFAULT_IDLE_BUCKET_EXPIRY_MEMORY_USAGE_THRESHOLD_BYTES,
             idle_bucket_expiry_max_count_per_attempt: 3,
             cache_size_bytes: 256 << 20,
         }

@@ -216,14 +216,6 @@ pub struct BlobHeader {
     pub columns: Vec<ColumnEntry>,
 }
 
-/// Whether a blob of `rows` rows and `columns` columns is within the format's limits
-/// ([`MAX_ROWS`], [`MAX_COLUMNS`], [`MAX_CELLS`]): the encoder refuses one that is not
-/// ([`Error::InvalidArgument`]), whatever its values.
-#[must_use]
-pub fn fits_shape(rows: usize, columns: usize) -> bool {
-    check_shape(rows, columns).is_ok()
-}
-
 /// Whether a bucket of `rows` rows and the fields `names` is within the format's limits
 /// ([`MAX_ROWS`], [`MAX_COLUMNS`], [`MAX_CELLS`], [`MAX_NAME_LEN`]), which
 /// [`crate::encode_bucket`] checks before encoding; `Err` says which it passes. Rows are

@@ -57,7 +57,7 @@ pub mod varint;
 mod zigzag;
 mod zstd_pass;
 
-pub use blob::{BlobHeader, ColumnEntry, ColumnLayout, check_limits, fits_shape};
+pub use blob::{BlobHeader, ColumnEntry, ColumnLayout, check_limits};
 pub use column::{Column, ColumnIter, Lane, RowLanes, RowStart, ValueRef, tag};
 pub use error::{Error, Result};
 pub use float::FloatLayout;

@@ -246,6 +246,8 @@ impl PlainTable {
 pub fn decode_plain(bytes: &[u8]) -> Result<PlainTable> {
     let mut r = Reader::new(bytes);
     let mut table = PlainTable::default();
+    // Per name, the last entry that had it: a name repeated in an entry is found in O(1).
+    let mut last_entry: Vec<usize> = Vec::new();
     // Rows of one type take 1 byte for all of them: the rows read are bounded by the input.
     let mut budget = bytes
         .len()
@@ -268,6 +270,7 @@ pub fn decode_plain(bytes: &[u8]) -> Result<PlainTable> {
                 let name = std::str::from_utf8(r.bytes(n)?)
                     .map_err(|_| Error::Corruption("a column name is not UTF-8".to_owned()))?;
                 table.names.push(name.to_owned());
+                last_entry.push(usize::MAX);
                 table.names.len() - 1
             } else {
                 usize::try_from(reference - 1)
@@ -277,11 +280,15 @@ pub fn decode_plain(bytes: &[u8]) -> Result<PlainTable> {
                         Error::Corruption(format!("name reference {reference} of a plain column"))
                     })?
             };
-            if entry.columns.iter().any(|(n, _)| *n == name) {
+            let entry_no = table.entries.len();
+            if last_entry.get(name) == Some(&entry_no) {
                 return Err(Error::Corruption(format!(
                     "column {:?} repeats in a plain entry",
                     table.names.get(name)
                 )));
+            }
+            if let Some(last) = last_entry.get_mut(name) {
+                *last = entry_no;
             }
             let column = read_column(&mut r, rows, &mut budget)?;
             full |= column.len() == rows;
@@ -428,6 +435,19 @@ mod tests {
             bytes[i] ^= xor;
             let _ = decode_plain(&bytes);
         }
+    }
+
+    #[test]
+    fn a_column_named_twice_in_an_entry_is_damage() {
+        let c = column(&[Some(1)]);
+        let mut w = PlainWriter::new();
+        w.begin_entry(1);
+        w.column("a", &c, c.row_start(0), 1);
+        w.column("a", &c, c.row_start(0), 1);
+        assert!(matches!(
+            decode_plain(&w.finish()),
+            Err(Error::Corruption(_))
+        ));
     }
 
     #[test]

@@ -126,12 +126,6 @@ impl Prepared {
         self.catalog.abort(&self.batch.batch, error);
     }
 
-    /// Appends the batch's rows to `table` (they stay in the bucket's columns until it is
-    /// finished); nothing when its bucket left the catalog.
-    pub fn append_rows(&self, table: &mut CommitRows) {
-        self.catalog.batch_rows(&self.batch, table);
-    }
-
     /// The stored state a commit of this batch leaves when it is written as a segment with
     /// its control record (what a [`BucketSource`] reads back to reopen the bucket, SPEC
     /// §6.8): control min/max and count after the commit, the next segment number, not
@@ -190,16 +184,6 @@ impl BucketCatalog {
             ExecutionStats::bump(&self.stats.num_waits);
         }
         batch.wait()
-    }
-
-    /// Appends the rows of prepared batch `p` (not finished yet) to `table`; nothing when its
-    /// bucket left the catalog.
-    fn batch_rows(&self, p: &PreparedBatch, table: &mut CommitRows) {
-        let stripe = lock(&self.stripes[p.batch.stripe]);
-        if let Some(bucket) = stripe.buckets.get(&p.bucket_id) {
-            let from = (p.committed_before - bucket.rows_base) as usize;
-            table.append(&bucket.rows, from, from + p.rows);
-        }
     }
 
     fn prepare(

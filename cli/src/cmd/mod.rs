@@ -109,7 +109,8 @@ const DEFAULT_CHECKPOINT_BYTES: u64 = 64 << 20;
 /// The default `--ingest-min-bytes`: 128 KiB.
 const DEFAULT_INGEST_MIN_BYTES: u64 = 128 << 10;
 /// The default `--catalog-memory`: the library's (64 MiB).
-pub(crate) const DEFAULT_CATALOG_MEMORY: u64 = 64 << 20;
+pub(crate) const DEFAULT_CATALOG_MEMORY: u64 =
+    tscoll_engine::CatalogOptions::DEFAULT_IDLE_BUCKET_EXPIRY_MEMORY_USAGE_THRESHOLD_BYTES;
 
 impl DbArgs {
     /// `--db dir` with the default options of opening it.

@@ -31,7 +31,7 @@ use crate::collection::CollectionInner;
 use crate::error::{Error, ErrorCode, Result};
 use crate::write::meta_cache::lock;
 use crate::write::series::{BuildFx, Fx};
-use crate::write::{InsertResult, WriteError, take_outcome, too_large};
+use crate::write::{InsertResult, WriteError, long_name, take_outcome, too_large};
 
 /// One Arrow column read as values of one BSON type.
 enum Source<'a> {
@@ -434,12 +434,7 @@ impl CollectionInner {
                 )));
             }
             if name.len() > tscoll_codec::MAX_NAME_LEN {
-                return Err(bad_value(format!(
-                    "a field name of {} bytes is longer than the {} bytes a stored field name \
-                     may have",
-                    name.len(),
-                    tscoll_codec::MAX_NAME_LEN
-                )));
+                return Err(bad_value(long_name(name.len())));
             }
             let column = field(name, batch.column(i).as_ref()).map_err(bad_value)?;
             if Some(name) == spec.meta_field.as_deref() {

@@ -92,10 +92,10 @@ impl CollectionInner {
             let mut has_id = false;
             let mut raw: u64 = 0;
             let mut unstorable = None;
-            let mut long_name = None;
+            let mut too_long = None;
             for (k, v) in doc {
                 if k.len() > MAX_NAME_LEN {
-                    long_name = Some(k.len());
+                    too_long = Some(k.len());
                     break;
                 }
                 if Some(k.as_str()) == meta_field {
@@ -129,15 +129,12 @@ impl CollectionInner {
                     },
                 }
             }
-            if let Some(len) = long_name {
+            if let Some(len) = too_long {
                 // A field is a column of its bucket, whose name the codec keeps to 64 KiB.
                 errors.push(WriteError {
                     index,
                     code: ErrorCode::BadValue,
-                    message: format!(
-                        "a field name of {len} bytes is longer than the {MAX_NAME_LEN} bytes a \
-                         stored field name may have"
-                    ),
+                    message: long_name(len),
                 });
                 if ordered {
                     break;
@@ -444,6 +441,15 @@ impl CollectionInner {
         abort_all(std::mem::take(group), &e.error);
         Err(e.error)
     }
+}
+
+/// Why a field name of `len` bytes is refused: a field is a column of its bucket, and the
+/// codec keeps column names to [`MAX_NAME_LEN`] bytes.
+pub(crate) fn long_name(len: usize) -> String {
+    format!(
+        "a field name of {len} bytes is longer than the {MAX_NAME_LEN} bytes a stored field \
+         name may have"
+    )
 }
 
 /// Finishes batches written to the log: they are committed, and counted so in `call` (also
