@@ -397,29 +397,51 @@ impl Bucket {
     }
 
     /// Drops the rows from position `end` on (those of aborted batches) and brings the
-    /// control state back to the rows kept: `control.min`/`max` (a field only the dropped rows
-    /// held leaves), the max time, the last time and sortedness are rebuilt from the stored
-    /// state the bucket was reopened with and the rows it holds in memory, in their order, so
-    /// they are what staging only the kept rows would have left. The size estimate keeps the
-    /// dropped rows' bytes (it only brings the bucket's rollover forward).
+    /// control state back to the rows kept ([`Bucket::control_through`]): a field only the
+    /// dropped rows held leaves. The size estimate keeps the dropped rows' bytes (it only
+    /// brings the bucket's rollover forward).
     pub(crate) fn drop_rows_from(&mut self, end: u32, time_field: &str) {
         if end >= self.count || end < self.rows_base {
             return;
         }
+        let kept = self.control_through(end, time_field);
         self.count = end;
-        let kept = (end - self.rows_base) as usize;
-        self.rows.truncate(kept);
+        self.rows.truncate((end - self.rows_base) as usize);
+        let mut columns = std::mem::take(&mut self.rows.columns).into_iter();
+        let mut fields = BucketFields::default();
+        for field in kept.fields {
+            // Column `i` holds field `i`.
+            let column = columns.next();
+            let Some(field) = field else {
+                continue;
+            };
+            fields.push(field);
+            if let Some(column) = column {
+                self.rows.columns.push(column);
+            }
+        }
+        self.fields = fields;
+        if let Some(last) = kept.last_time {
+            self.last_time = last;
+            self.max_time = kept.max_time;
+        }
+        self.sorted = kept.sorted;
+    }
+
+    /// The control state of the bucket's first `end` rows (`rows_base ≤ end ≤ count`), rebuilt
+    /// from the stored state the bucket was reopened with and the rows it holds in memory, in
+    /// their order: what staging only those rows would have left. Per field of the bucket, in
+    /// order, its min/max (`None` when only later rows hold it).
+    fn control_through(&self, end: u32, time_field: &str) -> ControlThrough {
+        let kept = end.saturating_sub(self.rows_base) as usize;
         let base = self.reopened.as_deref();
         let mut max_time = base.map_or(i64::MIN, |b| b.max_time);
         let mut last_time = base.map(|b| b.max_time);
         let mut sorted = base.is_none_or(|b| b.sorted);
-        let old = std::mem::take(&mut self.fields);
-        let mut columns = std::mem::take(&mut self.rows.columns).into_iter();
-        let mut fields = BucketFields::default();
-        for (i, field) in old.list.into_iter().enumerate() {
+        let mut fields = Vec::with_capacity(self.fields.list.len());
+        for (i, field) in self.fields.list.iter().enumerate() {
             let mut minmax = base.and_then(|b| b.fields.get(i)).map(|f| f.minmax.clone());
-            let column = columns.next();
-            if let Some((_, c)) = &column {
+            if let Some((_, c)) = self.rows.columns.get(i) {
                 for v in c.iter_rows(0, kept.min(c.len())) {
                     let Ok(Some(v)) = crate::value::to_bson(v) else {
                         continue;
@@ -438,28 +460,50 @@ impl Bucket {
                     }
                 }
             }
-            let Some(minmax) = minmax else {
-                // Only dropped rows held the field.
-                continue;
-            };
-            let mut field = Field {
-                name: field.name,
-                minmax,
-            };
-            if base.is_none() && field.name == time_field {
-                field.set_rounded_min_time(self.min_time);
-            }
-            fields.push(field);
-            if let Some(column) = column {
-                self.rows.columns.push(column);
-            }
+            fields.push(minmax.map(|minmax| {
+                let mut field = Field {
+                    name: field.name.clone(),
+                    minmax,
+                };
+                if base.is_none() && field.name == time_field {
+                    field.set_rounded_min_time(self.min_time);
+                }
+                field
+            }));
         }
-        self.fields = fields;
-        if let Some(last) = last_time {
-            self.last_time = last;
-            self.max_time = max_time;
+        ControlThrough {
+            fields,
+            max_time,
+            last_time,
+            sorted,
         }
-        self.sorted = sorted;
+    }
+
+    /// The control state of the committed rows, for a part to store: `control.min`,
+    /// `control.max`, the max time (ms) and sortedness. While a batch is staged the bucket's
+    /// own state holds its rows too (staging updates it), so then it is rebuilt from the
+    /// committed rows ([`Bucket::control_through`]); `time_field` is asked for only then.
+    pub(crate) fn committed_control(
+        &self,
+        time_field: impl FnOnce() -> String,
+    ) -> (Document, Document, i64, bool) {
+        if self.count <= self.committed_count {
+            let (min, max) = self.control_min_max();
+            return (min, max, self.max_time, self.sorted);
+        }
+        let kept = self.control_through(self.committed_count, &time_field());
+        let mut min = Document::new();
+        let mut max = Document::new();
+        for f in kept.fields.iter().flatten() {
+            min.insert(f.name.clone(), f.minmax.min());
+            max.insert(f.name.clone(), f.minmax.max());
+        }
+        let max_time = if kept.last_time.is_some() {
+            kept.max_time
+        } else {
+            self.max_time
+        };
+        (min, max, max_time, kept.sorted)
     }
 
     /// Recomputes the bytes this bucket holds (SPEC ), returning the new value.
@@ -498,6 +542,19 @@ impl Bucket {
     pub(crate) fn has_pending(&self) -> bool {
         self.active.is_some() || self.prepared
     }
+}
+
+/// The control state of a bucket's first rows ([`Bucket::control_through`]).
+struct ControlThrough {
+    /// Per field of the bucket, in order: its min/max over those rows, `None` when they do
+    /// not hold it.
+    fields: Vec<Option<Field>>,
+    /// The max time (ms) of those rows, meaningful when `last_time` is `Some`.
+    max_time: i64,
+    /// The time of the last of those rows (`None`: none has a time).
+    last_time: Option<i64>,
+    /// Whether those rows are in time order.
+    sorted: bool,
 }
 
 /// The stored control state of a bucket, as the engine reads it back for reopening (SPEC §6.8).

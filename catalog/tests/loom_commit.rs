@@ -973,3 +973,52 @@ fn direct_write_while_a_writer_inserts() {
         );
     });
 }
+
+/// A direct write and a writer storing a bucket that left memory (SPEC, the engine's
+/// `direct_write_all`): the bucket's rows are in the leaving queue; either the writer takes
+/// them and stores them under the bucket's merge lock, or the direct write does. The direct
+/// write takes the merge lock and reads the bucket only once they are stored, whoever stored
+/// them, so no part lands after its read (overwriting its control record or putting back
+/// rows it removed).
+#[test]
+fn direct_write_waits_for_a_part_another_writer_stores() {
+    /// Parts stored, by bucket id, behind the bucket's merge lock.
+    type Stored = Arc<loom::sync::Mutex<Vec<BucketId>>>;
+    fn store_parts(catalog: &Catalog, stored: &Stored) {
+        for part in catalog.take_leaving() {
+            stored
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(part.id);
+            catalog.stored(&part.key, &part.id);
+        }
+    }
+    model(|| {
+        let catalog = catalog();
+        let store = Arc::new(Store::default());
+        let report = insert(&catalog, &store, &[0], &NoStorage);
+        check_reports(&store, &[(&[0], &report)]);
+        let closed = catalog.close_idle();
+        let id = closed.first().expect("the bucket left memory").id;
+        let stored: Stored = Arc::new(loom::sync::Mutex::new(Vec::new()));
+        let writer = {
+            let (catalog, stored) = (Catalog::clone(&catalog), Arc::clone(&stored));
+            thread::spawn(move || store_parts(&catalog, &stored))
+        };
+        catalog.direct_write_start(&series(), &id);
+        store_parts(&catalog, &stored);
+        while !catalog.wait_stored(&series(), &id, std::time::Duration::from_millis(1)) {
+            store_parts(&catalog, &stored);
+        }
+        let seen = stored
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        store.check(
+            seen == [id],
+            "the part is stored once, before the direct write reads the bucket",
+        );
+        catalog.direct_write_finish(&series(), &id);
+        writer.join().unwrap();
+    });
+}

@@ -81,8 +81,9 @@ impl BucketCatalog {
         // The collection goes: nothing of it is stored any more.
         let gone: HashSet<BucketId> = closed.iter().map(|c| c.id).collect();
         lock(&self.leaving).retain(|p| !gone.contains(&p.id));
-        for m in &self.stripes {
+        for (m, cv) in self.stripes.iter().zip(&self.stripe_cv) {
             lock(m).storing.retain(|id, _| !gone.contains(id));
+            cv.notify_all();
         }
         closed
     }

@@ -467,7 +467,7 @@ impl BucketCatalog {
 
     fn remove_bucket(&self, stripe: &mut Stripe, id: &BucketId) -> Option<Bucket> {
         let mut bucket = stripe.buckets.remove(id)?;
-        if let Some(part) = BucketPart::take(&mut bucket, true) {
+        if let Some(part) = BucketPart::take(&mut bucket, true, || self.spec().time_field) {
             let part = Arc::new(part);
             stripe.storing.insert(*id, Arc::clone(&part));
             lock(&self.leaving).push(part);

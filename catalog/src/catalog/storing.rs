@@ -4,6 +4,8 @@
 //! parts out and tracks the buckets whose rows are on their way to storage.
 
 use super::*;
+use std::time::Duration;
+
 use crate::CommitRows;
 
 /// Rows of one bucket to store, with the bucket's control state after them.
@@ -56,7 +58,11 @@ impl BucketPart {
     /// Takes the rows of `bucket` not yet stored (`closing`: the bucket leaves memory and takes
     /// all of them along, whole when it holds every row). Marks them stored in `bucket`.
     /// `None` when there is nothing to store or merge.
-    pub(crate) fn take(bucket: &mut Bucket, closing: bool) -> Option<BucketPart> {
+    pub(crate) fn take(
+        bucket: &mut Bucket,
+        closing: bool,
+        time_field: impl FnOnce() -> String,
+    ) -> Option<BucketPart> {
         let unstored = bucket.committed_count.saturating_sub(bucket.stored_count);
         let segments_after = bucket.stored_segments + u32::from(unstored > 0);
         if unstored == 0 && !(closing && segments_after > 1) {
@@ -84,17 +90,17 @@ impl BucketPart {
         } else {
             bucket.rows.slice(skip, end)
         };
-        let (control_min, control_max) = bucket.control_min_max();
+        let (control_min, control_max, max_time, sorted) = bucket.committed_control(time_field);
         let part = BucketPart {
             id: bucket.id,
             key: Arc::clone(&bucket.key),
             min_time: bucket.min_time,
-            max_time: bucket.max_time,
+            max_time,
             count: bucket.committed_count,
             first_row,
             stored_before: bucket.stored_count,
             segment_no: bucket.stored_segments,
-            sorted: bucket.sorted,
+            sorted,
             size_estimate: bucket.size,
             uncompressed_bytes: bucket.committed_uncompressed,
             control_min,
@@ -116,19 +122,23 @@ impl BucketPart {
 impl BucketPart {
     /// The rows of open bucket `b` not stored yet, copied (the columns `columns` accepts),
     /// with its control state.
-    fn copy_unstored(b: &Bucket, columns: &mut dyn FnMut(&str) -> bool) -> BucketPart {
+    fn copy_unstored(
+        b: &Bucket,
+        columns: &mut dyn FnMut(&str) -> bool,
+        time_field: impl FnOnce() -> String,
+    ) -> BucketPart {
         let skip = (b.stored_count - b.rows_base) as usize;
-        let (control_min, control_max) = b.control_min_max();
+        let (control_min, control_max, max_time, sorted) = b.committed_control(time_field);
         BucketPart {
             id: b.id,
             key: Arc::clone(&b.key),
             min_time: b.min_time,
-            max_time: b.max_time,
+            max_time,
             count: b.committed_count,
             first_row: b.stored_count,
             stored_before: b.stored_count,
             segment_no: b.stored_segments,
-            sorted: b.sorted,
+            sorted,
             size_estimate: b.size,
             uncompressed_bytes: b.committed_uncompressed,
             control_min,
@@ -189,9 +199,37 @@ impl BucketCatalog {
         }
     }
 
-    /// Ends the store of a leaving part of bucket `id` (series `key`): it may be reopened.
+    /// Ends the store of a leaving part of bucket `id` (series `key`): it may be reopened,
+    /// and a direct write waiting for it ([`BucketCatalog::wait_stored`]) goes on.
     pub fn stored(&self, key: &BucketKey, id: &BucketId) {
-        lock(&self.stripes[Self::stripe_of(key)]).storing.remove(id);
+        let stripe_no = Self::stripe_of(key);
+        lock(&self.stripes[stripe_no]).storing.remove(id);
+        self.stripe_cv[stripe_no].notify_all();
+    }
+
+    /// Waits at most `timeout` while rows of bucket `id` (series `key`) that left memory are
+    /// on their way to storage: handed out by [`BucketCatalog::take_leaving`] and not yet
+    /// [`BucketCatalog::stored`]. Returns whether none are left.
+    ///
+    /// A direct write calls it after [`BucketCatalog::direct_write_start`] and before it
+    /// reads the bucket (SPEC ): a part another writer is storing would otherwise
+    /// land after the direct write and overwrite its control record or put back rows it
+    /// removed. It must not hold the bucket's merge lock meanwhile (the other writer takes
+    /// it to store the part); on `false` it stores the leaving parts itself, in case the
+    /// other writer failed and gave the part back ([`BucketCatalog::return_leaving`]), and
+    /// waits again.
+    pub fn wait_stored(&self, key: &BucketKey, id: &BucketId, timeout: Duration) -> bool {
+        let stripe_no = Self::stripe_of(key);
+        let mut stripe = lock(&self.stripes[stripe_no]);
+        if stripe.storing.contains_key(id) {
+            // One wait: a wake-up for another bucket of the stripe returns early, and the
+            // caller asks again.
+            stripe = match self.stripe_cv[stripe_no].wait_timeout(stripe, timeout) {
+                Ok((guard, _)) => guard,
+                Err(poisoned) => poisoned.into_inner().0,
+            };
+        }
+        !stripe.storing.contains_key(id)
     }
 
     /// Open buckets holding rows not yet stored: `(key, id)`.
@@ -215,7 +253,7 @@ impl BucketCatalog {
     pub fn take_unstored(&self, key: &BucketKey, id: &BucketId) -> Option<BucketPart> {
         let mut stripe = lock(&self.stripes[Self::stripe_of(key)]);
         let bucket = stripe.buckets.get_mut(id)?;
-        BucketPart::take(bucket, false)
+        BucketPart::take(bucket, false, || self.spec().time_field)
     }
 
     /// Every open bucket's unstored rows, copied (they stay unstored): what a checkpoint of
@@ -229,7 +267,9 @@ impl BucketCatalog {
                     .buckets
                     .values()
                     .filter(|b| b.committed_count > b.stored_count)
-                    .map(|b| BucketPart::copy_unstored(b, &mut |_| true)),
+                    .map(|b| {
+                        BucketPart::copy_unstored(b, &mut |_| true, || self.spec().time_field)
+                    }),
             );
         }
         out
@@ -280,7 +320,9 @@ impl BucketCatalog {
             let stripe = lock(m);
             for b in stripe.buckets.values() {
                 if b.committed_count > b.stored_count && want(&b.key, b.min_time, b.max_time) {
-                    out.push(Arc::new(BucketPart::copy_unstored(b, columns)));
+                    out.push(Arc::new(BucketPart::copy_unstored(b, columns, || {
+                        self.spec().time_field
+                    })));
                 }
             }
             for part in stripe.storing.values() {

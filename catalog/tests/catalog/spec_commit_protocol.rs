@@ -378,3 +378,52 @@ fn r_7_3_1_an_aborted_batch_leaves_nothing_in_control() {
     assert_eq!((max_time, sorted), (T0 + 3000, true));
     assert_eq!(names, ["t", "v"]);
 }
+
+/// Rows stored or read while another writer's batch is staged in the bucket (a flush before a
+/// direct write or a read, SPEC ): staging has moved the bucket's min/max, max time and
+/// sortedness already, but the part carries the control state of the committed rows only. A
+/// control record written from the staged state would keep values of a batch that may still
+/// be aborted (by that very direct write), and nothing stores the bucket again to fix it.
+#[test]
+fn r_7_3_1_a_part_taken_while_a_batch_is_staged_holds_the_committed_rows_only() {
+    let t = |ms: i64| DateTime::from_millis(T0 + ms);
+    let c = catalog();
+    let first = commit(&c, &stage(&c, 1, &[doc_at(2000, 1)], 0, &NoStorage)[0]);
+    let staged = stage(
+        &c,
+        2,
+        &[doc! { "t": t(1000), "m": "s", "v": 100_i64, "w": "staged" }],
+        1,
+        &NoStorage,
+    )
+    .remove(0);
+    let committed = |min: &Document, max: &Document, max_time: i64, sorted: bool| {
+        assert_eq!(min, &doc! { "t": t(0), "v": 1_i64 });
+        assert_eq!(max, &doc! { "t": t(2000), "v": 1_i64 });
+        assert_eq!((max_time, sorted), (T0 + 2000, true));
+    };
+    let read = c.memory_rows(&mut |_, _, _| true, &mut |_| true);
+    assert_eq!(read.len(), 1);
+    assert_eq!(read[0].rows, 1, "a read sees the committed row");
+    committed(
+        &read[0].control_min,
+        &read[0].control_max,
+        read[0].max_time,
+        read[0].sorted,
+    );
+    let part = c
+        .take_unstored(&key(), &first.bucket_id)
+        .expect("an unstored row");
+    assert_eq!((part.count, part.rows), (1, 1));
+    committed(
+        &part.control_min,
+        &part.control_max,
+        part.max_time,
+        part.sorted,
+    );
+    // The direct write aborts the staged batch; the stored part stays right.
+    c.direct_write_start(&key(), &first.bucket_id);
+    assert!(c.wait(&staged).is_err(), "the staged batch is aborted");
+    assert!(c.take_leaving().is_empty(), "every committed row is stored");
+    c.direct_write_finish(&key(), &first.bucket_id);
+}

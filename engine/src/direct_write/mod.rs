@@ -116,27 +116,47 @@ impl CollectionInner {
                 .read()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             // Clearing the buckets from the catalog handed their unstored rows over: store
-            // them before `f` reads the buckets.
-            self.store_leaving().and_then(|()| {
-                let mut stripes: Vec<usize> =
-                    entries.iter().map(|e| self.merge_stripe(&e.id)).collect();
-                stripes.sort_unstable();
-                stripes.dedup();
-                let _merges: Vec<_> = stripes
-                    .iter()
-                    .map(|s| {
-                        self.merge_locks[*s]
-                            .lock()
-                            .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    })
-                    .collect();
-                f()
-            })
+            // them, and wait for those another writer is storing, before `f` reads the
+            // buckets.
+            self.store_leaving()
+                .and_then(|()| self.wait_stored(entries))
+                .and_then(|()| {
+                    let mut stripes: Vec<usize> =
+                        entries.iter().map(|e| self.merge_stripe(&e.id)).collect();
+                    stripes.sort_unstable();
+                    stripes.dedup();
+                    let _merges: Vec<_> = stripes
+                        .iter()
+                        .map(|s| {
+                            self.merge_locks[*s]
+                                .lock()
+                                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        })
+                        .collect();
+                    f()
+                })
         };
         for entry in entries {
             self.catalog.direct_write_finish(&entry.key, &entry.id);
         }
         result
+    }
+
+    /// Waits until no rows of `entries` that left memory are on their way to storage
+    /// ([`BucketCatalog::wait_stored`](tscoll_catalog::BucketCatalog::wait_stored)), storing
+    /// the leaving parts itself now and then in case a writer gave one back after a failure.
+    /// Holds no merge lock: the writer storing a part takes its bucket's.
+    ///
+    /// # Errors
+    /// As [`CollectionInner::store_leaving`].
+    fn wait_stored(&self, entries: &[IndexEntry]) -> Result<()> {
+        const RETRY: std::time::Duration = std::time::Duration::from_millis(20);
+        for entry in entries {
+            while !self.catalog.wait_stored(&entry.key, &entry.id, RETRY) {
+                self.store_leaving()?;
+            }
+        }
+        Ok(())
     }
 
     fn merge_stripe(&self, id: &BucketId) -> usize {
