@@ -199,7 +199,8 @@ pub(crate) struct CsvArgs {
     #[arg(long, value_name = "FMT", conflicts_with = "csv_time_format")]
     pub(crate) time_format: Option<String>,
     /// Comma-separated columns that form the meta object (stored under the meta field; a
-    /// column `<metaField>.key`, as `find --format csv` writes, is stored as `key`).
+    /// column `<metaField>.key`, as `find --format csv` writes, is stored as `key`). Their
+    /// cells are strings unless --csv-types types them.
     #[arg(long, value_name = "A,B", value_delimiter = ',')]
     pub(crate) csv_meta_columns: Vec<String>,
     /// Comma-separated measurement columns to keep, each `COLUMN` or `COLUMN=FIELD` to rename.
@@ -210,7 +211,8 @@ pub(crate) struct CsvArgs {
     #[arg(long, value_name = "CHAR", default_value_t = ',')]
     pub(crate) csv_delimiter: char,
     /// Types of CSV columns, `COLUMN=TYPE,...` with TYPE one of auto, string, int32, int64,
-    /// double, boolean, date, date_ms (default auto: numbers by their text, else strings).
+    /// double, boolean, date, date_ms (default auto: numbers by their text, else strings;
+    /// string for meta columns).
     #[arg(long, value_name = "A=TYPE,...")]
     pub(crate) csv_types: Option<String>,
     /// CSV headers are `name.type()` (mongoimport's `--columnsHaveTypes`), e.g.

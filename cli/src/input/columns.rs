@@ -47,6 +47,8 @@ pub(crate) struct Builder {
 pub(crate) enum Scalar<'a> {
     /// An integer: int32 when it fits, int64 otherwise.
     Int(i64),
+    /// An int64 whatever its value (a column typed `int64`).
+    Long(i64),
     /// A double.
     Double(f64),
     /// A boolean.
@@ -109,7 +111,7 @@ impl Builder {
         if matches!(self.values, Values::Unset) {
             self.values = match value {
                 Scalar::Int(i) if i32::try_from(i).is_ok() => Values::Int32(vec![0; row]),
-                Scalar::Int(_) => Values::Int64(vec![0; row]),
+                Scalar::Int(_) | Scalar::Long(_) => Values::Int64(vec![0; row]),
                 Scalar::Double(_) => Values::Double(vec![0.0; row]),
                 Scalar::Bool(_) => Values::Bool(vec![false; row]),
                 Scalar::Str(_) => Values::Str(vec![0; row + 1], Vec::new()),
@@ -121,6 +123,7 @@ impl Builder {
                 v.push(i32::try_from(i).map_err(|_| NotColumnar)?)
             }
             (Values::Int64(v), Scalar::Int(i)) if i32::try_from(i).is_err() => v.push(i),
+            (Values::Int64(v), Scalar::Long(i)) => v.push(i),
             (Values::Double(v), Scalar::Double(d)) => v.push(d),
             (Values::Bool(v), Scalar::Bool(b)) => v.push(b),
             (Values::Date(v), Scalar::Date(ms)) => v.push(ms),

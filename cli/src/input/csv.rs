@@ -2,9 +2,12 @@
 //!
 //! One column is the time (RFC 3339 text, epoch milliseconds or epoch seconds); some columns
 //! form the meta object; the others (all, or those `--csv-columns` selects and renames) become
-//! measurement fields. A cell's type comes from its text: an integer is int32 when it fits,
-//! else int64; any other number is a double; everything else is a string. An empty cell is an
-//! omitted field (as `mongoimport --ignoreBlanks` and the shared data sets do).
+//! measurement fields. A field cell's type comes from its text: an integer is int32 when it
+//! fits, else int64; any other number is a double; everything else is a string. A meta cell
+//! (a tag) is a string, as NDJSON and Parquet give tags, so the same data from any format is
+//! the same series. A type given to a column (`--csv-types`, typed headers) overrides both.
+//! An empty cell is an omitted field (as `mongoimport --ignoreBlanks` and the shared data sets
+//! do). Typed columns are parsed straight into Arrow columns as untyped ones are.
 
 use std::io::{self, Read};
 
@@ -100,12 +103,33 @@ impl CellType {
     /// # Errors
     /// The text is not a value of the type.
     pub(crate) fn value(&self, text: &str) -> Result<Bson, String> {
+        Ok(match self.scalar(text)? {
+            Scalar::Int(i) => match i32::try_from(i) {
+                Ok(small) => Bson::Int32(small),
+                Err(_) => Bson::Int64(i),
+            },
+            Scalar::Long(i) => Bson::Int64(i),
+            Scalar::Double(f) => Bson::Double(f),
+            Scalar::Bool(b) => Bson::Boolean(b),
+            Scalar::Str(s) => Bson::String(s.to_owned()),
+            Scalar::Date(ms) => Bson::DateTime(bson::DateTime::from_millis(ms)),
+        })
+    }
+
+    /// The value of a cell's text as a column value: what [`CellType::value`] gives, for the
+    /// columnar path (the same value either way).
+    ///
+    /// # Errors
+    /// The text is not a value of the type.
+    pub(crate) fn scalar<'a>(&self, text: &'a str) -> Result<Scalar<'a>, String> {
         let bad = |what: &str| format!("'{text}' is not {what}");
         Ok(match self {
-            CellType::Auto => typed_value(text),
-            CellType::String => Bson::String(text.to_owned()),
-            CellType::Int32 => Bson::Int32(text.trim().parse().map_err(|_| bad("an int32"))?),
-            CellType::Int64 => Bson::Int64(text.trim().parse().map_err(|_| bad("an int64"))?),
+            CellType::Auto => typed_scalar(text),
+            CellType::String => Scalar::Str(text),
+            CellType::Int32 => Scalar::Int(i64::from(
+                text.trim().parse::<i32>().map_err(|_| bad("an int32"))?,
+            )),
+            CellType::Int64 => Scalar::Long(text.trim().parse().map_err(|_| bad("an int64"))?),
             CellType::Double => {
                 let t = text.trim();
                 let f = match t {
@@ -118,14 +142,19 @@ impl CellType {
                         .filter(|f| f.is_finite())
                         .ok_or_else(|| bad("a finite double"))?,
                 };
-                Bson::Double(f)
+                Scalar::Double(f)
             }
-            CellType::Bool => match text.trim().to_ascii_lowercase().as_str() {
-                "true" | "1" => Bson::Boolean(true),
-                "false" | "0" => Bson::Boolean(false),
-                _ => return Err(bad("a boolean (true, false, 1, 0)")),
-            },
-            CellType::Date(format) => Bson::DateTime(format.parse_time(text)?),
+            CellType::Bool => {
+                let t = text.trim();
+                if t.eq_ignore_ascii_case("true") || t == "1" {
+                    Scalar::Bool(true)
+                } else if t.eq_ignore_ascii_case("false") || t == "0" {
+                    Scalar::Bool(false)
+                } else {
+                    return Err(bad("a boolean (true, false, 1, 0)"));
+                }
+            }
+            CellType::Date(format) => Scalar::Date(format.parse_time(text)?.timestamp_millis()),
         })
     }
 }
@@ -271,6 +300,8 @@ impl<R: Read> CsvReader<R> {
             .clone();
         let mut names: Vec<String> = Vec::with_capacity(headers.len());
         let mut types: Vec<CellType> = Vec::with_capacity(headers.len());
+        // Whether each column's type was given (a typed header or `--csv-types`).
+        let mut given = vec![mapping.columns_have_types; headers.len()];
         for h in &headers {
             if mapping.columns_have_types {
                 let (name, ty) = split_typed_header(h).map_err(invalid)?;
@@ -289,6 +320,7 @@ impl<R: Read> CsvReader<R> {
                 ))
             })?;
             types[i] = ty.clone();
+            given[i] = true;
         }
         let position = |name: &str| {
             names.iter().position(|h| h == name).ok_or_else(|| {
@@ -327,6 +359,13 @@ impl<R: Read> CsvReader<R> {
                 Ok((position(name)?, key.to_owned()))
             })
             .collect::<io::Result<Vec<_>>>()?;
+        // Meta columns are tags: strings unless typed otherwise (`docs/cli.md`), as NDJSON
+        // and Parquet give them, so that the same data from any format is the same series.
+        for (m, _) in &meta {
+            if !given[*m] {
+                types[*m] = CellType::String;
+            }
+        }
         let fields = match &mapping.columns {
             Some(list) => list
                 .iter()
@@ -420,27 +459,32 @@ impl<R: Read> CsvReader<R> {
             let children = columns.get_mut(i).ok_or(NotColumnar)?.open_struct(row)?;
             let mut next_child = 0;
             for (m, name) in &self.resolved.meta {
-                if self.resolved.types[*m] != CellType::Auto {
-                    return Err(NotColumnar);
-                }
                 if !cell(*m).is_empty() {
-                    push_field(children, name, &mut next_child, row, typed_scalar(cell(*m)))?;
+                    push_field(children, name, &mut next_child, row, self.scalar(*m, cell)?)?;
                 }
             }
         }
         let mut values = 0;
         for (f, field) in &self.resolved.fields {
-            if self.resolved.types[*f] != CellType::Auto {
-                // Typed columns go through documents.
-                return Err(NotColumnar);
-            }
             if !cell(*f).is_empty() {
-                push_field(columns, field, &mut next, row, typed_scalar(cell(*f)))?;
+                push_field(columns, field, &mut next, row, self.scalar(*f, cell)?)?;
                 values += 1;
             }
         }
         table.end_row(values);
         Ok(())
+    }
+
+    /// The value of cell `i` as a column value; a cell that is not of its column's type
+    /// leaves the batch to the document path, which rejects its row with the reason.
+    fn scalar<'a>(
+        &self,
+        i: usize,
+        cell: impl Fn(usize) -> &'a str,
+    ) -> Result<Scalar<'a>, NotColumnar> {
+        self.resolved.types[i]
+            .scalar(cell(i))
+            .map_err(|_| NotColumnar)
     }
 
     /// Builds the measurement of the current record.
@@ -735,6 +779,14 @@ mod tests {
     /// The columns and the documents of every record of `text` (time field `t`, meta field
     /// `m` from the columns `host` and `rack`), or `None` when the records are not columnar.
     fn columns_and_documents(text: &str) -> Option<(arrow_array::RecordBatch, Vec<Document>)> {
+        typed_columns_and_documents(text, "")
+    }
+
+    /// [`columns_and_documents`] with the columns typed by `types` (`--csv-types`).
+    fn typed_columns_and_documents(
+        text: &str,
+        types: &str,
+    ) -> Option<(arrow_array::RecordBatch, Vec<Document>)> {
         let mapping = CsvMapping {
             time_column: "time".into(),
             time_format: TimeFormat::Rfc3339,
@@ -743,7 +795,7 @@ mod tests {
             time_field: "t".into(),
             meta_field: Some("m".into()),
             delimiter: b',',
-            types: Vec::new(),
+            types: parse_type_list(types).expect("types"),
             columns_have_types: false,
         };
         let mut reader = CsvReader::new(text.as_bytes(), mapping).expect("header");
@@ -779,6 +831,41 @@ mod tests {
         assert_eq!(a.len(), 3);
         assert_eq!(a, b);
         assert_eq!(ea, eb);
+    }
+
+    /// Typed columns (and meta columns, strings unless typed) go through the columns too,
+    /// storing what the documents store: an int64 column of small numbers stays int64, a
+    /// double column takes `NaN`, a boolean column `1`, a date column its dates.
+    #[test]
+    fn typed_records_stored_through_columns_as_through_documents() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db =
+            tscoll_engine::Database::open(dir.path(), tscoll_engine::DatabaseOptions::default())
+                .expect("open");
+        let text = "time,host,rack,n,x,ok,day,s
+                    2016-01-01T00:00:00Z,h1,65,5,NaN,1,2016-02-01T00:00:00Z,007
+                    2016-01-01 00:00:10,h1,007,-3000000000,2,false,2016-02-02,1e3
+                    2016-01-01,h2,,,-Infinity,TRUE,,x
+";
+        let types = "n=int64,x=double,ok=boolean,day=date,s=string";
+        for (name, types, rack) in [
+            ("s", types.to_owned(), Bson::String("65".into())),
+            ("i", format!("{types},rack=int32"), Bson::Int32(65)),
+        ] {
+            let (batch, docs) =
+                typed_columns_and_documents(text, &types).expect("typed columns are columnar");
+            assert_eq!(docs[0].get("n"), Some(&Bson::Int64(5)));
+            assert_eq!(
+                docs[0].get_document("m").expect("meta").get("rack"),
+                Some(&rack),
+                "a meta column is a string unless typed"
+            );
+            let [(a, ea), (b, eb)] =
+                crate::input::columns::stored_both_ways(&db, name, &batch, &docs);
+            assert_eq!(a.len(), 3);
+            assert_eq!(a, b);
+            assert_eq!(ea, eb);
+        }
     }
 
     #[test]

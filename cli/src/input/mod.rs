@@ -4,6 +4,8 @@
 pub(crate) mod batches;
 pub(crate) mod columns;
 pub(crate) mod csv;
+#[cfg(test)]
+mod formats_agree_tests;
 pub(crate) mod ndjson;
 pub(crate) mod ndjson_columns;
 pub(crate) mod open;
