@@ -94,6 +94,11 @@ pub(crate) struct BucketFields {
 }
 
 impl BucketFields {
+    /// Whether the bucket has no field yet.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
     /// Appends a field (not already in the bucket); returns its position.
     pub(crate) fn push(&mut self, field: Field) -> usize {
         self.list.push(field);
@@ -106,10 +111,11 @@ impl BucketFields {
         self.index.position(&self.list, |f| &f.name, name)
     }
 
-    /// Bytes the fields hold besides their min/max.
+    /// Heap bytes the fields hold besides their min/max: the list's slots (by capacity, each
+    /// a [`Field`] with its min/max inline), the names and the name index.
     fn heap_bytes(&self) -> usize {
-        let names: usize = self.list.iter().map(|f| 48 + f.name.len()).sum();
-        names + self.index.heap_bytes()
+        let names: usize = self.list.iter().map(|f| f.name.capacity()).sum();
+        self.list.capacity() * std::mem::size_of::<Field>() + names + self.index.heap_bytes()
     }
 }
 
@@ -212,6 +218,11 @@ impl BucketRows {
     /// The column of field `i` (named `fields[i]`), made to hold every row before `row`
     /// (missing values where the field had none). Creates the columns of fields `..=i`.
     pub(crate) fn column_at(&mut self, fields: &[Field], i: usize, row: usize) -> &mut Column {
+        if self.columns.len() <= i {
+            // Room for a column per field the bucket has, not a doubling of the vector.
+            self.columns
+                .reserve_exact(fields.len().max(i + 1) - self.columns.len());
+        }
         while self.columns.len() <= i {
             let name = fields
                 .get(self.columns.len())
@@ -262,10 +273,12 @@ impl BucketRows {
 
     /// Bytes the columns hold.
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.columns
+        let columns: usize = self
+            .columns
             .iter()
-            .map(|(n, c)| 48 + n.len() + c.heap_bytes())
-            .sum()
+            .map(|(n, c)| n.capacity() + c.heap_bytes())
+            .sum();
+        self.columns.capacity() * std::mem::size_of::<(String, Column)>() + columns
     }
 }
 
@@ -383,6 +396,13 @@ impl Bucket {
         } else {
             SizeVerdict::Roll(RolloverReason::CachePressure)
         }
+    }
+
+    /// Makes room for `n` fields and their columns, exactly (a new bucket, before its first
+    /// measurement's fields are added).
+    pub(crate) fn reserve_fields(&mut self, n: usize) {
+        self.fields.list.reserve_exact(n);
+        self.rows.columns.reserve_exact(n);
     }
 
     /// `control.min` and `control.max` documents (SPEC §4.3), fields in first-appearance order.
@@ -522,7 +542,10 @@ impl Bucket {
                 .map(|f| f.minmax.heap_bytes())
                 .sum::<usize>();
         let rows = self.rows.heap_bytes();
-        self.memory = (256 + self.key.bytes.len() + fields + rows) as u64;
+        // The bucket itself, in its stripe's map (a slot and its control bytes), beside what
+        // its fields and rows hold.
+        let slot = std::mem::size_of::<(BucketId, Bucket)>() + 16;
+        self.memory = (slot + self.key.bytes.len() + fields + rows) as u64;
         self.memory
     }
 

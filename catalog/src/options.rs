@@ -17,7 +17,8 @@ pub struct CatalogOptions {
     /// size rule; the classic estimate (SPEC R-6.4.1) does not use it.
     pub large_measurement_threshold: u64,
     /// `timeseriesIdleBucketExpiryMemoryUsageThreshold` (bytes): catalog memory above which
-    /// idle buckets are archived or closed (SPEC §6.9, R-0.1). Default = 64 MiB.
+    /// idle buckets are archived or closed (SPEC §6.9, R-0.1). Default = 64 MiB; 5 % of a
+    /// declared memory size with [`CatalogOptions::for_memory`].
     pub idle_bucket_expiry_memory_usage_threshold_bytes: u64,
     /// `timeseriesIdleBucketExpiryMaxCountPerAttempt`. Default = 3.
     pub idle_bucket_expiry_max_count_per_attempt: u32,
@@ -30,9 +31,35 @@ pub struct CatalogOptions {
 }
 
 impl CatalogOptions {
-    /// The default of [`CatalogOptions::idle_bucket_expiry_memory_usage_threshold_bytes`]:
-    /// 64 MiB (SPEC §0).
+    /// The default of [`CatalogOptions::idle_bucket_expiry_memory_usage_threshold_bytes`]
+    /// when no memory size is declared: 64 MiB (SPEC R-0.1).
     pub const DEFAULT_IDLE_BUCKET_EXPIRY_MEMORY_USAGE_THRESHOLD_BYTES: u64 = 64 << 20;
+
+    /// The share of the memory a process may use that its bucket catalog may hold by default:
+    /// 5 % (SPEC R-0.1, MongoDB 8.0's default of `timeseriesIdleBucketExpiryMemoryUsageThreshold`).
+    pub const MEMORY_THRESHOLD_PERCENT: u64 = 5;
+
+    /// The default options for a process that may use `memory_bytes` of memory (the
+    /// embedder's declared size, or the machine's, e.g. `tscoll_engine::machine_memory_bytes`):
+    /// the memory threshold is [`CatalogOptions::MEMORY_THRESHOLD_PERCENT`] of it, and never
+    /// less than 1 MiB.
+    ///
+    /// ```
+    /// use tscoll_catalog::CatalogOptions;
+    /// let o = CatalogOptions::for_memory(16 << 30);
+    /// assert_eq!(o.idle_bucket_expiry_memory_usage_threshold_bytes, (16 << 30) / 20);
+    /// ```
+    #[must_use]
+    pub fn for_memory(memory_bytes: u64) -> CatalogOptions {
+        CatalogOptions {
+            idle_bucket_expiry_memory_usage_threshold_bytes: u64::try_from(
+                u128::from(memory_bytes) * u128::from(Self::MEMORY_THRESHOLD_PERCENT) / 100,
+            )
+            .unwrap_or(u64::MAX)
+            .max(1 << 20),
+            ..CatalogOptions::default()
+        }
+    }
 }
 
 impl Default for CatalogOptions {

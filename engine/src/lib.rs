@@ -58,6 +58,7 @@ pub use options::collection::{
 };
 pub use options::database::{Access, DatabaseOptions, LogOptions};
 pub use options::insert::{Durability, InsertOptions};
+pub use options::machine::machine_memory_bytes;
 
 mod collection;
 mod db;

@@ -425,6 +425,11 @@ impl BucketCatalog {
         let row = (bucket.count - bucket.rows_base) as usize;
         let mut hint = 0usize;
         let mut uncompressed = 0;
+        if bucket.fields.is_empty() {
+            // A new bucket: room for exactly the fields of its first measurement, which most
+            // buckets keep (a growing vector would hold up to twice that, per open bucket).
+            bucket.reserve_fields(m.doc.len() + usize::from(m.generated_id.is_some()));
+        }
         for (name, v) in m.fields() {
             if Some(name) == meta_field {
                 continue;

@@ -96,10 +96,11 @@ pub(crate) struct DbArgs {
     pub(crate) sort_memory_bytes: u64,
     /// Bytes the bucket catalog of each collection may hold (open buckets' rows, min/max,
     /// staged batches) before idle buckets are archived or closed and stored (MongoDB's
-    /// `timeseriesIdleBucketExpiryMemoryUsageThreshold`, SPEC §6.9). Many series each writing
-    /// a few points need more than the default to keep their buckets open.
-    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_CATALOG_MEMORY, help_heading = DB_OPTIONS)]
-    pub(crate) catalog_memory: u64,
+    /// `timeseriesIdleBucketExpiryMemoryUsageThreshold`, SPEC §6.9). Default: 5 % of the
+    /// memory this process may use (its cgroup's limit, else the machine's), as MongoDB's;
+    /// 64 MiB where that is unknown.
+    #[arg(long, value_name = "BYTES", help_heading = DB_OPTIONS)]
+    pub(crate) catalog_memory: Option<u64>,
 }
 
 /// The help heading of the options of opening a database.
@@ -108,9 +109,6 @@ const DB_OPTIONS: &str = "Database options";
 const DEFAULT_CHECKPOINT_BYTES: u64 = 64 << 20;
 /// The default `--ingest-min-bytes`: 128 KiB.
 const DEFAULT_INGEST_MIN_BYTES: u64 = 128 << 10;
-/// The default `--catalog-memory`: the library's (64 MiB).
-pub(crate) const DEFAULT_CATALOG_MEMORY: u64 =
-    tscoll_engine::CatalogOptions::DEFAULT_IDLE_BUCKET_EXPIRY_MEMORY_USAGE_THRESHOLD_BYTES;
 
 impl DbArgs {
     /// `--db dir` with the default options of opening it.
@@ -122,7 +120,7 @@ impl DbArgs {
             checkpoint_bytes: DEFAULT_CHECKPOINT_BYTES,
             ingest_min_bytes: DEFAULT_INGEST_MIN_BYTES,
             sort_memory_bytes: tscoll_engine::SORT_MEMORY_LIMIT,
-            catalog_memory: DEFAULT_CATALOG_MEMORY,
+            catalog_memory: None,
         }
     }
 
@@ -133,7 +131,7 @@ impl DbArgs {
         CHECKPOINT_BYTES.store(self.checkpoint_bytes, Relaxed);
         INGEST_MIN_BYTES.store(self.ingest_min_bytes, Relaxed);
         SORT_MEMORY_BYTES.store(self.sort_memory_bytes, Relaxed);
-        CATALOG_MEMORY.store(self.catalog_memory, Relaxed);
+        CATALOG_MEMORY.store(self.catalog_memory.unwrap_or(0), Relaxed);
     }
 }
 
@@ -149,15 +147,23 @@ static INGEST_MIN_BYTES: std::sync::atomic::AtomicU64 =
 static SORT_MEMORY_BYTES: std::sync::atomic::AtomicU64 =
     std::sync::atomic::AtomicU64::new(tscoll_engine::SORT_MEMORY_LIMIT);
 
-/// `--catalog-memory` ([`CatalogOptions::idle_bucket_expiry_memory_usage_threshold_bytes`]).
-static CATALOG_MEMORY: std::sync::atomic::AtomicU64 =
-    std::sync::atomic::AtomicU64::new(DEFAULT_CATALOG_MEMORY);
+/// `--catalog-memory` ([`CatalogOptions::idle_bucket_expiry_memory_usage_threshold_bytes`]);
+/// 0 when not given.
+static CATALOG_MEMORY: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
-/// The catalog options of a database opened with `--catalog-memory` bytes.
-pub(crate) fn catalog_options(catalog_memory: u64) -> CatalogOptions {
-    CatalogOptions {
-        idle_bucket_expiry_memory_usage_threshold_bytes: catalog_memory,
-        ..CatalogOptions::default()
+/// The catalog options of a database opened with `--catalog-memory` bytes, or with the
+/// default: 5 % of the memory this process may use
+/// ([`tscoll_engine::machine_memory_bytes`], [`CatalogOptions::for_memory`]), the library's
+/// 64 MiB where that is unknown.
+pub(crate) fn catalog_options(catalog_memory: Option<u64>) -> CatalogOptions {
+    match catalog_memory {
+        Some(bytes) => CatalogOptions {
+            idle_bucket_expiry_memory_usage_threshold_bytes: bytes,
+            ..CatalogOptions::default()
+        },
+        None => tscoll_engine::machine_memory_bytes()
+            .map(CatalogOptions::for_memory)
+            .unwrap_or_default(),
     }
 }
 
@@ -165,7 +171,9 @@ pub(crate) fn catalog_options(catalog_memory: u64) -> CatalogOptions {
 /// `--ingest-min-bytes`, `--sort-memory-bytes` and `--catalog-memory`.
 pub(crate) fn db_options() -> DatabaseOptions {
     DatabaseOptions {
-        catalog: catalog_options(CATALOG_MEMORY.load(std::sync::atomic::Ordering::Relaxed)),
+        catalog: catalog_options(
+            Some(CATALOG_MEMORY.load(std::sync::atomic::Ordering::Relaxed)).filter(|b| *b > 0),
+        ),
         log: LogOptions {
             checkpoint_bytes: CHECKPOINT_BYTES.load(std::sync::atomic::Ordering::Relaxed),
             ingest_min_bytes: INGEST_MIN_BYTES.load(std::sync::atomic::Ordering::Relaxed),

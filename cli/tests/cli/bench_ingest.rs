@@ -53,6 +53,7 @@ fn json_has_every_figure_and_the_exact_count() {
         "hosts",
         "days",
         "batch_size",
+        "catalog_memory_bytes",
         "stored_bytes",
         "stored_measurements",
         "rollup_bytes",
@@ -222,7 +223,8 @@ fn gen_writes_the_workload_as_extended_json_lines() {
 fn catalog_memory_bounds_the_open_buckets() {
     // 100 hosts keep 100 buckets open, each some kilobytes of rows and min/max. A bucket is
     // opened (and idle ones expired first, SPEC §6.9) when a host's hour rolls over: under
-    // 100 000 bytes of catalog memory idle ones are archived or closed, under the default none.
+    // 100 000 bytes of catalog memory idle ones are archived or closed, under the default (5 %
+    // of the machine's memory) none.
     let ingest = |extra: &[&str]| {
         let mut args = vec![
             "bench", "ingest", "--hosts", "100", "--days", "0.1", "--json",
@@ -244,6 +246,19 @@ fn catalog_memory_bounds_the_open_buckets() {
     let small = ingest(&["--catalog-memory", "100000"]);
     assert_eq!(under_pressure(&default), 0, "{default}");
     assert!(under_pressure(&small) > 0, "{small}");
+    assert_eq!(small["catalog_memory_bytes"], 100_000, "{small}");
+    // The default is 5 % of the memory this process may use (SPEC, as MongoDB's).
+    let meminfo = std::fs::read_to_string("/proc/meminfo").expect("meminfo");
+    let total_kb: u64 = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("MemTotal");
+    let threshold = default["catalog_memory_bytes"].as_u64().expect("threshold");
+    assert!(
+        threshold >= 1 << 20 && threshold <= total_kb * 1024 / 20,
+        "{threshold} of {total_kb} kB"
+    );
     for j in [&default, &small] {
         assert_eq!(j["stored_measurements"], j["measurements"], "{j}");
     }

@@ -104,9 +104,9 @@ pub(crate) struct Args {
           value_parser = crate::cmd::create::parse_resolution)]
     pub(crate) rollups: Vec<i64>,
     /// Bytes the bucket catalog may hold before idle buckets are archived or closed
-    /// (`--catalog-memory` of the other commands).
-    #[arg(long, value_name = "BYTES", default_value_t = crate::cmd::DEFAULT_CATALOG_MEMORY)]
-    pub(crate) catalog_memory: u64,
+    /// (`--catalog-memory` of the other commands; default 5 % of this process's memory).
+    #[arg(long, value_name = "BYTES")]
+    pub(crate) catalog_memory: Option<u64>,
 }
 
 /// The TSBS-like workload's size and seed, shared by `bench ingest` and `bench gen`.
@@ -565,12 +565,19 @@ fn checked_insert(coll: &Collection, docs: &[Document], options: &InsertOptions)
 }
 
 /// The `--json` object: the keys of [`IngestReport::json`], then `hosts`, `days`,
-/// `batch_size` and `bucket_catalog`.
+/// `batch_size`, `catalog_memory_bytes` (the threshold used), `stored_bytes`, `rollup_bytes` and
+/// `bucket_catalog`.
 fn json_line(args: &Args, f: &Figures) -> Value {
     let mut map = f.report.json();
     map.insert("hosts".to_owned(), args.workload.hosts.into());
     map.insert("days".to_owned(), args.workload.days.into());
     map.insert("batch_size".to_owned(), args.batch_size.into());
+    map.insert(
+        "catalog_memory_bytes".to_owned(),
+        crate::cmd::catalog_options(args.catalog_memory)
+            .idle_bucket_expiry_memory_usage_threshold_bytes
+            .into(),
+    );
     map.insert("stored_bytes".to_owned(), f.stored_bytes.into());
     map.insert("rollup_bytes".to_owned(), f.rollup_bytes.into());
     map.insert(
