@@ -79,8 +79,8 @@ impl Field {
     /// Makes `control.min.<time>` the bucket's rounded min time (`min_time`, ms), as it is for
     /// a bucket opened here (SPEC ); call on the time field.
     pub(crate) fn set_rounded_min_time(&mut self, min_time: i64) {
-        if let MinMax::Scalar { min, .. } = &mut self.minmax {
-            *min = Bson::DateTime(bson::DateTime::from_millis(min_time));
+        if let MinMax::Scalar(s) = &mut self.minmax {
+            s.set_min(&Bson::DateTime(bson::DateTime::from_millis(min_time)));
         }
     }
 }
@@ -531,7 +531,7 @@ impl Bucket {
         let reopened = self.reopened.as_ref().map_or(0, |r| {
             r.fields
                 .iter()
-                .map(|f| 48 + f.name.len() + f.minmax.heap_bytes())
+                .map(|f| std::mem::size_of::<Field>() + f.name.capacity() + f.minmax.heap_bytes())
                 .sum::<usize>()
         });
         let fields = reopened

@@ -35,7 +35,7 @@ pub use columns::MeasurementColumns;
 pub use commit_error::CommitError;
 pub use commit_rows::CommitRows;
 pub use key::{BucketKey, write_normalized};
-pub use minmax::MinMax;
+pub use minmax::{MinMax, ScalarMinMax};
 pub use options::{CatalogOptions, LARGE_MEASUREMENTS_MAX_BUCKET_SIZE};
 pub use rollup::{
     BucketRollup, FieldRollup, FieldWindow, Number, RollupLayout, RollupNames, WindowHead,

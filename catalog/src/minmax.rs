@@ -12,16 +12,158 @@ use crate::value::{canonical_rank, compare};
 #[derive(Clone, Debug, PartialEq)]
 pub enum MinMax {
     /// A scalar path: its smallest and largest value so far (first writer wins on ties).
-    Scalar {
-        /// Minimum in BSON order.
-        min: Bson,
-        /// Maximum in BSON order.
-        max: Bson,
-    },
+    Scalar(ScalarMinMax),
     /// An object path: one entry per sub-field, in first-appearance order.
     Object(Vec<(String, MinMax)>),
     /// An array path: one entry per position.
     Array(Vec<MinMax>),
+}
+
+/// A scalar path's minimum and maximum in BSON order, in as few bytes as their type allows:
+/// every open bucket holds one per field, so at many series their size is most of the
+/// catalog's memory (a pair of `Bson` values takes 224 bytes, a pair of doubles 16). Values of
+/// one numeric or date type stay unboxed; any other type, or a mix of types, is boxed.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ScalarMinMax {
+    /// Doubles only.
+    Double(f64, f64),
+    /// int32 only.
+    Int32(i32, i32),
+    /// int64 only.
+    Int64(i64, i64),
+    /// Dates only (ms since the epoch).
+    Date(i64, i64),
+    /// Any other values: `(min, max)`.
+    Other(Box<(Bson, Bson)>),
+}
+
+impl ScalarMinMax {
+    /// The min/max of a single scalar value.
+    fn new(v: &Bson) -> Self {
+        Self::pair(v, v)
+    }
+
+    /// `(min, max)` as they are, unboxed when both are of one type that can be.
+    fn pair(min: &Bson, max: &Bson) -> Self {
+        match (min, max) {
+            (Bson::Double(a), Bson::Double(b)) => ScalarMinMax::Double(*a, *b),
+            (Bson::Int32(a), Bson::Int32(b)) => ScalarMinMax::Int32(*a, *b),
+            (Bson::Int64(a), Bson::Int64(b)) => ScalarMinMax::Int64(*a, *b),
+            (Bson::DateTime(a), Bson::DateTime(b)) => {
+                ScalarMinMax::Date(a.timestamp_millis(), b.timestamp_millis())
+            }
+            _ => ScalarMinMax::Other(Box::new((min.clone(), max.clone()))),
+        }
+    }
+
+    /// The minimum.
+    #[must_use]
+    pub fn min(&self) -> Bson {
+        match self {
+            ScalarMinMax::Double(lo, _) => Bson::Double(*lo),
+            ScalarMinMax::Int32(lo, _) => Bson::Int32(*lo),
+            ScalarMinMax::Int64(lo, _) => Bson::Int64(*lo),
+            ScalarMinMax::Date(lo, _) => Bson::DateTime(bson::DateTime::from_millis(*lo)),
+            ScalarMinMax::Other(pair) => pair.0.clone(),
+        }
+    }
+
+    /// The maximum.
+    #[must_use]
+    pub fn max(&self) -> Bson {
+        match self {
+            ScalarMinMax::Double(_, hi) => Bson::Double(*hi),
+            ScalarMinMax::Int32(_, hi) => Bson::Int32(*hi),
+            ScalarMinMax::Int64(_, hi) => Bson::Int64(*hi),
+            ScalarMinMax::Date(_, hi) => Bson::DateTime(bson::DateTime::from_millis(*hi)),
+            ScalarMinMax::Other(pair) => pair.1.clone(),
+        }
+    }
+
+    /// Calls `f` with the minimum, building no heap value.
+    pub fn with_min<R>(&self, f: impl FnOnce(&Bson) -> R) -> R {
+        match self {
+            ScalarMinMax::Other(pair) => f(&pair.0),
+            unboxed => f(&unboxed.min()),
+        }
+    }
+
+    /// Replaces the minimum by `min` (the rounded min time of a new bucket, SPEC ).
+    pub(crate) fn set_min(&mut self, min: &Bson) {
+        *self = match (&*self, min) {
+            (ScalarMinMax::Date(_, hi), Bson::DateTime(t)) => {
+                ScalarMinMax::Date(t.timestamp_millis(), *hi)
+            }
+            _ => ScalarMinMax::Other(Box::new((min.clone(), self.max()))),
+        };
+    }
+
+    /// Folds the scalar `v` in (SPEC; first writer wins on ties).
+    fn update(&mut self, v: &Bson) {
+        match (&mut *self, v) {
+            (ScalarMinMax::Int32(lo, hi), Bson::Int32(x)) => {
+                *lo = (*lo).min(*x);
+                *hi = (*hi).max(*x);
+            }
+            (ScalarMinMax::Int64(lo, hi), Bson::Int64(x)) => {
+                *lo = (*lo).min(*x);
+                *hi = (*hi).max(*x);
+            }
+            (ScalarMinMax::Date(lo, hi), Bson::DateTime(x)) => {
+                let x = x.timestamp_millis();
+                *lo = (*lo).min(x);
+                *hi = (*hi).max(x);
+            }
+            (ScalarMinMax::Double(lo, hi), Bson::Double(x)) => {
+                // BSON order (NaN first, -0.0 equal to 0.0), as for any other pair.
+                if compare(v, &Bson::Double(*lo)) == Ordering::Less {
+                    *lo = *x;
+                }
+                if compare(v, &Bson::Double(*hi)) == Ordering::Greater {
+                    *hi = *x;
+                }
+            }
+            (ScalarMinMax::Other(pair), v) => {
+                let (min, max) = &mut **pair;
+                // Same-type integers and dates compare directly.
+                match (&mut *min, &mut *max, v) {
+                    (Bson::Int32(lo), Bson::Int32(hi), Bson::Int32(x)) => {
+                        *lo = (*lo).min(*x);
+                        *hi = (*hi).max(*x);
+                        return;
+                    }
+                    (Bson::Int64(lo), Bson::Int64(hi), Bson::Int64(x)) => {
+                        *lo = (*lo).min(*x);
+                        *hi = (*hi).max(*x);
+                        return;
+                    }
+                    _ => {}
+                }
+                if compare(v, min) == Ordering::Less {
+                    *min = v.clone();
+                }
+                if compare(v, max) == Ordering::Greater {
+                    *max = v.clone();
+                }
+            }
+            (unboxed, v) => {
+                // Another type than the values so far: boxed from now on.
+                let mut other = ScalarMinMax::Other(Box::new((unboxed.min(), unboxed.max())));
+                other.update(v);
+                *self = other;
+            }
+        }
+    }
+
+    /// Heap bytes held beside the value itself.
+    fn heap_bytes(&self) -> usize {
+        match self {
+            ScalarMinMax::Other(pair) => {
+                std::mem::size_of::<(Bson, Bson)>() + scalar_heap(&pair.0) + scalar_heap(&pair.1)
+            }
+            _ => 0,
+        }
+    }
 }
 
 /// Position of sub-field `name` in `fields`; the one after the previous match (`hint`) is
@@ -45,10 +187,7 @@ impl MinMax {
                 MinMax::Object(d.iter().map(|(k, v)| (k.clone(), MinMax::new(v))).collect())
             }
             Bson::Array(a) => MinMax::Array(a.iter().map(MinMax::new).collect()),
-            other => MinMax::Scalar {
-                min: other.clone(),
-                max: other.clone(),
-            },
+            other => MinMax::Scalar(ScalarMinMax::new(other)),
         }
     }
 
@@ -67,10 +206,7 @@ impl MinMax {
                     .map(|(i, va)| MinMax::from_stored(va, b.get(i).unwrap_or(va)))
                     .collect(),
             ),
-            _ => MinMax::Scalar {
-                min: min.clone(),
-                max: max.clone(),
-            },
+            _ => MinMax::Scalar(ScalarMinMax::pair(min, max)),
         }
     }
 
@@ -88,10 +224,12 @@ impl MinMax {
             (MinMax::Array(items), Bson::Array(a)) => {
                 items.iter().zip(a).all(|(node, sub)| node.compatible(sub))
             }
-            (MinMax::Scalar { min, .. }, v) => {
+            (MinMax::Scalar(s), v) => {
                 !matches!(v, Bson::Document(_) | Bson::Array(_))
-                    && (std::mem::discriminant(min) == std::mem::discriminant(v)
-                        || canonical_rank(min) == canonical_rank(v))
+                    && s.with_min(|min| {
+                        std::mem::discriminant(min) == std::mem::discriminant(v)
+                            || canonical_rank(min) == canonical_rank(v)
+                    })
             }
             _ => false,
         }
@@ -119,34 +257,8 @@ impl MinMax {
                     }
                 }
             }
-            (MinMax::Scalar { min, max }, v)
-                if !matches!(v, Bson::Document(_) | Bson::Array(_)) =>
-            {
-                // Same-type integers and dates, the common case, compare directly.
-                match (&mut *min, &mut *max, v) {
-                    (Bson::Int32(lo), Bson::Int32(hi), Bson::Int32(x)) => {
-                        *lo = (*lo).min(*x);
-                        *hi = (*hi).max(*x);
-                        return;
-                    }
-                    (Bson::Int64(lo), Bson::Int64(hi), Bson::Int64(x)) => {
-                        *lo = (*lo).min(*x);
-                        *hi = (*hi).max(*x);
-                        return;
-                    }
-                    (Bson::DateTime(lo), Bson::DateTime(hi), Bson::DateTime(x)) => {
-                        *lo = (*lo).min(*x);
-                        *hi = (*hi).max(*x);
-                        return;
-                    }
-                    _ => {}
-                }
-                if compare(v, min) == Ordering::Less {
-                    *min = v.clone();
-                }
-                if compare(v, max) == Ordering::Greater {
-                    *max = v.clone();
-                }
+            (MinMax::Scalar(s), v) if !matches!(v, Bson::Document(_) | Bson::Array(_)) => {
+                s.update(v);
             }
             _ => {}
         }
@@ -166,11 +278,11 @@ impl MinMax {
 
     fn render(&self, min_side: bool) -> Bson {
         match self {
-            MinMax::Scalar { min, max } => {
+            MinMax::Scalar(s) => {
                 if min_side {
-                    min.clone()
+                    s.min()
                 } else {
-                    max.clone()
+                    s.max()
                 }
             }
             MinMax::Object(fields) => {
@@ -184,16 +296,23 @@ impl MinMax {
         }
     }
 
-    /// Approximate heap bytes held (SPEC ).
+    /// Approximate heap bytes held beside the value itself (SPEC ): a boxed scalar pair,
+    /// sub-paths' slots and names, strings and binaries.
     #[must_use]
     pub fn heap_bytes(&self) -> usize {
         match self {
-            MinMax::Scalar { min, max } => 2 * 32 + scalar_heap(min) + scalar_heap(max),
-            MinMax::Object(fields) => fields
-                .iter()
-                .map(|(k, n)| k.len() + 24 + n.heap_bytes())
-                .sum(),
-            MinMax::Array(items) => items.iter().map(MinMax::heap_bytes).sum(),
+            MinMax::Scalar(s) => s.heap_bytes(),
+            MinMax::Object(fields) => {
+                fields.capacity() * std::mem::size_of::<(String, MinMax)>()
+                    + fields
+                        .iter()
+                        .map(|(k, n)| k.capacity() + n.heap_bytes())
+                        .sum::<usize>()
+            }
+            MinMax::Array(items) => {
+                items.capacity() * std::mem::size_of::<MinMax>()
+                    + items.iter().map(MinMax::heap_bytes).sum::<usize>()
+            }
         }
     }
 }
@@ -253,6 +372,68 @@ mod tests {
         assert_eq!(m.max(), Bson::Decimal128("2.5".parse().unwrap()));
         let t = fold(&[Bson::Int32(1), Bson::Double(1.0)]);
         assert_eq!(t.min(), Bson::Int32(1));
+    }
+
+    /// The unboxed pairs keep exactly what a pair of `Bson` values folded by [`compare`] keeps
+    /// (first writer wins on ties, NaN and -0.0 included), through changes of type.
+    #[test]
+    fn unboxed_pairs_fold_as_bson_values_do() {
+        use proptest::prelude::*;
+        let scalar = prop_oneof![
+            prop_oneof![
+                Just(f64::NAN),
+                Just(-0.0),
+                Just(0.0),
+                Just(f64::INFINITY),
+                Just(f64::NEG_INFINITY),
+                -3.0..3.0f64
+            ]
+            .prop_map(Bson::Double),
+            (-3..3i32).prop_map(Bson::Int32),
+            (-3..3i64).prop_map(Bson::Int64),
+            (-3..3i64).prop_map(|t| Bson::DateTime(bson::DateTime::from_millis(t))),
+            "[ab]".prop_map(Bson::String),
+        ];
+        // Runs of one type, so the unboxed pairs are exercised before a change of type.
+        let values = proptest::collection::vec((scalar, 1..4usize), 1..12).prop_map(|runs| {
+            runs.into_iter()
+                .flat_map(|(v, n)| {
+                    (0..n).map(move |i| match &v {
+                        Bson::Double(x) => Bson::Double(*x + i as f64),
+                        Bson::Int32(x) => Bson::Int32(*x - i as i32),
+                        other => other.clone(),
+                    })
+                })
+                .collect::<Vec<Bson>>()
+        });
+        proptest!(|(values in values)| {
+            let folded = fold(&values);
+            let (mut min, mut max) = (values[0].clone(), values[0].clone());
+            for v in &values[1..] {
+                if compare(v, &min) == Ordering::Less {
+                    min = v.clone();
+                }
+                if compare(v, &max) == Ordering::Greater {
+                    max = v.clone();
+                }
+            }
+            // Debug text tells -0.0 from 0.0 and types apart.
+            prop_assert_eq!(format!("{:?}", folded.min()), format!("{min:?}"));
+            prop_assert_eq!(format!("{:?}", folded.max()), format!("{max:?}"));
+        });
+    }
+
+    #[test]
+    fn one_typed_scalars_stay_unboxed() {
+        assert_eq!(
+            fold(&[Bson::Double(2.0), Bson::Double(-1.0)]),
+            MinMax::Scalar(ScalarMinMax::Double(-1.0, 2.0))
+        );
+        assert!(matches!(
+            fold(&[Bson::Double(2.0), Bson::Int32(1)]),
+            MinMax::Scalar(ScalarMinMax::Other(_))
+        ));
+        assert!(std::mem::size_of::<MinMax>() <= 32);
     }
 
     #[test]

@@ -233,10 +233,10 @@ fn first_present(column: &Column, from: RowStart, end: usize) -> usize {
 /// [`MinMax::compatible`] says: a scalar of the type or canonical rank of the field's
 /// values (objects and arrays are placed alone).
 fn first_incompatible(minmax: &MinMax, column: &Column, from: RowStart, end: usize) -> usize {
-    let MinMax::Scalar { min, .. } = minmax else {
+    let MinMax::Scalar(s) = minmax else {
         return first_present(column, from, end);
     };
-    let (code, rank) = (type_code(min), canonical_rank(min));
+    let (code, rank) = s.with_min(|min| (type_code(min), canonical_rank(min)));
     column
         .types_from(from, end)
         .iter()
