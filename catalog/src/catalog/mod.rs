@@ -273,8 +273,10 @@ impl std::hash::Hasher for IdHasher {
 struct Stripe {
     buckets: HashMap<BucketId, Bucket, IdHash>,
     series: HashMap<Arc<BucketKey>, Series, IdHash>,
-    /// Archived records: (key, min time) → id (SPEC ).
-    archived: HashMap<Arc<BucketKey>, BTreeMap<i64, BucketId>, IdHash>,
+    /// Archived records: (key, min time) → (id, its number in `archived_order`) (SPEC
+    ///
+    archived: HashMap<Arc<BucketKey>, BTreeMap<i64, (BucketId, u64)>, IdHash>,
+    /// Archived records oldest first (the order expiry drops them in), by number.
     archived_order: BTreeMap<u64, (Arc<BucketKey>, i64)>,
     archived_seq: u64,
     idle: BTreeMap<u64, BucketId>,

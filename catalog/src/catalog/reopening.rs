@@ -5,13 +5,20 @@ use super::*;
 
 impl BucketCatalog {
     pub(super) fn archive(&self, stripe: &mut Stripe, bucket: &Bucket) {
-        stripe
+        stripe.archived_seq += 1;
+        let seq = stripe.archived_seq;
+        let replaced = stripe
             .archived
             .entry(Arc::clone(&bucket.key))
             .or_default()
-            .insert(bucket.min_time, bucket.id);
-        stripe.archived_seq += 1;
-        let seq = stripe.archived_seq;
+            .insert(bucket.min_time, (bucket.id, seq));
+        if let Some((_, old)) = replaced {
+            // Placement archives no duplicate (SPEC ); a replaced record leaves the order.
+            stripe.archived_order.remove(&old);
+            self.archived_buckets.fetch_sub(1, Ordering::Relaxed);
+            self.active_buckets.fetch_sub(1, Ordering::Relaxed);
+            self.mem_sub(ARCHIVED_RECORD_BYTES + bucket.key.bytes.len() as u64);
+        }
         stripe
             .archived_order
             .insert(seq, (Arc::clone(&bucket.key), bucket.min_time));
@@ -27,13 +34,11 @@ impl BucketCatalog {
         min_time: i64,
     ) -> Option<BucketId> {
         let records = stripe.archived.get_mut(key)?;
-        let id = records.remove(&min_time)?;
+        let (id, seq) = records.remove(&min_time)?;
         if records.is_empty() {
             stripe.archived.remove(key);
         }
-        stripe
-            .archived_order
-            .retain(|_, (k, t)| !(k == key && *t == min_time));
+        stripe.archived_order.remove(&seq);
         self.archived_buckets.fetch_sub(1, Ordering::Relaxed);
         self.active_buckets.fetch_sub(1, Ordering::Relaxed);
         self.mem_sub(ARCHIVED_RECORD_BYTES + key.bytes.len() as u64);
@@ -58,7 +63,7 @@ impl BucketCatalog {
         let archived = stripe
             .archived
             .get(key)
-            .and_then(|a| a.range(..=m.time).next_back().map(|(t, id)| (*t, *id)))
+            .and_then(|a| a.range(..=m.time).next_back().map(|(t, (id, _))| (*t, *id)))
             .filter(|(t, _)| m.time.saturating_sub(*t) < spec.max_span_ms);
         let stored = if let Some((min_time, id)) = archived {
             self.take_archived(stripe, key, min_time);
@@ -198,7 +203,7 @@ impl BucketCatalog {
         let min_time = stripe
             .archived
             .get(key)
-            .and_then(|records| records.iter().find(|(_, r)| *r == id).map(|(t, _)| *t));
+            .and_then(|records| records.iter().find(|(_, (r, _))| r == id).map(|(t, _)| *t));
         if let Some(t) = min_time {
             let key = stripe
                 .archived
