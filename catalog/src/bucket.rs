@@ -219,9 +219,14 @@ impl BucketRows {
     /// (missing values where the field had none). Creates the columns of fields `..=i`.
     pub(crate) fn column_at(&mut self, fields: &[Field], i: usize, row: usize) -> &mut Column {
         if self.columns.len() <= i {
-            // Room for a column per field the bucket has, not a doubling of the vector.
-            self.columns
-                .reserve_exact(fields.len().max(i + 1) - self.columns.len());
+            let missing = fields.len().max(i + 1) - self.columns.len();
+            if self.columns.is_empty() {
+                // Room for a column per field the bucket has, not a doubling of the vector.
+                self.columns.reserve_exact(missing);
+            } else {
+                // Fields added one at a time later: amortized growth, not one slot per field.
+                self.columns.reserve(missing);
+            }
         }
         while self.columns.len() <= i {
             let name = fields
