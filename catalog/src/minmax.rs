@@ -19,7 +19,8 @@ pub enum MinMax {
     Array(Vec<MinMax>),
 }
 
-/// A scalar path's minimum and maximum in BSON order, in as few bytes as their type allows:
+/// A scalar path's `control.min` and `control.max` (SPEC §4.3, R-4.3.2) in BSON order, in as
+/// few bytes as their type allows:
 /// every open bucket holds one per field, so at many series their size is most of the
 /// catalog's memory (a pair of `Bson` values takes 224 bytes, a pair of doubles 16). Values of
 /// one numeric or date type stay unboxed; any other type, or a mix of types, is boxed.
@@ -59,24 +60,28 @@ impl ScalarMinMax {
     /// The minimum.
     #[must_use]
     pub fn min(&self) -> Bson {
-        match self {
-            ScalarMinMax::Double(lo, _) => Bson::Double(*lo),
-            ScalarMinMax::Int32(lo, _) => Bson::Int32(*lo),
-            ScalarMinMax::Int64(lo, _) => Bson::Int64(*lo),
-            ScalarMinMax::Date(lo, _) => Bson::DateTime(bson::DateTime::from_millis(*lo)),
-            ScalarMinMax::Other(pair) => pair.0.clone(),
-        }
+        self.end(true)
     }
 
     /// The maximum.
     #[must_use]
     pub fn max(&self) -> Bson {
+        self.end(false)
+    }
+
+    /// The minimum (`lo`) or the maximum.
+    fn end(&self, lo: bool) -> Bson {
+        fn pick<T>(lo: bool, a: T, b: T) -> T {
+            if lo { a } else { b }
+        }
         match self {
-            ScalarMinMax::Double(_, hi) => Bson::Double(*hi),
-            ScalarMinMax::Int32(_, hi) => Bson::Int32(*hi),
-            ScalarMinMax::Int64(_, hi) => Bson::Int64(*hi),
-            ScalarMinMax::Date(_, hi) => Bson::DateTime(bson::DateTime::from_millis(*hi)),
-            ScalarMinMax::Other(pair) => pair.1.clone(),
+            ScalarMinMax::Double(a, b) => Bson::Double(pick(lo, *a, *b)),
+            ScalarMinMax::Int32(a, b) => Bson::Int32(pick(lo, *a, *b)),
+            ScalarMinMax::Int64(a, b) => Bson::Int64(pick(lo, *a, *b)),
+            ScalarMinMax::Date(a, b) => {
+                Bson::DateTime(bson::DateTime::from_millis(pick(lo, *a, *b)))
+            }
+            ScalarMinMax::Other(pair) => pick(lo, &pair.0, &pair.1).clone(),
         }
     }
 
