@@ -141,7 +141,13 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
     let workload = args.data.workload.workload();
     let (_temp, dir) = super::bench_dir(args.data.db.as_deref(), "tscoll-bench-query-")?;
     let mut ingest_seconds = None;
-    let mut db = Database::open(&dir, DatabaseOptions::default())
+    // The catalog threshold every other command opens with (`--catalog-memory`'s default, 5 %
+    // of the machine's memory): the library's 64 MiB archives some of 1000 hosts' full buckets.
+    let options = || DatabaseOptions {
+        catalog: crate::cmd::catalog_options(None),
+        ..DatabaseOptions::default()
+    };
+    let mut db = Database::open(&dir, options())
         .map_err(|e| format!("cannot open database {}: {e}", dir.display()))?;
     if db.collection(COLLECTION).is_err() {
         let options = TimeseriesOptions::new(tsbs::TIME_FIELD)
@@ -165,7 +171,7 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
             compact_seconds = Some(start.elapsed().as_secs_f64());
         }
         drop(db);
-        db = Database::open(&dir, DatabaseOptions::default())
+        db = Database::open(&dir, options())
             .map_err(|e| format!("cannot open database {}: {e}", dir.display()))?;
     }
     let coll = db.collection(COLLECTION)?;
