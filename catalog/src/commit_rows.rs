@@ -36,7 +36,7 @@ impl CommitRows {
             // The rows are at the end of the bucket's columns (or just before the active
             // batch's): count back from the end.
             self.plain
-                .column(name, col, col.row_start_from_end(from), to.min(col.len()));
+                .column_lanes(name, col, &col.row_lanes_from_end(from, to));
         }
     }
 

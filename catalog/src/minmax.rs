@@ -5,6 +5,7 @@
 use std::cmp::Ordering;
 
 use bson::{Bson, Document};
+use tscoll_codec::tag;
 
 use crate::value::{canonical_rank, compare};
 
@@ -160,6 +161,47 @@ impl ScalarMinMax {
         }
     }
 
+    /// Folds in rows of one type code `code` given as their lane values, as [`Self::update`]
+    /// would fold each (BSON order, first writer wins on ties), without building a value.
+    /// Returns `false`, folding nothing, unless the pair holds values of exactly that type.
+    fn update_uniform(&mut self, code: u8, ints: &[i64], floats: &[f64]) -> bool {
+        match (&mut *self, code) {
+            (ScalarMinMax::Double(lo, hi), tag::DOUBLE) => {
+                // MongoDB orders NaN before every other number; -0.0 equals 0.0.
+                let lt = |a: f64, b: f64| match (a.is_nan(), b.is_nan()) {
+                    (false, false) => a < b,
+                    (true, false) => true,
+                    _ => false,
+                };
+                for &x in floats {
+                    if lt(x, *lo) {
+                        *lo = x;
+                    }
+                    if lt(*hi, x) {
+                        *hi = x;
+                    }
+                }
+            }
+            (ScalarMinMax::Int32(lo, hi), tag::INT32) => {
+                for &x in ints {
+                    // An int32 lane value always fits.
+                    let x = i32::try_from(x).unwrap_or_default();
+                    *lo = (*lo).min(x);
+                    *hi = (*hi).max(x);
+                }
+            }
+            (ScalarMinMax::Int64(lo, hi), tag::INT64)
+            | (ScalarMinMax::Date(lo, hi), tag::DATETIME) => {
+                if let (Some(&a), Some(&b)) = (ints.iter().min(), ints.iter().max()) {
+                    *lo = (*lo).min(a);
+                    *hi = (*hi).max(b);
+                }
+            }
+            _ => return false,
+        }
+        true
+    }
+
     /// Heap bytes held beside the value itself.
     fn heap_bytes(&self) -> usize {
         match self {
@@ -266,6 +308,17 @@ impl MinMax {
                 s.update(v);
             }
             _ => {}
+        }
+    }
+
+    /// Folds in rows of a column all of type `code`, given as their int and float lane
+    /// values, as [`MinMax::update`] would fold each; returns `false`, folding nothing, when
+    /// this is not a scalar path holding values of exactly that type (the caller then folds
+    /// the values one by one).
+    pub fn update_uniform(&mut self, code: u8, ints: &[i64], floats: &[f64]) -> bool {
+        match self {
+            MinMax::Scalar(s) => s.update_uniform(code, ints, floats),
+            _ => false,
         }
     }
 
@@ -425,6 +478,65 @@ mod tests {
             // Debug text tells -0.0 from 0.0 and types apart.
             prop_assert_eq!(format!("{:?}", folded.min()), format!("{min:?}"));
             prop_assert_eq!(format!("{:?}", folded.max()), format!("{max:?}"));
+        });
+    }
+
+    /// A run of one type folded from its lanes ([`MinMax::update_uniform`]) keeps exactly
+    /// what folding its values one by one keeps (NaN, -0.0 and ties included), and refuses a
+    /// run of another type, folding nothing.
+    #[test]
+    fn a_uniform_run_folds_as_its_values_do() {
+        use proptest::prelude::*;
+        // Few distinct values, so ties (and -0.0 against 0.0) are common.
+        let double = || {
+            prop_oneof![
+                Just(f64::NAN),
+                Just(-0.0),
+                Just(0.0),
+                Just(1.0),
+                Just(-1.0),
+                Just(f64::NEG_INFINITY)
+            ]
+        };
+        // (type code of the values before, type code of the run, values before, the run).
+        let code = prop_oneof![
+            Just(tag::DOUBLE),
+            Just(tag::INT32),
+            Just(tag::INT64),
+            Just(tag::DATETIME)
+        ];
+        let case = (
+            code.clone(),
+            code,
+            proptest::collection::vec((double(), -2..2i64), 1..4),
+            proptest::collection::vec((double(), -2..2i64), 0..8),
+        );
+        let value = |code: u8, f: f64, i: i64| match code {
+            tag::DOUBLE => Bson::Double(f),
+            tag::INT32 => Bson::Int32(i as i32),
+            tag::INT64 => Bson::Int64(i),
+            _ => Bson::DateTime(bson::DateTime::from_millis(i)),
+        };
+        proptest!(|((first_code, run_code, first, run) in case)| {
+            let before: Vec<Bson> = first.iter().map(|&(f, i)| value(first_code, f, i)).collect();
+            let mut by_values = fold(&before);
+            let mut by_lanes = by_values.clone();
+            let ints: Vec<i64> = run.iter().map(|&(_, i)| i).collect();
+            let floats: Vec<f64> = run.iter().map(|&(f, _)| f).collect();
+            let (ints, floats) = if run_code == tag::DOUBLE {
+                (&[][..], &floats[..])
+            } else {
+                (&ints[..], &[][..])
+            };
+            let folded = by_lanes.update_uniform(run_code, ints, floats);
+            prop_assert_eq!(folded, first_code == run_code);
+            if folded {
+                for &(f, i) in &run {
+                    by_values.update(&value(run_code, f, i));
+                }
+            }
+            // Debug text tells -0.0 from 0.0 and types apart.
+            prop_assert_eq!(format!("{by_lanes:?}"), format!("{by_values:?}"));
         });
     }
 

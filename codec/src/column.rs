@@ -405,6 +405,42 @@ impl Column {
         self.floats.push(value);
     }
 
+    /// Appends doubles, one row each: a run of values read from elsewhere in one pass.
+    ///
+    /// ```
+    /// use tscoll_codec::{Column, ValueRef};
+    ///
+    /// let mut c = Column::new();
+    /// c.extend_floats([1.5, -0.0].into_iter());
+    /// assert_eq!(c.iter().collect::<Vec<_>>(), [ValueRef::Float(1.5), ValueRef::Float(-0.0)]);
+    /// ```
+    pub fn extend_floats(&mut self, values: impl Iterator<Item = f64>) {
+        let before = self.floats.len();
+        self.floats.extend(values);
+        let added = self.floats.len() - before;
+        self.types.resize(self.types.len() + added, tag::DOUBLE);
+    }
+
+    /// Appends int-lane values of one type, one row each (see [`Column::push_int`]).
+    ///
+    /// ```
+    /// use tscoll_codec::{Column, ValueRef};
+    ///
+    /// let mut c = Column::new();
+    /// c.extend_ints(0x10, [7, -1].into_iter());
+    /// assert_eq!(c.iter().collect::<Vec<_>>(), [ValueRef::Int(0x10, 7), ValueRef::Int(0x10, -1)]);
+    /// ```
+    ///
+    /// # Panics
+    /// If `type_code` is not in [`Lane::Int`] (a caller bug).
+    pub fn extend_ints(&mut self, type_code: u8, values: impl Iterator<Item = i64>) {
+        assert_eq!(Lane::of(type_code), Some(Lane::Int), "not an int-lane type");
+        let before = self.ints.len();
+        self.ints.extend(values);
+        let added = self.ints.len() - before;
+        self.types.resize(self.types.len() + added, type_code);
+    }
+
     /// Appends a bytes-lane value. The payload is the BSON value bytes of the element, except
     /// for string, JavaScript code and symbol, whose payload is the UTF-8 text alone (no length
     /// prefix, no trailing NUL). So: ObjectId = 12 bytes, decimal128 = 16 bytes, binary =
@@ -546,7 +582,18 @@ impl Column {
     /// # Panics
     /// If the bytes lane would exceed 4 GiB (a caller bug).
     pub fn extend_from_lanes(&mut self, other: &Column, lanes: &RowLanes<'_>) {
+        self.types.extend_from_slice(lanes.types);
+        // Most runs fill one lane: the others are not touched.
+        if !lanes.ints.is_empty() {
+            self.ints.extend_from_slice(lanes.ints);
+        }
+        if !lanes.floats.is_empty() {
+            self.floats.extend_from_slice(lanes.floats);
+        }
         let (b0, nb) = (lanes.start.bytes, lanes.bytes);
+        if nb == 0 {
+            return;
+        }
         let end_of = |k: usize| {
             k.checked_sub(1)
                 .and_then(|i| other.ends.get(i))
@@ -555,9 +602,6 @@ impl Column {
         };
         let (first, last) = (end_of(b0), end_of(b0 + nb));
         let base = u32::try_from(self.bytes.len()).expect("bytes lane over 4 GiB");
-        self.types.extend_from_slice(lanes.types);
-        self.ints.extend_from_slice(lanes.ints);
-        self.floats.extend_from_slice(lanes.floats);
         self.bytes.extend_from_slice(
             other
                 .bytes
@@ -591,7 +635,18 @@ impl Column {
     #[must_use]
     pub fn row_lanes(&self, start: RowStart, to: usize) -> RowLanes<'_> {
         let types = self.types_from(start, to);
-        let [_, ni, nf, nb] = lane_counts(types).unwrap_or([0; 4]);
+        self.lanes_at(types, start, lane_counts(types).unwrap_or([0; 4]))
+    }
+
+    /// The rows of `types` (a slice of [`Column::types`] from `start`), whose lanes hold
+    /// `counts` values, lane by lane.
+    fn lanes_at<'a>(
+        &'a self,
+        types: &'a [u8],
+        start: RowStart,
+        counts: [usize; 4],
+    ) -> RowLanes<'a> {
+        let [_, ni, nf, nb] = counts;
         RowLanes {
             types,
             ints: self.ints.get(start.int..start.int + ni).unwrap_or_default(),
@@ -602,6 +657,40 @@ impl Column {
             start,
             bytes: nb,
         }
+    }
+
+    /// Rows `row..to` (clamped to the rows) lane by lane, found by counting back from the
+    /// end: the cost is the rows from `row` on, the cheap way to read rows near the end of a
+    /// long column.
+    ///
+    /// ```
+    /// use tscoll_codec::Column;
+    ///
+    /// let mut c = Column::new();
+    /// c.push_int(0x10, 1);
+    /// c.push_bytes(0x02, b"ab");
+    /// c.push_float(2.5);
+    /// c.push_int(0x10, 3);
+    /// let lanes = c.row_lanes_from_end(1, 3);
+    /// assert_eq!((lanes.types, lanes.ints, lanes.floats, lanes.bytes), (&[0x02, 0x01][..], &[][..], &[2.5][..], 1));
+    /// assert_eq!(lanes.start, c.row_start(1));
+    /// ```
+    #[must_use]
+    pub fn row_lanes_from_end(&self, row: usize, to: usize) -> RowLanes<'_> {
+        let to = to.min(self.types.len());
+        let row = row.min(to);
+        let [_, ti, tf, tb] =
+            lane_counts(self.types.get(to..).unwrap_or_default()).unwrap_or([0; 4]);
+        let types = self.types.get(row..to).unwrap_or_default();
+        let counts = lane_counts(types).unwrap_or([0; 4]);
+        let [_, ni, nf, nb] = counts;
+        let start = RowStart {
+            row,
+            int: self.ints.len().saturating_sub(ti + ni),
+            float: self.floats.len().saturating_sub(tf + nf),
+            bytes: self.ends.len().saturating_sub(tb + nb),
+        };
+        self.lanes_at(types, start, counts)
     }
 
     /// The type codes of the rows from `start` (a [`RowStart`] of this column) to `to`.

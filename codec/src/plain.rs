@@ -41,7 +41,7 @@ use std::collections::HashMap;
 use crate::column::{Lane, lane_counts};
 use crate::format::{MAX_NAME_LEN, MAX_ROWS};
 use crate::reader::Reader;
-use crate::{Column, Error, Result, RowStart, varint};
+use crate::{Column, Error, Result, RowLanes, RowStart, varint};
 
 /// Writes rows in the plain format (see the module docs), entry by entry.
 #[derive(Debug, Default)]
@@ -83,6 +83,12 @@ impl PlainWriter {
     /// Appends rows `start.row..to` of `column` (a [`RowStart`] of it, `to` clamped to its
     /// rows) as the current entry's column `name`: its first rows, the others missing.
     pub fn column(&mut self, name: &str, column: &Column, start: RowStart, to: usize) {
+        self.column_lanes(name, column, &column.row_lanes(start, to));
+    }
+
+    /// As [`PlainWriter::column`] for rows of `column` already found lane by lane
+    /// ([`Column::row_lanes`], [`Column::row_lanes_from_end`]).
+    pub fn column_lanes(&mut self, name: &str, column: &Column, lanes: &RowLanes<'_>) {
         let i = match self.names.get(self.hint) {
             Some(n) if n == name => self.hint,
             _ => match self.index.get(name) {
@@ -94,18 +100,18 @@ impl PlainWriter {
                     varint::put(&mut self.buf, name.len() as u64);
                     self.buf.extend_from_slice(name.as_bytes());
                     self.hint = self.names.len();
-                    self.lanes(column, start, to);
+                    self.lanes(column, lanes);
                     return;
                 }
             },
         };
         varint::put(&mut self.buf, i as u64 + 1);
         self.hint = i + 1;
-        self.lanes(column, start, to);
+        self.lanes(column, lanes);
     }
 
-    fn lanes(&mut self, column: &Column, start: RowStart, to: usize) {
-        let lanes = column.row_lanes(start, to);
+    fn lanes(&mut self, column: &Column, lanes: &RowLanes<'_>) {
+        let start = lanes.start;
         let buf = &mut self.buf;
         // Rows of one type (the common case) give their type once.
         let uniform = lanes

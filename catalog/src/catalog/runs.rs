@@ -93,7 +93,7 @@ impl BucketCatalog {
                     if let Some(seq) = bucket.idle_seq.take() {
                         stripe.idle.remove(&seq);
                     }
-                    let batch = self.append_run(bucket, rows, &map, &cursors, run, st);
+                    let batch = self.append_run(bucket, rows, &map, &mut cursors, run, st);
                     st.out.staged_bytes += run.raw;
                     st.note_batch(batch);
                     next = row + run.rows;
@@ -105,8 +105,11 @@ impl BucketCatalog {
                 // The row may have added fields to the bucket or opened another.
                 mapped_for = None;
             }
-            for ((_, column), cursor) in rows.fields.iter().zip(&mut cursors) {
-                *cursor = column.row_start_after(*cursor, next);
+            if !placed {
+                // (A run's rows moved the cursors past them as they were appended.)
+                for ((_, column), cursor) in rows.fields.iter().zip(&mut cursors) {
+                    *cursor = column.row_start_after(*cursor, next);
+                }
             }
             row = next;
         }
@@ -274,13 +277,14 @@ fn rank_of_code(code: u8) -> Option<i32> {
 
 impl BucketCatalog {
     /// Appends rows `from..from + run.rows` to the bucket's active batch: values to the
-    /// bucket's columns, min/max, count, size, sortedness. Returns the batch.
+    /// bucket's columns, min/max, count, size, sortedness; moves `cursors` past them. Returns
+    /// the batch.
     fn append_run(
         &self,
         bucket: &mut Bucket,
         rows: &MeasurementColumns,
         map: &[Option<usize>],
-        cursors: &[RowStart],
+        cursors: &mut [RowStart],
         run: Run,
         st: &Staging<'_>,
     ) -> Arc<WriteBatch> {
@@ -290,13 +294,25 @@ impl BucketCatalog {
         let mut data = lock(&batch.data);
         let row0 = (bucket.count - bucket.rows_base) as usize;
         for (((_, column), field), cursor) in rows.fields.iter().zip(map).zip(cursors) {
+            let start = *cursor;
             // A column without a bucket field has no value in the run (see `fast_run`).
+            cursor.row = to;
             let Some(i) = *field else { continue };
             let Some(f) = bucket.fields.get_mut(i) else {
+                *cursor = column.row_start_after(start, to);
                 continue;
             };
-            let lanes = column.row_lanes(*cursor, to);
-            if let Some((lo, hi)) = range_bounds(column, &lanes) {
+            let lanes = column.row_lanes(start, to);
+            cursor.int += lanes.ints.len();
+            cursor.float += lanes.floats.len();
+            cursor.bytes += lanes.bytes;
+            let uniform = lanes
+                .types
+                .first()
+                .filter(|&&t| lanes.types.iter().all(|&u| u == t));
+            let folded =
+                uniform.is_some_and(|&t| f.minmax.update_uniform(t, lanes.ints, lanes.floats));
+            if !folded && let Some((lo, hi)) = range_bounds(column, &lanes) {
                 f.minmax.update(&lo);
                 f.minmax.update(&hi);
             }

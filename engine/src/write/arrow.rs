@@ -18,7 +18,7 @@ use arrow_array::types::{
     TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType,
     TimestampSecondType, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
 };
-use arrow_array::{Array, RecordBatch};
+use arrow_array::{Array, PrimitiveArray, RecordBatch};
 use arrow_schema::{DataType, TimeUnit};
 use bson::oid::ObjectId;
 use bson::{Bson, DateTime};
@@ -33,16 +33,111 @@ use crate::write::meta_cache::lock;
 use crate::write::series::{BuildFx, Fx};
 use crate::write::{InsertResult, WriteError, long_name, take_outcome, too_large};
 
-/// One Arrow column read as values of one BSON type.
+/// One Arrow column read as values of one BSON type. Each kind reads its Arrow arrays
+/// directly (no call through a pointer per value).
 enum Source<'a> {
-    Double(Box<dyn Fn(usize) -> f64 + 'a>),
-    Int32(Box<dyn Fn(usize) -> i32 + 'a>),
-    Int64(Box<dyn Fn(usize) -> Option<i64> + 'a>),
+    Double(Doubles<'a>),
+    Int32(Int32s<'a>),
+    Int64(Int64s<'a>),
     Bool(&'a arrow_array::BooleanArray),
-    Str(Box<dyn Fn(usize) -> &'a str + 'a>),
-    Date(Box<dyn Fn(usize) -> i64 + 'a>),
+    Str(Strs<'a>),
+    Date(Dates<'a>),
     /// A `Struct`: a document of its children.
     Struct(Vec<Field<'a>>),
+}
+
+/// Arrow arrays read as doubles.
+enum Doubles<'a> {
+    F64(&'a PrimitiveArray<Float64Type>),
+    F32(&'a PrimitiveArray<Float32Type>),
+}
+
+impl Doubles<'_> {
+    #[inline]
+    fn value(&self, row: usize) -> f64 {
+        match self {
+            Doubles::F64(a) => a.value(row),
+            Doubles::F32(a) => f64::from(a.value(row)),
+        }
+    }
+}
+
+/// Arrow arrays read as int32s.
+enum Int32s<'a> {
+    I8(&'a PrimitiveArray<Int8Type>),
+    I16(&'a PrimitiveArray<Int16Type>),
+    I32(&'a PrimitiveArray<Int32Type>),
+    U8(&'a PrimitiveArray<UInt8Type>),
+    U16(&'a PrimitiveArray<UInt16Type>),
+}
+
+impl Int32s<'_> {
+    #[inline]
+    fn value(&self, row: usize) -> i32 {
+        match self {
+            Int32s::I8(a) => i32::from(a.value(row)),
+            Int32s::I16(a) => i32::from(a.value(row)),
+            Int32s::I32(a) => a.value(row),
+            Int32s::U8(a) => i32::from(a.value(row)),
+            Int32s::U16(a) => i32::from(a.value(row)),
+        }
+    }
+}
+
+/// Arrow arrays read as int64s (`None`: a `UInt64` past `i64::MAX`).
+enum Int64s<'a> {
+    I64(&'a PrimitiveArray<Int64Type>),
+    U32(&'a PrimitiveArray<UInt32Type>),
+    U64(&'a PrimitiveArray<UInt64Type>),
+}
+
+impl Int64s<'_> {
+    #[inline]
+    fn value(&self, row: usize) -> Option<i64> {
+        match self {
+            Int64s::I64(a) => Some(a.value(row)),
+            Int64s::U32(a) => Some(i64::from(a.value(row))),
+            Int64s::U64(a) => i64::try_from(a.value(row)).ok(),
+        }
+    }
+}
+
+/// Arrow arrays read as strings.
+enum Strs<'a> {
+    Utf8(&'a arrow_array::StringArray),
+    Large(&'a arrow_array::LargeStringArray),
+}
+
+impl<'a> Strs<'a> {
+    #[inline]
+    fn value(&self, row: usize) -> &'a str {
+        match self {
+            Strs::Utf8(a) => a.value(row),
+            Strs::Large(a) => a.value(row),
+        }
+    }
+}
+
+/// Arrow arrays read as dates (ms since the epoch; finer units truncated toward the past).
+enum Dates<'a> {
+    Date64(&'a PrimitiveArray<Date64Type>),
+    Seconds(&'a PrimitiveArray<TimestampSecondType>),
+    Millis(&'a PrimitiveArray<TimestampMillisecondType>),
+    Micros(&'a PrimitiveArray<TimestampMicrosecondType>),
+    Nanos(&'a PrimitiveArray<TimestampNanosecondType>),
+}
+
+impl Dates<'_> {
+    #[inline]
+    fn value(&self, row: usize) -> i64 {
+        match self {
+            Dates::Date64(a) => a.value(row),
+            Dates::Seconds(a) => a.value(row).saturating_mul(1000),
+            Dates::Millis(a) => a.value(row),
+            Dates::Micros(a) => a.value(row).div_euclid(1000),
+            Dates::Nanos(a) => a.value(row).div_euclid(1_000_000),
+        }
+    }
 }
 
 /// A column of the batch: its name, values and nulls.
@@ -59,12 +154,12 @@ impl Field<'_> {
             return None;
         }
         Some(match &self.source {
-            Source::Double(f) => Bson::Double(f(row)),
-            Source::Int32(f) => Bson::Int32(f(row)),
-            Source::Int64(f) => Bson::Int64(f(row)?),
+            Source::Double(f) => Bson::Double(f.value(row)),
+            Source::Int32(f) => Bson::Int32(f.value(row)),
+            Source::Int64(f) => Bson::Int64(f.value(row)?),
             Source::Bool(a) => Bson::Boolean(a.value(row)),
-            Source::Str(f) => Bson::String(f(row).to_owned()),
-            Source::Date(f) => Bson::DateTime(DateTime::from_millis(f(row))),
+            Source::Str(f) => Bson::String(f.value(row).to_owned()),
+            Source::Date(f) => Bson::DateTime(DateTime::from_millis(f.value(row))),
             Source::Struct(children) => Bson::Document(
                 children
                     .iter()
@@ -76,7 +171,8 @@ impl Field<'_> {
 
     /// Whether [`Field::bson`] gives `None` for row `row`.
     fn absent(&self, row: usize) -> bool {
-        self.array.is_null(row) || matches!(&self.source, Source::Int64(f) if f(row).is_none())
+        self.array.is_null(row)
+            || matches!(&self.source, Source::Int64(f) if f.value(row).is_none())
     }
 
     /// Whether [`Field::bson`] gives `value` for row `row` (doubles compared bit for bit),
@@ -89,12 +185,12 @@ impl Field<'_> {
             return false;
         }
         match (&self.source, value) {
-            (Source::Double(f), Bson::Double(x)) => f(row).to_bits() == x.to_bits(),
-            (Source::Int32(f), Bson::Int32(x)) => f(row) == *x,
-            (Source::Int64(f), Bson::Int64(x)) => f(row) == Some(*x),
+            (Source::Double(f), Bson::Double(x)) => f.value(row).to_bits() == x.to_bits(),
+            (Source::Int32(f), Bson::Int32(x)) => f.value(row) == *x,
+            (Source::Int64(f), Bson::Int64(x)) => f.value(row) == Some(*x),
             (Source::Bool(a), Bson::Boolean(x)) => a.value(row) == *x,
-            (Source::Str(f), Bson::String(x)) => f(row) == x,
-            (Source::Date(f), Bson::DateTime(x)) => f(row) == x.timestamp_millis(),
+            (Source::Str(f), Bson::String(x)) => f.value(row) == x,
+            (Source::Date(f), Bson::DateTime(x)) => f.value(row) == x.timestamp_millis(),
             (Source::Struct(children), Bson::Document(d)) => {
                 let mut entries = d.iter();
                 children.iter().filter(|c| !c.absent(row)).all(|c| {
@@ -131,12 +227,12 @@ impl Field<'_> {
                 fx.write_u8(0);
             } else {
                 match &self.source {
-                    Source::Double(f) => fx.write_u64(f(row).to_bits()),
-                    Source::Int32(f) => fx.write_i32(f(row)),
-                    Source::Int64(f) => fx.write_i64(f(row).unwrap_or(i64::MIN)),
+                    Source::Double(f) => fx.write_u64(f.value(row).to_bits()),
+                    Source::Int32(f) => fx.write_i32(f.value(row)),
+                    Source::Int64(f) => fx.write_i64(f.value(row).unwrap_or(i64::MIN)),
                     Source::Bool(x) => fx.write_u8(u8::from(x.value(row))),
-                    Source::Str(f) => fx.write(f(row).as_bytes()),
-                    Source::Date(f) => fx.write_i64(f(row)),
+                    Source::Str(f) => fx.write(f.value(row).as_bytes()),
+                    Source::Date(f) => fx.write_i64(f.value(row)),
                     Source::Struct(_) => {}
                 }
                 fx.write_u8(0xff);
@@ -155,12 +251,12 @@ impl Field<'_> {
                 *s = match (null(a), null(b)) {
                     (true, true) => true,
                     (false, false) => match &self.source {
-                        Source::Double(f) => f(a).to_bits() == f(b).to_bits(),
-                        Source::Int32(f) => f(a) == f(b),
-                        Source::Int64(f) => f(a) == f(b),
+                        Source::Double(f) => f.value(a).to_bits() == f.value(b).to_bits(),
+                        Source::Int32(f) => f.value(a) == f.value(b),
+                        Source::Int64(f) => f.value(a) == f.value(b),
                         Source::Bool(x) => x.value(a) == x.value(b),
-                        Source::Str(f) => f(a) == f(b),
-                        Source::Date(f) => f(a) == f(b),
+                        Source::Str(f) => f.value(a) == f.value(b),
+                        Source::Date(f) => f.value(a) == f.value(b),
                         Source::Struct(_) => true,
                     },
                     _ => false,
@@ -186,11 +282,11 @@ impl Field<'_> {
             Source::Double(_) | Source::Date(_) => head + 8,
             Source::Int32(_) => head + 4,
             Source::Int64(f) => {
-                f(row)?;
+                f.value(row)?;
                 head + 8
             }
             Source::Bool(_) => head + 1,
-            Source::Str(f) => head + 5 + f(row).len() as u64,
+            Source::Str(f) => head + 5 + f.value(row).len() as u64,
             Source::Struct(_) => {
                 scratch.clear();
                 return self.push(row, scratch);
@@ -208,15 +304,15 @@ impl Field<'_> {
         let head = 2 + self.name.len() as u64;
         Some(match &self.source {
             Source::Double(f) => {
-                column.push_float(f(row));
+                column.push_float(f.value(row));
                 head + 8
             }
             Source::Int32(f) => {
-                column.push_int(tag::INT32, i64::from(f(row)));
+                column.push_int(tag::INT32, i64::from(f.value(row)));
                 head + 4
             }
             Source::Int64(f) => {
-                column.push_int(tag::INT64, f(row)?);
+                column.push_int(tag::INT64, f.value(row)?);
                 head + 8
             }
             Source::Bool(a) => {
@@ -224,12 +320,12 @@ impl Field<'_> {
                 head + 1
             }
             Source::Str(f) => {
-                let s = f(row);
+                let s = f.value(row);
                 column.push_bytes(tag::STRING, s.as_bytes());
                 head + 5 + s.len() as u64
             }
             Source::Date(f) => {
-                column.push_int(tag::DATETIME, f(row));
+                column.push_int(tag::DATETIME, f.value(row));
                 head + 8
             }
             Source::Struct(_) => {
@@ -239,6 +335,141 @@ impl Field<'_> {
                 element_size(self.name, &doc)
             }
         })
+    }
+}
+
+/// Per-row sums of [`MeasurementColumns`] filled column by column: BSON element bytes, name
+/// bytes (`name + 1` per present field) and present fields.
+struct RowSizes<'a> {
+    raw: &'a mut [u64],
+    names: &'a mut [u64],
+    present: &'a mut [u32],
+}
+
+impl RowSizes<'_> {
+    /// Counts a present field of `size` element bytes and `names` name bytes at row `at`.
+    fn add(&mut self, at: usize, size: u64, names: u64) {
+        if let (Some(r), Some(n), Some(p)) = (
+            self.raw.get_mut(at),
+            self.names.get_mut(at),
+            self.present.get_mut(at),
+        ) {
+            *r += size;
+            *n += names;
+            *p += 1;
+        }
+    }
+
+    /// As [`RowSizes::add`] for every row from `at` on, `len` of them.
+    fn add_each(&mut self, at: usize, len: usize, size: u64, names: u64) {
+        let rows = at..at + len;
+        for (r, (n, p)) in self
+            .raw
+            .get_mut(rows.clone())
+            .unwrap_or_default()
+            .iter_mut()
+            .zip(
+                self.names
+                    .get_mut(rows.clone())
+                    .unwrap_or_default()
+                    .iter_mut()
+                    .zip(self.present.get_mut(rows).unwrap_or_default()),
+            )
+        {
+            *r += size;
+            *n += names;
+            *p += 1;
+        }
+    }
+}
+
+impl<'a> Field<'a> {
+    /// Adds each row's BSON element size as [`Field::size`] gives it to its entry of `sizes`
+    /// (all rows of the batch), and names this field in `unsigned` where it holds a `UInt64`
+    /// past `i64::MAX`. A column of a fixed-size type is counted without reading its values.
+    fn add_sizes<'n>(
+        &self,
+        sizes: &mut [u64],
+        unsigned: &mut [Option<&'n str>],
+        scratch: &mut Column,
+    ) where
+        'a: 'n,
+    {
+        let fixed = match &self.source {
+            Source::Double(_)
+            | Source::Date(_)
+            | Source::Int64(Int64s::I64(_) | Int64s::U32(_)) => Some(8),
+            Source::Int32(_) => Some(4),
+            Source::Bool(_) => Some(1),
+            _ => None,
+        };
+        if let Some(size) = fixed {
+            let size = 2 + self.name.len() as u64 + size;
+            match self.array.logical_nulls() {
+                None => sizes.iter_mut().for_each(|s| *s += size),
+                Some(nulls) => {
+                    for (row, s) in sizes.iter_mut().enumerate() {
+                        if nulls.is_valid(row) {
+                            *s += size;
+                        }
+                    }
+                }
+            }
+            return;
+        }
+        for (row, (s, u)) in sizes.iter_mut().zip(unsigned.iter_mut()).enumerate() {
+            match self.size(row, scratch) {
+                Some(size) => *s += size,
+                None => *u = Some(self.name),
+            }
+        }
+    }
+
+    /// Appends batch rows `rows` to `column`, in order, and counts each one's size into
+    /// `sizes` from row `at` on (the rows' positions in the columns). A column without nulls
+    /// of a fixed-size type is appended as one run.
+    fn push_rows(&self, rows: &[usize], at: usize, column: &mut Column, sizes: &mut RowSizes<'_>) {
+        let head = 2 + self.name.len() as u64;
+        let names = self.name.len() as u64 + 1;
+        if self.array.logical_null_count() == 0 {
+            let fixed = match &self.source {
+                Source::Double(f) => {
+                    column.extend_floats(rows.iter().map(|&r| f.value(r)));
+                    Some(8)
+                }
+                Source::Int32(f) => {
+                    column.extend_ints(tag::INT32, rows.iter().map(|&r| i64::from(f.value(r))));
+                    Some(4)
+                }
+                Source::Date(f) => {
+                    column.extend_ints(tag::DATETIME, rows.iter().map(|&r| f.value(r)));
+                    Some(8)
+                }
+                // A row with a `UInt64` past `i64::MAX` was rejected before.
+                Source::Int64(f) => {
+                    column.extend_ints(
+                        tag::INT64,
+                        rows.iter().map(|&r| f.value(r).unwrap_or_default()),
+                    );
+                    Some(8)
+                }
+                Source::Bool(a) => {
+                    column.extend_ints(tag::BOOLEAN, rows.iter().map(|&r| i64::from(a.value(r))));
+                    Some(1)
+                }
+                _ => None,
+            };
+            if let Some(size) = fixed {
+                sizes.add_each(at, rows.len(), head + size, names);
+                return;
+            }
+        }
+        for (i, &row) in rows.iter().enumerate() {
+            let size = self.push(row, column).unwrap_or_default();
+            if size > 0 {
+                sizes.add(at + i, size, names);
+            }
+        }
     }
 }
 
@@ -253,73 +484,67 @@ fn field<'a>(name: &'a str, array: &'a dyn Array) -> std::result::Result<Field<'
     let source = match array.data_type() {
         DataType::Float64 => {
             let a = array.as_primitive::<Float64Type>();
-            Source::Double(Box::new(move |r| a.value(r)))
+            Source::Double(Doubles::F64(a))
         }
         DataType::Float32 => {
             let a = array.as_primitive::<Float32Type>();
-            Source::Double(Box::new(move |r| f64::from(a.value(r))))
+            Source::Double(Doubles::F32(a))
         }
         DataType::Int8 => {
             let a = array.as_primitive::<Int8Type>();
-            Source::Int32(Box::new(move |r| i32::from(a.value(r))))
+            Source::Int32(Int32s::I8(a))
         }
         DataType::Int16 => {
             let a = array.as_primitive::<Int16Type>();
-            Source::Int32(Box::new(move |r| i32::from(a.value(r))))
+            Source::Int32(Int32s::I16(a))
         }
         DataType::Int32 => {
             let a = array.as_primitive::<Int32Type>();
-            Source::Int32(Box::new(move |r| a.value(r)))
+            Source::Int32(Int32s::I32(a))
         }
         DataType::UInt8 => {
             let a = array.as_primitive::<UInt8Type>();
-            Source::Int32(Box::new(move |r| i32::from(a.value(r))))
+            Source::Int32(Int32s::U8(a))
         }
         DataType::UInt16 => {
             let a = array.as_primitive::<UInt16Type>();
-            Source::Int32(Box::new(move |r| i32::from(a.value(r))))
+            Source::Int32(Int32s::U16(a))
         }
         DataType::Int64 => {
             let a = array.as_primitive::<Int64Type>();
-            Source::Int64(Box::new(move |r| Some(a.value(r))))
+            Source::Int64(Int64s::I64(a))
         }
         DataType::UInt32 => {
             let a = array.as_primitive::<UInt32Type>();
-            Source::Int64(Box::new(move |r| Some(i64::from(a.value(r)))))
+            Source::Int64(Int64s::U32(a))
         }
         DataType::UInt64 => {
             let a = array.as_primitive::<UInt64Type>();
-            Source::Int64(Box::new(move |r| i64::try_from(a.value(r)).ok()))
+            Source::Int64(Int64s::U64(a))
         }
         DataType::Boolean => Source::Bool(array.as_boolean()),
-        DataType::Utf8 => {
-            let a = array.as_string::<i32>();
-            Source::Str(Box::new(move |r| a.value(r)))
-        }
-        DataType::LargeUtf8 => {
-            let a = array.as_string::<i64>();
-            Source::Str(Box::new(move |r| a.value(r)))
-        }
+        DataType::Utf8 => Source::Str(Strs::Utf8(array.as_string::<i32>())),
+        DataType::LargeUtf8 => Source::Str(Strs::Large(array.as_string::<i64>())),
         DataType::Date64 => {
             let a = array.as_primitive::<Date64Type>();
-            Source::Date(Box::new(move |r| a.value(r)))
+            Source::Date(Dates::Date64(a))
         }
         DataType::Timestamp(unit, _) => match unit {
             TimeUnit::Second => {
                 let a = array.as_primitive::<TimestampSecondType>();
-                Source::Date(Box::new(move |r| a.value(r).saturating_mul(1000)))
+                Source::Date(Dates::Seconds(a))
             }
             TimeUnit::Millisecond => {
                 let a = array.as_primitive::<TimestampMillisecondType>();
-                Source::Date(Box::new(move |r| a.value(r)))
+                Source::Date(Dates::Millis(a))
             }
             TimeUnit::Microsecond => {
                 let a = array.as_primitive::<TimestampMicrosecondType>();
-                Source::Date(Box::new(move |r| a.value(r).div_euclid(1000)))
+                Source::Date(Dates::Micros(a))
             }
             TimeUnit::Nanosecond => {
                 let a = array.as_primitive::<TimestampNanosecondType>();
-                Source::Date(Box::new(move |r| a.value(r).div_euclid(1_000_000)))
+                Source::Date(Dates::Nanos(a))
             }
         },
         DataType::Struct(fields) => {
@@ -539,7 +764,13 @@ impl CollectionInner {
         let mut errors = Vec::new();
         let mut groups: Vec<Vec<(i64, usize)>> = vec![Vec::new(); keys.len()];
         let time_field = &fields[time];
+        // Each row's size and a field holding a UInt64 past i64::MAX, column by column.
         let mut scratch = Column::new();
+        let mut sizes = vec![0u64; n];
+        let mut unsigned: Vec<Option<&str>> = vec![None; n];
+        for f in &fields {
+            f.add_sizes(&mut sizes, &mut unsigned, &mut scratch);
+        }
         for (row, &mi) in row_meta.iter().enumerate() {
             let reject = |message: String| WriteError {
                 index: row,
@@ -561,14 +792,9 @@ impl CollectionInner {
             let id_absent = id_field
                 .and_then(|i| fields.get(i))
                 .is_none_or(|f| f.absent(row));
-            let mut raw = if id_absent { 2 + 3 + 12 } else { 0 };
-            let mut bad = None;
-            for f in &fields {
-                match f.size(row, &mut scratch) {
-                    Some(size) => raw += size,
-                    None => bad = Some(f.name),
-                }
-            }
+            let raw = sizes.get(row).copied().unwrap_or_default()
+                + if id_absent { 2 + 3 + 12 } else { 0 };
+            let bad = unsigned.get(row).copied().flatten();
             let g = meta_groups.get(mi as usize).copied().unwrap_or_default();
             if let Some(name) = bad {
                 errors.push(reject(format!(
@@ -613,47 +839,63 @@ impl CollectionInner {
                 .iter()
                 .map(|f| (f.name.to_owned(), Column::with_capacity(total))),
         );
-        let offset = usize::from(!has_id);
+        // Rows in staging order: each group's, in time order.
         for group in &groups {
             let start = out.times.len();
-            out.starts.extend(
-                out.fields
-                    .iter()
-                    .map(|(_, c)| c.end())
-                    .collect::<Vec<RowStart>>(),
-            );
             for &(t, row) in group {
-                let (mut raw, mut names, mut present) = (0u64, 0u64, 0u32);
-                if let Some((_, id)) = out.fields.first_mut().filter(|_| !has_id) {
-                    id.push_bytes(tag::OBJECT_ID, &ObjectId::new().bytes());
-                    raw += 2 + 3 + 12;
-                    names += 4;
-                    present += 1;
-                }
-                let columns = out.fields.iter_mut().skip(offset);
-                for (k, (f, (_, column))) in fields.iter().zip(columns).enumerate() {
-                    if Some(k) == id_field && f.absent(row) {
-                        // A null `_id` is a missing one: generated, as for a document.
-                        column.push_bytes(tag::OBJECT_ID, &ObjectId::new().bytes());
-                        raw += 2 + 3 + 12;
-                        names += 4;
-                        present += 1;
-                        continue;
-                    }
-                    let size = f.push(row, column).unwrap_or_default();
-                    if size > 0 {
-                        raw += size;
-                        names += f.name.len() as u64 + 1;
-                        present += 1;
-                    }
-                }
                 out.times.push(t);
                 out.indices.push(row);
-                out.raw.push(raw);
-                out.names.push(names);
-                out.present.push(present);
             }
             out.groups.push(start..out.times.len());
+        }
+        out.raw.resize(total, 0);
+        out.names.resize(total, 0);
+        out.present.resize(total, 0);
+        // Then column by column: each value read once from its array, straight into its
+        // column.
+        let nf = out.fields.len();
+        out.starts.resize(groups.len() * nf, RowStart::default());
+        let order = &out.indices;
+        let mut sizes = RowSizes {
+            raw: &mut out.raw,
+            names: &mut out.names,
+            present: &mut out.present,
+        };
+        let generated = usize::from(!has_id);
+        for (k, (name, column)) in out.fields.iter_mut().enumerate() {
+            let field = k.checked_sub(generated).and_then(|i| fields.get(i));
+            for (g, range) in out.groups.iter().enumerate() {
+                if let Some(s) = out.starts.get_mut(g * nf + k) {
+                    *s = column.end();
+                }
+                let Some(rows) = order.get(range.clone()) else {
+                    continue;
+                };
+                let at = range.start;
+                match field {
+                    // A null `_id` is a missing one: generated, as for a document.
+                    Some(f) if name == "_id" => {
+                        for (i, &row) in rows.iter().enumerate() {
+                            if f.absent(row) {
+                                column.push_bytes(tag::OBJECT_ID, &ObjectId::new().bytes());
+                                sizes.add(at + i, 2 + 3 + 12, 4);
+                            } else {
+                                let size = f.push(row, column).unwrap_or_default();
+                                if size > 0 {
+                                    sizes.add(at + i, size, f.name.len() as u64 + 1);
+                                }
+                            }
+                        }
+                    }
+                    Some(f) => f.push_rows(rows, at, column, &mut sizes),
+                    None => {
+                        for i in 0..rows.len() {
+                            column.push_bytes(tag::OBJECT_ID, &ObjectId::new().bytes());
+                            sizes.add(at + i, 2 + 3 + 12, 4);
+                        }
+                    }
+                }
+            }
         }
         Ok(ColumnarInput {
             keys,
