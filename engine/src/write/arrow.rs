@@ -221,6 +221,16 @@ impl Field<'_> {
                 c.hash_rows(hashes);
             }
         }
+        // Strings without nulls (the usual meta tags) in a loop of their own per array type.
+        if nulls.is_none()
+            && let Source::Str(strs) = &self.source
+        {
+            match strs {
+                Strs::Utf8(a) => hash_strings(hashes, |row| a.value(row)),
+                Strs::Large(a) => hash_strings(hashes, |row| a.value(row)),
+            }
+            return;
+        }
         for (row, h) in hashes.iter_mut().enumerate() {
             let mut fx = Fx::with_state(*h);
             if null(row) {
@@ -245,6 +255,15 @@ impl Field<'_> {
     /// same), column by column.
     fn same_rows(&self, pairs: &[(usize, usize)], same: &mut [bool]) {
         let nulls = self.array.logical_nulls();
+        if nulls.is_none()
+            && let Source::Str(strs) = &self.source
+        {
+            match strs {
+                Strs::Utf8(a) => same_strings(pairs, same, |row| a.value(row)),
+                Strs::Large(a) => same_strings(pairs, same, |row| a.value(row)),
+            }
+            return;
+        }
         let null = |row: usize| nulls.as_ref().is_some_and(|n| n.is_null(row));
         for (&(a, b), s) in pairs.iter().zip(same.iter_mut()) {
             if *s {
@@ -335,6 +354,25 @@ impl Field<'_> {
                 element_size(self.name, &doc)
             }
         })
+    }
+}
+
+/// [`Field::hash_rows`] of a string column without nulls: each row's string and an end mark.
+fn hash_strings<'s>(hashes: &mut [u64], value: impl Fn(usize) -> &'s str) {
+    for (row, h) in hashes.iter_mut().enumerate() {
+        let mut fx = Fx::with_state(*h);
+        fx.write(value(row).as_bytes());
+        fx.write_u8(0xff);
+        *h = fx.finish();
+    }
+}
+
+/// [`Field::same_rows`] of a string column without nulls.
+fn same_strings<'s>(pairs: &[(usize, usize)], same: &mut [bool], value: impl Fn(usize) -> &'s str) {
+    for (&(a, b), s) in pairs.iter().zip(same.iter_mut()) {
+        if *s && a != b {
+            *s = value(a) == value(b);
+        }
     }
 }
 

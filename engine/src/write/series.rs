@@ -217,9 +217,26 @@ impl Fx {
             self.word(u64::from_le_bytes(w));
         }
         let rest = chunks.remainder();
-        let mut w = [0u8; 8];
-        w[..rest.len()].copy_from_slice(rest);
-        self.word(u64::from_le_bytes(w) ^ ((b.len() as u64) << 56));
+        self.word(tail_word(rest) ^ ((b.len() as u64) << 56));
+    }
+}
+
+/// The last 0–7 bytes of a value as one word, read without a copy of variable length (a
+/// call per value). Equal bytes give equal words; the length is mixed in by the caller.
+#[inline]
+fn tail_word(rest: &[u8]) -> u64 {
+    let n = rest.len();
+    let byte = |i: usize| rest.get(i).map_or(0, |&b| u64::from(b));
+    let half = |i: usize| {
+        rest.get(i..i + 4)
+            .and_then(|q| <[u8; 4]>::try_from(q).ok())
+            .map_or(0, |q| u64::from(u32::from_le_bytes(q)))
+    };
+    match n {
+        0 => 0,
+        1..=3 => byte(0) | (byte(n / 2) << 8) | (byte(n - 1) << 16),
+        // Two reads that overlap when n < 8.
+        _ => half(0) | (half(n - 4) << 32),
     }
 }
 
