@@ -312,9 +312,9 @@ impl MinMax {
     }
 
     /// Folds in rows of a column all of type `code`, given as their int and float lane
-    /// values, as [`MinMax::update`] would fold each; returns `false`, folding nothing, when
-    /// this is not a scalar path holding values of exactly that type (the caller then folds
-    /// the values one by one).
+    /// values, as [`MinMax::update`] would fold each (SPEC ); returns
+    /// `false`, folding nothing, when this is not a scalar path holding values of exactly
+    /// that type (the caller then folds the values one by one).
     pub fn update_uniform(&mut self, code: u8, ints: &[i64], floats: &[f64]) -> bool {
         match self {
             MinMax::Scalar(s) => s.update_uniform(code, ints, floats),

@@ -422,6 +422,17 @@ impl RowSizes<'_> {
 }
 
 impl<'a> Field<'a> {
+    /// The BSON value bytes of every value of a fixed-size type (double, date, int64: 8;
+    /// int32: 4; bool: 1), `None` for strings and documents.
+    fn fixed_size(&self) -> Option<u64> {
+        match &self.source {
+            Source::Double(_) | Source::Date(_) | Source::Int64(_) => Some(8),
+            Source::Int32(_) => Some(4),
+            Source::Bool(_) => Some(1),
+            Source::Str(_) | Source::Struct(_) => None,
+        }
+    }
+
     /// Adds each row's BSON element size as [`Field::size`] gives it to its entry of `sizes`
     /// (all rows of the batch), and names this field in `unsigned` where it holds a `UInt64`
     /// past `i64::MAX`. A column of a fixed-size type is counted without reading its values.
@@ -433,14 +444,10 @@ impl<'a> Field<'a> {
     ) where
         'a: 'n,
     {
-        let fixed = match &self.source {
-            Source::Double(_)
-            | Source::Date(_)
-            | Source::Int64(Int64s::I64(_) | Int64s::U32(_)) => Some(8),
-            Source::Int32(_) => Some(4),
-            Source::Bool(_) => Some(1),
-            _ => None,
-        };
+        // A `UInt64` column is read row by row: a value past `i64::MAX` rejects its row.
+        let fixed = self
+            .fixed_size()
+            .filter(|_| !matches!(self.source, Source::Int64(Int64s::U64(_))));
         if let Some(size) = fixed {
             let size = 2 + self.name.len() as u64 + size;
             match self.array.logical_nulls() {
@@ -470,18 +477,18 @@ impl<'a> Field<'a> {
         let head = 2 + self.name.len() as u64;
         let names = self.name.len() as u64 + 1;
         if self.array.logical_null_count() == 0 {
-            let fixed = match &self.source {
+            let appended = match &self.source {
                 Source::Double(f) => {
                     column.extend_floats(rows.iter().map(|&r| f.value(r)));
-                    Some(8)
+                    true
                 }
                 Source::Int32(f) => {
                     column.extend_ints(tag::INT32, rows.iter().map(|&r| i64::from(f.value(r))));
-                    Some(4)
+                    true
                 }
                 Source::Date(f) => {
                     column.extend_ints(tag::DATETIME, rows.iter().map(|&r| f.value(r)));
-                    Some(8)
+                    true
                 }
                 // A row with a `UInt64` past `i64::MAX` was rejected before.
                 Source::Int64(f) => {
@@ -489,15 +496,15 @@ impl<'a> Field<'a> {
                         tag::INT64,
                         rows.iter().map(|&r| f.value(r).unwrap_or_default()),
                     );
-                    Some(8)
+                    true
                 }
                 Source::Bool(a) => {
                     column.extend_ints(tag::BOOLEAN, rows.iter().map(|&r| i64::from(a.value(r))));
-                    Some(1)
+                    true
                 }
-                _ => None,
+                _ => false,
             };
-            if let Some(size) = fixed {
+            if appended && let Some(size) = self.fixed_size() {
                 sizes.add_each(at, rows.len(), head + size, names);
                 return;
             }
