@@ -245,7 +245,8 @@ impl BucketCatalog {
         let columns = match rows_to {
             Rows::Copy => bucket.rows.slice(from, from + rows),
             Rows::Append(table) => {
-                table.append(&bucket.rows, from, from + rows);
+                let data = lock(&batch.data);
+                table.append_batch(&bucket.rows, from, from + rows, &data.indices, &data.owners);
                 Vec::new()
             }
         };

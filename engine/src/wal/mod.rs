@@ -5,17 +5,19 @@
 //!
 //! Files `<db>/wal/c<collection id>/<sequence, 20 digits>.log`, each a run of frames
 //! `u32 length | u64 xxh3 of the payload | payload` (little-endian). A payload is a
-//! [`LogRecord`]: a kind byte (3 commit, 4 checkpoint), a varint entry count, then per entry
-//! `flags u8 (1: key follows, 2: sorted) | shared u8 | the bucket _id's last 12 − shared
+//! [`LogRecord`]: a kind byte (7 or 5 commit, 6 checkpoint), a varint entry count, then per
+//! entry `flags u8 (1: key follows, 2: sorted) | shared u8 | the bucket _id's last 12 − shared
 //! bytes (the first ones are the previous entry's) | [varint length | key bytes] | zigzag
 //! varint min time − the previous entry's | varint first row | varint rows | varint raw bytes
-//! | varint size estimate`, then `varint length | rows`: every entry's rows, entry after
-//! entry. A commit record (kind 5) holds them in the codec's plain row format, one plain entry
-//! per entry (the lanes with one fixed light transform: no encoding is chosen on the commit path,
-//! `docs/format.md`, "Plain rows"); a checkpoint (kind 4) as one table encoded by the codec
-//! (`docs/format.md`; a field an entry lacks is missing in its rows). Commit records of kind 3,
-//! which earlier versions wrote, are kind 5's layout with their rows as one encoded table, and
-//! kinds 1 and 2 the same fields at fixed widths (`docs/keys.md`): both are still read.
+//! | varint size estimate`, then `varint length | rows`: every entry's rows. Kinds 5 and 6 hold
+//! them in the codec's plain row format, one plain entry per entry, entry after entry (the
+//! lanes with one fixed light transform: no encoding is chosen on the commit path,
+//! `docs/format.md`, "Plain rows"). Kind 7, an insert call's commit, holds the call's columns
+//! once, as received, and per entry the runs of call rows it holds, or plain rows for an entry
+//! whose batch other writers shared ([`call_rows`]). Records of kinds 3 and 4, which earlier
+//! versions wrote, are kinds 5 and 6 with their rows as one table encoded by the codec (a
+//! field an entry lacks is missing in its rows), and kinds 1 and 2 the same fields at fixed
+//! widths (`docs/keys.md`): all are still read.
 //!
 //! A frame cut short at the end of the last file (or whose checksum does not match, at its
 //! end) is a write a crash interrupted: a torn tail. Anything else that does not parse is
@@ -31,8 +33,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
-use tscoll_catalog::BucketId;
-use tscoll_codec::{Column, PlainTable, decode_bucket, decode_plain, varint};
+use tscoll_catalog::{BucketId, CallRows};
+use tscoll_codec::{Column, PlainTable, RowStart, decode_bucket, decode_plain, varint};
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::Durability;
@@ -215,6 +217,9 @@ pub(crate) enum RowsLayout {
     Blob,
     /// The codec's plain rows, one plain entry per entry ([`tscoll_codec::PlainWriter`]).
     Plain,
+    /// An insert call's columns as received, with per entry the runs of them it holds, or
+    /// plain rows for an entry that holds rows of other writers too ([`call_rows`]).
+    Call,
 }
 
 /// One record: a commit group or a checkpoint.
@@ -241,6 +246,8 @@ impl LogRecord {
             (RecordKind::Checkpoint, RowsLayout::Blob) => COMPACT_CHECKPOINT,
             (RecordKind::Commit, RowsLayout::Plain) => PLAIN_COMMIT,
             (RecordKind::Checkpoint, RowsLayout::Plain) => PLAIN_CHECKPOINT,
+            (RecordKind::Commit, RowsLayout::Call) => CALL_COMMIT,
+            (RecordKind::Checkpoint, RowsLayout::Call) => CALL_CHECKPOINT,
         });
         varint::put(&mut out, self.entries.len() as u64);
         let mut previous_id = [0u8; 12];
@@ -301,6 +308,8 @@ fn decode_head(
         COMPACT_CHECKPOINT => (RecordKind::Checkpoint, RowsLayout::Blob),
         PLAIN_COMMIT => (RecordKind::Commit, RowsLayout::Plain),
         PLAIN_CHECKPOINT => (RecordKind::Checkpoint, RowsLayout::Plain),
+        CALL_COMMIT => (RecordKind::Commit, RowsLayout::Call),
+        CALL_CHECKPOINT => (RecordKind::Checkpoint, RowsLayout::Call),
         k => return Err(format!("unknown record kind {k}")),
     };
     let entries = if matches!(bytes.first(), Some(1 | 2)) {
@@ -319,6 +328,65 @@ const COMPACT_CHECKPOINT: u8 = 4;
 const PLAIN_COMMIT: u8 = 5;
 /// Kind byte of a checkpoint record in the compact layout with plain rows.
 const PLAIN_CHECKPOINT: u8 = 6;
+/// Kind byte of a commit record in the compact layout with an insert call's columns.
+const CALL_COMMIT: u8 = 7;
+/// Kind byte of a checkpoint record in the compact layout with an insert call's columns
+/// (not written: checkpoints hold plain rows; read for symmetry).
+const CALL_CHECKPOINT: u8 = 8;
+
+/// Rows `from..to` of entry `entry` of plain rows (clamped to its rows), the fields they lack
+/// left out.
+fn plain_entry_rows(
+    table: &PlainTable,
+    entry: usize,
+    from: usize,
+    to: usize,
+) -> Vec<(String, Column)> {
+    let Some(e) = table.entries.get(entry) else {
+        return Vec::new();
+    };
+    let to = to.min(e.rows);
+    e.columns
+        .iter()
+        .map(|(n, c)| {
+            let name = table.names.get(*n).cloned().unwrap_or_default();
+            let mut rows = c.rows(from.min(to), to);
+            // A plain column stops at its last value: the rows after it are missing.
+            let want = to.saturating_sub(from);
+            if rows.len() < want {
+                rows.push_missing_n(want - rows.len());
+            }
+            (name, rows)
+        })
+        .filter(|(_, c)| !c.all_missing())
+        .collect()
+}
+
+/// The rows of a record in the layout [`RowsLayout::Call`]: `varint length | plain rows`
+/// (one plain entry per entry whose rows are plain), `varint length | the call's columns`
+/// (plain rows, one entry of every row of the call), then per entry `varint runs` (0: its
+/// rows are the next plain entry) and per run `zigzag varint first call row − the end of the
+/// run before | varint rows`.
+pub(crate) fn call_rows(plain: &[u8], call: &CallRows<'_>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(
+        plain.len() + call.table.len() + 3 * call.runs.len() + call.counts.len() + 20,
+    );
+    varint::put(&mut out, plain.len() as u64);
+    out.extend_from_slice(plain);
+    varint::put(&mut out, call.table.len() as u64);
+    out.extend_from_slice(call.table);
+    let mut end = 0i64;
+    let mut runs = call.runs.iter();
+    for &count in &call.counts {
+        varint::put(&mut out, u64::from(count));
+        for &[first, rows] in runs.by_ref().take(count as usize) {
+            varint::put_signed(&mut out, i64::from(first) - end);
+            varint::put(&mut out, u64::from(rows));
+            end = i64::from(first) + i64::from(rows);
+        }
+    }
+    out
+}
 
 /// The entries of a record in the compact layout (kinds 3 and 4).
 fn decode_compact(r: &mut Reader<'_>) -> std::result::Result<Vec<LogEntry>, String> {
@@ -436,6 +504,26 @@ pub(crate) enum RecordRows {
     },
     /// Plain rows, an entry per entry.
     Plain(PlainTable),
+    /// An insert call's columns and plain rows ([`RowsLayout::Call`]).
+    Call {
+        /// The plain rows, an entry per entry whose rows are plain.
+        plain: PlainTable,
+        /// The call's columns: one entry of every row.
+        call: PlainTable,
+        /// Per column of `call`: where every [`MARK_ROWS`]-th row starts.
+        marks: Vec<Vec<RowStart>>,
+        /// Where each entry's rows are.
+        entries: Vec<EntryRows>,
+    },
+}
+
+/// Where the rows of one entry of a [`RecordRows::Call`] are.
+#[derive(Debug)]
+pub(crate) enum EntryRows {
+    /// Entry `k` of the plain rows.
+    Plain(usize),
+    /// Runs `(first row, rows)` of the call's columns, in row order.
+    Call(Vec<(usize, usize)>),
 }
 
 impl RecordRows {
@@ -476,6 +564,7 @@ impl RecordRows {
                 }
                 Ok(RecordRows::Plain(table))
             }
+            RowsLayout::Call => decode_call(rows, &entry_rows),
         }
     }
 
@@ -496,29 +585,156 @@ impl RecordRows {
                     .filter(|(_, c)| !c.all_missing())
                     .collect()
             }
-            RecordRows::Plain(table) => {
-                let Some(e) = table.entries.get(entry) else {
-                    return Vec::new();
-                };
-                let to = to.min(e.rows);
-                e.columns
-                    .iter()
-                    .map(|(n, c)| {
-                        let name = table.names.get(*n).cloned().unwrap_or_default();
-                        let mut rows = c.rows(from.min(to), to);
-                        // A plain column stops at its last value: the rows after it are
-                        // missing.
-                        let want = to.saturating_sub(from);
-                        if rows.len() < want {
-                            rows.push_missing_n(want - rows.len());
-                        }
-                        (name, rows)
-                    })
-                    .filter(|(_, c)| !c.all_missing())
-                    .collect()
-            }
+            RecordRows::Plain(table) => plain_entry_rows(table, entry, from, to),
+            RecordRows::Call {
+                plain,
+                call,
+                marks,
+                entries,
+            } => match entries.get(entry) {
+                None => Vec::new(),
+                Some(EntryRows::Plain(k)) => plain_entry_rows(plain, *k, from, to),
+                Some(EntryRows::Call(runs)) => call_entry_rows(call, marks, runs, from, to),
+            },
         }
     }
+}
+
+/// The rows of a record in the layout [`RowsLayout::Call`] (see [`call_rows`]), of entries
+/// of `entry_rows` rows each.
+fn decode_call(rows: &[u8], entry_rows: &[u32]) -> std::result::Result<RecordRows, String> {
+    let mut r = Reader(rows);
+    let len = r.varint()?;
+    let plain = r.take(usize::try_from(len).map_err(|_| format!("plain rows of {len} bytes"))?)?;
+    let len = r.varint()?;
+    let table = r.take(usize::try_from(len).map_err(|_| format!("call rows of {len} bytes"))?)?;
+    let plain = decode_plain(plain).map_err(|e| e.to_string())?;
+    let call = decode_plain(table).map_err(|e| e.to_string())?;
+    let call_rows = match call.entries.as_slice() {
+        [e] => e.rows,
+        _ => return Err("a record's call columns are not one entry".to_owned()),
+    };
+    let mut entries = Vec::with_capacity(entry_rows.len());
+    let mut plain_rows = plain.entries.iter();
+    let mut next_plain = 0;
+    let mut end = 0i64;
+    for &n in entry_rows {
+        let count = r.varint()?;
+        if count == 0 {
+            if plain_rows.next().is_none_or(|e| e.rows != n as usize) {
+                return Err("a record's rows do not match its entries".to_owned());
+            }
+            entries.push(EntryRows::Plain(next_plain));
+            next_plain += 1;
+            continue;
+        }
+        // Every run takes at least 2 bytes: a count beyond that is damage.
+        if count > (r.0.len() / 2) as u64 {
+            return Err(format!("{count} runs cannot fit in {} bytes", r.0.len()));
+        }
+        #[expect(
+            clippy::cast_possible_truncation,
+            reason = "bounded by the bytes above"
+        )]
+        let mut runs = Vec::with_capacity(count as usize);
+        let mut total = 0usize;
+        for _ in 0..count {
+            let first = end
+                .checked_add(r.varint_signed()?)
+                .ok_or("a run's first row overflows")?;
+            let len = r.varint()?;
+            let last = u64::try_from(first)
+                .ok()
+                .and_then(|f| f.checked_add(len))
+                .filter(|&l| l <= call_rows as u64)
+                .ok_or_else(|| "a run points past the call's rows".to_owned())?;
+            #[expect(clippy::cast_possible_truncation, reason = "within the call's rows")]
+            runs.push((first as usize, len as usize));
+            total += len as usize;
+            #[expect(clippy::cast_possible_wrap, reason = "within the call's rows")]
+            {
+                end = last as i64;
+            }
+        }
+        if total != n as usize {
+            return Err("an entry's runs do not hold its rows".to_owned());
+        }
+        entries.push(EntryRows::Call(runs));
+    }
+    if plain_rows.next().is_some() || !r.0.is_empty() {
+        return Err("a record's rows do not match its entries".to_owned());
+    }
+    let marks = call
+        .entries
+        .first()
+        .map(|e| e.columns.iter().map(|(_, c)| row_marks(c)).collect())
+        .unwrap_or_default();
+    Ok(RecordRows::Call {
+        plain,
+        call,
+        marks,
+        entries,
+    })
+}
+
+/// Rows between two marks of a call's column ([`row_marks`]).
+const MARK_ROWS: usize = 64;
+
+/// Where every [`MARK_ROWS`]-th row of `column` starts: a row's start is then found in at
+/// most [`MARK_ROWS`] steps.
+fn row_marks(column: &Column) -> Vec<RowStart> {
+    let mut marks = Vec::with_capacity(column.len() / MARK_ROWS + 1);
+    let mut at = RowStart::default();
+    marks.push(at);
+    while at.row + MARK_ROWS < column.len() {
+        at = column.row_start_after(at, at.row + MARK_ROWS);
+        marks.push(at);
+    }
+    marks
+}
+
+/// Rows `from..to` of the entry made of `runs` of the call's columns (clamped to its rows),
+/// the fields they lack left out, in the order their first values come (the order a bucket
+/// opened by these rows lists its fields in).
+fn call_entry_rows(
+    call: &PlainTable,
+    marks: &[Vec<RowStart>],
+    runs: &[(usize, usize)],
+    from: usize,
+    to: usize,
+) -> Vec<(String, Column)> {
+    let Some(entry) = call.entries.first() else {
+        return Vec::new();
+    };
+    let mut out: Vec<(usize, String, Column)> = Vec::new();
+    for ((n, c), marks) in entry.columns.iter().zip(marks) {
+        let mut rows = Column::new();
+        // Entry rows `at..at + len` are call rows `first..first + len`.
+        let mut at = 0;
+        for &(first, len) in runs {
+            let (a, b) = (from.max(at), to.min(at + len));
+            if a < b {
+                let (s, e) = (first + a - at, first + b - at);
+                // A plain column stops at its last value: the rows after it are missing.
+                let (cs, ce) = (s.min(c.len()), e.min(c.len()));
+                let mark = marks.get(cs / MARK_ROWS).copied().unwrap_or_default();
+                rows.extend_from_rows_at(c, c.row_start_after(mark, cs), ce);
+                rows.push_missing_n((e - s) - (ce - cs));
+            }
+            at += len;
+        }
+        let Some(first) = rows
+            .types()
+            .iter()
+            .position(|&t| t != tscoll_codec::tag::MISSING)
+        else {
+            continue;
+        };
+        let name = call.names.get(*n).cloned().unwrap_or_default();
+        out.push((first, name, rows));
+    }
+    out.sort_by_key(|(first, _, _)| *first); // stable: ties keep the call's order
+    out.into_iter().map(|(_, n, c)| (n, c)).collect()
 }
 
 fn len32(n: usize) -> u32 {
@@ -1045,6 +1261,115 @@ mod tests {
                 RecordRows::decode(layout, &bytes, [3, 3]).is_err(),
                 "{layout:?}"
             );
+        }
+    }
+
+    /// The call columns of [`two_entries`]' rows in the order 3, 4, 0, 1, 2, and runs that
+    /// make entry 0 of them; entry 1 plain.
+    fn call_layout(t: &Column, a: &Column, b: &Column) -> (Vec<u8>, Vec<[u32; 2]>) {
+        let order = [3, 4, 0, 1, 2];
+        let shuffle = |c: &Column| {
+            let mut out = Column::new();
+            for &r in &order {
+                out.extend_from_rows(c, r, r + 1);
+            }
+            out
+        };
+        let (ct, ca, cb) = (shuffle(t), shuffle(a), shuffle(b));
+        let mut w = tscoll_codec::PlainWriter::new();
+        w.begin_entry(5);
+        w.column("t", &ct, RowStart::default(), 5);
+        w.column("a", &ca, RowStart::default(), 5);
+        w.column("b", &cb, RowStart::default(), 5);
+        (w.finish(), vec![[2, 3]])
+    }
+
+    #[test]
+    fn entry_rows_read_alike_from_call_columns() {
+        let (t, a, b) = two_entries();
+        let (table, runs) = call_layout(&t, &a, &b);
+        let mut plain = tscoll_codec::PlainWriter::new();
+        plain.begin_entry(2);
+        plain.column("t", &t, t.row_start(3), 5);
+        plain.column("b", &b, b.row_start(3), 5);
+        let plain = plain.finish();
+        let bytes = call_rows(
+            &plain,
+            &CallRows {
+                table: &table,
+                counts: vec![1, 0],
+                runs,
+            },
+        );
+        let rows = RecordRows::decode(RowsLayout::Call, &bytes, [3, 2]).expect("decodes");
+        assert_eq!(
+            rows.entry_rows(0, 1, 3),
+            [
+                ("t".to_owned(), t.rows(1, 3)),
+                ("a".to_owned(), a.rows(1, 3))
+            ]
+        );
+        assert_eq!(
+            rows.entry_rows(1, 0, 2),
+            [
+                ("t".to_owned(), t.rows(3, 5)),
+                ("b".to_owned(), b.rows(3, 5))
+            ]
+        );
+        assert!(RecordRows::decode(RowsLayout::Call, &bytes, [3, 3]).is_err());
+        assert!(RecordRows::decode(RowsLayout::Call, &bytes, [3]).is_err());
+        // Entry 1 as two runs of the call's rows, and an entry of rows 4 and 0 (`b` has
+        // its first value before `a`: a bucket they open lists `b` first).
+        let bytes = call_rows(
+            &[],
+            &CallRows {
+                table: &table,
+                counts: vec![2, 1],
+                runs: vec![[0, 1], [1, 1], [1, 2]],
+            },
+        );
+        let rows = RecordRows::decode(RowsLayout::Call, &bytes, [2, 2]).expect("decodes");
+        assert_eq!(
+            rows.entry_rows(0, 0, 2),
+            [
+                ("t".to_owned(), t.rows(3, 5)),
+                ("b".to_owned(), b.rows(3, 5))
+            ]
+        );
+        let mut t40 = t.rows(4, 5);
+        t40.extend_from(&t.rows(0, 1));
+        let mut b40 = b.rows(4, 5);
+        b40.push_missing();
+        let mut a40 = a.rows(4, 5);
+        a40.extend_from(&a.rows(0, 1));
+        assert_eq!(
+            rows.entry_rows(1, 0, 2),
+            [
+                ("t".to_owned(), t40),
+                ("b".to_owned(), b40),
+                ("a".to_owned(), a40)
+            ]
+        );
+        // A run past the call's rows is damage, not a panic; so is every cut.
+        let bad = call_rows(
+            &[],
+            &CallRows {
+                table: &table,
+                counts: vec![1, 1],
+                runs: vec![[0, 2], [4, 2]],
+            },
+        );
+        assert!(RecordRows::decode(RowsLayout::Call, &bad, [2, 2]).is_err());
+        let record = LogRecord {
+            kind: RecordKind::Commit,
+            entries: vec![entry(1, true), entry(2, false)],
+            rows: bytes,
+            layout: RowsLayout::Call,
+        };
+        let encoded = record.encode();
+        assert_eq!(LogRecord::decode(&encoded), Ok(record));
+        for cut in 0..encoded.len() {
+            assert!(LogRecord::decode(&encoded[..cut]).is_err(), "cut at {cut}");
         }
     }
 

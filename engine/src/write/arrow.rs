@@ -644,7 +644,13 @@ impl CollectionInner {
                         .stage_rows(writer, key, &input.columns, g, None, &source);
                 take_outcome(outcome, &mut batches, &mut call.result);
             }
-            let failed = self.commit_staged(writer, batches, options.durability, call)?;
+            let failed = self.commit_staged(
+                writer,
+                batches,
+                Some(&input.columns),
+                options.durability,
+                call,
+            )?;
             if failed.is_empty() {
                 return Ok(());
             }

@@ -334,17 +334,20 @@ impl CollectionInner {
             };
             take_outcome(outcome, &mut batches, &mut call.result);
         }
-        self.commit_staged(writer, batches, durability, call)
+        self.commit_staged(writer, batches, columns.as_ref(), durability, call)
     }
 
     /// Commits the staged `batches`: those this writer wins the commit rights of as one log
     /// record (or several, each holding at most [`MAX_RECORD_ROWS`] bytes of rows), waiting
     /// for the others (SPEC ). Counts this writer's committed measurements into `call`
-    /// and returns those whose batch was aborted, with the reason.
+    /// and returns those whose batch was aborted, with the reason. `columns`, when given, are
+    /// the columns the batches were staged from: the record holds them once, as received,
+    /// and a batch of this writer's rows alone as the runs of them it holds.
     pub(crate) fn commit_staged(
         &self,
         writer: WriterId,
         batches: Vec<Arc<WriteBatch>>,
+        columns: Option<&MeasurementColumns>,
         durability: Durability,
         call: &mut Call,
     ) -> Result<Vec<(usize, String)>> {
@@ -352,7 +355,9 @@ impl CollectionInner {
         let mut prepared = Vec::new();
         let mut set_aside = Vec::new();
         // The rows of every batch this writer commits: its log record's rows.
-        let mut table = CommitRows::new();
+        let mut table = columns
+            .and_then(|c| CommitRows::for_call(writer, c, MAX_RECORD_ROWS))
+            .unwrap_or_default();
         let mut rest = batches.into_iter();
         while let Some(batch) = rest.next() {
             let Some(rights) = self.catalog.claim(&batch) else {
@@ -410,7 +415,7 @@ impl CollectionInner {
             table.clear();
             return Ok(());
         }
-        let record = log_record(&prepared, table.finish());
+        let record = log_record(&prepared, table);
         let mut written = prepared;
         self.append_record(&record, &mut written, durability, writer, call)?;
         finish_written(written, writer, call);
@@ -546,9 +551,13 @@ pub(crate) fn take_outcome(
 }
 
 /// The log record of a commit: per prepared batch, where its rows go in its bucket and the
-/// series' key when the bucket is new; `rows`, the rows of every batch in order, in the
-/// codec's plain row format.
-fn log_record(prepared: &[Prepared], rows: Vec<u8>) -> LogRecord {
+/// series' key when the bucket is new; the rows of every batch in order, from `table`: in
+/// the codec's plain row format, or as runs of the call's columns (`RowsLayout::Call`).
+fn log_record(prepared: &[Prepared], table: &mut CommitRows) -> LogRecord {
+    let (rows, layout) = match table.finish_call() {
+        (plain, None) => (plain, RowsLayout::Plain),
+        (plain, Some(call)) => (crate::wal::call_rows(&plain, &call), RowsLayout::Call),
+    };
     #[expect(clippy::cast_possible_truncation, reason = "rows ≤ bucket_max_count")]
     let entries = prepared
         .iter()
@@ -567,7 +576,7 @@ fn log_record(prepared: &[Prepared], rows: Vec<u8>) -> LogRecord {
         kind: RecordKind::Commit,
         entries,
         rows,
-        layout: RowsLayout::Plain,
+        layout,
     }
 }
 

@@ -208,3 +208,139 @@ fn checkpoints_bound_the_log() {
     let (_db, coll) = open(dir.path(), log);
     assert_eq!(by_id(&coll), expected(&all));
 }
+
+/// A row `(id, series, minute, x, y)`.
+type Row = (i64, u8, i64, Option<f64>, Option<i64>);
+
+/// An Arrow batch of `rows`: `x` and `y` are null where `None`.
+fn arrow_rows(rows: &[Row]) -> arrow_array::RecordBatch {
+    use std::sync::Arc;
+
+    use arrow_array::{
+        ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray, TimestampMillisecondArray,
+    };
+    let columns: [(&str, ArrayRef); 5] = [
+        (
+            "_id",
+            Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.0))),
+        ),
+        (
+            "t",
+            Arc::new(TimestampMillisecondArray::from_iter_values(
+                rows.iter().map(|r| T0 + r.2 * 60_000),
+            )),
+        ),
+        (
+            "m",
+            Arc::new(StringArray::from_iter_values(
+                rows.iter().map(|r| format!("s{}", r.1)),
+            )),
+        ),
+        (
+            "x",
+            Arc::new(Float64Array::from_iter(rows.iter().map(|r| r.3))),
+        ),
+        (
+            "y",
+            Arc::new(Int64Array::from_iter(rows.iter().map(|r| r.4))),
+        ),
+    ];
+    RecordBatch::try_from_iter(columns).expect("batch")
+}
+
+/// Every measurement in `_id` order, as its fields in the order a query gives them.
+fn in_field_order(coll: &Collection) -> Vec<Vec<(String, bson::Bson)>> {
+    let mut docs: Vec<Document> = coll.find(&doc! {}, &FindOptions::default()).expect("find");
+    docs.sort_by_key(|d| d.get_i64("_id").expect("_id"));
+    docs.into_iter().map(|d| d.into_iter().collect()).collect()
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+
+    /// A commit record holds an insert call's columns once, and each bucket's rows as runs
+    /// of them: a crash keeps every measurement of Arrow and document calls once, with its
+    /// values and the field order its bucket had in memory (a field first seen in a later
+    /// row of a bucket comes after the others), also across buckets that roll over
+    /// (`bucketMaxCount` 4) and calls whose rows are rejected in the middle.
+    #[test]
+    fn records_of_call_columns_recover_what_memory_held(
+        calls in proptest::collection::vec(
+            (
+                proptest::bool::ANY,
+                proptest::collection::vec(
+                    (
+                        0u8..3,
+                        0i64..40,
+                        proptest::option::of(-5.0f64..5.0),
+                        proptest::option::of(-9i64..9),
+                        proptest::bool::weighted(0.05),
+                    ),
+                    1..30,
+                ),
+            ),
+            1..5,
+        ),
+        checkpoint_after in 0usize..6,
+    ) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let small = || DatabaseOptions {
+            catalog: tscoll_engine::CatalogOptions {
+                bucket_max_count: 4,
+                ..tscoll_engine::CatalogOptions::default()
+            },
+            ..DatabaseOptions::default()
+        };
+        let db = Database::open(dir.path(), small()).expect("open");
+        let coll = db
+            .create_collection("c", &TimeseriesOptions::new("t").meta_field("m"))
+            .expect("create");
+        let mut id = 0i64;
+        let mut inserted = 0;
+        for (k, (as_arrow, rows)) in calls.iter().enumerate() {
+            let mut batch = Vec::new();
+            for &(s, minute, x, y, _) in rows {
+                batch.push((id, s, minute, x, y));
+                id += 1;
+            }
+            let r = if *as_arrow {
+                coll.insert_record_batch(&arrow_rows(&batch), &InsertOptions::default())
+            } else {
+                // Documents: a bad time field in the middle is rejected alone (unordered).
+                let docs: Vec<Document> = batch
+                    .iter()
+                    .zip(rows)
+                    .map(|(&(id, s, minute, x, y), r)| {
+                        let mut d = doc! { "_id": id };
+                        if r.4 {
+                            d.insert("t", "not a date");
+                        } else {
+                            d.insert("t", DateTime::from_millis(T0 + minute * 60_000));
+                        }
+                        d.insert("m", format!("s{s}"));
+                        if let Some(x) = x {
+                            d.insert("x", x);
+                        }
+                        if let Some(y) = y {
+                            d.insert("y", y);
+                        }
+                        d
+                    })
+                    .collect();
+                coll.insert_many(&docs, &InsertOptions { ordered: false, ..InsertOptions::default() })
+            }
+            .expect("insert");
+            inserted += r.inserted;
+            if k == checkpoint_after {
+                coll.checkpoint().expect("checkpoint");
+            }
+        }
+        let before = in_field_order(&coll);
+        proptest::prop_assert_eq!(before.len(), inserted);
+        crash(db, coll);
+        let db = Database::open(dir.path(), small()).expect("reopen");
+        let coll = db.collection("c").expect("collection");
+        proptest::prop_assert_eq!(in_field_order(&coll), before);
+        proptest::prop_assert!(db.verify().expect("verify").is_ok());
+    }
+}
