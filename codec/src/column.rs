@@ -366,6 +366,7 @@ impl Column {
     }
 
     /// Appends a skip (the measurement lacks the field).
+    #[inline]
     pub fn push_missing(&mut self) {
         self.types.push(tag::MISSING);
     }
@@ -379,6 +380,7 @@ impl Column {
     ///
     /// # Panics
     /// If `type_code` is not in [`Lane::Empty`] (a caller bug).
+    #[inline]
     pub fn push_empty(&mut self, type_code: u8) {
         assert_eq!(
             Lane::of(type_code),
@@ -393,6 +395,7 @@ impl Column {
     ///
     /// # Panics
     /// If `type_code` is not in [`Lane::Int`] (a caller bug).
+    #[inline]
     pub fn push_int(&mut self, type_code: u8, value: i64) {
         assert_eq!(Lane::of(type_code), Some(Lane::Int), "not an int-lane type");
         self.types.push(type_code);
@@ -400,6 +403,7 @@ impl Column {
     }
 
     /// Appends a double.
+    #[inline]
     pub fn push_float(&mut self, value: f64) {
         self.types.push(tag::DOUBLE);
         self.floats.push(value);
@@ -449,6 +453,7 @@ impl Column {
     ///
     /// # Panics
     /// If `type_code` is not in [`Lane::Bytes`] or the lane would exceed 4 GiB (caller bugs).
+    #[inline]
     pub fn push_bytes(&mut self, type_code: u8, payload: &[u8]) {
         assert_eq!(
             Lane::of(type_code),
@@ -801,6 +806,142 @@ impl Column {
         self.ends.truncate(end.bytes);
         let bytes = self.ends.last().map_or(0, |&e| e as usize);
         self.bytes.truncate(bytes);
+    }
+
+    /// Removes the last row (nothing when there is none), in O(1).
+    pub fn pop_row(&mut self) {
+        let Some(t) = self.types.pop() else { return };
+        match lane_index(t) {
+            1 => {
+                self.ints.pop();
+            }
+            2 => {
+                self.floats.pop();
+            }
+            3 => {
+                self.ends.pop();
+                let bytes = self.ends.last().map_or(0, |&e| e as usize);
+                self.bytes.truncate(bytes);
+            }
+            _ => {}
+        }
+    }
+
+    /// The rows `rows` of this column (row numbers, in any order, a row any number of
+    /// times) as a new column, in that order; a number past the rows gives a missing row.
+    /// One pass over this column's type codes, then one step per row taken.
+    ///
+    /// ```
+    /// use tscoll_codec::{Column, ValueRef, tag};
+    ///
+    /// let mut c = Column::new();
+    /// c.push_bytes(tag::STRING, b"a");
+    /// c.push_float(1.5);
+    /// c.push_missing();
+    /// c.push_int(tag::INT32, 7);
+    /// let g = c.gather(&[3, 0, 1, 1, 9]);
+    /// assert_eq!(
+    ///     g.iter().collect::<Vec<_>>(),
+    ///     [
+    ///         ValueRef::Int(tag::INT32, 7),
+    ///         ValueRef::Bytes(tag::STRING, b"a"),
+    ///         ValueRef::Float(1.5),
+    ///         ValueRef::Float(1.5),
+    ///         ValueRef::Missing,
+    ///     ]
+    /// );
+    /// ```
+    #[must_use]
+    pub fn gather(&self, rows: &[u32]) -> Column {
+        let n = self.types.len();
+        // Rows all of one type (the common case): a row's lane position is its number.
+        if let Some(&t) = self.types.first()
+            && self.types.iter().all(|&u| u == t)
+            && rows.iter().all(|&r| (r as usize) < n)
+        {
+            let types = vec![t; rows.len()];
+            match lane_index(t) {
+                0 => {
+                    return Column {
+                        types,
+                        ..Column::default()
+                    };
+                }
+                1 if self.ints.len() == n => {
+                    let ints = rows.iter().map(|&r| self.ints.get(r as usize).copied());
+                    return Column {
+                        types,
+                        ints: ints.map(Option::unwrap_or_default).collect(),
+                        ..Column::default()
+                    };
+                }
+                2 if self.floats.len() == n => {
+                    let floats = rows.iter().map(|&r| self.floats.get(r as usize).copied());
+                    return Column {
+                        types,
+                        floats: floats.map(Option::unwrap_or_default).collect(),
+                        ..Column::default()
+                    };
+                }
+                3 if self.ends.len() == n => {
+                    let mut out = Column {
+                        types,
+                        ends: Vec::with_capacity(rows.len()),
+                        ..Column::default()
+                    };
+                    for &r in rows {
+                        let r = r as usize;
+                        let from = r
+                            .checked_sub(1)
+                            .and_then(|j| self.ends.get(j))
+                            .map_or(0, |&e| e as usize);
+                        let to = self.ends.get(r).map_or(from, |&e| e as usize);
+                        out.bytes
+                            .extend_from_slice(self.bytes.get(from..to).unwrap_or_default());
+                        let end = u32::try_from(out.bytes.len()).expect("bytes lane over 4 GiB");
+                        out.ends.push(end);
+                    }
+                    return out;
+                }
+                _ => {}
+            }
+        }
+        // Each row's position in its lane.
+        let mut counts = [0u32; 5];
+        let at: Vec<u32> = self
+            .types
+            .iter()
+            .map(|&t| {
+                counts.get_mut(usize::from(lane_index(t))).map_or(0, |c| {
+                    *c += 1;
+                    *c - 1
+                })
+            })
+            .collect();
+        let mut out = Column::with_capacity(rows.len());
+        for &r in rows {
+            let r = r as usize;
+            let (Some(&t), Some(&i)) = (self.types.get(r), at.get(r)) else {
+                out.push_missing();
+                continue;
+            };
+            let i = i as usize;
+            match lane_index(t) {
+                1 => out.push_int(t, self.ints.get(i).copied().unwrap_or_default()),
+                2 => out.push_float(self.floats.get(i).copied().unwrap_or_default()),
+                3 => {
+                    let from = i
+                        .checked_sub(1)
+                        .and_then(|j| self.ends.get(j))
+                        .map_or(0, |&e| e as usize);
+                    let to = self.ends.get(i).map_or(from, |&e| e as usize);
+                    out.push_bytes(t, self.bytes.get(from..to).unwrap_or_default());
+                }
+                0 => out.types.push(t),
+                _ => out.push_missing(),
+            }
+        }
+        out
     }
 
     /// Removes every row, keeping the allocations.

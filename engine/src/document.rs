@@ -77,7 +77,20 @@ pub(crate) fn has_nul(name: &str) -> bool {
 /// # Errors
 /// The first field name, depth first, that BSON cannot store.
 pub(crate) fn check_element(name: &str, value: &Bson) -> std::result::Result<(), Unstorable> {
-    if has_nul(name) {
+    check_element_of(name, value, false)
+}
+
+/// As [`check_element`]; with `name_checked`, `name` is known to hold no NUL byte (it was
+/// checked before) and only the value is checked.
+///
+/// # Errors
+/// As [`check_element`].
+pub(crate) fn check_element_of(
+    name: &str,
+    value: &Bson,
+    name_checked: bool,
+) -> std::result::Result<(), Unstorable> {
+    if !name_checked && has_nul(name) {
         return Err(Unstorable {
             path: vec![name.to_owned()],
         });

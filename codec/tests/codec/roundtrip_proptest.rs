@@ -198,6 +198,41 @@ proptest! {
         check(rows, &cols)?;
     }
 
+    /// `gather` takes rows as pushing them one by one would; `pop_row` undoes a push.
+    #[test]
+    fn gather_and_pop_row_agree_with_pushing_rows(
+        rows in prop_oneof![
+            prop::collection::vec(any_row(), 0..60),
+            // Rows of one type (gathered lane by lane).
+            (int_type(), prop::collection::vec(any::<i64>(), 0..60))
+                .prop_map(|(t, v)| v.into_iter().map(|x| Row::Int(t, x)).collect()),
+            prop::collection::vec(any::<u64>(), 0..60)
+                .prop_map(|v| v.into_iter().map(|b| Row::Float(f64::from_bits(b))).collect()),
+            (0usize..60).prop_map(|n| vec![Row::Empty(tag::NULL); n]),
+            (bytes_type(), prop::collection::vec(prop::collection::vec(any::<u8>(), 0..12), 0..60))
+                .prop_map(|(t, v)| v.into_iter().map(|b| Row::Bytes(t, b)).collect()),
+        ],
+        order in prop::collection::vec(0u32..70, 0..90),
+        pops in 0usize..70,
+    ) {
+        let mut c = Column::new();
+        rows.iter().for_each(|r| push(&mut c, r));
+        let mut want = Column::new();
+        for &r in &order {
+            match rows.get(r as usize) {
+                Some(row) => push(&mut want, row),
+                None => want.push_missing(),
+            }
+        }
+        prop_assert!(c.gather(&order).bitwise_eq(&want));
+        let keep = rows.len().saturating_sub(pops);
+        let mut popped = c.clone();
+        (0..pops).for_each(|_| popped.pop_row());
+        let mut kept = Column::new();
+        rows.iter().take(keep).for_each(|r| push(&mut kept, r));
+        prop_assert!(popped.bitwise_eq(&kept));
+    }
+
     #[test]
     fn int_lane_round_trips(values in prop::collection::vec(any::<i64>(), 0..600), ty in int_type()) {
         let mut c = Column::new();

@@ -433,6 +433,12 @@ impl<'a> Field<'a> {
         }
     }
 
+    /// Whether [`Field::push_rows`] appends any rows of this field as one run: a column of a
+    /// fixed-size type without nulls.
+    fn pushes_as_run(&self) -> bool {
+        self.fixed_size().is_some() && self.array.logical_null_count() == 0
+    }
+
     /// Adds each row's BSON element size as [`Field::size`] gives it to its entry of `sizes`
     /// (all rows of the batch), and names this field in `unsigned` where it holds a `UInt64`
     /// past `i64::MAX`. A column of a fixed-size type is counted without reading its values.
@@ -683,10 +689,13 @@ impl CollectionInner {
                     });
                 }
             }
+            let meta_field = self.spec().meta_field;
+            let columns = MeasurementColumns::from_measurements(&todo, meta_field.as_deref());
             self.place_with_retries(
                 writer,
                 &input.keys,
                 todo,
+                columns,
                 batch.num_rows(),
                 options.durability,
                 call,
@@ -915,6 +924,18 @@ impl CollectionInner {
         let generated = usize::from(!has_id);
         for (k, (name, column)) in out.fields.iter_mut().enumerate() {
             let field = k.checked_sub(generated).and_then(|i| fields.get(i));
+            if let Some(f) = field.filter(|f| name != "_id" && f.pushes_as_run()) {
+                // Every group's rows in one run; then where each group starts.
+                f.push_rows(order, 0, column, &mut sizes);
+                let mut at = RowStart::default();
+                for (g, range) in out.groups.iter().enumerate() {
+                    at = column.row_start_after(at, range.start);
+                    if let Some(s) = out.starts.get_mut(g * nf + k) {
+                        *s = at;
+                    }
+                }
+                continue;
+            }
             for (g, range) in out.groups.iter().enumerate() {
                 if let Some(s) = out.starts.get_mut(g * nf + k) {
                     *s = column.end();

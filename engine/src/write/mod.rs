@@ -3,6 +3,7 @@
 //! `docs/architecture.md`, write path), then store the buckets that left memory.
 
 pub(crate) mod arrow;
+pub(crate) mod doc_columns;
 pub(crate) mod meta_cache;
 pub(crate) mod reopen;
 pub(crate) mod series;
@@ -66,16 +67,22 @@ pub(crate) struct Validated<'a> {
     pub(crate) groups: Vec<Vec<Measurement<'a>>>,
     /// The rejected measurements.
     pub(crate) errors: Vec<WriteError>,
+    /// The measurements of `groups` column by column, in that order, when they were asked
+    /// for and every measurement lists the same fields in the same order.
+    pub(crate) columns: Option<MeasurementColumns>,
 }
 
 impl CollectionInner {
     /// Checks measurements (SPEC §2) and groups them by series; `ids` are the `_id`s given,
     /// in order, to the measurements without one. With `ordered`, stops at the first bad one.
+    /// With `into_columns`, each value is also put into the call's columns as it is checked
+    /// ([`doc_columns::DocColumns`]).
     pub(crate) fn validate<'a>(
         &self,
         docs: &'a [Document],
         ids: &'a [Bson],
         ordered: bool,
+        into_columns: bool,
     ) -> Validated<'a> {
         let spec = self.spec();
         let time_field = spec.time_field.as_str();
@@ -84,6 +91,7 @@ impl CollectionInner {
         let mut groups: Vec<Vec<Measurement<'a>>> = Vec::new();
         let mut errors = Vec::new();
         let mut next_id = 0;
+        let mut columns = doc_columns::DocColumns::new(docs.len(), into_columns);
         for (index, doc) in docs.iter().enumerate() {
             // One pass over the fields.: only the first occurrence of a field counts;
             // Document keeps one.
@@ -93,6 +101,7 @@ impl CollectionInner {
             let mut raw: u64 = 0;
             let mut unstorable = None;
             let mut too_long = None;
+            let mut pushed = 0;
             for (k, v) in doc {
                 if k.len() > MAX_NAME_LEN {
                     too_long = Some(k.len());
@@ -103,7 +112,9 @@ impl CollectionInner {
                     meta = Some((k, v));
                     continue;
                 }
-                if let Err(e) = document::check_element(k, v) {
+                // A name the call's columns hold was checked with the document that gave it.
+                let known = columns.push(k, v, &mut pushed);
+                if let Err(e) = document::check_element_of(k, v, known) {
                     unstorable = Some(e);
                     break;
                 }
@@ -130,6 +141,7 @@ impl CollectionInner {
                 }
             }
             if let Some(len) = too_long {
+                columns.reject(pushed);
                 // A field is a column of its bucket, whose name the codec keeps to 64 KiB.
                 errors.push(WriteError {
                     index,
@@ -142,6 +154,7 @@ impl CollectionInner {
                 continue;
             }
             if let Some(e) = unstorable {
+                columns.reject(pushed);
                 // Rejected alone: nothing of it reaches a bucket (SPEC ).
                 errors.push(WriteError {
                     index,
@@ -154,6 +167,7 @@ impl CollectionInner {
                 continue;
             }
             let Some(Bson::DateTime(time)) = time else {
+                columns.reject(pushed);
                 errors.push(WriteError {
                     index,
                     code: ErrorCode::BadValue,
@@ -174,6 +188,7 @@ impl CollectionInner {
             };
             let g = group.unwrap_or_else(|| series.group_of(None));
             if let Some(e) = too_large(index, raw, &series.keys[g]) {
+                columns.reject(pushed);
                 errors.push(e);
                 if ordered {
                     break;
@@ -183,6 +198,7 @@ impl CollectionInner {
             if groups.len() <= g {
                 groups.resize_with(g + 1, Vec::new);
             }
+            columns.accept(pushed, index, time.timestamp_millis(), raw, generated_id);
             groups[g].push(Measurement {
                 index,
                 time: time.timestamp_millis(),
@@ -190,15 +206,15 @@ impl CollectionInner {
                 generated_id,
             });
         }
-        let mut out = Validated {
+        for g in &mut groups {
+            g.sort_by_key(|m| m.time); // stable
+        }
+        Validated {
+            columns: columns.into_columns(&groups),
             keys: series.keys,
             groups,
             errors,
-        };
-        for g in &mut out.groups {
-            g.sort_by_key(|m| m.time); // stable
         }
-        out
     }
 
     pub(crate) fn insert_many(
@@ -210,12 +226,13 @@ impl CollectionInner {
         let ids: Vec<Bson> = (0..missing_ids)
             .map(|_| Bson::ObjectId(ObjectId::new()))
             .collect();
-        let validated = self.validate(docs, &ids, options.ordered);
+        let validated = self.validate(docs, &ids, options.ordered, true);
         self.insert_call(validated.errors, options.durability, |writer, call| {
             self.place_with_retries(
                 writer,
                 &validated.keys,
                 validated.groups,
+                validated.columns,
                 docs.len(),
                 options.durability,
                 call,
@@ -266,18 +283,31 @@ impl CollectionInner {
     /// Places and commits the groups of measurements `todo` (SPEC §6.2, §7), placing the
     /// measurements of a batch aborted by someone else's failure again (SPEC; an
     /// aborted batch was never written, so a retry cannot duplicate a measurement), up to
-    /// [`MAX_RETRIES`] times. `inputs` is the number of measurements of the call.
+    /// [`MAX_RETRIES`] times. `inputs` is the number of measurements of the call; `columns`,
+    /// when given, are the measurements of `todo` column by column, in that order (the first
+    /// pass stages the others one by one; a retry converts what it places again).
+    #[expect(clippy::too_many_arguments, reason = "one insert call's inputs")]
     pub(crate) fn place_with_retries(
         &self,
         writer: WriterId,
         keys: &[BucketKey],
         mut todo: Vec<Vec<Measurement<'_>>>,
+        mut columns: Option<MeasurementColumns>,
         inputs: usize,
         durability: Durability,
         call: &mut Call,
     ) -> Result<()> {
+        let meta_field = self.spec().meta_field;
         for attempt in 0..=MAX_RETRIES {
-            let failed = self.place_and_commit(writer, keys, &todo, durability, call)?;
+            // Measurements that list the same fields in the same order (the common case) are
+            // staged column by column, a run of a series' rows at a time; others one by one.
+            let columns = if attempt == 0 {
+                columns.take()
+            } else {
+                MeasurementColumns::from_measurements(&todo, meta_field.as_deref())
+            };
+            let failed =
+                self.place_and_commit(writer, keys, &todo, columns.as_ref(), durability, call)?;
             if failed.is_empty() {
                 break;
             }
@@ -313,20 +343,17 @@ impl CollectionInner {
         writer: WriterId,
         keys: &[BucketKey],
         groups: &[Vec<Measurement<'_>>],
+        columns: Option<&MeasurementColumns>,
         durability: Durability,
         call: &mut Call,
     ) -> Result<Vec<(usize, String)>> {
         let source = crate::write::reopen::Reopener { coll: self };
         let mut batches = Vec::new();
-        // Measurements that list the same fields in the same order (the common case) are
-        // staged column by column, a run of a series' rows at a time; others one by one.
-        let meta_field = self.spec().meta_field;
-        let columns = MeasurementColumns::from_measurements(groups, meta_field.as_deref());
         for (g, (key, group)) in keys.iter().zip(groups).enumerate() {
             if group.is_empty() {
                 continue;
             }
-            let outcome = match &columns {
+            let outcome = match columns {
                 Some(rows) => self
                     .catalog
                     .stage_rows(writer, key, rows, g, Some(group), &source),
@@ -334,7 +361,7 @@ impl CollectionInner {
             };
             take_outcome(outcome, &mut batches, &mut call.result);
         }
-        self.commit_staged(writer, batches, columns.as_ref(), durability, call)
+        self.commit_staged(writer, batches, columns, durability, call)
     }
 
     /// Commits the staged `batches`: those this writer wins the commit rights of as one log

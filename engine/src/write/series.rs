@@ -224,7 +224,7 @@ impl Fx {
 /// The last 0–7 bytes of a value as one word, read without a copy of variable length (a
 /// call per value). Equal bytes give equal words; the length is mixed in by the caller.
 #[inline]
-fn tail_word(rest: &[u8]) -> u64 {
+pub(crate) fn tail_word(rest: &[u8]) -> u64 {
     let n = rest.len();
     let byte = |i: usize| rest.get(i).map_or(0, |&b| u64::from(b));
     let half = |i: usize| {

@@ -156,7 +156,7 @@ impl CollectionInner {
         let ids: Vec<Bson> = (0..missing)
             .map(|_| Bson::ObjectId(ObjectId::new()))
             .collect();
-        let validated = self.validate(docs, &ids, true);
+        let validated = self.validate(docs, &ids, true, false);
         if let Some(e) = validated.errors.first() {
             return Err(Error::rejected(
                 e.code,
