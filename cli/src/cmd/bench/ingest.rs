@@ -88,8 +88,9 @@ pub(crate) struct Args {
     #[arg(long, value_enum, default_value_t = Generate::Paused)]
     pub(crate) generate: Generate,
     /// Insert Arrow record batches (`Collection::insert_record_batch`, the columnar insert)
-    /// built from the documents before the clock starts, instead of the documents
-    /// (`insert_many`). Needs `--generate ahead`.
+    /// built before the clock starts, instead of the documents (`insert_many`); memory holds
+    /// the record batches, each batch of documents dropped once converted. Needs
+    /// `--generate ahead`.
     #[arg(long)]
     pub(crate) columnar: bool,
     /// Database directory (must not hold a `cpu` collection); default: a fresh temporary
@@ -195,7 +196,7 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
         return Err("--columnar needs --generate ahead".into());
     }
     let workload = args.workload.workload();
-    if args.generate == Generate::Ahead {
+    if args.generate == Generate::Ahead && !args.columnar {
         let need = workload.measurements().saturating_mul(DOC_BYTES);
         if let Some(available) = proc_kb_line("/proc/meminfo", "MemAvailable")
             && need > available
@@ -290,16 +291,15 @@ fn measure(
                 let generate = args.generate;
                 let columnar = args.columnar;
                 s.spawn(move || {
-                    let batches = if generate == Generate::Ahead {
+                    let batches = if generate == Generate::Ahead && !columnar {
                         batches_of(&mut part, batch)
                     } else {
                         Vec::new()
                     };
+                    // Each batch of documents becomes a record batch before the next is
+                    // built: memory holds the record batches only.
                     let record_batches = if columnar {
-                        batches
-                            .iter()
-                            .map(|b| super::record_batch::record_batch(b))
-                            .collect::<Result<Vec<_>, String>>()
+                        record_batches_of(&mut part, batch)
                     } else {
                         Ok(Vec::new())
                     };
@@ -396,6 +396,20 @@ fn batches_of(part: &mut Generator, size: usize) -> Vec<Vec<Document>> {
             return batches;
         }
         batches.push(batch);
+    }
+}
+
+/// The rest of `part` as Arrow record batches of `size` rows, a batch of documents built
+/// and dropped at a time.
+fn record_batches_of(part: &mut Generator, size: usize) -> Result<Vec<RecordBatch>, String> {
+    let mut out = Vec::new();
+    let mut batch = Vec::new();
+    loop {
+        batch.clear();
+        if part.fill_batch(&mut batch, size) == 0 {
+            return Ok(out);
+        }
+        out.push(super::record_batch::record_batch(&batch)?);
     }
 }
 
