@@ -5,16 +5,23 @@ Subcommands (each prints JSON lines on stdout, except `table`):
   split   --csv FILE --rows N --out DIR     cut a CSV into files of N rows, each with the header
   bulk    --csv FILE --db PATH              one CREATE TABLE ... AS SELECT * FROM read_csv(...)
   commits --dir DIR --db PATH               one COPY per file of DIR, each its own transaction
+  appends --csv FILE --db PATH [--rows N]   the CSV read into an Arrow table in memory first
+                                            (untimed), then one INSERT INTO cpu SELECT * FROM
+                                            <Arrow slice of N rows> per slice, each its own
+                                            transaction (BEGIN ... COMMIT)
   query   --db PATH --hosts H --days D      q1, q2, q3: one untimed run, then the median of N
   tag     LABEL [--set KEY=JSON]...         adds "system": LABEL (and KEY: JSON) to the JSON
-                                            object on the last line of stdin
+                                            object on the last line of stdin (with
+                                            measurements_per_cpu_s from cpu_seconds when it
+                                            lacks one)
   table   FILE --hosts H --days D           the markdown table of a file of these JSON lines
 
 Loads measure, around the load only: wall time (time.perf_counter), user+sys CPU time of
 this process, every DuckDB thread included (resource.getrusage(RUSAGE_SELF)); then
 CHECKPOINT (timed apart; its CPU time is counted with the load's, as tscoll counts `close`)
 and the database file's allocated size (st_blocks, as `du` counts; the WAL too if one is
-left). Peak RSS is this process's ru_maxrss, read before any query runs.
+left). Peak RSS is this process's ru_maxrss, read before any query runs (for `appends`, it
+includes the Arrow table held in memory).
 """
 
 import argparse
@@ -71,6 +78,31 @@ def allocated_bytes(path):
         if os.path.exists(p):
             total += os.stat(p).st_blocks * 512
     return total
+
+
+def read_arrow(path, zone=None):
+    """The CSV of `tscoll bench gen` as an Arrow table of COLUMNS' types: `time` a timestamp
+    in microseconds (UTC; without a time zone when `zone` is None, as DuckDB's TIMESTAMP),
+    the tags strings, the fields int32."""
+    import pyarrow as pa
+    from pyarrow import csv
+
+    types = {
+        "time": pa.timestamp("us", tz="UTC"),
+        **{t: pa.string() for t in TAGS},
+        **{f: pa.int32() for f in FIELDS},
+    }
+    table = csv.read_csv(
+        path,
+        convert_options=csv.ConvertOptions(column_types=types, include_columns=list(COLUMNS)),
+    )
+    # The values stay UTC: only the type's time zone changes.
+    return table.set_column(0, "time", table["time"].cast(pa.timestamp("us", tz=zone)))
+
+
+def arrow_batches(table, rows):
+    """`table` cut into slices of `rows` rows (zero-copy), in order."""
+    return [table.slice(offset, rows) for offset in range(0, table.num_rows, rows)]
 
 
 def connect(path):
@@ -181,6 +213,34 @@ def cmd_commits(args):
     print(json.dumps(report))
 
 
+def cmd_appends(args):
+    # Read and cut before the clock starts: only the appends are timed.
+    batches = arrow_batches(read_arrow(args.csv), args.rows)
+    if not batches:
+        sys.exit(f"no rows in {args.csv}")
+    fresh(args.db)
+    duckdb, con = connect(args.db)
+    con.execute(f"CREATE TABLE cpu ({SCHEMA})")
+    cpu0, start = cpu_seconds(), time.perf_counter()
+    for batch in batches:
+        # What `con.append` does with a data frame: register it, INSERT ... SELECT from it;
+        # DuckDB scans the Arrow slice in place. The WAL is synced at every commit.
+        con.execute("BEGIN TRANSACTION")
+        con.register("batch", batch)
+        con.execute("INSERT INTO cpu SELECT * FROM batch")
+        con.execute("COMMIT")
+    con.unregister("batch")
+    wall = time.perf_counter() - start
+    checkpoint_s = checkpoint(con)
+    cpu = cpu_seconds() - cpu0
+    report = load_report(
+        duckdb, con, args.db, f"Arrow appends of {args.rows} rows, a commit each", wall, cpu,
+        checkpoint_s, len(batches), "sync, per commit",
+    )
+    con.close()
+    print(json.dumps(report))
+
+
 def queries(hosts, days, table="cpu", hour="date_trunc('hour', time)", at="TIMESTAMP '{}'"):
     """q1, q2, q3 as (name, what, sql, expected rows) in a dialect: `table`, the `hour` of a
     row's time, and `at`, a format turning "YYYY-MM-DD hh:mm:ss" (UTC) into a time literal."""
@@ -275,11 +335,18 @@ def cmd_tag(args):
     for item in args.set:
         key, _, value = item.partition("=")
         extra[key] = json.loads(value)
+    cpu = obj.get("cpu_seconds")
+    if obj.get("measurements_per_cpu_s") is None and isinstance(cpu, (int, float)) and cpu > 0:
+        obj["measurements_per_cpu_s"] = obj.get("measurements", 0) / cpu
     print(json.dumps({"system": args.label, **extra, **obj}))
 
 
 def fmt_int(x):
     return "–" if x is None else f"{x:,.0f}"
+
+
+def fmt_float(x):
+    return "–" if x is None else f"{x:.2f}"
 
 
 def fmt_bytes(x):
@@ -301,8 +368,9 @@ def fmt_ms(q):
 def cmd_table(args):
     with open(args.file, "r", encoding="utf-8") as f:
         lines = [json.loads(l) for l in f if l.strip().startswith("{")]
-    loads = [l for l in lines if "measurements_per_s" in l]
-    counts = sorted({l["measurements"] for l in loads})
+    # Loads, and the loads the script skipped (a "skipped" reason instead of figures).
+    loads = [l for l in lines if "measurements_per_s" in l or "skipped" in l]
+    counts = sorted({l["measurements"] for l in loads if "measurements" in l})
     print(
         f"TSBS cpu-only, {args.hosts} hosts x {args.days:g} days: "
         f"{' / '.join(f'{c:,}' for c in counts)} measurements\n"
@@ -328,22 +396,26 @@ def cmd_table(args):
                 if isinstance(l.get(f"{name}_ms"), (int, float)):
                     tscoll_q[name] = l[f"{name}_ms"]
     print(
-        "| system | measurements/s | per CPU-second | bytes/measurement | peak RSS | durability "
-        "| q1 / q2 / q3 ms |"
+        "| engine / loader | measurements/s (wall) | measurements per CPU-second "
+        "| bytes/measurement | peak RSS | durability | q1 / q2 / q3 ms |"
     )
     print("|---|---:|---:|---:|---:|---|---|")
     for l in loads:
+        if "skipped" in l:
+            print(f"| {l['system']} | skipped: {l['skipped']} | – | – | – | – | – |")
+            continue
         q = None
         if l.get("engine") == "duckdb" and l.get("mode", "").startswith("bulk"):
             q = duck_q
-        elif l.get("engine") == "clickhouse":
+        elif l.get("engine") == "clickhouse" and l.get("mode", "").startswith("bulk"):
             q = ch_q
         elif l.get("engine") == "tscoll" and l.get("queried"):
             q = tscoll_q
         print(
             f"| {l['system']} | {fmt_int(l['measurements_per_s'])} "
             f"| {fmt_int(l.get('measurements_per_cpu_s'))} "
-            f"| {l['bytes_per_measurement']:.2f} | {fmt_bytes(l.get('peak_rss_bytes'))} "
+            f"| {fmt_float(l.get('bytes_per_measurement'))} "
+            f"| {fmt_bytes(l.get('peak_rss_bytes'))} "
             f"| {l.get('durability', '–')} | {fmt_ms(q)} |"
         )
 
@@ -362,6 +434,10 @@ def main():
     p.add_argument("--dir", required=True)
     p.add_argument("--db", required=True)
     p.add_argument("--rows-per-file", type=int, default=5000)
+    p = sub.add_parser("appends")
+    p.add_argument("--csv", required=True)
+    p.add_argument("--db", required=True)
+    p.add_argument("--rows", type=int, default=5000)
     p = sub.add_parser("query")
     p.add_argument("--db", required=True)
     p.add_argument("--hosts", type=int, required=True)
@@ -379,6 +455,7 @@ def main():
         "split": cmd_split,
         "bulk": cmd_bulk,
         "commits": cmd_commits,
+        "appends": cmd_appends,
         "query": cmd_query,
         "tag": cmd_tag,
         "table": cmd_table,
