@@ -30,8 +30,9 @@
 #       batch by batch with the clock stopped
 #   (h) tscoll bench ingest --json --generate ahead --columnar: Arrow record batches of
 #       5000 rows (insert_record_batch), 1 thread, buffered, built before the clock starts.
-#       That holds every document in memory (about 5.6 KB a measurement): skipped, with a
-#       row saying so, when /proc/meminfo's MemAvailable is smaller
+#       That holds every record batch in memory (about 150 bytes a measurement; 300 are
+#       asked for): skipped, with a row saying so, when /proc/meminfo's MemAvailable is
+#       smaller
 #   then, unless --no-queries, the queries q1, q2, q3 (median of 5 runs after one untimed)
 #   on the databases of (a) (duckdb_bench.py query), (d) (clickhouse_bench.py query) and
 #   (f)'s NDJSON (tscoll bench query --json).
@@ -169,7 +170,7 @@ done
 
 echo "== (h) tscoll bench ingest --columnar" >&2
 label="tscoll bench ingest --columnar, 1 thread, Arrow record batches of $batch (insert_record_batch)"
-need_kb=$((measurements * 5600 / 1024))
+need_kb=$((measurements * 300 / 1024))
 avail_kb=$(awk '/^MemAvailable:/ { print $2 }' /proc/meminfo 2>/dev/null || true)
 if [ -n "$avail_kb" ] && [ "$need_kb" -gt "$avail_kb" ]; then
     echo "skipped: --generate ahead needs about $((need_kb >> 20)) GiB, $((avail_kb >> 20)) GiB available" >&2
