@@ -7,7 +7,7 @@ use std::cmp::Ordering;
 use bson::{Bson, Document};
 use tscoll_codec::tag;
 
-use crate::value::{canonical_rank, compare};
+use crate::value::{canonical_rank, compare, type_code};
 
 /// Per-path minimum and maximum of one field.
 #[derive(Clone, Debug, PartialEq)]
@@ -83,6 +83,19 @@ impl ScalarMinMax {
                 Bson::DateTime(bson::DateTime::from_millis(pick(lo, *a, *b)))
             }
             ScalarMinMax::Other(pair) => pick(lo, &pair.0, &pair.1).clone(),
+        }
+    }
+
+    /// The BSON type code and canonical rank (SPEC) of the minimum, the type of the
+    /// field's values when they are of one type.
+    #[must_use]
+    pub fn min_type(&self) -> (u8, i32) {
+        match self {
+            ScalarMinMax::Double(..) => (tag::DOUBLE, 10),
+            ScalarMinMax::Int32(..) => (tscoll_codec::tag::INT32, 10),
+            ScalarMinMax::Int64(..) => (tscoll_codec::tag::INT64, 10),
+            ScalarMinMax::Date(..) => (tag::DATETIME, 45),
+            ScalarMinMax::Other(pair) => (type_code(&pair.0), canonical_rank(&pair.0)),
         }
     }
 
@@ -478,6 +491,10 @@ mod tests {
             // Debug text tells -0.0 from 0.0 and types apart.
             prop_assert_eq!(format!("{:?}", folded.min()), format!("{min:?}"));
             prop_assert_eq!(format!("{:?}", folded.max()), format!("{max:?}"));
+            // The minimum's type, read without building it.
+            if let MinMax::Scalar(s) = &folded {
+                prop_assert_eq!(s.min_type(), (type_code(&min), canonical_rank(&min)));
+            }
         });
     }
 

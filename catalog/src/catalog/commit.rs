@@ -319,10 +319,7 @@ impl BucketCatalog {
                 bucket.opened_due_to_metadata = false;
                 ExecutionStats::bump(&s.num_buckets_opened_due_to_metadata);
             }
-            let old = bucket.memory;
-            let new = bucket.measure_memory();
-            self.mem_add(new);
-            self.mem_sub(old);
+            // The bucket's memory is as its staging measured it: committing moves no row.
             if !bucket.has_pending() && bucket.state == BucketState::Cleared {
                 // Cleared by an abort while this batch was prepared: it goes now.
                 self.remove_bucket(&mut stripe, &batch.bucket_id);

@@ -8,7 +8,7 @@ use tscoll_codec::{RowLanes, RowStart, tag};
 
 use super::*;
 use crate::columns::MeasurementColumns;
-use crate::value::{canonical_rank, decimal_digits, to_bson, type_code};
+use crate::value::{decimal_digits, to_bson};
 
 /// Rows an open bucket takes as they are, from a given row on.
 #[derive(Clone, Copy, Debug, Default)]
@@ -239,7 +239,7 @@ fn first_incompatible(minmax: &MinMax, column: &Column, from: RowStart, end: usi
     let MinMax::Scalar(s) = minmax else {
         return first_present(column, from, end);
     };
-    let (code, rank) = s.with_min(|min| (type_code(min), canonical_rank(min)));
+    let (code, rank) = s.min_type();
     column
         .types_from(from, end)
         .iter()
