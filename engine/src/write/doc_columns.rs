@@ -11,7 +11,7 @@ use tscoll_catalog::value::{element_size, push_value};
 use tscoll_catalog::{Measurement, MeasurementColumns};
 use tscoll_codec::Column;
 
-use crate::write::series::tail_word;
+use crate::write::series::same_bytes;
 
 /// The call's accepted documents so far, column by column, in input order.
 pub(crate) struct DocColumns {
@@ -68,7 +68,11 @@ impl DocColumns {
             self.names.push(name.to_owned());
             self.columns
                 .push(Column::with_capacity(self.times.capacity()));
-        } else if !self.names.get(j).is_some_and(|n| same_name(n, name)) {
+        } else if !self
+            .names
+            .get(j)
+            .is_some_and(|n| same_bytes(n.as_bytes(), name.as_bytes()))
+        {
             self.differs = true;
             return false;
         }
@@ -187,26 +191,6 @@ impl DocColumns {
     }
 }
 
-/// Whether two field names are equal: names of up to 16 bytes (most) are compared as one or
-/// two words each, read without a call.
-#[inline]
-fn same_name(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
-        return false;
-    }
-    let word = |s: &[u8], at: usize| {
-        s.get(at..at + 8)
-            .and_then(|q| <[u8; 8]>::try_from(q).ok())
-            .map_or(0, u64::from_le_bytes)
-    };
-    match a.len() {
-        0..=7 => tail_word(a) == tail_word(b),
-        n @ 8..=16 => word(a, 0) == word(b, 0) && word(a, n - 8) == word(b, n - 8),
-        _ => a == b,
-    }
-}
-
 /// `values` at the positions `order`, in that order.
 fn pick<T: Copy + Default>(order: &[u32], values: &[T]) -> Vec<T> {
     order
@@ -258,23 +242,6 @@ mod tests {
             d.insert(k, v);
         }
         d
-    }
-
-    #[test]
-    fn same_name_tells_names_apart_at_every_byte_of_every_length() {
-        for len in 0..40 {
-            let a: String = (0..len)
-                .map(|i| char::from(b'a' + (i % 26) as u8))
-                .collect();
-            assert!(super::same_name(&a, &a.clone()), "{len}");
-            for at in 0..len {
-                let mut b = a.clone().into_bytes();
-                b[at] = b'_';
-                let b = String::from_utf8(b).expect("ascii");
-                assert!(!super::same_name(&a, &b), "{len} {at}");
-            }
-            assert!(!super::same_name(&a, &format!("{a}x")), "{len}");
-        }
     }
 
     proptest! {

@@ -224,7 +224,7 @@ impl Fx {
 /// The last 0–7 bytes of a value as one word, read without a copy of variable length (a
 /// call per value). Equal bytes give equal words; the length is mixed in by the caller.
 #[inline]
-pub(crate) fn tail_word(rest: &[u8]) -> u64 {
+fn tail_word(rest: &[u8]) -> u64 {
     let n = rest.len();
     let byte = |i: usize| rest.get(i).map_or(0, |&b| u64::from(b));
     let half = |i: usize| {
@@ -237,6 +237,25 @@ pub(crate) fn tail_word(rest: &[u8]) -> u64 {
         1..=3 => byte(0) | (byte(n / 2) << 8) | (byte(n - 1) << 16),
         // Two reads that overlap when n < 8.
         _ => half(0) | (half(n - 4) << 32),
+    }
+}
+
+/// Whether two byte strings are equal: strings of up to 16 bytes (most names and tags) are
+/// compared as one or two words each, read without a call.
+#[inline]
+pub(crate) fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let word = |s: &[u8], at: usize| {
+        s.get(at..at + 8)
+            .and_then(|q| <[u8; 8]>::try_from(q).ok())
+            .map_or(0, u64::from_le_bytes)
+    };
+    match a.len() {
+        0..=7 => tail_word(a) == tail_word(b),
+        n @ 8..=16 => word(a, 0) == word(b, 0) && word(a, n - 8) == word(b, n - 8),
+        _ => a == b,
     }
 }
 
@@ -273,6 +292,22 @@ mod tests {
     use bson::doc;
 
     use super::*;
+
+    #[test]
+    fn same_bytes_tells_strings_apart_at_every_byte_of_every_length() {
+        for len in 0..40 {
+            let a: Vec<u8> = (0..len).map(|i| b'a' + (i % 26) as u8).collect();
+            assert!(same_bytes(&a, &a.clone()), "{len}");
+            for at in 0..len {
+                let mut b = a.clone();
+                b[at] = b'_';
+                assert!(!same_bytes(&a, &b), "{len} {at}");
+            }
+            let mut longer = a.clone();
+            longer.push(b'x');
+            assert!(!same_bytes(&a, &longer), "{len}");
+        }
+    }
 
     fn group_all(values: &[Option<Bson>]) -> (Vec<usize>, usize) {
         let mut groups = SeriesGroups::new();
