@@ -134,7 +134,8 @@ impl CommitRows {
         self.append(src, from, to);
     }
 
-    /// Rows of every entry.
+    /// Rows of the entries appended as plain rows (those logged as runs of the call's rows
+    /// are not counted).
     #[must_use]
     pub fn rows(&self) -> usize {
         self.plain.rows()
