@@ -18,8 +18,18 @@ pub struct WriteBatch {
     /// Set (under the stripe lock) when the batch is prepared (SPEC ).
     prepared: AtomicBool,
     pub(crate) data: Mutex<BatchData>,
-    outcome: Mutex<Option<Result<(), CommitError>>>,
+    outcome: Mutex<Outcome>,
     done: Condvar,
+}
+
+/// How a batch ended, and who waits for it.
+#[derive(Debug, Default)]
+struct Outcome {
+    /// `None` until the batch is committed or aborted.
+    result: Option<Result<(), CommitError>>,
+    /// Writers waiting in [`WriteBatch::wait`]: only then does settling wake anyone (a
+    /// wake-up is a system call, and most batches have no other writer).
+    waiting: usize,
 }
 
 /// A writer (one insert call) staging measurements, unique among the concurrent writers of a
@@ -52,7 +62,7 @@ impl WriteBatch {
             commit_rights: AtomicBool::new(false),
             prepared: AtomicBool::new(false),
             data: Mutex::new(BatchData::default()),
-            outcome: Mutex::new(None),
+            outcome: Mutex::new(Outcome::default()),
             done: Condvar::new(),
         }
     }
@@ -107,16 +117,19 @@ impl WriteBatch {
     /// failed, SPEC ).
     pub(crate) fn fulfil(&self, result: Result<(), CommitError>) {
         let mut g = lock(&self.outcome);
-        if g.is_none() {
-            *g = Some(result);
+        if g.result.is_none() {
+            g.result = Some(result);
         }
+        let waiting = g.waiting > 0;
         drop(g);
-        self.done.notify_all();
+        if waiting {
+            self.done.notify_all();
+        }
     }
 
     /// Why the batch failed, if it was aborted.
     pub(crate) fn failure(&self) -> Option<CommitError> {
-        match lock(&self.outcome).as_ref() {
+        match lock(&self.outcome).result.as_ref() {
             Some(Err(e)) => Some(e.clone()),
             _ => None,
         }
@@ -133,7 +146,7 @@ impl WriteBatch {
     /// Whether the batch has finished (committed or aborted).
     #[must_use]
     pub fn is_finished(&self) -> bool {
-        lock(&self.outcome).is_some()
+        lock(&self.outcome).result.is_some()
     }
 
     /// Waits until the batch is committed or aborted (SPEC ).
@@ -143,13 +156,15 @@ impl WriteBatch {
     pub fn wait(&self) -> Result<(), CommitError> {
         let mut g = lock(&self.outcome);
         loop {
-            if let Some(r) = g.as_ref() {
+            if let Some(r) = g.result.as_ref() {
                 return r.clone();
             }
+            g.waiting += 1;
             g = self
                 .done
                 .wait(g)
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
+            g.waiting -= 1;
         }
     }
 }

@@ -519,11 +519,40 @@ impl Column {
         self.row_start_after(RowStart::default(), row)
     }
 
+    /// The start of row `row` (at most the rows) without counting, when every row holds a
+    /// value of one lane (e.g. a column of doubles without a missing value).
+    #[inline]
+    fn one_lane_start(&self, row: usize) -> Option<RowStart> {
+        let rows = self.types.len();
+        if row > rows {
+            return None;
+        }
+        let start = RowStart {
+            row,
+            ..RowStart::default()
+        };
+        match (self.ints.len(), self.floats.len(), self.ends.len()) {
+            (i, 0, 0) if i == rows => Some(RowStart { int: row, ..start }),
+            (0, f, 0) if f == rows => Some(RowStart {
+                float: row,
+                ..start
+            }),
+            (0, 0, b) if b == rows => Some(RowStart {
+                bytes: row,
+                ..start
+            }),
+            _ => None,
+        }
+    }
+
     /// As [`Column::row_start`], counting from `from`, the start of an earlier row of this
     /// column: the cost is the rows in between.
     #[must_use]
     pub fn row_start_after(&self, from: RowStart, row: usize) -> RowStart {
         let row = row.clamp(from.row, self.types.len().max(from.row));
+        if let Some(start) = self.one_lane_start(row) {
+            return start;
+        }
         let [_, int, float, bytes] =
             lane_counts(self.types.get(from.row..row).unwrap_or_default()).unwrap_or([0; 4]);
         RowStart {
@@ -553,6 +582,9 @@ impl Column {
     #[must_use]
     pub fn row_start_from_end(&self, row: usize) -> RowStart {
         let row = row.min(self.types.len());
+        if let Some(start) = self.one_lane_start(row) {
+            return start;
+        }
         let [_, int, float, bytes] =
             lane_counts(self.types.get(row..).unwrap_or_default()).unwrap_or([0; 4]);
         RowStart {
@@ -580,6 +612,36 @@ impl Column {
     /// If the bytes lane would exceed 4 GiB (a caller bug).
     pub fn extend_from_rows_at(&mut self, other: &Column, start: RowStart, to: usize) {
         self.extend_from_lanes(other, &other.row_lanes(start, to));
+    }
+
+    /// Makes room, when the column has less, for `rows` more rows of the lanes `lanes` (from
+    /// [`Column::row_lanes`] of `other`) fill: a bytes lane by their mean payload, when that
+    /// is at most 64 bytes. Reserving at once the rows a column will take spares it the
+    /// copies of growing.
+    pub fn reserve_like(&mut self, other: &Column, lanes: &RowLanes<'_>, rows: usize) {
+        if self.types.capacity() - self.types.len() >= rows {
+            return;
+        }
+        self.types.reserve_exact(rows);
+        if !lanes.ints.is_empty() {
+            self.ints.reserve_exact(rows);
+        }
+        if !lanes.floats.is_empty() {
+            self.floats.reserve_exact(rows);
+        }
+        let (b0, nb) = (lanes.start.bytes, lanes.bytes);
+        if nb > 0 {
+            let end_of = |k: usize| {
+                k.checked_sub(1)
+                    .and_then(|i| other.ends.get(i))
+                    .map_or(0, |&e| e as usize)
+            };
+            let mean = end_of(b0 + nb).saturating_sub(end_of(b0)).div_ceil(nb);
+            self.ends.reserve_exact(rows);
+            if mean <= 64 {
+                self.bytes.reserve_exact(rows * mean);
+            }
+        }
     }
 
     /// Appends the rows of `other` that `lanes` (from [`Column::row_lanes`] of `other`) holds.
@@ -696,6 +758,25 @@ impl Column {
             bytes: self.ends.len().saturating_sub(tb + nb),
         };
         self.lanes_at(types, start, counts)
+    }
+
+    /// The type code every row of the column has, `None` when they differ or there is no
+    /// row.
+    ///
+    /// ```
+    /// use tscoll_codec::Column;
+    ///
+    /// let mut c = Column::new();
+    /// c.push_float(1.5);
+    /// c.push_float(2.5);
+    /// assert_eq!(c.single_type(), Some(0x01));
+    /// c.push_missing();
+    /// assert_eq!(c.single_type(), None);
+    /// ```
+    #[must_use]
+    pub fn single_type(&self) -> Option<u8> {
+        let first = *self.types.first()?;
+        self.types.iter().all(|&t| t == first).then_some(first)
     }
 
     /// The type codes of the rows from `start` (a [`RowStart`] of this column) to `to`.

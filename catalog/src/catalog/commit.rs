@@ -205,9 +205,7 @@ impl BucketCatalog {
                 break;
             }
             ExecutionStats::bump(&self.stats.num_waits);
-            stripe = self.stripe_cv[batch.stripe]
-                .wait(stripe)
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            stripe = self.wait_on_stripe(batch.stripe, stripe);
         }
         let Some(bucket) = stripe.buckets.get_mut(&batch.bucket_id) else {
             return Err(CommitError::BucketCleared);
@@ -225,8 +223,7 @@ impl BucketCatalog {
         ) {
             let key = Arc::clone(&bucket.key);
             self.freeze_locked(&mut stripe, &key, &batch.bucket_id);
-            drop(stripe);
-            self.stripe_cv[batch.stripe].notify_all();
+            self.release_stripe(batch.stripe, stripe);
             return Err(CommitError::WriteFailed(format!("bucket frozen: {reason}")));
         }
         if bucket
@@ -343,8 +340,7 @@ impl BucketCatalog {
         if let Some(reason) = roll {
             closed.extend(self.apply_rollover(&mut stripe, &batch.bucket_id, reason));
         }
-        drop(stripe);
-        self.stripe_cv[batch.stripe].notify_all();
+        self.release_stripe(batch.stripe, stripe);
         batch.fulfil(Ok(()));
         closed
     }
@@ -367,8 +363,7 @@ impl BucketCatalog {
             prepared_by_other,
             BucketState::Cleared,
         );
-        drop(stripe);
-        self.stripe_cv[batch.stripe].notify_all();
+        self.release_stripe(batch.stripe, stripe);
         self.release_staged(batch);
         batch.fulfil(Err(error));
     }

@@ -17,9 +17,7 @@ impl BucketCatalog {
         let mut stripe = lock(&self.stripes[stripe_no]);
         while stripe.buckets.get(id).is_some_and(|b| b.prepared) {
             ExecutionStats::bump(&self.stats.num_waits);
-            stripe = self.stripe_cv[stripe_no]
-                .wait(stripe)
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            stripe = self.wait_on_stripe(stripe_no, stripe);
         }
         *stripe.direct_writes.entry(*id).or_insert(0) += 1;
         self.clears.fetch_add(1, Ordering::SeqCst);

@@ -28,7 +28,7 @@ use crate::minmax::MinMax;
 use crate::options::CatalogOptions;
 use crate::stats::{CatalogGauges, ExecutionStats, StatsSnapshot};
 use crate::sums::BucketSums;
-use crate::sync::{Arc, AtomicU64, Condvar, Mutex, Ordering, lock};
+use crate::sync::{Arc, AtomicU64, Condvar, Mutex, MutexGuard, Ordering, lock};
 use crate::value::{element_size, push_value};
 use crate::write_batch::{PreparedBatch, WriteBatch, WriterId};
 
@@ -208,8 +208,8 @@ pub(crate) struct Staging<'s> {
     writer: WriterId,
     stripe_no: usize,
     key: Arc<BucketKey>,
-    spec: BucketingSpec,
-    options: CatalogOptions,
+    spec: &'s BucketingSpec,
+    options: &'s CatalogOptions,
     source: &'s dyn BucketSource,
     /// The series' only candidate while it has no rolling buckets: its open bucket, as the
     /// previous measurement left it. The measurements are one series in time order, so most
@@ -290,6 +290,9 @@ struct Stripe {
     /// reopened until stored, and read from here meanwhile
     /// ([`BucketCatalog::memory_rows`]).
     storing: HashMap<BucketId, Arc<BucketPart>>,
+    /// Threads waiting on the stripe's condition variable: only then does a change wake
+    /// anyone ([`BucketCatalog::release_stripe`]; a wake-up is a system call).
+    waiting: usize,
 }
 
 /// The bucket catalog of one collection (SPEC §6).
@@ -431,6 +434,29 @@ impl BucketCatalog {
     fn mem_sub(&self, bytes: u64) {
         self.memory.fetch_sub(bytes, Ordering::Relaxed);
         self.pool.0.fetch_sub(bytes, Ordering::Relaxed);
+    }
+
+    /// Waits on stripe `no`'s condition variable, counted in its `waiting`.
+    fn wait_on_stripe<'a>(
+        &self,
+        no: usize,
+        mut stripe: MutexGuard<'a, Stripe>,
+    ) -> MutexGuard<'a, Stripe> {
+        stripe.waiting += 1;
+        let mut stripe = self.stripe_cv[no]
+            .wait(stripe)
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        stripe.waiting -= 1;
+        stripe
+    }
+
+    /// Unlocks stripe `no` and wakes the threads waiting on it, if any.
+    fn release_stripe(&self, no: usize, stripe: MutexGuard<'_, Stripe>) {
+        let waiting = stripe.waiting > 0;
+        drop(stripe);
+        if waiting {
+            self.stripe_cv[no].notify_all();
+        }
     }
 
     fn stripe_of(key: &BucketKey) -> usize {

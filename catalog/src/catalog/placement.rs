@@ -33,10 +33,11 @@ impl BucketCatalog {
         source: &dyn BucketSource,
         stage: impl FnOnce(&mut Stripe, &mut Staging<'_>),
     ) -> StageOutcome {
+        let (spec, options) = (self.spec(), self.options());
         let stripe_no = Self::stripe_of(key);
         let mut guard = lock(&self.stripes[stripe_no]);
         let stripe: &mut Stripe = &mut guard;
-        let mut st = self.staging(stripe, writer, stripe_no, key, source);
+        let mut st = self.staging(stripe, writer, stripe_no, key, source, (&spec, &options));
         stage(stripe, &mut st);
         self.finish_staging(stripe, st)
     }
@@ -49,6 +50,7 @@ impl BucketCatalog {
         stripe_no: usize,
         key: &BucketKey,
         source: &'s dyn BucketSource,
+        (spec, options): (&'s BucketingSpec, &'s CatalogOptions),
     ) -> Staging<'s> {
         let key = match stripe.series.get_key_value(key) {
             Some((k, _)) => Arc::clone(k),
@@ -58,8 +60,8 @@ impl BucketCatalog {
             writer,
             stripe_no,
             key,
-            spec: self.spec(),
-            options: self.options(),
+            spec,
+            options,
             source,
             only_open: None,
             out: StageOutcome::default(),
@@ -83,10 +85,10 @@ impl BucketCatalog {
             return;
         }
         let fast = open.and_then(|(id, a)| {
-            let derived = derived_max_size(&st.options, self.active_buckets());
+            let derived = derived_max_size(st.options, self.active_buckets());
             let bucket = stripe.buckets.get_mut(&id)?;
             let delta = self
-                .rollover_reason(bucket, m, &st.spec, &st.options, derived, Some(a))
+                .rollover_reason(bucket, m, st.spec, st.options, derived, Some(a))
                 .ok()?;
             Some((id, Some(delta)))
         });
@@ -97,8 +99,8 @@ impl BucketCatalog {
                     stripe,
                     &st.key,
                     m,
-                    &st.spec,
-                    &st.options,
+                    st.spec,
+                    st.options,
                     st.source,
                     &mut st.out,
                 ) {
@@ -128,7 +130,7 @@ impl BucketCatalog {
             bucket,
             m,
             delta,
-            &st.spec,
+            st.spec,
             st.stripe_no,
             &mut st.scratch,
         );
@@ -190,6 +192,8 @@ impl BucketCatalog {
         let mut candidates: Vec<BucketId> = rolling.into_iter().map(|(_, _, id)| id).collect();
         candidates.extend(series.open);
         let mut allow_query = true;
+        // The rows of the open bucket that rolls over: what a new bucket makes room for.
+        let mut rows_hint = 0;
         let mut open_failed_backward_only = !had_open;
         for id in candidates {
             let is_open = stripe.series.get(key).and_then(|s| s.open) == Some(id);
@@ -213,6 +217,7 @@ impl BucketCatalog {
                         allow_query = false;
                     }
                     if is_open {
+                        rows_hint = bucket.count;
                         bucket.rollover = Some(reason);
                         if let Some(s) = stripe.series.get_mut(key) {
                             s.open = None;
@@ -240,7 +245,10 @@ impl BucketCatalog {
             return Ok((id, None));
         }
         self.expire_idle(stripe, options, out);
-        Ok((self.allocate(stripe, key, m, spec, !had_open), None))
+        Ok((
+            self.allocate(stripe, key, m, spec, !had_open, rows_hint),
+            None,
+        ))
     }
 
     /// The first rollover reason of SPEC §6.3 that applies to `bucket` for `m` (`Err`), else
@@ -355,6 +363,8 @@ impl BucketCatalog {
         Some(ClosedBucket::of(bucket, action))
     }
 
+    /// Opens a new bucket of series `key` for `m` (SPEC §6.2), its columns to make room for
+    /// `rows_hint` rows (0: grow as rows come).
     pub(super) fn allocate(
         &self,
         stripe: &mut Stripe,
@@ -362,6 +372,7 @@ impl BucketCatalog {
         m: &Measurement<'_>,
         spec: &BucketingSpec,
         opened_due_to_metadata: bool,
+        rows_hint: u32,
     ) -> BucketId {
         let min_time = spec.round(m.time);
         let id = self.new_bucket_id(min_time);
@@ -394,6 +405,7 @@ impl BucketCatalog {
             memory: 0,
             rows: BucketRows::default(),
             rows_base: 0,
+            rows_hint,
             sums: Some(BucketSums::default()),
             reopened: None,
         };

@@ -10,6 +10,28 @@ use super::*;
 use crate::columns::MeasurementColumns;
 use crate::value::{decimal_digits, to_bson};
 
+/// What staging a group reuses from the group before.
+struct GroupScratch {
+    /// Where the current row starts in each column.
+    cursors: Vec<RowStart>,
+    /// The bucket field of each column, for the open bucket being appended to.
+    map: Vec<Option<usize>>,
+    /// The type code of every row of each column, when they have one
+    /// ([`Column::single_type`]): such a column's rows are checked against a bucket's schema
+    /// once, not row by row.
+    single: Vec<Option<u8>>,
+}
+
+impl GroupScratch {
+    fn for_call(rows: &MeasurementColumns) -> Self {
+        GroupScratch {
+            cursors: Vec::with_capacity(rows.fields.len()),
+            map: Vec::with_capacity(rows.fields.len()),
+            single: rows.fields.iter().map(|(_, c)| c.single_type()).collect(),
+        }
+    }
+}
+
 /// Rows an open bucket takes as they are, from a given row on.
 #[derive(Clone, Copy, Debug, Default)]
 struct Run {
@@ -35,9 +57,57 @@ impl BucketCatalog {
         measurements: Option<&[Measurement<'_>]>,
         source: &dyn BucketSource,
     ) -> StageOutcome {
+        let mut scratch = GroupScratch::for_call(rows);
         self.with_staging(writer, key, source, |stripe, st| {
-            self.stage_group(stripe, st, rows, group, measurements);
+            self.stage_group(stripe, st, rows, group, measurements, &mut scratch);
         })
+    }
+
+    /// Stages every group of `rows` — group `g` the measurements of series `keys[g]`, in
+    /// time order — with the outcome [`BucketCatalog::stage_rows`] gives group by group, in
+    /// one pass per stripe: each stripe is locked once for all of its series in the call,
+    /// and the catalog's parameters are read once. Batches come out stripe by stripe.
+    /// `measurements`, when given, are each group's rows as documents, in the same order.
+    pub fn stage_call(
+        &self,
+        writer: WriterId,
+        keys: &[BucketKey],
+        rows: &MeasurementColumns,
+        measurements: Option<&[Vec<Measurement<'_>>]>,
+        source: &dyn BucketSource,
+    ) -> StageOutcome {
+        let (spec, options) = (self.spec(), self.options());
+        // The groups with rows, stripe by stripe.
+        let mut order: Vec<(usize, usize)> = keys
+            .iter()
+            .enumerate()
+            .filter(|(g, _)| rows.groups.get(*g).is_some_and(|r| !r.is_empty()))
+            .map(|(g, key)| (Self::stripe_of(key), g))
+            .collect();
+        order.sort_unstable();
+        let mut out = StageOutcome::default();
+        let mut scratch = GroupScratch::for_call(rows);
+        for run in order.chunk_by(|a, b| a.0 == b.0) {
+            let Some(&(stripe_no, _)) = run.first() else {
+                continue;
+            };
+            let mut guard = lock(&self.stripes[stripe_no]);
+            let stripe: &mut Stripe = &mut guard;
+            for &(_, g) in run {
+                let Some(key) = keys.get(g) else {
+                    continue;
+                };
+                let mut st =
+                    self.staging(stripe, writer, stripe_no, key, source, (&spec, &options));
+                let ms = measurements.and_then(|m| m.get(g)).map(Vec::as_slice);
+                self.stage_group(stripe, &mut st, rows, g, ms, &mut scratch);
+                let part = self.finish_staging(stripe, st);
+                out.batches.extend(part.batches);
+                out.closed.extend(part.closed);
+                out.rejected.extend(part.rejected);
+            }
+        }
+        out
     }
 
     /// The body of [`BucketCatalog::stage_rows`] on the locked stripe.
@@ -48,6 +118,7 @@ impl BucketCatalog {
         rows: &MeasurementColumns,
         group: usize,
         measurements: Option<&[Measurement<'_>]>,
+        scratch: &mut GroupScratch,
     ) {
         let nf = rows.fields.len();
         let (Some(range), Some(starts)) = (
@@ -57,10 +128,15 @@ impl BucketCatalog {
             return;
         };
         let end = range.end.min(rows.len());
+        let GroupScratch {
+            cursors,
+            map,
+            single,
+        } = scratch;
         // Where the current row starts in each column.
-        let mut cursors: Vec<RowStart> = starts.to_vec();
+        cursors.clear();
+        cursors.extend_from_slice(starts);
         // The bucket field of each column, for the open bucket `mapped_for`.
-        let mut map: Vec<Option<usize>> = Vec::new();
         let mut mapped_for: Option<BucketId> = None;
         // The series' open bucket, when no bucket of it is rolling over, is where its rows go
         // first (as placement would choose it).
@@ -86,14 +162,14 @@ impl BucketCatalog {
                     );
                     mapped_for = Some(id);
                 }
-                let derived = derived_max_size(&st.options, self.active_buckets());
-                let run = fast_run(bucket, rows, &map, &cursors, end, st, derived);
+                let derived = derived_max_size(st.options, self.active_buckets());
+                let run = fast_run(bucket, rows, (map, single), cursors, end, st, derived);
                 if run.rows > 0 {
                     // Using an idle bucket takes it off the idle list.
                     if let Some(seq) = bucket.idle_seq.take() {
                         stripe.idle.remove(&seq);
                     }
-                    let batch = self.append_run(bucket, rows, &map, &mut cursors, run, st);
+                    let batch = self.append_run(bucket, rows, map, cursors, run, st);
                     st.out.staged_bytes += run.raw;
                     st.note_batch(batch);
                     next = row + run.rows;
@@ -101,13 +177,13 @@ impl BucketCatalog {
                 }
             }
             if !placed {
-                self.stage_alone(stripe, st, rows, &cursors, measurements, range.start);
+                self.stage_alone(stripe, st, rows, cursors, measurements, range.start);
                 // The row may have added fields to the bucket or opened another.
                 mapped_for = None;
             }
             if !placed {
                 // (A run's rows moved the cursors past them as they were appended.)
-                for ((_, column), cursor) in rows.fields.iter().zip(&mut cursors) {
+                for ((_, column), cursor) in rows.fields.iter().zip(cursors.iter_mut()) {
                     *cursor = column.row_start_after(*cursor, next);
                 }
             }
@@ -154,7 +230,7 @@ impl BucketCatalog {
 fn fast_run(
     bucket: &Bucket,
     rows: &MeasurementColumns,
-    map: &[Option<usize>],
+    (map, single): (&[Option<usize>], &[Option<u8>]),
     cursors: &[RowStart],
     end: usize,
     st: &Staging<'_>,
@@ -180,13 +256,21 @@ fn fast_run(
     let room = st.options.bucket_max_count.saturating_sub(bucket.count) as usize;
     end = end.min(from.saturating_add(room));
     // Schema (SPEC §5): no new field, every value of the kind the bucket holds.
-    for (((_, column), field), cursor) in rows.fields.iter().zip(map).zip(cursors) {
+    for ((((_, column), field), cursor), &single) in
+        rows.fields.iter().zip(map).zip(cursors).zip(single)
+    {
         if end <= from {
             return none;
         }
-        let limit = match field.and_then(|i| bucket.fields.get(i)) {
-            None => first_present(column, *cursor, end),
-            Some(f) => first_incompatible(&f.minmax, column, *cursor, end),
+        let field = field.and_then(|i| bucket.fields.get(i));
+        let limit = match (field, single) {
+            // Rows of one type: all of them or none.
+            (_, Some(tag::MISSING)) => end,
+            (None, Some(_)) => from,
+            (Some(f), Some(t)) if compatible(&f.minmax, t) => end,
+            (Some(_), Some(_)) => from,
+            (None, None) => first_present(column, *cursor, end),
+            (Some(f), None) => first_incompatible(&f.minmax, column, *cursor, end),
         };
         end = end.min(limit);
     }
@@ -251,6 +335,15 @@ fn first_incompatible(minmax: &MinMax, column: &Column, from: RowStart, end: usi
         .map_or(end, |p| from.row + p)
 }
 
+/// Whether the field's schema takes a value of type `t` as [`first_incompatible`] says.
+fn compatible(minmax: &MinMax, t: u8) -> bool {
+    let MinMax::Scalar(s) = minmax else {
+        return false;
+    };
+    let (code, rank) = s.min_type();
+    t == code || (t != tag::DOCUMENT && t != tag::ARRAY && rank_of_code(t) == Some(rank))
+}
+
 /// [`canonical_rank`] of a value of BSON type `code`.
 fn rank_of_code(code: u8) -> Option<i32> {
     Some(match code {
@@ -293,6 +386,7 @@ impl BucketCatalog {
         let batch = bucket.active_batch(st.stripe_no);
         let mut data = lock(&batch.data);
         let row0 = (bucket.count - bucket.rows_base) as usize;
+        let hint = bucket.rows_hint.saturating_sub(bucket.rows_base) as usize;
         for (((_, column), field), cursor) in rows.fields.iter().zip(map).zip(cursors) {
             let start = *cursor;
             // A column without a bucket field has no value in the run (see `fast_run`).
@@ -316,10 +410,13 @@ impl BucketCatalog {
                 f.minmax.update(&lo);
                 f.minmax.update(&hi);
             }
-            bucket
-                .rows
-                .column_at(&bucket.fields, i, row0)
-                .extend_from_lanes(column, &lanes);
+            let into = bucket.rows.column_at(&bucket.fields, i, row0);
+            // The first run of a bucket makes room for the rows its series' last bucket took.
+            let room = hint.saturating_sub(into.len());
+            if room > run.rows {
+                into.reserve_like(column, &lanes, room);
+            }
+            into.extend_from_lanes(column, &lanes);
         }
         data.rows += run.rows;
         data.indices

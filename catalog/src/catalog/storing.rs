@@ -224,10 +224,12 @@ impl BucketCatalog {
         if stripe.storing.contains_key(id) {
             // One wait: a wake-up for another bucket of the stripe returns early, and the
             // caller asks again.
+            stripe.waiting += 1;
             stripe = match self.stripe_cv[stripe_no].wait_timeout(stripe, timeout) {
                 Ok((guard, _)) => guard,
                 Err(poisoned) => poisoned.into_inner().0,
             };
+            stripe.waiting -= 1;
         }
         !stripe.storing.contains_key(id)
     }

@@ -2,7 +2,9 @@
 //! a whole blob and through a single column body.
 
 use proptest::prelude::*;
-use tscoll_codec::{Column, decode_bucket, decode_column, encode_bucket, encode_column, tag};
+use tscoll_codec::{
+    Column, RowStart, decode_bucket, decode_column, encode_bucket, encode_column, tag,
+};
 
 use crate::common;
 
@@ -67,6 +69,25 @@ fn special_float() -> impl Strategy<Value = f64> {
 }
 
 /// A scalar value of any kind (fully random).
+/// Up to 60 rows: of any types, or all of one type (a column of one lane, or of none).
+fn mixed_or_one_type_rows() -> impl Strategy<Value = Vec<Row>> {
+    prop_oneof![
+        prop::collection::vec(any_row(), 0..60),
+        (int_type(), prop::collection::vec(any::<i64>(), 0..60))
+            .prop_map(|(t, v)| v.into_iter().map(|x| Row::Int(t, x)).collect()),
+        prop::collection::vec(any::<u64>(), 0..60).prop_map(|v| v
+            .into_iter()
+            .map(|b| Row::Float(f64::from_bits(b)))
+            .collect()),
+        (0usize..60).prop_map(|n| vec![Row::Empty(tag::NULL); n]),
+        (
+            bytes_type(),
+            prop::collection::vec(prop::collection::vec(any::<u8>(), 0..12), 0..60)
+        )
+            .prop_map(|(t, v)| v.into_iter().map(|b| Row::Bytes(t, b)).collect()),
+    ]
+}
+
 fn any_row() -> impl Strategy<Value = Row> {
     prop_oneof![
         Just(Row::Missing),
@@ -201,17 +222,7 @@ proptest! {
     /// `gather` takes rows as pushing them one by one would; `pop_row` undoes a push.
     #[test]
     fn gather_and_pop_row_agree_with_pushing_rows(
-        rows in prop_oneof![
-            prop::collection::vec(any_row(), 0..60),
-            // Rows of one type (gathered lane by lane).
-            (int_type(), prop::collection::vec(any::<i64>(), 0..60))
-                .prop_map(|(t, v)| v.into_iter().map(|x| Row::Int(t, x)).collect()),
-            prop::collection::vec(any::<u64>(), 0..60)
-                .prop_map(|v| v.into_iter().map(|b| Row::Float(f64::from_bits(b))).collect()),
-            (0usize..60).prop_map(|n| vec![Row::Empty(tag::NULL); n]),
-            (bytes_type(), prop::collection::vec(prop::collection::vec(any::<u8>(), 0..12), 0..60))
-                .prop_map(|(t, v)| v.into_iter().map(|b| Row::Bytes(t, b)).collect()),
-        ],
+        rows in mixed_or_one_type_rows(),
         order in prop::collection::vec(0u32..70, 0..90),
         pops in 0usize..70,
     ) {
@@ -231,6 +242,37 @@ proptest! {
         let mut kept = Column::new();
         rows.iter().take(keep).for_each(|r| push(&mut kept, r));
         prop_assert!(popped.bitwise_eq(&kept));
+    }
+
+    /// Where a row starts in each lane, found from the start, from an earlier row or from
+    /// the end, is where counting the rows before it says (columns of one lane included,
+    /// whose starts are not counted).
+    #[test]
+    fn row_starts_agree_with_counting(
+        rows in mixed_or_one_type_rows(),
+        picks in prop::collection::vec((0usize..70, 0usize..70), 0..8),
+    ) {
+        let mut c = Column::new();
+        rows.iter().for_each(|r| push(&mut c, r));
+        // Counted: values of each lane in the rows before `row`.
+        let counted = |row: usize| {
+            let mut s = RowStart { row: row.min(rows.len()), ..RowStart::default() };
+            for r in rows.iter().take(row) {
+                match r {
+                    Row::Int(..) => s.int += 1,
+                    Row::Float(_) => s.float += 1,
+                    Row::Bytes(..) => s.bytes += 1,
+                    Row::Missing | Row::Empty(_) => {}
+                }
+            }
+            s
+        };
+        for &(a, b) in &picks {
+            let (a, b) = (a.min(b), a.max(b));
+            prop_assert_eq!(c.row_start(a), counted(a));
+            prop_assert_eq!(c.row_start_from_end(a), counted(a));
+            prop_assert_eq!(c.row_start_after(c.row_start(a), b), counted(b));
+        }
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The columnar insert: an Arrow `RecordBatch` (arrow-rs) read column by column into the
 //! catalog's [`MeasurementColumns`], grouped by series and sorted by time, and staged a run of
-//! rows at a time ([`tscoll_catalog::BucketCatalog::stage_rows`]), with no document per row.
+//! rows at a time ([`tscoll_catalog::BucketCatalog::stage_call`]), with no document per row.
 //!
 //! Arrow types and the BSON types they become: `Float64`, `Float32` → double; `Int8`,
 //! `Int16`, `Int32`, `UInt8`, `UInt16` → int32; `Int64`, `UInt32`, `UInt64` → int64 (a
@@ -644,12 +644,10 @@ impl CollectionInner {
         self.insert_call(input.errors, options.durability, |writer, call| {
             let source = crate::write::reopen::Reopener { coll: self };
             let mut batches = Vec::new();
-            for (g, key) in input.keys.iter().enumerate() {
-                let outcome =
-                    self.catalog
-                        .stage_rows(writer, key, &input.columns, g, None, &source);
-                take_outcome(outcome, &mut batches, &mut call.result);
-            }
+            let outcome =
+                self.catalog
+                    .stage_call(writer, &input.keys, &input.columns, None, &source);
+            take_outcome(outcome, &mut batches, &mut call.result);
             let failed = self.commit_staged(
                 writer,
                 batches,
@@ -820,10 +818,18 @@ impl CollectionInner {
             meta_groups.push(0);
             row_meta.resize(n, 0);
         }
-        // Rows per group, in input order; then each group sorted by time (stable, R-6.2.2).
+        // The accepted rows' group and time, in input order; then grouped (a counting sort)
+        // and each group sorted by time (stable, R-6.2.2).
         let mut errors = Vec::new();
-        let mut groups: Vec<Vec<(i64, usize)>> = vec![Vec::new(); keys.len()];
-        let time_field = &fields[time];
+        let mut accepted: Vec<(u32, i64, usize)> = Vec::with_capacity(n);
+        let mut group_rows = vec![0usize; keys.len()];
+        let Source::Date(times) = &fields[time].source else {
+            return Err(bad_value(format!(
+                "'{}' must be a Timestamp or Date64 column",
+                spec.time_field
+            )));
+        };
+        let time_array = fields[time].array;
         // Each row's size and a field holding a UInt64 past i64::MAX, column by column.
         let mut scratch = Column::new();
         let mut sizes = vec![0u64; n];
@@ -837,7 +843,7 @@ impl CollectionInner {
                 code: ErrorCode::BadValue,
                 message,
             };
-            let Some(Bson::DateTime(t)) = time_field.bson(row) else {
+            if time_array.is_null(row) {
                 errors.push(reject(format!(
                     "'{}' must be present and contain a valid BSON UTC datetime value",
                     spec.time_field
@@ -846,7 +852,8 @@ impl CollectionInner {
                     break;
                 }
                 continue;
-            };
+            }
+            let t = times.value(row);
             // The row's size and UInt64 values past i64::MAX.
             // A row without an `_id` gets a generated one.
             let id_absent = id_field
@@ -872,22 +879,37 @@ impl CollectionInner {
                 }
                 continue;
             }
-            if let Some(group) = groups.get_mut(g) {
-                group.push((t.timestamp_millis(), row));
+            if let Some(c) = group_rows.get_mut(g) {
+                *c += 1;
+                accepted.push((u32::try_from(g).unwrap_or(u32::MAX), t, row));
             }
         }
-        for g in &mut groups {
-            g.sort_by_key(|&(t, _)| t);
+        // Where each group's rows begin, then the rows placed group by group.
+        let total = accepted.len();
+        let mut next = Vec::with_capacity(keys.len());
+        let mut at = 0;
+        for &c in &group_rows {
+            next.push(at);
+            at += c;
         }
+        let mut order = vec![(0i64, 0usize); total];
+        for &(g, t, row) in &accepted {
+            if let Some(slot) = next.get_mut(g as usize)
+                && let Some(o) = order.get_mut(*slot)
+            {
+                *o = (t, row);
+                *slot += 1;
+            }
+        }
+        drop(accepted);
         // Columns: a generated `_id` first, then the batch's fields.
-        let total: usize = groups.iter().map(Vec::len).sum();
         let mut out = MeasurementColumns {
             times: Vec::with_capacity(total),
             indices: Vec::with_capacity(total),
             raw: Vec::with_capacity(total),
             names: Vec::with_capacity(total),
             present: Vec::with_capacity(total),
-            groups: Vec::with_capacity(groups.len()),
+            groups: Vec::with_capacity(group_rows.len()),
             ..MeasurementColumns::default()
         };
         if !has_id {
@@ -900,13 +922,16 @@ impl CollectionInner {
                 .map(|f| (f.name.to_owned(), Column::with_capacity(total))),
         );
         // Rows in staging order: each group's, in time order.
-        for group in &groups {
-            let start = out.times.len();
-            for &(t, row) in group {
+        let mut start = 0;
+        for &c in &group_rows {
+            let group = order.get_mut(start..start + c).unwrap_or_default();
+            group.sort_by_key(|&(t, _)| t);
+            for &(t, row) in &*group {
                 out.times.push(t);
                 out.indices.push(row);
             }
-            out.groups.push(start..out.times.len());
+            out.groups.push(start..start + c);
+            start += c;
         }
         out.raw.resize(total, 0);
         out.names.resize(total, 0);
@@ -914,7 +939,8 @@ impl CollectionInner {
         // Then column by column: each value read once from its array, straight into its
         // column.
         let nf = out.fields.len();
-        out.starts.resize(groups.len() * nf, RowStart::default());
+        out.starts
+            .resize(group_rows.len() * nf, RowStart::default());
         let order = &out.indices;
         let mut sizes = RowSizes {
             raw: &mut out.raw,

@@ -349,17 +349,19 @@ impl CollectionInner {
     ) -> Result<Vec<(usize, String)>> {
         let source = crate::write::reopen::Reopener { coll: self };
         let mut batches = Vec::new();
-        for (g, (key, group)) in keys.iter().zip(groups).enumerate() {
-            if group.is_empty() {
-                continue;
-            }
-            let outcome = match columns {
-                Some(rows) => self
-                    .catalog
-                    .stage_rows(writer, key, rows, g, Some(group), &source),
-                None => self.catalog.stage(writer, key, group, &source),
-            };
+        if let Some(rows) = columns {
+            let outcome = self
+                .catalog
+                .stage_call(writer, keys, rows, Some(groups), &source);
             take_outcome(outcome, &mut batches, &mut call.result);
+        } else {
+            for (key, group) in keys.iter().zip(groups) {
+                if group.is_empty() {
+                    continue;
+                }
+                let outcome = self.catalog.stage(writer, key, group, &source);
+                take_outcome(outcome, &mut batches, &mut call.result);
+            }
         }
         self.commit_staged(writer, batches, columns, durability, call)
     }
