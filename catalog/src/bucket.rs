@@ -180,9 +180,6 @@ pub(crate) struct Bucket {
     pub(crate) rows: BucketRows,
     /// Position in the bucket of the first row of `rows`.
     pub(crate) rows_base: u32,
-    /// Rows the series' previous bucket held when it rolled over (0: none known): room the
-    /// columns make at once for the rows this one is likely to take.
-    pub(crate) rows_hint: u32,
     /// The sums of the fields over the stored rows (`..stored_count`); `None` when unknown
     /// (reopened from a control record without them).
     pub(crate) sums: Option<BucketSums>,

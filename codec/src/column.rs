@@ -614,36 +614,6 @@ impl Column {
         self.extend_from_lanes(other, &other.row_lanes(start, to));
     }
 
-    /// Makes room, when the column has less, for `rows` more rows of the lanes `lanes` (from
-    /// [`Column::row_lanes`] of `other`) fill: a bytes lane by their mean payload, when that
-    /// is at most 64 bytes. Reserving at once the rows a column will take spares it the
-    /// copies of growing.
-    pub fn reserve_like(&mut self, other: &Column, lanes: &RowLanes<'_>, rows: usize) {
-        if self.types.capacity() - self.types.len() >= rows {
-            return;
-        }
-        self.types.reserve_exact(rows);
-        if !lanes.ints.is_empty() {
-            self.ints.reserve_exact(rows);
-        }
-        if !lanes.floats.is_empty() {
-            self.floats.reserve_exact(rows);
-        }
-        let (b0, nb) = (lanes.start.bytes, lanes.bytes);
-        if nb > 0 {
-            let end_of = |k: usize| {
-                k.checked_sub(1)
-                    .and_then(|i| other.ends.get(i))
-                    .map_or(0, |&e| e as usize)
-            };
-            let mean = end_of(b0 + nb).saturating_sub(end_of(b0)).div_ceil(nb);
-            self.ends.reserve_exact(rows);
-            if mean <= 64 {
-                self.bytes.reserve_exact(rows * mean);
-            }
-        }
-    }
-
     /// Appends the rows of `other` that `lanes` (from [`Column::row_lanes`] of `other`) holds.
     ///
     /// # Panics

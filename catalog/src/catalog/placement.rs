@@ -192,8 +192,6 @@ impl BucketCatalog {
         let mut candidates: Vec<BucketId> = rolling.into_iter().map(|(_, _, id)| id).collect();
         candidates.extend(series.open);
         let mut allow_query = true;
-        // The rows of the open bucket that rolls over: what a new bucket makes room for.
-        let mut rows_hint = 0;
         let mut open_failed_backward_only = !had_open;
         for id in candidates {
             let is_open = stripe.series.get(key).and_then(|s| s.open) == Some(id);
@@ -217,7 +215,6 @@ impl BucketCatalog {
                         allow_query = false;
                     }
                     if is_open {
-                        rows_hint = bucket.count;
                         bucket.rollover = Some(reason);
                         if let Some(s) = stripe.series.get_mut(key) {
                             s.open = None;
@@ -245,10 +242,7 @@ impl BucketCatalog {
             return Ok((id, None));
         }
         self.expire_idle(stripe, options, out);
-        Ok((
-            self.allocate(stripe, key, m, spec, !had_open, rows_hint),
-            None,
-        ))
+        Ok((self.allocate(stripe, key, m, spec, !had_open), None))
     }
 
     /// The first rollover reason of SPEC §6.3 that applies to `bucket` for `m` (`Err`), else
@@ -363,8 +357,7 @@ impl BucketCatalog {
         Some(ClosedBucket::of(bucket, action))
     }
 
-    /// Opens a new bucket of series `key` for `m` (SPEC §6.2), its columns to make room for
-    /// `rows_hint` rows (0: grow as rows come).
+    /// Opens a new bucket of series `key` for `m` (SPEC §6.2).
     pub(super) fn allocate(
         &self,
         stripe: &mut Stripe,
@@ -372,7 +365,6 @@ impl BucketCatalog {
         m: &Measurement<'_>,
         spec: &BucketingSpec,
         opened_due_to_metadata: bool,
-        rows_hint: u32,
     ) -> BucketId {
         let min_time = spec.round(m.time);
         let id = self.new_bucket_id(min_time);
@@ -405,7 +397,6 @@ impl BucketCatalog {
             memory: 0,
             rows: BucketRows::default(),
             rows_base: 0,
-            rows_hint,
             sums: Some(BucketSums::default()),
             reopened: None,
         };

@@ -386,7 +386,6 @@ impl BucketCatalog {
         let batch = bucket.active_batch(st.stripe_no);
         let mut data = lock(&batch.data);
         let row0 = (bucket.count - bucket.rows_base) as usize;
-        let hint = bucket.rows_hint.saturating_sub(bucket.rows_base) as usize;
         for (((_, column), field), cursor) in rows.fields.iter().zip(map).zip(cursors) {
             let start = *cursor;
             // A column without a bucket field has no value in the run (see `fast_run`).
@@ -410,13 +409,10 @@ impl BucketCatalog {
                 f.minmax.update(&lo);
                 f.minmax.update(&hi);
             }
-            let into = bucket.rows.column_at(&bucket.fields, i, row0);
-            // The first run of a bucket makes room for the rows its series' last bucket took.
-            let room = hint.saturating_sub(into.len());
-            if room > run.rows {
-                into.reserve_like(column, &lanes, room);
-            }
-            into.extend_from_lanes(column, &lanes);
+            bucket
+                .rows
+                .column_at(&bucket.fields, i, row0)
+                .extend_from_lanes(column, &lanes);
         }
         data.rows += run.rows;
         data.indices
