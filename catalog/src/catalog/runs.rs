@@ -66,8 +66,11 @@ impl BucketCatalog {
     /// Stages every group of `rows` — group `g` the measurements of series `keys[g]`, in
     /// time order — with the outcome [`BucketCatalog::stage_rows`] gives group by group, in
     /// one pass per stripe: each stripe is locked once for all of its series in the call,
-    /// and the catalog's parameters are read once. Batches come out stripe by stripe.
+    /// and the catalog's parameters are read once. Batches come out stripe by stripe
+    /// (SPEC §6.2–§6.5 per series; the order of series does not matter to them).
     /// `measurements`, when given, are each group's rows as documents, in the same order.
+    /// Groups without rows, and groups past `keys`, are skipped; nothing panics on a
+    /// mismatch of `keys`, `rows.groups` and `measurements`.
     pub fn stage_call(
         &self,
         writer: WriterId,
