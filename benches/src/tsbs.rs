@@ -37,12 +37,12 @@
 //!
 //! **Scales.** `hosts × days × 8640` measurements: 100 hosts × 1 day = 864 000,
 //! 1000 × 1 = 8.64 million. Nothing is materialized: a [`Generator`] holds one walk state and
-//! one tag document per host and builds documents as they are asked for.
+//! the tag choices per host and builds documents as they are asked for.
 
 use std::io::{self, Write};
 use std::ops::Range;
 
-use bson::{Bson, DateTime, Document};
+use bson::{DateTime, Document};
 
 use crate::rng::{SplitMix64, mix64};
 
@@ -181,7 +181,7 @@ impl Workload {
     /// The `tags` sub-document of `host` (the meta value of its series).
     #[must_use]
     pub fn host_tags(&self, host: usize) -> Document {
-        HostState::new(self.seed, host).tags
+        HostState::new(self.seed, host).tags()
     }
 
     /// A generator of every measurement, in time-major order.
@@ -251,62 +251,89 @@ impl Row {
     }
 }
 
-/// The per-host state: its random stream, its 10 walks, its tags and its document template
-/// (built once).
+/// A host's 10 tags as indices into the TSBS value lists (a few bytes, not a document: a
+/// generator of 200 000 hosts holds 200 000 of these).
+#[derive(Clone, Copy, Debug)]
+struct HostTags {
+    region: u8,
+    datacenter: u8,
+    rack: u8,
+    os: u8,
+    arch: u8,
+    team: u8,
+    service: u8,
+    service_version: u8,
+    environment: u8,
+}
+
+impl HostTags {
+    /// Draws the tags from `rng`, in [`TAG_KEYS`] order.
+    fn draw(rng: &mut SplitMix64) -> HostTags {
+        let mut pick = |n: usize| rng.below(n as u64) as u8;
+        let region = pick(REGIONS.len());
+        let datacenter = pick(REGIONS[usize::from(region)].1.len());
+        HostTags {
+            region,
+            datacenter,
+            rack: pick(RACKS as usize),
+            os: pick(OS.len()),
+            arch: pick(ARCH.len()),
+            team: pick(TEAMS.len()),
+            service: pick(SERVICES as usize),
+            service_version: pick(SERVICE_VERSIONS as usize),
+            environment: pick(ENVIRONMENTS.len()),
+        }
+    }
+
+    /// The tag values of `host`, in [`TAG_KEYS`] order.
+    fn values(self, host: usize) -> [String; 10] {
+        let (region, datacenters) = REGIONS[usize::from(self.region)];
+        [
+            format!("host_{host}"),
+            region.to_owned(),
+            datacenters[usize::from(self.datacenter)].to_owned(),
+            self.rack.to_string(),
+            OS[usize::from(self.os)].to_owned(),
+            ARCH[usize::from(self.arch)].to_owned(),
+            TEAMS[usize::from(self.team)].to_owned(),
+            self.service.to_string(),
+            self.service_version.to_string(),
+            ENVIRONMENTS[usize::from(self.environment)].to_owned(),
+        ]
+    }
+}
+
+/// The per-host state: its random stream, its 10 walks and its tags, about 120 bytes (the
+/// tag document is built per row, so a generator's memory grows by little per host).
 #[derive(Clone, Debug)]
 struct HostState {
     host: usize,
     rng: SplitMix64,
     walks: [f64; 10],
-    tags: Document,
-    /// `{time, tags, usage_user: 0, ...}`: every row is a clone with its values written in.
-    template: Document,
+    tags: HostTags,
 }
 
 impl HostState {
     fn new(seed: u64, host: usize) -> HostState {
         let mut rng = SplitMix64::new(mix64(seed ^ mix64(host as u64)));
-        let mut pick = |n: usize| rng.below(n as u64) as usize;
-        let (region, datacenters) = REGIONS[pick(REGIONS.len())];
-        let datacenter = datacenters[pick(datacenters.len())];
-        let rack = pick(RACKS as usize);
-        let os = OS[pick(OS.len())];
-        let arch = ARCH[pick(ARCH.len())];
-        let team = TEAMS[pick(TEAMS.len())];
-        let service = pick(SERVICES as usize);
-        let service_version = pick(SERVICE_VERSIONS as usize);
-        let environment = ENVIRONMENTS[pick(ENVIRONMENTS.len())];
-        let values = [
-            format!("host_{host}"),
-            region.to_owned(),
-            datacenter.to_owned(),
-            rack.to_string(),
-            os.to_owned(),
-            arch.to_owned(),
-            team.to_owned(),
-            service.to_string(),
-            service_version.to_string(),
-            environment.to_owned(),
-        ];
-        let mut tags = Document::new();
-        for (key, value) in TAG_KEYS.iter().zip(values) {
-            tags.insert(*key, value);
-        }
+        let tags = HostTags::draw(&mut rng);
         // Uniform in [0, 100): `1 - unit()` is in [0, 1).
         let walks = std::array::from_fn(|_| f64::from(MAX_VALUE) * (1.0 - rng.unit()));
-        let mut template = Document::new();
-        template.insert(TIME_FIELD, DateTime::from_millis(START_MS));
-        template.insert(META_FIELD, tags.clone());
-        for name in FIELDS {
-            template.insert(name, 0_i32);
-        }
         HostState {
             host,
             rng,
             walks,
             tags,
-            template,
         }
+    }
+
+    /// The `tags` sub-document.
+    fn tags(&self) -> Document {
+        let mut tags = Document::new();
+        for (key, value) in TAG_KEYS.iter().zip(self.tags.values(self.host)) {
+            tags.insert(*key, value);
+        }
+        tags
     }
 
     /// One 10 s step of every walk: a standard normal step, clamped to `[0, 100]`.
@@ -323,17 +350,13 @@ impl HostState {
         self.walks.map(|w| w as i32)
     }
 
-    /// The row's document: a clone of the host's template (tags included) with the time and
-    /// the values written in place, by position (no key is hashed or allocated twice).
+    /// The row's document: `{time, tags, usage_user, ...}`.
     fn document(&self, step: u64) -> Document {
-        let mut doc = self.template.clone();
-        let mut slots = doc.iter_mut().map(|(_, v)| v);
-        if let Some(time) = slots.next() {
-            *time = Bson::DateTime(DateTime::from_millis(Workload::time_ms(step)));
-        }
-        let _tags = slots.next();
-        for (slot, value) in slots.zip(self.values()) {
-            *slot = Bson::Int32(value);
+        let mut doc = Document::new();
+        doc.insert(TIME_FIELD, DateTime::from_millis(Workload::time_ms(step)));
+        doc.insert(META_FIELD, self.tags());
+        for (name, value) in FIELDS.iter().zip(self.values()) {
+            doc.insert(*name, value);
         }
         doc
     }
@@ -341,14 +364,13 @@ impl HostState {
     /// The tags as a JSON object (`{"hostname":"host_0",...}`).
     fn tags_json(&self) -> String {
         let mut out = String::from("{");
-        for (i, (key, value)) in self.tags.iter().enumerate() {
+        for (i, (key, value)) in TAG_KEYS.iter().zip(self.tags.values(self.host)).enumerate() {
             if i > 0 {
                 out.push(',');
             }
-            let value = value.as_str().unwrap_or_default();
             out.push_str(&serde_json::to_string(key).unwrap_or_default());
             out.push(':');
-            out.push_str(&serde_json::to_string(value).unwrap_or_default());
+            out.push_str(&serde_json::to_string(&value).unwrap_or_default());
         }
         out.push('}');
         out
@@ -358,16 +380,17 @@ impl HostState {
     fn tags_csv(&self) -> String {
         let cells: Vec<String> = self
             .tags
-            .values()
-            .map(|v| csv_cell(v.as_str().unwrap_or_default()))
+            .values(self.host)
+            .iter()
+            .map(|v| csv_cell(v))
             .collect();
         cells.join(",")
     }
 }
 
 /// Generates the measurements of a [`Workload`] (or of one part of it) in time-major order,
-/// one document at a time or in batches. Memory: one walk state and one tag document per
-/// host, whatever the number of rows.
+/// one document at a time or in batches. Memory: one walk state and the tag choices (a few
+/// bytes) per host, whatever the number of rows.
 #[derive(Clone, Debug)]
 pub struct Generator {
     hosts: Vec<HostState>,
@@ -551,6 +574,8 @@ fn csv_cell(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use std::collections::HashSet;
+
+    use bson::Bson;
 
     use super::*;
 

@@ -348,7 +348,6 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
         errln!("{}", total.line("total"));
     }
     let catalog = catalog_stats_document(&db);
-    let stored = stored_measurements(&db)?;
     let closing = Instant::now();
     if let Err(e) = db.close() {
         if let Some(failure) = failure {
@@ -361,6 +360,9 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
             .map_err(|e| format!("compacting {}: {e}", args.db.db.display()))?;
     }
     let close_seconds = closing.elapsed().as_secs_f64();
+    // Counted once every row is stored: a count while buckets are open copies their rows
+    // (a query's snapshot of memory), which would add a copy of the catalog to the peak RSS.
+    let stored = stored_measurements(&db)?;
     // Disk bytes of the database as a closed one holds them (fjall removes the files a
     // compaction replaced once no version of the tree refers to them).
     drop(coll);
