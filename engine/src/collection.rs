@@ -2,6 +2,7 @@
 //! every public method of [`Collection`], each a delegate to the module that does the work
 //! (`write/`, `query/`, `pipeline/`, `direct_write/`, `index/`, `tools/`).
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use bson::Document;
@@ -47,6 +48,9 @@ pub(crate) struct CollectionInner {
     pub(crate) sort_memory_bytes: u64,
     /// Serializes merges of the same bucket (by the last byte of its `_id`).
     pub(crate) merge_locks: Vec<Mutex<()>>,
+    /// Buckets that left memory in several stored segments, merged later in a group, with
+    /// the times each was closed since its last merge (`flush::MERGE_SEGMENTS`).
+    pub(crate) unmerged: Mutex<HashMap<BucketId, u32>>,
     /// Index definitions (SPEC §13).
     pub(crate) indexes: RwLock<Indexes>,
     /// Held (shared) by every insert from staging until the buckets that left memory are
@@ -97,6 +101,7 @@ impl CollectionInner {
             log_options: storage.log_options,
             sort_memory_bytes: storage.sort_memory_bytes,
             merge_locks: (0..MERGE_LOCKS).map(|_| Mutex::new(())).collect(),
+            unmerged: Mutex::new(HashMap::new()),
             indexes: RwLock::new(indexes),
             commit_gate: RwLock::new(()),
             records: storage.records,
@@ -239,7 +244,8 @@ impl Collection {
     }
 
     /// Stores idle open buckets held in several stored parts whole (they leave memory and stay
-    /// reopenable), takes a checkpoint, then writes the collection's memtables to tables and
+    /// reopenable), takes a checkpoint, merges the segments of every bucket stored in several,
+    /// then writes the collection's memtables to tables and
     /// compacts each keyspace fully: superseded control records, the segments merged away and
     /// their tombstones are dropped, and fjall's journal no longer holds the collection's
     /// writes. Meant after a bulk load; blocks until done (seconds for millions of
@@ -251,6 +257,7 @@ impl Collection {
     pub fn compact(&self) -> Result<()> {
         self.inner.catalog.take_idle_segments();
         self.checkpoint()?;
+        self.inner.merge_waiting(0)?;
         for ks in self.inner.all_keyspaces() {
             compact_keyspace(&ks)?;
         }

@@ -339,7 +339,16 @@ impl BucketCatalog {
     /// Removes every idle open bucket from memory (closing the collection): their rows go to
     /// [`BucketCatalog::take_leaving`]. Buckets with a batch in flight stay.
     pub fn close_idle(&self) -> Vec<ClosedBucket> {
+        self.close_idle_upto(u64::MAX)
+    }
+
+    /// [`BucketCatalog::close_idle`] a group at a time: removes idle open buckets until those
+    /// removed held `max_bytes` of catalog memory (at least one bucket), so that a caller
+    /// storing each group before taking the next holds a bounded share of the catalog twice
+    /// (as buckets and as parts being stored). Empty once no idle bucket is left.
+    pub fn close_idle_upto(&self, max_bytes: u64) -> Vec<ClosedBucket> {
         let mut out = Vec::new();
+        let mut bytes = 0u64;
         for m in &self.stripes {
             let mut stripe = lock(m);
             let ids: Vec<BucketId> = stripe
@@ -349,7 +358,11 @@ impl BucketCatalog {
                 .map(|b| b.id)
                 .collect();
             for id in ids {
+                if bytes >= max_bytes {
+                    return out;
+                }
                 if let Some(b) = self.remove_bucket(&mut stripe, &id) {
+                    bytes = bytes.saturating_add(b.memory);
                     out.push(ClosedBucket::of(b, RolloverAction::SoftClose));
                 }
             }

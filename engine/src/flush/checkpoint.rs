@@ -11,6 +11,13 @@ use crate::collection::CollectionInner;
 use crate::error::{Error, Result};
 use crate::wal::{LogEntry, LogRecord, RecordKind, RowsLayout};
 
+/// Catalog memory (bytes) of the buckets [`CollectionInner::store_all`] takes out of memory
+/// and stores at a time: 256 MiB. At 200 000 open buckets (817 MB) closing them all at once
+/// peaked at 2.1 GiB RSS; groups of 256 MiB peak at 1.35 GiB with a write amplification of
+/// 2.0, groups of 64 MiB at 1.05 GiB but 4.9 (each group's blobs become small tables that
+/// compaction rewrites).
+const CLOSE_GROUP_BYTES: u64 = 256 << 20;
+
 impl CollectionInner {
     /// Takes a checkpoint when the log has grown past `checkpoint_bytes` since the last one
     /// or the last one is older than `checkpoint_interval` ([`crate::LogOptions`]).
@@ -42,6 +49,7 @@ impl CollectionInner {
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         self.store_leaving()?;
+        self.merge_waiting_if_many()?;
         // The open buckets' unstored rows, written straight from their columns in the plain
         // format, an entry per bucket.
         let mut rows = CommitRows::new();
@@ -87,8 +95,14 @@ impl CollectionInner {
             .commit_gate
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        self.catalog.close_idle();
+        // A group of buckets at a time: each group's parts (rows, control documents) are
+        // stored before the next is taken, so closing many series does not hold a copy of
+        // the whole catalog at once.
+        while !self.catalog.close_idle_upto(CLOSE_GROUP_BYTES).is_empty() {
+            self.store_leaving()?;
+        }
         self.store_leaving()?;
+        self.merge_waiting(0)?;
         self.fjall
             .persist(PersistMode::SyncAll)
             .map_err(Error::storage("persisting"))?;

@@ -8,6 +8,7 @@
 mod checkpoint;
 pub(crate) mod replay;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use tscoll_catalog::{BucketId, BucketPart};
@@ -23,6 +24,17 @@ use crate::storage::control::Control;
 /// so storing many at once (a close, a checkpoint at high cardinality) holds a bounded part of
 /// them in memory.
 const INGEST_CHUNK_BYTES: u64 = 32 << 20;
+
+/// Segments a bucket that leaves memory may keep: a bucket reopened and closed again (at
+/// high cardinality under the memory threshold, once per measurement or so) stores its new
+/// rows as one more segment and is merged into one blob only when it has been closed this
+/// many times less one since its last merge, or when the collection is compacted or closed,
+/// or many such buckets wait ([`MERGE_WAITING`]). (After a restart the count starts again.) Merging at each close read, decoded and rewrote the whole bucket for
+/// every few rows.
+pub(crate) const MERGE_SEGMENTS: u32 = 8;
+
+/// Buckets waiting for their segments to be merged above which a checkpoint merges them.
+const MERGE_WAITING: usize = 1 << 16;
 
 /// Where a part's blob comes from when it is stored.
 enum Blob {
@@ -253,9 +265,59 @@ impl CollectionInner {
         )?;
         wb.commit("storing a bucket")?;
         if part.closing && part.first_row > 0 {
-            self.merge_bucket_locked(&part.id)?;
+            // Segments since the bucket was last merged (as far as this process knows):
+            // the one it had, and one per close since.
+            let due = {
+                let mut waiting = lock_unmerged(&self.unmerged);
+                let closes = waiting.entry(part.id).or_insert(0);
+                *closes += 1;
+                let due = *closes + 1 >= MERGE_SEGMENTS;
+                if due {
+                    waiting.remove(&part.id);
+                }
+                due
+            };
+            if due {
+                self.merge_bucket_locked(&part.id)?;
+            }
         }
         Ok(())
+    }
+
+    /// Merges the segments of the buckets that left memory in several (each under its merge
+    /// lock); with `at_least`, only when more than that many wait. On a failure the buckets
+    /// not merged wait for the next call.
+    ///
+    /// # Errors
+    /// As [`CollectionInner::merge_bucket_locked`].
+    pub(crate) fn merge_waiting(&self, at_least: usize) -> Result<()> {
+        let ids: Vec<BucketId> = {
+            let mut waiting = lock_unmerged(&self.unmerged);
+            if waiting.len() <= at_least {
+                return Ok(());
+            }
+            waiting.drain().map(|(id, _)| id).collect()
+        };
+        for (k, id) in ids.iter().enumerate() {
+            let merged = {
+                let _serialized = self.merge_lock(id);
+                self.merge_bucket_locked(id)
+            };
+            if let Err(e) = merged {
+                lock_unmerged(&self.unmerged).extend(ids[k..].iter().map(|id| (*id, 1)));
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// [`CollectionInner::merge_waiting`] when more than [`MERGE_WAITING`] buckets wait (a
+    /// checkpoint's bound on that set).
+    ///
+    /// # Errors
+    /// As [`CollectionInner::merge_bucket_locked`].
+    pub(crate) fn merge_waiting_if_many(&self) -> Result<()> {
+        self.merge_waiting(MERGE_WAITING)
     }
 
     /// Adds to `wb` a whole bucket new to the store (a part holding every row of a bucket
@@ -327,6 +389,13 @@ impl CollectionInner {
     }
 }
 
+/// The set of buckets waiting for a merge, even after a panic elsewhere.
+fn lock_unmerged(
+    m: &std::sync::Mutex<HashMap<BucketId, u32>>,
+) -> std::sync::MutexGuard<'_, HashMap<BucketId, u32>> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// Whether `part` is a whole bucket new to the store (no segment, control record or index
 /// entry stored before): its blob may be ingested ahead of its control record, which alone
 /// makes it visible.
@@ -348,4 +417,97 @@ fn placement_of(part: &BucketPart) -> Placement {
 fn encode_part(part: &BucketPart) -> Result<Vec<u8>> {
     let refs: Vec<(&str, &Column)> = part.columns.iter().map(|(n, c)| (n.as_str(), c)).collect();
     Ok(encode_bucket(part.rows, &refs)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use bson::{DateTime, Document, doc};
+
+    use super::MERGE_SEGMENTS;
+    use crate::{
+        Collection, Database, DatabaseOptions, FindOptions, InsertOptions, TimeseriesOptions,
+    };
+
+    /// The segments each stored bucket has, by bucket, in `_id` order.
+    fn segment_counts(coll: &Collection) -> Vec<usize> {
+        let inner = &coll.inner;
+        inner
+            .all_buckets()
+            .expect("index")
+            .iter()
+            .map(|e| inner.store.segments(&e.id).expect("segments").len())
+            .collect()
+    }
+
+    fn values(coll: &Collection) -> Vec<i64> {
+        let mut v: Vec<i64> = coll
+            .find(&doc! {}, &FindOptions::default())
+            .expect("find")
+            .iter()
+            .map(|d| d.get_i64("v").expect("v"))
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// Inserts rows `rows` of series `s`, one commit each, alternating between hour 1 (even
+    /// rows) and hour 0: going back in time archives the other hour's bucket and coming back
+    /// reopens it, so each row closes a reopened bucket, which stores its new row as one more
+    /// segment. After each, every row inserted so far reads back and every bucket has fewer
+    /// than [`MERGE_SEGMENTS`] segments. Returns the most segments a bucket had.
+    fn alternate(coll: &Collection, rows: std::ops::Range<i64>, inserted: &mut Vec<i64>) -> usize {
+        let hour = 3_600_000;
+        let mut most = 0;
+        for i in rows {
+            let t = if i % 2 == 0 { hour } else { 0 } + i * 1000;
+            let d: Document = doc! { "t": DateTime::from_millis(t), "m": "s", "v": i };
+            coll.insert_many(std::slice::from_ref(&d), &InsertOptions::default())
+                .expect("insert");
+            inserted.push(i);
+            assert_eq!(values(coll), *inserted, "after {i}");
+            let counts = segment_counts(coll);
+            assert!(
+                counts.iter().all(|&n| n < MERGE_SEGMENTS as usize),
+                "{counts:?}"
+            );
+            most = most.max(counts.iter().copied().max().unwrap_or(0));
+        }
+        most
+    }
+
+    #[test]
+    fn buckets_closed_again_keep_segments_until_many_or_close() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let open = || {
+            let db = Database::open(dir.path(), DatabaseOptions::default()).expect("open");
+            let coll = db
+                .create_collection("c", &TimeseriesOptions::new("t").meta_field("m"))
+                .or_else(|_| db.collection("c"))
+                .expect("collection");
+            (db, coll)
+        };
+        let m = i64::from(MERGE_SEGMENTS);
+        let mut inserted = Vec::new();
+        let (db, coll) = open();
+        // Segments are kept, up to one short of the bound; closing merges them.
+        assert_eq!(
+            alternate(&coll, 0..2 * m - 2, &mut inserted),
+            MERGE_SEGMENTS as usize - 1
+        );
+        assert!(coll.stats().expect("stats").execution.num_buckets_reopened > 4);
+        db.close().expect("close");
+        assert_eq!(segment_counts(&coll), vec![1, 1]);
+        drop((coll, db));
+        // Past the bound a bucket is merged as it closes (`alternate` checks the bound).
+        let (db, coll) = open();
+        assert_eq!(values(&coll), inserted);
+        assert_eq!(
+            alternate(&coll, 2 * m..4 * m + 2, &mut inserted),
+            MERGE_SEGMENTS as usize - 1
+        );
+        coll.compact().expect("compact");
+        assert_eq!(segment_counts(&coll), vec![1, 1]);
+        assert_eq!(values(&coll), inserted);
+        drop((coll, db));
+    }
 }

@@ -68,7 +68,7 @@ impl Control {
 
     #[expect(clippy::cast_sign_loss, reason = "stored as BSON int64 bit patterns")]
     pub(crate) fn decode(bytes: &[u8]) -> Result<Control, String> {
-        let d = Document::from_reader(bytes).map_err(|e| format!("control record: {e}"))?;
+        let mut d = Document::from_reader(bytes).map_err(|e| format!("control record: {e}"))?;
         let int = |k: &str| {
             d.get_i64(k)
                 .map_err(|_| format!("control record lacks '{k}'"))
@@ -87,7 +87,7 @@ impl Control {
         let version = d
             .get_i32("version")
             .map_err(|_| "control record lacks 'version'".to_owned())?;
-        Ok(Control {
+        let control = Control {
             sorted: version == 2,
             min_time: date("minTime")?,
             max_time: date("maxTime")?,
@@ -98,19 +98,24 @@ impl Control {
             closed: matches!(d.get("closed"), Some(Bson::Boolean(true))),
             meta_hash: int("hash")? as u64,
             uncompressed_bytes: int("raw")? as u64,
-            min: d
-                .get_document("min")
-                .map_err(|_| "control record lacks 'min'".to_owned())?
-                .clone(),
-            max: d
-                .get_document("max")
-                .map_err(|_| "control record lacks 'max'".to_owned())?
-                .clone(),
+            min: Document::new(),
+            max: Document::new(),
             sums,
+        };
+        // The min and max documents are moved out of the record, not copied.
+        let mut take_document = |k: &str| match d.remove(k) {
+            Some(Bson::Document(doc)) => Ok(doc),
+            _ => Err(format!("control record lacks '{k}'")),
+        };
+        Ok(Control {
+            min: take_document("min")?,
+            max: take_document("max")?,
+            ..control
         })
     }
 
-    pub(crate) fn to_stored(&self, id: BucketId, key_bytes: Vec<u8>) -> StoredBucket {
+    /// The catalog's form of the bucket, for reopening it (SPEC §6.8).
+    pub(crate) fn into_stored(self, id: BucketId, key_bytes: Vec<u8>) -> StoredBucket {
         StoredBucket {
             id,
             key_bytes,
@@ -122,9 +127,9 @@ impl Control {
             sorted: self.sorted,
             next_segment: self.next_segment,
             closed: self.closed,
-            min: self.min.clone(),
-            max: self.max.clone(),
-            sums: self.sums.clone(),
+            min: self.min,
+            max: self.max,
+            sums: self.sums,
         }
     }
 }

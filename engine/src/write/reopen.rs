@@ -16,7 +16,7 @@ impl BucketSource for Reopener<'_> {
         let Some(control) = self.coll.control(id).map_err(source_error)? else {
             return Ok(None);
         };
-        Ok((control.meta_hash == key.hash).then(|| control.to_stored(*id, key.bytes.clone())))
+        Ok((control.meta_hash == key.hash).then(|| control.into_stored(*id, key.bytes.clone())))
     }
 
     fn query(
@@ -54,7 +54,7 @@ impl BucketSource for Reopener<'_> {
                 continue;
             }
             return Ok(QueryOutcome::Hit(Box::new(
-                control.to_stored(id, v.to_vec()),
+                control.into_stored(id, v.to_vec()),
             )));
         }
         Ok(QueryOutcome::Miss)
