@@ -49,7 +49,7 @@ impl CollectionInner {
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         self.store_leaving()?;
-        self.merge_waiting_if_many()?;
+        self.merge_waiting(super::MERGE_WAITING)?;
         // The open buckets' unstored rows, written straight from their columns in the plain
         // format, an entry per bucket.
         let mut rows = CommitRows::new();

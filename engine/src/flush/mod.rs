@@ -29,12 +29,12 @@ const INGEST_CHUNK_BYTES: u64 = 32 << 20;
 /// high cardinality under the memory threshold, once per measurement or so) stores its new
 /// rows as one more segment and is merged into one blob only when it has been closed this
 /// many times less one since its last merge, or when the collection is compacted or closed,
-/// or many such buckets wait ([`MERGE_WAITING`]). (After a restart the count starts again.) Merging at each close read, decoded and rewrote the whole bucket for
-/// every few rows.
+/// or many such buckets wait ([`MERGE_WAITING`]). After a restart the count starts again.
+/// Merging at each close read, decoded and rewrote the whole bucket for every few rows.
 pub(crate) const MERGE_SEGMENTS: u32 = 8;
 
 /// Buckets waiting for their segments to be merged above which a checkpoint merges them.
-const MERGE_WAITING: usize = 1 << 16;
+pub(super) const MERGE_WAITING: usize = 1 << 16;
 
 /// Where a part's blob comes from when it is stored.
 enum Blob {
@@ -285,15 +285,15 @@ impl CollectionInner {
     }
 
     /// Merges the segments of the buckets that left memory in several (each under its merge
-    /// lock); with `at_least`, only when more than that many wait. On a failure the buckets
-    /// not merged wait for the next call.
+    /// lock), when more than `more_than` wait. On a failure the buckets not merged wait for
+    /// the next call.
     ///
     /// # Errors
     /// As [`CollectionInner::merge_bucket_locked`].
-    pub(crate) fn merge_waiting(&self, at_least: usize) -> Result<()> {
+    pub(crate) fn merge_waiting(&self, more_than: usize) -> Result<()> {
         let ids: Vec<BucketId> = {
             let mut waiting = lock_unmerged(&self.unmerged);
-            if waiting.len() <= at_least {
+            if waiting.len() <= more_than {
                 return Ok(());
             }
             waiting.drain().map(|(id, _)| id).collect()
@@ -309,15 +309,6 @@ impl CollectionInner {
             }
         }
         Ok(())
-    }
-
-    /// [`CollectionInner::merge_waiting`] when more than [`MERGE_WAITING`] buckets wait (a
-    /// checkpoint's bound on that set).
-    ///
-    /// # Errors
-    /// As [`CollectionInner::merge_bucket_locked`].
-    pub(crate) fn merge_waiting_if_many(&self) -> Result<()> {
-        self.merge_waiting(MERGE_WAITING)
     }
 
     /// Adds to `wb` a whole bucket new to the store (a part holding every row of a bucket
