@@ -207,11 +207,12 @@ pub(crate) struct ReopenedControl {
 /// without reading back and decoding what it stored before.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct BucketRows {
-    /// `(field, column)` in the bucket's field order (the order of `control.min`): column `i`
-    /// holds the values of the bucket's field `i`, from the bucket's row `rows_base` on. A
-    /// column may be shorter than the bucket's rows: its field has no value after its last
-    /// one.
-    pub columns: Vec<(String, Column)>,
+    /// A column per field, in the bucket's field order (the order of `control.min`): column
+    /// `i` holds the values of the bucket's field `i` (its name is the field's, not repeated
+    /// here), from the bucket's row `rows_base` on. A column may be shorter than the bucket's
+    /// rows: its field has no value after its last one. There may be fewer columns than
+    /// fields: a field added by rows that were dropped since has none.
+    pub(crate) columns: Vec<Column>,
 }
 
 impl BucketRows {
@@ -229,33 +230,39 @@ impl BucketRows {
             }
         }
         while self.columns.len() <= i {
-            let name = fields
-                .get(self.columns.len())
-                .map_or_else(String::new, |f| f.name.clone());
-            self.columns.push((name, Column::new()));
+            self.columns.push(Column::new());
         }
-        let c = &mut self.columns[i].1;
+        let c = &mut self.columns[i];
         if c.len() < row {
             c.push_missing_n(row - c.len());
         }
         c
     }
 
-    /// Rows `from..to`, each column as long as the rows; fields with no value in them are
-    /// left out.
-    pub(crate) fn slice(&self, from: usize, to: usize) -> Vec<(String, Column)> {
-        self.slice_where(from, to, &mut |_| true)
+    /// Each column with its name, the name of the bucket's field of its position (`fields`).
+    pub(crate) fn named<'a>(
+        &'a self,
+        fields: &'a [Field],
+    ) -> impl Iterator<Item = (&'a str, &'a Column)> + 'a {
+        fields.iter().map(|f| f.name.as_str()).zip(&self.columns)
+    }
+
+    /// Rows `from..to` (of a bucket with fields `fields`), each column as long as the rows;
+    /// fields with no value in them are left out.
+    pub(crate) fn slice(&self, fields: &[Field], from: usize, to: usize) -> Vec<(String, Column)> {
+        self.slice_where(fields, from, to, &mut |_| true)
     }
 
     /// As [`BucketRows::slice`], of the columns `keep` accepts only.
     pub(crate) fn slice_where(
         &self,
+        fields: &[Field],
         from: usize,
         to: usize,
         keep: &mut dyn FnMut(&str) -> bool,
     ) -> Vec<(String, Column)> {
         let mut out = Vec::with_capacity(self.columns.len());
-        for (name, c) in &self.columns {
+        for (name, c) in self.named(fields) {
             if !keep(name) {
                 continue;
             }
@@ -264,26 +271,22 @@ impl BucketRows {
                 continue;
             }
             part.push_missing_n((to - from).saturating_sub(part.len()));
-            out.push((name.clone(), part));
+            out.push((name.to_owned(), part));
         }
         out
     }
 
     /// Keeps the first `rows` rows (the others belonged to a batch that was aborted).
     pub(crate) fn truncate(&mut self, rows: usize) {
-        for (_, c) in &mut self.columns {
+        for c in &mut self.columns {
             c.truncate(rows);
         }
     }
 
     /// Bytes the columns hold.
     pub(crate) fn heap_bytes(&self) -> usize {
-        let columns: usize = self
-            .columns
-            .iter()
-            .map(|(n, c)| n.capacity() + c.heap_bytes())
-            .sum();
-        self.columns.capacity() * std::mem::size_of::<(String, Column)>() + columns
+        let columns: usize = self.columns.iter().map(Column::heap_bytes).sum();
+        self.columns.capacity() * std::mem::size_of::<Column>() + columns
     }
 }
 
@@ -466,7 +469,7 @@ impl Bucket {
         let mut fields = Vec::with_capacity(self.fields.list.len());
         for (i, field) in self.fields.list.iter().enumerate() {
             let mut minmax = base.and_then(|b| b.fields.get(i)).map(|f| f.minmax.clone());
-            if let Some((_, c)) = self.rows.columns.get(i) {
+            if let Some(c) = self.rows.columns.get(i) {
                 for v in c.iter_rows(0, kept.min(c.len())) {
                     let Ok(Some(v)) = crate::value::to_bson(v) else {
                         continue;
@@ -547,10 +550,15 @@ impl Bucket {
                 .map(|f| f.minmax.heap_bytes())
                 .sum::<usize>();
         let rows = self.rows.heap_bytes();
+        // The statistics of a reopened bucket's stored rows (empty for a new bucket until it
+        // is stored).
+        let sums = self.sums.as_ref().map_or(0, |s| {
+            s.fields.capacity() * std::mem::size_of::<Option<crate::sums::FieldSums>>()
+        });
         // The bucket itself, in its stripe's map (a slot and its control bytes), beside what
         // its fields and rows hold.
         let slot = std::mem::size_of::<(BucketId, Bucket)>() + 16;
-        self.memory = (slot + self.key.bytes.len() + fields + rows) as u64;
+        self.memory = (slot + self.key.bytes.len() + fields + rows + sums) as u64;
         self.memory
     }
 

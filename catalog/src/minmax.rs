@@ -215,6 +215,44 @@ impl ScalarMinMax {
         true
     }
 
+    /// Folds in rows of type code `code` (ObjectIds or strings) given as the least and the
+    /// greatest of their payloads (`lo`, `hi`: the ObjectId's 12 bytes, the string's UTF-8
+    /// bytes; BSON orders both by these bytes, SPEC ), as [`Self::update`] would fold
+    /// each value (first writer wins on ties). Returns `false`, folding nothing, unless both
+    /// the min and the max are already values of exactly that type and the payloads are valid.
+    fn update_uniform_bytes(&mut self, code: u8, lo: &[u8], hi: &[u8]) -> bool {
+        let ScalarMinMax::Other(pair) = self else {
+            return false;
+        };
+        let (min, max) = &mut **pair;
+        match (code, min, max) {
+            (tag::OBJECT_ID, Bson::ObjectId(a), Bson::ObjectId(b)) => {
+                let (Ok(lo), Ok(hi)) = (<[u8; 12]>::try_from(lo), <[u8; 12]>::try_from(hi)) else {
+                    return false;
+                };
+                if lo < a.bytes() {
+                    *a = bson::oid::ObjectId::from_bytes(lo);
+                }
+                if hi > b.bytes() {
+                    *b = bson::oid::ObjectId::from_bytes(hi);
+                }
+            }
+            (tag::STRING, Bson::String(a), Bson::String(b)) => {
+                let (Ok(lo), Ok(hi)) = (std::str::from_utf8(lo), std::str::from_utf8(hi)) else {
+                    return false;
+                };
+                if lo.as_bytes() < a.as_bytes() {
+                    lo.clone_into(a);
+                }
+                if hi.as_bytes() > b.as_bytes() {
+                    hi.clone_into(b);
+                }
+            }
+            _ => return false,
+        }
+        true
+    }
+
     /// Heap bytes held beside the value itself.
     fn heap_bytes(&self) -> usize {
         match self {
@@ -331,6 +369,17 @@ impl MinMax {
     pub fn update_uniform(&mut self, code: u8, ints: &[i64], floats: &[f64]) -> bool {
         match self {
             MinMax::Scalar(s) => s.update_uniform(code, ints, floats),
+            _ => false,
+        }
+    }
+
+    /// Folds in rows of one type code `code`, ObjectIds or strings, given as the least and
+    /// the greatest of their payload bytes, as [`MinMax::update`] would fold each (SPEC
+    /// ); returns `false`, folding nothing, unless this scalar path already
+    /// holds only values of exactly that type (the caller then folds the values otherwise).
+    pub fn update_uniform_bytes(&mut self, code: u8, lo: &[u8], hi: &[u8]) -> bool {
+        match self {
+            MinMax::Scalar(s) => s.update_uniform_bytes(code, lo, hi),
             _ => false,
         }
     }
@@ -554,6 +603,52 @@ mod tests {
             }
             // Debug text tells -0.0 from 0.0 and types apart.
             prop_assert_eq!(format!("{by_lanes:?}"), format!("{by_values:?}"));
+        });
+    }
+
+    /// A run of ObjectIds or strings folded from its least and greatest payload
+    /// ([`MinMax::update_uniform_bytes`]) keeps exactly what folding its values one by one
+    /// keeps (ties included), and folds nothing over values of another type.
+    #[test]
+    fn a_uniform_run_of_bytes_folds_as_its_values_do() {
+        use proptest::prelude::*;
+        // Few distinct payloads, so ties are common; the code of the values before and of
+        // the run.
+        let payload = || proptest::collection::vec(0..3u8, 12..=12);
+        let code = prop_oneof![Just(tag::OBJECT_ID), Just(tag::STRING), Just(tag::INT32)];
+        let case = (
+            code.clone(),
+            code,
+            proptest::collection::vec(payload(), 1..4),
+            proptest::collection::vec(payload(), 1..8),
+        );
+        let value = |code: u8, p: &[u8]| match code {
+            tag::OBJECT_ID => Bson::ObjectId(bson::oid::ObjectId::from_bytes(
+                <[u8; 12]>::try_from(p).unwrap_or_default(),
+            )),
+            tag::STRING => Bson::String(p.iter().map(|&b| char::from(b'a' + b)).collect()),
+            _ => Bson::Int32(i32::from(p[0])),
+        };
+        let bytes = |v: &Bson| match v {
+            Bson::ObjectId(o) => o.bytes().to_vec(),
+            Bson::String(s) => s.as_bytes().to_vec(),
+            _ => Vec::new(),
+        };
+        proptest!(|((first_code, run_code, first, run) in case)| {
+            let before: Vec<Bson> = first.iter().map(|p| value(first_code, p)).collect();
+            let mut by_values = fold(&before);
+            let mut by_payloads = by_values.clone();
+            let run: Vec<Bson> = run.iter().map(|p| value(run_code, p)).collect();
+            let payloads: Vec<Vec<u8>> = run.iter().map(bytes).collect();
+            let (lo, hi) = (payloads.iter().min().unwrap(), payloads.iter().max().unwrap());
+            let folded = by_payloads.update_uniform_bytes(run_code, lo, hi);
+            prop_assert_eq!(folded, first_code == run_code && run_code != tag::INT32);
+            if folded {
+                for v in &run {
+                    by_values.update(v);
+                }
+            }
+            prop_assert_eq!(format!("{by_payloads:?}"), format!("{by_values:?}"));
         });
     }
 

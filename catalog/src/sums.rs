@@ -221,12 +221,12 @@ const SQUARES: u8 = 128;
 impl BucketSums {
     /// Adds the statistics of rows `from..to` of the bucket's columns (column `i` is field
     /// `i`).
-    pub fn add_rows(&mut self, columns: &[(String, Column)], from: usize, to: usize) {
+    pub fn add_rows(&mut self, columns: &[Column], from: usize, to: usize) {
         if self.fields.len() < columns.len() {
             self.fields
                 .resize(columns.len(), Some(FieldSums::default()));
         }
-        for (slot, (_, column)) in self.fields.iter_mut().zip(columns) {
+        for (slot, column) in self.fields.iter_mut().zip(columns) {
             if let Some(s) = slot {
                 match FieldSums::of_rows(column, from, to) {
                     Some(part) => s.merge(&part),

@@ -240,10 +240,17 @@ impl BucketCatalog {
         // The batch's rows follow the committed ones in the bucket's columns.
         let from = (bucket.committed_count - bucket.rows_base) as usize;
         let columns = match rows_to {
-            Rows::Copy => bucket.rows.slice(from, from + rows),
+            Rows::Copy => bucket.rows.slice(&bucket.fields, from, from + rows),
             Rows::Append(table) => {
                 let data = lock(&batch.data);
-                table.append_batch(&bucket.rows, from, from + rows, &data.indices, &data.owners);
+                table.append_batch(
+                    &bucket.fields,
+                    &bucket.rows,
+                    from,
+                    from + rows,
+                    &data.indices,
+                    &data.owners,
+                );
                 Vec::new()
             }
         };

@@ -406,8 +406,11 @@ impl BucketCatalog {
                 .types
                 .first()
                 .filter(|&&t| lanes.types.iter().all(|&u| u == t));
-            let folded =
-                uniform.is_some_and(|&t| f.minmax.update_uniform(t, lanes.ints, lanes.floats));
+            let folded = uniform.is_some_and(|&t| {
+                f.minmax.update_uniform(t, lanes.ints, lanes.floats)
+                    || bytes_bounds(column, &lanes, t)
+                        .is_some_and(|(lo, hi)| f.minmax.update_uniform_bytes(t, lo, hi))
+            });
             if !folded && let Some((lo, hi)) = range_bounds(column, &lanes) {
                 f.minmax.update(&lo);
                 f.minmax.update(&hi);
@@ -436,6 +439,38 @@ impl BucketCatalog {
         bucket.size += run.delta;
         batch
     }
+}
+
+/// The least and the greatest payload of the rows of `lanes` (rows of `column`, every one of
+/// type `code`, an ObjectId or a string), by their bytes, which is their BSON order (SPEC
+/// ); `None` for another type or no rows.
+fn bytes_bounds<'c>(
+    column: &'c Column,
+    lanes: &RowLanes<'_>,
+    code: u8,
+) -> Option<(&'c [u8], &'c [u8])> {
+    if code != tag::OBJECT_ID && code != tag::STRING {
+        return None;
+    }
+    let from = lanes.start;
+    let ends = column.ends().get(from.bytes..from.bytes + lanes.bytes)?;
+    let mut start = from
+        .bytes
+        .checked_sub(1)
+        .and_then(|i| column.ends().get(i))
+        .map_or(0, |&e| e as usize);
+    let mut payloads = ends.iter().map(|&end| {
+        let p = column.bytes().get(start..end as usize).unwrap_or_default();
+        start = end as usize;
+        p
+    });
+    let first = payloads.next()?;
+    let (mut lo, mut hi) = (first, first);
+    for p in payloads {
+        lo = lo.min(p);
+        hi = hi.max(p);
+    }
+    Some((lo, hi))
 }
 
 /// The least and greatest value of the rows of `lanes` (rows of `column`) in BSON order
@@ -475,23 +510,7 @@ fn range_bounds(column: &Column, lanes: &RowLanes<'_>) -> Option<(Bson, Bson)> {
             // ObjectIds order by their bytes, strings by their UTF-8 bytes (SPEC ):
             // only the least and the greatest become values.
             tag::OBJECT_ID | tag::STRING => {
-                let ends = column.ends().get(from.bytes..from.bytes + lanes.bytes)?;
-                let mut start = from
-                    .bytes
-                    .checked_sub(1)
-                    .and_then(|i| column.ends().get(i))
-                    .map_or(0, |&e| e as usize);
-                let mut payloads = ends.iter().map(|&end| {
-                    let p = column.bytes().get(start..end as usize).unwrap_or_default();
-                    start = end as usize;
-                    p
-                });
-                let first_payload = payloads.next()?;
-                let (mut lo, mut hi) = (first_payload, first_payload);
-                for p in payloads {
-                    lo = lo.min(p);
-                    hi = hi.max(p);
-                }
+                let (lo, hi) = bytes_bounds(column, lanes, first)?;
                 let lo = to_bson(tscoll_codec::ValueRef::Bytes(first, lo)).ok()??;
                 let hi = to_bson(tscoll_codec::ValueRef::Bytes(first, hi)).ok()??;
                 return Some((lo, hi));

@@ -79,8 +79,9 @@ impl BucketPart {
         let columns: Vec<(String, Column)> = if closing && skip == 0 {
             // Rows past the committed ones belonged to a batch that failed.
             bucket.rows.truncate(end);
-            std::mem::take(&mut bucket.rows.columns)
-                .into_iter()
+            let names = bucket.fields.iter().map(|f| f.name.clone());
+            names
+                .zip(std::mem::take(&mut bucket.rows.columns))
                 .filter(|(_, c)| !c.all_missing())
                 .map(|(n, mut c)| {
                     c.push_missing_n(end - c.len());
@@ -88,7 +89,7 @@ impl BucketPart {
                 })
                 .collect()
         } else {
-            bucket.rows.slice(skip, end)
+            bucket.rows.slice(&bucket.fields, skip, end)
         };
         let (control_min, control_max, max_time, sorted) = bucket.committed_control(time_field);
         let part = BucketPart {
@@ -145,9 +146,12 @@ impl BucketPart {
             control_max,
             sums: b.sums_through(b.committed_count),
             rows: (b.committed_count - b.stored_count) as usize,
-            columns: b
-                .rows
-                .slice_where(skip, (b.committed_count - b.rows_base) as usize, columns),
+            columns: b.rows.slice_where(
+                &b.fields,
+                skip,
+                (b.committed_count - b.rows_base) as usize,
+                columns,
+            ),
             closing: false,
         }
     }
@@ -289,7 +293,12 @@ impl BucketCatalog {
                     continue;
                 }
                 let from = (b.stored_count - b.rows_base) as usize;
-                rows.append(&b.rows, from, (b.committed_count - b.rows_base) as usize);
+                rows.append(
+                    &b.fields,
+                    &b.rows,
+                    from,
+                    (b.committed_count - b.rows_base) as usize,
+                );
                 out.push(UnstoredBucket {
                     id: b.id,
                     key: Arc::clone(&b.key),
