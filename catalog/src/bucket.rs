@@ -211,7 +211,8 @@ pub struct BucketRows {
     /// `i` holds the values of the bucket's field `i` (its name is the field's, not repeated
     /// here), from the bucket's row `rows_base` on. A column may be shorter than the bucket's
     /// rows: its field has no value after its last one. There may be fewer columns than
-    /// fields: a field added by rows that were dropped since has none.
+    /// fields: the fields past the last column have no value in the rows held here (a
+    /// reopened bucket's stored fields, until a row gives them one).
     pub(crate) columns: Vec<Column>,
 }
 
