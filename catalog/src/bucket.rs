@@ -180,6 +180,10 @@ pub(crate) struct Bucket {
     pub(crate) rows: BucketRows,
     /// Position in the bucket of the first row of `rows`.
     pub(crate) rows_base: u32,
+    /// Rows the bucket is expected to reach (the count of its series' bucket before it, 0
+    /// when unknown): its columns make room for that many at their first append instead of
+    /// growing by doubling.
+    pub(crate) rows_hint: u32,
     /// The sums of the fields over the stored rows (`..stored_count`); `None` when unknown
     /// (reopened from a control record without them).
     pub(crate) sums: Option<BucketSums>,

@@ -151,9 +151,51 @@ impl FieldSums {
     /// Decimal128 (not summed here).
     #[must_use]
     pub fn of_rows(column: &Column, from: usize, to: usize) -> Option<FieldSums> {
-        let mut s = FieldSums::default();
         // The lanes of the rows, walked by type code (no value is built).
         let (types, ints, floats) = column.lanes_of_rows(from, to.min(column.len()));
+        // Rows all int32 or all int64 (the usual integer field) are summed exactly, with `m2`
+        // from the exact sums: no per-value division.
+        if let Some(&first) = types.first()
+            && types.iter().all(|&t| t == first)
+        {
+            match first {
+                tag::INT32 | tag::INT64 => {
+                    if let Some(s) = Self::of_ints(ints, first == tag::INT64) {
+                        return Some(s);
+                    }
+                }
+                // Rows of one type that is not a number (dates, ObjectIds, strings): none
+                // is summed.
+                tag::DOUBLE | tag::DECIMAL128 => {}
+                _ => return Some(FieldSums::default()),
+            }
+        }
+        Self::of_lanes(types, ints, floats)
+    }
+
+    /// The statistics of `values`, every one an int32 (`longs` false) or an int64: `m2` is
+    /// [`FieldSums::exact_m2`]; `None` when a product passes 128 bits (the general walk
+    /// then gives `m2` by Welford's update).
+    fn of_ints(values: &[i64], longs: bool) -> Option<FieldSums> {
+        let (mut ints, mut squares) = (0i128, 0u128);
+        for &v in values {
+            ints += i128::from(v);
+            squares = squares.checked_add(u128::from(v.unsigned_abs()).pow(2))?;
+        }
+        let mut s = FieldSums {
+            count: values.len() as u64,
+            ints,
+            longs,
+            squares: Some(squares),
+            ..FieldSums::default()
+        };
+        s.m2 = if s.count == 0 { 0.0 } else { s.exact_m2()? };
+        Some(s)
+    }
+
+    /// The statistics of rows given by their type codes and lanes, walked value by value.
+    fn of_lanes(types: &[u8], ints: &[i64], floats: &[f64]) -> Option<FieldSums> {
+        let mut s = FieldSums::default();
         if types.contains(&tag::DECIMAL128) {
             return None;
         }
@@ -459,6 +501,31 @@ mod tests {
                 prop_assert_eq!((a.count, a.ints, a.floats, a.longs, a.doubles), (b.count, b.ints, b.floats, b.longs, b.doubles));
                 prop_assert!((a.m2 - b.m2).abs() <= 1e-9 * (1.0 + b.m2.abs()));
                 prop_assert_eq!(&back.fields[1..], &bucket.fields[1..]);
+            }
+        }
+
+        /// A run of int32s, of int64s or of strings (summed without the value-by-value walk)
+        /// has the statistics the walk gives: counts and integer sums exactly, `m2` to
+        /// rounding; int64 runs near the limits take the walk (their squares pass 128 bits).
+        #[test]
+        fn integer_runs_sum_as_the_walk_does(
+            small in proptest::collection::vec(any::<i32>(), 0..60),
+            large in proptest::collection::vec(prop_oneof![any::<i64>(), -1000i64..1000], 0..60),
+        ) {
+            let runs = [
+                column(&small.iter().map(|&v| Bson::Int32(v)).collect::<Vec<_>>()),
+                column(&large.iter().map(|&v| Bson::Int64(v)).collect::<Vec<_>>()),
+                column(&vec![Bson::String("x".into()); small.len()]),
+            ];
+            for c in &runs {
+                let fast = FieldSums::of_rows(c, 0, c.len()).unwrap();
+                let (types, ints, floats) = c.lanes_of_rows(0, c.len());
+                let walk = FieldSums::of_lanes(types, ints, floats).unwrap();
+                prop_assert_eq!(
+                    (fast.count, fast.ints, fast.longs, fast.doubles, fast.squares, fast.floats),
+                    (walk.count, walk.ints, walk.longs, walk.doubles, walk.squares, walk.floats)
+                );
+                prop_assert!((fast.m2 - walk.m2).abs() <= 1e-9 * (1.0 + walk.m2.abs()), "{} vs {}", fast.m2, walk.m2);
             }
         }
 

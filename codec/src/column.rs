@@ -675,6 +675,59 @@ impl Column {
         self.lanes_at(types, start, lane_counts(types).unwrap_or([0; 4]))
     }
 
+    /// As [`Column::row_lanes`], for a column whose every row has type `code`
+    /// ([`Column::single_type`]): the lanes are found without counting the type codes.
+    ///
+    /// ```
+    /// use tscoll_codec::Column;
+    ///
+    /// let mut c = Column::new();
+    /// for v in [1, 2, 3] {
+    ///     c.push_int(0x10, v);
+    /// }
+    /// let lanes = c.row_lanes_single(c.row_start(1), 3, 0x10);
+    /// assert_eq!((lanes.types, lanes.ints), (&[0x10, 0x10][..], &[2, 3][..]));
+    /// ```
+    #[must_use]
+    pub fn row_lanes_single(&self, start: RowStart, to: usize, code: u8) -> RowLanes<'_> {
+        let types = self.types_from(start, to);
+        let mut counts = [0; 4];
+        if let Some(c) = counts.get_mut(usize::from(lane_index(code))) {
+            *c = types.len();
+        }
+        self.lanes_at(types, start, counts)
+    }
+
+    /// Makes room for `rows` more rows shaped like `like` (rows of `other`, from
+    /// [`Column::row_lanes`]): their type codes, and each lane's values (and bytes) in the
+    /// proportion `like` holds them. Does nothing when the type codes already have the room,
+    /// so a caller may ask before every append.
+    pub fn reserve_like(&mut self, rows: usize, other: &Column, like: &RowLanes<'_>) {
+        if self.types.capacity() - self.types.len() >= rows {
+            return;
+        }
+        let n = like.types.len().max(1);
+        let share = |k: usize| rows.saturating_mul(k) / n;
+        self.types.reserve_exact(rows);
+        if !like.ints.is_empty() {
+            self.ints.reserve_exact(share(like.ints.len()));
+        }
+        if !like.floats.is_empty() {
+            self.floats.reserve_exact(share(like.floats.len()));
+        }
+        if like.bytes > 0 {
+            let end_of = |k: usize| {
+                k.checked_sub(1)
+                    .and_then(|i| other.ends.get(i))
+                    .map_or(0, |&e| e as usize)
+            };
+            let b0 = like.start.bytes;
+            let payload = end_of(b0 + like.bytes).saturating_sub(end_of(b0));
+            self.ends.reserve_exact(share(like.bytes));
+            self.bytes.reserve_exact(share(payload));
+        }
+    }
+
     /// The rows of `types` (a slice of [`Column::types`] from `start`), whose lanes hold
     /// `counts` values, lane by lane.
     fn lanes_at<'a>(

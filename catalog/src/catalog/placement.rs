@@ -193,6 +193,8 @@ impl BucketCatalog {
         candidates.extend(series.open);
         let mut allow_query = true;
         let mut open_failed_backward_only = !had_open;
+        // The count of the series' bucket that rolls over: the rows a new bucket may expect.
+        let mut rows_hint = 0;
         for id in candidates {
             let is_open = stripe.series.get(key).and_then(|s| s.open) == Some(id);
             let Some(bucket) = stripe.buckets.get_mut(&id) else {
@@ -215,6 +217,7 @@ impl BucketCatalog {
                         allow_query = false;
                     }
                     if is_open {
+                        rows_hint = bucket.count;
                         bucket.rollover = Some(reason);
                         if let Some(s) = stripe.series.get_mut(key) {
                             s.open = None;
@@ -242,7 +245,11 @@ impl BucketCatalog {
             return Ok((id, None));
         }
         self.expire_idle(stripe, options, out);
-        Ok((self.allocate(stripe, key, m, spec, !had_open), None))
+        let id = self.allocate(stripe, key, m, spec, !had_open);
+        if let Some(bucket) = stripe.buckets.get_mut(&id) {
+            bucket.rows_hint = rows_hint;
+        }
+        Ok((id, None))
     }
 
     /// The first rollover reason of SPEC §6.3 that applies to `bucket` for `m` (`Err`), else
@@ -397,6 +404,7 @@ impl BucketCatalog {
             memory: 0,
             rows: BucketRows::default(),
             rows_base: 0,
+            rows_hint: 0,
             sums: Some(BucketSums::default()),
             reopened: None,
         };

@@ -161,6 +161,7 @@ impl BucketCatalog {
             // Its earlier rows are in storage only: it is merged from there when it closes.
             rows: BucketRows::default(),
             rows_base: stored.count,
+            rows_hint: 0,
             sums: stored.sums.clone(),
             reopened: Some(reopened),
         };

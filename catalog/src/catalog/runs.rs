@@ -172,7 +172,7 @@ impl BucketCatalog {
                     if let Some(seq) = bucket.idle_seq.take() {
                         stripe.idle.remove(&seq);
                     }
-                    let batch = self.append_run(bucket, rows, map, cursors, run, st);
+                    let batch = self.append_run(bucket, rows, (map, single), cursors, run, st);
                     st.out.staged_bytes += run.raw;
                     st.note_batch(batch);
                     next = row + run.rows;
@@ -379,7 +379,7 @@ impl BucketCatalog {
         &self,
         bucket: &mut Bucket,
         rows: &MeasurementColumns,
-        map: &[Option<usize>],
+        (map, single): (&[Option<usize>], &[Option<u8>]),
         cursors: &mut [RowStart],
         run: Run,
         st: &Staging<'_>,
@@ -389,7 +389,10 @@ impl BucketCatalog {
         let batch = bucket.active_batch(st.stripe_no);
         let mut data = lock(&batch.data);
         let row0 = (bucket.count - bucket.rows_base) as usize;
-        for (((_, column), field), cursor) in rows.fields.iter().zip(map).zip(cursors) {
+        let hint = bucket.rows_hint as usize;
+        for ((((_, column), field), cursor), &single) in
+            rows.fields.iter().zip(map).zip(cursors).zip(single)
+        {
             let start = *cursor;
             // A column without a bucket field has no value in the run (see `fast_run`).
             cursor.row = to;
@@ -398,15 +401,19 @@ impl BucketCatalog {
                 *cursor = column.row_start_after(start, to);
                 continue;
             };
-            let lanes = column.row_lanes(start, to);
+            // A call column of one type needs no count of its type codes.
+            let lanes = match single {
+                Some(t) => column.row_lanes_single(start, to, t),
+                None => column.row_lanes(start, to),
+            };
             cursor.int += lanes.ints.len();
             cursor.float += lanes.floats.len();
             cursor.bytes += lanes.bytes;
-            let uniform = lanes
-                .types
-                .first()
-                .filter(|&&t| lanes.types.iter().all(|&u| u == t));
-            let folded = uniform.is_some_and(|&t| {
+            let uniform = single.or_else(|| {
+                let first = *lanes.types.first()?;
+                lanes.types.iter().all(|&u| u == first).then_some(first)
+            });
+            let folded = uniform.is_some_and(|t| {
                 f.minmax.update_uniform(t, lanes.ints, lanes.floats)
                     || bytes_bounds(column, &lanes, t)
                         .is_some_and(|(lo, hi)| f.minmax.update_uniform_bytes(t, lo, hi))
@@ -415,10 +422,12 @@ impl BucketCatalog {
                 f.minmax.update(&lo);
                 f.minmax.update(&hi);
             }
-            bucket
-                .rows
-                .column_at(&bucket.fields, i, row0)
-                .extend_from_lanes(column, &lanes);
+            let into = bucket.rows.column_at(&bucket.fields, i, row0);
+            let room = hint.saturating_sub(into.len());
+            if room > lanes.types.len() {
+                into.reserve_like(room, column, &lanes);
+            }
+            into.extend_from_lanes(column, &lanes);
         }
         data.rows += run.rows;
         data.indices
