@@ -184,6 +184,11 @@ pub(crate) struct Bucket {
     /// when unknown): its columns make room for that many at their first append instead of
     /// growing by doubling.
     pub(crate) rows_hint: u32,
+    /// The first row of `rows` (a position in its columns) whose values the fields'
+    /// min/max may not hold yet: rows appended as runs are folded in when control is next
+    /// read ([`Bucket::fold_pending`]), once for every run appended meanwhile. `None`: every
+    /// row is folded.
+    pub(crate) pending_from: Option<usize>,
     /// The sums of the fields over the stored rows (`..stored_count`); `None` when unknown
     /// (reopened from a control record without them).
     pub(crate) sums: Option<BucketSums>,
@@ -418,8 +423,26 @@ impl Bucket {
         self.rows.columns.reserve_exact(n);
     }
 
-    /// `control.min` and `control.max` documents (SPEC §4.3), fields in first-appearance order.
-    pub(crate) fn control_min_max(&self) -> (Document, Document) {
+    /// Folds the rows appended as runs since control was last read into the fields'
+    /// min/max ([`Bucket::pending_from`]), column by column. Min/max do not depend on the
+    /// order values are folded in but for ties of values of different types (first writer
+    /// wins, SPEC ), so a value folded one at a time comes after this.
+    pub(crate) fn fold_pending(&mut self) {
+        let Some(from) = self.pending_from.take() else {
+            return;
+        };
+        for (field, column) in self.fields.iter_mut().zip(&self.rows.columns) {
+            if column.len() > from {
+                let lanes = column.row_lanes_from_end(from, column.len());
+                field.minmax.update_rows(column, &lanes);
+            }
+        }
+    }
+
+    /// `control.min` and `control.max` documents (SPEC §4.3), fields in first-appearance order
+    /// (pending rows folded in first).
+    pub(crate) fn control_min_max(&mut self) -> (Document, Document) {
+        self.fold_pending();
         let mut min = Document::new();
         let mut max = Document::new();
         for f in self.fields.iter() {
@@ -454,6 +477,8 @@ impl Bucket {
             }
         }
         self.fields = fields;
+        // Rebuilt from the rows kept: nothing is pending.
+        self.pending_from = None;
         if let Some(last) = kept.last_time {
             self.last_time = last;
             self.max_time = kept.max_time;
@@ -517,7 +542,7 @@ impl Bucket {
     /// own state holds its rows too (staging updates it), so then it is rebuilt from the
     /// committed rows ([`Bucket::control_through`]); `time_field` is asked for only then.
     pub(crate) fn committed_control(
-        &self,
+        &mut self,
         time_field: impl FnOnce() -> String,
     ) -> (Document, Document, i64, bool) {
         if self.count <= self.committed_count {

@@ -5,9 +5,9 @@
 use std::cmp::Ordering;
 
 use bson::{Bson, Document};
-use tscoll_codec::tag;
+use tscoll_codec::{Column, RowLanes, tag};
 
-use crate::value::{canonical_rank, compare, type_code};
+use crate::value::{canonical_rank, compare, to_bson, type_code};
 
 /// Per-path minimum and maximum of one field.
 #[derive(Clone, Debug, PartialEq)]
@@ -384,6 +384,27 @@ impl MinMax {
         }
     }
 
+    /// Folds in the rows of `lanes` (rows of `column`, from [`Column::row_lanes`]) as
+    /// [`MinMax::update`] folds their values one by one, in row order (SPEC ): a run of
+    /// one type from its lanes or its least and greatest bytes, other rows from their least
+    /// and greatest value in BSON order.
+    pub(crate) fn update_rows(&mut self, column: &Column, lanes: &RowLanes<'_>) {
+        let uniform = lanes
+            .types
+            .first()
+            .copied()
+            .filter(|&t| lanes.types.iter().all(|&u| u == t));
+        let folded = uniform.is_some_and(|t| {
+            self.update_uniform(t, lanes.ints, lanes.floats)
+                || bytes_bounds(column, lanes, t)
+                    .is_some_and(|(lo, hi)| self.update_uniform_bytes(t, lo, hi))
+        });
+        if !folded && let Some((lo, hi)) = range_bounds(column, lanes) {
+            self.update(&lo);
+            self.update(&hi);
+        }
+    }
+
     /// The `control.min` value of this path.
     #[must_use]
     pub fn min(&self) -> Bson {
@@ -443,6 +464,94 @@ fn scalar_heap(v: &Bson) -> usize {
         Bson::Binary(b) => b.bytes.len(),
         _ => 0,
     }
+}
+
+/// The least and the greatest payload of the rows of `lanes` (rows of `column`, every one of
+/// type `code`, an ObjectId or a string), by their bytes, which is their BSON order (SPEC
+/// ); `None` for another type or no rows.
+fn bytes_bounds<'c>(
+    column: &'c Column,
+    lanes: &RowLanes<'_>,
+    code: u8,
+) -> Option<(&'c [u8], &'c [u8])> {
+    if code != tag::OBJECT_ID && code != tag::STRING {
+        return None;
+    }
+    let from = lanes.start;
+    let ends = column.ends().get(from.bytes..from.bytes + lanes.bytes)?;
+    let mut start = from
+        .bytes
+        .checked_sub(1)
+        .and_then(|i| column.ends().get(i))
+        .map_or(0, |&e| e as usize);
+    let mut payloads = ends.iter().map(|&end| {
+        let p = column.bytes().get(start..end as usize).unwrap_or_default();
+        start = end as usize;
+        p
+    });
+    let first = payloads.next()?;
+    let (mut lo, mut hi) = (first, first);
+    for p in payloads {
+        lo = lo.min(p);
+        hi = hi.max(p);
+    }
+    Some((lo, hi))
+}
+
+/// The least and greatest value of the rows of `lanes` (rows of `column`) in BSON order
+/// (SPEC ), `None` when they hold no value.
+fn range_bounds(column: &Column, lanes: &RowLanes<'_>) -> Option<(Bson, Bson)> {
+    let (types, ints, floats, from) = (lanes.types, lanes.ints, lanes.floats, lanes.start);
+    let to = from.row + types.len();
+    let first = *types.first()?;
+    if types.iter().all(|&t| t == first) {
+        match first {
+            tag::MISSING => return None,
+            tag::DOUBLE => {
+                // MongoDB orders NaN before every other number.
+                let lt = |a: f64, b: f64| match (a.is_nan(), b.is_nan()) {
+                    (false, false) => a < b,
+                    (true, false) => true,
+                    _ => false,
+                };
+                let (mut lo, mut hi) = (*floats.first()?, *floats.first()?);
+                for &v in floats {
+                    if lt(v, lo) {
+                        lo = v;
+                    }
+                    if lt(hi, v) {
+                        hi = v;
+                    }
+                }
+                return Some((Bson::Double(lo), Bson::Double(hi)));
+            }
+            tag::INT32 | tag::INT64 | tag::DATETIME | tag::BOOLEAN => {
+                let lo = *ints.iter().min()?;
+                let hi = *ints.iter().max()?;
+                let lo = to_bson(tscoll_codec::ValueRef::Int(first, lo)).ok()??;
+                let hi = to_bson(tscoll_codec::ValueRef::Int(first, hi)).ok()??;
+                return Some((lo, hi));
+            }
+            // ObjectIds order by their bytes, strings by their UTF-8 bytes (SPEC ):
+            // only the least and the greatest become values.
+            tag::OBJECT_ID | tag::STRING => {
+                let (lo, hi) = bytes_bounds(column, lanes, first)?;
+                let lo = to_bson(tscoll_codec::ValueRef::Bytes(first, lo)).ok()??;
+                let hi = to_bson(tscoll_codec::ValueRef::Bytes(first, hi)).ok()??;
+                return Some((lo, hi));
+            }
+            _ => {}
+        }
+    }
+    let mut bounds: Option<MinMax> = None;
+    for v in column.iter_from(from, to) {
+        let Ok(Some(b)) = to_bson(v) else { continue };
+        match &mut bounds {
+            Some(m) => m.update(&b),
+            None => bounds = Some(MinMax::new(&b)),
+        }
+    }
+    bounds.map(|m| (m.min(), m.max()))
 }
 
 #[cfg(test)]

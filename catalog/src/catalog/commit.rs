@@ -279,8 +279,8 @@ impl BucketCatalog {
 
     /// See [`Prepared::stored_state`].
     fn stored_state(&self, p: &PreparedBatch) -> Option<StoredBucket> {
-        let stripe = lock(&self.stripes[p.batch.stripe]);
-        let bucket = stripe.buckets.get(&p.bucket_id)?;
+        let mut stripe = lock(&self.stripes[p.batch.stripe]);
+        let bucket = stripe.buckets.get_mut(&p.bucket_id)?;
         let (min, max) = bucket.control_min_max();
         Some(StoredBucket {
             id: p.bucket_id,

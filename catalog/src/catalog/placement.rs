@@ -405,6 +405,7 @@ impl BucketCatalog {
             rows: BucketRows::default(),
             rows_base: 0,
             rows_hint: 0,
+            pending_from: None,
             sums: Some(BucketSums::default()),
             reopened: None,
         };
@@ -431,6 +432,8 @@ impl BucketCatalog {
     ) -> (Arc<WriteBatch>, u64) {
         let meta_field = spec.meta_field.as_deref();
         bucket.size += delta.unwrap_or_else(|| assess(Some(bucket), m, meta_field).delta);
+        // The rows before come first in min/max (ties keep the first value, SPEC ).
+        bucket.fold_pending();
         let batch = bucket.active_batch(stripe_no);
         let mut data = lock(&batch.data);
         let row = (bucket.count - bucket.rows_base) as usize;

@@ -162,6 +162,7 @@ impl BucketCatalog {
             rows: BucketRows::default(),
             rows_base: stored.count,
             rows_hint: 0,
+            pending_from: None,
             sums: stored.sums.clone(),
             reopened: Some(reopened),
         };

@@ -1,14 +1,15 @@
 //! Staging columnar rows ([`MeasurementColumns`]): while the series' open bucket takes the next rows
 //! as they are — no rollover reason of SPEC §6.3, no field new to the bucket, values of the
 //! kind its schema holds (§5), the classic estimate within the limit of §6.5 — they are
-//! appended to its batch as one run, column by column, with one min/max update per column.
-//! Any other row is placed alone, exactly as [`BucketCatalog::stage`] places a measurement.
+//! appended to its batch as one run, column by column; their values reach the fields' min/max
+//! when the bucket's control is next read ([`Bucket::fold_pending`]). Any other row is placed
+//! alone, exactly as [`BucketCatalog::stage`] places a measurement.
 
-use tscoll_codec::{RowLanes, RowStart, tag};
+use tscoll_codec::{RowStart, tag};
 
 use super::*;
 use crate::columns::MeasurementColumns;
-use crate::value::{decimal_digits, to_bson};
+use crate::value::decimal_digits;
 
 /// What staging a group reuses from the group before.
 struct GroupScratch {
@@ -373,8 +374,8 @@ fn rank_of_code(code: u8) -> Option<i32> {
 
 impl BucketCatalog {
     /// Appends rows `from..from + run.rows` to the bucket's active batch: values to the
-    /// bucket's columns, min/max, count, size, sortedness; moves `cursors` past them. Returns
-    /// the batch.
+    /// bucket's columns (min/max folded later, [`Bucket::fold_pending`]), count, size,
+    /// sortedness; moves `cursors` past them. Returns the batch.
     fn append_run(
         &self,
         bucket: &mut Bucket,
@@ -390,6 +391,9 @@ impl BucketCatalog {
         let mut data = lock(&batch.data);
         let row0 = (bucket.count - bucket.rows_base) as usize;
         let hint = bucket.rows_hint as usize;
+        // Control min/max take the run's values when they are next read
+        // ([`Bucket::fold_pending`]), once for every run appended meanwhile.
+        bucket.pending_from.get_or_insert(row0);
         for ((((_, column), field), cursor), &single) in
             rows.fields.iter().zip(map).zip(cursors).zip(single)
         {
@@ -397,10 +401,10 @@ impl BucketCatalog {
             // A column without a bucket field has no value in the run (see `fast_run`).
             cursor.row = to;
             let Some(i) = *field else { continue };
-            let Some(f) = bucket.fields.get_mut(i) else {
+            if i >= bucket.fields.len() {
                 *cursor = column.row_start_after(start, to);
                 continue;
-            };
+            }
             // A call column of one type needs no count of its type codes.
             let lanes = match single {
                 Some(t) => column.row_lanes_single(start, to, t),
@@ -409,19 +413,6 @@ impl BucketCatalog {
             cursor.int += lanes.ints.len();
             cursor.float += lanes.floats.len();
             cursor.bytes += lanes.bytes;
-            let uniform = single.or_else(|| {
-                let first = *lanes.types.first()?;
-                lanes.types.iter().all(|&u| u == first).then_some(first)
-            });
-            let folded = uniform.is_some_and(|t| {
-                f.minmax.update_uniform(t, lanes.ints, lanes.floats)
-                    || bytes_bounds(column, &lanes, t)
-                        .is_some_and(|(lo, hi)| f.minmax.update_uniform_bytes(t, lo, hi))
-            });
-            if !folded && let Some((lo, hi)) = range_bounds(column, &lanes) {
-                f.minmax.update(&lo);
-                f.minmax.update(&hi);
-            }
             let into = bucket.rows.column_at(&bucket.fields, i, row0);
             let room = hint.saturating_sub(into.len());
             if room > lanes.types.len() {
@@ -448,92 +439,4 @@ impl BucketCatalog {
         bucket.size += run.delta;
         batch
     }
-}
-
-/// The least and the greatest payload of the rows of `lanes` (rows of `column`, every one of
-/// type `code`, an ObjectId or a string), by their bytes, which is their BSON order (SPEC
-/// ); `None` for another type or no rows.
-fn bytes_bounds<'c>(
-    column: &'c Column,
-    lanes: &RowLanes<'_>,
-    code: u8,
-) -> Option<(&'c [u8], &'c [u8])> {
-    if code != tag::OBJECT_ID && code != tag::STRING {
-        return None;
-    }
-    let from = lanes.start;
-    let ends = column.ends().get(from.bytes..from.bytes + lanes.bytes)?;
-    let mut start = from
-        .bytes
-        .checked_sub(1)
-        .and_then(|i| column.ends().get(i))
-        .map_or(0, |&e| e as usize);
-    let mut payloads = ends.iter().map(|&end| {
-        let p = column.bytes().get(start..end as usize).unwrap_or_default();
-        start = end as usize;
-        p
-    });
-    let first = payloads.next()?;
-    let (mut lo, mut hi) = (first, first);
-    for p in payloads {
-        lo = lo.min(p);
-        hi = hi.max(p);
-    }
-    Some((lo, hi))
-}
-
-/// The least and greatest value of the rows of `lanes` (rows of `column`) in BSON order
-/// (SPEC ), `None` when they hold no value.
-fn range_bounds(column: &Column, lanes: &RowLanes<'_>) -> Option<(Bson, Bson)> {
-    let (types, ints, floats, from) = (lanes.types, lanes.ints, lanes.floats, lanes.start);
-    let to = from.row + types.len();
-    let first = *types.first()?;
-    if types.iter().all(|&t| t == first) {
-        match first {
-            tag::MISSING => return None,
-            tag::DOUBLE => {
-                // MongoDB orders NaN before every other number.
-                let lt = |a: f64, b: f64| match (a.is_nan(), b.is_nan()) {
-                    (false, false) => a < b,
-                    (true, false) => true,
-                    _ => false,
-                };
-                let (mut lo, mut hi) = (*floats.first()?, *floats.first()?);
-                for &v in floats {
-                    if lt(v, lo) {
-                        lo = v;
-                    }
-                    if lt(hi, v) {
-                        hi = v;
-                    }
-                }
-                return Some((Bson::Double(lo), Bson::Double(hi)));
-            }
-            tag::INT32 | tag::INT64 | tag::DATETIME | tag::BOOLEAN => {
-                let lo = *ints.iter().min()?;
-                let hi = *ints.iter().max()?;
-                let lo = to_bson(tscoll_codec::ValueRef::Int(first, lo)).ok()??;
-                let hi = to_bson(tscoll_codec::ValueRef::Int(first, hi)).ok()??;
-                return Some((lo, hi));
-            }
-            // ObjectIds order by their bytes, strings by their UTF-8 bytes (SPEC ):
-            // only the least and the greatest become values.
-            tag::OBJECT_ID | tag::STRING => {
-                let (lo, hi) = bytes_bounds(column, lanes, first)?;
-                let lo = to_bson(tscoll_codec::ValueRef::Bytes(first, lo)).ok()??;
-                let hi = to_bson(tscoll_codec::ValueRef::Bytes(first, hi)).ok()??;
-                return Some((lo, hi));
-            }
-            _ => {}
-        }
-    }
-    let mut bounds: Option<MinMax> = None;
-    for v in column.iter_from(from, to) {
-        let Ok(Some(b)) = to_bson(v) else { continue };
-        match &mut bounds {
-            Some(m) => m.update(&b),
-            None => bounds = Some(MinMax::new(&b)),
-        }
-    }
-    bounds.map(|m| (m.min(), m.max()))
 }

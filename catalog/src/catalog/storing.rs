@@ -72,6 +72,7 @@ impl BucketPart {
         // stored before are replaced); otherwise only its unstored rows are.
         let whole = closing && bucket.rows_base == 0;
         // Before the columns may move into the part.
+        bucket.fold_pending();
         let sums = bucket.sums_through(bucket.committed_count);
         let first_row = if whole { 0 } else { bucket.stored_count };
         let skip = (first_row - bucket.rows_base) as usize;
@@ -124,7 +125,7 @@ impl BucketPart {
     /// The rows of open bucket `b` not stored yet, copied (the columns `columns` accepts),
     /// with its control state.
     fn copy_unstored(
-        b: &Bucket,
+        b: &mut Bucket,
         columns: &mut dyn FnMut(&str) -> bool,
         time_field: impl FnOnce() -> String,
     ) -> BucketPart {
@@ -242,11 +243,11 @@ impl BucketCatalog {
     pub fn unstored(&self) -> Vec<(Arc<BucketKey>, BucketId)> {
         let mut out = Vec::new();
         for m in &self.stripes {
-            let stripe = lock(m);
+            let mut stripe = lock(m);
             out.extend(
                 stripe
                     .buckets
-                    .values()
+                    .values_mut()
                     .filter(|b| b.committed_count > b.stored_count)
                     .map(|b| (Arc::clone(&b.key), b.id)),
             );
@@ -267,11 +268,11 @@ impl BucketCatalog {
     pub fn unstored_rows(&self) -> Vec<BucketPart> {
         let mut out = Vec::new();
         for m in &self.stripes {
-            let stripe = lock(m);
+            let mut stripe = lock(m);
             out.extend(
                 stripe
                     .buckets
-                    .values()
+                    .values_mut()
                     .filter(|b| b.committed_count > b.stored_count)
                     .map(|b| {
                         BucketPart::copy_unstored(b, &mut |_| true, || self.spec().time_field)
@@ -328,8 +329,9 @@ impl BucketCatalog {
     ) -> Vec<Arc<BucketPart>> {
         let mut out = Vec::new();
         for m in &self.stripes {
-            let stripe = lock(m);
-            for b in stripe.buckets.values() {
+            let mut stripe = lock(m);
+            let stripe = &mut *stripe;
+            for b in stripe.buckets.values_mut() {
                 if b.committed_count > b.stored_count && want(&b.key, b.min_time, b.max_time) {
                     out.push(Arc::new(BucketPart::copy_unstored(b, columns, || {
                         self.spec().time_field
