@@ -484,6 +484,23 @@ fn bytes_bounds<'c>(
         .checked_sub(1)
         .and_then(|i| column.ends().get(i))
         .map_or(0, |&e| e as usize);
+    // ObjectIds lie back to back, 12 bytes each: compared as big-endian integers, which is
+    // the order of their bytes.
+    let last = ends.last().map_or(start, |&e| e as usize);
+    if code == tag::OBJECT_ID
+        && let Some(all) = column.bytes().get(start..last)
+        && all.len() == 12 * ends.len()
+    {
+        let key = |id: &[u8]| {
+            let mut k = [0u8; 16];
+            k[..12].copy_from_slice(id);
+            u128::from_be_bytes(k)
+        };
+        let ids = all.chunks_exact(12);
+        let lo = ids.clone().min_by_key(|id| key(id))?;
+        let hi = ids.max_by_key(|id| key(id))?;
+        return Some((lo, hi));
+    }
     let mut payloads = ends.iter().map(|&end| {
         let p = column.bytes().get(start..end as usize).unwrap_or_default();
         start = end as usize;
@@ -717,7 +734,8 @@ mod tests {
 
     /// A run of ObjectIds or strings folded from its least and greatest payload
     /// ([`MinMax::update_uniform_bytes`]) keeps exactly what folding its values one by one
-    /// keeps (ties included), and folds nothing over values of another type.
+    /// keeps (ties included), and folds nothing over values of another type; folded as rows
+    /// of a column ([`MinMax::update_rows`]) it keeps what its values keep.
     #[test]
     fn a_uniform_run_of_bytes_folds_as_its_values_do() {
         use proptest::prelude::*;
@@ -758,6 +776,22 @@ mod tests {
                 }
             }
             prop_assert_eq!(format!("{by_payloads:?}"), format!("{by_values:?}"));
+            // The run as rows of a column (`update_rows`, which finds the least and greatest
+            // payload itself) folds as its values do, whatever the values before.
+            let mut column = Column::new();
+            for v in &run {
+                match v {
+                    Bson::Int32(i) => column.push_int(tag::INT32, i64::from(*i)),
+                    v => column.push_bytes(run_code, &bytes(v)),
+                }
+            }
+            let mut by_rows = fold(&before);
+            by_rows.update_rows(&column, &column.row_lanes(column.row_start(0), run.len()));
+            let mut all = fold(&before);
+            for v in &run {
+                all.update(v);
+            }
+            prop_assert_eq!(format!("{by_rows:?}"), format!("{all:?}"));
         });
     }
 
