@@ -631,13 +631,7 @@ impl Column {
         if nb == 0 {
             return;
         }
-        let end_of = |k: usize| {
-            k.checked_sub(1)
-                .and_then(|i| other.ends.get(i))
-                .copied()
-                .unwrap_or(0)
-        };
-        let (first, last) = (end_of(b0), end_of(b0 + nb));
+        let (first, last) = (other.bytes_end(b0), other.bytes_end(b0 + nb));
         let base = u32::try_from(self.bytes.len()).expect("bytes lane over 4 GiB");
         self.bytes.extend_from_slice(
             other
@@ -716,16 +710,22 @@ impl Column {
             self.floats.reserve_exact(share(like.floats.len()));
         }
         if like.bytes > 0 {
-            let end_of = |k: usize| {
-                k.checked_sub(1)
-                    .and_then(|i| other.ends.get(i))
-                    .map_or(0, |&e| e as usize)
-            };
             let b0 = like.start.bytes;
-            let payload = end_of(b0 + like.bytes).saturating_sub(end_of(b0));
+            let payload = other
+                .bytes_end(b0 + like.bytes)
+                .saturating_sub(other.bytes_end(b0)) as usize;
             self.ends.reserve_exact(share(like.bytes));
             self.bytes.reserve_exact(share(payload));
         }
+    }
+
+    /// Where the first `k` values of the bytes lane end in [`Column::bytes`] (0 for none,
+    /// and for a `k` past the lane, which callers clamp or check).
+    fn bytes_end(&self, k: usize) -> u32 {
+        k.checked_sub(1)
+            .and_then(|i| self.ends.get(i))
+            .copied()
+            .unwrap_or(0)
     }
 
     /// The rows of `types` (a slice of [`Column::types`] from `start`), whose lanes hold
@@ -860,13 +860,7 @@ impl Column {
         let types = rest.get(..to - from).unwrap_or_default();
         let [_, i0, f0, b0] = lane_counts(head).unwrap_or([0; 4]);
         let [_, ni, nf, nb] = lane_counts(types).unwrap_or([0; 4]);
-        let end_of = |k: usize| {
-            k.checked_sub(1)
-                .and_then(|i| self.ends.get(i))
-                .copied()
-                .unwrap_or(0)
-        };
-        let (base, last) = (end_of(b0), end_of(b0 + nb));
+        let (base, last) = (self.bytes_end(b0), self.bytes_end(b0 + nb));
         Column {
             types: types.to_vec(),
             ints: self.ints.get(i0..i0 + ni).unwrap_or_default().to_vec(),
