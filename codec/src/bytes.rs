@@ -58,7 +58,10 @@ pub(crate) fn encode(
     let mut best = (plain_cost, BytesEncoding::Plain);
 
     // ObjectId split.
-    let mut oid_parts: Option<[Vec<i64>; 3]> = None;
+    let mut oid_parts: Option<([Vec<i64>; 3], [ints::IntLayout; 3])> = None;
+    // Whether every payload is 12 bytes and each is greater than the one before (as generated
+    // ObjectIds of one series are): then no payload repeats and no dictionary is tried.
+    let mut ascending = false;
     if n > 0 && lengths.iter().all(|&l| l == 12) {
         let mut parts = [
             Vec::with_capacity(n),
@@ -72,20 +75,35 @@ pub(crate) fn encode(
             parts[1].push(be_int(mid));
             parts[2].push(be_int(ctr));
         }
-        let cost = 1 + parts
-            .iter()
-            .map(|p| ints::estimate(p, scratch).0)
-            .sum::<usize>();
+        let mut cost = 1;
+        let layouts = parts.each_ref().map(|p| {
+            let (size, layout) = ints::estimate(p, scratch);
+            cost += size;
+            layout
+        });
         if cost < best.0 {
             best = (cost, BytesEncoding::ObjectId);
         }
-        oid_parts = Some(parts);
+        #[expect(
+            clippy::big_endian_bytes,
+            reason = "ObjectIds order as big-endian numbers"
+        )]
+        let key = |oid: &[u8]| {
+            let mut k = [0u8; 16];
+            k[4..].copy_from_slice(oid);
+            u128::from_be_bytes(k)
+        };
+        ascending = bytes
+            .chunks_exact(12)
+            .zip(bytes.chunks_exact(12).skip(1))
+            .all(|(a, b)| key(a) < key(b));
+        oid_parts = Some((parts, layouts));
     }
 
     // Dictionary.
     let mut dict: Option<(Vec<&[u8]>, Vec<i64>)> = None;
     let mut coded_dict: Option<Coded<'_>> = None;
-    if n >= 2 {
+    if n >= 2 && !ascending {
         let mut index: HashMap<&[u8], i64> = HashMap::new();
         let mut entries: Vec<&[u8]> = Vec::new();
         let mut codes = Vec::with_capacity(n);
@@ -133,10 +151,10 @@ pub(crate) fn encode(
         return BytesEncoding::DictCoded;
     }
     match (best.1, oid_parts, dict) {
-        (BytesEncoding::ObjectId, Some(parts), _) => {
+        (BytesEncoding::ObjectId, Some((parts, layouts)), _) => {
             out.push(BytesEncoding::ObjectId.to_code());
-            for p in &parts {
-                ints::encode(p, out, scratch);
+            for (p, layout) in parts.iter().zip(layouts) {
+                ints::encode_as(p, layout, out, scratch);
             }
             BytesEncoding::ObjectId
         }

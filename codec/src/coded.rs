@@ -263,6 +263,7 @@ impl ExactDiv {
 /// Encoder scratch memory, kept per thread.
 #[derive(Default)]
 struct EncScratch {
+    /// Two interleaved fine-token histograms, all zeros between uses ([`histogram`]).
     hist: Vec<u32>,
     /// `(fine token, count)` of the nonzero bins of `hist`.
     bins: Vec<(u32, u32)>,
@@ -310,10 +311,14 @@ fn map_values(res: &[i64], offset: bool, base: i64, g: u64, s: &mut EncScratch) 
     }
 }
 
-/// The fine-token histogram of `s.u` into `s.hist`; returns the largest fine token seen.
+/// The fine-token histogram of `s.u` into `s.bins`; returns the largest fine token seen.
+/// `s.hist` is all zeros between calls (only the bins a call counted into are cleared again,
+/// not the whole table).
 fn histogram(s: &mut EncScratch) -> usize {
-    s.hist.clear();
-    s.hist.resize(2 * FINE_TOKENS, 0);
+    if s.hist.len() != 2 * FINE_TOKENS {
+        s.hist.clear();
+        s.hist.resize(2 * FINE_TOKENS, 0);
+    }
     // Two interleaved histograms, so runs of one token do not wait on their own increments.
     let (h0, h1) = s.hist.split_at_mut(FINE_TOKENS);
     let mut max_t = 0usize;
@@ -337,13 +342,14 @@ fn histogram(s: &mut EncScratch) -> usize {
         }
     }
     s.bins.clear();
-    for (t, (x, &y)) in h0.iter_mut().zip(h1.iter()).enumerate().take(max_t + 1) {
-        *x += y;
-        if *x > 0 {
-            s.bins.push((t as u32, *x));
+    for (t, (x, y)) in h0.iter_mut().zip(h1.iter_mut()).enumerate().take(max_t + 1) {
+        let count = *x + *y;
+        *x = 0;
+        *y = 0;
+        if count > 0 {
+            s.bins.push((t as u32, count));
         }
     }
-    s.hist.truncate(FINE_TOKENS);
     max_t
 }
 

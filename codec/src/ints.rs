@@ -169,30 +169,136 @@ fn residual_cost(res: &[i64], frame: Frame) -> usize {
 /// delta order is chosen by.
 fn residual_cost_plain(res: &[i64]) -> usize {
     let Some(&first) = res.first() else { return 0 };
-    let mut base = first;
-    let mut cost = 0usize;
-    let mut blocks = [(0i64, 0u32); MAX_BLOCKS_SEEN];
-    let mut n_blocks = 0usize;
+    let mut cost = PlainCost::new(first);
     for block in res.chunks(BLOCK_LEN) {
         let (lo, hi) = min_max(block);
-        base = base.min(lo);
-        let width = bits::width_of(hi.wrapping_sub(lo) as u64);
-        cost += 1 + bits::packed_len(block.len(), width);
-        if let Some(slot) = blocks.get_mut(n_blocks) {
-            *slot = (lo, width);
-            n_blocks += 1;
-        } else {
-            cost += 2;
-        }
+        cost.block(lo, hi, block.len());
     }
-    for &(lo, _) in blocks.get(..n_blocks).unwrap_or_default() {
-        cost += varint::len(lo.wrapping_sub(base) as u64);
-    }
-    cost + varint::len_signed(base) + 1
+    cost.finish()
 }
 
 /// Blocks whose offsets [`residual_cost_plain`] sizes exactly (a 1000-row bucket has 8).
 const MAX_BLOCKS_SEEN: usize = 64;
+
+/// [`residual_cost_plain`] summed block by block: each block's width and packed bytes, then
+/// the offsets of the first [`MAX_BLOCKS_SEEN`] blocks from the least block minimum.
+struct PlainCost {
+    cost: usize,
+    base: i64,
+    lows: [i64; MAX_BLOCKS_SEEN],
+    seen: usize,
+}
+
+impl PlainCost {
+    /// The cost of a residual sequence whose first value is `first`, before its blocks.
+    fn new(first: i64) -> PlainCost {
+        PlainCost {
+            cost: 0,
+            base: first,
+            lows: [0; MAX_BLOCKS_SEEN],
+            seen: 0,
+        }
+    }
+
+    /// Adds the next block: `len` values from `lo` to `hi`.
+    #[inline]
+    fn block(&mut self, lo: i64, hi: i64, len: usize) {
+        self.base = self.base.min(lo);
+        let width = bits::width_of(hi.wrapping_sub(lo) as u64);
+        self.cost += 1 + bits::packed_len(len, width);
+        if let Some(slot) = self.lows.get_mut(self.seen) {
+            *slot = lo;
+            self.seen += 1;
+        } else {
+            self.cost += 2;
+        }
+    }
+
+    fn finish(&self) -> usize {
+        let offsets: usize = self
+            .lows
+            .get(..self.seen)
+            .unwrap_or_default()
+            .iter()
+            .map(|&lo| varint::len(lo.wrapping_sub(self.base) as u64))
+            .sum();
+        self.cost + offsets + varint::len_signed(self.base) + 1
+    }
+}
+
+/// [`heads_cost`] plus [`residual_cost_plain`] of delta orders 0, 1 and 2 of `values` (at
+/// least 3 of them), in one pass that keeps no difference sequence. Order `k`'s residuals
+/// begin at position `k`, so its blocks begin at positions `k + BLOCK_LEN * b`.
+fn order_costs(values: &[i64]) -> [usize; 3] {
+    let &[v0, v1, v2, ..] = values else {
+        return [usize::MAX; 3];
+    };
+    let n = values.len();
+    let d1 = v1.wrapping_sub(v0);
+    let d1_next = v2.wrapping_sub(v1);
+    let d2 = d1_next.wrapping_sub(d1);
+    let heads = [
+        0,
+        varint::len_signed(v0),
+        varint::len_signed(v0) + varint::len_signed(d1),
+    ];
+    // Order 0's residuals so far: v0, v1, v2; order 1's: d1, d1_next; order 2's: d2.
+    let mut costs = [PlainCost::new(v0), PlainCost::new(d1), PlainCost::new(d2)];
+    let mut lo = [v0.min(v1).min(v2), d1.min(d1_next), d2];
+    let mut hi = [v0.max(v1).max(v2), d1.max(d1_next), d2];
+    let (mut prev, mut prev_d1) = (v2, d1_next);
+    let mut p = 3;
+    while p < n {
+        let k = p % BLOCK_LEN;
+        if k < 3 {
+            // Order k's block ends before position p.
+            let Some(&v) = values.get(p) else { break };
+            let r1 = v.wrapping_sub(prev);
+            let r = [v, r1, r1.wrapping_sub(prev_d1)];
+            (prev, prev_d1) = (v, r1);
+            for (o, &x) in r.iter().enumerate() {
+                if o == k {
+                    if let (Some(c), Some(l), Some(h)) =
+                        (costs.get_mut(o), lo.get_mut(o), hi.get_mut(o))
+                    {
+                        c.block(*l, *h, BLOCK_LEN);
+                        (*l, *h) = (x, x);
+                    }
+                } else if let (Some(l), Some(h)) = (lo.get_mut(o), hi.get_mut(o)) {
+                    (*l, *h) = ((*l).min(x), (*h).max(x));
+                }
+            }
+            p += 1;
+            continue;
+        }
+        // No order's block begins before the next multiple of BLOCK_LEN.
+        let stop = n.min(p - k + BLOCK_LEN);
+        let [mut lo0, mut lo1, mut lo2] = lo;
+        let [mut hi0, mut hi1, mut hi2] = hi;
+        for &v in values.get(p..stop).unwrap_or_default() {
+            let r1 = v.wrapping_sub(prev);
+            let r2 = r1.wrapping_sub(prev_d1);
+            (prev, prev_d1) = (v, r1);
+            (lo0, hi0) = (lo0.min(v), hi0.max(v));
+            (lo1, hi1) = (lo1.min(r1), hi1.max(r1));
+            (lo2, hi2) = (lo2.min(r2), hi2.max(r2));
+        }
+        (lo, hi) = ([lo0, lo1, lo2], [hi0, hi1, hi2]);
+        p = stop;
+    }
+    let mut out = [0usize; 3];
+    for (k, o) in out.iter_mut().enumerate() {
+        // The last block holds what is left of order k's n - k residuals.
+        let last = (n - k - 1) % BLOCK_LEN + 1;
+        if let (Some(c), Some(&l), Some(&h), Some(&head)) =
+            (costs.get_mut(k), lo.get(k), hi.get(k), heads.get(k))
+        {
+            c.block(l, h, last);
+            *o = head + c.finish();
+        }
+    }
+    out
+}
 
 fn heads_cost(v: &[i64], order: u8) -> usize {
     v.iter()
@@ -217,36 +323,24 @@ fn choose(values: &[i64], scratch: &mut Vec<i64>) -> IntLayout {
     if values.iter().all(|&v| v == first) {
         return constant;
     }
+    let costs = match *values {
+        [v0, v1] => [
+            residual_cost_plain(values),
+            varint::len_signed(v0) + residual_cost_plain(&[v1.wrapping_sub(v0)]),
+            usize::MAX,
+        ],
+        _ => order_costs(values),
+    };
+    // The lowest order of the least cost.
+    let mut order = 0u8;
+    let mut least = usize::MAX;
+    for (k, &c) in (0u8..).zip(&costs) {
+        if c < least {
+            (order, least) = (k, c);
+        }
+    }
     scratch.extend_from_slice(values);
-    let mut best = (usize::MAX, 0u8);
-    let mut computed = 0u8;
-    for order in 0..=2u8 {
-        if order > 0 {
-            // One more difference pass on top of the previous order's sequence.
-            delta::encode(
-                scratch
-                    .get_mut(usize::from(order) - 1..)
-                    .unwrap_or_default(),
-                1,
-            );
-            computed = order;
-        }
-        let k = usize::from(order).min(scratch.len());
-        let cost =
-            heads_cost(scratch, order) + residual_cost_plain(scratch.get(k..).unwrap_or_default());
-        if cost < best.0 {
-            best = (cost, order);
-        }
-        if scratch.len() <= usize::from(order) + 1 {
-            break;
-        }
-    }
-    let order = best.1;
-    if order != computed {
-        scratch.clear();
-        scratch.extend_from_slice(values);
-        delta::encode(scratch, order);
-    }
+    delta::encode(scratch, order);
     IntLayout {
         encoding: IntEncoding::Packed,
         order,
@@ -525,6 +619,108 @@ pub(crate) fn decode(r: &mut Reader<'_>, n: usize, out: &mut Vec<i64>) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// [`choose`] as three passes over stored difference sequences: the model the one-pass
+    /// [`order_costs`] must agree with.
+    fn choose_by_passes(values: &[i64], scratch: &mut Vec<i64>) -> IntLayout {
+        scratch.clear();
+        let Some(&first) = values.first() else {
+            return IntLayout {
+                encoding: IntEncoding::Const,
+                order: 0,
+            };
+        };
+        if values.iter().all(|&v| v == first) {
+            return IntLayout {
+                encoding: IntEncoding::Const,
+                order: 0,
+            };
+        }
+        scratch.extend_from_slice(values);
+        let mut best = (usize::MAX, 0u8);
+        for order in 0..=2u8 {
+            if order > 0 {
+                delta::encode(&mut scratch[usize::from(order) - 1..], 1);
+            }
+            let k = usize::from(order).min(scratch.len());
+            let cost = heads_cost(scratch, order) + residual_cost_plain(&scratch[k..]);
+            if cost < best.0 {
+                best = (cost, order);
+            }
+            if scratch.len() <= usize::from(order) + 1 {
+                break;
+            }
+        }
+        scratch.clear();
+        scratch.extend_from_slice(values);
+        delta::encode(scratch, best.1);
+        IntLayout {
+            encoding: IntEncoding::Packed,
+            order: best.1,
+        }
+    }
+
+    /// Sequences whose orders compete: steps around a trend, with jumps, of any length
+    /// around the block boundaries.
+    fn sequence() -> impl Strategy<Value = Vec<i64>> {
+        (
+            0usize..700,
+            any::<i64>(),
+            -1000i64..1000,
+            0u32..40,
+            proptest::collection::vec(any::<i64>(), 0..8),
+        )
+            .prop_flat_map(|(n, start, step, noise_bits, jumps)| {
+                proptest::collection::vec(any::<u64>(), n).prop_map(move |noise| {
+                    let mut v = start;
+                    let mut out: Vec<i64> = noise
+                        .iter()
+                        .map(|&r| {
+                            let jitter = if noise_bits == 0 {
+                                0
+                            } else {
+                                (r >> (64 - noise_bits)) as i64
+                            };
+                            v = v.wrapping_add(step).wrapping_add(jitter);
+                            v
+                        })
+                        .collect();
+                    let len = out.len();
+                    for (i, &j) in jumps.iter().enumerate() {
+                        if len > 0 {
+                            out[(j as usize).wrapping_add(i) % len] = j;
+                        }
+                    }
+                    out
+                })
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn one_pass_choice_is_the_three_pass_choice(values in sequence()) {
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            prop_assert_eq!(choose(&values, &mut a), choose_by_passes(&values, &mut b));
+            prop_assert_eq!(a, b);
+        }
+    }
+
+    #[test]
+    fn one_pass_costs_are_the_three_pass_costs_at_block_edges() {
+        for n in [3, 4, 127, 128, 129, 130, 131, 255, 256, 257, 258, 259, 1000] {
+            let values: Vec<i64> = (0..n as i64).map(|i| i * i % 97 - 3 * i).collect();
+            let mut seq = values.clone();
+            let mut want = [0usize; 3];
+            for (order, w) in (0u8..).zip(want.iter_mut()) {
+                if order > 0 {
+                    delta::encode(&mut seq[usize::from(order) - 1..], 1);
+                }
+                *w = heads_cost(&seq, order) + residual_cost_plain(&seq[usize::from(order)..]);
+            }
+            assert_eq!(order_costs(&values), want, "n = {n}");
+        }
+    }
 
     fn round_trip(values: &[i64]) -> (usize, IntLayout) {
         let mut out = Vec::new();
