@@ -20,7 +20,6 @@ use arrow_array::types::{
 };
 use arrow_array::{Array, PrimitiveArray, RecordBatch};
 use arrow_schema::{DataType, TimeUnit};
-use bson::oid::ObjectId;
 use bson::{Bson, DateTime};
 use tscoll_catalog::value::{element_size, push_value};
 use tscoll_catalog::{BucketKey, Measurement, MeasurementColumns};
@@ -29,6 +28,7 @@ use tscoll_codec::{Column, RowStart, tag};
 use crate::InsertOptions;
 use crate::collection::CollectionInner;
 use crate::error::{Error, ErrorCode, Result};
+use crate::write::ids;
 use crate::write::meta_cache::lock;
 use crate::write::series::{BuildFx, Fx};
 use crate::write::{InsertResult, WriteError, long_name, take_outcome, too_large};
@@ -357,7 +357,8 @@ impl Field<'_> {
     }
 }
 
-/// [`Field::hash_rows`] of a string column without nulls: each row's string and an end mark.
+/// [`Field::hash_rows`] of a string column without nulls: each row's string and an end mark,
+/// as the general loop mixes a present value.
 fn hash_strings<'s>(hashes: &mut [u64], value: impl Fn(usize) -> &'s str) {
     for (row, h) in hashes.iter_mut().enumerate() {
         let mut fx = Fx::with_state(*h);
@@ -948,6 +949,13 @@ impl CollectionInner {
             present: &mut out.present,
         };
         let generated = usize::from(!has_id);
+        // The `_id`s generated for rows without one, in staging order.
+        let missing = match id_field.and_then(|i| fields.get(i)) {
+            Some(f) => order.iter().filter(|&&row| f.absent(row)).count(),
+            None => order.len(),
+        };
+        let mut new_ids = ids::generate(missing);
+        let mut new_id = || new_ids.next().unwrap_or_default().bytes();
         for (k, (name, column)) in out.fields.iter_mut().enumerate() {
             let field = k.checked_sub(generated).and_then(|i| fields.get(i));
             if let Some(f) = field.filter(|f| name != "_id" && f.pushes_as_run()) {
@@ -975,7 +983,7 @@ impl CollectionInner {
                     Some(f) if name == "_id" => {
                         for (i, &row) in rows.iter().enumerate() {
                             if f.absent(row) {
-                                column.push_bytes(tag::OBJECT_ID, &ObjectId::new().bytes());
+                                column.push_bytes(tag::OBJECT_ID, &new_id());
                                 sizes.add(at + i, 2 + 3 + 12, 4);
                             } else {
                                 let size = f.push(row, column).unwrap_or_default();
@@ -988,7 +996,7 @@ impl CollectionInner {
                     Some(f) => f.push_rows(rows, at, column, &mut sizes),
                     None => {
                         for i in 0..rows.len() {
-                            column.push_bytes(tag::OBJECT_ID, &ObjectId::new().bytes());
+                            column.push_bytes(tag::OBJECT_ID, &new_id());
                             sizes.add(at + i, 2 + 3 + 12, 4);
                         }
                     }

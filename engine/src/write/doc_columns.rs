@@ -64,10 +64,10 @@ impl DocColumns {
             return false;
         }
         let j = *pushed;
-        if !self.defined && j == self.names.len() {
+        let first = !self.defined && j == self.names.len();
+        if first {
             self.names.push(name.to_owned());
-            self.columns
-                .push(Column::with_capacity(self.times.capacity()));
+            self.columns.push(Column::new());
         } else if !self
             .names
             .get(j)
@@ -78,6 +78,10 @@ impl DocColumns {
         }
         if let Some(column) = self.columns.get_mut(j) {
             push_value(column, v, &mut self.scratch);
+            if first {
+                // Room for the call's other documents, shaped like the first one's value.
+                column.reserve_rows(self.times.capacity());
+            }
             *pushed += 1;
         }
         self.defined
@@ -122,7 +126,11 @@ impl DocColumns {
         self.defined = true;
         let mut raw = raw;
         if let Some(id) = generated_id {
+            let first = self.ids.is_empty();
             push_value(&mut self.ids, id, &mut self.scratch);
+            if first {
+                self.ids.reserve_rows(self.times.capacity());
+            }
             raw += element_size("_id", id);
         }
         self.times.push(time);

@@ -4,6 +4,7 @@
 
 pub(crate) mod arrow;
 pub(crate) mod doc_columns;
+pub(crate) mod ids;
 pub(crate) mod meta_cache;
 pub(crate) mod reopen;
 pub(crate) mod series;
@@ -11,7 +12,7 @@ pub(crate) mod series;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use bson::{Bson, Document, oid::ObjectId};
+use bson::{Bson, Document};
 use tscoll_catalog::value::element_size;
 use tscoll_catalog::{
     BucketKey, CommitError, CommitRows, MAX_BSON_OBJECT_SIZE, Measurement, MeasurementColumns,
@@ -223,9 +224,7 @@ impl CollectionInner {
         options: &InsertOptions,
     ) -> Result<InsertResult> {
         let missing_ids = docs.iter().filter(|d| !d.contains_key("_id")).count();
-        let ids: Vec<Bson> = (0..missing_ids)
-            .map(|_| Bson::ObjectId(ObjectId::new()))
-            .collect();
+        let ids: Vec<Bson> = ids::generate(missing_ids).map(Bson::ObjectId).collect();
         let validated = self.validate(docs, &ids, options.ordered, true);
         self.insert_call(validated.errors, options.durability, |writer, call| {
             self.place_with_retries(

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use bson::{Bson, DateTime, Document, oid::ObjectId};
+use bson::{Bson, DateTime, Document};
 use tscoll_catalog::value::{raw_value_bytes, type_code};
 use tscoll_catalog::{BucketCatalog, BucketKey, BucketPart, NoStorage, WriterId};
 
@@ -153,8 +153,8 @@ impl CollectionInner {
     /// missing or non-datetime time field, SPEC §11.2).
     fn place_updated(&self, docs: &[Document]) -> Result<Vec<BucketPart>> {
         let missing = docs.iter().filter(|d| !d.contains_key("_id")).count();
-        let ids: Vec<Bson> = (0..missing)
-            .map(|_| Bson::ObjectId(ObjectId::new()))
+        let ids: Vec<Bson> = crate::write::ids::generate(missing)
+            .map(Bson::ObjectId)
             .collect();
         let validated = self.validate(docs, &ids, true, false);
         if let Some(e) = validated.errors.first() {

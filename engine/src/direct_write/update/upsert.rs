@@ -3,7 +3,7 @@
 //! update operators applied (`$setOnInsert` included), or the replacement document with the
 //! filter's `_id` equality. It gets a generated `_id` when it has none.
 
-use bson::{Bson, DateTime, Document, oid::ObjectId};
+use bson::{Bson, DateTime, Document};
 
 use super::operators::set_path;
 use super::{Update, UpdateResult};
@@ -27,10 +27,9 @@ impl CollectionInner {
             }
         };
         // `_id` first, generated when missing, as MongoDB stores an upserted document.
-        let id = doc
-            .get("_id")
-            .cloned()
-            .unwrap_or_else(|| Bson::ObjectId(ObjectId::new()));
+        let id = doc.get("_id").cloned().unwrap_or_else(|| {
+            Bson::ObjectId(crate::write::ids::generate(1).next().unwrap_or_default())
+        });
         let mut measurement = Document::new();
         measurement.insert("_id", id.clone());
         for (k, v) in doc {
