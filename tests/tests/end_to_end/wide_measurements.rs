@@ -1,10 +1,8 @@
 //! Measurements of many fields, and batches whose measurements each have fields of their own,
-//! are stored whole and in time linear in their fields. Before, a batch of 5000 measurements
+//! are stored whole. Before, a batch of 5000 measurements
 //! with a field each was refused as a whole ("5000 rows × 5002 columns exceed the limit of
 //! 16777216 cells"), and placing a measurement scanned the bucket's fields for each of its
 //! own (a document of 100 000 fields took minutes).
-
-use std::time::{Duration, Instant};
 
 use bson::{Bson, Document, doc};
 use tscoll_engine::{CatalogOptions, FindOptions, InsertOptions};
@@ -53,50 +51,51 @@ fn a_batch_of_measurements_with_fields_of_their_own_is_stored_whole() {
     }
 }
 
-/// Stores one measurement of `fields` fields (`f0`, `f1`, ...) and checks it reads back;
-/// returns the time the insert took.
-fn insert_wide(fields: usize) -> Duration {
-    let (_d, _db, coll) = temp_collection(CatalogOptions::default(), &options(true));
+/// Stores one measurement of `fields` fields (`f0`, `f1`, ...) and checks it reads back whole,
+/// before and after a reopen.
+fn insert_wide(fields: usize) {
+    let (dir, db, coll) = temp_collection(CatalogOptions::default(), &options(true));
     let mut d = doc! { "t": at(0), "m": "s" };
     for i in 0..fields {
         d.insert(format!("f{i}"), i64::try_from(i).expect("small"));
     }
-    let start = Instant::now();
     let r = coll
         .insert_many(std::slice::from_ref(&d), &InsertOptions::default())
         .expect("insert_many");
-    let took = start.elapsed();
     assert_eq!(
         (r.inserted, r.errors.len()),
         (1, 0),
         "{:?}",
         r.errors.first()
     );
-    let stored = coll
-        .find(&Document::new(), &FindOptions::default())
-        .expect("find");
-    assert_eq!(stored.len(), 1);
-    // `_id`, `t`, `m` and the fields.
-    assert_eq!(stored[0].len(), fields + 3);
-    assert_eq!(
-        stored[0].get(format!("f{}", fields - 1)),
-        Some(&Bson::Int64(i64::try_from(fields - 1).expect("small")))
-    );
-    took
+    let check = |coll: &tscoll_engine::Collection| {
+        let stored = coll
+            .find(&Document::new(), &FindOptions::default())
+            .expect("find");
+        assert_eq!(stored.len(), 1);
+        // `_id`, `t`, `m` and the fields, in the order they were given.
+        assert_eq!(stored[0].len(), fields + 3);
+        for (i, (name, value)) in stored[0].iter().skip(3).enumerate() {
+            assert_eq!(name, &format!("f{i}"));
+            assert_eq!(value, &Bson::Int64(i64::try_from(i).expect("small")));
+        }
+    };
+    check(&coll);
+    let path = dir.path().to_owned();
+    drop(coll);
+    db.close().expect("close");
+    drop(db);
+    let db = tscoll_engine::Database::open(&path, tscoll_engine::DatabaseOptions::default())
+        .expect("reopen");
+    check(&db.collection("c").expect("collection"));
 }
 
 #[test]
-fn a_measurement_of_100000_fields_is_stored_in_linear_time() {
-    // Four times the fields take about four times as long (the best of two runs of the
-    // smaller, as the machine may be busy); a scan of the bucket's fields per field made it
-    // sixteen times, and past 65 536 fields the codec refused the bucket.
-    let small = insert_wide(25_000).min(insert_wide(25_000));
-    let large = insert_wide(100_000);
-    let ratio = large.as_secs_f64() / small.as_secs_f64().max(1e-3);
-    assert!(
-        ratio < 9.0,
-        "100 000 fields took {large:?}, {ratio:.1} times 25 000 fields ({small:?})"
-    );
+fn a_measurement_of_100000_fields_is_stored_whole() {
+    // Past 65 536 fields the codec refused the bucket. Placing a measurement once scanned the
+    // bucket's fields for each of its own, which made this test take minutes; its speed is
+    // measured by `tscoll bench`, not asserted here (a timed assertion fails on a busy machine).
+    insert_wide(100_000);
 }
 
 #[test]
