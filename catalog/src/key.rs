@@ -83,12 +83,31 @@ impl BucketKey {
 /// sorted by name bytes (SPEC ). Arrays keep their order; their objects are normalized.
 pub fn write_normalized(v: &Bson, out: &mut Vec<u8>) {
     out.push(type_code(v));
-    write_value(v, out);
+    write_value(v, Order::Sorted, out);
 }
 
-fn write_value(v: &Bson, out: &mut Vec<u8>) {
+/// Writes `type byte ‖ value bytes` of `v` as [`write_normalized`] does, with the fields of
+/// every object in the order they were written. Two values write the same bytes exactly when
+/// they are identical as written (same fields in the same order, same types, doubles equal
+/// bit for bit), and identical values normalize to the same bytes: an insert recognizes a
+/// meta value met before from these bytes without sorting its fields.
+pub fn write_as_written(v: &Bson, out: &mut Vec<u8>) {
+    out.push(type_code(v));
+    write_value(v, Order::AsWritten, out);
+}
+
+/// The order in which a document's fields are written.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Order {
+    /// By name bytes (SPEC ).
+    Sorted,
+    /// As the document holds them.
+    AsWritten,
+}
+
+fn write_value(v: &Bson, order: Order, out: &mut Vec<u8>) {
     match v {
-        Bson::Document(d) => write_document(d, out),
+        Bson::Document(d) => write_document(d, order, out),
         Bson::Array(a) => {
             let start = begin_doc(out);
             let mut name = itoa_buf();
@@ -96,7 +115,7 @@ fn write_value(v: &Bson, out: &mut Vec<u8>) {
                 out.push(type_code(e));
                 out.extend_from_slice(index_name(i, &mut name));
                 out.push(0);
-                write_value(e, out);
+                write_value(e, order, out);
             }
             end_doc(out, start);
         }
@@ -118,11 +137,18 @@ fn write_value(v: &Bson, out: &mut Vec<u8>) {
     }
 }
 
-fn write_document(d: &Document, out: &mut Vec<u8>) {
+fn write_document(d: &Document, order: Order, out: &mut Vec<u8>) {
     let start = begin_doc(out);
+    if order == Order::AsWritten {
+        for (k, v) in d {
+            write_element(k, v, order, out);
+        }
+        end_doc(out, start);
+        return;
+    }
     let mut stack_order = [0usize; 32];
     let mut heap_order = Vec::new();
-    let order: &mut [usize] = if d.len() <= stack_order.len() {
+    let perm: &mut [usize] = if d.len() <= stack_order.len() {
         let o = &mut stack_order[..d.len()];
         for (i, slot) in o.iter_mut().enumerate() {
             *slot = i;
@@ -132,30 +158,26 @@ fn write_document(d: &Document, out: &mut Vec<u8>) {
         heap_order.extend(0..d.len());
         &mut heap_order
     };
-    let entries: Vec<(&String, &Bson)> = if order.len() <= 1 {
-        Vec::new()
-    } else {
-        d.iter().collect()
-    };
-    if order.len() > 1 {
-        order.sort_by(|&a, &b| entries[a].0.as_bytes().cmp(entries[b].0.as_bytes()));
-        for &i in order.iter() {
+    if perm.len() > 1 {
+        let entries: Vec<(&String, &Bson)> = d.iter().collect();
+        perm.sort_by(|&a, &b| entries[a].0.as_bytes().cmp(entries[b].0.as_bytes()));
+        for &i in perm.iter() {
             let (k, v) = entries[i];
-            write_element(k, v, out);
+            write_element(k, v, order, out);
         }
     } else {
         for (k, v) in d {
-            write_element(k, v, out);
+            write_element(k, v, order, out);
         }
     }
     end_doc(out, start);
 }
 
-fn write_element(k: &str, v: &Bson, out: &mut Vec<u8>) {
+fn write_element(k: &str, v: &Bson, order: Order, out: &mut Vec<u8>) {
     out.push(type_code(v));
     out.extend_from_slice(k.as_bytes());
     out.push(0);
-    write_value(v, out);
+    write_value(v, order, out);
 }
 
 fn begin_doc(out: &mut Vec<u8>) -> usize {
@@ -232,6 +254,40 @@ mod tests {
         assert_ne!(key(Bson::Int32(1)), key(Bson::Int64(1)));
         assert_ne!(key(Bson::Double(0.0)), key(Bson::Double(-0.0)));
         assert_ne!(key(Bson::String("a".into())), key(Bson::String("A".into())));
+    }
+
+    #[test]
+    fn written_bytes_keep_the_order_and_tell_values_apart() {
+        let written = |v: Bson| {
+            let mut out = Vec::new();
+            write_as_written(&v, &mut out);
+            out
+        };
+        let normalized = |v: Bson| key(v).bytes;
+        // A value already in normalized order writes its normalized bytes.
+        let sorted = Bson::Document(doc! {"a": 1, "b": {"c": [2.5, {"d": "x"}]}});
+        assert_eq!(written(sorted.clone()), normalized(sorted));
+        // Reordered, at the top or deeper: other bytes, the same normalized ones.
+        let top = Bson::Document(doc! {"b": {"c": [2.5, {"d": "x"}]}, "a": 1});
+        assert_ne!(written(top.clone()), normalized(top.clone()));
+        let deep = Bson::Document(doc! {"a": 1, "b": {"y": 0, "c": 1}});
+        let deep_sorted = Bson::Document(doc! {"a": 1, "b": {"c": 1, "y": 0}});
+        assert_ne!(written(deep.clone()), written(deep_sorted.clone()));
+        assert_eq!(normalized(deep), normalized(deep_sorted));
+        // Values that differ only in type or sign bit write different bytes.
+        assert_ne!(written(Bson::Int32(1)), written(Bson::Int64(1)));
+        assert_ne!(written(Bson::Double(0.0)), written(Bson::Double(-0.0)));
+        assert_ne!(
+            written(Bson::String("a".into())),
+            written(Bson::Symbol("a".into()))
+        );
+        // The bytes are the value's BSON: they read back as the value, fields in order.
+        let back = |bytes: Vec<u8>| value::from_type_and_payload(bytes[0], &bytes[1..]).unwrap();
+        assert_eq!(
+            back(written(top.clone())),
+            top,
+            "written bytes read back as the value"
+        );
     }
 
     #[test]

@@ -34,7 +34,7 @@ pub use catalog::{
 pub use columns::MeasurementColumns;
 pub use commit_error::CommitError;
 pub use commit_rows::{CallRows, CommitRows};
-pub use key::{BucketKey, write_normalized};
+pub use key::{BucketKey, write_as_written, write_normalized};
 pub use minmax::{MinMax, ScalarMinMax};
 pub use options::{CatalogOptions, LARGE_MEASUREMENTS_MAX_BUCKET_SIZE};
 pub use rollup::{

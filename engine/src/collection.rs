@@ -89,6 +89,11 @@ impl CollectionInner {
         pool: MemoryPool,
         storage: Storage,
     ) -> Self {
+        // The meta cache holds about a quarter of the catalog's threshold: an entry (a meta
+        // value's bytes twice) is a fraction of an open bucket's memory.
+        let meta_cache_bytes =
+            usize::try_from(options.idle_bucket_expiry_memory_usage_threshold_bytes / 4)
+                .unwrap_or(usize::MAX);
         let catalog = Arc::new(BucketCatalog::with_pool(bucketing(&spec), options, pool));
         CollectionInner {
             name,
@@ -106,7 +111,7 @@ impl CollectionInner {
             commit_gate: RwLock::new(()),
             records: storage.records,
             retired: Mutex::new(Vec::new()),
-            meta_cache: Mutex::new(MetaCache::default()),
+            meta_cache: Mutex::new(MetaCache::with_max_bytes(meta_cache_bytes)),
             read_only: storage.read_only,
         }
     }

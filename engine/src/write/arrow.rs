@@ -20,6 +20,7 @@ use arrow_array::types::{
 };
 use arrow_array::{Array, PrimitiveArray, RecordBatch};
 use arrow_schema::{DataType, TimeUnit};
+use bson::spec::ElementType;
 use bson::{Bson, DateTime};
 use tscoll_catalog::value::{element_size, push_value};
 use tscoll_catalog::{BucketKey, Measurement, MeasurementColumns};
@@ -169,38 +170,68 @@ impl Field<'_> {
         })
     }
 
+    /// Writes the value of row `row` as [`tscoll_catalog::write_as_written`] writes the
+    /// value [`Field::bson`] gives, without building it; nothing when that is `None`. (A
+    /// struct with two children of one name writes both, where `bson` keeps one: such bytes
+    /// are never another value's, so they still name one series.)
+    fn write_as_written(&self, row: usize, out: &mut Vec<u8>) {
+        if self.absent(row) {
+            return;
+        }
+        out.push(self.element_type() as u8);
+        self.write_payload(row, out);
+    }
+
+    /// The BSON type of the values [`Field::bson`] gives.
+    fn element_type(&self) -> ElementType {
+        match &self.source {
+            Source::Double(_) => ElementType::Double,
+            Source::Int32(_) => ElementType::Int32,
+            Source::Int64(_) => ElementType::Int64,
+            Source::Bool(_) => ElementType::Boolean,
+            Source::Str(_) => ElementType::String,
+            Source::Date(_) => ElementType::DateTime,
+            Source::Struct(_) => ElementType::EmbeddedDocument,
+        }
+    }
+
+    /// The BSON value bytes of row `row`, which is not absent.
+    fn write_payload(&self, row: usize, out: &mut Vec<u8>) {
+        match &self.source {
+            Source::Double(f) => out.extend_from_slice(&f.value(row).to_le_bytes()),
+            Source::Int32(f) => out.extend_from_slice(&f.value(row).to_le_bytes()),
+            Source::Int64(f) => {
+                out.extend_from_slice(&f.value(row).unwrap_or_default().to_le_bytes());
+            }
+            Source::Bool(a) => out.push(u8::from(a.value(row))),
+            Source::Str(f) => {
+                let s = f.value(row);
+                let len = i32::try_from(s.len() + 1).unwrap_or(i32::MAX);
+                out.extend_from_slice(&len.to_le_bytes());
+                out.extend_from_slice(s.as_bytes());
+                out.push(0);
+            }
+            Source::Date(f) => out.extend_from_slice(&f.value(row).to_le_bytes()),
+            Source::Struct(children) => {
+                let start = out.len();
+                out.extend_from_slice(&[0; 4]);
+                for c in children.iter().filter(|c| !c.absent(row)) {
+                    out.push(c.element_type() as u8);
+                    out.extend_from_slice(c.name.as_bytes());
+                    out.push(0);
+                    c.write_payload(row, out);
+                }
+                out.push(0);
+                let len = i32::try_from(out.len() - start).unwrap_or(i32::MAX);
+                out[start..start + 4].copy_from_slice(&len.to_le_bytes());
+            }
+        }
+    }
+
     /// Whether [`Field::bson`] gives `None` for row `row`.
     fn absent(&self, row: usize) -> bool {
         self.array.is_null(row)
             || matches!(&self.source, Source::Int64(f) if f.value(row).is_none())
-    }
-
-    /// Whether [`Field::bson`] gives `value` for row `row` (doubles compared bit for bit),
-    /// without building it.
-    fn matches(&self, row: usize, value: Option<&Bson>) -> bool {
-        let Some(value) = value else {
-            return self.absent(row);
-        };
-        if self.array.is_null(row) {
-            return false;
-        }
-        match (&self.source, value) {
-            (Source::Double(f), Bson::Double(x)) => f.value(row).to_bits() == x.to_bits(),
-            (Source::Int32(f), Bson::Int32(x)) => f.value(row) == *x,
-            (Source::Int64(f), Bson::Int64(x)) => f.value(row) == Some(*x),
-            (Source::Bool(a), Bson::Boolean(x)) => a.value(row) == *x,
-            (Source::Str(f), Bson::String(x)) => f.value(row) == x,
-            (Source::Date(f), Bson::DateTime(x)) => f.value(row) == x.timestamp_millis(),
-            (Source::Struct(children), Bson::Document(d)) => {
-                let mut entries = d.iter();
-                children.iter().filter(|c| !c.absent(row)).all(|c| {
-                    entries
-                        .next()
-                        .is_some_and(|(k, v)| k == c.name && c.matches(row, Some(v)))
-                }) && entries.next().is_none()
-            }
-            _ => false,
-        }
     }
 
     /// Whether rows `a` and `b` hold the same value (both null included), without building
@@ -768,6 +799,8 @@ impl CollectionInner {
             f.same_rows(&pairs, &mut same);
             // Rows whose hash another value has: (hash, row holding the value, index).
             let mut others: Vec<(u64, usize, u32)> = Vec::new();
+            // The written bytes of a value new to the batch (`write::meta_cache`).
+            let mut written = Vec::new();
             for row in 0..n {
                 let hash = hashes[row];
                 let known = if same[row] {
@@ -791,16 +824,15 @@ impl CollectionInner {
                     others.push((hash, row, i));
                 }
                 row_meta.push(i);
-                let cached = lock(&self.meta_cache)
-                    .get(hash, |v| f.matches(row, v))
-                    .cloned();
+                written.clear();
+                f.write_as_written(row, &mut written);
+                let cached = lock(&self.meta_cache).get(hash, &written).cloned();
                 let key = match cached {
                     Some(key) => key,
                     None => {
                         // A null meta is no meta, as a null field is no field.
-                        let value = f.bson(row);
-                        let key = BucketKey::from_meta(value.as_ref());
-                        lock(&self.meta_cache).insert(hash, value, key.clone());
+                        let key = BucketKey::from_meta(f.bson(row).as_ref());
+                        lock(&self.meta_cache).insert(hash, &written, key.clone());
                         key
                     }
                 };
@@ -1008,5 +1040,118 @@ impl CollectionInner {
             columns: out,
             errors,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_array::{
+        ArrayRef, BooleanArray, Float64Array, Int32Array, Int64Array, StringArray, StructArray,
+        TimestampMillisecondArray, UInt64Array,
+    };
+    use arrow_buffer::NullBuffer;
+    use arrow_schema::Field as ArrowField;
+
+    use super::*;
+
+    /// A struct of every meta type, with null rows, null children and a `UInt64` past
+    /// `i64::MAX`.
+    fn meta_column() -> StructArray {
+        let children: Vec<(Arc<ArrowField>, ArrayRef)> = vec![
+            (
+                Arc::new(ArrowField::new("host", DataType::Utf8, true)),
+                Arc::new(StringArray::from(vec![
+                    Some("a"),
+                    None,
+                    Some(""),
+                    Some("a"),
+                ])),
+            ),
+            (
+                Arc::new(ArrowField::new("d", DataType::Float64, true)),
+                Arc::new(Float64Array::from(vec![
+                    Some(-0.0),
+                    Some(1.5),
+                    None,
+                    Some(0.0),
+                ])),
+            ),
+            (
+                Arc::new(ArrowField::new("i", DataType::Int32, true)),
+                Arc::new(Int32Array::from(vec![Some(1), Some(-7), Some(0), None])),
+            ),
+            (
+                Arc::new(ArrowField::new("l", DataType::Int64, true)),
+                Arc::new(Int64Array::from(vec![
+                    Some(1),
+                    None,
+                    Some(i64::MIN),
+                    Some(5),
+                ])),
+            ),
+            (
+                Arc::new(ArrowField::new("u", DataType::UInt64, true)),
+                Arc::new(UInt64Array::from(vec![
+                    Some(u64::MAX),
+                    Some(3),
+                    None,
+                    Some(4),
+                ])),
+            ),
+            (
+                Arc::new(ArrowField::new("b", DataType::Boolean, true)),
+                Arc::new(BooleanArray::from(vec![
+                    Some(true),
+                    Some(false),
+                    None,
+                    Some(true),
+                ])),
+            ),
+            (
+                Arc::new(ArrowField::new(
+                    "t",
+                    DataType::Timestamp(TimeUnit::Millisecond, None),
+                    true,
+                )),
+                Arc::new(TimestampMillisecondArray::from(vec![
+                    Some(-1),
+                    Some(1_700_000_000_000),
+                    None,
+                    Some(0),
+                ])),
+            ),
+        ];
+        let inner = StructArray::from(children);
+        let outer = StructArray::from(vec![(
+            Arc::new(ArrowField::new("inner", inner.data_type().clone(), true)),
+            Arc::new(inner) as ArrayRef,
+        )]);
+        let (fields, columns, _) = outer.into_parts();
+        StructArray::new(
+            fields,
+            columns,
+            Some(NullBuffer::from(vec![true, true, false, true])),
+        )
+    }
+
+    #[test]
+    fn a_row_writes_the_bytes_of_its_bson_value_as_written() {
+        let meta = meta_column();
+        let f = field("m", &meta).expect("a supported type");
+        for row in 0..meta.len() {
+            let mut direct = Vec::new();
+            f.write_as_written(row, &mut direct);
+            let mut via_bson = Vec::new();
+            if let Some(v) = f.bson(row) {
+                tscoll_catalog::write_as_written(&v, &mut via_bson);
+            }
+            assert_eq!(direct, via_bson, "row {row}: {:?}", f.bson(row));
+        }
+        // The null row writes nothing; the others are documents.
+        let mut null_row = Vec::new();
+        f.write_as_written(2, &mut null_row);
+        assert!(null_row.is_empty());
     }
 }

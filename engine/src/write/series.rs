@@ -4,15 +4,16 @@
 //!
 //! Normalizing costs a sort of the meta value's fields per measurement. Measurements of one
 //! series from one source carry the same meta value with its fields in the same order, so
-//! each raw value seen is remembered with its series: a later measurement whose meta value is
-//! *identical as written* (same fields in the same order, same types, same bits) joins that
-//! series after a hash and a comparison, without normalizing. Any other value is normalized,
-//! so the grouping is exactly that of the normalized bytes.
+//! each value is first written *as written* ([`tscoll_catalog::write_as_written`], one pass,
+//! no sort, into a buffer kept for the call): a later measurement whose value writes the
+//! same bytes joins that series after a hash and a comparison of the bytes, without
+//! normalizing; so does a value an earlier call met ([`crate::write::meta_cache`]). Any other
+//! value is normalized, so the grouping is exactly that of the normalized bytes.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use bson::{Bson, Document};
+use bson::Bson;
 use tscoll_catalog::BucketKey;
 
 use crate::write::meta_cache::{MetaCache, lock};
@@ -25,11 +26,15 @@ pub(crate) struct SeriesGroups<'a> {
     by_key: HashMap<BucketKey, usize, BuildFx>,
     /// Keys of meta values earlier calls met (see [`crate::write::meta_cache`]).
     cache: Option<&'a Mutex<MetaCache>>,
-    /// Hash of a raw meta value → (that value, its group number): the first value seen with
-    /// that hash.
-    by_raw: HashMap<u64, (&'a Bson, usize), BuildFx>,
+    /// The written bytes of the distinct meta values of the call, one after another.
+    written: Vec<u8>,
+    /// Hash of a meta value's written bytes → (their range in `written`, group number): the
+    /// first value seen with that hash.
+    by_written: HashMap<u64, (usize, usize, usize), BuildFx>,
     /// Group of the measurements without a meta value.
     no_meta: Option<usize>,
+    /// The written bytes of the value [`SeriesGroups::seen`] looked at last.
+    current: Vec<u8>,
     scratch: Vec<u8>,
 }
 
@@ -39,8 +44,10 @@ impl<'a> SeriesGroups<'a> {
             keys: Vec::new(),
             by_key: HashMap::default(),
             cache: None,
-            by_raw: HashMap::default(),
+            written: Vec::new(),
+            by_written: HashMap::default(),
             no_meta: None,
+            current: Vec::new(),
             scratch: Vec::new(),
         }
     }
@@ -55,7 +62,7 @@ impl<'a> SeriesGroups<'a> {
     }
 
     /// The group number of the series of meta value `meta` (`None`: no meta field).
-    pub(crate) fn group_of(&mut self, meta: Option<&'a Bson>) -> usize {
+    pub(crate) fn group_of(&mut self, meta: Option<&Bson>) -> usize {
         let Some(meta) = meta else {
             if let Some(g) = self.no_meta {
                 return g;
@@ -71,37 +78,43 @@ impl<'a> SeriesGroups<'a> {
     }
 
     /// The group of a meta value identical as written to one this call has seen, and the
-    /// value's hash (for [`SeriesGroups::group_of_new`]).
-    pub(crate) fn seen(&self, meta: &Bson) -> (Option<usize>, u64) {
+    /// hash of its written bytes (for [`SeriesGroups::group_of_new`], which takes the bytes
+    /// written here).
+    pub(crate) fn seen(&mut self, meta: &Bson) -> (Option<usize>, u64) {
+        self.current.clear();
+        tscoll_catalog::write_as_written(meta, &mut self.current);
         let mut h = Fx::default();
-        hash_value(meta, &mut h);
+        h.bytes(&self.current);
         let hash = h.0;
         let g = self
-            .by_raw
+            .by_written
             .get(&hash)
-            .filter(|(seen, _)| identical(seen, meta))
-            .map(|&(_, g)| g);
+            .filter(|&&(from, to, _)| self.written.get(from..to) == Some(&self.current[..]))
+            .map(|&(_, _, g)| g);
         (g, hash)
     }
 
-    /// The group of a meta value [`SeriesGroups::seen`] did not find, hashed as `hash`.
-    pub(crate) fn group_of_new(&mut self, meta: &'a Bson, hash: u64) -> usize {
-        let cached = self.cache.and_then(|c| {
-            lock(c)
-                .get(hash, |v| v.is_some_and(|v| identical(v, meta)))
-                .cloned()
-        });
+    /// The group of a meta value [`SeriesGroups::seen`] did not find, hashed as `hash`:
+    /// `meta` is the value `seen` was given last.
+    pub(crate) fn group_of_new(&mut self, meta: &Bson, hash: u64) -> usize {
+        let cached = self
+            .cache
+            .and_then(|c| lock(c).get(hash, &self.current).cloned());
         let g = match cached {
             Some(key) => self.group_of_key(key),
             None => {
                 let g = self.by_normalized(Some(meta));
                 if let (Some(c), Some(key)) = (self.cache, self.keys.get(g)) {
-                    lock(c).insert(hash, Some(meta.clone()), key.clone());
+                    lock(c).insert(hash, &self.current, key.clone());
                 }
                 g
             }
         };
-        self.by_raw.entry(hash).or_insert((meta, g));
+        let from = self.written.len();
+        self.written.extend_from_slice(&self.current);
+        self.by_written
+            .entry(hash)
+            .or_insert((from, self.written.len(), g));
         g
     }
 
@@ -124,63 +137,9 @@ impl<'a> SeriesGroups<'a> {
     }
 }
 
-/// Whether two values are identical as written: same fields in the same order at every
-/// depth, same types, doubles equal bit for bit. Identical values normalize to the same bytes;
-/// `false` only sends the value through normalization.
-fn identical(a: &Bson, b: &Bson) -> bool {
-    match (a, b) {
-        (Bson::String(x), Bson::String(y)) => x == y,
-        (Bson::Document(x), Bson::Document(y)) => identical_documents(x, y),
-        (Bson::Array(x), Bson::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| identical(p, q))
-        }
-        (Bson::Double(x), Bson::Double(y)) => x.to_bits() == y.to_bits(),
-        (Bson::Document(_) | Bson::Array(_) | Bson::Double(_), _) => false,
-        _ => a == b,
-    }
-}
-
-fn identical_documents(x: &Document, y: &Document) -> bool {
-    x.len() == y.len()
-        && x.iter()
-            .zip(y)
-            .all(|((kx, vx), (ky, vy))| kx == ky && identical(vx, vy))
-}
-
-/// Feeds a value's scalars, in order, to the hasher, with the length of each field name (the
-/// names of a series' meta repeat in every measurement; hashing their bytes would add little
-/// to telling values apart). Types without a cheap byte form feed only their type: equal
-/// hashes are always confirmed by [`identical`], which compares the names too.
-fn hash_value(v: &Bson, h: &mut Fx) {
-    if let Bson::String(s) = v {
-        h.bytes(s.as_bytes());
-        return;
-    }
-    h.word(v.element_type() as u64);
-    match v {
-        Bson::Document(d) => {
-            for (k, sub) in d {
-                h.word(k.len() as u64);
-                hash_value(sub, h);
-            }
-        }
-        Bson::Array(a) => a.iter().for_each(|sub| hash_value(sub, h)),
-        Bson::String(s) | Bson::Symbol(s) => h.bytes(s.as_bytes()),
-        Bson::Double(d) => h.word(d.to_bits()),
-        #[expect(clippy::cast_sign_loss, reason = "hashing the bits")]
-        Bson::Int32(i) => h.word(*i as u64),
-        #[expect(clippy::cast_sign_loss, reason = "hashing the bits")]
-        Bson::Int64(i) => h.word(*i as u64),
-        #[expect(clippy::cast_sign_loss, reason = "hashing the bits")]
-        Bson::DateTime(t) => h.word(t.timestamp_millis() as u64),
-        Bson::Boolean(b) => h.word(u64::from(*b)),
-        Bson::ObjectId(o) => h.bytes(&o.bytes()),
-        _ => {}
-    }
-}
-
 /// A small multiplicative hasher (the "Fx" scheme): a rotate, a xor and a multiply per 8 bytes.
-/// Not collision-resistant; it only picks a candidate that [`identical`] then confirms.
+/// Not collision-resistant; it only picks a candidate that a comparison of the bytes then
+/// confirms.
 #[derive(Default)]
 pub(crate) struct Fx(u64);
 
@@ -207,11 +166,13 @@ impl Fx {
         Fx(h)
     }
 
-    fn word(&mut self, w: u64) {
+    /// Mixes in one word.
+    pub(crate) fn word(&mut self, w: u64) {
         self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(Self::K);
     }
 
-    fn bytes(&mut self, b: &[u8]) {
+    /// Mixes in `b`, a word at a time, and its length.
+    pub(crate) fn bytes(&mut self, b: &[u8]) {
         let mut chunks = b.chunks_exact(8);
         for c in &mut chunks {
             let mut w = [0u8; 8];
