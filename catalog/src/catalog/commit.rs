@@ -331,12 +331,16 @@ impl BucketCatalog {
                 match bucket.rollover {
                     Some(reason) => roll = Some(reason),
                     None if bucket.state == BucketState::Normal => {
-                        stripe.idle_seq += 1;
-                        let seq = stripe.idle_seq;
-                        if let Some(b) = stripe.buckets.get_mut(&batch.bucket_id) {
-                            b.idle_seq = Some(seq);
+                        let Stripe { idle, buckets, .. } = &mut *stripe;
+                        if let Some(b) = buckets.get_mut(&batch.bucket_id) {
+                            if b.idle_seq.is_some() {
+                                idle.left();
+                            }
+                            b.idle_seq = Some(idle.push(batch.bucket_id));
                         }
-                        stripe.idle.insert(seq, batch.bucket_id);
+                        idle.compact(|seq, id| {
+                            buckets.get(id).is_some_and(|b| b.idle_seq == Some(seq))
+                        });
                     }
                     None => {
                         self.remove_bucket(&mut stripe, &batch.bucket_id);
@@ -412,8 +416,8 @@ impl BucketCatalog {
         }
         bucket.state = state;
         let key = Arc::clone(&bucket.key);
-        if let Some(seq) = bucket.idle_seq.take() {
-            stripe.idle.remove(&seq);
+        if bucket.idle_seq.take().is_some() {
+            stripe.idle.left();
         }
         if let Some(series) = stripe.series.get_mut(&key) {
             if series.open == Some(*id) {

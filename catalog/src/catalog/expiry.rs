@@ -16,7 +16,10 @@ impl BucketCatalog {
             && done <= options.idle_bucket_expiry_max_count_per_attempt
         {
             done += 1;
-            if let Some((_, id)) = stripe.idle.pop_first() {
+            let Stripe { idle, buckets, .. } = &mut *stripe;
+            let oldest =
+                idle.pop_oldest(|seq, id| buckets.get(id).is_some_and(|b| b.idle_seq == Some(seq)));
+            if let Some(id) = oldest {
                 if let Some(b) = stripe.buckets.get_mut(&id) {
                     b.idle_seq = None;
                 }

@@ -35,6 +35,7 @@ use crate::write_batch::{PreparedBatch, WriteBatch, WriterId};
 mod commit;
 mod direct;
 mod expiry;
+mod idle;
 mod placement;
 mod reopening;
 mod runs;
@@ -279,8 +280,8 @@ struct Stripe {
     /// Archived records oldest first (the order expiry drops them in), by number.
     archived_order: BTreeMap<u64, (Arc<BucketKey>, i64)>,
     archived_seq: u64,
-    idle: BTreeMap<u64, BucketId>,
-    idle_seq: u64,
+    /// Idle buckets, oldest first (`idle.rs`).
+    idle: idle::IdleList,
     /// Direct writes in progress, by bucket (SPEC §6.7, R-7.4.1): such a bucket is not
     /// reopened.
     direct_writes: HashMap<BucketId, u32>,
@@ -500,8 +501,8 @@ impl BucketCatalog {
             stripe.storing.insert(*id, Arc::clone(&part));
             lock(&self.leaving).push(part);
         }
-        if let Some(seq) = bucket.idle_seq {
-            stripe.idle.remove(&seq);
+        if bucket.idle_seq.is_some() {
+            stripe.idle.left();
         }
         if let Some(series) = stripe.series.get_mut(&bucket.key) {
             if series.open == Some(*id) {

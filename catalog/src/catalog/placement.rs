@@ -122,8 +122,8 @@ impl BucketCatalog {
             return;
         };
         // Using an idle bucket takes it off the idle list.
-        if let Some(seq) = bucket.idle_seq.take() {
-            stripe.idle.remove(&seq);
+        if bucket.idle_seq.take().is_some() {
+            stripe.idle.left();
         }
         let (batch, bytes) = self.append(
             st.writer,

@@ -170,8 +170,8 @@ impl BucketCatalog {
                 let run = fast_run(bucket, rows, (map, single), cursors, end, st, derived);
                 if run.rows > 0 {
                     // Using an idle bucket takes it off the idle list.
-                    if let Some(seq) = bucket.idle_seq.take() {
-                        stripe.idle.remove(&seq);
+                    if bucket.idle_seq.take().is_some() {
+                        stripe.idle.left();
                     }
                     let batch = self.append_run(bucket, rows, (map, single), cursors, run, st);
                     st.out.staged_bytes += run.raw;
