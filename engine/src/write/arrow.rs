@@ -31,7 +31,7 @@ use crate::collection::CollectionInner;
 use crate::error::{Error, ErrorCode, Result};
 use crate::write::ids;
 use crate::write::meta_cache::lock;
-use crate::write::series::{BuildFx, Fx};
+use crate::write::series::{BuildFx, Fx, SeriesKeys};
 use crate::write::{InsertResult, WriteError, long_name, take_outcome, too_large};
 
 /// One Arrow column read as values of one BSON type. Each kind reads its Arrow arrays
@@ -778,8 +778,7 @@ impl CollectionInner {
         // Series: the key of each distinct meta value, found from a hash of the value as
         // the batch holds it (in this batch, or in the collection's cache of values seen
         // before); only a value new to both is built and normalized.
-        let mut keys: Vec<BucketKey> = Vec::new();
-        let mut group_of: HashMap<BucketKey, usize, BuildFx> = HashMap::default();
+        let mut keys = SeriesKeys::default();
         // Group of each distinct meta value, and the distinct value of each row.
         let mut meta_groups: Vec<usize> = Vec::new();
         let mut row_meta: Vec<u32> = Vec::with_capacity(n);
@@ -836,18 +835,10 @@ impl CollectionInner {
                         key
                     }
                 };
-                let g = match group_of.get(&key) {
-                    Some(&g) => g,
-                    None => {
-                        group_of.insert(key.clone(), keys.len());
-                        keys.push(key);
-                        keys.len() - 1
-                    }
-                };
-                meta_groups.push(g);
+                meta_groups.push(keys.group_of(key));
             }
         } else {
-            keys.push(BucketKey::no_meta());
+            keys.group_of(BucketKey::no_meta());
             meta_groups.push(0);
             row_meta.resize(n, 0);
         }
@@ -1036,7 +1027,7 @@ impl CollectionInner {
             }
         }
         Ok(ColumnarInput {
-            keys,
+            keys: keys.keys,
             columns: out,
             errors,
         })

@@ -212,7 +212,7 @@ impl CollectionInner {
         }
         Validated {
             columns: columns.into_columns(&groups),
-            keys: series.keys,
+            keys: series.keys.keys,
             groups,
             errors,
         }

@@ -21,9 +21,7 @@ use crate::write::meta_cache::{MetaCache, lock};
 /// The series of one insert call, in order of first appearance.
 pub(crate) struct SeriesGroups<'a> {
     /// The series' keys (normalized meta bytes), by group number.
-    pub(crate) keys: Vec<BucketKey>,
-    /// Key → group number.
-    by_key: HashMap<BucketKey, usize, BuildFx>,
+    pub(crate) keys: SeriesKeys,
     /// Keys of meta values earlier calls met (see [`crate::write::meta_cache`]).
     cache: Option<&'a Mutex<MetaCache>>,
     /// The written bytes of the distinct meta values of the call, one after another.
@@ -41,8 +39,7 @@ pub(crate) struct SeriesGroups<'a> {
 impl<'a> SeriesGroups<'a> {
     pub(crate) fn new() -> Self {
         SeriesGroups {
-            keys: Vec::new(),
-            by_key: HashMap::default(),
+            keys: SeriesKeys::default(),
             cache: None,
             written: Vec::new(),
             by_written: HashMap::default(),
@@ -101,10 +98,10 @@ impl<'a> SeriesGroups<'a> {
             .cache
             .and_then(|c| lock(c).get(hash, &self.current).cloned());
         let g = match cached {
-            Some(key) => self.group_of_key(key),
+            Some(key) => self.keys.group_of(key),
             None => {
                 let g = self.by_normalized(Some(meta));
-                if let (Some(c), Some(key)) = (self.cache, self.keys.get(g)) {
+                if let (Some(c), Some(key)) = (self.cache, self.keys.keys.get(g)) {
                     lock(c).insert(hash, &self.current, key.clone());
                 }
                 g
@@ -123,17 +120,44 @@ impl<'a> SeriesGroups<'a> {
         if let Some(m) = meta {
             tscoll_catalog::write_normalized(m, &mut self.scratch);
         }
-        self.group_of_key(BucketKey::from_bytes(self.scratch.clone()))
+        self.keys
+            .group_of(BucketKey::from_bytes(self.scratch.clone()))
     }
+}
 
-    fn group_of_key(&mut self, key: BucketKey) -> usize {
-        if let Some(&g) = self.by_key.get(&key) {
-            return g;
+/// The distinct series keys of one call, numbered in order of first appearance.
+#[derive(Default)]
+pub(crate) struct SeriesKeys {
+    /// The keys, by number.
+    pub(crate) keys: Vec<BucketKey>,
+    /// A key's hash → the number of the first key with that hash.
+    by_hash: HashMap<u64, usize, BuildFx>,
+}
+
+impl SeriesKeys {
+    /// The number of `key`, numbering it if it is new (the key is kept once, not copied).
+    pub(crate) fn group_of(&mut self, key: BucketKey) -> usize {
+        if let Some(&g) = self.by_hash.get(&key.hash) {
+            if self.keys.get(g) == Some(&key) {
+                return g;
+            }
+            // Another key with the same hash (rare): compared with every key.
+            if let Some(g) = self.keys.iter().position(|k| *k == key) {
+                return g;
+            }
+        } else {
+            self.by_hash.insert(key.hash, self.keys.len());
         }
-        let g = self.keys.len();
-        self.by_key.insert(key.clone(), g);
         self.keys.push(key);
-        g
+        self.keys.len() - 1
+    }
+}
+
+impl std::ops::Deref for SeriesKeys {
+    type Target = [BucketKey];
+
+    fn deref(&self) -> &[BucketKey] {
+        &self.keys
     }
 }
 
@@ -270,6 +294,28 @@ mod tests {
             longer.push(b'x');
             assert!(!same_bytes(&a, &longer), "{len}");
         }
+    }
+
+    #[test]
+    fn series_keys_number_each_key_once_even_when_hashes_collide() {
+        let mut keys = SeriesKeys::default();
+        let a = BucketKey::from_bytes(vec![1, 2]);
+        let b = BucketKey::from_bytes(vec![3]);
+        // Two keys given the same hash: numbered apart by their bytes.
+        let c = BucketKey {
+            bytes: vec![4],
+            hash: a.hash,
+        };
+        let d = BucketKey {
+            bytes: vec![5],
+            hash: a.hash,
+        };
+        let numbers: Vec<usize> = [&a, &b, &c, &a, &d, &c, &b, &d]
+            .into_iter()
+            .map(|k| keys.group_of(k.clone()))
+            .collect();
+        assert_eq!(numbers, [0, 1, 2, 0, 3, 2, 1, 3]);
+        assert_eq!(&keys[..], &[a, b, c, d]);
     }
 
     fn group_all(values: &[Option<Bson>]) -> (Vec<usize>, usize) {
