@@ -37,24 +37,36 @@ impl BucketCatalog {
         let stripe_no = Self::stripe_of(key);
         let mut guard = lock(&self.stripes[stripe_no]);
         let stripe: &mut Stripe = &mut guard;
-        let mut st = self.staging(stripe, writer, stripe_no, key, source, (&spec, &options));
+        let mut st = self.staging(
+            stripe,
+            writer,
+            stripe_no,
+            key,
+            None,
+            source,
+            (&spec, &options),
+        );
         stage(stripe, &mut st);
         self.finish_staging(stripe, st)
     }
 
     /// The state of one call staging measurements of series `key` into stripe `stripe_no`.
+    /// A series new to the stripe keeps `shared` when given (the caller's copy of `key`),
+    /// a copy of `key` otherwise.
+    #[expect(clippy::too_many_arguments, reason = "one staging's inputs")]
     pub(super) fn staging<'s>(
         &self,
         stripe: &Stripe,
         writer: WriterId,
         stripe_no: usize,
         key: &BucketKey,
+        shared: Option<&Arc<BucketKey>>,
         source: &'s dyn BucketSource,
         (spec, options): (&'s BucketingSpec, &'s CatalogOptions),
     ) -> Staging<'s> {
         let key = match stripe.series.get_key_value(key) {
             Some((k, _)) => Arc::clone(k),
-            None => Arc::new(key.clone()),
+            None => shared.map_or_else(|| Arc::new(key.clone()), Arc::clone),
         };
         Staging {
             writer,

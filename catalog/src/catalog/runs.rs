@@ -71,11 +71,12 @@ impl BucketCatalog {
     /// (SPEC §6.2–§6.5 per series; the order of series does not matter to them).
     /// `measurements`, when given, are each group's rows as documents, in the same order.
     /// Groups without rows, and groups past `keys`, are skipped; nothing panics on a
-    /// mismatch of `keys`, `rows.groups` and `measurements`.
+    /// mismatch of `keys`, `rows.groups` and `measurements`. A series new to the catalog keeps
+    /// its key of `keys` (shared, not copied).
     pub fn stage_call(
         &self,
         writer: WriterId,
-        keys: &[BucketKey],
+        keys: &[Arc<BucketKey>],
         rows: &MeasurementColumns,
         measurements: Option<&[Vec<Measurement<'_>>]>,
         source: &dyn BucketSource,
@@ -101,8 +102,15 @@ impl BucketCatalog {
                 let Some(key) = keys.get(g) else {
                     continue;
                 };
-                let mut st =
-                    self.staging(stripe, writer, stripe_no, key, source, (&spec, &options));
+                let mut st = self.staging(
+                    stripe,
+                    writer,
+                    stripe_no,
+                    key,
+                    Some(key),
+                    source,
+                    (&spec, &options),
+                );
                 let ms = measurements.and_then(|m| m.get(g)).map(Vec::as_slice);
                 self.stage_group(stripe, &mut st, rows, g, ms, &mut scratch);
                 let part = self.finish_staging(stripe, st);

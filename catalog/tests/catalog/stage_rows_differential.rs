@@ -134,8 +134,8 @@ fn run(input: &Input, mode: Mode) -> (Vec<Vec<String>>, u64) {
             .map(|(s, series)| series_docs(s, series))
             .collect();
         let groups: Vec<Vec<Measurement<'_>>> = docs.iter().map(|d| measurements_of(d)).collect();
-        let keys: Vec<BucketKey> = (0..call.len())
-            .map(|s| BucketKey::from_meta(Some(&Bson::Int32(s as i32))))
+        let keys: Vec<std::sync::Arc<BucketKey>> = (0..call.len())
+            .map(|s| std::sync::Arc::new(BucketKey::from_meta(Some(&Bson::Int32(s as i32)))))
             .collect();
         let mut outcomes = Vec::new();
         if mode == Mode::Call && groups.iter().any(|g| !g.is_empty()) {
@@ -301,5 +301,41 @@ fn a_tie_after_a_run_keeps_the_first_value() {
         let (by_row, _) = run(&input, Mode::Row);
         assert_eq!(by_call, by_row, "max size {max_size}");
         assert_eq!(by_column, by_row, "max size {max_size}");
+    }
+}
+
+/// A series new to the catalog keeps the key the call gave (`stage_call` takes them shared):
+/// its batches name the caller's key, not a copy; a series met before keeps its own.
+#[test]
+fn a_new_series_shares_the_callers_key() {
+    let catalog = BucketCatalog::new(spec(), CatalogOptions::default());
+    let call = |keys: &[std::sync::Arc<BucketKey>], minute: i64| {
+        let docs: Vec<Document> = (0..keys.len())
+            .map(|s| measurement(s, minute, 0, 1))
+            .collect();
+        let groups: Vec<Vec<Measurement<'_>>> = docs.chunks(1).map(measurements_of).collect();
+        let rows = MeasurementColumns::from_measurements(&groups, Some("m")).expect("columns");
+        catalog.stage_call(WriterId(1), keys, &rows, Some(&groups), &NoStorage)
+    };
+    let keys: Vec<std::sync::Arc<BucketKey>> = (0..3)
+        .map(|s| std::sync::Arc::new(BucketKey::from_meta(Some(&Bson::Int32(s)))))
+        .collect();
+    let out = call(&keys, 0);
+    assert_eq!(out.batches.len(), 3);
+    for b in &out.batches {
+        assert!(
+            keys.iter().any(|k| std::ptr::eq(b.key(), &**k)),
+            "the batch's key is one of the call's"
+        );
+    }
+    // A later call's equal keys: the catalog keeps the first ones.
+    let again: Vec<std::sync::Arc<BucketKey>> = keys
+        .iter()
+        .map(|k| std::sync::Arc::new((**k).clone()))
+        .collect();
+    let out = call(&again, 1);
+    for b in &out.batches {
+        assert!(keys.iter().any(|k| std::ptr::eq(b.key(), &**k)));
+        assert!(!again.iter().any(|k| std::ptr::eq(b.key(), &**k)));
     }
 }

@@ -11,6 +11,7 @@
 
 use std::collections::HashMap;
 use std::hash::Hasher;
+use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
@@ -654,7 +655,7 @@ fn field<'a>(name: &'a str, array: &'a dyn Array) -> std::result::Result<Field<'
 
 /// The rows of a batch read into columns.
 struct ColumnarInput {
-    keys: Vec<BucketKey>,
+    keys: Vec<Arc<BucketKey>>,
     columns: MeasurementColumns,
     errors: Vec<WriteError>,
 }
@@ -830,15 +831,15 @@ impl CollectionInner {
                     Some(key) => key,
                     None => {
                         // A null meta is no meta, as a null field is no field.
-                        let key = BucketKey::from_meta(f.bson(row).as_ref());
-                        lock(&self.meta_cache).insert(hash, &written, key.clone());
+                        let key = Arc::new(BucketKey::from_meta(f.bson(row).as_ref()));
+                        lock(&self.meta_cache).insert(hash, &written, Arc::clone(&key));
                         key
                     }
                 };
                 meta_groups.push(keys.group_of(key));
             }
         } else {
-            keys.group_of(BucketKey::no_meta());
+            keys.group_of(Arc::new(BucketKey::no_meta()));
             meta_groups.push(0);
             row_meta.resize(n, 0);
         }

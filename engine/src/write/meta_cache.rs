@@ -16,7 +16,7 @@
 //! that does not is forgotten a generation at a time, not all at once.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tscoll_catalog::BucketKey;
 
@@ -55,7 +55,8 @@ struct Generation {
 #[derive(Debug)]
 struct Entry {
     written: Box<[u8]>,
-    key: BucketKey,
+    /// Shared with the calls and the catalog's series that use it.
+    key: Arc<BucketKey>,
 }
 
 impl Entry {
@@ -81,7 +82,7 @@ impl MetaCache {
     }
 
     /// The key of the value hashed as `hash` whose written bytes are `written`.
-    pub(crate) fn get(&mut self, hash: u64, written: &[u8]) -> Option<&BucketKey> {
+    pub(crate) fn get(&mut self, hash: u64, written: &[u8]) -> Option<&Arc<BucketKey>> {
         let in_newer = self
             .newer
             .by_hash
@@ -102,7 +103,7 @@ impl MetaCache {
     }
 
     /// Remembers the key of the value hashed as `hash` whose written bytes are `written`.
-    pub(crate) fn insert(&mut self, hash: u64, written: &[u8], key: BucketKey) {
+    pub(crate) fn insert(&mut self, hash: u64, written: &[u8], key: Arc<BucketKey>) {
         self.push(
             hash,
             Entry {
@@ -114,7 +115,7 @@ impl MetaCache {
 
     /// Adds `entry` to the newer generation, which first becomes the older one when it is
     /// full.
-    fn push(&mut self, hash: u64, entry: Entry) -> &BucketKey {
+    fn push(&mut self, hash: u64, entry: Entry) -> &Arc<BucketKey> {
         let cost = entry.cost();
         if self.newer.bytes.saturating_add(cost) > self.generation_bytes {
             self.older = std::mem::take(&mut self.newer);
@@ -131,8 +132,8 @@ impl MetaCache {
 mod tests {
     use super::*;
 
-    fn key(b: u8) -> BucketKey {
-        BucketKey::from_bytes(vec![b])
+    fn key(b: u8) -> Arc<BucketKey> {
+        Arc::new(BucketKey::from_bytes(vec![b]))
     }
 
     #[test]

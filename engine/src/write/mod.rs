@@ -63,7 +63,7 @@ pub struct InsertResult {
 /// Measurements checked (SPEC §2) and grouped by series, sorted by time.
 pub(crate) struct Validated<'a> {
     /// The series.
-    pub(crate) keys: Vec<BucketKey>,
+    pub(crate) keys: Vec<Arc<BucketKey>>,
     /// The measurements of each series, in time order.
     pub(crate) groups: Vec<Vec<Measurement<'a>>>,
     /// The rejected measurements.
@@ -289,7 +289,7 @@ impl CollectionInner {
     pub(crate) fn place_with_retries(
         &self,
         writer: WriterId,
-        keys: &[BucketKey],
+        keys: &[Arc<BucketKey>],
         mut todo: Vec<Vec<Measurement<'_>>>,
         mut columns: Option<MeasurementColumns>,
         inputs: usize,
@@ -340,7 +340,7 @@ impl CollectionInner {
     fn place_and_commit(
         &self,
         writer: WriterId,
-        keys: &[BucketKey],
+        keys: &[Arc<BucketKey>],
         groups: &[Vec<Measurement<'_>>],
         columns: Option<&MeasurementColumns>,
         durability: Durability,

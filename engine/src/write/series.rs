@@ -11,7 +11,7 @@
 //! value is normalized, so the grouping is exactly that of the normalized bytes.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use bson::Bson;
 use tscoll_catalog::BucketKey;
@@ -121,22 +121,23 @@ impl<'a> SeriesGroups<'a> {
             tscoll_catalog::write_normalized(m, &mut self.scratch);
         }
         self.keys
-            .group_of(BucketKey::from_bytes(self.scratch.clone()))
+            .group_of(Arc::new(BucketKey::from_bytes(self.scratch.clone())))
     }
 }
 
-/// The distinct series keys of one call, numbered in order of first appearance.
+/// The distinct series keys of one call, numbered in order of first appearance. A key is
+/// shared (with the meta cache and the catalog's series), never copied.
 #[derive(Default)]
 pub(crate) struct SeriesKeys {
     /// The keys, by number.
-    pub(crate) keys: Vec<BucketKey>,
+    pub(crate) keys: Vec<Arc<BucketKey>>,
     /// A key's hash → the number of the first key with that hash.
     by_hash: HashMap<u64, usize, BuildFx>,
 }
 
 impl SeriesKeys {
     /// The number of `key`, numbering it if it is new (the key is kept once, not copied).
-    pub(crate) fn group_of(&mut self, key: BucketKey) -> usize {
+    pub(crate) fn group_of(&mut self, key: Arc<BucketKey>) -> usize {
         if let Some(&g) = self.by_hash.get(&key.hash) {
             if self.keys.get(g) == Some(&key) {
                 return g;
@@ -154,9 +155,9 @@ impl SeriesKeys {
 }
 
 impl std::ops::Deref for SeriesKeys {
-    type Target = [BucketKey];
+    type Target = [Arc<BucketKey>];
 
-    fn deref(&self) -> &[BucketKey] {
+    fn deref(&self) -> &[Arc<BucketKey>] {
         &self.keys
     }
 }
@@ -312,10 +313,11 @@ mod tests {
         };
         let numbers: Vec<usize> = [&a, &b, &c, &a, &d, &c, &b, &d]
             .into_iter()
-            .map(|k| keys.group_of(k.clone()))
+            .map(|k| keys.group_of(Arc::new(k.clone())))
             .collect();
         assert_eq!(numbers, [0, 1, 2, 0, 3, 2, 1, 3]);
-        assert_eq!(&keys[..], &[a, b, c, d]);
+        let kept: Vec<&BucketKey> = keys.iter().map(|k| &**k).collect();
+        assert_eq!(kept, [&a, &b, &c, &d]);
     }
 
     fn group_all(values: &[Option<Bson>]) -> (Vec<usize>, usize) {
