@@ -107,11 +107,12 @@ impl<'a> SeriesGroups<'a> {
                 g
             }
         };
-        let from = self.written.len();
-        self.written.extend_from_slice(&self.current);
-        self.by_written
-            .entry(hash)
-            .or_insert((from, self.written.len(), g));
+        // The first value with this hash is remembered; another one's bytes are not kept.
+        if let std::collections::hash_map::Entry::Vacant(slot) = self.by_written.entry(hash) {
+            let from = self.written.len();
+            self.written.extend_from_slice(&self.current);
+            slot.insert((from, self.written.len(), g));
+        }
         g
     }
 

@@ -41,13 +41,7 @@ fn a_batch_of_measurements_with_fields_of_their_own_is_stored_whole() {
         };
         check(&coll);
         // And they read back the same from disk.
-        let dir = _d.path().to_owned();
-        drop(coll);
-        db.close().expect("close");
-        drop(db);
-        let db = tscoll_engine::Database::open(&dir, tscoll_engine::DatabaseOptions::default())
-            .expect("reopen");
-        check(&db.collection("c").expect("collection"));
+        reopened(_d.path(), db, coll, check);
     }
 }
 
@@ -81,11 +75,21 @@ fn insert_wide(fields: usize) {
         }
     };
     check(&coll);
-    let path = dir.path().to_owned();
+    reopened(dir.path(), db, coll, check);
+}
+
+/// Closes `db` (holding `coll`, named "c") at `dir`, opens it again and runs `check` on the
+/// collection read back from disk.
+fn reopened(
+    dir: &std::path::Path,
+    db: tscoll_engine::Database,
+    coll: tscoll_engine::Collection,
+    check: impl Fn(&tscoll_engine::Collection),
+) {
     drop(coll);
     db.close().expect("close");
     drop(db);
-    let db = tscoll_engine::Database::open(&path, tscoll_engine::DatabaseOptions::default())
+    let db = tscoll_engine::Database::open(dir, tscoll_engine::DatabaseOptions::default())
         .expect("reopen");
     check(&db.collection("c").expect("collection"));
 }
