@@ -75,73 +75,165 @@ pub(crate) struct Field {
     pub(crate) minmax: MinMax,
 }
 
-impl Field {
-    /// Makes `control.min.<time>` the bucket's rounded min time (`min_time`, ms), as it is for
-    /// a bucket opened here (SPEC ); call on the time field.
-    pub(crate) fn set_rounded_min_time(&mut self, min_time: i64) {
-        if let MinMax::Scalar(s) = &mut self.minmax {
-            s.set_min(&Bson::DateTime(bson::DateTime::from_millis(min_time)));
-        }
+/// Makes `control.min.<time>` the bucket's rounded min time (`min_time`, ms), as it is for
+/// a bucket opened here (SPEC ); call on the time field's min/max.
+pub(crate) fn set_rounded_min_time(minmax: &mut MinMax, min_time: i64) {
+    if let MinMax::Scalar(s) = minmax {
+        s.set_min(&Bson::DateTime(bson::DateTime::from_millis(min_time)));
     }
 }
 
-/// The data fields of a bucket, in first-appearance order, indexed by name once they are
-/// more than a few ([`NameIndex`]).
+/// The names of a bucket's data fields, in first-appearance order, indexed by name once they
+/// are more than a few ([`NameIndex`]). One list is shared by the buckets whose fields came in
+/// the same order (most buckets of a collection, [`BucketFields::following`]): a bucket's
+/// fields are the first names of its list, as many as it has min/max. A list is never changed
+/// once shared; a bucket that adds a field its list does not have next gets a list of its own.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct BucketFields {
-    list: Vec<Field>,
+pub(crate) struct FieldNames {
+    list: Vec<Box<str>>,
     index: NameIndex,
 }
 
-impl BucketFields {
-    /// Whether the bucket has no field yet.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.list.is_empty()
+impl FieldNames {
+    /// Position of field `name` in the list.
+    fn position(&self, name: &str) -> Option<usize> {
+        self.index.position(&self.list, |n| n, name)
     }
 
-    /// Appends a field (not already in the bucket); returns its position.
-    pub(crate) fn push(&mut self, field: Field) -> usize {
-        self.list.push(field);
-        self.index.pushed(&self.list, |f| &f.name);
-        self.list.len() - 1
+    /// Position of field `name`, trying the slot at `hint` first (see [`find_field`]); a
+    /// match moves `hint` past it.
+    pub(crate) fn find(&self, name: &str, hint: &mut usize) -> Option<usize> {
+        let i = match self.list.get(*hint) {
+            Some(n) if &**n == name => *hint,
+            _ => self.position(name)?,
+        };
+        *hint = i + 1;
+        Some(i)
+    }
+
+    /// Appends `name` (not already in the list).
+    fn push(&mut self, name: &str) {
+        self.list.push(name.into());
+        self.index.pushed(&self.list, |n| n);
+    }
+
+    /// Heap bytes of the list, its names and its index.
+    fn heap_bytes(&self) -> usize {
+        let names: usize = self.list.iter().map(|n| n.len()).sum();
+        self.list.capacity() * std::mem::size_of::<Box<str>>() + names + self.index.heap_bytes()
+    }
+}
+
+/// The data fields of a bucket, in first-appearance order: their names (a prefix of a shared
+/// [`FieldNames`]) and each one's min/max, which is also its schema.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct BucketFields {
+    names: Arc<FieldNames>,
+    minmax: Vec<MinMax>,
+}
+
+impl BucketFields {
+    /// No field yet, following `names`: while the bucket's fields come in that list's order
+    /// it shares the list.
+    pub(crate) fn following(names: &Arc<FieldNames>) -> Self {
+        BucketFields {
+            names: Arc::clone(names),
+            minmax: Vec::new(),
+        }
+    }
+
+    /// The list the bucket's names are a prefix of (shared with other buckets).
+    pub(crate) fn shared_names(&self) -> &Arc<FieldNames> {
+        &self.names
+    }
+
+    /// Whether the bucket has no field yet.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.minmax.is_empty()
+    }
+
+    /// Number of fields.
+    pub(crate) fn len(&self) -> usize {
+        self.minmax.len()
+    }
+
+    /// The fields' names, in order.
+    pub(crate) fn names(&self) -> &[Box<str>] {
+        self.names.list.get(..self.minmax.len()).unwrap_or_default()
+    }
+
+    /// Name of field `i`.
+    pub(crate) fn name(&self, i: usize) -> Option<&str> {
+        self.names().get(i).map(|n| &**n)
+    }
+
+    /// Min/max of field `i`.
+    pub(crate) fn minmax(&self, i: usize) -> Option<&MinMax> {
+        self.minmax.get(i)
+    }
+
+    /// Min/max of field `i`, to update.
+    pub(crate) fn minmax_mut(&mut self, i: usize) -> Option<&mut MinMax> {
+        self.minmax.get_mut(i)
+    }
+
+    /// Each field's name and min/max, in order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&str, &MinMax)> {
+        self.names.list.iter().map(|n| &**n).zip(&self.minmax)
+    }
+
+    /// Each field's name and min/max, to update in place.
+    pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = (&str, &mut MinMax)> {
+        self.names.list.iter().map(|n| &**n).zip(&mut self.minmax)
+    }
+
+    /// Appends field `name` (not already in the bucket); returns its position. The bucket
+    /// keeps sharing its list when the list's next name is `name`.
+    pub(crate) fn push(&mut self, name: &str, minmax: MinMax) -> usize {
+        let n = self.minmax.len();
+        if self.names.list.get(n).is_none_or(|next| &**next != name) {
+            match Arc::get_mut(&mut self.names) {
+                Some(own) if own.list.len() == n => own.push(name),
+                _ => {
+                    let mut own = FieldNames::default();
+                    own.list.reserve_exact(n + 1);
+                    for prior in self.names() {
+                        own.push(prior);
+                    }
+                    own.push(name);
+                    self.names = Arc::new(own);
+                }
+            }
+        }
+        self.minmax.push(minmax);
+        n
     }
 
     /// Position of field `name`.
-    fn position(&self, name: &str) -> Option<usize> {
-        self.index.position(&self.list, |f| &f.name, name)
+    pub(crate) fn position(&self, name: &str) -> Option<usize> {
+        self.names.position(name).filter(|&i| i < self.minmax.len())
     }
 
-    /// Heap bytes the fields hold besides their min/max: the list's slots (by capacity, each
-    /// a [`Field`] with its min/max inline), the names and the name index.
+    /// Makes room for `n` more fields, exactly.
+    pub(crate) fn reserve_exact(&mut self, n: usize) {
+        self.minmax.reserve_exact(n);
+    }
+
+    /// Heap bytes the fields hold besides their min/max's own: the min/max slots, and the
+    /// bucket's share of its names' list (the list's bytes over the buckets sharing it).
     fn heap_bytes(&self) -> usize {
-        let names: usize = self.list.iter().map(|f| f.name.capacity()).sum();
-        self.list.capacity() * std::mem::size_of::<Field>() + names + self.index.heap_bytes()
+        let share = self.names.heap_bytes() / Arc::strong_count(&self.names).max(1);
+        self.minmax.capacity() * std::mem::size_of::<MinMax>() + share
     }
-}
 
-impl From<Vec<Field>> for BucketFields {
-    fn from(list: Vec<Field>) -> Self {
-        let mut fields = BucketFields::default();
-        fields.list.reserve(list.len());
-        for f in list {
-            fields.push(f);
+    /// `fields` in order, following `names` as [`BucketFields::push`] does.
+    pub(crate) fn from_fields(fields: Vec<Field>, names: &Arc<FieldNames>) -> Self {
+        let mut out = BucketFields::following(names);
+        out.minmax.reserve_exact(fields.len());
+        for f in fields {
+            out.push(&f.name, f.minmax);
         }
-        fields
-    }
-}
-
-impl std::ops::Deref for BucketFields {
-    type Target = [Field];
-
-    fn deref(&self) -> &[Field] {
-        &self.list
-    }
-}
-
-impl std::ops::DerefMut for BucketFields {
-    /// The fields, to update in place (a field's name must not change: the index keeps it).
-    fn deref_mut(&mut self) -> &mut [Field] {
-        &mut self.list
+        out
     }
 }
 
@@ -226,11 +318,11 @@ pub struct BucketRows {
 }
 
 impl BucketRows {
-    /// The column of field `i` (named `fields[i]`), made to hold every row before `row`
-    /// (missing values where the field had none). Creates the columns of fields `..=i`.
-    pub(crate) fn column_at(&mut self, fields: &[Field], i: usize, row: usize) -> &mut Column {
+    /// The column of field `i` of a bucket of `fields` fields, made to hold every row before
+    /// `row` (missing values where the field had none). Creates the columns of fields `..=i`.
+    pub(crate) fn column_at(&mut self, fields: usize, i: usize, row: usize) -> &mut Column {
         if self.columns.len() <= i {
-            let missing = fields.len().max(i + 1) - self.columns.len();
+            let missing = fields.max(i + 1) - self.columns.len();
             if self.columns.is_empty() {
                 // Room for a column per field the bucket has, not a doubling of the vector.
                 self.columns.reserve_exact(missing);
@@ -249,30 +341,35 @@ impl BucketRows {
         c
     }
 
-    /// Each column with its name, the name of the bucket's field of its position (`fields`).
+    /// Each column with its name, the name of the bucket's field of its position (`names`).
     pub(crate) fn named<'a>(
         &'a self,
-        fields: &'a [Field],
+        names: &'a [Box<str>],
     ) -> impl Iterator<Item = (&'a str, &'a Column)> + 'a {
-        fields.iter().map(|f| f.name.as_str()).zip(&self.columns)
+        names.iter().map(|n| &**n).zip(&self.columns)
     }
 
-    /// Rows `from..to` (of a bucket with fields `fields`), each column as long as the rows;
-    /// fields with no value in them are left out.
-    pub(crate) fn slice(&self, fields: &[Field], from: usize, to: usize) -> Vec<(String, Column)> {
-        self.slice_where(fields, from, to, &mut |_| true)
+    /// Rows `from..to` (of a bucket whose fields are named `names`), each column as long as
+    /// the rows; fields with no value in them are left out.
+    pub(crate) fn slice(
+        &self,
+        names: &[Box<str>],
+        from: usize,
+        to: usize,
+    ) -> Vec<(String, Column)> {
+        self.slice_where(names, from, to, &mut |_| true)
     }
 
     /// As [`BucketRows::slice`], of the columns `keep` accepts only.
     pub(crate) fn slice_where(
         &self,
-        fields: &[Field],
+        names: &[Box<str>],
         from: usize,
         to: usize,
         keep: &mut dyn FnMut(&str) -> bool,
     ) -> Vec<(String, Column)> {
         let mut out = Vec::with_capacity(self.columns.len());
-        for (name, c) in self.named(fields) {
+        for (name, c) in self.named(names) {
             if !keep(name) {
                 continue;
             }
@@ -336,7 +433,8 @@ pub(crate) fn assess(
         out.alone += 12 + 3 * size;
         match find_field(fields, name, &mut hint) {
             Some(i) => {
-                out.compatible = out.compatible && fields[i].minmax.compatible(v);
+                out.compatible =
+                    out.compatible && fields.minmax(i).is_some_and(|f| f.compatible(v));
             }
             None => out.delta += 12 + name.len() as u64 + 2 * size,
         }
@@ -350,8 +448,8 @@ pub(crate) fn assess(
 /// usually one comparison; otherwise the bucket's index finds it. A match moves `hint` past
 /// it.
 pub(crate) fn find_field(fields: &BucketFields, name: &str, hint: &mut usize) -> Option<usize> {
-    let i = match fields.get(*hint) {
-        Some(f) if f.name == name => *hint,
+    let i = match fields.name(*hint) {
+        Some(f) if f == name => *hint,
         _ => fields.position(name)?,
     };
     *hint = i + 1;
@@ -419,7 +517,7 @@ impl Bucket {
     /// Makes room for `n` fields and their columns, exactly (a new bucket, before its first
     /// measurement's fields are added).
     pub(crate) fn reserve_fields(&mut self, n: usize) {
-        self.fields.list.reserve_exact(n);
+        self.fields.reserve_exact(n);
         self.rows.columns.reserve_exact(n);
     }
 
@@ -431,10 +529,10 @@ impl Bucket {
         let Some(from) = self.pending_from.take() else {
             return;
         };
-        for (field, column) in self.fields.iter_mut().zip(&self.rows.columns) {
+        for ((_, minmax), column) in self.fields.iter_mut().zip(&self.rows.columns) {
             if column.len() > from {
                 let lanes = column.row_lanes_from_end(from, column.len());
-                field.minmax.update_rows(column, &lanes);
+                minmax.update_rows(column, &lanes);
             }
         }
     }
@@ -445,9 +543,9 @@ impl Bucket {
         self.fold_pending();
         let mut min = Document::new();
         let mut max = Document::new();
-        for f in self.fields.iter() {
-            min.insert(f.name.clone(), f.minmax.min());
-            max.insert(f.name.clone(), f.minmax.max());
+        for (name, minmax) in self.fields.iter() {
+            min.insert(name, minmax.min());
+            max.insert(name, minmax.max());
         }
         (min, max)
     }
@@ -464,14 +562,14 @@ impl Bucket {
         self.count = end;
         self.rows.truncate((end - self.rows_base) as usize);
         let mut columns = std::mem::take(&mut self.rows.columns).into_iter();
-        let mut fields = BucketFields::default();
+        let mut fields = BucketFields::following(self.fields.shared_names());
         for field in kept.fields {
             // Column `i` holds field `i`.
             let column = columns.next();
             let Some(field) = field else {
                 continue;
             };
-            fields.push(field);
+            fields.push(&field.name, field.minmax);
             if let Some(column) = column {
                 self.rows.columns.push(column);
             }
@@ -496,15 +594,15 @@ impl Bucket {
         let mut max_time = base.map_or(i64::MIN, |b| b.max_time);
         let mut last_time = base.map(|b| b.max_time);
         let mut sorted = base.is_none_or(|b| b.sorted);
-        let mut fields = Vec::with_capacity(self.fields.list.len());
-        for (i, field) in self.fields.list.iter().enumerate() {
+        let mut fields = Vec::with_capacity(self.fields.len());
+        for (i, (name, _)) in self.fields.iter().enumerate() {
             let mut minmax = base.and_then(|b| b.fields.get(i)).map(|f| f.minmax.clone());
             if let Some(c) = self.rows.columns.get(i) {
                 for v in c.iter_rows(0, kept.min(c.len())) {
                     let Ok(Some(v)) = crate::value::to_bson(v) else {
                         continue;
                     };
-                    if field.name == time_field
+                    if name == time_field
                         && let Bson::DateTime(t) = &v
                     {
                         let t = t.timestamp_millis();
@@ -520,11 +618,11 @@ impl Bucket {
             }
             fields.push(minmax.map(|minmax| {
                 let mut field = Field {
-                    name: field.name.clone(),
+                    name: name.to_owned(),
                     minmax,
                 };
                 if base.is_none() && field.name == time_field {
-                    field.set_rounded_min_time(self.min_time);
+                    set_rounded_min_time(&mut field.minmax, self.min_time);
                 }
                 field
             }));
@@ -577,7 +675,7 @@ impl Bucket {
             + self
                 .fields
                 .iter()
-                .map(|f| f.minmax.heap_bytes())
+                .map(|(_, minmax)| minmax.heap_bytes())
                 .sum::<usize>();
         let rows = self.rows.heap_bytes();
         // The statistics of a reopened bucket's stored rows (empty for a new bucket until it
@@ -670,5 +768,100 @@ impl StoredBucket {
                 })
                 .collect(),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mm(n: i32) -> MinMax {
+        MinMax::new(&Bson::Int32(n))
+    }
+
+    fn names(f: &BucketFields) -> Vec<&str> {
+        f.names().iter().map(|n| &**n).collect()
+    }
+
+    #[test]
+    fn buckets_of_one_field_order_share_their_names() {
+        let template = Arc::new(FieldNames::default());
+        let mut a = BucketFields::following(&template);
+        for (i, n) in ["t", "x", "y"].into_iter().enumerate() {
+            assert_eq!(a.push(n, mm(i as i32)), i);
+        }
+        // `a` had the template's list shared: it got a list of its own.
+        assert!(!Arc::ptr_eq(a.shared_names(), &template));
+        let shape = Arc::clone(a.shared_names());
+        let mut b = BucketFields::following(&shape);
+        b.push("t", mm(0));
+        b.push("x", mm(1));
+        // A prefix of the list: shared, and the third name is not `b`'s.
+        assert!(Arc::ptr_eq(b.shared_names(), &shape));
+        assert_eq!(names(&b), ["t", "x"]);
+        assert_eq!(b.position("y"), None);
+        assert_eq!(b.name(2), None);
+        assert_eq!(b.iter().count(), 2);
+        b.push("y", mm(2));
+        assert!(Arc::ptr_eq(b.shared_names(), &shape));
+        assert_eq!(b.position("y"), Some(2));
+        assert_eq!(b.minmax(2), Some(&mm(2)));
+    }
+
+    #[test]
+    fn a_bucket_that_leaves_the_order_gets_its_own_list() {
+        let mut a = BucketFields::following(&Arc::new(FieldNames::default()));
+        a.push("t", mm(0));
+        a.push("x", mm(1));
+        a.push("y", mm(2));
+        let shape = Arc::clone(a.shared_names());
+        let mut b = BucketFields::following(&shape);
+        b.push("t", mm(0));
+        b.push("y", mm(5));
+        assert!(!Arc::ptr_eq(b.shared_names(), &shape));
+        assert_eq!(names(&b), ["t", "y"]);
+        assert_eq!(b.position("y"), Some(1));
+        assert_eq!(b.position("x"), None);
+        // The shared list is left as it was.
+        assert_eq!(names(&a), ["t", "x", "y"]);
+        assert_eq!(a.position("x"), Some(1));
+        // A list no other bucket holds grows in place.
+        let own = Arc::as_ptr(b.shared_names());
+        drop(shape);
+        b.push("z", mm(6));
+        assert_eq!(Arc::as_ptr(b.shared_names()), own);
+        assert_eq!(names(&b), ["t", "y", "z"]);
+        // A bucket at the end of a shared list it does not own copies it.
+        let mut c = BucketFields::following(a.shared_names());
+        for n in ["t", "x", "y", "w"] {
+            c.push(n, mm(0));
+        }
+        assert!(!Arc::ptr_eq(c.shared_names(), a.shared_names()));
+        assert_eq!(names(&a), ["t", "x", "y"]);
+        assert_eq!(names(&c), ["t", "x", "y", "w"]);
+    }
+
+    #[test]
+    fn many_fields_are_found_through_the_shared_index() {
+        let mut a = BucketFields::following(&Arc::new(FieldNames::default()));
+        for i in 0..40 {
+            a.push(&format!("f{i}"), mm(i));
+        }
+        let mut b = BucketFields::following(a.shared_names());
+        for i in 0..20 {
+            b.push(&format!("f{i}"), mm(i));
+        }
+        assert!(Arc::ptr_eq(a.shared_names(), b.shared_names()));
+        for i in 0..40 {
+            let name = format!("f{i}");
+            assert_eq!(a.position(&name), Some(i));
+            assert_eq!(b.position(&name), (i < 20).then_some(i));
+            let mut hint = 0;
+            assert_eq!(b.shared_names().find(&name, &mut hint), Some(i));
+            assert_eq!(hint, i + 1);
+        }
+        // Memory: each bucket counts its share of the list once.
+        let shared = a.shared_names().heap_bytes();
+        assert!(a.heap_bytes() < 40 * std::mem::size_of::<MinMax>() + shared);
     }
 }

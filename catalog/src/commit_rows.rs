@@ -13,7 +13,7 @@
 
 use tscoll_codec::{PlainWriter, RowStart};
 
-use crate::bucket::{BucketRows, Field};
+use crate::bucket::BucketRows;
 use crate::columns::MeasurementColumns;
 use crate::write_batch::WriterId;
 
@@ -97,12 +97,12 @@ impl CommitRows {
 
     /// Appends rows `from..to` of a bucket's columns as one entry (fields without a value in
     /// them left out).
-    pub(crate) fn append(&mut self, fields: &[Field], src: &BucketRows, from: usize, to: usize) {
+    pub(crate) fn append(&mut self, names: &[Box<str>], src: &BucketRows, from: usize, to: usize) {
         if let Some(call) = &mut self.call {
             call.counts.push(0);
         }
         self.plain.begin_entry(to.saturating_sub(from));
-        for (name, col) in src.named(fields) {
+        for (name, col) in src.named(names) {
             if col.len() <= from {
                 // The field has no value in these rows.
                 continue;
@@ -120,7 +120,7 @@ impl CommitRows {
     /// [`CommitRows::append`] otherwise.
     pub(crate) fn append_batch(
         &mut self,
-        fields: &[Field],
+        names: &[Box<str>],
         src: &BucketRows,
         from: usize,
         to: usize,
@@ -132,7 +132,7 @@ impl CommitRows {
         {
             return;
         }
-        self.append(fields, src, from, to);
+        self.append(names, src, from, to);
     }
 
     /// Rows of the entries appended as plain rows (those logged as runs of the call's rows

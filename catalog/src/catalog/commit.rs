@@ -219,7 +219,7 @@ impl BucketCatalog {
         // limits with them is frozen now (SPEC §6.10), before anything of it is logged.
         if let Err(reason) = tscoll_codec::check_limits(
             bucket.count as usize,
-            bucket.fields.iter().map(|f| f.name.as_str()),
+            bucket.fields.names().iter().map(|n| &**n),
         ) {
             let key = Arc::clone(&bucket.key);
             self.freeze_locked(&mut stripe, &key, &batch.bucket_id);
@@ -240,11 +240,11 @@ impl BucketCatalog {
         // The batch's rows follow the committed ones in the bucket's columns.
         let from = (bucket.committed_count - bucket.rows_base) as usize;
         let columns = match rows_to {
-            Rows::Copy => bucket.rows.slice(&bucket.fields, from, from + rows),
+            Rows::Copy => bucket.rows.slice(bucket.fields.names(), from, from + rows),
             Rows::Append(table) => {
                 let data = lock(&batch.data);
                 table.append_batch(
-                    &bucket.fields,
+                    bucket.fields.names(),
                     &bucket.rows,
                     from,
                     from + rows,

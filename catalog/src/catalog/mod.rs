@@ -19,9 +19,9 @@ use bson::{Bson, Document};
 use tscoll_codec::Column;
 
 use crate::bucket::{
-    Assessment, Bucket, BucketFields, BucketId, BucketRows, BucketState, Field, ReopenedControl,
-    RolloverAction, RolloverReason, SizeVerdict, StoredBucket, assess, derived_max_size,
-    find_field,
+    Assessment, Bucket, BucketFields, BucketId, BucketRows, BucketState, FieldNames,
+    ReopenedControl, RolloverAction, RolloverReason, SizeVerdict, StoredBucket, assess,
+    derived_max_size, find_field, set_rounded_min_time,
 };
 use crate::key::BucketKey;
 use crate::minmax::MinMax;
@@ -291,6 +291,10 @@ struct Stripe {
     /// reopened until stored, and read from here meanwhile
     /// ([`BucketCatalog::memory_rows`]).
     storing: HashMap<BucketId, Arc<BucketPart>>,
+    /// The field names of the bucket that last placed a measurement alone: a bucket opened
+    /// next follows them, and shares them while its fields come in their order
+    /// ([`BucketFields::following`]), so the buckets of one collection hold one list of names.
+    shape: Arc<FieldNames>,
     /// Threads waiting on the stripe's condition variable: only then does a change wake
     /// anyone ([`BucketCatalog::release_stripe`]; a wake-up is a system call).
     waiting: usize,

@@ -146,6 +146,9 @@ impl BucketCatalog {
             st.stripe_no,
             &mut st.scratch,
         );
+        if !Arc::ptr_eq(bucket.fields.shared_names(), &stripe.shape) {
+            stripe.shape = Arc::clone(bucket.fields.shared_names());
+        }
         st.out.staged_bytes += bytes;
         st.note_batch(batch);
     }
@@ -401,7 +404,7 @@ impl BucketCatalog {
             } else {
                 4 + key.bytes.len() as u64
             },
-            fields: BucketFields::default(),
+            fields: BucketFields::following(&stripe.shape),
             sorted: true,
             rollover: None,
             kept_open_large: false,
@@ -464,25 +467,26 @@ impl BucketCatalog {
             let idx = match find_field(&bucket.fields, name, &mut hint) {
                 Some(i) => i,
                 None => {
-                    let i = bucket.fields.push(Field {
-                        name: name.to_owned(),
-                        minmax: MinMax::new(v),
-                    });
+                    let i = bucket.fields.push(name, MinMax::new(v));
                     hint = i + 1;
                     i
                 }
             };
-            if let Some(f) = bucket.fields.get_mut(idx) {
-                f.minmax.update(v);
+            if let Some(f) = bucket.fields.minmax_mut(idx) {
+                f.update(v);
             }
-            let col = bucket.rows.column_at(&bucket.fields, idx, row);
+            let col = bucket.rows.column_at(bucket.fields.len(), idx, row);
             push_value(col, v, scratch);
         }
         if bucket.count == 0 {
             // control.min.<time> of a new bucket is the rounded time.
             let min_time = bucket.min_time;
-            if let Some(f) = bucket.fields.iter_mut().find(|f| f.name == spec.time_field) {
-                f.set_rounded_min_time(min_time);
+            if let Some((_, f)) = bucket
+                .fields
+                .iter_mut()
+                .find(|(n, _)| *n == spec.time_field)
+            {
+                set_rounded_min_time(f, min_time);
             }
         }
         data.rows += 1;

@@ -145,7 +145,7 @@ impl BucketCatalog {
             committed_count: stored.count,
             committed_uncompressed: stored.uncompressed_bytes,
             size: stored.size_estimate,
-            fields: fields.into(),
+            fields: BucketFields::from_fields(fields, &stripe.shape),
             sorted: stored.sorted,
             rollover: None,
             kept_open_large: false,

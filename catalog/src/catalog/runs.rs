@@ -15,8 +15,13 @@ use crate::value::decimal_digits;
 struct GroupScratch {
     /// Where the current row starts in each column.
     cursors: Vec<RowStart>,
-    /// The bucket field of each column, for the open bucket being appended to.
+    /// The position of each column's name in the field names `mapped_for`: the bucket
+    /// field of each column of a bucket with those names (a field past the bucket's own
+    /// count is not in the bucket). The buckets of a call mostly share one list of names
+    /// ([`BucketFields::following`]), so the columns are mapped once, not bucket by bucket.
     map: Vec<Option<usize>>,
+    /// The names `map` was made for (kept alive, so another list cannot take its address).
+    mapped_for: Option<Arc<FieldNames>>,
     /// The type code of every row of each column, when they have one
     /// ([`Column::single_type`]): such a column's rows are checked against a bucket's schema
     /// once, not row by row.
@@ -28,6 +33,7 @@ impl GroupScratch {
         GroupScratch {
             cursors: Vec::with_capacity(rows.fields.len()),
             map: Vec::with_capacity(rows.fields.len()),
+            mapped_for: None,
             single: rows.fields.iter().map(|(_, c)| c.single_type()).collect(),
         }
     }
@@ -143,13 +149,12 @@ impl BucketCatalog {
         let GroupScratch {
             cursors,
             map,
+            mapped_for,
             single,
         } = scratch;
         // Where the current row starts in each column.
         cursors.clear();
         cursors.extend_from_slice(starts);
-        // The bucket field of each column, for the open bucket `mapped_for`.
-        let mut mapped_for: Option<BucketId> = None;
         // The series' open bucket, when no bucket of it is rolling over, is where its rows go
         // first (as placement would choose it).
         st.only_open = stripe
@@ -164,15 +169,16 @@ impl BucketCatalog {
             if let Some(id) = st.only_open
                 && let Some(bucket) = stripe.buckets.get_mut(&id)
             {
-                if mapped_for != Some(id) {
+                let names = bucket.fields.shared_names();
+                if !mapped_for.as_ref().is_some_and(|m| Arc::ptr_eq(m, names)) {
                     map.clear();
                     let mut hint = 0;
                     map.extend(
                         rows.fields
                             .iter()
-                            .map(|(name, _)| find_field(&bucket.fields, name, &mut hint)),
+                            .map(|(name, _)| names.find(name, &mut hint)),
                     );
-                    mapped_for = Some(id);
+                    *mapped_for = Some(Arc::clone(names));
                 }
                 let derived = derived_max_size(st.options, self.active_buckets());
                 let run = fast_run(bucket, rows, (map, single), cursors, end, st, derived);
@@ -189,9 +195,8 @@ impl BucketCatalog {
                 }
             }
             if !placed {
+                // The row may add fields to the bucket (its names then change) or open another.
                 self.stage_alone(stripe, st, rows, cursors, measurements, range.start);
-                // The row may have added fields to the bucket or opened another.
-                mapped_for = None;
             }
             if !placed {
                 // (A run's rows moved the cursors past them as they were appended.)
@@ -274,15 +279,15 @@ fn fast_run(
         if end <= from {
             return none;
         }
-        let field = field.and_then(|i| bucket.fields.get(i));
+        let field = field.and_then(|i| bucket.fields.minmax(i));
         let limit = match (field, single) {
             // Rows of one type: all of them or none.
             (_, Some(tag::MISSING)) => end,
             (None, Some(_)) => from,
-            (Some(f), Some(t)) if compatible(&f.minmax, t) => end,
+            (Some(f), Some(t)) if compatible(f, t) => end,
             (Some(_), Some(_)) => from,
             (None, None) => first_present(column, *cursor, end),
-            (Some(f), None) => first_incompatible(&f.minmax, column, *cursor, end),
+            (Some(f), None) => first_incompatible(f, column, *cursor, end),
         };
         end = end.min(limit);
     }
@@ -421,7 +426,7 @@ impl BucketCatalog {
             cursor.int += lanes.ints.len();
             cursor.float += lanes.floats.len();
             cursor.bytes += lanes.bytes;
-            let into = bucket.rows.column_at(&bucket.fields, i, row0);
+            let into = bucket.rows.column_at(bucket.fields.len(), i, row0);
             let room = hint.saturating_sub(into.len());
             if room > lanes.types.len() {
                 into.reserve_like(room, column, &lanes);

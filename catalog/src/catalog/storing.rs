@@ -80,7 +80,7 @@ impl BucketPart {
         let columns: Vec<(String, Column)> = if closing && skip == 0 {
             // Rows past the committed ones belonged to a batch that failed.
             bucket.rows.truncate(end);
-            let names = bucket.fields.iter().map(|f| f.name.clone());
+            let names = bucket.fields.names().iter().map(|n| n.to_string());
             names
                 .zip(std::mem::take(&mut bucket.rows.columns))
                 .filter(|(_, c)| !c.all_missing())
@@ -90,7 +90,7 @@ impl BucketPart {
                 })
                 .collect()
         } else {
-            bucket.rows.slice(&bucket.fields, skip, end)
+            bucket.rows.slice(bucket.fields.names(), skip, end)
         };
         let (control_min, control_max, max_time, sorted) = bucket.committed_control(time_field);
         let part = BucketPart {
@@ -148,7 +148,7 @@ impl BucketPart {
             sums: b.sums_through(b.committed_count),
             rows: (b.committed_count - b.stored_count) as usize,
             columns: b.rows.slice_where(
-                &b.fields,
+                b.fields.names(),
                 skip,
                 (b.committed_count - b.rows_base) as usize,
                 columns,
@@ -295,7 +295,7 @@ impl BucketCatalog {
                 }
                 let from = (b.stored_count - b.rows_base) as usize;
                 rows.append(
-                    &b.fields,
+                    b.fields.names(),
                     &b.rows,
                     from,
                     (b.committed_count - b.rows_base) as usize,

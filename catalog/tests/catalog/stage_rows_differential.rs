@@ -46,13 +46,26 @@ fn value(kind: u8, n: i32) -> Bson {
     }
 }
 
-fn measurement(series: usize, minute: i64, kind: u8, n: i32) -> Document {
-    doc! {
+/// A measurement of series `series` in insert call `call`. Odd calls list the fields in
+/// another order and the third call adds a field: the buckets of a stripe then share their
+/// field names' list, follow it in part, or leave it.
+fn measurement(call: usize, series: usize, minute: i64, kind: u8, n: i32) -> Document {
+    let mut d = doc! {
         "t": DateTime::from_millis(1_000 * 3_600_000 + minute * MINUTE + i64::from(n % 7)),
         "m": series as i32,
-        "a": value(kind, n),
-        "b": Bson::Int32(n % 3),
+    };
+    let (a, b) = (value(kind, n), Bson::Int32(n % 3));
+    if call % 2 == 1 {
+        d.insert("b", b);
+        d.insert("a", a);
+    } else {
+        d.insert("a", a);
+        d.insert("b", b);
     }
+    if call == 2 {
+        d.insert("c", n);
+    }
+    d
 }
 
 fn input() -> impl Strategy<Value = Input> {
@@ -62,7 +75,7 @@ fn input() -> impl Strategy<Value = Input> {
         -50i32..50,
     );
     let series = prop::collection::vec(meas, 0..25);
-    let call = prop::collection::vec(series, 1..3);
+    let call = prop::collection::vec(series, 1..6);
     (
         (1u32..8, 200u64..3_000, 1u32..4),
         prop::collection::vec(call, 1..4),
@@ -87,10 +100,10 @@ enum Mode {
 }
 
 /// The measurements of a call's series `s`, in time order.
-fn series_docs(s: usize, series: &[(i64, u8, i32)]) -> Vec<Document> {
+fn series_docs(call: usize, s: usize, series: &[(i64, u8, i32)]) -> Vec<Document> {
     let mut docs: Vec<Document> = series
         .iter()
-        .map(|&(minute, kind, n)| measurement(s, minute, kind, n))
+        .map(|&(minute, kind, n)| measurement(call, s, minute, kind, n))
         .collect();
     docs.sort_by_key(|d| d.get_datetime("t").map(|t| t.timestamp_millis()).ok());
     docs
@@ -131,7 +144,7 @@ fn run(input: &Input, mode: Mode) -> (Vec<Vec<String>>, u64) {
         let docs: Vec<Vec<Document>> = call
             .iter()
             .enumerate()
-            .map(|(s, series)| series_docs(s, series))
+            .map(|(s, series)| series_docs(c, s, series))
             .collect();
         let groups: Vec<Vec<Measurement<'_>>> = docs.iter().map(|d| measurements_of(d)).collect();
         let keys: Vec<std::sync::Arc<BucketKey>> = (0..call.len())
@@ -311,7 +324,7 @@ fn a_new_series_shares_the_callers_key() {
     let catalog = BucketCatalog::new(spec(), CatalogOptions::default());
     let call = |keys: &[std::sync::Arc<BucketKey>], minute: i64| {
         let docs: Vec<Document> = (0..keys.len())
-            .map(|s| measurement(s, minute, 0, 1))
+            .map(|s| measurement(0, s, minute, 0, 1))
             .collect();
         let groups: Vec<Vec<Measurement<'_>>> = docs.chunks(1).map(measurements_of).collect();
         let rows = MeasurementColumns::from_measurements(&groups, Some("m")).expect("columns");
