@@ -24,7 +24,8 @@ pub enum MinMax {
 /// few bytes as their type allows:
 /// every open bucket holds one per field, so at many series their size is most of the
 /// catalog's memory (a pair of `Bson` values takes 224 bytes, a pair of doubles 16). Values of
-/// one numeric or date type stay unboxed; any other type, or a mix of types, is boxed.
+/// one numeric, date or ObjectId type stay unboxed (an `_id` field is ObjectIds); any other
+/// type, or a mix of types, is boxed.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ScalarMinMax {
     /// Doubles only.
@@ -35,6 +36,8 @@ pub enum ScalarMinMax {
     Int64(i64, i64),
     /// Dates only (ms since the epoch).
     Date(i64, i64),
+    /// ObjectIds only, as their 12 bytes (BSON orders ObjectIds by them).
+    ObjectId([u8; 12], [u8; 12]),
     /// Any other values: `(min, max)`.
     Other(Box<(Bson, Bson)>),
 }
@@ -54,6 +57,7 @@ impl ScalarMinMax {
             (Bson::DateTime(a), Bson::DateTime(b)) => {
                 ScalarMinMax::Date(a.timestamp_millis(), b.timestamp_millis())
             }
+            (Bson::ObjectId(a), Bson::ObjectId(b)) => ScalarMinMax::ObjectId(a.bytes(), b.bytes()),
             _ => ScalarMinMax::Other(Box::new((min.clone(), max.clone()))),
         }
     }
@@ -82,6 +86,9 @@ impl ScalarMinMax {
             ScalarMinMax::Date(a, b) => {
                 Bson::DateTime(bson::DateTime::from_millis(pick(lo, *a, *b)))
             }
+            ScalarMinMax::ObjectId(a, b) => {
+                Bson::ObjectId(bson::oid::ObjectId::from_bytes(pick(lo, *a, *b)))
+            }
             ScalarMinMax::Other(pair) => pick(lo, &pair.0, &pair.1).clone(),
         }
     }
@@ -95,6 +102,7 @@ impl ScalarMinMax {
             ScalarMinMax::Int32(..) => (tscoll_codec::tag::INT32, 10),
             ScalarMinMax::Int64(..) => (tscoll_codec::tag::INT64, 10),
             ScalarMinMax::Date(..) => (tag::DATETIME, 45),
+            ScalarMinMax::ObjectId(..) => (tag::OBJECT_ID, 35),
             ScalarMinMax::Other(pair) => (type_code(&pair.0), canonical_rank(&pair.0)),
         }
     }
@@ -130,6 +138,11 @@ impl ScalarMinMax {
             }
             (ScalarMinMax::Date(lo, hi), Bson::DateTime(x)) => {
                 let x = x.timestamp_millis();
+                *lo = (*lo).min(x);
+                *hi = (*hi).max(x);
+            }
+            (ScalarMinMax::ObjectId(lo, hi), Bson::ObjectId(x)) => {
+                let x = x.bytes();
                 *lo = (*lo).min(x);
                 *hi = (*hi).max(x);
             }
@@ -221,6 +234,18 @@ impl ScalarMinMax {
     /// each value (first writer wins on ties). Returns `false`, folding nothing, unless both
     /// the min and the max are already values of exactly that type and the payloads are valid.
     fn update_uniform_bytes(&mut self, code: u8, lo: &[u8], hi: &[u8]) -> bool {
+        if let ScalarMinMax::ObjectId(a, b) = self {
+            let (true, Ok(lo), Ok(hi)) = (
+                code == tag::OBJECT_ID,
+                <[u8; 12]>::try_from(lo),
+                <[u8; 12]>::try_from(hi),
+            ) else {
+                return false;
+            };
+            *a = (*a).min(lo);
+            *b = (*b).max(hi);
+            return true;
+        }
         let ScalarMinMax::Other(pair) = self else {
             return false;
         };
@@ -639,6 +664,7 @@ mod tests {
             (-3..3i64).prop_map(Bson::Int64),
             (-3..3i64).prop_map(|t| Bson::DateTime(bson::DateTime::from_millis(t))),
             "[ab]".prop_map(Bson::String),
+            (0..4u8).prop_map(|b| Bson::ObjectId(bson::oid::ObjectId::from_bytes([b; 12]))),
         ];
         // Runs of one type, so the unboxed pairs are exercised before a change of type.
         let values = proptest::collection::vec((scalar, 1..4usize), 1..12).prop_map(|runs| {
@@ -647,6 +673,11 @@ mod tests {
                     (0..n).map(move |i| match &v {
                         Bson::Double(x) => Bson::Double(*x + i as f64),
                         Bson::Int32(x) => Bson::Int32(*x - i as i32),
+                        Bson::ObjectId(x) => {
+                            let mut id = x.bytes();
+                            id[11 - i % 12] ^= 0x80;
+                            Bson::ObjectId(bson::oid::ObjectId::from_bytes(id))
+                        }
                         other => other.clone(),
                     })
                 })
@@ -805,6 +836,14 @@ mod tests {
             fold(&[Bson::Double(2.0), Bson::Int32(1)]),
             MinMax::Scalar(ScalarMinMax::Other(_))
         ));
+        let id = |b: u8| Bson::ObjectId(bson::oid::ObjectId::from_bytes([b; 12]));
+        let ids = fold(&[id(5), id(2), id(9)]);
+        assert_eq!(
+            ids,
+            MinMax::Scalar(ScalarMinMax::ObjectId([2; 12], [9; 12]))
+        );
+        assert_eq!((ids.min(), ids.max()), (id(2), id(9)));
+        assert_eq!(ids.heap_bytes(), 0);
         assert!(std::mem::size_of::<MinMax>() <= 32);
     }
 
