@@ -25,7 +25,9 @@ pub mod value;
 mod varint;
 mod write_batch;
 
-pub use bucket::{BucketId, BucketRows, BucketState, RolloverAction, RolloverReason, StoredBucket};
+pub use bucket::{
+    BucketId, BucketRows, BucketState, ControlMinMax, RolloverAction, RolloverReason, StoredBucket,
+};
 pub use catalog::{
     BucketCatalog, BucketPart, BucketSource, BucketingSpec, ClosedBucket, CommitRights,
     MAX_BSON_OBJECT_SIZE, Measurement, MemoryPool, NoStorage, Prepared, QueryOutcome, STRIPES,

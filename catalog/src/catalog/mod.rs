@@ -19,7 +19,7 @@ use bson::{Bson, Document};
 use tscoll_codec::Column;
 
 use crate::bucket::{
-    Assessment, Bucket, BucketFields, BucketId, BucketRows, BucketState, FieldNames,
+    Assessment, Bucket, BucketFields, BucketId, BucketRows, BucketState, ControlMinMax, FieldNames,
     ReopenedControl, RolloverAction, RolloverReason, SizeVerdict, StoredBucket, assess,
     derived_max_size, find_field, set_rounded_min_time,
 };

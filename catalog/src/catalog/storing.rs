@@ -38,12 +38,10 @@ pub struct BucketPart {
     pub size_estimate: u64,
     /// BSON bytes of every measurement of the bucket (for compression statistics).
     pub uncompressed_bytes: u64,
-    /// `control.min`.
-    pub control_min: Document,
-    /// `control.max`.
-    pub control_max: Document,
-    /// The sums of the fields over the bucket's `count` rows (in the order of
-    /// `control_min`); `None` when unknown.
+    /// `control.min` and `control.max`.
+    pub control: ControlMinMax,
+    /// The sums of the fields over the bucket's `count` rows (in the order of `control`);
+    /// `None` when unknown.
     pub sums: Option<BucketSums>,
     /// Rows in `columns`.
     pub rows: usize,
@@ -92,7 +90,7 @@ impl BucketPart {
         } else {
             bucket.rows.slice(bucket.fields.names(), skip, end)
         };
-        let (control_min, control_max, max_time, sorted) = bucket.committed_control(time_field);
+        let (control, max_time, sorted) = bucket.committed_control(time_field);
         let part = BucketPart {
             id: bucket.id,
             key: Arc::clone(&bucket.key),
@@ -105,8 +103,7 @@ impl BucketPart {
             sorted,
             size_estimate: bucket.size,
             uncompressed_bytes: bucket.committed_uncompressed,
-            control_min,
-            control_max,
+            control,
             sums: sums.clone(),
             rows: (bucket.committed_count - first_row) as usize,
             columns,
@@ -130,7 +127,7 @@ impl BucketPart {
         time_field: impl FnOnce() -> String,
     ) -> BucketPart {
         let skip = (b.stored_count - b.rows_base) as usize;
-        let (control_min, control_max, max_time, sorted) = b.committed_control(time_field);
+        let (control, max_time, sorted) = b.committed_control(time_field);
         BucketPart {
             id: b.id,
             key: Arc::clone(&b.key),
@@ -143,8 +140,7 @@ impl BucketPart {
             sorted,
             size_estimate: b.size,
             uncompressed_bytes: b.committed_uncompressed,
-            control_min,
-            control_max,
+            control,
             sums: b.sums_through(b.committed_count),
             rows: (b.committed_count - b.stored_count) as usize,
             columns: b.rows.slice_where(

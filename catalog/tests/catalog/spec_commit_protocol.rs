@@ -314,8 +314,8 @@ fn leaving_control(c: &BucketCatalog) -> (Document, Document, i64, bool, Vec<Str
     let p = &leaving[0];
     let names = p.columns.iter().map(|(n, _)| n.clone()).collect();
     (
-        p.control_min.clone(),
-        p.control_max.clone(),
+        p.control.min(),
+        p.control.max(),
         p.max_time,
         p.sorted,
         names,
@@ -406,8 +406,8 @@ fn r_7_3_1_a_part_taken_while_a_batch_is_staged_holds_the_committed_rows_only() 
     assert_eq!(read.len(), 1);
     assert_eq!(read[0].rows, 1, "a read sees the committed row");
     committed(
-        &read[0].control_min,
-        &read[0].control_max,
+        &read[0].control.min(),
+        &read[0].control.max(),
         read[0].max_time,
         read[0].sorted,
     );
@@ -416,8 +416,8 @@ fn r_7_3_1_a_part_taken_while_a_batch_is_staged_holds_the_committed_rows_only() 
         .expect("an unstored row");
     assert_eq!((part.count, part.rows), (1, 1));
     committed(
-        &part.control_min,
-        &part.control_max,
+        &part.control.min(),
+        &part.control.max(),
         part.max_time,
         part.sorted,
     );

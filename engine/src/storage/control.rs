@@ -44,8 +44,8 @@ impl Control {
             closed: false,
             meta_hash: part.key.hash,
             uncompressed_bytes: part.uncompressed_bytes,
-            min: part.control_min.clone(),
-            max: part.control_max.clone(),
+            min: part.control.min(),
+            max: part.control.max(),
             sums: part.sums.clone(),
         }
     }
