@@ -173,7 +173,21 @@ fn write_document(d: &Document, order: Order, out: &mut Vec<u8>) {
     end_doc(out, start);
 }
 
+#[inline]
 fn write_element(k: &str, v: &Bson, order: Order, out: &mut Vec<u8>) {
+    if let Bson::String(s) = v {
+        // A string, the most common element of a meta value (a tag): written in place, its
+        // bytes reserved once.
+        let len = i32::try_from(s.len() + 1).unwrap_or(i32::MAX);
+        out.reserve(k.len() + s.len() + 7);
+        out.push(tscoll_codec::tag::STRING);
+        out.extend_from_slice(k.as_bytes());
+        out.push(0);
+        out.extend_from_slice(&len.to_le_bytes());
+        out.extend_from_slice(s.as_bytes());
+        out.push(0);
+        return;
+    }
     out.push(type_code(v));
     out.extend_from_slice(k.as_bytes());
     out.push(0);
@@ -288,6 +302,22 @@ mod tests {
             top,
             "written bytes read back as the value"
         );
+    }
+
+    /// Tags (string elements, written by their own path) write the document's BSON bytes,
+    /// as the bson crate writes them, at the top and nested.
+    #[test]
+    fn string_elements_write_the_documents_bson() {
+        let d = doc! {
+            "hostname": "host_0", "": "", "région": "eu-ouest-é", "n": 1,
+            "inner": {"s": "x", "t": ""}, "list": ["a", {"u": "v"}],
+        };
+        let mut out = Vec::new();
+        write_as_written(&Bson::Document(d.clone()), &mut out);
+        let mut bson = Vec::new();
+        d.to_writer(&mut bson).unwrap();
+        assert_eq!(out[0], 0x03);
+        assert_eq!(out[1..], bson[..]);
     }
 
     #[test]
