@@ -93,6 +93,9 @@ const FINAL_LINES: i64 = 600;
 const ROUNDS: usize = 24;
 /// Kill delay range, in ms.
 const DELAY_MS: Range<u64> = 20..401;
+/// Kills at most after the planned ones while the killed rounds have acknowledged too few
+/// measurements (a slow machine), each with twice the delays of the one before.
+const LATER_KILLS: u32 = 4;
 /// Seed of the kill delays (default).
 const SEED: u64 = 0x7473_636f_6c6c_0905;
 
@@ -594,10 +597,20 @@ fn killed_ingests(shape: Shape, rounds: usize) {
     let mut kills = 0;
     let mut partial_in_flight = 0;
     let mut per_bucket = Vec::new();
-    for round in 0..=rounds {
-        let last = round == rounds;
+    // Kills after the planned ones, on a machine too slow for the planned kills to come after
+    // the children's start: each waits twice as long as the one before.
+    let mut later = 0u32;
+    for round in 0.. {
+        let short = model.acked.len() <= shape.min_acked;
+        let last = round >= rounds && (!short || later == LATER_KILLS);
+        let scale = if round >= rounds && !last {
+            later += 1;
+            1u64 << later
+        } else {
+            1
+        };
         model.round_starts.push(next_id);
-        let delay = (!last).then(|| Duration::from_millis(rng.range(DELAY_MS.clone())));
+        let delay = (!last).then(|| Duration::from_millis(rng.range(DELAY_MS.clone()) * scale));
         let outcome = run_child(&db_dir, next_id, delay, &mut model, shape);
         // At most one batch is in flight: the one after the last acknowledgement.
         let acked_end = next_id + outcome.last_acked;
@@ -629,8 +642,15 @@ fn killed_ingests(shape: Shape, rounds: usize) {
         // Ids after the batch in flight never reached `insert_many`: they are skipped, and the
         // series go on right after the batch in flight.
         next_id = in_flight.end;
+        if last {
+            break;
+        }
     }
-    assert_eq!(kills, rounds, "every round but the last is killed");
+    assert_eq!(
+        kills,
+        rounds + later as usize,
+        "every round but the last is killed"
+    );
     // The scenario really happened: later processes continued buckets of killed ones.
     let continued = per_bucket
         .iter()
