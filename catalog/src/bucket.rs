@@ -448,11 +448,13 @@ pub(crate) fn assess(
 /// usually one comparison; otherwise the bucket's index finds it. A match moves `hint` past
 /// it.
 pub(crate) fn find_field(fields: &BucketFields, name: &str, hint: &mut usize) -> Option<usize> {
-    let i = match fields.name(*hint) {
-        Some(f) if f == name => *hint,
-        _ => fields.position(name)?,
-    };
-    *hint = i + 1;
+    // The shared list's position, when it is one of the bucket's own fields.
+    let mut next = *hint;
+    let i = fields
+        .names
+        .find(name, &mut next)
+        .filter(|&i| i < fields.len())?;
+    *hint = next;
     Some(i)
 }
 

@@ -38,7 +38,7 @@ pub struct BucketPart {
     pub size_estimate: u64,
     /// BSON bytes of every measurement of the bucket (for compression statistics).
     pub uncompressed_bytes: u64,
-    /// `control.min` and `control.max`.
+    /// `control.min` and `control.max` (SPEC §4.3), as the fields' min/max in field order.
     pub control: ControlMinMax,
     /// The sums of the fields over the bucket's `count` rows (in the order of `control`);
     /// `None` when unknown.
