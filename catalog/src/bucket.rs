@@ -162,11 +162,6 @@ impl BucketFields {
         self.names.list.get(..self.minmax.len()).unwrap_or_default()
     }
 
-    /// Name of field `i`.
-    pub(crate) fn name(&self, i: usize) -> Option<&str> {
-        self.names().get(i).map(|n| &**n)
-    }
-
     /// Min/max of field `i`.
     pub(crate) fn minmax(&self, i: usize) -> Option<&MinMax> {
         self.minmax.get(i)
@@ -207,11 +202,6 @@ impl BucketFields {
         }
         self.minmax.push(minmax);
         n
-    }
-
-    /// Position of field `name`.
-    pub(crate) fn position(&self, name: &str) -> Option<usize> {
-        self.names.position(name).filter(|&i| i < self.minmax.len())
     }
 
     /// Makes room for `n` more fields, exactly.
@@ -826,6 +816,10 @@ mod tests {
         MinMax::new(&Bson::Int32(n))
     }
 
+    fn position(f: &BucketFields, name: &str) -> Option<usize> {
+        find_field(f, name, &mut 0)
+    }
+
     fn names(f: &BucketFields) -> Vec<&str> {
         f.names().iter().map(|n| &**n).collect()
     }
@@ -846,12 +840,12 @@ mod tests {
         // A prefix of the list: shared, and the third name is not `b`'s.
         assert!(Arc::ptr_eq(b.shared_names(), &shape));
         assert_eq!(names(&b), ["t", "x"]);
-        assert_eq!(b.position("y"), None);
-        assert_eq!(b.name(2), None);
+        assert_eq!(position(&b, "y"), None);
+        assert_eq!(b.names().get(2), None);
         assert_eq!(b.iter().count(), 2);
         b.push("y", mm(2));
         assert!(Arc::ptr_eq(b.shared_names(), &shape));
-        assert_eq!(b.position("y"), Some(2));
+        assert_eq!(position(&b, "y"), Some(2));
         assert_eq!(b.minmax(2), Some(&mm(2)));
     }
 
@@ -867,11 +861,11 @@ mod tests {
         b.push("y", mm(5));
         assert!(!Arc::ptr_eq(b.shared_names(), &shape));
         assert_eq!(names(&b), ["t", "y"]);
-        assert_eq!(b.position("y"), Some(1));
-        assert_eq!(b.position("x"), None);
+        assert_eq!(position(&b, "y"), Some(1));
+        assert_eq!(position(&b, "x"), None);
         // The shared list is left as it was.
         assert_eq!(names(&a), ["t", "x", "y"]);
-        assert_eq!(a.position("x"), Some(1));
+        assert_eq!(position(&a, "x"), Some(1));
         // A list no other bucket holds grows in place.
         let own = Arc::as_ptr(b.shared_names());
         drop(shape);
@@ -901,8 +895,8 @@ mod tests {
         assert!(Arc::ptr_eq(a.shared_names(), b.shared_names()));
         for i in 0..40 {
             let name = format!("f{i}");
-            assert_eq!(a.position(&name), Some(i));
-            assert_eq!(b.position(&name), (i < 20).then_some(i));
+            assert_eq!(position(&a, &name), Some(i));
+            assert_eq!(position(&b, &name), (i < 20).then_some(i));
             let mut hint = 0;
             assert_eq!(b.shared_names().find(&name, &mut hint), Some(i));
             assert_eq!(hint, i + 1);
