@@ -10,13 +10,13 @@ use bson::Document;
 use tscoll_catalog::{BucketCatalog, BucketId, BucketingSpec, CatalogOptions, MemoryPool};
 
 use bson::doc;
-use fjall::PersistMode;
 
 use crate::LogOptions;
 use crate::error::{Error, ErrorCode, Result};
 use crate::index::Indexes;
 use crate::options::CollectionSpec;
-use crate::storage::BucketStore;
+use crate::storage::collection_records::CollectionRecords;
+use crate::storage::{BucketStore, keyspaces};
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 
@@ -58,7 +58,7 @@ pub(crate) struct CollectionInner {
     /// index creation and removal to wait for those writes.
     pub(crate) commit_gate: RwLock<()>,
     /// The database's collection records (name → `{id, spec, indexes}`).
-    pub(crate) records: fjall::Keyspace,
+    pub(crate) records: CollectionRecords,
     /// Buckets given a retirement marker since the log last restarted: the markers are
     /// removed once the log no longer holds rows older than them.
     pub(crate) retired: Mutex<Vec<BucketId>>,
@@ -75,7 +75,7 @@ pub(crate) struct Storage {
     pub(crate) wal: WriteAheadLog,
     pub(crate) log_options: LogOptions,
     pub(crate) sort_memory_bytes: u64,
-    pub(crate) records: fjall::Keyspace,
+    pub(crate) records: CollectionRecords,
     pub(crate) read_only: bool,
 }
 
@@ -134,12 +134,7 @@ impl CollectionInner {
             .record()
             .to_vec()
             .map_err(|e| Error::rejected(ErrorCode::InternalError, e.to_string()))?;
-        self.records
-            .insert(self.name.as_bytes(), bytes)
-            .map_err(Error::storage("saving a collection record"))?;
-        self.fjall
-            .persist(PersistMode::SyncAll)
-            .map_err(Error::storage("saving a collection record"))
+        self.records.save(&self.name, bytes)
     }
 
     /// The index definitions now.
@@ -264,7 +259,7 @@ impl Collection {
         self.checkpoint()?;
         self.inner.merge_waiting(0)?;
         for ks in self.inner.all_keyspaces() {
-            compact_keyspace(&ks)?;
+            keyspaces::compact(&ks)?;
         }
         Ok(())
     }
@@ -1110,7 +1105,7 @@ impl CollectionInner {
     /// memory).
     fn all_keyspaces(&self) -> Vec<fjall::Keyspace> {
         let mut out: Vec<fjall::Keyspace> = self.store.keyspaces().into_iter().cloned().collect();
-        out.push(self.records.clone());
+        out.push(self.records.keyspace().clone());
         out.extend(
             self.indexes
                 .read()
@@ -1126,19 +1121,8 @@ impl CollectionInner {
     /// them from tables instead of replaying fjall's journal into memory.
     pub(crate) fn flush_memtables(&self) -> Result<()> {
         for ks in self.all_keyspaces() {
-            ks.rotate_memtable_and_wait()
-                .map_err(Error::storage("flushing a memtable"))?;
+            keyspaces::flush_memtable(&ks)?;
         }
         Ok(())
     }
-}
-
-/// Flushes a keyspace's memtable to a table and compacts it into one sorted run. fjall offers
-/// both as hidden (test) API; they are the documented effect of its flush and major
-/// compaction workers, run now instead of when thresholds are crossed.
-pub(crate) fn compact_keyspace(ks: &fjall::Keyspace) -> Result<()> {
-    ks.rotate_memtable_and_wait()
-        .map_err(Error::storage("flushing a memtable"))?;
-    ks.major_compact()
-        .map_err(Error::storage("compacting a keyspace"))
 }

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use bson::Document;
-use fjall::{KeyspaceCreateOptions, PersistMode};
+use fjall::PersistMode;
 use tscoll_catalog::{CatalogOptions, MemoryPool, StatsSnapshot};
 
 use crate::collection::{Collection, CollectionInner, Storage};
@@ -15,8 +15,9 @@ use crate::index::Indexes;
 use crate::options::collection::{CollectionSpec, TimeseriesOptions};
 use crate::read_only::ReadOnlyReport;
 use crate::storage::BucketStore;
-use crate::storage::fjall_journal::{self, RecoveryReport};
-use crate::storage::keys::COLLECTIONS_KEYSPACE;
+use crate::storage::collection_records::CollectionRecords;
+use crate::storage::fjall_journal::RecoveryReport;
+use crate::storage::keyspaces;
 use crate::tools::stats::CatalogStats;
 use crate::wal::WriteAheadLog;
 use crate::{Access, DatabaseOptions};
@@ -25,7 +26,7 @@ pub(crate) struct DbInner {
     pub(crate) fjall: fjall::Database,
     /// The database directory.
     path: std::path::PathBuf,
-    collections_ks: fjall::Keyspace,
+    records: CollectionRecords,
     collections: Mutex<HashMap<String, Collection>>,
     options: Mutex<DatabaseOptions>,
     /// Catalog memory of every collection, under one threshold (SPEC ).
@@ -129,41 +130,18 @@ impl Database {
         recover: bool,
         read_only: Option<Option<String>>,
     ) -> Result<Database> {
-        let mut recovery = None;
-        if recover {
-            recovery = fjall_journal::repair(path)?;
-        } else if let Some(e) = fjall_journal::scan(path)?.damaged_error() {
-            return Err(e);
-        }
-        let builder = || {
-            let b = fjall::Database::builder(path).cache_size(options.catalog.cache_size_bytes);
-            // Read-only: no worker thread, so no flush or compaction writes either.
-            if read_only.is_some() {
-                b.worker_threads_unchecked(0).open()
-            } else {
-                b.open()
-            }
-        };
-        let fjall = match builder() {
-            Err(fjall::Error::JournalRecovery(e)) if recover => {
-                let reason = format!("fjall cannot replay it ({e:?})");
-                recovery = Some(fjall_journal::set_aside_all(path, &reason, recovery)?);
-                builder()
-            }
-            Err(fjall::Error::JournalRecovery(e)) => {
-                return Err(fjall_journal::fjall_refused(path, e));
-            }
-            other => other,
-        }
-        .map_err(Error::storage("opening the database"))?;
-        let collections_ks = fjall
-            .keyspace(COLLECTIONS_KEYSPACE, KeyspaceCreateOptions::default)
-            .map_err(Error::storage("opening the collections keyspace"))?;
+        let (fjall, recovery) = crate::storage::open_database(
+            path,
+            options.catalog.cache_size_bytes,
+            read_only.is_some(),
+            recover,
+        )?;
+        let records = CollectionRecords::open(&fjall)?;
         let db = Database {
             inner: Arc::new(DbInner {
                 fjall,
                 path: path.to_path_buf(),
-                collections_ks,
+                records,
                 collections: Mutex::new(HashMap::new()),
                 options: Mutex::new(options),
                 memory: MemoryPool::default(),
@@ -180,16 +158,8 @@ impl Database {
             }),
         };
         let mut unstored = Vec::new();
-        for item in db.inner.collections_ks.iter() {
-            let (k, v) = item
-                .into_inner()
-                .map_err(Error::storage("reading collections"))?;
-            let name = String::from_utf8_lossy(&k).into_owned();
-            let corrupt = |reason: &str| Error::Corruption {
-                keyspace: COLLECTIONS_KEYSPACE.to_owned(),
-                key: name.clone(),
-                reason: reason.to_owned(),
-            };
+        for (name, v) in db.inner.records.all()? {
+            let corrupt = |reason: &str| CollectionRecords::corrupt(&name, reason);
             let record = Document::from_reader(&v[..]).map_err(|e| corrupt(&e.to_string()))?;
             let id = record.get_i64("id").map_err(|_| corrupt("no id"))?;
             let spec = record
@@ -291,7 +261,7 @@ impl Database {
                 wal,
                 log_options: options.log,
                 sort_memory_bytes: options.sort_memory_bytes,
-                records: self.inner.collections_ks.clone(),
+                records: self.inner.records.clone(),
                 read_only: self.inner.read_only.is_some(),
             },
         ));
@@ -389,19 +359,9 @@ impl Database {
         };
         coll.inner.catalog.clear_all();
         coll.inner.wal.remove()?;
-        self.inner
-            .collections_ks
-            .remove(name.as_bytes())
-            .map_err(Error::storage("removing a collection record"))?;
-        self.inner
-            .fjall
-            .persist(PersistMode::SyncAll)
-            .map_err(Error::storage("removing a collection"))?;
+        self.inner.records.remove(name)?;
         for ks in coll.inner.keyspaces() {
-            self.inner
-                .fjall
-                .delete_keyspace(ks)
-                .map_err(Error::storage("deleting a keyspace"))?;
+            keyspaces::delete(&self.inner.fjall, ks, "deleting a keyspace")?;
         }
         Ok(true)
     }
@@ -423,10 +383,7 @@ impl Database {
             c.inner.store_all()?;
             c.inner.flush_memtables()?;
         }
-        self.inner
-            .collections_ks
-            .rotate_memtable_and_wait()
-            .map_err(Error::storage("flushing a memtable"))?;
+        keyspaces::flush_memtable(self.inner.records.keyspace())?;
         self.inner
             .fjall
             .persist(PersistMode::SyncAll)
@@ -464,7 +421,7 @@ impl Database {
         for c in colls {
             c.compact()?;
         }
-        crate::collection::compact_keyspace(&self.inner.collections_ks)
+        keyspaces::compact(self.inner.records.keyspace())
     }
 
     /// The catalog parameters every collection uses now.

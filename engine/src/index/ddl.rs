@@ -8,6 +8,7 @@ use bson::{Document, doc};
 use crate::collection::{Collection, CollectionInner};
 use crate::error::{Error, ErrorCode, Result};
 use crate::options::CollectionSpec;
+use crate::storage::keyspaces;
 
 use super::spec::{self, Definition};
 use super::{IndexOptions, Indexes, SecondaryIndex};
@@ -63,9 +64,7 @@ impl CollectionInner {
         let ks = ix.keyspace(&self.fjall, self.id)?;
         self.update_indexes(|i| i.secondary.retain(|s| !Arc::ptr_eq(s, ix)));
         self.drain_commits();
-        self.fjall
-            .delete_keyspace(ks)
-            .map_err(Error::storage("deleting a secondary index keyspace"))
+        keyspaces::delete(&self.fjall, ks, "deleting a secondary index keyspace")
     }
 
     /// Drops the default index (SPEC ): the directory stays, the flag is set.
@@ -149,12 +148,7 @@ pub(crate) fn create_index(
         return Ok(def.name);
     }
     let mut no = current.next_no.max(1);
-    while inner
-        .fjall
-        .keyspace_exists(&crate::storage::keys::secondary_index_keyspace(
-            inner.id, no,
-        ))
-    {
+    while keyspaces::secondary_index_exists(&inner.fjall, inner.id, no) {
         no += 1;
     }
     let name = def.name.clone();

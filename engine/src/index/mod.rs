@@ -51,13 +51,12 @@ pub(crate) mod spec;
 use std::sync::{Arc, OnceLock, PoisonError};
 
 use bson::{Bson, Document, doc};
-use fjall::KeyspaceCreateOptions;
 
 use crate::collection::CollectionInner;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::mql::filter::{Filter, Pred};
 use crate::options::CollectionSpec;
-use crate::storage::keys::secondary_index_keyspace;
+use crate::storage::keyspaces;
 
 use spec::{Component, Definition};
 
@@ -154,15 +153,7 @@ impl SecondaryIndex {
         if let Some(ks) = self.slot.0.get() {
             return Ok(ks.clone());
         }
-        let ks = fjall
-            .keyspace(&secondary_index_keyspace(coll_id, self.no), || {
-                // As the meta+time index: LZ4 on every level (fjall's default leaves
-                // levels 0 and 1 uncompressed).
-                KeyspaceCreateOptions::default().data_block_compression_policy(
-                    fjall::config::CompressionPolicy::all(fjall::CompressionType::Lz4),
-                )
-            })
-            .map_err(Error::storage("opening a secondary index keyspace"))?;
+        let ks = keyspaces::open_secondary_index(fjall, coll_id, self.no)?;
         Ok(self.slot.0.get_or_init(|| ks).clone())
     }
 

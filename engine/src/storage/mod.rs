@@ -19,9 +19,11 @@
 
 mod batch;
 pub(crate) mod bucket_write;
+pub(crate) mod collection_records;
 pub(crate) mod control;
 pub(crate) mod fjall_journal;
 pub(crate) mod keys;
+pub(crate) mod keyspaces;
 pub(crate) mod rollup_write;
 mod rollups;
 
@@ -99,6 +101,50 @@ pub(crate) struct SegmentItem {
     pub(crate) blob: Slice,
 }
 
+/// Opens (creating when missing) the fjall database in directory `path` with a block cache
+/// of `cache_size_bytes`; `read_only` starts no worker thread, so nothing is flushed or
+/// compacted. fjall's journal is checked first: with `recover`, a damaged journal is set
+/// aside ([`fjall_journal::repair`]) and the report returned; without, it fails the open.
+///
+/// # Errors
+/// [`Error::Storage`] when fjall fails; [`Error::JournalDamaged`] for a damaged journal without
+/// `recover`; [`Error::Io`] when journal files cannot be set aside.
+pub(crate) fn open_database(
+    path: &std::path::Path,
+    cache_size_bytes: u64,
+    read_only: bool,
+    recover: bool,
+) -> Result<(fjall::Database, Option<fjall_journal::RecoveryReport>)> {
+    let mut recovery = None;
+    if recover {
+        recovery = fjall_journal::repair(path)?;
+    } else if let Some(e) = fjall_journal::scan(path)?.damaged_error() {
+        return Err(e);
+    }
+    let builder = || {
+        let b = fjall::Database::builder(path).cache_size(cache_size_bytes);
+        // Read-only: no worker thread, so no flush or compaction writes either.
+        if read_only {
+            b.worker_threads_unchecked(0).open()
+        } else {
+            b.open()
+        }
+    };
+    let fjall = match builder() {
+        Err(fjall::Error::JournalRecovery(e)) if recover => {
+            let reason = format!("fjall cannot replay it ({e:?})");
+            recovery = Some(fjall_journal::set_aside_all(path, &reason, recovery)?);
+            builder()
+        }
+        Err(fjall::Error::JournalRecovery(e)) => {
+            return Err(fjall_journal::fjall_refused(path, e));
+        }
+        other => other,
+    }
+    .map_err(Error::storage("opening the database"))?;
+    Ok((fjall, recovery))
+}
+
 impl BucketStore {
     /// Opens (creating when missing) the keyspaces of collection number `coll_id`.
     ///
@@ -126,11 +172,7 @@ impl BucketStore {
         // levels 0 and 1 uncompressed: 2.7× larger control and 4.8× larger index tables until
         // a compaction reaches level 2). Control records are read by ids taken from the
         // index, so a point read finds its key.
-        let small_options = || {
-            KeyspaceCreateOptions::default().data_block_compression_policy(
-                fjall::config::CompressionPolicy::all(fjall::CompressionType::Lz4),
-            )
-        };
+        let small_options = keyspaces::lz4_options;
         Ok(BucketStore {
             fjall: fjall.clone(),
             coll_id,

@@ -28,6 +28,7 @@ use crate::storage::keys::{
     parse_retired_key, parse_series_record, parse_series_record_key, secondary_entry_bucket,
     secondary_index_keyspace,
 };
+use crate::storage::keyspaces;
 use crate::tools::damage::{read_failure, read_segments};
 use crate::wal::LogPosition;
 
@@ -238,16 +239,7 @@ impl Database {
     }
 
     fn raw_keyspace(&self, name: &str) -> Result<fjall::Keyspace> {
-        if !self.inner.fjall.keyspace_exists(name) {
-            return Err(Error::rejected(
-                crate::ErrorCode::BadValue,
-                format!("no keyspace {name}"),
-            ));
-        }
-        self.inner
-            .fjall
-            .keyspace(name, fjall::KeyspaceCreateOptions::default)
-            .map_err(Error::storage("opening a keyspace"))
+        keyspaces::open_existing(&self.inner.fjall, name)
     }
 }
 
@@ -331,10 +323,7 @@ pub(crate) fn secondary_meta(
 ) -> HashMap<BucketId, Vec<u8>> {
     let mut out = HashMap::new();
     for index in coll.indexes().secondary.iter().filter(|s| s.ready) {
-        if !coll
-            .fjall
-            .keyspace_exists(&secondary_index_keyspace(coll.id, index.no))
-        {
+        if !keyspaces::secondary_index_exists(&coll.fjall, coll.id, index.no) {
             continue;
         }
         let Ok(ks) = index.keyspace(&coll.fjall, coll.id) else {
@@ -707,7 +696,7 @@ impl CollectionInner {
                 index: Arc::clone(index),
                 entries: HashMap::new(),
             };
-            if !self.fjall.keyspace_exists(&name) {
+            if !keyspaces::secondary_index_exists(&self.fjall, self.id, index.no) {
                 ck.problem(
                     None,
                     ProblemKind::MissingSecondaryEntry,
