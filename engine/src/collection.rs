@@ -356,7 +356,8 @@ impl Collection {
     /// control min and max hold other types only). The rest (`$nin`, `$ne`, `$exists: false`,
     /// `$not`, `$nor`, `$expr`, ... on measurement or time fields: control cannot rule a
     /// bucket out for them) is evaluated exactly on each measurement of the buckets that
-    /// remain; an `$expr` that fails on a measurement (a division by zero) does not match it. Each result has the shape of SPEC §14.1:
+    /// remain; an `$expr` that fails on a measurement (a division by zero) fails the query
+    /// with MongoDB's code (16608 for that one). Each result has the shape of SPEC §14.1:
     /// time field, meta field, then the bucket's other columns.
     ///
     /// Buckets are chosen through the meta+time index and pruned with their control record

@@ -49,6 +49,16 @@ pub enum ErrorCode {
     IdlUnknownField,
     /// `InternalError` (1): storage, codec or corruption failures.
     InternalError,
+    /// `InvalidPipelineOperator` (168): an expression operator MongoDB does not know, or
+    /// one tscoll does not support.
+    InvalidPipelineOperator,
+    /// `ConversionFailure` (241): `$convert` and the `$to…` operators given a value they
+    /// cannot convert (and no `onError`).
+    ConversionFailure,
+    /// One of MongoDB's numbered assertions, whose code name is `Location<code>`: e.g.
+    /// 16608 for a `$divide` by zero, 5624901 and 5490710 for window units that do not fit
+    /// the sort key. The number is MongoDB's own, so a host can pass it on unchanged.
+    Location(u32),
 }
 
 impl ErrorCode {
@@ -73,13 +83,17 @@ impl ErrorCode {
             ErrorCode::IdlFailedToParse => 40414,
             ErrorCode::IdlUnknownField => 40415,
             ErrorCode::InternalError => 1,
+            ErrorCode::InvalidPipelineOperator => 168,
+            ErrorCode::ConversionFailure => 241,
+            ErrorCode::Location(n) => i32::try_from(n).unwrap_or(i32::MAX),
         }
     }
 
-    /// MongoDB's code name, e.g. `"InvalidOptions"`.
+    /// MongoDB's code name, e.g. `"InvalidOptions"`, or `"Location16608"` for a numbered
+    /// assertion.
     #[must_use]
-    pub fn name(self) -> &'static str {
-        match self {
+    pub fn name(self) -> std::borrow::Cow<'static, str> {
+        std::borrow::Cow::Borrowed(match self {
             ErrorCode::BadValue => "BadValue",
             ErrorCode::FailedToParse => "FailedToParse",
             ErrorCode::TypeMismatch => "TypeMismatch",
@@ -97,7 +111,10 @@ impl ErrorCode {
             ErrorCode::IdlFailedToParse => "IDLFailedToParse",
             ErrorCode::IdlUnknownField => "IDLUnknownField",
             ErrorCode::InternalError => "InternalError",
-        }
+            ErrorCode::InvalidPipelineOperator => "InvalidPipelineOperator",
+            ErrorCode::ConversionFailure => "ConversionFailure",
+            ErrorCode::Location(n) => return std::borrow::Cow::Owned(format!("Location{n}")),
+        })
     }
 }
 

@@ -99,7 +99,10 @@ impl CollectionInner {
         let mut remove = vec![false; bucket.rows];
         let mut removed = 0u64;
         for (i, doc) in bucket.docs.iter().enumerate() {
-            if filter.matches_row(doc, bucket.times[i], meta) {
+            if filter
+                .matches_row(doc, bucket.times[i], meta)
+                .map_err(|e| e.into_error("delete", |m| self.store.corrupt_data(&entry.id, m)))?
+            {
                 remove[i] = true;
                 removed += 1;
                 if just_one {

@@ -526,7 +526,7 @@ impl Node {
     ///
     /// # Errors
     /// What `values` fails with.
-    pub(crate) fn eval(&self, values: &dyn Values) -> std::result::Result<bool, String> {
+    pub(crate) fn eval(&self, values: &dyn Values) -> std::result::Result<bool, EvalError> {
         Ok(match self {
             Node::And(children) => {
                 for c in children {
@@ -556,13 +556,8 @@ impl Node {
                 let v = values.root(*target, path)?;
                 test.holds_at(v.as_deref(), rest_of(*target, path))
             }
-            // An expression that fails on this measurement does not hold (MongoDB fails the
-            // query); unreadable stored values are corruption.
-            Node::Expr(e) => match e.holds(values) {
-                Ok(b) => b,
-                Err(EvalError::Failed(_)) => false,
-                Err(EvalError::Corrupt(m)) => return Err(m),
-            },
+            // An expression that fails on this measurement fails the query, as in MongoDB.
+            Node::Expr(e) => e.holds(values)?,
         })
     }
 
@@ -819,7 +814,15 @@ impl Filter {
     /// Whether an unpacked measurement (`doc`: its fields but the meta field) of a series
     /// with meta value `meta` passes every measurement and time predicate and every clause
     /// that reads more than the meta field.
-    pub(crate) fn matches_row(&self, doc: &Document, time: i64, meta: Option<&Bson>) -> bool {
+    ///
+    /// # Errors
+    /// An expression (`$expr`) that fails on the measurement.
+    pub(crate) fn matches_row(
+        &self,
+        doc: &Document,
+        time: i64,
+        meta: Option<&Bson>,
+    ) -> std::result::Result<bool, EvalError> {
         let preds = self.preds.iter().all(|p| match p {
             Pred::Time { op, value } => value.is_some_and(|v| cmp_holds(time.cmp(&v), *op)),
             Pred::Field { path, op, value } => {
@@ -830,13 +833,16 @@ impl Filter {
             }
             _ => true,
         });
+        if !preds {
+            return Ok(false);
+        }
         let values = DocValues { doc, time, meta };
-        preds
-            && self
-                .clauses
-                .iter()
-                .filter(|c| !c.meta_only())
-                .all(|c| c.eval(&values).unwrap_or(false))
+        for c in self.clauses.iter().filter(|c| !c.meta_only()) {
+            if !c.eval(&values)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 
     /// The clauses evaluated per measurement (those reading more than the meta field).
@@ -1474,7 +1480,7 @@ mod tests {
         let mut fields = doc.clone();
         fields.remove("m");
         let t = doc.get_datetime("t").map_or(0, |t| t.timestamp_millis());
-        f.matches_meta(meta) && f.matches_row(&fields, t, meta)
+        f.matches_meta(meta) && f.matches_row(&fields, t, meta).unwrap()
     }
 
     /// Each `(filter, matches a, matches b)` of `cases` holds.
@@ -2038,7 +2044,7 @@ mod tests {
                     };
                     assert_eq!(
                         value_ref_matches(*v, &[], op, o),
-                        Ok(f.matches_row(&doc, 0, None)),
+                        Ok(f.matches_row(&doc, 0, None).unwrap()),
                         "{doc} {op:?} {o}"
                     );
                 }

@@ -14,7 +14,7 @@ use super::bad;
 use super::stage::{Docs, evaluate, expression};
 use crate::error::{Error, ErrorCode, Result};
 use crate::mql::dates::{REFERENCE_MS, Unit};
-use crate::mql::expr::Expr;
+use crate::mql::expr::{DateExpr, Expr};
 use crate::mql::filter::Target;
 use crate::query::{Accumulator, AggregateSpec};
 
@@ -410,12 +410,12 @@ impl Group {
     /// buckets are answered from their control record's min, max and sums).
     pub(super) fn as_windows(&self, time_field: &str, meta_field: Option<&str>) -> Option<Windows> {
         let window = |e: &Expr| -> Option<i64> {
-            let Expr::DateTrunc {
+            let Expr::Date(DateExpr::Trunc {
                 date,
                 unit,
                 bin_size,
                 ..
-            } = e
+            }) = e
             else {
                 return None;
             };

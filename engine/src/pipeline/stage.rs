@@ -6,7 +6,7 @@ use super::bad;
 use super::group::Group;
 use super::window::SetWindowFields;
 use crate::direct_write::update::set_path;
-use crate::error::Result;
+use crate::error::{Error, ErrorCode, Result};
 use crate::mql::expr::Expr;
 use crate::mql::filter::{Filter, Target, Values, exact_int};
 use crate::query::SortOrder;
@@ -72,7 +72,7 @@ impl Values for DocumentValues<'_> {
 pub(super) fn evaluate(e: &Expr, doc: &Document, stage: &str) -> Result<Option<Bson>> {
     e.eval(&DocumentValues(doc))
         .map(|v| v.map(std::borrow::Cow::into_owned))
-        .map_err(|m| bad(format!("{stage}: {m}")))
+        .map_err(|e| e.into_error(stage, |m| Error::rejected(ErrorCode::InternalError, m)))
 }
 
 fn fields_of(stage: &str, spec: &Bson) -> Result<Vec<(String, Expr)>> {
@@ -275,9 +275,15 @@ pub(super) fn run(stages: Vec<Stage>, input: Docs, budget: u64) -> Result<Docs> 
     let mut stages = stages.into_iter().peekable();
     while let Some(stage) = stages.next() {
         docs = match stage {
-            Stage::Match(f, _) => Box::new(docs.filter(move |d| match d {
-                Ok(d) => f.matches_row(d, 0, None),
-                Err(_) => true,
+            Stage::Match(f, _) => Box::new(docs.filter_map(move |d| match d {
+                Ok(d) => match f.matches_row(&d, 0, None) {
+                    Ok(true) => Some(Ok(d)),
+                    Ok(false) => None,
+                    Err(e) => Some(Err(e.into_error("$match", |m| {
+                        Error::rejected(ErrorCode::InternalError, m)
+                    }))),
+                },
+                Err(e) => Some(Err(e)),
             })),
             Stage::Project(p, computed) => Box::new(docs.map(move |d| {
                 let d = d?;

@@ -1179,7 +1179,7 @@ fn add_filtered(
     (rows, meta): (&RowFilter<'_>, Option<&Bson>),
     paths: &[Option<Vec<String>>],
     time_field: &str,
-) -> std::result::Result<(), String> {
+) -> std::result::Result<(), crate::mql::expr::EvalError> {
     let bound = rows.bind(view, time_field, meta);
     let sources = sources_of(view, paths, time_field, true);
     let view = &*view;
@@ -1413,7 +1413,7 @@ impl Collector for Part<'_, '_> {
                     job.paths,
                     time_field,
                 )
-                .map_err(corrupt)?;
+                .map_err(|e| e.into_error("", corrupt))?;
             } else {
                 add_whole(
                     &mut self.groups,

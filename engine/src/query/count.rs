@@ -110,7 +110,10 @@ impl Collector for Count<'_> {
             stats.rows_examined += view.rows() as u64;
             stats.rows_filtered += view.rows() as u64;
             for row in 0..view.rows() {
-                if bound.matches(&view, row).map_err(corrupt)? {
+                if bound
+                    .matches(&view, row)
+                    .map_err(|e| e.into_error("", corrupt))?
+                {
                     self.total += 1;
                 }
             }

@@ -162,7 +162,10 @@ impl Collector for Latest<'_, '_> {
                 if found.is_some_and(|(_, _, b)| t < b) {
                     continue;
                 }
-                if bound.matches(view, row).map_err(corrupt)? {
+                if bound
+                    .matches(view, row)
+                    .map_err(|e| e.into_error("", corrupt))?
+                {
                     found = Some((s, row, t));
                 }
             }

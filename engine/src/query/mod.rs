@@ -329,7 +329,10 @@ impl Collector for Find<'_> {
                 stats.rows_examined += 1;
                 if let Some(b) = &bound {
                     stats.rows_filtered += 1;
-                    if !b.matches(&view, row).map_err(corrupt)? {
+                    if !b
+                        .matches(&view, row)
+                        .map_err(|e| e.into_error("", corrupt))?
+                    {
                         continue;
                     }
                 }

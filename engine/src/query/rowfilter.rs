@@ -9,6 +9,7 @@ use tscoll_catalog::value::to_bson;
 use tscoll_codec::{ValueRef, tag};
 
 use super::unpack::SegmentView;
+use crate::mql::expr::EvalError;
 use crate::mql::filter::{
     Cmp, Filter, Got, Node, Pred, Target as Reads, Values, cmp_holds, value_ref_in,
     value_ref_matches,
@@ -227,8 +228,8 @@ impl BoundFilter<'_, '_> {
     /// Whether row `row` of `seg` passes every predicate.
     ///
     /// # Errors
-    /// A message when a stored value is corrupt.
-    pub(crate) fn matches(&self, seg: &SegmentView<'_>, row: usize) -> Result<bool, String> {
+    /// A stored value that is corrupt, or an expression (`$expr`) that fails on the row.
+    pub(crate) fn matches(&self, seg: &SegmentView<'_>, row: usize) -> Result<bool, EvalError> {
         for (target, p) in &self.preds {
             let t = seg.times[row];
             let ok = match (&p.test, target) {

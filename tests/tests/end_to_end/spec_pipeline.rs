@@ -280,7 +280,7 @@ fn stages_not_built_are_refused_by_name() {
 }
 
 #[test]
-fn failing_expressions_fail_the_pipeline_and_match_nothing_in_a_filter() {
+fn failing_expressions_fail_the_pipeline_and_the_query_with_mongodbs_codes() {
     let (_dir, _db, coll) = empty();
     insert_all(
         &coll,
@@ -289,25 +289,71 @@ fn failing_expressions_fail_the_pipeline_and_match_nothing_in_a_filter() {
             doc! { "ts": DateTime::from_millis(1), "a": 4, "b": 2, "s": "y" },
         ],
     );
-    for (expr, needle) in [
-        (doc! { "$divide": ["$a", "$b"] }, "by zero"),
-        (doc! { "$mod": ["$a", 0] }, "by zero"),
-        (doc! { "$add": ["$a", "$s"] }, "$add"),
-        (doc! { "$hour": "$s" }, "date"),
+    for (expr, needle, code, name) in [
+        (
+            doc! { "$divide": ["$a", "$b"] },
+            "by zero",
+            16608,
+            "Location16608",
+        ),
+        (
+            doc! { "$mod": ["$a", 0] },
+            "by zero",
+            16610,
+            "Location16610",
+        ),
+        (doc! { "$add": ["$a", "$s"] }, "$add", 14, "TypeMismatch"),
+        (doc! { "$hour": "$s" }, "date", 16006, "Location16006"),
+        (
+            doc! { "$toLong": "$s" },
+            "$toLong",
+            241,
+            "ConversionFailure",
+        ),
     ] {
         let e = coll
             .aggregate(&[doc! { "$addFields": { "r": expr.clone() } }])
             .unwrap_err();
-        assert_eq!(e.code(), ErrorCode::BadValue, "{expr}: {e}");
+        assert_eq!(e.code().code(), code, "{expr}: {e}");
+        assert_eq!(e.code().name(), name, "{expr}: {e}");
         assert!(
             e.to_string().contains("$addFields") && e.to_string().contains(needle),
             "{e}"
         );
     }
-    // In a filter the measurement whose evaluation fails does not match; the others do.
+    // In a filter, as in MongoDB, a measurement whose evaluation fails fails the query, by
+    // find, count, delete and update alike; a `$match` after a stage too.
+    let by_zero = doc! { "$expr": { "$eq": [{ "$divide": ["$a", "$b"] }, 2] } };
+    let e = coll
+        .find(&by_zero, &tscoll_engine::FindOptions::default())
+        .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Location(16608), "{e}");
+    let e = coll
+        .aggregate(&[
+            doc! { "$addFields": { "c": 1 } },
+            doc! { "$match": by_zero.clone() },
+        ])
+        .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Location(16608), "{e}");
+    assert_eq!(
+        coll.delete_many(&by_zero).unwrap_err().code(),
+        ErrorCode::Location(16608)
+    );
+    assert_eq!(
+        coll.update_many(&by_zero, &doc! { "$set": { "z": 1 } })
+            .unwrap_err()
+            .code(),
+        ErrorCode::Location(16608)
+    );
+    assert_eq!(
+        coll.count(&Document::new()).expect("count"),
+        2,
+        "nothing deleted"
+    );
+    // Where no measurement makes it fail, the filter selects as before.
     let found = coll
         .find(
-            &doc! { "$expr": { "$eq": [{ "$divide": ["$a", "$b"] }, 2] } },
+            &doc! { "$expr": { "$eq": [{ "$divide": ["$b", "$a"] }, 0.5] } },
             &tscoll_engine::FindOptions::default(),
         )
         .expect("find");
@@ -416,4 +462,36 @@ fn expression_paths_through_arrays_of_documents_give_arrays() {
         ])
         .expect("aggregate");
     assert_eq!(matched, [doc! { "n": 1 }]);
+}
+
+#[test]
+fn let_binds_variables_evaluated_outside_each_other_and_shadows_outer_ones() {
+    let (_dir, _db, coll) = empty();
+    insert_all(
+        &coll,
+        &[doc! { "ts": DateTime::from_millis(0), "price": 10, "qty": 3, "doc": { "x": 7 } }],
+    );
+    let out = coll
+        .aggregate(&[doc! { "$project": {
+            "_id": 0,
+            "total": { "$let": {
+                "vars": { "p": "$price", "q": "$qty" },
+                "in": { "$multiply": ["$$p", "$$q"] },
+            } },
+            "inner": { "$let": {
+                "vars": { "p": 1 },
+                "in": { "$let": { "vars": { "p": 2, "d": "$doc" }, "in": { "$add": ["$$p", "$$d.x"] } } },
+            } },
+        } }])
+        .expect("aggregate");
+    assert_eq!(out, vec![doc! { "total": 30, "inner": 9 }]);
+    for (bad, code) in [
+        (doc! { "$let": { "vars": { "Upper": 1 }, "in": 1 } }, 16867),
+        (doc! { "$add": ["$$nope", 1] }, 17276),
+    ] {
+        let e = coll
+            .aggregate(&[doc! { "$project": { "v": bad.clone() } }])
+            .unwrap_err();
+        assert_eq!(e.code().code(), code, "{bad}: {e}");
+    }
 }

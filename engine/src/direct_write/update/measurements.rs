@@ -98,7 +98,12 @@ impl CollectionInner {
             let bucket = self.read_bucket_rows(entry, &control, time_field)?;
             let mut remove = vec![false; bucket.rows];
             for (i, fields) in bucket.docs.iter().enumerate() {
-                if !filter.matches_row(fields, bucket.times[i], meta.as_ref()) {
+                if !filter
+                    .matches_row(fields, bucket.times[i], meta.as_ref())
+                    .map_err(|e| {
+                        e.into_error("update", |m| self.store.corrupt_data(&entry.id, m))
+                    })?
+                {
                     continue;
                 }
                 out.matched += 1;

@@ -628,10 +628,10 @@ impl Pull {
             Pull::Condition(f) => {
                 let mut one = Document::new();
                 one.insert(ELEMENT, e.clone());
-                f.matches_row(&one, 0, None)
+                f.matches_row(&one, 0, None).unwrap_or(false)
             }
             Pull::Query(f) => match e {
-                Bson::Document(d) => f.matches_row(d, 0, None),
+                Bson::Document(d) => f.matches_row(d, 0, None).unwrap_or(false),
                 _ => false,
             },
         }

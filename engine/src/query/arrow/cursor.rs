@@ -426,7 +426,10 @@ impl ArrowCursor {
                 let mut rows = Vec::new();
                 for r in 0..n {
                     self.stats.rows_filtered += 1;
-                    if bound.matches(&view, r).map_err(corrupt)? {
+                    if bound
+                        .matches(&view, r)
+                        .map_err(|e| e.into_error("", corrupt))?
+                    {
                         rows.push(u32::try_from(r).unwrap_or(u32::MAX));
                     }
                 }
