@@ -25,8 +25,8 @@ use crate::wal::WriteAheadLog;
 use crate::write::meta_cache::MetaCache;
 use crate::{
     AggregateBatch, AggregateCursor, AggregateSpec, ArrowCursor, ArrowOptions, CollectionStats,
-    DeleteResult, ExpireResult, FindCursor, FindOptions, IndexOptions, InsertOptions, InsertResult,
-    QueryStats, UpdateOptions, UpdateResult,
+    DeleteResult, ExpireResult, ExplainVerbosity, FindCursor, FindOptions, IndexOptions,
+    InsertOptions, InsertResult, QueryStats, UpdateOptions, UpdateResult,
 };
 
 /// Number of locks serializing bucket merges.
@@ -755,6 +755,69 @@ impl Collection {
     /// come here; the others come from the cursor, which ends after one.
     pub fn aggregate_cursor(&self, pipeline: &[Document]) -> Result<AggregateCursor> {
         crate::pipeline::aggregate_cursor(self, pipeline)
+    }
+
+    /// What [`Collection::find`] with `filter` and `options` reads, as a document
+    /// (MongoDB's `explain`): `{queryPlanner: {namespace, parsedQuery, winningPlan: {stage,
+    /// buckets: {index, series, metaPredicates, minTime, controlPruning,
+    /// perMeasurementFilter}, sort?, limit?, skip?, projection?}}}`, where `buckets` says how
+    /// candidate buckets are chosen: through the meta+time index (`series`: `"all"` or the
+    /// number of whole-meta equality operands whose entries alone are read), a secondary
+    /// index (its name) or none, with the bounds on `control.min.<timeField>` (SPEC
+    /// R-14.4.3). With [`ExplainVerbosity::ExecutionStats`] the query is run (results
+    /// dropped) and `executionStats` holds `nReturned`, `executionTimeMillis` and the
+    /// counters of [`QueryStats::to_document`]: index entries read, buckets read, pruned by
+    /// control, matched whole, answered from control or rollups, unpacked.
+    ///
+    /// ```
+    /// # use bson::{doc, DateTime};
+    /// # use tscoll_engine::{Database, ExplainVerbosity, FindOptions, TimeseriesOptions};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = Database::open(dir.path())?;
+    /// let coll = db.create_collection("m", TimeseriesOptions::new("t").meta_field("host"))?;
+    /// coll.insert_many(&[doc! { "t": DateTime::from_millis(0), "host": "a", "v": 1 }])?;
+    /// let plan = coll.explain_find(
+    ///     &doc! { "host": "a" },
+    ///     &FindOptions::default(),
+    ///     ExplainVerbosity::ExecutionStats,
+    /// )?;
+    /// let buckets = plan.get_document("queryPlanner")?.get_document("winningPlan")?
+    ///     .get_document("buckets")?;
+    /// assert_eq!(buckets.get_str("index")?, "meta+time");
+    /// assert_eq!(buckets.get_i64("series")?, 1);
+    /// assert_eq!(plan.get_document("executionStats")?.get_i64("nReturned")?, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Collection::find_cursor`].
+    pub fn explain_find(
+        &self,
+        filter: &Document,
+        options: &FindOptions,
+        verbosity: ExplainVerbosity,
+    ) -> Result<Document> {
+        crate::query::explain::explain_find(self, filter, options, verbosity)
+    }
+
+    /// What [`Collection::aggregate`] with `pipeline` does, as a document (MongoDB's
+    /// `explain`): `{queryPlanner: {namespace, read, stages}}`. `read` is the read's bucket
+    /// selection (as [`Collection::explain_find`]'s `buckets`) with its `filter`, the
+    /// leading `$match` stages; each entry of `stages` is `{stage, answeredBy}`:
+    /// `"read filter"`, `"bucket sums"` (a `$group` by time window and meta answered from
+    /// control records, rollups and bucket sums where buckets allow it) or `"stream"`, with
+    /// what the stage `holds` in memory. With [`ExplainVerbosity::ExecutionStats`] the
+    /// pipeline is run (results dropped) and `executionStats` holds `nReturned`,
+    /// `executionTimeMillis` and the read's counters.
+    ///
+    /// # Errors
+    /// As [`Collection::aggregate`].
+    pub fn explain_aggregate(
+        &self,
+        pipeline: &[Document],
+        verbosity: ExplainVerbosity,
+    ) -> Result<Document> {
+        crate::pipeline::explain_aggregate(self, pipeline, verbosity)
     }
 
     // Direct writes: deletes, updates, TTL, collMod.

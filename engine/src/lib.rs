@@ -85,7 +85,8 @@ pub use index::IndexOptions;
 pub use pipeline::AggregateCursor;
 pub use query::{
     Accumulator, AggregateBatch, AggregateSpec, ArrowCursor, ArrowOptions, DEFAULT_BATCH_ROWS,
-    ENCODING_KEY, FindCursor, FindOptions, OutputValues, QueryStats, SORT_MEMORY_LIMIT, SortOrder,
+    ENCODING_KEY, ExplainVerbosity, FindCursor, FindOptions, OutputValues, QueryStats,
+    SORT_MEMORY_LIMIT, SortOrder,
 };
 pub use read_only::ReadOnlyReport;
 pub use storage::fjall_journal::RecoveryReport;

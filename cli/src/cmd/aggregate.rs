@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use bson::{Bson, Document, doc};
 use tscoll_engine::{Accumulator, AggregateSpec};
 
-use super::find::print_stats;
+use super::find::{ExplainMode, print_explain, print_stats};
 use super::{
     CmdResult, DbArgs, open_readable_collection, parse_json_arg, stdout_result, write_extjson_line,
 };
@@ -44,6 +44,18 @@ pub(crate) struct Args {
     /// Also print the query's work counters on stderr as one JSON object.
     #[arg(long)]
     pub(crate) stats: bool,
+    /// With `--pipeline`: print what the pipeline does instead of its results, as one JSON
+    /// document (MongoDB's `explain`): which stages the read answers (leading `$match`, a
+    /// `$group` by window from bucket sums), which run over the stream and what they hold;
+    /// with `executionStats`, the pipeline is run and the read's counters added.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "MODE",
+        num_args = 0..=1,
+        default_missing_value = "queryPlanner"
+    )]
+    pub(crate) explain: Option<ExplainMode>,
 }
 
 /// A `--window`.
@@ -229,11 +241,21 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
     if let Some(text) = &args.pipeline {
         let pipeline = parse_pipeline(text)?;
         let (_db, coll) = open_readable_collection(&args.db.db, &args.coll)?;
+        if let Some(mode) = args.explain {
+            let plan = coll
+                .explain_aggregate(&pipeline, mode.verbosity())
+                .map_err(|e| format!("explain failed: {e}"))?;
+            print_explain(plan)?;
+            return Ok(ExitCode::SUCCESS);
+        }
         let docs = coll
             .aggregate_cursor(&pipeline)
             .map_err(|e| format!("aggregate failed: {e}"))?;
         print_documents(docs)?;
         return Ok(ExitCode::SUCCESS);
+    }
+    if args.explain.is_some() {
+        return Err("--explain explains a --pipeline: give the pipeline".into());
     }
     let filter = parse_json_arg("--filter", args.filter.as_deref().unwrap_or("{}"))?;
     let window = args.window.ok_or("give --window or --pipeline")?;

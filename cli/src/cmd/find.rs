@@ -10,9 +10,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use bson::{Bson, Document};
-use tscoll_engine::{FindCursor, FindOptions, QueryStats};
+use tscoll_engine::{ExplainVerbosity, FindCursor, FindOptions, QueryStats};
 
-use super::{CmdResult, DbArgs, open_readable_collection, parse_json_arg, stdout_result};
+use super::{
+    CmdResult, DbArgs, open_readable_collection, parse_json_arg, stdout_result, write_extjson_line,
+};
 use crate::output::{OutputFormat, export};
 
 /// Arguments of `tscoll find`.
@@ -60,6 +62,48 @@ pub(crate) struct Args {
     /// answered from control, rows) on stderr as one JSON object.
     #[arg(long)]
     pub(crate) stats: bool,
+    /// Print what the query reads instead of its results, as one JSON document (MongoDB's
+    /// `explain`): how buckets are chosen (index, series, time bounds); with
+    /// `executionStats`, the query is run and its counters added.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "MODE",
+        num_args = 0..=1,
+        default_missing_value = "queryPlanner",
+        conflicts_with_all = ["count", "last", "format", "out"]
+    )]
+    pub(crate) explain: Option<ExplainMode>,
+}
+
+/// `--explain`'s verbosity, named as MongoDB's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ExplainMode {
+    /// The plan only.
+    #[value(name = "queryPlanner")]
+    QueryPlanner,
+    /// The plan, and the counters of the query run to its end.
+    #[value(name = "executionStats")]
+    ExecutionStats,
+}
+
+impl ExplainMode {
+    /// The engine's verbosity.
+    pub(crate) fn verbosity(self) -> ExplainVerbosity {
+        match self {
+            ExplainMode::QueryPlanner => ExplainVerbosity::QueryPlanner,
+            ExplainMode::ExecutionStats => ExplainVerbosity::ExecutionStats,
+        }
+    }
+}
+
+/// Prints an `explain` document on stdout as one relaxed Extended JSON line.
+///
+/// # Errors
+/// Writing to stdout fails (other than a closed pipe).
+pub(crate) fn print_explain(plan: Document) -> CmdResult<()> {
+    let mut out = io::stdout().lock();
+    stdout_result(write_extjson_line(&mut out, plan).and_then(|()| out.flush()))
 }
 
 /// Parses `--sort`: `FIELD:1`, `FIELD:-1` (or `1`/`-1` alone for the time field), or a
@@ -149,6 +193,20 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
         .as_deref()
         .map(|s| parse_sort(s, &coll.spec().time_field))
         .transpose()?;
+    if let Some(mode) = args.explain {
+        let options = FindOptions {
+            projection,
+            sort: None,
+            limit: args.limit,
+            skip: args.skip,
+            sort_by,
+        };
+        let plan = coll
+            .explain_find(&filter, &options, mode.verbosity())
+            .map_err(|e| format!("explain failed: {e}"))?;
+        print_explain(plan)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let query_stats = if args.count {
         let (n, stats) = coll
             .count_with_stats(&filter)

@@ -409,3 +409,68 @@ fn ingest_reads_json_arrays_and_stdin_without_a_file() {
     assert!(err.contains("bad.json:2:"), "{err}");
     assert_eq!(s.values("m").len(), 12);
 }
+
+#[test]
+fn find_and_aggregate_explain_the_plan_and_its_counters() {
+    let s = loaded();
+    let plan = s
+        .run(
+            "find",
+            &["m", "--filter", r#"{"meta.series":"a"}"#, "--explain"],
+        )
+        .ok()
+        .json_lines();
+    assert_eq!(plan.len(), 1, "one document");
+    let buckets = &plan[0]["queryPlanner"]["winningPlan"]["buckets"];
+    assert_eq!(buckets["index"], "meta+time", "{}", plan[0]);
+    assert!(plan[0].get("executionStats").is_none(), "{}", plan[0]);
+    let found = s
+        .run("find", &["m", "--filter", r#"{"meta.series":"a"}"#])
+        .ok()
+        .json_lines();
+    let run = s
+        .run(
+            "find",
+            &[
+                "m",
+                "--filter",
+                r#"{"meta.series":"a"}"#,
+                "--explain",
+                "executionStats",
+            ],
+        )
+        .ok()
+        .json_lines();
+    assert_eq!(
+        int(&run[0]["executionStats"]["nReturned"]),
+        Some(i64::try_from(found.len()).expect("len")),
+        "{}",
+        run[0]
+    );
+    let agg = s
+        .run(
+            "aggregate",
+            &[
+                "m",
+                "--pipeline",
+                r#"[{"$match":{"meta.series":"a"}},{"$sort":{"v":-1}},{"$limit":2}]"#,
+                "--explain",
+                "executionStats",
+            ],
+        )
+        .ok()
+        .json_lines();
+    let stages = agg[0]["queryPlanner"]["stages"].as_array().expect("stages");
+    assert_eq!(stages[0]["answeredBy"], "read filter", "{}", agg[0]);
+    assert_eq!(stages[1]["answeredBy"], "stream", "{}", agg[0]);
+    assert_eq!(int(&agg[0]["executionStats"]["nReturned"]), Some(2));
+    // --explain of aggregate needs a pipeline.
+    s.run("aggregate", &["m", "--window", "1h", "--explain"])
+        .failed();
+}
+
+/// An integer of Extended JSON: a number, or `{"$numberLong": "..."}`.
+fn int(v: &serde_json::Value) -> Option<i64> {
+    v.as_i64()
+        .or_else(|| v["$numberLong"].as_str().and_then(|s| s.parse().ok()))
+}

@@ -298,6 +298,21 @@ impl CollectionInner {
     /// # Errors
     /// [`Error::Storage`] when the scan fails; [`Error::Corruption`] for an undecodable entry.
     pub(crate) fn secondary_candidates(&self, filter: &Filter) -> Result<Option<Vec<IndexEntry>>> {
+        let Some((ix, scan)) = self.chosen_secondary(filter) else {
+            return Ok(None);
+        };
+        self.scan_secondary(&ix, &scan).map(Some)
+    }
+
+    /// The name of the secondary index that serves `filter`, if one does
+    /// ([`CollectionInner::secondary_candidates`] reads it), for `explain`.
+    pub(crate) fn secondary_index_for(&self, filter: &Filter) -> Option<String> {
+        self.chosen_secondary(filter)
+            .map(|(ix, _)| ix.def.name.clone())
+    }
+
+    /// The secondary index that serves `filter` and its key ranges, if one does.
+    fn chosen_secondary(&self, filter: &Filter) -> Option<(Arc<SecondaryIndex>, Scan)> {
         if self
             .indexes
             .read()
@@ -305,25 +320,23 @@ impl CollectionInner {
             .secondary
             .is_empty()
         {
-            return Ok(None);
+            return None;
         }
         let (has_meta, time_field) = {
             let spec = self.spec.read().unwrap_or_else(PoisonError::into_inner);
             (spec.meta_field.is_some(), spec.time_field.clone())
         };
-        let chosen = {
-            let indexes = self.indexes.read().unwrap_or_else(PoisonError::into_inner);
-            if indexes.secondary.is_empty() {
-                return Ok(None);
-            }
-            if has_meta && !indexes.default_dropped && filter.meta_equalities().is_some() {
-                return Ok(None);
-            }
-            choose(&indexes.secondary, filter, &time_field)
-        };
-        let Some((ix, scan)) = chosen else {
-            return Ok(None);
-        };
+        let indexes = self.indexes.read().unwrap_or_else(PoisonError::into_inner);
+        if indexes.secondary.is_empty()
+            || (has_meta && !indexes.default_dropped && filter.meta_equalities().is_some())
+        {
+            return None;
+        }
+        choose(&indexes.secondary, filter, &time_field)
+    }
+
+    /// The entries of `ix` in the ranges of `scan`, each bucket once.
+    fn scan_secondary(&self, ix: &SecondaryIndex, scan: &Scan) -> Result<Vec<IndexEntry>> {
         let ks = ix.keyspace(&self.fjall, self.id)?;
         let name = format!("c{}_i{}", self.id, ix.no);
         let corrupt = |k: &[u8], reason: String| Error::Corruption {
@@ -375,6 +388,6 @@ impl CollectionInner {
                 });
             }
         }
-        Ok(Some(out))
+        Ok(out)
     }
 }

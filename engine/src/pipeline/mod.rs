@@ -16,15 +16,18 @@
 //!   external sort of `find`, `query/sort.rs`); `$setWindowFields` (`window.rs`) sorts so,
 //!   then holds one partition, or a chunk of one when its windows are bounded.
 
+mod explain;
 mod group;
 mod stage;
 mod window;
+
+pub(crate) use explain::explain_aggregate;
 
 use bson::{Bson, Document};
 
 use crate::collection::Collection;
 use crate::error::{Error, ErrorCode, Result};
-use crate::query::FindOptions;
+use crate::query::{FindOptions, QueryStats};
 
 use stage::Stage;
 
@@ -36,43 +39,99 @@ pub(crate) fn aggregate_cursor(
     coll: &Collection,
     pipeline: &[Document],
 ) -> Result<AggregateCursor> {
-    let spec = coll.spec();
-    let mut stages = pipeline
-        .iter()
-        .map(Stage::parse)
-        .collect::<Result<Vec<_>>>()?;
-    // Leading $match stages are the read's filter.
-    let leading = stages
-        .iter()
-        .take_while(|s| matches!(s, Stage::Match(..)))
-        .count();
-    let mut filter: Vec<Bson> = stages
-        .drain(..leading)
-        .filter_map(|s| match s {
-            Stage::Match(_, raw) => Some(Bson::Document(raw)),
-            _ => None,
+    start(coll, Prepared::new(coll, pipeline)?, None)
+}
+
+/// A parsed pipeline: the read's filter (its leading `$match` stages), whether the first
+/// stage after them is answered by the windowed aggregate engine, and the stages that run
+/// over the stream.
+struct Prepared {
+    /// The leading `$match` stages as one filter.
+    filter: Document,
+    /// How many stages the filter took.
+    leading: usize,
+    /// The `$group` the windowed aggregate engine answers, when the first stage after the
+    /// filter is one.
+    windows: Option<group::Windows>,
+    /// The stages that run over the stream (after the windowed `$group`, if any).
+    stages: Vec<Stage>,
+}
+
+impl Prepared {
+    fn new(coll: &Collection, pipeline: &[Document]) -> Result<Prepared> {
+        let spec = coll.spec();
+        let mut stages = pipeline
+            .iter()
+            .map(Stage::parse)
+            .collect::<Result<Vec<_>>>()?;
+        // Leading $match stages are the read's filter.
+        let leading = stages
+            .iter()
+            .take_while(|s| matches!(s, Stage::Match(..)))
+            .count();
+        let mut filter: Vec<Bson> = stages
+            .drain(..leading)
+            .filter_map(|s| match s {
+                Stage::Match(_, raw) => Some(Bson::Document(raw)),
+                _ => None,
+            })
+            .collect();
+        let filter = match filter.len() {
+            0 => Document::new(),
+            1 => match filter.pop() {
+                Some(Bson::Document(d)) => d,
+                _ => Document::new(),
+            },
+            _ => bson::doc! { "$and": filter },
+        };
+        let mut windows = None;
+        if let Some(Stage::Group(g)) = stages.first()
+            && let Some(w) = g.as_windows(&spec.time_field, spec.meta_field.as_deref())
+        {
+            windows = Some(w);
+            stages.remove(0);
+        }
+        Ok(Prepared {
+            filter,
+            leading,
+            windows,
+            stages,
         })
-        .collect();
-    let filter = match filter.len() {
-        0 => Document::new(),
-        1 => match filter.pop() {
-            Some(Bson::Document(d)) => d,
-            _ => Document::new(),
-        },
-        _ => bson::doc! { "$and": filter },
-    };
+    }
+}
+
+/// Runs a prepared pipeline; the counters of its read go to `read_stats` when given (once
+/// the read is done).
+fn start(
+    coll: &Collection,
+    prepared: Prepared,
+    read_stats: Option<std::sync::Arc<std::sync::Mutex<QueryStats>>>,
+) -> Result<AggregateCursor> {
+    let spec = coll.spec();
     let budget = coll.inner.sort_memory_bytes;
-    if let Some(Stage::Group(g)) = stages.first()
-        && let Some(windows) = g.as_windows(&spec.time_field, spec.meta_field.as_deref())
-    {
-        let groups = coll.aggregate_windows(&filter, &windows.spec)?;
+    let Prepared {
+        filter,
+        windows,
+        stages,
+        ..
+    } = prepared;
+    if let Some(windows) = windows {
+        let (groups, stats) = coll.aggregate_windows_with_stats(&filter, &windows.spec)?;
+        if let Some(cell) = read_stats {
+            *cell
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = stats;
+        }
         let docs = windows.results(groups, &spec.time_field, spec.meta_field.as_deref());
-        stages.remove(0);
         let docs = stage::run(stages, Box::new(docs.into_iter().map(Ok)), budget)?;
         return Ok(AggregateCursor { docs, done: false });
     }
     let cursor = coll.find_cursor(&filter, &FindOptions::default())?;
-    let docs = stage::run(stages, Box::new(cursor), budget)?;
+    let input: stage::Docs = match read_stats {
+        None => Box::new(cursor),
+        Some(cell) => Box::new(explain::StatsTap::new(cursor, cell)),
+    };
+    let docs = stage::run(stages, input, budget)?;
     Ok(AggregateCursor { docs, done: false })
 }
 

@@ -26,6 +26,7 @@ mod bulk;
 mod control_view;
 pub(crate) mod count;
 mod cursor;
+pub(crate) mod explain;
 pub(crate) mod last_point;
 mod memory;
 mod parallel;
@@ -44,6 +45,7 @@ use tscoll_codec::Bucket;
 pub use aggregate::{Accumulator, AggregateBatch, AggregateSpec, OutputValues};
 pub use arrow::{ArrowCursor, ArrowOptions, DEFAULT_BATCH_ROWS, ENCODING_KEY};
 pub use cursor::FindCursor;
+pub use explain::ExplainVerbosity;
 pub use stats::QueryStats;
 
 use crate::collection::Collection;
