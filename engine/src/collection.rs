@@ -771,11 +771,12 @@ impl Collection {
     ///
     /// ```
     /// # use bson::{doc, DateTime};
-    /// # use tscoll_engine::{Database, ExplainVerbosity, FindOptions, TimeseriesOptions};
+    /// # use tscoll_engine::*;
     /// # let dir = tempfile::tempdir()?;
-    /// # let db = Database::open(dir.path())?;
-    /// let coll = db.create_collection("m", TimeseriesOptions::new("t").meta_field("host"))?;
-    /// coll.insert_many(&[doc! { "t": DateTime::from_millis(0), "host": "a", "v": 1 }])?;
+    /// # let db = Database::open(dir.path(), DatabaseOptions::default())?;
+    /// let coll = db.create_collection("m", &TimeseriesOptions::new("t").meta_field("host"))?;
+    /// let docs = [doc! { "t": DateTime::from_millis(0), "host": "a", "v": 1 }];
+    /// coll.insert_many(&docs, &InsertOptions::default())?;
     /// let plan = coll.explain_find(
     ///     &doc! { "host": "a" },
     ///     &FindOptions::default(),
