@@ -79,6 +79,9 @@ pub(crate) fn explain_aggregate(
             d.insert("answeredBy", "read filter");
         } else if i == prepared.leading && prepared.windows.is_some() {
             d.insert("answeredBy", "bucket sums");
+        } else if i < prepared.answered {
+            // A `$sort` on the time field, and the `$limit` after it.
+            d.insert("answeredBy", "read in time order");
         } else {
             d.insert("answeredBy", "stream");
             d.insert("holds", holds(names[i], names.get(i + 1).copied(), budget));

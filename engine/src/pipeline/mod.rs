@@ -27,7 +27,7 @@ use bson::{Bson, Document};
 
 use crate::collection::Collection;
 use crate::error::{Error, ErrorCode, Result};
-use crate::query::{FindOptions, QueryStats};
+use crate::query::{FindOptions, QueryStats, SortOrder};
 
 use stage::Stage;
 
@@ -53,6 +53,13 @@ struct Prepared {
     /// The `$group` the windowed aggregate engine answers, when the first stage after the
     /// filter is one.
     windows: Option<group::Windows>,
+    /// The read's order and limit: a `$sort` on the time field alone right after the
+    /// filter streams in time order from the buckets (and a `$limit` after it stops the
+    /// read early, SPEC ), as `find` with a sort does.
+    order: Option<(SortOrder, Option<usize>)>,
+    /// How many stages the read answers: the filter's, then the windowed `$group` or the
+    /// time `$sort` and its `$limit`.
+    answered: usize,
     /// The stages that run over the stream (after the windowed `$group`, if any).
     stages: Vec<Stage>,
 }
@@ -85,16 +92,41 @@ impl Prepared {
             _ => bson::doc! { "$and": filter },
         };
         let mut windows = None;
+        let mut order = None;
+        let mut answered = leading;
         if let Some(Stage::Group(g)) = stages.first()
             && let Some(w) = g.as_windows(&spec.time_field, spec.meta_field.as_deref())
         {
             windows = Some(w);
             stages.remove(0);
+            answered += 1;
+        } else if let Some(Stage::Sort(keys)) = stages.first()
+            && let [(path, descending)] = keys.as_slice()
+            && matches!(path.as_slice(), [f] if *f == spec.time_field)
+        {
+            let o = if *descending {
+                SortOrder::Descending
+            } else {
+                SortOrder::Ascending
+            };
+            stages.remove(0);
+            answered += 1;
+            let limit = match stages.first() {
+                Some(Stage::Limit(n)) => Some(*n),
+                _ => None,
+            };
+            if limit.is_some() {
+                stages.remove(0);
+                answered += 1;
+            }
+            order = Some((o, limit));
         }
         Ok(Prepared {
             filter,
             leading,
             windows,
+            order,
+            answered,
             stages,
         })
     }
@@ -112,6 +144,7 @@ fn start(
     let Prepared {
         filter,
         windows,
+        order,
         stages,
         ..
     } = prepared;
@@ -126,7 +159,12 @@ fn start(
         let docs = stage::run(stages, Box::new(docs.into_iter().map(Ok)), budget)?;
         return Ok(AggregateCursor { docs, done: false });
     }
-    let cursor = coll.find_cursor(&filter, &FindOptions::default())?;
+    let options = FindOptions {
+        sort: order.map(|(o, _)| o),
+        limit: order.and_then(|(_, n)| n),
+        ..FindOptions::default()
+    };
+    let cursor = coll.find_cursor(&filter, &options)?;
     let input: stage::Docs = match read_stats {
         None => Box::new(cursor),
         Some(cell) => Box::new(explain::StatsTap::new(cursor, cell)),

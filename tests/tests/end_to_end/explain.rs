@@ -211,3 +211,48 @@ fn a_pipeline_plan_says_which_stages_the_read_answers() {
             .is_err()
     );
 }
+
+#[test]
+fn a_sort_on_time_streams_from_the_buckets_and_stops_at_its_limit() {
+    let (_dir, _db, coll) = hosts();
+    for (sort, limit) in [(-1, Some(7)), (1, Some(3)), (-1, None), (1, None)] {
+        let mut pipeline = vec![
+            doc! { "$match": { "host": { "$in": ["a", "c"] } } },
+            doc! { "$sort": { "t": sort } },
+        ];
+        if let Some(n) = limit {
+            pipeline.push(doc! { "$limit": n });
+        }
+        // The same pipeline with a stage before the sort: the sort runs over the stream.
+        let mut general = pipeline.clone();
+        general.insert(1, doc! { "$addFields": { "x": 1 } });
+        general.push(doc! { "$unset": "x" });
+        let pushed = coll.aggregate(&pipeline).expect("aggregate");
+        let streamed = coll.aggregate(&general).expect("aggregate");
+        let times = |docs: &[Document]| -> Vec<i64> {
+            docs.iter()
+                .map(|d| d.get_datetime("t").expect("t").timestamp_millis())
+                .collect()
+        };
+        assert_eq!(times(&pushed), times(&streamed), "{sort} {limit:?}");
+        assert_eq!(pushed.len(), limit.map_or(2 * 288, |n| n as usize));
+        let plan = coll
+            .explain_aggregate(&pipeline, ExplainVerbosity::ExecutionStats)
+            .expect("explain");
+        let stages = planner(&plan).get_array("stages").expect("stages");
+        for s in &stages[1..] {
+            let Bson::Document(s) = s else { panic!("{s}") };
+            assert_eq!(
+                s.get_str("answeredBy").ok(),
+                Some("read in time order"),
+                "{s}"
+            );
+        }
+        let exec = plan.get_document("executionStats").expect("executionStats");
+        if limit.is_some() {
+            // Only the buckets that can hold the first measurements are decoded.
+            let unpacked = exec.get_i64("bucketsUnpacked").expect("unpacked");
+            assert!(unpacked <= 4, "{exec}");
+        }
+    }
+}
