@@ -698,17 +698,13 @@ impl Collection {
     /// resulting documents (MongoDB's `aggregate`). Each measurement enters as `find`
     /// returns it: `{<timeField>, <metaField>, <fields>...}`.
     ///
-    /// Stages: `$match` (the `find` filter language; leading ones are pushed down to the
-    /// read), `$project` (inclusion, exclusion and computed fields), `$addFields`/`$set`,
-    /// `$unset`, `$group` (`_id` any expression; `$sum`, `$avg`, `$min`, `$max`, `$first`,
-    /// `$last`, `$count`, `$stdDevPop`, `$stdDevSamp`, `$push`, `$addToSet`; groups come out
-    /// sorted by `_id`), `$sort`, `$skip`, `$limit`, `$count`, `$setWindowFields`
-    /// (`partitionBy`, `sortBy`, outputs `$sum`, `$avg`, `$min`, `$max`, `$count`, `$first`,
-    /// `$last`, `$stdDevPop`, `$stdDevSamp`, `$push`, `$derivative`, `$integral` over
-    /// `documents` or `range` windows, ranges of dates in a `unit`). Expressions are those of
-    /// `$expr` (see [`Collection::find`]) with `$dateTrunc`, `$dateAdd`, `$dateDiff`, date
-    /// parts and conversions. `$group` and `$push` hold their groups in memory; `$sort` holds a
-    /// bounded amount of its input, `$setWindowFields` too but for a window over a whole
+    /// The stages, expressions, accumulators and window functions are MongoDB 8.0's, as
+    /// `docs/semantics.md` §14.6 lists them with every known difference. Leading `$match`
+    /// stages are pushed down to the read; a `$group` by a `$dateTrunc` window of the time
+    /// field (and the meta field) right after them is answered from bucket sums; a `$sort` on
+    /// the time field there streams from the buckets in time order ([`Collection::explain_aggregate`]
+    /// says which). `$group` holds its groups in memory; `$sort` holds a bounded amount of
+    /// its input and spills the rest, `$setWindowFields` too but for a window over a whole
     /// partition or a `range`, which holds its partition ([`Collection::aggregate_cursor`],
     /// which returns the results as they are computed, where this collects them).
     ///
@@ -732,8 +728,10 @@ impl Collection {
     /// ```
     ///
     /// # Errors
-    /// `BadValue` naming the stage for a stage or operator not supported or malformed, and
-    /// for an expression that fails on a document (e.g. `$dateTrunc` of a string);
+    /// [`Error::Rejected`] naming the stage, with MongoDB's code ([`ErrorCode`]), for a stage
+    /// or operator not supported or malformed (`InvalidPipelineOperator` for an unknown
+    /// expression operator), and for an expression that fails on a document (e.g.
+    /// `Location16608` for a `$divide` by zero, `Location16006` for `$hour` of a string);
     /// `BSONObjectTooLarge` when a `$push` or `$addToSet` passes 16 MiB in one group; the
     /// errors of [`Collection::find`] when the read fails.
     pub fn aggregate(&self, pipeline: &[Document]) -> Result<Vec<Document>> {
