@@ -66,6 +66,9 @@ pub(crate) struct CollectionInner {
     pub(crate) meta_cache: Mutex<MetaCache>,
     /// The database is open read-only: every write is refused ([`CollectionInner::writable`]).
     pub(crate) read_only: bool,
+    /// The database the collection belongs to (weak: the database owns its collections),
+    /// through which `$lookup` reaches the other collections.
+    pub(crate) database: std::sync::Weak<crate::db::DbInner>,
 }
 
 /// Keyspaces and shared state a collection is opened with.
@@ -77,6 +80,7 @@ pub(crate) struct Storage {
     pub(crate) sort_memory_bytes: u64,
     pub(crate) records: CollectionRecords,
     pub(crate) read_only: bool,
+    pub(crate) database: std::sync::Weak<crate::db::DbInner>,
 }
 
 impl CollectionInner {
@@ -113,6 +117,7 @@ impl CollectionInner {
             retired: Mutex::new(Vec::new()),
             meta_cache: Mutex::new(MetaCache::with_max_bytes(meta_cache_bytes)),
             read_only: storage.read_only,
+            database: storage.database,
         }
     }
 
@@ -203,6 +208,14 @@ impl Collection {
 
     pub(crate) fn id(&self) -> u64 {
         self.inner.id
+    }
+
+    /// The database this collection belongs to, while it is open.
+    pub(crate) fn database(&self) -> Option<crate::Database> {
+        self.inner
+            .database
+            .upgrade()
+            .map(|inner| crate::Database { inner })
     }
 
     /// The collection's name.

@@ -16,8 +16,15 @@
 //!   external sort of `find`, `query/sort.rs`); `$setWindowFields` (`window.rs`) sorts so,
 //!   then holds one partition, or a chunk of one when its windows are bounded.
 
+mod bucket;
+mod densify;
+mod facet;
+mod fill;
 mod group;
+mod lookup;
+mod sample;
 mod stage;
+mod unwind;
 mod window;
 
 use bson::{Bson, Document};
@@ -41,6 +48,7 @@ pub(crate) fn aggregate_cursor(
         .iter()
         .map(Stage::parse)
         .collect::<Result<Vec<_>>>()?;
+    stage::bind(&mut stages, coll);
     // Leading $match stages are the read's filter.
     let leading = stages
         .iter()
