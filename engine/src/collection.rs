@@ -718,7 +718,10 @@ impl Collection {
     /// sorted by `_id`), `$sort`, `$skip`, `$limit`, `$count`, `$setWindowFields`
     /// (`partitionBy`, `sortBy`, outputs `$sum`, `$avg`, `$min`, `$max`, `$count`, `$first`,
     /// `$last`, `$stdDevPop`, `$stdDevSamp`, `$push`, `$derivative`, `$integral` over
-    /// `documents` or `range` windows, ranges of dates in a `unit`). Expressions are those of
+    /// `documents` or `range` windows, ranges of dates in a `unit`), `$unwind`,
+    /// `$sortByCount`, `$bucket`, `$bucketAuto`, `$facet`, `$sample`, `$lookup` (another
+    /// collection of the same database), `$densify` and `$fill` (`docs/semantics.md`
+    /// §14.6.3). Expressions are those of
     /// `$expr` (see [`Collection::find`]) with `$dateTrunc`, `$dateAdd`, `$dateDiff`, date
     /// parts and conversions. `$group` and `$push` hold their groups in memory; `$sort` holds a
     /// bounded amount of its input, `$setWindowFields` too but for a window over a whole
@@ -747,8 +750,11 @@ impl Collection {
     /// # Errors
     /// `BadValue` naming the stage for a stage or operator not supported or malformed, and
     /// for an expression that fails on a document (e.g. `$dateTrunc` of a string);
-    /// `BSONObjectTooLarge` when a `$push` or `$addToSet` passes 16 MiB in one group; the
-    /// errors of [`Collection::find`] when the read fails.
+    /// `Location40324` for an unknown stage name; MongoDB's codes for the other errors of a
+    /// stage (`docs/semantics.md` §14.6.3, e.g. `Location5897900` when `$densify` would
+    /// make more than 500 000 documents); `BSONObjectTooLarge` when a `$push` or
+    /// `$addToSet` passes 16 MiB in one group; the errors of [`Collection::find`] when the
+    /// read fails (of the collection `$lookup` reads too).
     pub fn aggregate(&self, pipeline: &[Document]) -> Result<Vec<Document>> {
         crate::pipeline::aggregate(self, pipeline)
     }
