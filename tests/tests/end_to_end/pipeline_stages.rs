@@ -1010,3 +1010,77 @@ fn one_row_per_minute_per_sensor() {
     }
     assert_eq!(out.len(), 60 + 48);
 }
+
+#[test]
+fn densify_explicit_bounds_per_partition_finish_after_the_input() {
+    let (_dir, _db, coll) = with(vec![
+        doc! { "p": "a", "v": 2 },
+        doc! { "p": "a", "v": 4 },
+        doc! { "p": "b", "v": 5 },
+        doc! { "p": "b", "v": -3 },
+    ]);
+    let out = run(
+        &coll,
+        &[
+            doc! { "$densify": { "field": "v", "partitionByFields": ["p"], "range": { "step": 2, "bounds": [0, 8] } } },
+        ],
+    );
+    // Each partition from 0 up to its last document, in partition then value order (a
+    // document below the range passes); then the rest of each range, up to 8 excluded.
+    assert_eq!(
+        out,
+        [
+            doc! { "p": "a", "v": 0 },
+            doc! { "p": "a", "v": 2 },
+            doc! { "p": "a", "v": 4 },
+            doc! { "p": "b", "v": -3 },
+            doc! { "p": "b", "v": 0 },
+            doc! { "p": "b", "v": 2 },
+            doc! { "p": "b", "v": 4 },
+            doc! { "p": "b", "v": 5 },
+            doc! { "p": "a", "v": 6 },
+            doc! { "p": "b", "v": 6 },
+        ]
+    );
+    // No partitions, no document with a value: the whole range is made.
+    let out = run(
+        &coll,
+        &[
+            doc! { "$match": { "p": "none" } },
+            doc! { "$densify": { "field": "v", "range": { "step": 2, "bounds": [0, 5] } } },
+        ],
+    );
+    assert_eq!(out, [doc! { "v": 0 }, doc! { "v": 2 }, doc! { "v": 4 }]);
+}
+
+#[test]
+fn lookup_into_the_same_collection() {
+    let (_dir, _db, coll) = temp_collection(
+        CatalogOptions::default(),
+        &TimeseriesOptions::new("ts").meta_field("meta"),
+    );
+    insert_all(
+        &coll,
+        &[
+            doc! { "ts": at(MAY_18), "meta": "a", "v": 1 },
+            doc! { "ts": at(MAY_18 + MINUTE), "meta": "a", "v": 2 },
+            doc! { "ts": at(MAY_18), "meta": "b", "v": 3 },
+        ],
+    );
+    let name = coll.name().to_owned();
+    let out = coll
+        .aggregate(&[
+            doc! { "$sort": { "meta": 1, "ts": 1 } },
+            doc! { "$lookup": { "from": name, "localField": "meta", "foreignField": "meta", "as": "same" } },
+            doc! { "$project": { "_id": 0, "v": 1, "vs": "$same.v" } },
+        ])
+        .expect("aggregate");
+    assert_eq!(
+        out,
+        [
+            doc! { "v": 1, "vs": [1, 2] },
+            doc! { "v": 2, "vs": [1, 2] },
+            doc! { "v": 3, "vs": [3] },
+        ]
+    );
+}
