@@ -10,12 +10,14 @@
 //! - `$bucketAuto` sorts the documents by their `groupBy` value (missing as null) with the
 //!   spilling sort of `$sort`, then fills buckets of `round(n / buckets)` documents in order,
 //!   a value never split between two buckets; `_id` is `{min, max}`, each `max` the next
-//!   bucket's `min` and the last bucket's its greatest value. It holds one bucket at a time
-//!   besides the buckets made.
+//!   bucket's `min` and the last bucket's its greatest value. With a `granularity`
+//!   (`granularity.rs`) the boundaries are rounded as MongoDB rounds them. It holds the
+//!   accumulators of the buckets made.
 
 use bson::{Bson, Document, doc};
 use tscoll_catalog::value::compare;
 
+use super::granularity::Granularity;
 use super::group::{Group, Op, State, parse_accumulator};
 use super::stage::{Docs, evaluate, expression, sort_spec};
 use crate::error::{Error, ErrorCode, Result};
@@ -293,6 +295,8 @@ pub(super) struct BucketAuto {
     buckets: usize,
     /// `(name, accumulator, operand)`.
     outputs: Vec<(String, Op, Option<Expr>)>,
+    /// How boundaries are rounded, if they are.
+    granularity: Option<Granularity>,
 }
 
 /// One bucket being filled.
@@ -311,8 +315,8 @@ impl BucketAuto {
     /// path or expression), `Location40241` / `Location40242` (buckets not a number / not a
     /// 32-bit integer), `Location40243` (buckets not positive), `Location40244` (output not
     /// a document), `Location40261` (granularity not a string), `Location40245` (unknown
-    /// option), `Location40246` (groupBy or buckets missing); `BadValue` for a granularity
-    /// (none is supported).
+    /// option), `Location40246` (groupBy or buckets missing), `Location40257` (an unknown
+    /// granularity).
     pub(super) fn parse(spec: &Bson) -> Result<BucketAuto> {
         let Bson::Document(d) = spec else {
             return Err(err(
@@ -323,6 +327,7 @@ impl BucketAuto {
         let mut group_by = None;
         let mut buckets = None;
         let mut outputs = Vec::new();
+        let mut granularity = None;
         for (k, v) in d {
             match k.as_str() {
                 "groupBy" => {
@@ -409,13 +414,7 @@ impl BucketAuto {
                             ),
                         ));
                     };
-                    return Err(Error::rejected(
-                        ErrorCode::BadValue,
-                        format!(
-                            "$bucketAuto: granularity '{g}' is not supported (buckets are cut \
-                             at the documents' values)"
-                        ),
-                    ));
+                    granularity = Some(Granularity::parse(g)?);
                 }
                 other => {
                     return Err(err(
@@ -442,6 +441,7 @@ impl BucketAuto {
             group_by,
             buckets,
             outputs,
+            granularity,
         })
     }
 
@@ -471,8 +471,8 @@ impl BucketAuto {
         Ok(())
     }
 
-    fn finish(&self, b: &Filling, max: Bson) -> Document {
-        let mut out = doc! { "_id": { "min": b.min.clone(), "max": max } };
+    fn finish(&self, b: &Filling) -> Document {
+        let mut out = doc! { "_id": { "min": b.min.clone(), "max": b.max.clone() } };
         for ((name, _, _), st) in self.outputs.iter().zip(&b.states) {
             out.insert(name.clone(), st.value());
         }
@@ -482,12 +482,18 @@ impl BucketAuto {
     /// Buckets `docs`: sorts the whole input here (spilling past `budget` bytes).
     ///
     /// # Errors
-    /// The input's errors, `groupBy` failing, the sort's errors, an accumulator's errors.
+    /// The input's errors, `groupBy` failing, the sort's errors, an accumulator's errors; with
+    /// a granularity, a value that is not a non-negative number (`Location40258` to
+    /// `Location40260`).
     pub(super) fn run(self, docs: Docs, budget: u64) -> Result<Docs> {
         let mut n: usize = 0;
+        let granularity = self.granularity;
         let tagged = docs.map(|d| {
             let mut d = d?;
             let v = evaluate(&self.group_by, &d, "$bucketAuto")?.unwrap_or(Bson::Null);
+            if granularity.is_some() {
+                Granularity::check(&v)?;
+            }
             d.insert(KEY, v);
             n += 1;
             Ok(d)
@@ -505,15 +511,13 @@ impl BucketAuto {
             reason = "a rounded count of documents"
         )]
         let size = ((n as f64 / self.buckets as f64).round() as usize).max(1);
-        let mut out: Vec<Document> = Vec::new();
-        let mut current: Option<Filling> = None;
+        let mut buckets: Vec<Filling> = Vec::new();
         let mut next = sorted.next().transpose()?;
-        let mut made = 0;
         while let Some((value, doc)) = next.take() {
             let mut b = self.start(value.clone());
             self.add(&mut b, value, &doc)?;
-            made += 1;
-            if made == self.buckets {
+            if buckets.len() + 1 == self.buckets {
+                // The last bucket takes the rest.
                 for entry in sorted.by_ref() {
                     let (v, d) = entry?;
                     self.add(&mut b, v, &d)?;
@@ -526,9 +530,15 @@ impl BucketAuto {
                     }
                 }
                 next = sorted.next().transpose()?;
-                // A value is never split between two buckets.
+                // The values below the rounded boundary, or equal to the greatest, join the
+                // bucket: a value is never split between two buckets.
+                let boundary = granularity.map(|g| g.round_up(&b.max));
                 while let Some((v, d)) = next.take() {
-                    if compare(&v, &b.max) == std::cmp::Ordering::Equal {
+                    let joins = match &boundary {
+                        Some(limit) => compare(limit, &v) == std::cmp::Ordering::Greater,
+                        None => compare(&v, &b.max) == std::cmp::Ordering::Equal,
+                    };
+                    if joins {
                         self.add(&mut b, v, &d)?;
                         next = sorted.next().transpose()?;
                     } else {
@@ -536,16 +546,32 @@ impl BucketAuto {
                         break;
                     }
                 }
+                if let (Some(limit), true) = (boundary, next.is_some()) {
+                    b.max = limit;
+                }
             }
-            if let Some(prev) = current.take() {
-                out.push(self.finish(&prev, b.min.clone()));
+            if let Some(prev) = buckets.last_mut() {
+                match granularity {
+                    Some(g) => {
+                        if super::group::number(Some(&prev.max)) == Some(0.0) {
+                            prev.max = g.round_down(&b.min);
+                        }
+                        b.min = prev.max.clone();
+                    }
+                    None => prev.max = b.min.clone(),
+                }
             }
-            current = Some(b);
+            buckets.push(b);
         }
-        if let Some(last) = current {
-            let max = last.max.clone();
-            out.push(self.finish(&last, max));
+        if let Some(g) = granularity {
+            if let Some(first) = buckets.first_mut() {
+                first.min = g.round_down(&first.min);
+            }
+            if let Some(last) = buckets.last_mut() {
+                last.max = g.round_up(&last.max);
+            }
         }
+        let out: Vec<Document> = buckets.iter().map(|b| self.finish(b)).collect();
         Ok(Box::new(out.into_iter().map(Ok)))
     }
 }

@@ -25,6 +25,7 @@ mod bucket;
 mod densify;
 mod facet;
 mod fill;
+mod granularity;
 mod group;
 mod lookup;
 mod sample;

@@ -1084,3 +1084,35 @@ fn lookup_into_the_same_collection() {
         ]
     );
 }
+
+#[test]
+fn bucket_auto_rounds_boundaries_to_a_granularity() {
+    let (_dir, _db, coll) = with((1..=10).map(|v| doc! { "v": v }).collect());
+    let auto =
+        |g: &str| doc! { "$bucketAuto": { "groupBy": "$v", "buckets": 3, "granularity": g } };
+    // R5 (1, 1.6, 2.5, 4, 6.3 and their multiples of ten): 1 2 3 | 4 5 6 | 7 8 9 10, the
+    // boundaries rounded up past each bucket's greatest value; the first minimum rounded
+    // down, the last maximum up.
+    let out = coll.aggregate(&[auto("R5")]).expect("aggregate");
+    assert_eq!(
+        out,
+        [
+            doc! { "_id": { "min": 63.0 * 0.01, "max": 40.0 * 0.1 }, "count": 3 },
+            doc! { "_id": { "min": 40.0 * 0.1, "max": 63.0 * 0.1 }, "count": 3 },
+            doc! { "_id": { "min": 63.0 * 0.1, "max": 16.0 }, "count": 4 },
+        ]
+    );
+    // Powers of two: 7 is below 8, the boundary after 6, so joins the second bucket.
+    let out = coll.aggregate(&[auto("POWERSOF2")]).expect("aggregate");
+    assert_eq!(
+        out,
+        [
+            doc! { "_id": { "min": 0.5, "max": 4 }, "count": 3 },
+            doc! { "_id": { "min": 4, "max": 8 }, "count": 4 },
+            doc! { "_id": { "min": 8, "max": 16 }, "count": 3 },
+        ]
+    );
+    fails(&coll, &[auto("R7")], ErrorCode::Location(40257));
+    let (_dir2, _db2, coll) = with(vec![doc! { "v": -1 }]);
+    fails(&coll, &[auto("R5")], ErrorCode::Location(40260));
+}
