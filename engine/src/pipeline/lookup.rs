@@ -7,13 +7,16 @@
 //!   whole meta document matches the meta field);
 //! - `{from, pipeline, as}`: the results of `pipeline` over all of `from` (computed once);
 //! - `{from, localField, foreignField, pipeline, as}`: the results of `pipeline` over the
-//!   matching documents.
+//!   matching documents;
+//! - with `let: {<name>: <expression>}` besides `pipeline`: the expressions evaluated on
+//!   each input document, and their values put in the sub-pipeline where it reads `$$<name>`
+//!   (in the expressions of its stages, and in `$match` under `$expr`, as MongoDB reads
+//!   them), as literals.
 //!
 //! The foreign collection is read per input document with a `find` (or an aggregation whose
 //! leading `$match` is the equality, pushed down to the read), each result kept for the
 //! next documents with the same local value in a cache bounded in entries and bytes (cleared
-//! when full). A collection `from` that does not exist is empty, as in MongoDB. `let` is
-//! refused: sub-pipelines cannot refer to the input document.
+//! when full). A collection `from` that does not exist is empty, as in MongoDB.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -23,11 +26,12 @@ use tscoll_catalog::MAX_BSON_OBJECT_SIZE;
 use tscoll_catalog::value::value_size;
 
 use super::group::Key;
-use super::stage::{Docs, Stage};
+use super::stage::{Docs, Stage, evaluate, expression};
 use crate::Database;
 use crate::collection::Collection;
 use crate::direct_write::update::set_path;
 use crate::error::{Error, ErrorCode, Result};
+use crate::mql::expr::Expr;
 use crate::mql::filter::lookup;
 use crate::query::FindOptions;
 
@@ -42,6 +46,8 @@ pub(super) struct Lookup {
     /// The output array's path.
     as_path: Vec<String>,
     pipeline: Option<Vec<Document>>,
+    /// The variables of `let` and their expressions.
+    vars: Vec<(String, Expr)>,
     /// The database of the collection the pipeline runs on ([`Lookup::bind`]).
     db: Option<Database>,
     /// Foreign documents per local value, and their bytes.
@@ -91,6 +97,7 @@ impl Lookup {
         let mut foreign = None;
         let mut as_path = None;
         let mut pipeline = None;
+        let mut vars = Vec::new();
         for (k, v) in d {
             match k.as_str() {
                 "from" => from = Some(string(k, v)?),
@@ -121,11 +128,30 @@ impl Lookup {
                     pipeline = Some(docs);
                 }
                 "let" => {
-                    return Err(Error::rejected(
-                        ErrorCode::BadValue,
-                        "$lookup: 'let' is not supported (a sub-pipeline cannot refer to the \
-                         input document; use localField and foreignField)",
-                    ));
+                    let Bson::Document(l) = v else {
+                        return Err(parse_error(format!(
+                            "$lookup argument 'let' must be an object, found {v}"
+                        )));
+                    };
+                    for (name, e) in l {
+                        let valid = name
+                            .chars()
+                            .next()
+                            .is_some_and(|c| c.is_ascii_lowercase() || !c.is_ascii())
+                            && name
+                                .chars()
+                                .all(|c| c.is_ascii_alphanumeric() || c == '_' || !c.is_ascii());
+                        if !valid {
+                            return Err(Error::rejected(
+                                ErrorCode::FailedToParse,
+                                format!(
+                                    "$lookup: '{name}' is not a valid variable name (a \
+                                     lowercase letter, then letters, digits and '_')"
+                                ),
+                            ));
+                        }
+                        vars.push((name.clone(), expression(e)?));
+                    }
                 }
                 other => {
                     return Err(parse_error(format!("unknown argument to $lookup: {other}")));
@@ -145,11 +171,17 @@ impl Lookup {
                 ));
             }
         };
+        if !vars.is_empty() && pipeline.is_none() {
+            return Err(parse_error(
+                "$lookup with 'let' must also specify a 'pipeline'",
+            ));
+        }
         Ok(Lookup {
             from,
             fields,
             as_path,
             pipeline,
+            vars,
             db: None,
             cache: BTreeMap::new(),
             cached_bytes: 0,
@@ -161,8 +193,9 @@ impl Lookup {
         self.db = coll.database();
     }
 
-    /// The foreign documents matching `local` (`None` for the pipeline alone).
-    fn foreign(&self, local: Option<&Bson>) -> Result<Vec<Document>> {
+    /// The foreign documents matching `local` (`None` for the pipeline alone), through the
+    /// pipeline with `vars` (the values of `let`, `None` when missing).
+    fn foreign(&self, local: Option<&Bson>, vars: &[Option<Bson>]) -> Result<Vec<Document>> {
         let db = self.db.as_ref().ok_or_else(|| {
             Error::rejected(
                 ErrorCode::InternalError,
@@ -191,7 +224,17 @@ impl Lookup {
                 if let Some(f) = filter {
                     all.push(doc! { "$match": f });
                 }
-                all.extend(stages.iter().cloned());
+                if self.vars.is_empty() {
+                    all.extend(stages.iter().cloned());
+                } else {
+                    let bound: Vec<(&str, Option<&Bson>)> = self
+                        .vars
+                        .iter()
+                        .map(|(n, _)| n.as_str())
+                        .zip(vars.iter().map(Option::as_ref))
+                        .collect();
+                    all.extend(stages.iter().map(|s| bind_stage(s, &bound)));
+                }
                 coll.aggregate(&all)
             }
         }
@@ -205,11 +248,23 @@ impl Lookup {
                 .cloned()
                 .unwrap_or(Bson::Null)
         });
-        let key = Key(local.clone().unwrap_or(Bson::Null));
+        let vars = self
+            .vars
+            .iter()
+            .map(|(_, e)| evaluate(e, &doc, "$lookup"))
+            .collect::<Result<Vec<_>>>()?;
+        let key = if vars.is_empty() {
+            Key(local.clone().unwrap_or(Bson::Null))
+        } else {
+            // A missing value (`Undefined` here) is not a null.
+            let mut k = vec![local.clone().unwrap_or(Bson::Null)];
+            k.extend(vars.iter().map(|v| v.clone().unwrap_or(Bson::Undefined)));
+            Key(Bson::Array(k))
+        };
         let matches = match self.cache.get(&key) {
             Some(m) => Arc::clone(m),
             None => {
-                let found = self.foreign(local.as_ref())?;
+                let found = self.foreign(local.as_ref(), &vars)?;
                 let bytes: u64 = found
                     .iter()
                     .map(|d| value_size(&Bson::Document(d.clone())))
@@ -248,5 +303,69 @@ impl Lookup {
     /// Looks up each document of `docs` as it is read.
     pub(super) fn run(mut self, docs: Docs, budget: u64) -> Docs {
         Box::new(docs.map(move |d| self.one(d?, budget)))
+    }
+}
+
+/// A field no document has: a path to it reads as missing.
+const MISSING: &str = "$\u{1}missing";
+
+/// `stage` with the variables `vars` put in where its expressions read them: everywhere but
+/// in `$match`, where only under `$expr`.
+fn bind_stage(stage: &Document, vars: &[(&str, Option<&Bson>)]) -> Document {
+    stage
+        .iter()
+        .map(|(name, spec)| {
+            let spec = if name == "$match" {
+                bind_filter(spec, vars)
+            } else {
+                bind(spec, vars)
+            };
+            (name.clone(), spec)
+        })
+        .collect()
+}
+
+/// A filter with the variables put in under its `$expr`s.
+fn bind_filter(v: &Bson, vars: &[(&str, Option<&Bson>)]) -> Bson {
+    match v {
+        Bson::Document(d) => Bson::Document(
+            d.iter()
+                .map(|(k, v)| {
+                    let v = if k == "$expr" {
+                        bind(v, vars)
+                    } else {
+                        bind_filter(v, vars)
+                    };
+                    (k.clone(), v)
+                })
+                .collect(),
+        ),
+        Bson::Array(a) => Bson::Array(a.iter().map(|v| bind_filter(v, vars)).collect()),
+        other => other.clone(),
+    }
+}
+
+/// An expression with `$$name` and `$$name.path` of `vars` replaced by `{$literal: value}`
+/// (a path to a missing field when the value is missing); `{$literal: ...}` left as is.
+fn bind(v: &Bson, vars: &[(&str, Option<&Bson>)]) -> Bson {
+    match v {
+        Bson::String(s) if s.starts_with("$$") => {
+            let mut parts = s[2..].split('.');
+            let name = parts.next().unwrap_or_default();
+            let Some((_, value)) = vars.iter().find(|(n, _)| *n == name) else {
+                return v.clone();
+            };
+            let path: Vec<String> = parts.map(str::to_owned).collect();
+            match lookup(*value, &path) {
+                Some(x) => Bson::Document(doc! { "$literal": x.clone() }),
+                None => Bson::String(MISSING.to_owned()),
+            }
+        }
+        Bson::Document(d) if d.len() == 1 && d.contains_key("$literal") => v.clone(),
+        Bson::Document(d) => {
+            Bson::Document(d.iter().map(|(k, v)| (k.clone(), bind(v, vars))).collect())
+        }
+        Bson::Array(a) => Bson::Array(a.iter().map(|v| bind(v, vars)).collect()),
+        other => other.clone(),
     }
 }

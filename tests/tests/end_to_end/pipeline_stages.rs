@@ -1116,3 +1116,67 @@ fn bucket_auto_rounds_boundaries_to_a_granularity() {
     let (_dir2, _db2, coll) = with(vec![doc! { "v": -1 }]);
     fails(&coll, &[auto("R5")], ErrorCode::Location(40260));
 }
+
+#[test]
+fn lookup_with_let_variables_in_the_pipeline() {
+    // The manual's orders and warehouses.
+    let (_dir, db, orders) = temp_collection(
+        CatalogOptions::default(),
+        &TimeseriesOptions::new("ts").meta_field("meta"),
+    );
+    let warehouses = db
+        .create_collection("warehouses", &TimeseriesOptions::new("ts"))
+        .expect("create");
+    insert_all(
+        &warehouses,
+        &[
+            doc! { "ts": at(MAY_18), "stock_item": "almonds", "warehouse": "A", "instock": 120 },
+            doc! { "ts": at(MAY_18), "stock_item": "pecans", "warehouse": "A", "instock": 80 },
+            doc! { "ts": at(MAY_18), "stock_item": "almonds", "warehouse": "B", "instock": 60 },
+            doc! { "ts": at(MAY_18), "stock_item": "cookies", "warehouse": "B", "instock": 40 },
+            doc! { "ts": at(MAY_18), "stock_item": "cookies", "warehouse": "A", "instock": 80 },
+        ],
+    );
+    insert_all(
+        &orders,
+        &[
+            doc! { "ts": at(MAY_18), "n": 1, "item": "almonds", "price": 12, "ordered": 2 },
+            doc! { "ts": at(MAY_18 + 1), "n": 2, "item": "pecans", "price": 20, "ordered": 1 },
+            doc! { "ts": at(MAY_18 + 2), "n": 3, "item": "cookies", "price": 10, "ordered": 60 },
+        ],
+    );
+    let out = orders
+        .aggregate(&[
+            doc! { "$sort": { "n": 1 } },
+            doc! { "$lookup": {
+                "from": "warehouses",
+                "let": { "order_item": "$item", "order_qty": "$ordered" },
+                "pipeline": [
+                    { "$match": { "$expr": { "$and": [
+                        { "$eq": ["$stock_item", "$$order_item"] },
+                        { "$gte": ["$instock", "$$order_qty"] },
+                    ] } } },
+                    { "$sort": { "warehouse": 1 } },
+                    { "$project": { "_id": 0, "warehouse": 1, "instock": 1 } },
+                ],
+                "as": "stockdata",
+            } },
+            doc! { "$project": { "_id": 0, "item": 1, "stockdata": 1 } },
+        ])
+        .expect("aggregate");
+    assert_eq!(
+        out,
+        [
+            doc! { "item": "almonds", "stockdata": [ { "warehouse": "A", "instock": 120 }, { "warehouse": "B", "instock": 60 } ] },
+            doc! { "item": "pecans", "stockdata": [ { "warehouse": "A", "instock": 80 } ] },
+            doc! { "item": "cookies", "stockdata": [ { "warehouse": "A", "instock": 80 } ] },
+        ]
+    );
+    fails(
+        &orders,
+        &[
+            doc! { "$lookup": { "from": "warehouses", "let": { "Bad": 1 }, "pipeline": [], "as": "x" } },
+        ],
+        ErrorCode::FailedToParse,
+    );
+}
