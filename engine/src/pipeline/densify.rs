@@ -709,3 +709,46 @@ impl Iterator for Filler {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steps_add_as_mongodb_adds_numbers() {
+        assert_eq!(
+            add_numbers(&Bson::Int32(1), &Bson::Int32(2)),
+            Some(Bson::Int32(3))
+        );
+        assert_eq!(
+            add_numbers(&Bson::Int32(i32::MAX), &Bson::Int32(1)),
+            Some(Bson::Int64(i64::from(i32::MAX) + 1))
+        );
+        assert_eq!(
+            add_numbers(&Bson::Int64(i64::MAX), &Bson::Int32(1)),
+            Some(Bson::Double(9.223_372_036_854_776e18))
+        );
+        assert_eq!(
+            add_numbers(&Bson::Int32(1), &Bson::Double(0.5)),
+            Some(Bson::Double(1.5))
+        );
+        assert_eq!(
+            add_numbers(&Bson::String("x".into()), &Bson::Int32(1)),
+            None
+        );
+    }
+
+    #[test]
+    fn calendar_steps_go_on_from_the_last_value() {
+        let d = Densify::parse(&Bson::Document(bson::doc! {
+            "field": "t", "range": { "step": 1, "unit": "month", "bounds": "full" },
+        }))
+        .expect("parse");
+        // 2024-01-31 + 1 month = 2024-02-29, + 1 month = 2024-03-29.
+        let jan31 = 1_706_659_200_000;
+        let feb29 = d.increment(&Val::Date(jan31)).expect("add");
+        assert!(matches!(feb29, Val::Date(1_709_164_800_000)), "{feb29:?}");
+        let mar29 = d.increment(&feb29).expect("add");
+        assert!(matches!(mar29, Val::Date(1_711_670_400_000)), "{mar29:?}");
+    }
+}

@@ -369,3 +369,37 @@ fn bind(v: &Bson, vars: &[(&str, Option<&Bson>)]) -> Bson {
         other => other.clone(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn variables_are_put_in_expressions_and_under_expr_only() {
+        let item = Bson::String("almonds".into());
+        let meta = Bson::Document(doc! { "site": "p1" });
+        let vars = [("item", Some(&item)), ("m", Some(&meta)), ("gone", None)];
+        let stage = doc! { "$match": {
+            "stock": "$$item",
+            "$expr": { "$eq": ["$stock", "$$item"] },
+            "$and": [ { "$expr": { "$eq": ["$site", "$$m.site"] } } ],
+        } };
+        assert_eq!(
+            bind_stage(&stage, &vars),
+            doc! { "$match": {
+                "stock": "$$item",
+                "$expr": { "$eq": ["$stock", { "$literal": "almonds" }] },
+                "$and": [ { "$expr": { "$eq": ["$site", { "$literal": "p1" }] } } ],
+            } }
+        );
+        let stage = doc! { "$project": {
+            "a": "$$gone", "b": "$$NOW", "c": { "$literal": "$$item" }, "d": "$$m",
+        } };
+        assert_eq!(
+            bind_stage(&stage, &vars),
+            doc! { "$project": {
+                "a": MISSING, "b": "$$NOW", "c": { "$literal": "$$item" }, "d": { "$literal": { "site": "p1" } },
+            } }
+        );
+    }
+}
