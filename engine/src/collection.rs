@@ -769,9 +769,10 @@ impl Collection {
     /// every window is a `documents` window with numeric bounds.
     ///
     /// # Errors
-    /// As [`Collection::aggregate`]: a stage that holds its input (`$group`, `$sort`,
-    /// `$count`, `$setWindowFields`) reads it here, so the errors of the stages before it
-    /// come here; the others come from the cursor, which ends after one.
+    /// As [`Collection::aggregate`]: a stage that holds or sorts its input (`$group`,
+    /// `$sort`, `$count`, `$setWindowFields`, `$sortByCount`, `$bucket`, `$bucketAuto`,
+    /// `$facet`, `$sample`, `$densify`, `$fill`) reads it here, so the errors of the stages
+    /// before it come here; the others come from the cursor, which ends after one.
     pub fn aggregate_cursor(&self, pipeline: &[Document]) -> Result<AggregateCursor> {
         crate::pipeline::aggregate_cursor(self, pipeline)
     }

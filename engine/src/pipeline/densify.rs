@@ -17,7 +17,9 @@
 //! `Location5897900` past it).
 //!
 //! Memory: the sort of `$sort` (spilling past the pipeline's budget), then one partition's
-//! next value at a time for `"partition"` bounds, one value per partition for the others.
+//! next value at a time for `"partition"` bounds, one value per partition for the others (at
+//! most 100 MiB of them: `Location6007200` past it, as MongoDB's
+//! `internalDocumentSourceDensifyMaxMemoryBytes`).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -34,6 +36,10 @@ use crate::mql::filter::lookup;
 
 /// The most documents a `$densify` makes (MongoDB's `internalQueryMaxAllowedDensifyDocs`).
 pub(super) const MAX_DOCS: u64 = 500_000;
+
+/// The most bytes of partition values a `$densify` holds (MongoDB's
+/// `internalDocumentSourceDensifyMaxMemoryBytes`).
+const MAX_TABLE_BYTES: u64 = 100 * 1024 * 1024;
 
 const STAGE: &str = "$densify";
 
@@ -465,6 +471,7 @@ impl Densify {
             seen: false,
             tails: None,
             made: 0,
+            table_bytes: 0,
             done: false,
         }))
     }
@@ -498,10 +505,27 @@ struct Filler {
     /// What is made after the input ends.
     tails: Option<std::vec::IntoIter<Gen>>,
     made: u64,
+    /// Bytes of the partition values `table` holds.
+    table_bytes: u64,
     done: bool,
 }
 
 impl Filler {
+    /// Counts a partition entered in `table`.
+    ///
+    /// # Errors
+    /// `Location6007200` past 100 MiB, as MongoDB.
+    fn count_partition(&mut self, partition: &Document) -> Result<()> {
+        self.table_bytes += tscoll_catalog::value::document_size(partition) * 2 + 64;
+        if self.table_bytes > MAX_TABLE_BYTES {
+            return Err(err(
+                6_007_200,
+                format!("$densify exceeded memory limit of {MAX_TABLE_BYTES}"),
+            ));
+        }
+        Ok(())
+    }
+
     /// The next document made by `making`, if any.
     fn generate(&mut self) -> Result<Option<Document>> {
         let Some(g) = &mut self.making else {
@@ -580,9 +604,11 @@ impl Filler {
             }
             Bounds::Explicit(b) => {
                 let (lo, hi) = &**b;
-                self.table
-                    .entry(Key(key.0.clone()))
-                    .or_insert((partition.clone(), lo.clone()));
+                if !self.table.contains_key(&key) {
+                    self.count_partition(&partition)?;
+                    self.table
+                        .insert(Key(key.0.clone()), (partition.clone(), lo.clone()));
+                }
                 Some(hi.clone())
             }
         };

@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use bson::{Bson, Document, doc};
 use tscoll_catalog::MAX_BSON_OBJECT_SIZE;
-use tscoll_catalog::value::value_size;
+use tscoll_catalog::value::document_size;
 
 use super::group::Key;
 use super::stage::{Docs, Stage, evaluate, expression};
@@ -265,10 +265,7 @@ impl Lookup {
             Some(m) => Arc::clone(m),
             None => {
                 let found = self.foreign(local.as_ref(), &vars)?;
-                let bytes: u64 = found
-                    .iter()
-                    .map(|d| value_size(&Bson::Document(d.clone())))
-                    .sum();
+                let bytes: u64 = found.iter().map(document_size).sum();
                 if bytes > MAX_BSON_OBJECT_SIZE {
                     return Err(Error::rejected(
                         ErrorCode::Location(4568),
