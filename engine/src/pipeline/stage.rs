@@ -243,12 +243,20 @@ impl Stage {
                 }
                 Stage::Limit(n)
             }
-            "$count" => match spec {
-                Bson::String(f) if !f.is_empty() && !f.starts_with('$') && !f.contains('.') => {
-                    Stage::Count(f.clone())
-                }
-                _ => return Err(bad("$count takes a field name (not empty, no '$' or '.')")),
-            },
+            "$count" => {
+                let (code, why) = match spec {
+                    Bson::String(f) if f.is_empty() => (40157, "must be a non-empty string"),
+                    Bson::String(f) if f.starts_with('$') => (40158, "cannot be a $-prefixed path"),
+                    Bson::String(f) if f.contains('\0') => (40159, "cannot contain a null byte"),
+                    Bson::String(f) if f.contains('.') => (40160, "cannot contain '.'"),
+                    Bson::String(f) => return Ok(Stage::Count(f.clone())),
+                    _ => (40156, "must be a non-empty string"),
+                };
+                return Err(Error::rejected(
+                    ErrorCode::Location(code),
+                    format!("$count: the count field {why}, not {spec}"),
+                ));
+            }
             "$setWindowFields" => Stage::Window(SetWindowFields::parse(spec)?),
             "$unwind" => Stage::Unwind(Box::new(Unwind::parse(spec)?)),
             "$sortByCount" => Stage::SortByCount(super::bucket::sort_by_count(spec)?),

@@ -1180,3 +1180,21 @@ fn lookup_with_let_variables_in_the_pipeline() {
         ErrorCode::FailedToParse,
     );
 }
+
+#[test]
+fn count_errors_carry_mongodbs_codes() {
+    let (_dir, _db, coll) = with(clothing());
+    assert_eq!(
+        coll.aggregate(&[doc! { "$count": "n" }])
+            .expect("aggregate"),
+        [doc! { "n": 5 }]
+    );
+    for (name, code) in [
+        (Bson::Int32(1), 40156),
+        (Bson::String(String::new()), 40157),
+        (Bson::String("$n".into()), 40158),
+        (Bson::String("a.b".into()), 40160),
+    ] {
+        fails(&coll, &[doc! { "$count": name }], ErrorCode::Location(code));
+    }
+}
