@@ -66,6 +66,9 @@ pub(crate) struct CollectionInner {
     pub(crate) meta_cache: Mutex<MetaCache>,
     /// The database is open read-only: every write is refused ([`CollectionInner::writable`]).
     pub(crate) read_only: bool,
+    /// The database the collection belongs to (weak: the database owns its collections),
+    /// through which `$lookup` reaches the other collections.
+    pub(crate) database: std::sync::Weak<crate::db::DbInner>,
 }
 
 /// Keyspaces and shared state a collection is opened with.
@@ -77,6 +80,7 @@ pub(crate) struct Storage {
     pub(crate) sort_memory_bytes: u64,
     pub(crate) records: CollectionRecords,
     pub(crate) read_only: bool,
+    pub(crate) database: std::sync::Weak<crate::db::DbInner>,
 }
 
 impl CollectionInner {
@@ -113,6 +117,7 @@ impl CollectionInner {
             retired: Mutex::new(Vec::new()),
             meta_cache: Mutex::new(MetaCache::with_max_bytes(meta_cache_bytes)),
             read_only: storage.read_only,
+            database: storage.database,
         }
     }
 
@@ -203,6 +208,14 @@ impl Collection {
 
     pub(crate) fn id(&self) -> u64 {
         self.inner.id
+    }
+
+    /// The database this collection belongs to, while it is open.
+    pub(crate) fn database(&self) -> Option<crate::Database> {
+        self.inner
+            .database
+            .upgrade()
+            .map(|inner| crate::Database { inner })
     }
 
     /// The collection's name.
@@ -729,11 +742,14 @@ impl Collection {
     ///
     /// # Errors
     /// [`Error::Rejected`] naming the stage, with MongoDB's code ([`ErrorCode`]), for a stage
-    /// or operator not supported or malformed (`InvalidPipelineOperator` for an unknown
-    /// expression operator), and for an expression that fails on a document (e.g.
+    /// or operator not supported or malformed (`Location40324` for an unknown stage name,
+    /// `InvalidPipelineOperator` for an unknown expression operator, MongoDB's codes for the
+    /// other errors of a stage, e.g. `Location5897900` when `$densify` would make more than
+    /// 500 000 documents), and for an expression that fails on a document (e.g.
     /// `Location16608` for a `$divide` by zero, `Location16006` for `$hour` of a string);
     /// `BSONObjectTooLarge` when a `$push` or `$addToSet` passes 16 MiB in one group; the
-    /// errors of [`Collection::find`] when the read fails.
+    /// errors of [`Collection::find`] when the read fails (of the collection `$lookup` reads
+    /// too).
     pub fn aggregate(&self, pipeline: &[Document]) -> Result<Vec<Document>> {
         crate::pipeline::aggregate(self, pipeline)
     }
@@ -748,9 +764,10 @@ impl Collection {
     /// every window is a `documents` window with numeric bounds.
     ///
     /// # Errors
-    /// As [`Collection::aggregate`]: a stage that holds its input (`$group`, `$sort`,
-    /// `$count`, `$setWindowFields`) reads it here, so the errors of the stages before it
-    /// come here; the others come from the cursor, which ends after one.
+    /// As [`Collection::aggregate`]: a stage that holds or sorts its input (`$group`,
+    /// `$sort`, `$count`, `$setWindowFields`, `$sortByCount`, `$bucket`, `$bucketAuto`,
+    /// `$facet`, `$sample`, `$densify`, `$fill`) reads it here, so the errors of the stages
+    /// before it come here; the others come from the cursor, which ends after one.
     pub fn aggregate_cursor(&self, pipeline: &[Document]) -> Result<AggregateCursor> {
         crate::pipeline::aggregate_cursor(self, pipeline)
     }

@@ -263,6 +263,7 @@ impl Database {
                 sort_memory_bytes: options.sort_memory_bytes,
                 records: self.inner.records.clone(),
                 read_only: self.inner.read_only.is_some(),
+                database: Arc::downgrade(&self.inner),
             },
         ));
         if coll.inner.read_only {

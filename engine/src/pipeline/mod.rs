@@ -1,6 +1,8 @@
 //! Aggregation pipelines (MongoDB's `aggregate` on a time-series collection): the stages
 //! `$match`, `$project`, `$addFields`/`$set`, `$unset`, `$group`, `$sort`, `$skip`,
-//! `$limit`, `$count` and `$setWindowFields`.
+//! `$limit`, `$count`, `$setWindowFields`, `$unwind`, `$sortByCount`, `$bucket`,
+//! `$bucketAuto`, `$facet`, `$sample`, `$lookup`, `$densify` and `$fill` (each in its own
+//! file; `docs/semantics.md` §14.6.3).
 //!
 //! - Leading `$match` stages become the filter of the read (`Collection::find_cursor`): they
 //!   prune by series, by the meta+time index and by control min/max (SPEC §14.4) before a
@@ -9,16 +11,30 @@
 //!   time field to a fixed unit, and whose accumulators are counts, `$min` and `$max` of
 //!   measurement fields, is answered by the windowed aggregate engine
 //!   ([`Collection::aggregate_windows`]), from control records where buckets allow it.
+//! - A `$sort` on the time field alone right after them is the read's order (buckets in
+//!   min-time order, streamed), and a `$limit` after it the read's limit.
+//! - `explain.rs` says which of these the read answers (`Collection::explain_aggregate`).
 //! - Everything else streams the unpacked measurements through the stages (`stage.rs`), as
 //!   the [`AggregateCursor`] is read: `$match`, `$project`, `$addFields`, `$unset`, `$skip`
 //!   and `$limit` one document at a time; `$group` (`group.rs`) holds its groups; `$sort`
 //!   holds a bounded number of bytes of documents and spills sorted runs past it (the
 //!   external sort of `find`, `query/sort.rs`); `$setWindowFields` (`window.rs`) sorts so,
-//!   then holds one partition, or a chunk of one when its windows are bounded.
+//!   then holds one partition, or a chunk of one when its windows are bounded. `$unwind` and
+//!   `$lookup` (a bounded cache of foreign documents) stream; `$densify`, `$fill`,
+//!   `$bucketAuto` and `$sample` sort so; `$bucket` and `$sortByCount` hold their groups;
+//!   `$facet` keeps its input in memory up to the budget, in a temporary file past it.
 
+mod bucket;
+mod densify;
 mod explain;
+mod facet;
+mod fill;
+mod granularity;
 mod group;
+mod lookup;
+mod sample;
 mod stage;
+mod unwind;
 mod window;
 
 pub(crate) use explain::explain_aggregate;
@@ -71,6 +87,7 @@ impl Prepared {
             .iter()
             .map(Stage::parse)
             .collect::<Result<Vec<_>>>()?;
+        stage::bind(&mut stages, coll);
         // Leading $match stages are the read's filter.
         let leading = stages
             .iter()

@@ -3,7 +3,14 @@
 use bson::{Bson, Document};
 
 use super::bad;
+use super::bucket::{Bucket, BucketAuto};
+use super::densify::Densify;
+use super::facet::Facet;
+use super::fill::Fill;
 use super::group::Group;
+use super::lookup::Lookup;
+use super::sample::Sample;
+use super::unwind::Unwind;
 use super::window::SetWindowFields;
 use crate::direct_write::update::set_path;
 use crate::error::{Error, ErrorCode, Result};
@@ -38,11 +45,30 @@ pub(super) enum Stage {
     Count(String),
     /// `$setWindowFields`.
     Window(SetWindowFields),
+    /// `$unwind`.
+    Unwind(Box<Unwind>),
+    /// `$sortByCount`: a `$group` counting by the expression, sorted by count, descending.
+    SortByCount(Group),
+    /// `$bucket`.
+    Bucket(Box<Bucket>),
+    /// `$bucketAuto`.
+    BucketAuto(Box<BucketAuto>),
+    /// `$facet`.
+    Facet(Box<Facet>),
+    /// `$sample`.
+    Sample(Sample),
+    /// `$lookup`.
+    Lookup(Box<Lookup>),
+    /// `$densify`.
+    Densify(Box<Densify>),
+    /// `$fill`.
+    Fill(Box<Fill>),
 }
 
 /// The stages a pipeline may use, for the error naming one that is not.
 const STAGES: &str = "$match, $project, $addFields, $set, $unset, $group, $sort, $skip, $limit, \
-                      $count, $setWindowFields";
+                      $count, $setWindowFields, $unwind, $sortByCount, $bucket, $bucketAuto, \
+                      $facet, $sample, $lookup, $densify, $fill";
 
 /// A field name no document field can have: the time field of filters over stage documents.
 const NO_TIME: &str = "\u{1}";
@@ -128,9 +154,13 @@ impl Stage {
     pub(super) fn parse(stage: &Document) -> Result<Stage> {
         let mut it = stage.iter();
         let (Some((name, spec)), None) = (it.next(), it.next()) else {
-            return Err(bad(format!(
-                "a pipeline stage is a document with one field, not {stage}"
-            )));
+            return Err(Error::rejected(
+                ErrorCode::Location(40323),
+                format!(
+                    "A pipeline stage specification object must contain exactly one field, \
+                     not {stage}"
+                ),
+            ));
         };
         Ok(match name.as_str() {
             "$match" => {
@@ -213,19 +243,49 @@ impl Stage {
                 }
                 Stage::Limit(n)
             }
-            "$count" => match spec {
-                Bson::String(f) if !f.is_empty() && !f.starts_with('$') && !f.contains('.') => {
-                    Stage::Count(f.clone())
-                }
-                _ => return Err(bad("$count takes a field name (not empty, no '$' or '.')")),
-            },
+            "$count" => {
+                let (code, why) = match spec {
+                    Bson::String(f) if f.is_empty() => (40157, "must be a non-empty string"),
+                    Bson::String(f) if f.starts_with('$') => (40158, "cannot be a $-prefixed path"),
+                    Bson::String(f) if f.contains('\0') => (40159, "cannot contain a null byte"),
+                    Bson::String(f) if f.contains('.') => (40160, "cannot contain '.'"),
+                    Bson::String(f) => return Ok(Stage::Count(f.clone())),
+                    _ => (40156, "must be a non-empty string"),
+                };
+                return Err(Error::rejected(
+                    ErrorCode::Location(code),
+                    format!("$count: the count field {why}, not {spec}"),
+                ));
+            }
             "$setWindowFields" => Stage::Window(SetWindowFields::parse(spec)?),
+            "$unwind" => Stage::Unwind(Box::new(Unwind::parse(spec)?)),
+            "$sortByCount" => Stage::SortByCount(super::bucket::sort_by_count(spec)?),
+            "$bucket" => Stage::Bucket(Box::new(Bucket::parse(spec)?)),
+            "$bucketAuto" => Stage::BucketAuto(Box::new(BucketAuto::parse(spec)?)),
+            "$facet" => Stage::Facet(Box::new(Facet::parse(spec)?)),
+            "$sample" => Stage::Sample(Sample::parse(spec)?),
+            "$lookup" => Stage::Lookup(Box::new(Lookup::parse(spec)?)),
+            "$densify" => Stage::Densify(Box::new(Densify::parse(spec)?)),
+            "$fill" => Stage::Fill(Box::new(Fill::parse(spec)?)),
             other => {
-                return Err(bad(format!(
-                    "the pipeline stage {other} is not supported (supported: {STAGES})"
-                )));
+                return Err(Error::rejected(
+                    ErrorCode::Location(40324),
+                    format!("Unrecognized pipeline stage name: '{other}' (supported: {STAGES})"),
+                ));
             }
         })
+    }
+}
+
+/// Gives the stages that read another collection (`$lookup`, also inside `$facet`) the
+/// database of `coll`.
+pub(super) fn bind(stages: &mut [Stage], coll: &crate::collection::Collection) {
+    for s in stages {
+        match s {
+            Stage::Lookup(l) => l.bind(coll),
+            Stage::Facet(f) => f.bind(coll),
+            _ => {}
+        }
     }
 }
 
@@ -343,6 +403,19 @@ pub(super) fn run(stages: Vec<Stage>, input: Docs, budget: u64) -> Result<Docs> 
                 }
             }
             Stage::Window(w) => w.run(docs, budget)?,
+            Stage::Unwind(u) => u.run(docs),
+            Stage::SortByCount(g) => {
+                let groups = g.run(docs)?.into_iter().map(Ok);
+                let keys = vec![(vec!["count".to_owned()], true)];
+                Box::new(sort_spec(keys).sort(groups, 0, None, budget)?)
+            }
+            Stage::Bucket(b) => b.run(docs)?,
+            Stage::BucketAuto(b) => b.run(docs, budget)?,
+            Stage::Facet(f) => f.run(docs, budget)?,
+            Stage::Sample(s) => s.run(docs, budget)?,
+            Stage::Lookup(l) => l.run(docs, budget),
+            Stage::Densify(d) => d.run(docs, budget)?,
+            Stage::Fill(f) => f.run(docs, budget)?,
         };
     }
     Ok(docs)

@@ -23,6 +23,7 @@ mod model_ops;
 mod nul_field_names;
 mod open_read_only;
 mod pipeline_bounded_memory;
+mod pipeline_stages;
 mod reads_see_memory;
 mod real_data_roundtrip;
 mod rollups;

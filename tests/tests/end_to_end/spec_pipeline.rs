@@ -260,7 +260,6 @@ fn project_add_fields_sort_skip_limit_count() {
 fn stages_not_built_are_refused_by_name() {
     let (_dir, _db, coll) = empty();
     for (stage, needle) in [
-        (doc! { "$lookup": { "from": "x" } }, "$lookup"),
         (
             doc! { "$group": { "_id": null, "x": { "$median": "$v" } } },
             "$median",
