@@ -17,6 +17,8 @@
 //!   then holds one partition, or a chunk of one when its windows are bounded.
 
 mod group;
+mod multi;
+mod percentile;
 mod stage;
 mod window;
 
