@@ -747,6 +747,67 @@ mod tests {
     }
 
     #[test]
+    fn covariances_pair_the_numbers_of_two_inputs() {
+        let cov = |op: Op, pairs: &[Bson]| {
+            let mut st = State::new(op);
+            for p in pairs {
+                st.add(Some(p)).expect("add");
+            }
+            st.value()
+        };
+        let pairs = [
+            bson::bson!([1, 2]),
+            bson::bson!([2, 4.0]),
+            bson::bson!([3_i64, 6]),
+            // Pairs with a non-number are skipped.
+            bson::bson!([4, null]),
+            bson::bson!(["x", 1]),
+        ];
+        // Deviations (-1, -2), (0, 0), (1, 2): products sum to 4.
+        assert_eq!(cov(Op::CovariancePop, &pairs), Bson::Double(4.0 / 3.0));
+        assert_eq!(cov(Op::CovarianceSamp, &pairs), Bson::Double(2.0));
+        assert_eq!(cov(Op::CovarianceSamp, &pairs[..1]), Bson::Null);
+        assert_eq!(cov(Op::CovariancePop, &pairs[..1]), Bson::Double(0.0));
+        assert_eq!(cov(Op::CovariancePop, &[]), Bson::Null);
+    }
+
+    #[test]
+    fn accumulator_names_resolve_per_stage() {
+        let code = |stage: &str, spec: Document| match parse_accumulator(
+            stage,
+            "x",
+            &Bson::Document(spec),
+        ) {
+            Ok(_) => None,
+            Err(Error::Rejected { code, .. }) => Some(code),
+            Err(e) => panic!("{e}"),
+        };
+        let cov = doc! { "$covariancePop": ["$a", "$b"] };
+        assert_eq!(code("$setWindowFields", cov.clone()), None);
+        assert_eq!(code("$group", cov), Some(ErrorCode::Location(15952)));
+        assert_eq!(
+            code("$group", doc! { "$nosuch": "$a" }),
+            Some(ErrorCode::Location(15952))
+        );
+        assert_eq!(
+            code("$setWindowFields", doc! { "$nosuch": "$a" }),
+            Some(ErrorCode::FailedToParse)
+        );
+        assert_eq!(
+            code("$setWindowFields", doc! { "$covarianceSamp": "$a" }),
+            Some(ErrorCode::FailedToParse)
+        );
+        assert_eq!(code("$group", doc! { "$mergeObjects": "$a" }), None);
+        assert_eq!(
+            code(
+                "$group",
+                doc! { "$topN": { "n": 3, "output": "$a", "sortBy": { "t": -1 } } }
+            ),
+            None
+        );
+    }
+
+    #[test]
     fn sums_keep_integer_types_until_they_overflow() {
         let sum = |vals: &[Bson]| {
             let mut st = State::new(Op::Sum);

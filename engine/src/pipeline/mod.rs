@@ -21,6 +21,7 @@ mod multi;
 mod percentile;
 mod stage;
 mod window;
+mod window_seq;
 
 use bson::{Bson, Document};
 

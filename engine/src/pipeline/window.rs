@@ -15,8 +15,9 @@ use tscoll_catalog::value::compare;
 use super::bad;
 use super::group::{Op, State, number, parse_accumulator};
 use super::stage::{Docs, evaluate, expression, sort_keys, sort_spec};
+use super::window_seq::{self, Seq};
 use crate::direct_write::update::set_path;
-use crate::error::Result;
+use crate::error::{Error, ErrorCode, Result};
 use crate::mql::dates::Unit;
 use crate::mql::expr::Expr;
 use crate::mql::filter::lookup;
@@ -54,6 +55,27 @@ enum Func {
     Acc(Op, Option<Expr>),
     Derivative(Expr, Option<i64>),
     Integral(Expr, Option<i64>),
+    /// `$shift`, the ranks, `$expMovingAvg`, `$locf`, `$linearFill` (`window_seq.rs`).
+    Seq(Seq),
+}
+
+/// What a `sortBy` value is read for: picks MongoDB's error codes for one that does not fit
+/// (a unit but not a date, a date but no unit, not a number).
+#[derive(Clone, Copy)]
+enum Reading {
+    Range,
+    Derivative,
+    Integral,
+}
+
+impl Reading {
+    fn codes(self) -> (u32, u32, u32) {
+        match self {
+            Reading::Range => (5_429_513, 5_429_413, 5_429_414),
+            Reading::Derivative => (5_624_900, 5_624_901, 5_624_902),
+            Reading::Integral => (5_423_901, 5_423_902, 5_423_902),
+        }
+    }
 }
 
 struct Output {
@@ -86,16 +108,32 @@ fn bound(v: &Bson, documents: bool) -> Result<Bound> {
     }
 }
 
-fn unit_ms(v: Option<&Bson>) -> Result<Option<i64>> {
+/// A `unit` as its length in ms: millisecond to week. For `$derivative` and `$integral`
+/// (`function`) a longer unit is MongoDB's error 5490710; a range window over months,
+/// quarters or years is not supported.
+fn unit_ms(v: Option<&Bson>, function: bool) -> Result<Option<i64>> {
     match v {
         None => Ok(None),
-        Some(Bson::String(u)) => match Unit::parse(u).and_then(Unit::fixed_ms) {
-            Some(ms) => Ok(Some(ms)),
-            None => Err(bad(format!(
-                "{STAGE}: unit '{u}' is not supported (millisecond to week)"
-            ))),
+        Some(Bson::String(u)) => match Unit::parse(u) {
+            Some(unit) => match unit.fixed_ms() {
+                Some(ms) => Ok(Some(ms)),
+                None if function => Err(Error::rejected(
+                    ErrorCode::Location(5_490_710),
+                    format!("{STAGE}: unit must be 'week' or smaller, not '{u}'"),
+                )),
+                None => Err(bad(format!(
+                    "{STAGE}: a range window in '{u}' units is not supported (millisecond to week)"
+                ))),
+            },
+            None => Err(Error::rejected(
+                ErrorCode::FailedToParse,
+                format!("{STAGE}: unknown time unit value: {u}"),
+            )),
         },
-        Some(other) => Err(bad(format!("{STAGE}: unit must be a string, not {other}"))),
+        Some(other) => Err(Error::rejected(
+            ErrorCode::FailedToParse,
+            format!("{STAGE}: 'unit' must be a string, but got {other}"),
+        )),
     }
 }
 
@@ -128,7 +166,7 @@ fn window(spec: Option<&Bson>) -> Result<Window> {
             return Err(bad(format!("{STAGE}: unknown window field '{k}'")));
         }
         let (lo, hi) = pair("range", false)?;
-        return Ok(Window::Range(lo, hi, unit_ms(d.get("unit"))?));
+        return Ok(Window::Range(lo, hi, unit_ms(d.get("unit"), false)?));
     }
     Err(bad(format!(
         "{STAGE}: a window is {{documents: [..]}} or {{range: [..]}}"
@@ -163,11 +201,22 @@ impl SetWindowFields {
             let Bson::Document(f) = spec else {
                 return Err(bad(format!("{STAGE}: output '{name}' must be a document")));
             };
-            let window = window(f.get("window"))?;
             let mut funcs = f.iter().filter(|(k, _)| *k != "window");
             let (Some((op, arg)), None) = (funcs.next(), funcs.next()) else {
-                return Err(bad(format!("{STAGE}: output '{name}' takes one function")));
+                return Err(Error::rejected(
+                    ErrorCode::FailedToParse,
+                    format!("{STAGE}: output '{name}' takes one function"),
+                ));
             };
+            if let Some(seq) = window_seq::parse(op, arg, f.contains_key("window"), &sort)? {
+                outputs.push(Output {
+                    name: name.clone(),
+                    func: Func::Seq(seq),
+                    window: Window::Whole,
+                });
+                continue;
+            }
+            let window = window(f.get("window"))?;
             let func = match op.as_str() {
                 "$derivative" | "$integral" => {
                     let Bson::Document(a) = arg else {
@@ -177,7 +226,7 @@ impl SetWindowFields {
                         a.get("input")
                             .ok_or_else(|| bad(format!("{STAGE}: {op} needs 'input'")))?,
                     )?;
-                    let unit = unit_ms(a.get("unit"))?;
+                    let unit = unit_ms(a.get("unit"), true)?;
                     if op == "$derivative" {
                         if matches!(window, Window::Whole) {
                             return Err(bad(format!(
@@ -188,6 +237,12 @@ impl SetWindowFields {
                     } else {
                         Func::Integral(input, unit)
                     }
+                }
+                "$mergeObjects" => {
+                    return Err(Error::rejected(
+                        ErrorCode::FailedToParse,
+                        format!("{STAGE}: $mergeObjects is not a window function"),
+                    ));
                 }
                 _ => {
                     let mut one = Document::new();
@@ -268,6 +323,12 @@ impl SetWindowFields {
         let mut before = 0;
         let mut after = 0;
         for o in &self.outputs {
+            if let Func::Seq(s) = &o.func {
+                let (b, a) = s.reach()?;
+                before = before.max(b);
+                after = after.max(a);
+                continue;
+            }
             let Window::Documents(lo, hi) = o.window else {
                 return None;
             };
@@ -298,8 +359,15 @@ impl SetWindowFields {
     /// The `sortBy` value of each document as a number (a date in ms, exact below 2^53, so
     /// that the difference of two is exact and only then divided by the unit's length);
     /// needed by range windows, `$derivative` and `$integral`.
-    fn positions(&self, part: &[Document], unit: Option<i64>) -> Result<Vec<f64>> {
+    fn positions(
+        &self,
+        part: &[Document],
+        unit: Option<i64>,
+        reading: Reading,
+    ) -> Result<Vec<f64>> {
         let path = &self.sort[0].0;
+        let (not_date, no_unit, not_number) = reading.codes();
+        let fail = |code: u32, m: String| Error::rejected(ErrorCode::Location(code), m);
         part.iter()
             .map(|d| {
                 let v = path
@@ -311,14 +379,18 @@ impl SetWindowFields {
                     (Some(Bson::Int32(n)), None) => Ok(f64::from(*n)),
                     (Some(Bson::Int64(n)), None) => Ok(*n as f64),
                     (Some(Bson::Double(x)), None) => Ok(*x),
-                    (Some(Bson::DateTime(_)), None) => {
-                        Err(bad(format!("{STAGE}: a window over dates needs a unit")))
-                    }
-                    (v, _) => Err(bad(format!(
-                        "{STAGE}: the sortBy value must be a {} here, not {}",
-                        if unit.is_some() { "date" } else { "number" },
-                        v.map_or_else(|| "missing".to_owned(), ToString::to_string)
-                    ))),
+                    (Some(Bson::DateTime(_)), None) => Err(fail(
+                        no_unit,
+                        format!("{STAGE}: a window over dates needs a unit"),
+                    )),
+                    (v, unit) => Err(fail(
+                        if unit.is_some() { not_date } else { not_number },
+                        format!(
+                            "{STAGE}: the sortBy value must be a {} here, not {}",
+                            if unit.is_some() { "date" } else { "number" },
+                            v.map_or_else(|| "missing".to_owned(), ToString::to_string)
+                        ),
+                    )),
                 }
             })
             .collect()
@@ -356,7 +428,7 @@ impl SetWindowFields {
                 })
                 .collect(),
             Window::Range(lo, hi, unit) => {
-                let xs = self.positions(part, unit)?;
+                let xs = self.positions(part, unit, Reading::Range)?;
                 let (lo, hi) = (lo.scaled(unit), hi.scaled(unit));
                 (0..n)
                     .map(|i| {
@@ -411,8 +483,14 @@ impl SetWindowFields {
                     })
                     .collect()
             }
+            Func::Seq(s) => s.compute(part),
             Func::Derivative(input, unit) | Func::Integral(input, unit) => {
-                let xs = self.positions(part, *unit)?;
+                let reading = if matches!(o.func, Func::Derivative(..)) {
+                    Reading::Derivative
+                } else {
+                    Reading::Integral
+                };
+                let xs = self.positions(part, *unit, reading)?;
                 let ys = part
                     .iter()
                     .map(|d| Ok(number(evaluate(input, d, STAGE)?.as_ref())))
