@@ -19,6 +19,7 @@ use tscoll_catalog::value::{compare, value_size};
 
 use super::group::{Key, Op};
 use super::stage::{expression, sort_keys};
+use super::window_seq::constant;
 use crate::error::{Error, ErrorCode, Result};
 use crate::mql::expr::Expr;
 
@@ -79,14 +80,11 @@ fn exceeded(op: &str, bytes: u64) -> Result<()> {
 /// MongoDB's checks of `n`: a number (5787902), whole (5787903), above 0 (5787908). `n` must
 /// be a constant here.
 fn n_of(op: &str, v: &Bson) -> Result<u64> {
-    let v = match expression(v)? {
-        Expr::Literal(v) => v,
-        _ => {
-            return Err(Error::rejected(
-                ErrorCode::BadValue,
-                format!("{op}: 'n' must be a constant"),
-            ));
-        }
+    let Some(v) = constant(&expression(v)?)? else {
+        return Err(Error::rejected(
+            ErrorCode::BadValue,
+            format!("{op}: 'n' must be a constant"),
+        ));
     };
     #[expect(clippy::cast_precision_loss, reason = "checking a whole number")]
     let x = match v {
@@ -529,6 +527,8 @@ mod tests {
         };
         assert_eq!(code(doc! { "n": 2, "input": "$x" }), None);
         assert_eq!(code(doc! { "n": 2.0, "input": "$x" }), None);
+        assert_eq!(code(doc! { "n": { "$add": [1, 1] }, "input": "$x" }), None);
+        assert_eq!(code(doc! { "n": "$k", "input": "$x" }), Some(2));
         assert_eq!(code(doc! { "n": "2", "input": "$x" }), Some(5_787_902));
         assert_eq!(code(doc! { "n": 1.5, "input": "$x" }), Some(5_787_903));
         assert_eq!(code(doc! { "n": 0, "input": "$x" }), Some(5_787_908));

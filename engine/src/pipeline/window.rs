@@ -1,9 +1,11 @@
 //! `$setWindowFields`: per partition (`partitionBy`), documents sorted by `sortBy`, each gets
 //! output fields computed over a window of its neighbours: `documents: [lo, hi]` (positions
 //! relative to the document), `range: [lo, hi]` (values of the one ascending `sortBy` field,
-//! in `unit`s for dates), or the whole partition. Functions: the accumulators of `$group`,
-//! `$derivative` (the slope between the window's first and last documents, per `unit`) and
-//! `$integral` (the trapezoidal rule over the window, in `unit`s). Partitions come out in
+//! in `unit`s for dates), or the whole partition. Functions: the accumulators of `$group`
+//! (but `$mergeObjects`), `$covariancePop` and `$covarianceSamp` of `[x, y]`, `$derivative`
+//! (the slope between the window's first and last documents, per `unit`) and `$integral` (the
+//! trapezoidal rule over the window, in `unit`s); without a window, `$shift`, the ranks,
+//! `$expMovingAvg`, `$locf` and `$linearFill` (`window_seq.rs`). Partitions come out in
 //! `partitionBy` order, their documents in `sortBy` order.
 
 use std::cmp::Ordering;

@@ -124,15 +124,14 @@ pub(super) fn parse(
                             ))
                         })?);
                     }
-                    "default" => match expression(v)? {
-                        Expr::Literal(c) => default = c,
-                        _ => {
-                            return Err(parse_error(
+                    "default" => {
+                        default = constant(&expression(v)?)?.ok_or_else(|| {
+                            parse_error(
                                 "'$shift:default' expression must yield a constant value."
                                     .to_owned(),
-                            ));
-                        }
-                    },
+                            )
+                        })?;
+                    }
                     _ => return Err(parse_error(format!("Unknown argument in $shift: {k}"))),
                 }
             }
@@ -272,10 +271,12 @@ impl Seq {
                         .and_then(|i| i.checked_add(*by))
                         .and_then(|j| usize::try_from(j).ok())
                         .filter(|j| *j < part.len());
-                    Ok(Some(match at {
-                        Some(j) => evaluate(output, &part[j], STAGE)?.unwrap_or(Bson::Null),
-                        None => default.clone(),
-                    }))
+                    // A document without the output takes the default too, as in MongoDB.
+                    let v = match at {
+                        Some(j) => evaluate(output, &part[j], STAGE)?,
+                        None => None,
+                    };
+                    Ok(Some(v.unwrap_or_else(|| default.clone())))
                 })
                 .collect(),
             Seq::Rank(kind, path) => {
@@ -330,6 +331,22 @@ impl Seq {
             Seq::LinearFill(input, path) => linear_fill(input, path, part),
         }
     }
+}
+
+/// The value of an expression that reads no field (`None` when it reads one), computed once
+/// when the stage is parsed.
+///
+/// # Errors
+/// The expression failing.
+pub(super) fn constant(e: &Expr) -> Result<Option<Bson>> {
+    let mut fields = Vec::new();
+    e.fields(&mut fields);
+    if !fields.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(
+        evaluate(e, &Document::new(), STAGE)?.unwrap_or(Bson::Null),
+    ))
 }
 
 fn field<'a>(d: &'a Document, path: &[String]) -> Option<&'a Bson> {
@@ -470,10 +487,22 @@ mod tests {
             bson!({ "output": "$q", "by": 1, "default": "Not available" }),
             &["q"],
         );
+        // The last document has no quantity: the default, as past the end.
         assert_eq!(
             values(&next, &part),
-            [bson!(120), bson!(145), Bson::Null, bson!("Not available")]
+            [
+                bson!(120),
+                bson!(145),
+                bson!("Not available"),
+                bson!("Not available")
+            ]
         );
+        let computed = seq(
+            "$shift",
+            bson!({ "output": "$q", "by": 5, "default": { "$add": [1, 1] } }),
+            &["q"],
+        );
+        assert_eq!(values(&computed, &part[..1]), [bson!(2)]);
         let prev = seq("$shift", bson!({ "output": "$q", "by": -1 }), &["q"]);
         assert_eq!(
             values(&prev, &part),
