@@ -370,3 +370,44 @@ fn malformed_accumulators_and_windows_fail_with_mongodbs_codes() {
         assert_eq!(e.code(), code, "{stage}: {e}");
     }
 }
+
+#[test]
+fn shifts_across_the_chunks_of_a_long_partition_read_the_right_neighbours() {
+    let (_dir, _db, coll) = temp_collection(
+        tscoll_engine::CatalogOptions::default(),
+        &TimeseriesOptions::new("ts").meta_field("meta"),
+    );
+    // Longer than the chunk a bounded window is computed in (4096 documents).
+    let n = 10_000_i64;
+    let docs: Vec<Document> = (0..n)
+        .map(|i| doc! { "ts": DateTime::from_millis(i * 1000), "meta": "s", "i": i })
+        .collect();
+    insert_all(&coll, &docs);
+    let out = coll
+        .aggregate(&[doc! { "$setWindowFields": {
+            "partitionBy": "$meta",
+            "sortBy": { "ts": 1 },
+            "output": {
+                "back": { "$shift": { "output": "$i", "by": -3, "default": -1 } },
+                "ahead": { "$shift": { "output": "$i", "by": 2, "default": -1 } },
+                "pair": { "$sum": "$i", "window": { "documents": [0, 1] } },
+            },
+        } }])
+        .expect("aggregate");
+    assert_eq!(out.len(), docs.len());
+    for (k, d) in out.iter().enumerate() {
+        let i = i64::try_from(k).expect("index");
+        assert_eq!(d.get_i64("i").ok(), Some(i), "{d}");
+        let back = if i >= 3 { i - 3 } else { -1 };
+        let ahead = if i + 2 < n { i + 2 } else { -1 };
+        let num = |v: &Bson| match v {
+            Bson::Int32(x) => i64::from(*x),
+            Bson::Int64(x) => *x,
+            other => panic!("{other}"),
+        };
+        assert_eq!(d.get("back").map(num), Some(back), "{d}");
+        assert_eq!(d.get("ahead").map(num), Some(ahead), "{d}");
+        let pair = if i + 1 < n { 2 * i + 1 } else { i };
+        assert_eq!(d.get("pair").map(num), Some(pair), "{d}");
+    }
+}
