@@ -20,7 +20,7 @@ use super::stage::{Docs, evaluate, expression, sort_keys, sort_spec};
 use super::window_seq::{self, Seq};
 use crate::direct_write::update::set_path;
 use crate::error::{Error, ErrorCode, Result};
-use crate::mql::dates::Unit;
+use crate::mql::dates::{self, Unit};
 use crate::mql::expr::Expr;
 use crate::mql::filter::lookup;
 
@@ -51,6 +51,10 @@ enum Window {
     Documents(Bound, Bound),
     /// Bounds, and the unit's length in ms for a date `sortBy`.
     Range(Bound, Bound, Option<i64>),
+    /// Bounds in whole months, quarters or years of a date `sortBy`: a document's window
+    /// runs from its date plus the lower bound to its date plus the upper one (`$dateAdd`'s
+    /// calendar arithmetic, in UTC).
+    Calendar(Bound, Bound, Unit),
 }
 
 enum Func {
@@ -110,32 +114,39 @@ fn bound(v: &Bson, documents: bool) -> Result<Bound> {
     }
 }
 
-/// A `unit` as its length in ms: millisecond to week. For `$derivative` and `$integral`
-/// (`function`) a longer unit is MongoDB's error 5490710; a range window over months,
-/// quarters or years is not supported.
-fn unit_ms(v: Option<&Bson>, function: bool) -> Result<Option<i64>> {
+/// A `unit`.
+///
+/// # Errors
+/// `FailedToParse` for one that is not a unit's name.
+fn unit_of(v: Option<&Bson>) -> Result<Option<Unit>> {
     match v {
         None => Ok(None),
-        Some(Bson::String(u)) => match Unit::parse(u) {
-            Some(unit) => match unit.fixed_ms() {
-                Some(ms) => Ok(Some(ms)),
-                None if function => Err(Error::rejected(
-                    ErrorCode::Location(5_490_710),
-                    format!("{STAGE}: unit must be 'week' or smaller, not '{u}'"),
-                )),
-                None => Err(bad(format!(
-                    "{STAGE}: a range window in '{u}' units is not supported (millisecond to week)"
-                ))),
-            },
-            None => Err(Error::rejected(
+        Some(Bson::String(u)) => Unit::parse(u).map(Some).ok_or_else(|| {
+            Error::rejected(
                 ErrorCode::FailedToParse,
                 format!("{STAGE}: unknown time unit value: {u}"),
-            )),
-        },
+            )
+        }),
         Some(other) => Err(Error::rejected(
             ErrorCode::FailedToParse,
             format!("{STAGE}: 'unit' must be a string, but got {other}"),
         )),
+    }
+}
+
+/// The `unit` of `$derivative` or `$integral` as its length in ms: millisecond to week.
+///
+/// # Errors
+/// `Location5490710` for a month, quarter or year; those of [`unit_of`].
+fn unit_ms(v: Option<&Bson>) -> Result<Option<i64>> {
+    match unit_of(v)? {
+        None => Ok(None),
+        Some(unit) => unit.fixed_ms().map(Some).ok_or_else(|| {
+            Error::rejected(
+                ErrorCode::Location(5_490_710),
+                format!("{STAGE}: unit must be 'week' or smaller"),
+            )
+        }),
     }
 }
 
@@ -168,7 +179,27 @@ fn window(spec: Option<&Bson>) -> Result<Window> {
             return Err(bad(format!("{STAGE}: unknown window field '{k}'")));
         }
         let (lo, hi) = pair("range", false)?;
-        return Ok(Window::Range(lo, hi, unit_ms(d.get("unit"), false)?));
+        return Ok(match unit_of(d.get("unit"))? {
+            None => Window::Range(lo, hi, None),
+            Some(unit) => match unit.fixed_ms() {
+                Some(ms) => Window::Range(lo, hi, Some(ms)),
+                None => {
+                    for b in [lo, hi] {
+                        if let Bound::At(k) = b
+                            && k.fract() != 0.0
+                        {
+                            return Err(Error::rejected(
+                                ErrorCode::FailedToParse,
+                                format!(
+                                    "{STAGE}: a range in months, quarters or years takes whole bounds, not {k}"
+                                ),
+                            ));
+                        }
+                    }
+                    Window::Calendar(lo, hi, unit)
+                }
+            },
+        });
     }
     Err(bad(format!(
         "{STAGE}: a window is {{documents: [..]}} or {{range: [..]}}"
@@ -228,7 +259,7 @@ impl SetWindowFields {
                         a.get("input")
                             .ok_or_else(|| bad(format!("{STAGE}: {op} needs 'input'")))?,
                     )?;
-                    let unit = unit_ms(a.get("unit"), true)?;
+                    let unit = unit_ms(a.get("unit"))?;
                     if op == "$derivative" {
                         if matches!(window, Window::Whole) {
                             return Err(bad(format!(
@@ -253,7 +284,7 @@ impl SetWindowFields {
                     Func::Acc(op, arg)
                 }
             };
-            let needs_order = matches!(window, Window::Range(..))
+            let needs_order = matches!(window, Window::Range(..) | Window::Calendar(..))
                 || matches!(func, Func::Derivative(..) | Func::Integral(..));
             if needs_order && (sort.len() != 1 || sort[0].1) {
                 return Err(bad(format!(
@@ -443,6 +474,47 @@ impl SetWindowFields {
                             Bound::Unbounded => n,
                             Bound::Current => xs.partition_point(|x| *x <= xs[i]),
                             Bound::At(b) => xs.partition_point(|x| *x <= xs[i] + b),
+                        };
+                        if h == 0 || l >= h { (1, 0) } else { (l, h - 1) }
+                    })
+                    .collect()
+            }
+            Window::Calendar(lo, hi, unit) => {
+                let xs = self.positions(part, Some(1), Reading::Range)?;
+                // The date `k` units from document `i`'s, in ms; past the dates an i64 holds,
+                // before or after every document.
+                #[expect(
+                    clippy::cast_possible_truncation,
+                    clippy::cast_precision_loss,
+                    reason = "dates in ms, exact below 2^53; whole bounds"
+                )]
+                let at = |i: usize, k: f64| -> f64 {
+                    dates::add(xs[i] as i64, unit, k as i64).map_or(
+                        if k < 0.0 {
+                            f64::NEG_INFINITY
+                        } else {
+                            f64::INFINITY
+                        },
+                        |t| t as f64,
+                    )
+                };
+                (0..n)
+                    .map(|i| {
+                        let l = match lo {
+                            Bound::Unbounded => 0,
+                            Bound::Current => xs.partition_point(|x| *x < xs[i]),
+                            Bound::At(a) => {
+                                let t = at(i, a);
+                                xs.partition_point(|x| *x < t)
+                            }
+                        };
+                        let h = match hi {
+                            Bound::Unbounded => n,
+                            Bound::Current => xs.partition_point(|x| *x <= xs[i]),
+                            Bound::At(b) => {
+                                let t = at(i, b);
+                                xs.partition_point(|x| *x <= t)
+                            }
                         };
                         if h == 0 || l >= h { (1, 0) } else { (l, h - 1) }
                     })

@@ -411,3 +411,55 @@ fn shifts_across_the_chunks_of_a_long_partition_read_the_right_neighbours() {
         assert_eq!(d.get("pair").map(num), Some(pair), "{d}");
     }
 }
+
+#[test]
+fn range_windows_in_months_follow_the_calendar() {
+    let (_dir, _db, coll) = temp_collection(
+        tscoll_engine::CatalogOptions::default(),
+        &TimeseriesOptions::new("ts").meta_field("meta"),
+    );
+    let day = |m: u8, d: u8| {
+        DateTime::builder()
+            .year(2023)
+            .month(m)
+            .day(d)
+            .build()
+            .expect("date")
+    };
+    insert_all(
+        &coll,
+        &[
+            doc! { "ts": day(1, 31), "meta": "s", "v": 1 },
+            doc! { "ts": day(2, 28), "meta": "s", "v": 2 },
+            doc! { "ts": day(3, 31), "meta": "s", "v": 4 },
+            doc! { "ts": day(4, 30), "meta": "s", "v": 8 },
+        ],
+    );
+    let out = coll
+        .aggregate(&[doc! { "$setWindowFields": {
+            "sortBy": { "ts": 1 },
+            "output": {
+                "month": { "$sum": "$v", "window": { "range": [-1, 0], "unit": "month" } },
+                "quarter": { "$sum": "$v", "window": { "range": [0, 1], "unit": "quarter" } },
+            },
+        } }])
+        .expect("aggregate");
+    // A month before March 31 is February 28 (the day clamped to the month's end): February
+    // 28 is in March 31's window; a month before February 28 is January 28, before January 31.
+    assert_eq!(
+        column(&out, "month"),
+        [bson!(1), bson!(3), bson!(6), bson!(12)]
+    );
+    // A quarter after January 31 is April 30.
+    assert_eq!(
+        column(&out, "quarter"),
+        [bson!(15), bson!(14), bson!(12), bson!(8)]
+    );
+    let e = coll
+        .aggregate(&[doc! { "$setWindowFields": {
+            "sortBy": { "ts": 1 },
+            "output": { "m": { "$sum": "$v", "window": { "range": [-0.5, 0], "unit": "month" } } },
+        } }])
+        .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::FailedToParse, "{e}");
+}
