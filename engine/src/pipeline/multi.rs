@@ -8,8 +8,9 @@
 //! (`internalQueryTopNAccumulatorBytes`).
 //!
 //! The ranked ones evaluate one array per document, `[output, sortKey1, sortKey2, ...]` (the
-//! `sortBy` paths read as field paths), and compare the keys in BSON order, whole values as the
-//! pipeline's `$sort` does; ties keep the document seen first, as MongoDB does.
+//! `sortBy` paths read as field paths), and compare the keys in BSON order as MongoDB's sort
+//! keys (an array by its least element ascending, its greatest descending); ties keep the
+//! document seen first, as MongoDB does.
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, VecDeque};
@@ -407,9 +408,14 @@ impl RankedState {
     /// `ExceededMemoryLimit` past 100 MiB of values.
     pub(super) fn add(&mut self, v: Option<&Bson>) -> Result<()> {
         let (output, keys) = match v {
-            Some(Bson::Array(items)) if !items.is_empty() => {
-                (items[0].clone(), items[1..].to_vec())
-            }
+            Some(Bson::Array(items)) if !items.is_empty() => (
+                items[0].clone(),
+                items[1..]
+                    .iter()
+                    .enumerate()
+                    .map(|(i, k)| sort_key(k, self.spec.desc & (1 << i) != 0))
+                    .collect(),
+            ),
             other => (other.cloned().unwrap_or(Bson::Null), Vec::new()),
         };
         let entry = Entry {
@@ -451,6 +457,22 @@ impl RankedState {
             return v.first().map_or(Bson::Null, |e| e.output.clone());
         }
         Bson::Array(v.into_iter().map(|e| e.output.clone()).collect())
+    }
+}
+
+/// The key a value sorts by, as MongoDB's sort key: of an array, its least element ascending
+/// and its greatest descending, an empty array below null (as undefined).
+fn sort_key(v: &Bson, descending: bool) -> Bson {
+    match v {
+        Bson::Array(items) => {
+            let pick = if descending {
+                items.iter().max_by(|a, b| compare(a, b))
+            } else {
+                items.iter().min_by(|a, b| compare(a, b))
+            };
+            pick.cloned().unwrap_or(Bson::Undefined)
+        }
+        other => other.clone(),
     }
 }
 
@@ -612,6 +634,22 @@ mod tests {
                 &[(bson!("x"), bson!(1)), (bson!("y"), Bson::Null)]
             ),
             bson!("y")
+        );
+        // An array key sorts by its least element ascending, its greatest descending; an
+        // empty one below null.
+        let arrays = [
+            (bson!("x"), bson!([5, 1])),
+            (bson!("y"), bson!(3)),
+            (bson!("z"), bson!([])),
+            (bson!("w"), Bson::Null),
+        ];
+        assert_eq!(
+            ranked("$topN", by_n(4, 1), &arrays),
+            bson!(["z", "w", "x", "y"])
+        );
+        assert_eq!(
+            ranked("$topN", by_n(4, -1), &arrays),
+            bson!(["x", "y", "w", "z"])
         );
         // An empty window.
         assert_eq!(ranked("$top", by(1), &[]), Bson::Null);
