@@ -99,19 +99,54 @@ pub(super) struct SetWindowFields {
 
 const STAGE: &str = "$setWindowFields";
 
-fn bound(v: &Bson, documents: bool) -> Result<Bound> {
-    match v {
-        Bson::String(s) if s == "unbounded" => Ok(Bound::Unbounded),
-        Bson::String(s) if s == "current" => Ok(Bound::Current),
-        Bson::Int32(n) => Ok(Bound::At(f64::from(*n))),
-        #[expect(clippy::cast_precision_loss, reason = "window offsets")]
-        Bson::Int64(n) => Ok(Bound::At(*n as f64)),
-        Bson::Double(d) if !documents || d.fract() == 0.0 => Ok(Bound::At(*d)),
-        other => Err(bad(format!(
-            "{STAGE}: a window bound is 'unbounded', 'current' or a number{}, not {other}",
-            if documents { " of documents" } else { "" }
-        ))),
+fn parse_error(message: String) -> Error {
+    Error::rejected(ErrorCode::FailedToParse, message)
+}
+
+/// One bound: `"unbounded"`, `"current"` or a number (`whole`: a whole one, for `documents`
+/// windows and ranges with a `unit`).
+///
+/// # Errors
+/// `FailedToParse`, as MongoDB.
+fn bound(v: &Bson, whole: bool) -> Result<Bound> {
+    let at = match v {
+        Bson::String(s) if s == "unbounded" => return Ok(Bound::Unbounded),
+        Bson::String(s) if s == "current" => return Ok(Bound::Current),
+        Bson::String(_) => {
+            return Err(parse_error(format!(
+                "{STAGE}: window bounds must be 'unbounded', 'current', or a number, not {v}"
+            )));
+        }
+        other => number(Some(other)).filter(|x| !x.is_nan()).ok_or_else(|| {
+            parse_error(format!(
+                "{STAGE}: a window bound must be a number, not {other}"
+            ))
+        })?,
+    };
+    if whole && at.fract() != 0.0 {
+        return Err(parse_error(format!(
+            "{STAGE}: a window bound of documents, or of a range with a unit, must be an integer, not {at}"
+        )));
     }
+    Ok(Bound::At(at))
+}
+
+/// `Location5339900` unless `lo <= hi` (`current` as 0) when both are numbers.
+fn forward(lo: Bound, hi: Bound) -> Result<()> {
+    let value = |b: Bound| match b {
+        Bound::Current => Some(0.0),
+        Bound::At(x) => Some(x),
+        Bound::Unbounded => None,
+    };
+    if let (Some(l), Some(h)) = (value(lo), value(hi))
+        && l > h
+    {
+        return Err(Error::rejected(
+            ErrorCode::Location(5_339_900),
+            format!("{STAGE}: lower bound must not exceed upper bound: [{l}, {h}]"),
+        ));
+    }
+    Ok(())
 }
 
 /// A `unit`.
@@ -150,60 +185,98 @@ fn unit_ms(v: Option<&Bson>) -> Result<Option<i64>> {
     }
 }
 
-fn window(spec: Option<&Bson>) -> Result<Window> {
+/// Parses a `window` (`None`: none given, the whole partition) for a stage sorted by `sort`.
+///
+/// # Errors
+/// MongoDB's: `FailedToParse` for a malformed window, `Location5339900` for bounds out of
+/// order, `5339901` for a bounded `documents` window without `sortBy`, `5339902` and
+/// `8947401` for a `range` window without a one-field, ascending `sortBy`.
+fn window(spec: Option<&Bson>, sort: &[(Vec<String>, bool)]) -> Result<Window> {
     let Some(spec) = spec else {
         return Ok(Window::Whole);
     };
     let Bson::Document(d) = spec else {
-        return Err(bad(format!("{STAGE}: window must be a document")));
+        return Err(parse_error(format!(
+            "{STAGE}: 'window' field must be an object"
+        )));
     };
-    let pair = |k: &str, documents: bool| -> Result<(Bound, Bound)> {
+    let pair = |k: &str, whole: bool| -> Result<(Bound, Bound)> {
         match d.get(k) {
             Some(Bson::Array(a)) if a.len() == 2 => {
-                Ok((bound(&a[0], documents)?, bound(&a[1], documents)?))
+                let (lo, hi) = (bound(&a[0], whole)?, bound(&a[1], whole)?);
+                forward(lo, hi)?;
+                Ok((lo, hi))
             }
-            _ => Err(bad(format!("{STAGE}: window.{k} must be [lower, upper]"))),
+            other => Err(parse_error(format!(
+                "{STAGE}: window bounds must be a 2-element array: {}",
+                other.map_or_else(|| "missing".to_owned(), ToString::to_string)
+            ))),
         }
     };
-    if d.contains_key("documents") {
+    let (documents, range) = (d.contains_key("documents"), d.contains_key("range"));
+    if documents && range {
+        return Err(parse_error(format!(
+            "{STAGE}: window bounds can specify either 'documents' or 'range', not both"
+        )));
+    }
+    if !range && d.contains_key("unit") {
+        return Err(parse_error(format!(
+            "{STAGE}: window bounds can only specify 'unit' with range-based bounds"
+        )));
+    }
+    if documents {
         if d.len() != 1 {
-            return Err(bad(format!(
-                "{STAGE}: a documents window takes no other field"
+            return Err(parse_error(format!(
+                "{STAGE}: 'window' field that specifies documents cannot have other fields"
             )));
         }
         let (lo, hi) = pair("documents", true)?;
+        let unbounded = matches!((lo, hi), (Bound::Unbounded, Bound::Unbounded));
+        if sort.is_empty() && !unbounded {
+            return Err(Error::rejected(
+                ErrorCode::Location(5_339_901),
+                format!("{STAGE}: document-based bounds require a sortBy"),
+            ));
+        }
         return Ok(Window::Documents(lo, hi));
     }
-    if d.contains_key("range") {
-        if let Some(k) = d.keys().find(|k| *k != "range" && *k != "unit") {
-            return Err(bad(format!("{STAGE}: unknown window field '{k}'")));
+    if !range {
+        if let Some(k) = d.keys().next() {
+            return Err(parse_error(format!(
+                "{STAGE}: 'window' field can only contain 'documents' as the only argument or 'range' with an optional 'unit' field, not '{k}'"
+            )));
         }
-        let (lo, hi) = pair("range", false)?;
-        return Ok(match unit_of(d.get("unit"))? {
-            None => Window::Range(lo, hi, None),
-            Some(unit) => match unit.fixed_ms() {
-                Some(ms) => Window::Range(lo, hi, Some(ms)),
-                None => {
-                    for b in [lo, hi] {
-                        if let Bound::At(k) = b
-                            && k.fract() != 0.0
-                        {
-                            return Err(Error::rejected(
-                                ErrorCode::FailedToParse,
-                                format!(
-                                    "{STAGE}: a range in months, quarters or years takes whole bounds, not {k}"
-                                ),
-                            ));
-                        }
-                    }
-                    Window::Calendar(lo, hi, unit)
-                }
-            },
-        });
+        return Ok(Window::Whole);
     }
-    Err(bad(format!(
-        "{STAGE}: a window is {{documents: [..]}} or {{range: [..]}}"
-    )))
+    if let Some(k) = d.keys().find(|k| *k != "range" && *k != "unit") {
+        return Err(parse_error(format!(
+            "{STAGE}: 'window' field that specifies range cannot have other fields besides 'unit', not '{k}'"
+        )));
+    }
+    let unit = unit_of(d.get("unit"))?;
+    let (lo, hi) = pair("range", unit.is_some())?;
+    match sort {
+        [(_, false)] => {}
+        [(_, true)] => {
+            return Err(Error::rejected(
+                ErrorCode::Location(8_947_401),
+                format!("{STAGE}: range-based bounds require an ascending sortBy"),
+            ));
+        }
+        _ => {
+            return Err(Error::rejected(
+                ErrorCode::Location(5_339_902),
+                format!("{STAGE}: range-based bounds require sortBy a single field"),
+            ));
+        }
+    }
+    Ok(match unit {
+        None => Window::Range(lo, hi, None),
+        Some(unit) => match unit.fixed_ms() {
+            Some(ms) => Window::Range(lo, hi, Some(ms)),
+            None => Window::Calendar(lo, hi, unit),
+        },
+    })
 }
 
 impl SetWindowFields {
@@ -249,22 +322,35 @@ impl SetWindowFields {
                 });
                 continue;
             }
-            let window = window(f.get("window"))?;
+            let window = window(f.get("window"), &sort)?;
             let func = match op.as_str() {
                 "$derivative" | "$integral" => {
+                    match sort.as_slice() {
+                        [] => return Err(parse_error(format!("{op} requires a sortBy"))),
+                        [_] => {}
+                        _ => {
+                            return Err(parse_error(format!(
+                                "{op} requires a non-compound sortBy"
+                            )));
+                        }
+                    }
                     let Bson::Document(a) = arg else {
-                        return Err(bad(format!("{STAGE}: {op} takes {{input, unit}}")));
+                        return Err(parse_error(format!(
+                            "{op} expects an object, but got {arg}"
+                        )));
                     };
-                    let input = expression(
-                        a.get("input")
-                            .ok_or_else(|| bad(format!("{STAGE}: {op} needs 'input'")))?,
-                    )?;
+                    if let Some(k) = a.keys().find(|k| *k != "input" && *k != "unit") {
+                        return Err(parse_error(format!("{op} got unexpected argument: {k}")));
+                    }
+                    let input = expression(a.get("input").ok_or_else(|| {
+                        parse_error(format!("{op} requires an 'input' expression"))
+                    })?)?;
                     let unit = unit_ms(a.get("unit"))?;
                     if op == "$derivative" {
-                        if matches!(window, Window::Whole) {
-                            return Err(bad(format!(
-                                "{STAGE}: $derivative needs an explicit window"
-                            )));
+                        if !f.contains_key("window") {
+                            return Err(parse_error(
+                                "$derivative requires explicit window bounds".to_owned(),
+                            ));
                         }
                         Func::Derivative(input, unit)
                     } else {
@@ -284,11 +370,13 @@ impl SetWindowFields {
                     Func::Acc(op, arg)
                 }
             };
-            let needs_order = matches!(window, Window::Range(..) | Window::Calendar(..))
-                || matches!(func, Func::Derivative(..) | Func::Integral(..));
-            if needs_order && (sort.len() != 1 || sort[0].1) {
+            // tscoll reads the dates of these in ascending order.
+            if matches!(func, Func::Derivative(..) | Func::Integral(..))
+                && sort.len() == 1
+                && sort[0].1
+            {
                 return Err(bad(format!(
-                    "{STAGE}: output '{name}' needs sortBy on one field, ascending"
+                    "{STAGE}: output '{name}' needs an ascending sortBy"
                 )));
             }
             outputs.push(Output {

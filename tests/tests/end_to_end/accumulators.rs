@@ -365,6 +365,58 @@ fn malformed_accumulators_and_windows_fail_with_mongodbs_codes() {
             window(doc! { "f": { "$nosuch": "$v" } }, doc! { "ts": 1 }),
             ErrorCode::FailedToParse,
         ),
+        (
+            window(
+                doc! { "d": { "$derivative": { "input": "$v" } } },
+                doc! { "ts": 1 },
+            ),
+            ErrorCode::FailedToParse,
+        ),
+        (
+            doc! { "$setWindowFields": { "output": { "i": { "$integral": { "input": "$v" } } } } },
+            ErrorCode::FailedToParse,
+        ),
+        (
+            window(
+                doc! { "s": { "$sum": "$v", "window": { "documents": [1, -1] } } },
+                doc! { "ts": 1 },
+            ),
+            ErrorCode::Location(5_339_900),
+        ),
+        (
+            doc! { "$setWindowFields": { "output": { "s": {
+                "$sum": "$v", "window": { "documents": [-1, 0] },
+            } } } },
+            ErrorCode::Location(5_339_901),
+        ),
+        (
+            window(
+                doc! { "s": { "$sum": "$v", "window": { "range": [-1, 0] } } },
+                doc! { "ts": 1, "v": 1 },
+            ),
+            ErrorCode::Location(5_339_902),
+        ),
+        (
+            window(
+                doc! { "s": { "$sum": "$v", "window": { "range": [-1, 0] } } },
+                doc! { "v": -1 },
+            ),
+            ErrorCode::Location(8_947_401),
+        ),
+        (
+            window(
+                doc! { "s": { "$sum": "$v", "window": { "range": [-1.5, 0], "unit": "hour" } } },
+                doc! { "ts": 1 },
+            ),
+            ErrorCode::FailedToParse,
+        ),
+        (
+            window(
+                doc! { "s": { "$sum": "$v", "window": { "documents": [-1.5, 0] } } },
+                doc! { "ts": 1 },
+            ),
+            ErrorCode::FailedToParse,
+        ),
     ] {
         let e = coll.aggregate(std::slice::from_ref(&stage)).unwrap_err();
         assert_eq!(e.code(), code, "{stage}: {e}");

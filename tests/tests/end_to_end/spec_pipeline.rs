@@ -263,10 +263,6 @@ fn stages_not_built_are_refused_by_name() {
         (doc! { "$lookup": { "from": "x" } }, "$lookup"),
         (doc! { "$group": { "x": { "$sum": 1 } } }, "_id"),
         (doc! { "$limit": 0 }, "$limit"),
-        (
-            doc! { "$setWindowFields": { "output": { "d": { "$derivative": { "input": "$v" } } } } },
-            "window",
-        ),
         (doc! { "$project": { "a": 1, "b": 0 } }, "mix"),
     ] {
         let e = coll.aggregate(std::slice::from_ref(&stage)).unwrap_err();
