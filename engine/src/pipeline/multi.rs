@@ -342,7 +342,7 @@ impl Entry {
     fn sort_order(&self, other: &Entry) -> Ordering {
         for (i, (a, b)) in self.keys.iter().zip(&other.keys).enumerate() {
             let o = compare(a, b);
-            let o = if self.spec.desc & (1 << i) != 0 {
+            let o = if descending(self.spec.desc, i) {
                 o.reverse()
             } else {
                 o
@@ -413,7 +413,7 @@ impl RankedState {
                 items[1..]
                     .iter()
                     .enumerate()
-                    .map(|(i, k)| sort_key(k, self.spec.desc & (1 << i) != 0))
+                    .map(|(i, k)| sort_key(k, descending(self.spec.desc, i)))
                     .collect(),
             ),
             other => (other.cloned().unwrap_or(Bson::Null), Vec::new()),
@@ -458,6 +458,14 @@ impl RankedState {
         }
         Bson::Array(v.into_iter().map(|e| e.output.clone()).collect())
     }
+}
+
+/// Whether sort key `i` is descending (bit `i` of `desc`).
+fn descending(desc: u32, i: usize) -> bool {
+    u32::try_from(i)
+        .ok()
+        .and_then(|i| 1_u32.checked_shl(i))
+        .is_some_and(|bit| desc & bit != 0)
 }
 
 /// The key a value sorts by, as MongoDB's sort key: of an array, its least element ascending

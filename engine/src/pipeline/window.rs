@@ -612,6 +612,9 @@ impl SetWindowFields {
     }
 
     fn compute(&self, o: &Output, part: &[Document]) -> Result<Vec<Option<Bson>>> {
+        if let Func::Seq(s) = &o.func {
+            return s.compute(part);
+        }
         let windows = self.windows(o.window, part)?;
         match &o.func {
             Func::Acc(op, arg) => {

@@ -412,19 +412,24 @@ fn linear_fill(input: &Expr, path: &[String], part: &[Document]) -> Result<Vec<O
         xs.push(x);
         ys.push(y);
     }
+    // The next document with a value after each one.
+    let mut next_of = vec![None; part.len()];
+    let mut next = None;
+    for i in (0..part.len()).rev() {
+        next_of[i] = next;
+        if ys[i].is_some() {
+            next = Some(i);
+        }
+    }
     let mut out: Vec<Option<Bson>> = Vec::with_capacity(part.len());
     let mut prev: Option<usize> = None;
-    let mut next: Option<usize> = None;
     for i in 0..part.len() {
         if let Some(y) = &ys[i] {
             prev = Some(i);
             out.push(Some(y.clone()));
             continue;
         }
-        if next.is_none_or(|n| n <= i) {
-            next = (i + 1..part.len()).find(|&j| ys[j].is_some());
-        }
-        out.push(Some(match (prev, next) {
+        out.push(Some(match (prev, next_of[i]) {
             (Some(a), Some(b)) => {
                 let (y1, y2) = (
                     number(ys[a].as_ref()).unwrap_or_default(),
