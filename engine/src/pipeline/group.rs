@@ -109,12 +109,15 @@ pub(super) enum State {
     N(NState),
     Ranked(RankedState),
     Quantiles(Quantiles),
-    /// The count and the means of x and y, and the co-moment (Welford's update).
+    /// The count and the means of x and y, and the co-moment (Welford's update); pairs with
+    /// an infinity or NaN are summed apart, as MongoDB does (`nonfinite`: NaN, ±infinity or
+    /// 0).
     Covariance {
         n: u64,
         mean_x: f64,
         mean_y: f64,
         c: f64,
+        nonfinite: f64,
         sample: bool,
     },
 }
@@ -153,6 +156,7 @@ impl State {
                 mean_x: 0.0,
                 mean_y: 0.0,
                 c: 0.0,
+                nonfinite: 0.0,
                 sample: op == Op::CovarianceSamp,
             },
         }
@@ -245,12 +249,23 @@ impl State {
                 mean_x,
                 mean_y,
                 c,
+                nonfinite,
                 ..
             } => {
                 if let Some(Bson::Array(xy)) = v
                     && let [x, y] = xy.as_slice()
                     && let (Some(x), Some(y)) = (number(Some(x)), number(Some(y)))
                 {
+                    if !x.is_finite() || !y.is_finite() {
+                        // NaN, or infinities of both signs, give NaN; else the infinity.
+                        let infinities: f64 = [x, y].iter().filter(|v| v.is_infinite()).sum();
+                        *nonfinite += if x.is_nan() || y.is_nan() {
+                            f64::NAN
+                        } else {
+                            infinities
+                        };
+                        return Ok(());
+                    }
                     *n += 1;
                     let dx = x - *mean_x;
                     *mean_x += dx / *n as f64;
@@ -308,12 +323,21 @@ impl State {
             State::N(st) => st.value(),
             State::Ranked(st) => st.value(),
             State::Quantiles(q) => q.value(),
-            State::Covariance { n, c, sample, .. } => {
+            State::Covariance {
+                n,
+                c,
+                nonfinite,
+                sample,
+                ..
+            } => {
+                if *n == 1 && !*sample {
+                    return Bson::Double(0.0);
+                }
                 let d = if *sample { n.saturating_sub(1) } else { *n };
                 if d == 0 {
                     Bson::Null
                 } else {
-                    Bson::Double(c / d as f64)
+                    Bson::Double((c + nonfinite) / d as f64)
                 }
             }
         }
@@ -439,13 +463,8 @@ pub(super) fn parse_accumulator(
         if !window {
             return Err(unknown());
         }
-        return match arg {
-            Bson::Array(xy) if xy.len() == 2 => Ok((op, Some(expression(arg)?))),
-            _ => Err(Error::rejected(
-                ErrorCode::FailedToParse,
-                format!("{stage}: {op_name} takes an array of two expressions, not {arg}"),
-            )),
-        };
+        // Any expression: values that are not two numbers are skipped, as in MongoDB.
+        return Ok((op, Some(expression(arg)?)));
     }
     let arg = if op == Op::Count {
         match arg {
@@ -769,6 +788,22 @@ mod tests {
         assert_eq!(cov(Op::CovarianceSamp, &pairs[..1]), Bson::Null);
         assert_eq!(cov(Op::CovariancePop, &pairs[..1]), Bson::Double(0.0));
         assert_eq!(cov(Op::CovariancePop, &[]), Bson::Null);
+        // Infinities and NaN are summed apart, as MongoDB does.
+        let inf = [
+            pairs[0].clone(),
+            pairs[1].clone(),
+            bson::bson!([f64::INFINITY, 1]),
+        ];
+        assert_eq!(cov(Op::CovariancePop, &inf), Bson::Double(f64::INFINITY));
+        let nan = [
+            pairs[0].clone(),
+            pairs[1].clone(),
+            bson::bson!([f64::INFINITY, f64::NEG_INFINITY]),
+        ];
+        let Bson::Double(x) = cov(Op::CovarianceSamp, &nan) else {
+            panic!("not a double");
+        };
+        assert!(x.is_nan());
     }
 
     #[test]
@@ -795,7 +830,7 @@ mod tests {
         );
         assert_eq!(
             code("$setWindowFields", doc! { "$covarianceSamp": "$a" }),
-            Some(ErrorCode::FailedToParse)
+            None
         );
         assert_eq!(code("$group", doc! { "$mergeObjects": "$a" }), None);
         assert_eq!(
