@@ -13,6 +13,7 @@ use bson::{Bson, Document};
 
 use super::group::{Op, number};
 use super::stage::expression;
+use super::window_seq::constant;
 use crate::error::{Error, ErrorCode, Result};
 use crate::mql::expr::Expr;
 
@@ -100,36 +101,23 @@ pub(super) fn parse_percentile(arg: &Bson) -> Result<(Op, Option<Expr>)> {
     };
     let (input, p) = fields("$percentile", d, true)?;
     let p = p.unwrap_or(&Bson::Null);
+    // A constant expression, computed once (`[0.5]`, `{$literal: [0.5]}`, `[{$divide: [1, 4]}]`).
+    let Some(p) = constant(&expression(p)?)? else {
+        return Err(failed(
+            ErrorCode::Location(7_750_300),
+            format!("$percentile: 'p' must be an array of constant values, not {p}"),
+        ));
+    };
     let msg = "$percentile: 'p' must be an array of numbers from [0.0, 1.0], but found";
-    let ps = match p {
+    let ps = match &p {
         Bson::Array(items) if !items.is_empty() => items
             .iter()
             .map(|x| match number(Some(x)) {
                 Some(v) if (0.0..=1.0).contains(&v) => Ok(v),
                 Some(v) => Err(failed(ErrorCode::Location(7_750_303), format!("{msg} {v}"))),
-                None if matches!(x, Bson::String(s) if s.starts_with('$'))
-                    || matches!(x, Bson::Document(_)) =>
-                {
-                    Err(failed(
-                        ErrorCode::Location(7_750_300),
-                        format!("$percentile: 'p' must be an array of constant values, not {p}"),
-                    ))
-                }
                 None => Err(failed(ErrorCode::Location(7_750_302), format!("{msg} {x}"))),
             })
             .collect::<Result<Vec<f64>>>()?,
-        Bson::String(s) if s.starts_with('$') => {
-            return Err(failed(
-                ErrorCode::Location(7_750_300),
-                format!("$percentile: 'p' must be an array of constant values, not {p}"),
-            ));
-        }
-        Bson::Document(_) => {
-            return Err(failed(
-                ErrorCode::Location(7_750_300),
-                format!("$percentile: 'p' must be an array of constant values, not {p}"),
-            ));
-        }
         other => {
             return Err(failed(
                 ErrorCode::Location(7_750_301),
@@ -328,6 +316,9 @@ mod tests {
         assert_eq!(code(with_p(bson!(["a"]))), Some(7_750_302));
         assert_eq!(code(with_p(bson!([1.5]))), Some(7_750_303));
         assert_eq!(code(with_p(bson!("$p"))), Some(7_750_300));
+        assert_eq!(code(with_p(bson!(["$p"]))), Some(7_750_300));
+        assert_eq!(code(with_p(bson!({ "$literal": [0.5] }))), None);
+        assert_eq!(code(with_p(bson!([{ "$divide": [1, 4] }]))), None);
         assert_eq!(code(bson!({ "input": "$x", "p": [0.5] })), Some(40414));
         assert_eq!(
             code(bson!({ "input": "$x", "p": [0.5], "method": "continuous" })),
