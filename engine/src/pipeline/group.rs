@@ -418,12 +418,17 @@ pub(super) fn parse_accumulator(
     spec: &Bson,
 ) -> Result<(Op, Option<Expr>)> {
     let Bson::Document(d) = spec else {
-        return Err(bad(format!(
-            "{stage}: '{name}' must be an accumulator object"
-        )));
+        return Err(Error::rejected(
+            ErrorCode::Location(40234),
+            format!("{stage}: the field '{name}' must be an accumulator object"),
+        ));
     };
-    let Some((op_name, arg)) = d.iter().next() else {
-        return Err(bad(format!("{stage}: '{name}' is an empty object")));
+    let mut ops = d.iter();
+    let (Some((op_name, arg)), None) = (ops.next(), ops.next()) else {
+        return Err(Error::rejected(
+            ErrorCode::Location(40238),
+            format!("{stage}: the field '{name}' must specify one accumulator"),
+        ));
     };
     let window = stage == "$setWindowFields";
     let unknown = || {
@@ -505,8 +510,20 @@ impl Group {
             if name == "_id" {
                 continue;
             }
-            if name.is_empty() || name.starts_with('$') || name.contains('.') {
-                return Err(bad(format!("$group: '{name}' is not a valid output name")));
+            if name.contains('.') {
+                return Err(Error::rejected(
+                    ErrorCode::Location(40235),
+                    format!("$group: the field name '{name}' cannot contain '.'"),
+                ));
+            }
+            if name.starts_with('$') {
+                return Err(Error::rejected(
+                    ErrorCode::Location(40236),
+                    format!("$group: the field name '{name}' cannot be an operator name"),
+                ));
+            }
+            if name.is_empty() {
+                return Err(bad("$group: an output name cannot be empty"));
             }
             let (op, arg) = parse_accumulator("$group", name, v)?;
             outputs.push(Output {
@@ -833,6 +850,28 @@ mod tests {
             None
         );
         assert_eq!(code("$group", doc! { "$mergeObjects": "$a" }), None);
+        assert_eq!(
+            code("$group", doc! { "$sum": 1, "$max": 1 }),
+            Some(ErrorCode::Location(40238))
+        );
+        assert_eq!(code("$group", doc! {}), Some(ErrorCode::Location(40238)));
+        assert!(matches!(
+            parse_accumulator("$group", "x", &Bson::Int32(1)),
+            Err(Error::Rejected {
+                code: ErrorCode::Location(40234),
+                ..
+            })
+        ));
+        let named = |name: &str| match Group::parse(&Bson::Document(
+            doc! { "_id": null, name: { "$sum": 1 } },
+        )) {
+            Ok(_) => None,
+            Err(Error::Rejected { code, .. }) => Some(code),
+            Err(e) => panic!("{e}"),
+        };
+        assert_eq!(named("a.b"), Some(ErrorCode::Location(40235)));
+        assert_eq!(named("$a"), Some(ErrorCode::Location(40236)));
+        assert_eq!(named("a"), None);
         assert_eq!(
             code(
                 "$group",
