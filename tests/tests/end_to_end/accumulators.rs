@@ -515,3 +515,48 @@ fn range_windows_in_months_follow_the_calendar() {
         .unwrap_err();
     assert_eq!(e.code(), ErrorCode::FailedToParse, "{e}");
 }
+
+#[test]
+fn linear_fill_of_the_manuals_hourly_stock_prices() {
+    let (_dir, _db, coll) = temp_collection(
+        tscoll_engine::CatalogOptions::default(),
+        &TimeseriesOptions::new("time"),
+    );
+    let hour = |h: u8| {
+        DateTime::builder()
+            .year(2021)
+            .month(3)
+            .day(8)
+            .hour(h)
+            .build()
+            .expect("date")
+    };
+    insert_all(
+        &coll,
+        &[
+            doc! { "time": hour(9), "price": 500 },
+            doc! { "time": hour(10) },
+            doc! { "time": hour(11), "price": 515 },
+            doc! { "time": hour(12) },
+            doc! { "time": hour(13) },
+            doc! { "time": hour(14), "price": 485 },
+        ],
+    );
+    let out = coll
+        .aggregate(&[doc! { "$setWindowFields": {
+            "sortBy": { "time": 1 },
+            "output": { "price": { "$linearFill": "$price" } },
+        } }])
+        .expect("aggregate");
+    assert_eq!(
+        column(&out, "price"),
+        [
+            bson!(500),
+            bson!(507.5),
+            bson!(515),
+            bson!(505.0),
+            bson!(495.0),
+            bson!(485)
+        ]
+    );
+}
