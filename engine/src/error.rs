@@ -43,6 +43,9 @@ pub enum ErrorCode {
     IndexKeySpecsConflict,
     /// `BSONObjectTooLarge` (10334): a bucket would exceed 16 MiB (SPEC ).
     BsonObjectTooLarge,
+    /// `ExceededMemoryLimit` (146): an accumulator holding more than MongoDB lets it (e.g.
+    /// `$topN` or `$percentile` past 100 MiB in one group).
+    ExceededMemoryLimit,
     /// `IDLFailedToParse` (40414): a required option is missing.
     IdlFailedToParse,
     /// `IDLUnknownField` (40415): an unknown option inside `timeseries`.
@@ -80,6 +83,7 @@ impl ErrorCode {
             ErrorCode::IndexOptionsConflict => 85,
             ErrorCode::IndexKeySpecsConflict => 86,
             ErrorCode::BsonObjectTooLarge => 10334,
+            ErrorCode::ExceededMemoryLimit => 146,
             ErrorCode::IdlFailedToParse => 40414,
             ErrorCode::IdlUnknownField => 40415,
             ErrorCode::InternalError => 1,
@@ -108,6 +112,7 @@ impl ErrorCode {
             ErrorCode::IndexOptionsConflict => "IndexOptionsConflict",
             ErrorCode::IndexKeySpecsConflict => "IndexKeySpecsConflict",
             ErrorCode::BsonObjectTooLarge => "BSONObjectTooLarge",
+            ErrorCode::ExceededMemoryLimit => "ExceededMemoryLimit",
             ErrorCode::IdlFailedToParse => "IDLFailedToParse",
             ErrorCode::IdlUnknownField => "IDLUnknownField",
             ErrorCode::InternalError => "InternalError",

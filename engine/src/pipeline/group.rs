@@ -11,6 +11,8 @@ use tscoll_catalog::value::{compare, value_size};
 use tscoll_catalog::{Compensated, MAX_BSON_OBJECT_SIZE};
 
 use super::bad;
+use super::multi::{Kind, NState, Ranked, RankedState, merge, parse_n, parse_ranked};
+use super::percentile::{Quantiles, parse_median, parse_percentile};
 use super::stage::{Docs, evaluate, expression};
 use crate::error::{Error, ErrorCode, Result};
 use crate::mql::dates::{REFERENCE_MS, Unit};
@@ -32,10 +34,25 @@ pub(super) enum Op {
     StdDevSamp,
     Push,
     AddToSet,
+    /// `$mergeObjects`.
+    MergeObjects,
+    /// `$firstN`, `$lastN`, `$minN` or `$maxN`, and its `n`.
+    N(Kind, u64),
+    /// `$top`, `$bottom`, `$topN` or `$bottomN`: its operand is `[output, sort keys...]`.
+    Ranked(Ranked),
+    /// `$median`.
+    Median,
+    /// `$percentile` of this many percentiles: its operand is `[input, p]`.
+    Percentile(u32),
+    /// `$covariancePop` (window function only): its operand is `[x, y]`.
+    CovariancePop,
+    /// `$covarianceSamp` (window function only).
+    CovarianceSamp,
 }
 
 impl Op {
-    /// Parses an accumulator name (`"$sum"` ...).
+    /// Parses the name of an accumulator that takes one expression (`"$sum"` ...); the ones
+    /// with options are parsed by [`parse_accumulator`].
     pub(super) fn parse(name: &str) -> Option<Op> {
         Some(match name {
             "$sum" => Op::Sum,
@@ -49,6 +66,9 @@ impl Op {
             "$stdDevSamp" => Op::StdDevSamp,
             "$push" => Op::Push,
             "$addToSet" => Op::AddToSet,
+            "$mergeObjects" => Op::MergeObjects,
+            "$covariancePop" => Op::CovariancePop,
+            "$covarianceSamp" => Op::CovarianceSamp,
             _ => return None,
         })
     }
@@ -56,7 +76,9 @@ impl Op {
 
 /// The accumulators of `$group` and the window functions of `$setWindowFields` share.
 pub(super) const ACCUMULATORS: &str = "$sum, $avg, $min, $max, $first, $last, $count, \
-                                       $stdDevPop, $stdDevSamp, $push, $addToSet";
+                                       $stdDevPop, $stdDevSamp, $push, $addToSet, \
+                                       $mergeObjects, $firstN, $lastN, $minN, $maxN, $top, \
+                                       $bottom, $topN, $bottomN, $median, $percentile";
 
 /// The running state of one accumulator.
 pub(super) enum State {
@@ -83,6 +105,21 @@ pub(super) enum State {
     },
     Push(Vec<Bson>, u64),
     AddToSet(BTreeSet<Key>, u64),
+    MergeObjects(Document),
+    N(NState),
+    Ranked(RankedState),
+    Quantiles(Quantiles),
+    /// The count and the means of x and y, and the co-moment (Welford's update); pairs with
+    /// an infinity or NaN are summed apart, as MongoDB does (`nonfinite`: NaN, ±infinity or
+    /// 0).
+    Covariance {
+        n: u64,
+        mean_x: f64,
+        mean_y: f64,
+        c: f64,
+        nonfinite: f64,
+        sample: bool,
+    },
 }
 
 impl State {
@@ -109,13 +146,28 @@ impl State {
             },
             Op::Push => State::Push(Vec::new(), 0),
             Op::AddToSet => State::AddToSet(BTreeSet::new(), 0),
+            Op::MergeObjects => State::MergeObjects(Document::new()),
+            Op::N(kind, n) => State::N(NState::new(kind, n)),
+            Op::Ranked(r) => State::Ranked(RankedState::new(r)),
+            Op::Median => State::Quantiles(Quantiles::new(None)),
+            Op::Percentile(count) => State::Quantiles(Quantiles::new(Some(count))),
+            Op::CovariancePop | Op::CovarianceSamp => State::Covariance {
+                n: 0,
+                mean_x: 0.0,
+                mean_y: 0.0,
+                c: 0.0,
+                nonfinite: 0.0,
+                sample: op == Op::CovarianceSamp,
+            },
         }
     }
 
     /// Adds one document's value (`None`: missing).
     ///
     /// # Errors
-    /// `BSONObjectTooLarge` when `$push` or `$addToSet` passes 16 MiB.
+    /// `BSONObjectTooLarge` when `$push` or `$addToSet` passes 16 MiB; `ExceededMemoryLimit`
+    /// when an `n` accumulator or `$percentile` passes 100 MiB; `Location40400` for a
+    /// `$mergeObjects` of a value that is not a document.
     #[expect(clippy::cast_precision_loss, reason = "aggregation widens to double")]
     pub(super) fn add(&mut self, v: Option<&Bson>) -> Result<()> {
         match self {
@@ -188,6 +240,39 @@ impl State {
                     too_large(*bytes, "$addToSet")?;
                 }
             }
+            State::MergeObjects(d) => merge(d, v)?,
+            State::N(st) => st.add(v)?,
+            State::Ranked(st) => st.add(v)?,
+            State::Quantiles(q) => q.add(v)?,
+            State::Covariance {
+                n,
+                mean_x,
+                mean_y,
+                c,
+                nonfinite,
+                ..
+            } => {
+                if let Some(Bson::Array(xy)) = v
+                    && let [x, y] = xy.as_slice()
+                    && let (Some(x), Some(y)) = (number(Some(x)), number(Some(y)))
+                {
+                    if !x.is_finite() || !y.is_finite() {
+                        // NaN, or infinities of both signs, give NaN; else the infinity.
+                        let infinities: f64 = [x, y].iter().filter(|v| v.is_infinite()).sum();
+                        *nonfinite += if x.is_nan() || y.is_nan() {
+                            f64::NAN
+                        } else {
+                            infinities
+                        };
+                        return Ok(());
+                    }
+                    *n += 1;
+                    let dx = x - *mean_x;
+                    *mean_x += dx / *n as f64;
+                    *mean_y += (y - *mean_y) / *n as f64;
+                    *c += dx * (y - *mean_y);
+                }
+            }
         }
         Ok(())
     }
@@ -234,6 +319,27 @@ impl State {
             }
             State::Push(items, _) => Bson::Array(items.clone()),
             State::AddToSet(items, _) => Bson::Array(items.iter().map(|k| k.0.clone()).collect()),
+            State::MergeObjects(d) => Bson::Document(d.clone()),
+            State::N(st) => st.value(),
+            State::Ranked(st) => st.value(),
+            State::Quantiles(q) => q.value(),
+            State::Covariance {
+                n,
+                c,
+                nonfinite,
+                sample,
+                ..
+            } => {
+                if *n == 1 && !*sample {
+                    return Bson::Double(0.0);
+                }
+                let d = if *sample { n.saturating_sub(1) } else { *n };
+                if d == 0 {
+                    Bson::Null
+                } else {
+                    Bson::Double((c + nonfinite) / d as f64)
+                }
+            }
         }
     }
 }
@@ -300,24 +406,71 @@ pub(super) struct Output {
 }
 
 /// Parses `{<$op>: <operand>}`, the form of an accumulator or window function.
+///
+/// # Errors
+/// `stage` `$group` or `$bucket`: `Location15952` for an operator that is not an accumulator
+/// (`$covariancePop` and `$covarianceSamp` are window functions only); `$setWindowFields`:
+/// `FailedToParse` for an unknown function. The operators' own checks (`n`, `sortBy`, `p`,
+/// with MongoDB's codes).
 pub(super) fn parse_accumulator(
     stage: &str,
     name: &str,
     spec: &Bson,
 ) -> Result<(Op, Option<Expr>)> {
     let Bson::Document(d) = spec else {
-        return Err(bad(format!(
-            "{stage}: '{name}' must be an accumulator object"
-        )));
+        return Err(Error::rejected(
+            ErrorCode::Location(40234),
+            format!("{stage}: the field '{name}' must be an accumulator object"),
+        ));
     };
-    let Some((op_name, arg)) = d.iter().next() else {
-        return Err(bad(format!("{stage}: '{name}' is an empty object")));
+    let mut ops = d.iter();
+    let (Some((op_name, arg)), None) = (ops.next(), ops.next()) else {
+        return Err(Error::rejected(
+            ErrorCode::Location(40238),
+            format!("{stage}: the field '{name}' must specify one accumulator"),
+        ));
     };
-    let op = Op::parse(op_name).ok_or_else(|| {
-        bad(format!(
-            "{stage}: the accumulator {op_name} of '{name}' is not supported (supported: {ACCUMULATORS})"
-        ))
-    })?;
+    let window = stage == "$setWindowFields";
+    let unknown = || {
+        let (code, what) = if window {
+            (ErrorCode::FailedToParse, "window function")
+        } else {
+            (ErrorCode::Location(15952), "accumulator")
+        };
+        Error::rejected(
+            code,
+            format!(
+                "{stage}: the {what} {op_name} of '{name}' is not supported (supported: {ACCUMULATORS}{})",
+                if window {
+                    ", $covariancePop, $covarianceSamp, $derivative, $integral, $shift, $rank, \
+                     $denseRank, $documentNumber, $expMovingAvg, $locf, $linearFill"
+                } else {
+                    ""
+                }
+            ),
+        )
+    };
+    match op_name.as_str() {
+        "$firstN" => return parse_n(Kind::FirstN, arg),
+        "$lastN" => return parse_n(Kind::LastN, arg),
+        "$minN" => return parse_n(Kind::MinN, arg),
+        "$maxN" => return parse_n(Kind::MaxN, arg),
+        "$top" => return parse_ranked(op_name, false, true, arg),
+        "$bottom" => return parse_ranked(op_name, true, true, arg),
+        "$topN" => return parse_ranked(op_name, false, false, arg),
+        "$bottomN" => return parse_ranked(op_name, true, false, arg),
+        "$median" => return parse_median(arg),
+        "$percentile" => return parse_percentile(arg),
+        _ => {}
+    }
+    let op = Op::parse(op_name).ok_or_else(unknown)?;
+    if matches!(op, Op::CovariancePop | Op::CovarianceSamp) {
+        if !window {
+            return Err(unknown());
+        }
+        // Any expression: values that are not two numbers are skipped, as in MongoDB.
+        return Ok((op, Some(expression(arg)?)));
+    }
     let arg = if op == Op::Count {
         match arg {
             Bson::Document(a) if a.is_empty() => None,
@@ -357,8 +510,20 @@ impl Group {
             if name == "_id" {
                 continue;
             }
-            if name.is_empty() || name.starts_with('$') || name.contains('.') {
-                return Err(bad(format!("$group: '{name}' is not a valid output name")));
+            if name.contains('.') {
+                return Err(Error::rejected(
+                    ErrorCode::Location(40235),
+                    format!("$group: the field name '{name}' cannot contain '.'"),
+                ));
+            }
+            if name.starts_with('$') {
+                return Err(Error::rejected(
+                    ErrorCode::Location(40236),
+                    format!("$group: the field name '{name}' cannot be an operator name"),
+                ));
+            }
+            if name.is_empty() {
+                return Err(bad("$group: an output name cannot be empty"));
             }
             let (op, arg) = parse_accumulator("$group", name, v)?;
             outputs.push(Output {
@@ -615,6 +780,105 @@ mod tests {
                 "{other}"
             );
         }
+    }
+
+    #[test]
+    fn covariances_pair_the_numbers_of_two_inputs() {
+        let cov = |op: Op, pairs: &[Bson]| {
+            let mut st = State::new(op);
+            for p in pairs {
+                st.add(Some(p)).expect("add");
+            }
+            st.value()
+        };
+        let pairs = [
+            bson::bson!([1, 2]),
+            bson::bson!([2, 4.0]),
+            bson::bson!([3_i64, 6]),
+            // Pairs with a non-number are skipped.
+            bson::bson!([4, null]),
+            bson::bson!(["x", 1]),
+        ];
+        // Deviations (-1, -2), (0, 0), (1, 2): products sum to 4.
+        assert_eq!(cov(Op::CovariancePop, &pairs), Bson::Double(4.0 / 3.0));
+        assert_eq!(cov(Op::CovarianceSamp, &pairs), Bson::Double(2.0));
+        assert_eq!(cov(Op::CovarianceSamp, &pairs[..1]), Bson::Null);
+        assert_eq!(cov(Op::CovariancePop, &pairs[..1]), Bson::Double(0.0));
+        assert_eq!(cov(Op::CovariancePop, &[]), Bson::Null);
+        // Infinities and NaN are summed apart, as MongoDB does.
+        let inf = [
+            pairs[0].clone(),
+            pairs[1].clone(),
+            bson::bson!([f64::INFINITY, 1]),
+        ];
+        assert_eq!(cov(Op::CovariancePop, &inf), Bson::Double(f64::INFINITY));
+        let nan = [
+            pairs[0].clone(),
+            pairs[1].clone(),
+            bson::bson!([f64::INFINITY, f64::NEG_INFINITY]),
+        ];
+        let Bson::Double(x) = cov(Op::CovarianceSamp, &nan) else {
+            panic!("not a double");
+        };
+        assert!(x.is_nan());
+    }
+
+    #[test]
+    fn accumulator_names_resolve_per_stage() {
+        let code = |stage: &str, spec: Document| match parse_accumulator(
+            stage,
+            "x",
+            &Bson::Document(spec),
+        ) {
+            Ok(_) => None,
+            Err(Error::Rejected { code, .. }) => Some(code),
+            Err(e) => panic!("{e}"),
+        };
+        let cov = doc! { "$covariancePop": ["$a", "$b"] };
+        assert_eq!(code("$setWindowFields", cov.clone()), None);
+        assert_eq!(code("$group", cov), Some(ErrorCode::Location(15952)));
+        assert_eq!(
+            code("$group", doc! { "$nosuch": "$a" }),
+            Some(ErrorCode::Location(15952))
+        );
+        assert_eq!(
+            code("$setWindowFields", doc! { "$nosuch": "$a" }),
+            Some(ErrorCode::FailedToParse)
+        );
+        assert_eq!(
+            code("$setWindowFields", doc! { "$covarianceSamp": "$a" }),
+            None
+        );
+        assert_eq!(code("$group", doc! { "$mergeObjects": "$a" }), None);
+        assert_eq!(
+            code("$group", doc! { "$sum": 1, "$max": 1 }),
+            Some(ErrorCode::Location(40238))
+        );
+        assert_eq!(code("$group", doc! {}), Some(ErrorCode::Location(40238)));
+        assert!(matches!(
+            parse_accumulator("$group", "x", &Bson::Int32(1)),
+            Err(Error::Rejected {
+                code: ErrorCode::Location(40234),
+                ..
+            })
+        ));
+        let named = |name: &str| match Group::parse(&Bson::Document(
+            doc! { "_id": null, name: { "$sum": 1 } },
+        )) {
+            Ok(_) => None,
+            Err(Error::Rejected { code, .. }) => Some(code),
+            Err(e) => panic!("{e}"),
+        };
+        assert_eq!(named("a.b"), Some(ErrorCode::Location(40235)));
+        assert_eq!(named("$a"), Some(ErrorCode::Location(40236)));
+        assert_eq!(named("a"), None);
+        assert_eq!(
+            code(
+                "$group",
+                doc! { "$topN": { "n": 3, "output": "$a", "sortBy": { "t": -1 } } }
+            ),
+            None
+        );
     }
 
     #[test]

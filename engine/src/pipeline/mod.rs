@@ -32,10 +32,13 @@ mod fill;
 mod granularity;
 mod group;
 mod lookup;
+mod multi;
+mod percentile;
 mod sample;
 mod stage;
 mod unwind;
 mod window;
+mod window_seq;
 
 pub(crate) use explain::explain_aggregate;
 

@@ -1,9 +1,11 @@
 //! `$setWindowFields`: per partition (`partitionBy`), documents sorted by `sortBy`, each gets
 //! output fields computed over a window of its neighbours: `documents: [lo, hi]` (positions
 //! relative to the document), `range: [lo, hi]` (values of the one ascending `sortBy` field,
-//! in `unit`s for dates), or the whole partition. Functions: the accumulators of `$group`,
-//! `$derivative` (the slope between the window's first and last documents, per `unit`) and
-//! `$integral` (the trapezoidal rule over the window, in `unit`s). Partitions come out in
+//! in `unit`s for dates), or the whole partition. Functions: the accumulators of `$group`
+//! (but `$mergeObjects`), `$covariancePop` and `$covarianceSamp` of `[x, y]`, `$derivative`
+//! (the slope between the window's first and last documents, per `unit`) and `$integral` (the
+//! trapezoidal rule over the window, in `unit`s); without a window, `$shift`, the ranks,
+//! `$expMovingAvg`, `$locf` and `$linearFill` (`window_seq.rs`). Partitions come out in
 //! `partitionBy` order, their documents in `sortBy` order.
 
 use std::cmp::Ordering;
@@ -15,9 +17,10 @@ use tscoll_catalog::value::compare;
 use super::bad;
 use super::group::{Op, State, number, parse_accumulator};
 use super::stage::{Docs, evaluate, expression, sort_keys, sort_spec};
+use super::window_seq::{self, Seq};
 use crate::direct_write::update::set_path;
-use crate::error::Result;
-use crate::mql::dates::Unit;
+use crate::error::{Error, ErrorCode, Result};
+use crate::mql::dates::{self, Unit};
 use crate::mql::expr::Expr;
 use crate::mql::filter::lookup;
 
@@ -48,12 +51,37 @@ enum Window {
     Documents(Bound, Bound),
     /// Bounds, and the unit's length in ms for a date `sortBy`.
     Range(Bound, Bound, Option<i64>),
+    /// Bounds in whole months, quarters or years of a date `sortBy`: a document's window
+    /// runs from its date plus the lower bound to its date plus the upper one (`$dateAdd`'s
+    /// calendar arithmetic, in UTC).
+    Calendar(Bound, Bound, Unit),
 }
 
 enum Func {
     Acc(Op, Option<Expr>),
     Derivative(Expr, Option<i64>),
     Integral(Expr, Option<i64>),
+    /// `$shift`, the ranks, `$expMovingAvg`, `$locf`, `$linearFill` (`window_seq.rs`).
+    Seq(Seq),
+}
+
+/// What a `sortBy` value is read for: picks MongoDB's error codes for one that does not fit
+/// (a unit but not a date, a date but no unit, not a number).
+#[derive(Clone, Copy)]
+enum Reading {
+    Range,
+    Derivative,
+    Integral,
+}
+
+impl Reading {
+    fn codes(self) -> (u32, u32, u32) {
+        match self {
+            Reading::Range => (5_429_513, 5_429_413, 5_429_414),
+            Reading::Derivative => (5_624_900, 5_624_901, 5_624_902),
+            Reading::Integral => (5_423_901, 5_423_902, 5_423_902),
+        }
+    }
 }
 
 struct Output {
@@ -71,68 +99,184 @@ pub(super) struct SetWindowFields {
 
 const STAGE: &str = "$setWindowFields";
 
-fn bound(v: &Bson, documents: bool) -> Result<Bound> {
-    match v {
-        Bson::String(s) if s == "unbounded" => Ok(Bound::Unbounded),
-        Bson::String(s) if s == "current" => Ok(Bound::Current),
-        Bson::Int32(n) => Ok(Bound::At(f64::from(*n))),
-        #[expect(clippy::cast_precision_loss, reason = "window offsets")]
-        Bson::Int64(n) => Ok(Bound::At(*n as f64)),
-        Bson::Double(d) if !documents || d.fract() == 0.0 => Ok(Bound::At(*d)),
-        other => Err(bad(format!(
-            "{STAGE}: a window bound is 'unbounded', 'current' or a number{}, not {other}",
-            if documents { " of documents" } else { "" }
-        ))),
-    }
+fn parse_error(message: String) -> Error {
+    Error::rejected(ErrorCode::FailedToParse, message)
 }
 
-fn unit_ms(v: Option<&Bson>) -> Result<Option<i64>> {
+/// One bound: `"unbounded"`, `"current"` or a number (`whole`: a whole one, for `documents`
+/// windows and ranges with a `unit`).
+///
+/// # Errors
+/// `FailedToParse`, as MongoDB.
+fn bound(v: &Bson, whole: bool) -> Result<Bound> {
+    let at = match v {
+        Bson::String(s) if s == "unbounded" => return Ok(Bound::Unbounded),
+        Bson::String(s) if s == "current" => return Ok(Bound::Current),
+        Bson::String(_) => {
+            return Err(parse_error(format!(
+                "{STAGE}: window bounds must be 'unbounded', 'current', or a number, not {v}"
+            )));
+        }
+        other => number(Some(other)).filter(|x| !x.is_nan()).ok_or_else(|| {
+            parse_error(format!(
+                "{STAGE}: a window bound must be a number, not {other}"
+            ))
+        })?,
+    };
+    if whole && at.fract() != 0.0 {
+        return Err(parse_error(format!(
+            "{STAGE}: a window bound of documents, or of a range with a unit, must be an integer, not {at}"
+        )));
+    }
+    Ok(Bound::At(at))
+}
+
+/// `Location5339900` unless `lo <= hi` (`current` as 0) when both are numbers.
+fn forward(lo: Bound, hi: Bound) -> Result<()> {
+    let value = |b: Bound| match b {
+        Bound::Current => Some(0.0),
+        Bound::At(x) => Some(x),
+        Bound::Unbounded => None,
+    };
+    if let (Some(l), Some(h)) = (value(lo), value(hi))
+        && l > h
+    {
+        return Err(Error::rejected(
+            ErrorCode::Location(5_339_900),
+            format!("{STAGE}: lower bound must not exceed upper bound: [{l}, {h}]"),
+        ));
+    }
+    Ok(())
+}
+
+/// A `unit`.
+///
+/// # Errors
+/// `FailedToParse` for one that is not a unit's name.
+fn unit_of(v: Option<&Bson>) -> Result<Option<Unit>> {
     match v {
         None => Ok(None),
-        Some(Bson::String(u)) => match Unit::parse(u).and_then(Unit::fixed_ms) {
-            Some(ms) => Ok(Some(ms)),
-            None => Err(bad(format!(
-                "{STAGE}: unit '{u}' is not supported (millisecond to week)"
-            ))),
-        },
-        Some(other) => Err(bad(format!("{STAGE}: unit must be a string, not {other}"))),
+        Some(Bson::String(u)) => Unit::parse(u).map(Some).ok_or_else(|| {
+            Error::rejected(
+                ErrorCode::FailedToParse,
+                format!("{STAGE}: unknown time unit value: {u}"),
+            )
+        }),
+        Some(other) => Err(Error::rejected(
+            ErrorCode::FailedToParse,
+            format!("{STAGE}: 'unit' must be a string, but got {other}"),
+        )),
     }
 }
 
-fn window(spec: Option<&Bson>) -> Result<Window> {
+/// The `unit` of `$derivative` or `$integral` as its length in ms: millisecond to week.
+///
+/// # Errors
+/// `Location5490710` for a month, quarter or year; those of [`unit_of`].
+fn unit_ms(v: Option<&Bson>) -> Result<Option<i64>> {
+    match unit_of(v)? {
+        None => Ok(None),
+        Some(unit) => unit.fixed_ms().map(Some).ok_or_else(|| {
+            Error::rejected(
+                ErrorCode::Location(5_490_710),
+                format!("{STAGE}: unit must be 'week' or smaller"),
+            )
+        }),
+    }
+}
+
+/// Parses a `window` (`None`: none given, the whole partition) for a stage sorted by `sort`.
+///
+/// # Errors
+/// MongoDB's: `FailedToParse` for a malformed window, `Location5339900` for bounds out of
+/// order, `5339901` for a bounded `documents` window without `sortBy`, `5339902` and
+/// `8947401` for a `range` window without a one-field, ascending `sortBy`.
+fn window(spec: Option<&Bson>, sort: &[(Vec<String>, bool)]) -> Result<Window> {
     let Some(spec) = spec else {
         return Ok(Window::Whole);
     };
     let Bson::Document(d) = spec else {
-        return Err(bad(format!("{STAGE}: window must be a document")));
+        return Err(parse_error(format!(
+            "{STAGE}: 'window' field must be an object"
+        )));
     };
-    let pair = |k: &str, documents: bool| -> Result<(Bound, Bound)> {
+    let pair = |k: &str, whole: bool| -> Result<(Bound, Bound)> {
         match d.get(k) {
             Some(Bson::Array(a)) if a.len() == 2 => {
-                Ok((bound(&a[0], documents)?, bound(&a[1], documents)?))
+                let (lo, hi) = (bound(&a[0], whole)?, bound(&a[1], whole)?);
+                forward(lo, hi)?;
+                Ok((lo, hi))
             }
-            _ => Err(bad(format!("{STAGE}: window.{k} must be [lower, upper]"))),
+            other => Err(parse_error(format!(
+                "{STAGE}: window bounds must be a 2-element array: {}",
+                other.map_or_else(|| "missing".to_owned(), ToString::to_string)
+            ))),
         }
     };
-    if d.contains_key("documents") {
+    let (documents, range) = (d.contains_key("documents"), d.contains_key("range"));
+    if documents && range {
+        return Err(parse_error(format!(
+            "{STAGE}: window bounds can specify either 'documents' or 'range', not both"
+        )));
+    }
+    if !range && d.contains_key("unit") {
+        return Err(parse_error(format!(
+            "{STAGE}: window bounds can only specify 'unit' with range-based bounds"
+        )));
+    }
+    if documents {
         if d.len() != 1 {
-            return Err(bad(format!(
-                "{STAGE}: a documents window takes no other field"
+            return Err(parse_error(format!(
+                "{STAGE}: 'window' field that specifies documents cannot have other fields"
             )));
         }
         let (lo, hi) = pair("documents", true)?;
+        let unbounded = matches!((lo, hi), (Bound::Unbounded, Bound::Unbounded));
+        if sort.is_empty() && !unbounded {
+            return Err(Error::rejected(
+                ErrorCode::Location(5_339_901),
+                format!("{STAGE}: document-based bounds require a sortBy"),
+            ));
+        }
         return Ok(Window::Documents(lo, hi));
     }
-    if d.contains_key("range") {
-        if let Some(k) = d.keys().find(|k| *k != "range" && *k != "unit") {
-            return Err(bad(format!("{STAGE}: unknown window field '{k}'")));
+    if !range {
+        if let Some(k) = d.keys().next() {
+            return Err(parse_error(format!(
+                "{STAGE}: 'window' field can only contain 'documents' as the only argument or 'range' with an optional 'unit' field, not '{k}'"
+            )));
         }
-        let (lo, hi) = pair("range", false)?;
-        return Ok(Window::Range(lo, hi, unit_ms(d.get("unit"))?));
+        return Ok(Window::Whole);
     }
-    Err(bad(format!(
-        "{STAGE}: a window is {{documents: [..]}} or {{range: [..]}}"
-    )))
+    if let Some(k) = d.keys().find(|k| *k != "range" && *k != "unit") {
+        return Err(parse_error(format!(
+            "{STAGE}: 'window' field that specifies range cannot have other fields besides 'unit', not '{k}'"
+        )));
+    }
+    let unit = unit_of(d.get("unit"))?;
+    let (lo, hi) = pair("range", unit.is_some())?;
+    match sort {
+        [(_, false)] => {}
+        [(_, true)] => {
+            return Err(Error::rejected(
+                ErrorCode::Location(8_947_401),
+                format!("{STAGE}: range-based bounds require an ascending sortBy"),
+            ));
+        }
+        _ => {
+            return Err(Error::rejected(
+                ErrorCode::Location(5_339_902),
+                format!("{STAGE}: range-based bounds require sortBy a single field"),
+            ));
+        }
+    }
+    Ok(match unit {
+        None => Window::Range(lo, hi, None),
+        Some(unit) => match unit.fixed_ms() {
+            Some(ms) => Window::Range(lo, hi, Some(ms)),
+            None => Window::Calendar(lo, hi, unit),
+        },
+    })
 }
 
 impl SetWindowFields {
@@ -163,31 +307,61 @@ impl SetWindowFields {
             let Bson::Document(f) = spec else {
                 return Err(bad(format!("{STAGE}: output '{name}' must be a document")));
             };
-            let window = window(f.get("window"))?;
             let mut funcs = f.iter().filter(|(k, _)| *k != "window");
             let (Some((op, arg)), None) = (funcs.next(), funcs.next()) else {
-                return Err(bad(format!("{STAGE}: output '{name}' takes one function")));
+                return Err(Error::rejected(
+                    ErrorCode::FailedToParse,
+                    format!("{STAGE}: output '{name}' takes one function"),
+                ));
             };
+            if let Some(seq) = window_seq::parse(op, arg, f.contains_key("window"), &sort)? {
+                outputs.push(Output {
+                    name: name.clone(),
+                    func: Func::Seq(seq),
+                    window: Window::Whole,
+                });
+                continue;
+            }
+            let window = window(f.get("window"), &sort)?;
             let func = match op.as_str() {
                 "$derivative" | "$integral" => {
+                    match sort.as_slice() {
+                        [] => return Err(parse_error(format!("{op} requires a sortBy"))),
+                        [_] => {}
+                        _ => {
+                            return Err(parse_error(format!(
+                                "{op} requires a non-compound sortBy"
+                            )));
+                        }
+                    }
                     let Bson::Document(a) = arg else {
-                        return Err(bad(format!("{STAGE}: {op} takes {{input, unit}}")));
+                        return Err(parse_error(format!(
+                            "{op} expects an object, but got {arg}"
+                        )));
                     };
-                    let input = expression(
-                        a.get("input")
-                            .ok_or_else(|| bad(format!("{STAGE}: {op} needs 'input'")))?,
-                    )?;
+                    if let Some(k) = a.keys().find(|k| *k != "input" && *k != "unit") {
+                        return Err(parse_error(format!("{op} got unexpected argument: {k}")));
+                    }
+                    let input = expression(a.get("input").ok_or_else(|| {
+                        parse_error(format!("{op} requires an 'input' expression"))
+                    })?)?;
                     let unit = unit_ms(a.get("unit"))?;
                     if op == "$derivative" {
-                        if matches!(window, Window::Whole) {
-                            return Err(bad(format!(
-                                "{STAGE}: $derivative needs an explicit window"
-                            )));
+                        if !f.contains_key("window") {
+                            return Err(parse_error(
+                                "$derivative requires explicit window bounds".to_owned(),
+                            ));
                         }
                         Func::Derivative(input, unit)
                     } else {
                         Func::Integral(input, unit)
                     }
+                }
+                "$mergeObjects" => {
+                    return Err(Error::rejected(
+                        ErrorCode::FailedToParse,
+                        format!("{STAGE}: $mergeObjects is not a window function"),
+                    ));
                 }
                 _ => {
                     let mut one = Document::new();
@@ -196,11 +370,13 @@ impl SetWindowFields {
                     Func::Acc(op, arg)
                 }
             };
-            let needs_order = matches!(window, Window::Range(..))
-                || matches!(func, Func::Derivative(..) | Func::Integral(..));
-            if needs_order && (sort.len() != 1 || sort[0].1) {
+            // tscoll reads the dates of these in ascending order.
+            if matches!(func, Func::Derivative(..) | Func::Integral(..))
+                && sort.len() == 1
+                && sort[0].1
+            {
                 return Err(bad(format!(
-                    "{STAGE}: output '{name}' needs sortBy on one field, ascending"
+                    "{STAGE}: output '{name}' needs an ascending sortBy"
                 )));
             }
             outputs.push(Output {
@@ -268,6 +444,12 @@ impl SetWindowFields {
         let mut before = 0;
         let mut after = 0;
         for o in &self.outputs {
+            if let Func::Seq(s) = &o.func {
+                let (b, a) = s.reach()?;
+                before = before.max(b);
+                after = after.max(a);
+                continue;
+            }
             let Window::Documents(lo, hi) = o.window else {
                 return None;
             };
@@ -298,8 +480,15 @@ impl SetWindowFields {
     /// The `sortBy` value of each document as a number (a date in ms, exact below 2^53, so
     /// that the difference of two is exact and only then divided by the unit's length);
     /// needed by range windows, `$derivative` and `$integral`.
-    fn positions(&self, part: &[Document], unit: Option<i64>) -> Result<Vec<f64>> {
+    fn positions(
+        &self,
+        part: &[Document],
+        unit: Option<i64>,
+        reading: Reading,
+    ) -> Result<Vec<f64>> {
         let path = &self.sort[0].0;
+        let (not_date, no_unit, not_number) = reading.codes();
+        let fail = |code: u32, m: String| Error::rejected(ErrorCode::Location(code), m);
         part.iter()
             .map(|d| {
                 let v = path
@@ -311,14 +500,18 @@ impl SetWindowFields {
                     (Some(Bson::Int32(n)), None) => Ok(f64::from(*n)),
                     (Some(Bson::Int64(n)), None) => Ok(*n as f64),
                     (Some(Bson::Double(x)), None) => Ok(*x),
-                    (Some(Bson::DateTime(_)), None) => {
-                        Err(bad(format!("{STAGE}: a window over dates needs a unit")))
-                    }
-                    (v, _) => Err(bad(format!(
-                        "{STAGE}: the sortBy value must be a {} here, not {}",
-                        if unit.is_some() { "date" } else { "number" },
-                        v.map_or_else(|| "missing".to_owned(), ToString::to_string)
-                    ))),
+                    (Some(Bson::DateTime(_)), None) => Err(fail(
+                        no_unit,
+                        format!("{STAGE}: a window over dates needs a unit"),
+                    )),
+                    (v, unit) => Err(fail(
+                        if unit.is_some() { not_date } else { not_number },
+                        format!(
+                            "{STAGE}: the sortBy value must be a {} here, not {}",
+                            if unit.is_some() { "date" } else { "number" },
+                            v.map_or_else(|| "missing".to_owned(), ToString::to_string)
+                        ),
+                    )),
                 }
             })
             .collect()
@@ -356,7 +549,7 @@ impl SetWindowFields {
                 })
                 .collect(),
             Window::Range(lo, hi, unit) => {
-                let xs = self.positions(part, unit)?;
+                let xs = self.positions(part, unit, Reading::Range)?;
                 let (lo, hi) = (lo.scaled(unit), hi.scaled(unit));
                 (0..n)
                     .map(|i| {
@@ -374,10 +567,54 @@ impl SetWindowFields {
                     })
                     .collect()
             }
+            Window::Calendar(lo, hi, unit) => {
+                let xs = self.positions(part, Some(1), Reading::Range)?;
+                // The date `k` units from document `i`'s, in ms; past the dates an i64 holds,
+                // before or after every document.
+                #[expect(
+                    clippy::cast_possible_truncation,
+                    clippy::cast_precision_loss,
+                    reason = "dates in ms, exact below 2^53; whole bounds"
+                )]
+                let at = |i: usize, k: f64| -> f64 {
+                    dates::add(xs[i] as i64, unit, k as i64).map_or(
+                        if k < 0.0 {
+                            f64::NEG_INFINITY
+                        } else {
+                            f64::INFINITY
+                        },
+                        |t| t as f64,
+                    )
+                };
+                (0..n)
+                    .map(|i| {
+                        let l = match lo {
+                            Bound::Unbounded => 0,
+                            Bound::Current => xs.partition_point(|x| *x < xs[i]),
+                            Bound::At(a) => {
+                                let t = at(i, a);
+                                xs.partition_point(|x| *x < t)
+                            }
+                        };
+                        let h = match hi {
+                            Bound::Unbounded => n,
+                            Bound::Current => xs.partition_point(|x| *x <= xs[i]),
+                            Bound::At(b) => {
+                                let t = at(i, b);
+                                xs.partition_point(|x| *x <= t)
+                            }
+                        };
+                        if h == 0 || l >= h { (1, 0) } else { (l, h - 1) }
+                    })
+                    .collect()
+            }
         })
     }
 
     fn compute(&self, o: &Output, part: &[Document]) -> Result<Vec<Option<Bson>>> {
+        if let Func::Seq(s) = &o.func {
+            return s.compute(part);
+        }
         let windows = self.windows(o.window, part)?;
         match &o.func {
             Func::Acc(op, arg) => {
@@ -411,8 +648,14 @@ impl SetWindowFields {
                     })
                     .collect()
             }
+            Func::Seq(s) => s.compute(part),
             Func::Derivative(input, unit) | Func::Integral(input, unit) => {
-                let xs = self.positions(part, *unit)?;
+                let reading = if matches!(o.func, Func::Derivative(..)) {
+                    Reading::Derivative
+                } else {
+                    Reading::Integral
+                };
+                let xs = self.positions(part, *unit, reading)?;
                 let ys = part
                     .iter()
                     .map(|d| Ok(number(evaluate(input, d, STAGE)?.as_ref())))

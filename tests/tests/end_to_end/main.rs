@@ -9,6 +9,7 @@
 /// Helpers of the damage tests.
 mod damage;
 
+mod accumulators;
 mod arrow_insert;
 mod arrow_results;
 #[cfg(unix)]
