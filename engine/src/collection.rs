@@ -26,7 +26,7 @@ use crate::write::meta_cache::MetaCache;
 use crate::{
     AggregateBatch, AggregateCursor, AggregateSpec, ArrowCursor, ArrowOptions, CollectionStats,
     DeleteResult, ExpireResult, FindCursor, FindOptions, IndexOptions, InsertOptions, InsertResult,
-    QueryStats, UpdateOptions, UpdateResult,
+    QueryStats, Update, UpdateOptions, UpdateResult,
 };
 
 /// Number of locks serializing bucket merges.
@@ -816,8 +816,12 @@ impl Collection {
     ///
     /// # Errors
     /// As [`Collection::update_many_with`].
-    pub fn update_many(&self, filter: &Document, update: &Document) -> Result<UpdateResult> {
-        crate::direct_write::update::update_many(self, filter, update)
+    pub fn update_many(
+        &self,
+        filter: &Document,
+        update: impl Into<Update>,
+    ) -> Result<UpdateResult> {
+        crate::direct_write::update::update_many(self, filter, &update.into())
     }
 
     /// Updates every measurement matching `filter` (the filter language of
@@ -850,10 +854,10 @@ impl Collection {
     pub fn update_many_with(
         &self,
         filter: &Document,
-        update: &Document,
+        update: impl Into<Update>,
         options: &UpdateOptions,
     ) -> Result<UpdateResult> {
-        self.inner.update(filter, update, true, options.upsert)
+        self.inner.update(filter, &update.into(), true, options)
     }
 
     /// Updates one measurement matching `filter` (MongoDB 8.0 `multi: false`), the first
@@ -866,10 +870,10 @@ impl Collection {
     pub fn update_one(
         &self,
         filter: &Document,
-        update: &Document,
+        update: impl Into<Update>,
         options: &UpdateOptions,
     ) -> Result<UpdateResult> {
-        self.inner.update(filter, update, false, options.upsert)
+        self.inner.update(filter, &update.into(), false, options)
     }
 
     /// Replaces one measurement matching `filter` by `replacement` (MongoDB's `replaceOne`),

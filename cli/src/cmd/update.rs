@@ -41,6 +41,7 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
     let (_db, coll) = open_collection(&args.db.db, &args.coll)?;
     let options = UpdateOptions {
         upsert: args.upsert,
+        ..UpdateOptions::default()
     };
     let r = if args.one {
         coll.update_one(&filter, &update, &options)?

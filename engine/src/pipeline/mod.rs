@@ -18,6 +18,7 @@
 
 mod group;
 mod stage;
+pub(crate) mod update;
 mod window;
 
 use bson::{Bson, Document};
