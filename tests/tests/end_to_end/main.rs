@@ -45,6 +45,7 @@ mod spec_stats;
 mod spec_ttl;
 mod spec_update;
 mod spec_update_measurements;
+mod spec_update_pipeline;
 mod spec_update_positional;
 mod stress_concurrent;
 mod verify_damage;
