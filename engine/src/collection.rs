@@ -829,7 +829,11 @@ impl Collection {
     /// `$inc`, `$mul`, `$min`, `$max`, `$rename`, `$currentDate`, `$setOnInsert`, and on
     /// array fields `$push` (with `$each`, `$position`, `$slice`, `$sort`), `$addToSet`
     /// (with `$each`), `$pull`, `$pullAll`, `$pop`; dotted paths reach sub-documents and
-    /// array elements by index (SPEC §11.2, MongoDB 8.0).
+    /// array elements by index, and positional parts stand for elements: `$` the one the
+    /// filter matched, `$[]` every one, `$[<identifier>]` those the array filter of
+    /// `options.array_filters` matches (SPEC §11.2, MongoDB 8.0). `update` may instead be an
+    /// update pipeline ([`Update::Pipeline`]: `$set`/`$addFields`, `$project`, `$unset`,
+    /// `$replaceRoot`/`$replaceWith` stages whose expressions read the measurement).
     ///
     /// With a filter on the meta field only and operators that change only the meta field,
     /// each matching bucket moves whole to its new (renormalized, R-3.1) series. Otherwise
@@ -846,11 +850,19 @@ impl Collection {
     ///   operator, operators mixed with fields.
     /// - `ConflictingUpdateOperators`: two operators on the same path or nested paths.
     /// - `TypeMismatch`: `$inc`/`$mul` of a non-number; `BadValue`: an array operator on a
-    ///   non-array, a positional path, or an updated (or upserted) measurement whose time
-    ///   field is missing or not a datetime; `PathNotViable`: a path through a scalar. On any
-    ///   of these nothing changes.
+    ///   non-array, or an updated (or upserted) measurement whose time field is missing or
+    ///   not a datetime; `PathNotViable`: a path through a scalar.
+    /// - Positional paths: `BadValue` for `$` without an array match in the filter, `$[]` on
+    ///   a missing or non-array field, an identifier without an array filter; `FailedToParse`
+    ///   for an array filter no path uses or a malformed one; `ConflictingUpdateOperators`
+    ///   when two operators' positional paths reach the same element.
+    /// - Pipelines: `InvalidOptions` for a stage other than the five above, `ImmutableField`
+    ///   when the result changes `_id` (a result without `_id` keeps the old one), MongoDB's
+    ///   40228 for a new root that is not a document, an expression's own error.
     /// - `BadValue` for a filter [`Collection::find`] does not support; storage errors as
     ///   [`Collection::delete_many`].
+    ///
+    /// On any error nothing changes.
     pub fn update_many_with(
         &self,
         filter: &Document,
@@ -861,9 +873,9 @@ impl Collection {
     }
 
     /// Updates one measurement matching `filter` (MongoDB 8.0 `multi: false`), the first
-    /// found in no particular order. `update` is update operators as in
-    /// [`Collection::update_many_with`], or a replacement document (the measurement becomes
-    /// it, keeping its `_id` when the replacement has none).
+    /// found in no particular order. `update` is update operators or an update pipeline as
+    /// in [`Collection::update_many_with`], or a replacement document (the measurement
+    /// becomes it, keeping its `_id` when the replacement has none).
     ///
     /// # Errors
     /// As [`Collection::update_many_with`] (a replacement is accepted here).

@@ -55,8 +55,8 @@ fn top_names<'a>(d: &'a Document, out: &mut Vec<&'a str>) -> Result<()> {
                 }
             }
             other if other.starts_with('$') => {
-                return Err(bad(format!(
-                    "Error parsing array filter :: caused by :: {other} is not allowed in an array filter"
+                return Err(failed_to_parse(format!(
+                    "Cannot use an expression without a top-level field name in arrayFilters ({other})"
                 )));
             }
             path => out.push(path.split('.').next().unwrap_or(path)),
@@ -68,8 +68,9 @@ fn top_names<'a>(d: &'a Document, out: &mut Vec<&'a str>) -> Result<()> {
 /// Parses an update's `arrayFilters`.
 ///
 /// # Errors
-/// `FailedToParse` for a filter without a field name, with two different top-level names,
-/// or two filters with the same identifier; `BadValue` for an identifier that is not an
+/// `FailedToParse` for a filter without a field name (or with a top-level operator other
+/// than `$and`, `$or`, `$nor`), with two different top-level names, or two filters with the
+/// same identifier; `BadValue` for an identifier that is not an
 /// alphanumeric string beginning with a lowercase letter, or a malformed filter.
 pub(super) fn parse_array_filters(filters: &[Document]) -> Result<Vec<ArrayFilter>> {
     let mut out: Vec<ArrayFilter> = Vec::with_capacity(filters.len());
@@ -290,4 +291,127 @@ pub(super) fn check_expanded(paths: &mut [(Vec<String>, usize)]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use bson::doc;
+
+    use super::*;
+
+    fn paths(
+        doc: &Document,
+        path: &str,
+        matched: Option<usize>,
+        filters: &[Document],
+    ) -> Vec<String> {
+        let filters = parse_array_filters(filters).expect("filters");
+        let mut used = vec![false; filters.len()];
+        let parts = parse_path(path, &filters, &mut used).expect("path");
+        expand(doc, &parts, matched, &filters)
+            .expect("expand")
+            .iter()
+            .map(|p| p.join("."))
+            .collect()
+    }
+
+    #[test]
+    fn paths_expand_to_the_elements_they_name() {
+        let d = doc! { "a": [{ "b": [1, 5] }, { "b": [7] }, { "c": 1 }] };
+        assert_eq!(paths(&d, "a.$[].c", None, &[]), ["a.0.c", "a.1.c", "a.2.c"]);
+        assert_eq!(paths(&d, "a.$.b", Some(1), &[]), ["a.1.b"]);
+        assert_eq!(
+            paths(
+                &d,
+                "a.$[x].b.$[y]",
+                None,
+                &[
+                    doc! { "x.b": { "$exists": true } },
+                    doc! { "y": { "$gte": 5 } }
+                ]
+            ),
+            ["a.0.b.1", "a.1.b.0"]
+        );
+        // No element matching: no path, nothing to do.
+        assert!(paths(&d, "a.$[x]", None, &[doc! { "x": 99 }]).is_empty());
+        // `$` past the end of an array is a path like any other (a set pads with nulls).
+        assert_eq!(paths(&d, "z.$", Some(3), &[]), ["z.3"]);
+    }
+
+    #[test]
+    fn bad_paths_and_array_filters_are_refused_with_mongodb_codes() {
+        let f = parse_array_filters(&[doc! { "x": 1 }]).expect("filters");
+        let mut used = vec![false];
+        let code = |r: Result<Vec<Part>>| r.map(|_| ()).unwrap_err().code();
+        assert_eq!(
+            code(parse_path("a.$.b.$", &f, &mut used)),
+            ErrorCode::BadValue
+        );
+        assert_eq!(
+            code(parse_path("$[x].a", &f, &mut used)),
+            ErrorCode::BadValue
+        );
+        assert_eq!(
+            code(parse_path("a.$[y]", &f, &mut used)),
+            ErrorCode::BadValue
+        );
+        assert_eq!(
+            code(parse_path("a.$bad", &f, &mut used)),
+            ErrorCode::BadValue
+        );
+        assert_eq!(code(parse_path("a..b", &f, &mut used)), ErrorCode::BadValue);
+        let mut used = vec![false];
+        parse_path("a.b", &f, &mut used).expect("path");
+        assert!(!used[0]);
+        parse_path("a.$[x]", &f, &mut used).expect("path");
+        assert!(used[0]);
+        let filters = |d: Vec<Document>| parse_array_filters(&d).unwrap_err().code();
+        assert_eq!(filters(vec![doc! {}]), ErrorCode::FailedToParse);
+        assert_eq!(
+            filters(vec![doc! { "$expr": true }]),
+            ErrorCode::FailedToParse
+        );
+        assert_eq!(
+            filters(vec![doc! { "x": 1, "y.a": 1 }]),
+            ErrorCode::FailedToParse
+        );
+        assert_eq!(
+            filters(vec![doc! { "x": 1 }, doc! { "x.a": 1 }]),
+            ErrorCode::FailedToParse
+        );
+        assert_eq!(filters(vec![doc! { "Xa": 1 }]), ErrorCode::BadValue);
+        assert_eq!(filters(vec![doc! { "1a": 1 }]), ErrorCode::BadValue);
+        // `$or` of conditions on one identifier is one filter.
+        parse_array_filters(&[doc! { "$or": [{ "x.a": 1 }, { "x.b": 2 }] }]).expect("filters");
+    }
+
+    #[test]
+    fn all_positional_needs_an_array() {
+        let f = parse_array_filters(&[]).expect("filters");
+        let parts = parse_path("a.$[]", &f, &mut []).expect("path");
+        for d in [doc! {}, doc! { "a": 1 }, doc! { "a": { "b": 1 } }] {
+            let e = expand(&d, &parts, None, &f).unwrap_err();
+            assert_eq!(e.code(), ErrorCode::BadValue, "{d}");
+        }
+        let parts = parse_path("a.$", &f, &mut []).expect("path");
+        let e = expand(&doc! { "a": [1] }, &parts, None, &f).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::BadValue);
+    }
+
+    #[test]
+    fn expanded_paths_of_two_operators_may_not_meet() {
+        let p = |s: &str| s.split('.').map(str::to_owned).collect::<Vec<_>>();
+        let mut ok = vec![(p("a.0.b"), 0), (p("a.1.b"), 0), (p("a.0.c"), 1)];
+        check_expanded(&mut ok).expect("disjoint");
+        let mut same = vec![(p("a.0"), 0), (p("a.1"), 0), (p("a.1"), 1)];
+        assert_eq!(
+            check_expanded(&mut same).unwrap_err().code(),
+            ErrorCode::ConflictingUpdateOperators
+        );
+        let mut inside = vec![(p("a.1.b"), 0), (p("a.1"), 1), (p("a.0.b"), 0)];
+        assert_eq!(
+            check_expanded(&mut inside).unwrap_err().code(),
+            ErrorCode::ConflictingUpdateOperators
+        );
+    }
 }
