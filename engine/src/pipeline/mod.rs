@@ -1,6 +1,7 @@
 //! Aggregation pipelines (MongoDB's `aggregate` on a time-series collection): the stages
-//! `$match`, `$project`, `$addFields`/`$set`, `$unset`, `$group`, `$sort`, `$skip`,
-//! `$limit`, `$count` and `$setWindowFields`.
+//! `$match`, `$project`, `$addFields`/`$set`, `$unset`, `$replaceRoot`/`$replaceWith`,
+//! `$group`, `$sort`, `$skip`, `$limit`, `$count` and `$setWindowFields`; the stages that
+//! take one document at a time also run update pipelines (`update.rs`).
 //!
 //! - Leading `$match` stages become the filter of the read (`Collection::find_cursor`): they
 //!   prune by series, by the meta+time index and by control min/max (SPEC §14.4) before a
@@ -10,8 +11,8 @@
 //!   measurement fields, is answered by the windowed aggregate engine
 //!   ([`Collection::aggregate_windows`]), from control records where buckets allow it.
 //! - Everything else streams the unpacked measurements through the stages (`stage.rs`), as
-//!   the [`AggregateCursor`] is read: `$match`, `$project`, `$addFields`, `$unset`, `$skip`
-//!   and `$limit` one document at a time; `$group` (`group.rs`) holds its groups; `$sort`
+//!   the [`AggregateCursor`] is read: `$match`, `$project`, `$addFields`, `$unset`,
+//!   `$replaceRoot`, `$skip` and `$limit` one document at a time; `$group` (`group.rs`) holds its groups; `$sort`
 //!   holds a bounded number of bytes of documents and spills sorted runs past it (the
 //!   external sort of `find`, `query/sort.rs`); `$setWindowFields` (`window.rs`) sorts so,
 //!   then holds one partition, or a chunk of one when its windows are bounded.

@@ -556,3 +556,53 @@ fn array_filter_and_path_errors_have_mongodb_codes() {
     }
     assert_eq!(find_sorted(&coll, doc! {}), before);
 }
+
+#[test]
+fn all_positional_with_push_position_and_pull_conditions() {
+    let (_d, _db, coll) = collection(&[doc! {
+        "_id": 1,
+        "runs": [
+            { "n": [1, 2], "s": [{ "k": 1 }, { "k": 8 }] },
+            { "n": [3], "s": [{ "k": 9 }] },
+        ],
+    }]);
+    coll.update_one(
+        &doc! {},
+        &doc! {
+            "$push": { "runs.$[].n": { "$each": [0], "$position": 0 } },
+            "$pull": { "runs.$[].s": { "k": { "$gte": 8 } } },
+        },
+        &UpdateOptions::default(),
+    )
+    .expect("update");
+    coll.update_one(
+        &doc! {},
+        &doc! { "$mul": { "runs.$[r].n.$[]": 10 } },
+        &filters(vec![doc! { "r.n": 3 }]),
+    )
+    .expect("update");
+    assert_eq!(
+        find_sorted(&coll, doc! {})[0].get("runs"),
+        Some(&bson::bson!([
+            { "n": [0, 1, 2], "s": [{ "k": 1 }] },
+            { "n": [0, 30], "s": [] },
+        ]))
+    );
+    // `$inc` through a positional path reaching a string: MongoDB's TypeMismatch.
+    let r = coll
+        .update_one(
+            &doc! {},
+            &doc! { "$set": { "runs.$[].s": "x" }, "$inc": { "runs.$[].n.0": 1 } },
+            &UpdateOptions::default(),
+        )
+        .expect("update");
+    assert_eq!(r.modified, 1);
+    let e = coll
+        .update_one(
+            &doc! {},
+            &doc! { "$inc": { "runs.$[].s": 1 } },
+            &UpdateOptions::default(),
+        )
+        .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::TypeMismatch, "{e}");
+}
