@@ -26,7 +26,7 @@ use crate::write::meta_cache::MetaCache;
 use crate::{
     AggregateBatch, AggregateCursor, AggregateSpec, ArrowCursor, ArrowOptions, CollectionStats,
     DeleteResult, ExpireResult, ExplainVerbosity, FindCursor, FindOptions, IndexOptions,
-    InsertOptions, InsertResult, QueryStats, UpdateOptions, UpdateResult,
+    InsertOptions, InsertResult, QueryStats, Update, UpdateOptions, UpdateResult,
 };
 
 /// Number of locks serializing bucket merges.
@@ -895,8 +895,12 @@ impl Collection {
     ///
     /// # Errors
     /// As [`Collection::update_many_with`].
-    pub fn update_many(&self, filter: &Document, update: &Document) -> Result<UpdateResult> {
-        crate::direct_write::update::update_many(self, filter, update)
+    pub fn update_many(
+        &self,
+        filter: &Document,
+        update: impl Into<Update>,
+    ) -> Result<UpdateResult> {
+        crate::direct_write::update::update_many(self, filter, &update.into())
     }
 
     /// Updates every measurement matching `filter` (the filter language of
@@ -904,7 +908,11 @@ impl Collection {
     /// `$inc`, `$mul`, `$min`, `$max`, `$rename`, `$currentDate`, `$setOnInsert`, and on
     /// array fields `$push` (with `$each`, `$position`, `$slice`, `$sort`), `$addToSet`
     /// (with `$each`), `$pull`, `$pullAll`, `$pop`; dotted paths reach sub-documents and
-    /// array elements by index (SPEC §11.2, MongoDB 8.0).
+    /// array elements by index, and positional parts stand for elements: `$` the one the
+    /// filter matched, `$[]` every one, `$[<identifier>]` those the array filter of
+    /// `options.array_filters` matches (SPEC §11.2, MongoDB 8.0). `update` may instead be an
+    /// update pipeline ([`Update::Pipeline`]: `$set`/`$addFields`, `$project`, `$unset`,
+    /// `$replaceRoot`/`$replaceWith` stages whose expressions read the measurement).
     ///
     /// With a filter on the meta field only and operators that change only the meta field,
     /// each matching bucket moves whole to its new (renormalized, R-3.1) series. Otherwise
@@ -921,34 +929,42 @@ impl Collection {
     ///   operator, operators mixed with fields.
     /// - `ConflictingUpdateOperators`: two operators on the same path or nested paths.
     /// - `TypeMismatch`: `$inc`/`$mul` of a non-number; `BadValue`: an array operator on a
-    ///   non-array, a positional path, or an updated (or upserted) measurement whose time
-    ///   field is missing or not a datetime; `PathNotViable`: a path through a scalar. On any
-    ///   of these nothing changes.
+    ///   non-array, or an updated (or upserted) measurement whose time field is missing or
+    ///   not a datetime; `PathNotViable`: a path through a scalar.
+    /// - Positional paths: `BadValue` for `$` without an array match in the filter, `$[]` on
+    ///   a missing or non-array field, an identifier without an array filter; `FailedToParse`
+    ///   for an array filter no path uses or a malformed one; `ConflictingUpdateOperators`
+    ///   when two operators' positional paths reach the same element.
+    /// - Pipelines: `InvalidOptions` for a stage other than the five above, `ImmutableField`
+    ///   when the result changes `_id` (a result without `_id` keeps the old one), MongoDB's
+    ///   40228 for a new root that is not a document, an expression's own error.
     /// - `BadValue` for a filter [`Collection::find`] does not support; storage errors as
     ///   [`Collection::delete_many`].
+    ///
+    /// On any error nothing changes.
     pub fn update_many_with(
         &self,
         filter: &Document,
-        update: &Document,
+        update: impl Into<Update>,
         options: &UpdateOptions,
     ) -> Result<UpdateResult> {
-        self.inner.update(filter, update, true, options.upsert)
+        self.inner.update(filter, &update.into(), true, options)
     }
 
     /// Updates one measurement matching `filter` (MongoDB 8.0 `multi: false`), the first
-    /// found in no particular order. `update` is update operators as in
-    /// [`Collection::update_many_with`], or a replacement document (the measurement becomes
-    /// it, keeping its `_id` when the replacement has none).
+    /// found in no particular order. `update` is update operators or an update pipeline as
+    /// in [`Collection::update_many_with`], or a replacement document (the measurement
+    /// becomes it, keeping its `_id` when the replacement has none).
     ///
     /// # Errors
     /// As [`Collection::update_many_with`] (a replacement is accepted here).
     pub fn update_one(
         &self,
         filter: &Document,
-        update: &Document,
+        update: impl Into<Update>,
         options: &UpdateOptions,
     ) -> Result<UpdateResult> {
-        self.inner.update(filter, update, false, options.upsert)
+        self.inner.update(filter, &update.into(), false, options)
     }
 
     /// Replaces one measurement matching `filter` by `replacement` (MongoDB's `replaceOne`),

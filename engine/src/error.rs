@@ -25,6 +25,8 @@ pub enum ErrorCode {
     ConflictingUpdateOperators,
     /// `NamespaceNotFound` (26): no such collection.
     NamespaceNotFound,
+    /// `ImmutableField` (66): an update would change a measurement's `_id`.
+    ImmutableField,
     /// `IndexNotFound` (27): no index of that name or key (SPEC §13; also `_id_`, R-13.1).
     IndexNotFound,
     /// `NamespaceExists` (48): a collection of that name exists with other options.
@@ -75,6 +77,7 @@ impl ErrorCode {
             ErrorCode::PathNotViable => 28,
             ErrorCode::ConflictingUpdateOperators => 40,
             ErrorCode::NamespaceNotFound => 26,
+            ErrorCode::ImmutableField => 66,
             ErrorCode::IndexNotFound => 27,
             ErrorCode::NamespaceExists => 48,
             ErrorCode::CannotCreateIndex => 67,
@@ -104,6 +107,7 @@ impl ErrorCode {
             ErrorCode::PathNotViable => "PathNotViable",
             ErrorCode::ConflictingUpdateOperators => "ConflictingUpdateOperators",
             ErrorCode::NamespaceNotFound => "NamespaceNotFound",
+            ErrorCode::ImmutableField => "ImmutableField",
             ErrorCode::IndexNotFound => "IndexNotFound",
             ErrorCode::NamespaceExists => "NamespaceExists",
             ErrorCode::CannotCreateIndex => "CannotCreateIndex",

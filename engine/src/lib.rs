@@ -79,7 +79,7 @@ pub use collection::Collection;
 pub use db::Database;
 pub use direct_write::delete::DeleteResult;
 pub use direct_write::ttl::{ExpireResult, TtlMonitor};
-pub use direct_write::update::{UpdateOptions, UpdateResult};
+pub use direct_write::update::{Update, UpdateOptions, UpdateResult};
 pub use flush::replay::LogRecovery;
 pub use index::IndexOptions;
 pub use pipeline::AggregateCursor;

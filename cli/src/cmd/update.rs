@@ -2,7 +2,8 @@
 
 use std::process::ExitCode;
 
-use tscoll_engine::UpdateOptions;
+use bson::{Bson, Document};
+use tscoll_engine::{Update, UpdateOptions};
 
 use super::{CmdResult, DbArgs, open_collection, parse_json_arg};
 
@@ -16,10 +17,16 @@ pub(crate) struct Args {
     /// Filter (Extended JSON, the `find` language), e.g. `{"tags.host": "a", "temp": {"$gt": 30}}`.
     #[arg(long, value_name = "JSON")]
     pub(crate) filter: String,
-    /// Update operators, e.g. `{"$set": {"tags.region": "eu"}, "$inc": {"n": 1}}`; with
-    /// `--one`, a replacement document is accepted too.
+    /// Update operators, e.g. `{"$set": {"tags.region": "eu"}, "$inc": {"n": 1}}`, or an
+    /// update pipeline (a JSON array of `$set`, `$unset`, `$project`, `$replaceWith`
+    /// stages), e.g. `[{"$set": {"total": {"$add": ["$a", "$b"]}}}]`; with `--one`, a
+    /// replacement document is accepted too.
     #[arg(long, value_name = "JSON")]
     pub(crate) update: String,
+    /// The array filters of `$[<identifier>]` paths: a JSON array of filters, e.g.
+    /// `[{"x": {"$gte": 100}}]`.
+    #[arg(long, value_name = "JSON")]
+    pub(crate) array_filters: Option<String>,
     /// Update one matching measurement only (`multi: false`).
     #[arg(long)]
     pub(crate) one: bool,
@@ -37,15 +44,24 @@ pub(crate) struct Args {
 /// storage errors.
 pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
     let filter = parse_json_arg("--filter", &args.filter)?;
-    let update = parse_json_arg("--update", &args.update)?;
+    let update = if args.update.trim_start().starts_with('[') {
+        Update::Pipeline(parse_array("--update", &args.update)?)
+    } else {
+        Update::Document(parse_json_arg("--update", &args.update)?)
+    };
+    let array_filters = match &args.array_filters {
+        Some(text) => parse_array("--array-filters", text)?,
+        None => Vec::new(),
+    };
     let (_db, coll) = open_collection(&args.db.db, &args.coll)?;
     let options = UpdateOptions {
         upsert: args.upsert,
+        array_filters,
     };
     let r = if args.one {
-        coll.update_one(&filter, &update, &options)?
+        coll.update_one(&filter, update, &options)?
     } else {
-        coll.update_many_with(&filter, &update, &options)?
+        coll.update_many_with(&filter, update, &options)?
     };
     outln!(
         "matched {} measurements, modified {} ({} buckets)",
@@ -57,4 +73,22 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
         outln!("upserted {}", id.clone().into_relaxed_extjson());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Parses a JSON array of documents (Extended JSON) given to `option`.
+///
+/// # Errors
+/// Text that is not an array of documents.
+fn parse_array(option: &str, text: &str) -> CmdResult<Vec<Document>> {
+    let wrapped = parse_json_arg(option, &format!("{{\"a\": {text}}}"))?;
+    let Some(Bson::Array(items)) = wrapped.get("a") else {
+        return Err(format!("{option}: expected a JSON array of documents").into());
+    };
+    items
+        .iter()
+        .map(|s| match s {
+            Bson::Document(d) => Ok(d.clone()),
+            other => Err(format!("{option}: expected documents, not {other}").into()),
+        })
+        .collect()
 }

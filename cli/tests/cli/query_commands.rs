@@ -298,6 +298,65 @@ fn update_takes_any_filter_one_and_upsert() {
 }
 
 #[test]
+fn update_takes_a_pipeline_and_array_filters() {
+    let s = loaded();
+    let out = s
+        .run(
+            "update",
+            &[
+                "m",
+                "--filter",
+                r#"{"v":{"$gte":9}}"#,
+                "--update",
+                r#"[{"$set":{"v":{"$multiply":["$v",10]}}}]"#,
+            ],
+        )
+        .ok()
+        .stdout();
+    assert!(out.contains("matched 2 measurements, modified 2"), "{out}");
+    assert_eq!(s.values("m"), [1, 2, 3, 4, 5, 6, 7, 8, 90, 100]);
+    // `$[<identifier>]` with its array filter.
+    s.run(
+        "update",
+        &[
+            "m",
+            "--filter",
+            r#"{"v":1}"#,
+            "--update",
+            r#"{"$set":{"l":[1,5,9]}}"#,
+        ],
+    )
+    .ok();
+    s.run(
+        "update",
+        &[
+            "m",
+            "--filter",
+            r#"{"v":1}"#,
+            "--update",
+            r#"{"$inc":{"l.$[big]":100}}"#,
+            "--array-filters",
+            r#"[{"big":{"$gte":5}}]"#,
+        ],
+    )
+    .ok();
+    let out = s
+        .run("find", &["m", "--filter", r#"{"v":1}"#])
+        .ok()
+        .stdout();
+    assert!(out.contains("[1,105,109]"), "{out}");
+    // A stage an update does not allow: MongoDB's InvalidOptions.
+    let err = s
+        .run(
+            "update",
+            &["m", "--filter", "{}", "--update", r#"[{"$match":{}}]"#],
+        )
+        .failed()
+        .stderr();
+    assert!(err.contains("InvalidOptions"), "{err}");
+}
+
+#[test]
 fn aggregate_takes_calendar_windows() {
     let s = Scratch::new();
     s.create("m");

@@ -465,6 +465,41 @@ pub(crate) fn any_at(
     }
 }
 
+/// The first element of the first array on `path` below `v` that passes `test` with the rest
+/// of the path (an `$elemMatch` at the array: the first element it matches); `None` without
+/// an array on the way, for a test that records no position, or when no element passes.
+fn position_in(v: Option<&Bson>, path: &[String], test: &Test) -> Option<usize> {
+    if matches!(
+        test,
+        Test::Ne(_) | Test::Nin(_) | Test::Not(_) | Test::Exists(_) | Test::Size(_) | Test::All(_)
+    ) {
+        return None;
+    }
+    let mut v = v?;
+    let mut at = 0;
+    loop {
+        match v {
+            Bson::Array(items) => {
+                let rest = &path[at..];
+                return items.iter().position(|e| match (rest.is_empty(), test) {
+                    (true, Test::ElemMatch(tests)) => tests.iter().all(|t| t.holds_on_element(e)),
+                    (true, Test::ElemMatchDoc(node)) => match e {
+                        Bson::Document(d) => node.eval(&ElementValues(d)).unwrap_or(false),
+                        _ => false,
+                    },
+                    (true, _) => test.holds_one(Some(e)),
+                    (false, _) => test.holds_at(Some(e), rest),
+                });
+            }
+            Bson::Document(d) if at < path.len() => {
+                v = d.get(&path[at])?;
+                at += 1;
+            }
+            _ => return None,
+        }
+    }
+}
+
 /// The array position a path part names: digits only, without a leading zero.
 fn array_index(part: &str) -> Option<usize> {
     let digits = !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit());
@@ -843,6 +878,43 @@ impl Filter {
             }
         }
         Ok(true)
+    }
+
+    /// The array position MongoDB's positional `$` update operator stands for in a matched
+    /// measurement (`doc`: its fields but the meta field; `meta`: its series' meta value):
+    /// of the predicates that match through an array, the last one's first matching element
+    /// (as MongoDB's conjunction records it). Negations, `$exists`, `$size`, `$all`, `$or`,
+    /// `$nor` and `$expr` record no position. `None` when no predicate went through an
+    /// array.
+    pub(crate) fn matched_position(&self, doc: &Document, meta: Option<&Bson>) -> Option<usize> {
+        let root = |target: Target, path: &[String]| match target {
+            Target::Meta => meta,
+            Target::Time => None,
+            Target::Field => path.first().and_then(|f| doc.get(f)),
+        };
+        let mut found = None;
+        for p in &self.preds {
+            let (target, path, test) = match p {
+                Pred::Field { path, op, value } => {
+                    (Target::Field, path, Test::Cmp(*op, value.clone()))
+                }
+                Pred::FieldIn { path, values } => (Target::Field, path, Test::In(values.clone())),
+                Pred::Meta { path, op, value } => {
+                    (Target::Meta, path, Test::Cmp(*op, value.clone()))
+                }
+                Pred::MetaIn { path, values } => (Target::Meta, path, Test::In(values.clone())),
+                Pred::Time { .. } => continue,
+            };
+            let at = position_in(root(target, path), rest_of(target, path), &test);
+            found = at.or(found);
+        }
+        for c in &self.clauses {
+            if let Node::Leaf { target, path, test } = c {
+                let at = position_in(root(*target, path), rest_of(*target, path), test);
+                found = at.or(found);
+            }
+        }
+        found
     }
 
     /// The clauses evaluated per measurement (those reading more than the meta field).

@@ -1,8 +1,9 @@
 //! Aggregation pipelines (MongoDB's `aggregate` on a time-series collection): the stages
-//! `$match`, `$project`, `$addFields`/`$set`, `$unset`, `$group`, `$sort`, `$skip`,
-//! `$limit`, `$count`, `$setWindowFields`, `$unwind`, `$sortByCount`, `$bucket`,
-//! `$bucketAuto`, `$facet`, `$sample`, `$lookup`, `$densify` and `$fill` (each in its own
-//! file; `docs/semantics.md` §14.6.3).
+//! `$match`, `$project`, `$addFields`/`$set`, `$unset`, `$replaceRoot`/`$replaceWith`,
+//! `$group`, `$sort`, `$skip`, `$limit`, `$count`, `$setWindowFields`, `$unwind`,
+//! `$sortByCount`, `$bucket`, `$bucketAuto`, `$facet`, `$sample`, `$lookup`, `$densify` and
+//! `$fill` (each in its own file; `docs/semantics.md` §14.6.3); the stages that take one
+//! document at a time also run update pipelines (`update.rs`).
 //!
 //! - Leading `$match` stages become the filter of the read (`Collection::find_cursor`): they
 //!   prune by series, by the meta+time index and by control min/max (SPEC §14.4) before a
@@ -15,8 +16,8 @@
 //!   min-time order, streamed), and a `$limit` after it the read's limit.
 //! - `explain.rs` says which of these the read answers (`Collection::explain_aggregate`).
 //! - Everything else streams the unpacked measurements through the stages (`stage.rs`), as
-//!   the [`AggregateCursor`] is read: `$match`, `$project`, `$addFields`, `$unset`, `$skip`
-//!   and `$limit` one document at a time; `$group` (`group.rs`) holds its groups; `$sort`
+//!   the [`AggregateCursor`] is read: `$match`, `$project`, `$addFields`, `$unset`,
+//!   `$replaceRoot`, `$skip` and `$limit` one document at a time; `$group` (`group.rs`) holds its groups; `$sort`
 //!   holds a bounded number of bytes of documents and spills sorted runs past it (the
 //!   external sort of `find`, `query/sort.rs`); `$setWindowFields` (`window.rs`) sorts so,
 //!   then holds one partition, or a chunk of one when its windows are bounded. `$unwind` and
@@ -37,6 +38,7 @@ mod percentile;
 mod sample;
 mod stage;
 mod unwind;
+pub(crate) mod update;
 mod window;
 mod window_seq;
 

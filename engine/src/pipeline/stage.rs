@@ -14,7 +14,7 @@ use super::unwind::Unwind;
 use super::window::SetWindowFields;
 use crate::direct_write::update::set_path;
 use crate::error::{Error, ErrorCode, Result};
-use crate::mql::expr::Expr;
+use crate::mql::expr::{Expr, Vars};
 use crate::mql::filter::{Filter, Target, Values, exact_int};
 use crate::query::SortOrder;
 use crate::query::projection::Projection;
@@ -27,10 +27,15 @@ pub(super) type Docs = Box<dyn Iterator<Item = Result<Document>> + Send>;
 pub(super) enum Stage {
     /// `$match`: the filter, and its document (leading ones are pushed down to the read).
     Match(Box<Filter>, Document),
-    /// `$project`: fields kept or dropped (`None`: none kept), then computed fields.
-    Project(Option<Projection>, Vec<(String, Expr)>),
-    /// `$addFields` / `$set`.
-    AddFields(Vec<(String, Expr)>),
+    /// `$project`: fields kept or dropped (`None`: none kept), then computed fields, and
+    /// whether they read `$$ROOT`/`$$CURRENT`.
+    Project(Option<Projection>, Vec<(String, Expr)>, bool),
+    /// `$addFields` / `$set`, and whether the fields read `$$ROOT`/`$$CURRENT`.
+    AddFields(Vec<(String, Expr)>, bool),
+    /// `$replaceRoot` (`{newRoot: <expr>}`) / `$replaceWith` (`<expr>`): the document becomes
+    /// the expression's value, which must be a document; whether it reads
+    /// `$$ROOT`/`$$CURRENT`; the stage's name.
+    ReplaceRoot(Expr, bool, &'static str),
     /// `$unset`.
     Unset(Projection),
     /// `$group`.
@@ -66,9 +71,9 @@ pub(super) enum Stage {
 }
 
 /// The stages a pipeline may use, for the error naming one that is not.
-const STAGES: &str = "$match, $project, $addFields, $set, $unset, $group, $sort, $skip, $limit, \
-                      $count, $setWindowFields, $unwind, $sortByCount, $bucket, $bucketAuto, \
-                      $facet, $sample, $lookup, $densify, $fill";
+const STAGES: &str = "$match, $project, $addFields, $set, $unset, $replaceRoot, $replaceWith, \
+                      $group, $sort, $skip, $limit, $count, $setWindowFields, $unwind, \
+                      $sortByCount, $bucket, $bucketAuto, $facet, $sample, $lookup, $densify, $fill";
 
 /// A field name no document field can have: the time field of filters over stage documents.
 const NO_TIME: &str = "\u{1}";
@@ -99,6 +104,78 @@ pub(super) fn evaluate(e: &Expr, doc: &Document, stage: &str) -> Result<Option<B
     e.eval(&DocumentValues(doc))
         .map(|v| v.map(std::borrow::Cow::into_owned))
         .map_err(|e| e.into_error(stage, |m| Error::rejected(ErrorCode::InternalError, m)))
+}
+
+/// As [`evaluate`], with `$$ROOT` and `$$CURRENT` bound to `doc` when `root` (an expression
+/// that reads them, [`reads_root`]; the others skip the copy of the document).
+///
+/// # Errors
+/// As [`evaluate`].
+fn evaluate_rooted(e: &Expr, doc: &Document, stage: &str, root: bool) -> Result<Option<Bson>> {
+    if !root {
+        return evaluate(e, doc, stage);
+    }
+    let whole = Bson::Document(doc.clone());
+    let none = Vars::default();
+    let with_root = none.with("ROOT", whole.clone());
+    let vars = with_root.with("CURRENT", whole);
+    e.eval_with(&DocumentValues(doc), &vars)
+        .map(|v| v.map(std::borrow::Cow::into_owned))
+        .map_err(|e| e.into_error(stage, |m| Error::rejected(ErrorCode::InternalError, m)))
+}
+
+/// Whether an expression's specification names `$$ROOT` or `$$CURRENT` anywhere (decided
+/// once, at parse time).
+fn reads_root(spec: &Bson) -> bool {
+    match spec {
+        Bson::String(s) => ["$$ROOT", "$$CURRENT"].iter().any(|v| {
+            s.strip_prefix(v)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
+        }),
+        Bson::Array(items) => items.iter().any(reads_root),
+        Bson::Document(d) => d.values().any(reads_root),
+        _ => false,
+    }
+}
+
+/// Parses the new root of `$replaceRoot` (`{newRoot: <expr>}`) or `$replaceWith` (`<expr>`).
+///
+/// # Errors
+/// MongoDB's 40229 when `$replaceRoot` is not given a document, 40230 for a field other
+/// than `newRoot`, 40231 without `newRoot`; `BadValue` for a malformed expression.
+fn replace_root(name: &str, spec: &Bson) -> Result<Stage> {
+    if name == "$replaceWith" {
+        return Ok(Stage::ReplaceRoot(
+            expression(spec)?,
+            reads_root(spec),
+            "$replaceWith",
+        ));
+    }
+    let Bson::Document(d) = spec else {
+        return Err(Error::rejected(
+            ErrorCode::Location(40229),
+            format!("expected an object as specification for $replaceRoot stage, got {spec}"),
+        ));
+    };
+    if let Some(other) = d.keys().find(|k| *k != "newRoot") {
+        return Err(Error::rejected(
+            ErrorCode::Location(40230),
+            format!(
+                "unrecognized option to $replaceRoot stage: {other}, only valid option is 'newRoot'"
+            ),
+        ));
+    }
+    let Some(root) = d.get("newRoot") else {
+        return Err(Error::rejected(
+            ErrorCode::Location(40231),
+            "no newRoot specified for the $replaceRoot stage",
+        ));
+    };
+    Ok(Stage::ReplaceRoot(
+        expression(root)?,
+        reads_root(root),
+        "$replaceRoot",
+    ))
 }
 
 fn fields_of(stage: &str, spec: &Bson) -> Result<Vec<(String, Expr)>> {
@@ -147,6 +224,77 @@ pub(super) fn sort_keys(stage: &str, spec: &Bson) -> Result<Vec<(Vec<String>, bo
 }
 
 impl Stage {
+    /// Whether MongoDB allows the stage in an update pipeline: `$addFields`/`$set`,
+    /// `$project`, `$unset`, `$replaceRoot`/`$replaceWith`.
+    pub(super) fn allowed_in_update(&self) -> bool {
+        matches!(
+            self,
+            Stage::Project(..) | Stage::AddFields(..) | Stage::Unset(_) | Stage::ReplaceRoot(..)
+        )
+    }
+
+    /// Runs a stage that takes one document at a time (`$project`, `$addFields`/`$set`,
+    /// `$unset`, `$replaceRoot`/`$replaceWith`) on `doc`; any other stage passes it on.
+    ///
+    /// # Errors
+    /// An expression that fails; MongoDB's 40228 when a new root is not a document;
+    /// `PathNotViable` for a computed path through a scalar.
+    pub(super) fn apply_one(&self, doc: Document) -> Result<Document> {
+        match self {
+            Stage::Project(p, computed, root) => {
+                let source = if computed.is_empty() {
+                    None
+                } else {
+                    Some(doc.clone())
+                };
+                let mut kept: Document = match p {
+                    Some(p) => doc
+                        .into_iter()
+                        .filter(|(k, _)| p.keeps(k))
+                        .filter_map(|(k, v)| p.cut(&k, v).map(|v| (k, v)))
+                        .collect(),
+                    None => Document::new(),
+                };
+                if let Some(source) = source {
+                    for (name, e) in computed {
+                        let parts: Vec<&str> = name.split('.').collect();
+                        if let Some(v) = evaluate_rooted(e, &source, "$project", *root)? {
+                            set_path(&mut kept, &parts, v)?;
+                        }
+                    }
+                }
+                Ok(kept)
+            }
+            Stage::AddFields(fields, root) => add_fields(doc, fields, "$addFields", *root),
+            Stage::Unset(p) => Ok(doc
+                .into_iter()
+                .filter(|(k, _)| p.keeps(k))
+                .filter_map(|(k, v)| p.cut(&k, v).map(|v| (k, v)))
+                .collect()),
+            Stage::ReplaceRoot(e, root, name) => match evaluate_rooted(e, &doc, name, *root)? {
+                Some(Bson::Document(d)) => Ok(d),
+                other => {
+                    let (what, shown) = match &other {
+                        None => ("missing", "MISSING".to_owned()),
+                        Some(v) => (crate::direct_write::update::type_name(v), v.to_string()),
+                    };
+                    Err(Error::rejected(
+                        ErrorCode::Location(40228),
+                        format!(
+                            "{name}: {} must evaluate to an object, but resulting value was: {shown}. Type of resulting value: '{what}'",
+                            if *name == "$replaceWith" {
+                                "'replacement document'"
+                            } else {
+                                "'newRoot' expression"
+                            }
+                        ),
+                    ))
+                }
+            },
+            _ => Ok(doc),
+        }
+    }
+
     /// Parses one stage document (`{"$match": {...}}`).
     ///
     /// # Errors
@@ -170,6 +318,7 @@ impl Stage {
                 Stage::Match(Box::new(Filter::parse(d, NO_TIME, None)?), d.clone())
             }
             "$project" => {
+                let root = reads_root(spec);
                 let Bson::Document(d) = spec else {
                     return Err(bad("$project takes a document"));
                 };
@@ -208,12 +357,13 @@ impl Stage {
                     let keep = (!id_off)
                         .then(|| Projection::parse(Some(&bson::doc! { "_id": 1 })))
                         .transpose()?;
-                    Stage::Project(keep, computed)
+                    Stage::Project(keep, computed, root)
                 } else {
-                    Stage::Project(Some(Projection::parse(Some(&plain))?), computed)
+                    Stage::Project(Some(Projection::parse(Some(&plain))?), computed, root)
                 }
             }
-            "$addFields" | "$set" => Stage::AddFields(fields_of(name, spec)?),
+            "$addFields" | "$set" => Stage::AddFields(fields_of(name, spec)?, reads_root(spec)),
+            "$replaceRoot" | "$replaceWith" => replace_root(name, spec)?,
             "$unset" => {
                 let names: Vec<&str> = match spec {
                     Bson::String(s) => vec![s.as_str()],
@@ -306,10 +456,15 @@ pub(super) fn sort_spec(keys: Vec<(Vec<String>, bool)>) -> SortSpec {
 }
 
 /// Sets computed fields on a document.
-fn add_fields(mut doc: Document, fields: &[(String, Expr)], stage: &str) -> Result<Document> {
+fn add_fields(
+    mut doc: Document,
+    fields: &[(String, Expr)],
+    stage: &str,
+    root: bool,
+) -> Result<Document> {
     let values = fields
         .iter()
-        .map(|(name, e)| Ok((name, evaluate(e, &doc, stage)?)))
+        .map(|(name, e)| Ok((name, evaluate_rooted(e, &doc, stage, root)?)))
         .collect::<Result<Vec<_>>>()?;
     for (name, v) in values {
         let parts: Vec<&str> = name.split('.').collect();
@@ -345,35 +500,10 @@ pub(super) fn run(stages: Vec<Stage>, input: Docs, budget: u64) -> Result<Docs> 
                 },
                 Err(e) => Some(Err(e)),
             })),
-            Stage::Project(p, computed) => Box::new(docs.map(move |d| {
-                let d = d?;
-                let source = d.clone();
-                let mut kept: Document = match &p {
-                    Some(p) => d
-                        .into_iter()
-                        .filter(|(k, _)| p.keeps(k))
-                        .filter_map(|(k, v)| p.cut(&k, v).map(|v| (k, v)))
-                        .collect(),
-                    None => Document::new(),
-                };
-                for (name, e) in &computed {
-                    let parts: Vec<&str> = name.split('.').collect();
-                    if let Some(v) = evaluate(e, &source, "$project")? {
-                        set_path(&mut kept, &parts, v)?;
-                    }
-                }
-                Ok(kept)
-            })),
-            Stage::AddFields(fields) => {
-                Box::new(docs.map(move |d| add_fields(d?, &fields, "$addFields")))
-            }
-            Stage::Unset(p) => Box::new(docs.map(move |d| {
-                Ok(d?
-                    .into_iter()
-                    .filter(|(k, _)| p.keeps(k))
-                    .filter_map(|(k, v)| p.cut(&k, v).map(|v| (k, v)))
-                    .collect())
-            })),
+            Stage::Project(..)
+            | Stage::AddFields(..)
+            | Stage::Unset(_)
+            | Stage::ReplaceRoot(..) => Box::new(docs.map(move |d| stage.apply_one(d?))),
             Stage::Skip(n) => Box::new(docs.skip(n)),
             Stage::Limit(n) => Box::new(docs.take(n)),
             Stage::Group(g) => Box::new(g.run(docs)?.into_iter().map(Ok)),

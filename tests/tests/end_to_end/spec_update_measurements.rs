@@ -16,7 +16,10 @@ const MINUTE: i64 = 60_000;
 const HOUR: i64 = 60 * MINUTE;
 
 fn upsert() -> UpdateOptions {
-    UpdateOptions { upsert: true }
+    UpdateOptions {
+        upsert: true,
+        ..UpdateOptions::default()
+    }
 }
 
 fn one() -> UpdateOptions {

@@ -10,7 +10,7 @@ use bson::{Bson, DateTime, Document};
 use tscoll_catalog::value::{raw_value_bytes, type_code};
 use tscoll_catalog::{BucketCatalog, BucketKey, BucketPart, NoStorage, WriterId};
 
-use super::{Update, UpdateResult};
+use super::{Apply, Modification, UpdateResult};
 use crate::collection::CollectionInner;
 use crate::direct_write::IndexEntry;
 use crate::direct_write::rewrite::UnpackedBucket;
@@ -31,7 +31,7 @@ impl CollectionInner {
     pub(super) fn update_measurements(
         &self,
         filter: &Filter,
-        update: &Update,
+        update: &Modification,
         multi: bool,
     ) -> Result<UpdateResult> {
         // Reads and direct writes see the store: rows held in memory are stored first.
@@ -73,7 +73,7 @@ impl CollectionInner {
         &self,
         todo: &[(IndexEntry, Option<Bson>)],
         filter: &Filter,
-        update: &Update,
+        update: &Modification,
         multi: bool,
     ) -> Result<UpdateResult> {
         let spec = self.spec();
@@ -108,7 +108,17 @@ impl CollectionInner {
                 }
                 out.matched += 1;
                 let doc = measurement(fields, time_field, meta_field.zip(meta.as_ref()));
-                let new = update.apply(&doc, false, now)?;
+                let matched = if update.needs_match() {
+                    filter.matched_position(fields, meta.as_ref())
+                } else {
+                    None
+                };
+                let at = Apply {
+                    inserting: false,
+                    now,
+                    matched,
+                };
+                let new = update.apply(&doc, &at)?;
                 if !unchanged(&doc, &new, meta_field) {
                     remove[i] = true;
                     out.modified += 1;

@@ -5,7 +5,7 @@
 use bson::{DateTime, Document};
 use tscoll_catalog::BucketKey;
 
-use super::{Update, UpdateResult};
+use super::{Apply, Modification, UpdateResult};
 use crate::collection::CollectionInner;
 use crate::direct_write::IndexEntry;
 use crate::error::Result;
@@ -15,7 +15,7 @@ impl CollectionInner {
     pub(super) fn update_meta(
         &self,
         filter: &Filter,
-        update: &Update,
+        update: &Modification,
         meta_field: &str,
     ) -> Result<UpdateResult> {
         // Reads and direct writes see the store: rows held in memory are stored first.
@@ -29,7 +29,14 @@ impl CollectionInner {
             if let Some(m) = &meta {
                 wrapper.insert(meta_field, m.clone());
             }
-            let updated = update.apply(&wrapper, false, now)?;
+            let updated = update.apply(
+                &wrapper,
+                &Apply {
+                    inserting: false,
+                    now,
+                    matched: None,
+                },
+            )?;
             // the new meta value is normalized like an inserted one.
             let new_key = BucketKey::from_meta(updated.get(meta_field));
             moves.push((entry, new_key));

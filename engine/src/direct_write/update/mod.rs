@@ -12,6 +12,7 @@
 mod measurements;
 mod meta;
 mod operators;
+mod positional;
 mod upsert;
 
 use bson::{Bson, Document};
@@ -20,16 +21,88 @@ use crate::collection::{Collection, CollectionInner};
 use crate::error::{Error, ErrorCode, Result};
 use crate::mql::filter::Filter;
 
-pub(crate) use operators::{Update, set_path, unset_path};
+use operators::{Apply, Modification};
+pub(crate) use operators::{set_path, type_name, unset_path};
+
+/// An update as [`Collection::update_one`], [`Collection::update_many`] and
+/// [`Collection::update_many_with`] take it (MongoDB's `u`): a document of update operators
+/// (or, for `update_one`, a replacement document), or an update pipeline.
+///
+/// Converts from a `Document` or `&Document` (operators or replacement) and from a
+/// `Vec<Document>`, a `&[Document]` or an array of documents (a pipeline), so
+/// `coll.update_many(&filter, &doc! { "$set": { "a": 1 } })` and
+/// `coll.update_many(&filter, [doc! { "$set": { "t2": { "$add": ["$a", 1] } } }])` both read
+/// as they do in MongoDB.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Update {
+    /// Update operators (`{"$set": {...}, "$inc": {...}}`) or a replacement document.
+    Document(Document),
+    /// An update pipeline: stages `$addFields`/`$set`, `$project`, `$unset`,
+    /// `$replaceRoot`/`$replaceWith`, run in order on each matched measurement, their
+    /// expressions reading the measurement's fields (`$$ROOT` is the whole measurement).
+    Pipeline(Vec<Document>),
+}
+
+impl From<Document> for Update {
+    fn from(d: Document) -> Update {
+        Update::Document(d)
+    }
+}
+
+impl From<&Document> for Update {
+    fn from(d: &Document) -> Update {
+        Update::Document(d.clone())
+    }
+}
+
+impl From<Vec<Document>> for Update {
+    fn from(stages: Vec<Document>) -> Update {
+        Update::Pipeline(stages)
+    }
+}
+
+impl From<&Vec<Document>> for Update {
+    fn from(stages: &Vec<Document>) -> Update {
+        Update::Pipeline(stages.clone())
+    }
+}
+
+impl From<&[Document]> for Update {
+    fn from(stages: &[Document]) -> Update {
+        Update::Pipeline(stages.to_vec())
+    }
+}
+
+impl<const N: usize> From<[Document; N]> for Update {
+    fn from(stages: [Document; N]) -> Update {
+        Update::Pipeline(stages.to_vec())
+    }
+}
+
+impl<const N: usize> From<&[Document; N]> for Update {
+    fn from(stages: &[Document; N]) -> Update {
+        Update::Pipeline(stages.to_vec())
+    }
+}
+
+impl From<&Update> for Update {
+    fn from(u: &Update) -> Update {
+        u.clone()
+    }
+}
 
 /// Options of [`Collection::update_one`], [`Collection::update_many_with`] and
 /// [`Collection::replace_one`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct UpdateOptions {
     /// Insert one measurement when nothing matches (MongoDB's `upsert`). Default `false`.
     pub upsert: bool,
+    /// MongoDB's `arrayFilters`: one filter per `$[<identifier>]` the update's paths use,
+    /// on the array element as the field named by the identifier (`{"x": {"$gte": 100}}`,
+    /// `{"x.grade": {"$gte": 85}}`). Each identifier is an alphanumeric string beginning
+    /// with a lowercase letter, used by some path (else `FailedToParse`). Default empty.
+    pub array_filters: Vec<Document>,
 }
-
 /// Outcome of an update (MongoDB's `n`, `nModified`, `upserted`).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct UpdateResult {
@@ -48,7 +121,7 @@ pub struct UpdateResult {
 pub(crate) fn update_many(
     coll: &Collection,
     filter: &Document,
-    update: &Document,
+    update: &Update,
 ) -> Result<UpdateResult> {
     coll.update_many_with(filter, update, &UpdateOptions::default())
 }
@@ -65,21 +138,25 @@ pub(crate) fn replace_one(
             "a replacement document may not hold update operators ('$'-prefixed fields)",
         ));
     }
-    coll.inner
-        .update(filter, replacement, false, options.upsert)
+    coll.inner.update(
+        filter,
+        &Update::Document(replacement.clone()),
+        false,
+        options,
+    )
 }
 
 impl CollectionInner {
     pub(crate) fn update(
         &self,
         filter_doc: &Document,
-        update_doc: &Document,
+        update: &Update,
         multi: bool,
-        upsert: bool,
+        options: &UpdateOptions,
     ) -> Result<UpdateResult> {
         self.writable()?;
-        let update = Update::parse(update_doc)?;
-        if multi && matches!(update, Update::Replacement(_)) {
+        let update = Modification::parse(update, &options.array_filters)?;
+        if multi && matches!(update, Modification::Replacement(_)) {
             return Err(Error::rejected(
                 ErrorCode::FailedToParse,
                 "multi update is not supported for replacement-style update",
@@ -93,7 +170,7 @@ impl CollectionInner {
             }
             _ => self.update_measurements(&filter, &update, multi)?,
         };
-        if out.matched == 0 && upsert {
+        if out.matched == 0 && options.upsert {
             return self.upsert(filter_doc, &update);
         }
         Ok(out)

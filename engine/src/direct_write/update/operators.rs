@@ -8,17 +8,46 @@ use std::cmp::Ordering;
 use bson::{Bson, DateTime, Document, Timestamp};
 use tscoll_catalog::value::compare;
 
+use super::Update;
+use super::positional::{self, ArrayFilter, Part};
 use crate::error::{Error, ErrorCode, Result};
 use crate::mql::filter::{Filter, exact_int};
+use crate::pipeline::update::UpdatePipeline;
 
-/// A parsed update: operators, or a whole replacement document.
-#[derive(Clone, Debug)]
-pub(crate) enum Update {
-    /// Update operators (`{"$set": {...}, "$inc": {...}}`), in document order.
-    Operators(Vec<Op>),
+/// A parsed update: operators, a whole replacement document, or a pipeline.
+#[derive(Debug)]
+pub(crate) enum Modification {
+    /// Update operators (`{"$set": {...}, "$inc": {...}}`), in document order, with the
+    /// update's array filters.
+    Operators(Operators),
     /// A replacement document: the measurement becomes it (keeping its `_id` when the
     /// replacement has none).
     Replacement(Document),
+    /// An update pipeline (`[{"$set": {...}}, ...]`).
+    Pipeline(UpdatePipeline),
+}
+
+/// Parsed update operators.
+#[derive(Clone, Debug)]
+pub(crate) struct Operators {
+    ops: Vec<Op>,
+    /// The `arrayFilters` the `$[<identifier>]` parts refer to.
+    filters: Vec<ArrayFilter>,
+    /// Whether a path holds a positional part (`$`, `$[]`, `$[<identifier>]`).
+    dynamic: bool,
+    /// Whether a path holds `$` (the position the query matched).
+    first: bool,
+}
+
+/// How an update applies to one measurement.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Apply {
+    /// An upsert's insert: `$setOnInsert` applies.
+    pub(crate) inserting: bool,
+    /// `$currentDate`'s time.
+    pub(crate) now: DateTime,
+    /// The array position the query matched (for `$`), if any.
+    pub(crate) matched: Option<usize>,
 }
 
 /// One operator on one path.
@@ -27,6 +56,8 @@ pub(crate) struct Op {
     kind: Kind,
     /// The dotted path.
     path: String,
+    /// The path, parsed.
+    parts: Vec<Part>,
     /// The operand (its meaning depends on `kind`).
     value: Bson,
 }
@@ -114,19 +145,39 @@ fn failed_to_parse(msg: impl Into<String>) -> Error {
     rejected(ErrorCode::FailedToParse, msg)
 }
 
-impl Update {
-    /// Parses an update document: all fields operators, or none (a replacement).
+impl Modification {
+    /// Parses an update: a document of operators or a replacement, or a pipeline, with the
+    /// update's `arrayFilters` (operators only).
     ///
     /// # Errors
-    /// `FailedToParse` for an unknown operator, a mix of operators and fields, or operator
-    /// arguments that are not a document; `ConflictingUpdateOperators` when two operators
-    /// touch the same path or one inside another; `BadValue` for a malformed operand,
-    /// a positional path (`$`, `$[]`) or an empty path part.
-    pub(crate) fn parse(update: &Document) -> Result<Update> {
+    /// `FailedToParse` for an unknown operator, a mix of operators and fields, operator
+    /// arguments that are not a document, array filters with a pipeline or one no path uses;
+    /// `ConflictingUpdateOperators` when two operators touch the same path or one inside
+    /// another; `BadValue` for a malformed operand, an empty path part or an identifier
+    /// without an array filter; `InvalidOptions` for a pipeline stage an update does not
+    /// allow.
+    pub(crate) fn parse(update: &Update, array_filters: &[Document]) -> Result<Modification> {
+        let update = match update {
+            Update::Pipeline(stages) => {
+                if !array_filters.is_empty() {
+                    return Err(failed_to_parse(
+                        "arrayFilters may not be specified for pipeline-style updates",
+                    ));
+                }
+                for stage in stages {
+                    crate::document::require_storable("update pipeline stage", stage)?;
+                }
+                return Ok(Modification::Pipeline(UpdatePipeline::parse(stages)?));
+            }
+            Update::Document(d) => d,
+        };
         crate::document::require_storable("update", update)?;
+        let filters = positional::parse_array_filters(array_filters)?;
+        let mut used = vec![false; filters.len()];
         let operators = update.keys().filter(|k| k.starts_with('$')).count();
         if operators == 0 {
-            return Ok(Update::Replacement(update.clone()));
+            check_used(&filters, &used, update)?;
+            return Ok(Modification::Replacement(update.clone()));
         }
         if operators != update.len() {
             let field = update
@@ -152,20 +203,44 @@ impl Update {
                 )));
             };
             for (path, value) in args {
-                check_path(path)?;
+                let parts = positional::parse_path(path, &filters, &mut used)?;
                 let kind = parse_kind(op, path, value)?;
                 if let Kind::Rename(to) = &kind {
-                    check_path(to)?;
+                    let to_parts = positional::parse_path(to, &filters, &mut used)?;
+                    if positional::is_dynamic(&parts) {
+                        return Err(bad(format!(
+                            "The source field for $rename may not be dynamic: {path}"
+                        )));
+                    }
+                    if positional::is_dynamic(&to_parts) {
+                        return Err(bad(format!(
+                            "The destination field for $rename may not be dynamic: {to}"
+                        )));
+                    }
                 }
                 ops.push(Op {
                     kind,
                     path: path.clone(),
+                    parts,
                     value: value.clone(),
                 });
             }
         }
         check_conflicts(&ops)?;
-        Ok(Update::Operators(ops))
+        check_used(&filters, &used, update)?;
+        let dynamic = ops.iter().any(|op| positional::is_dynamic(&op.parts));
+        let first = ops.iter().any(|op| op.parts.contains(&Part::First));
+        Ok(Modification::Operators(Operators {
+            ops,
+            filters,
+            dynamic,
+            first,
+        }))
+    }
+
+    /// Whether applying the update needs the array position the query matched (`$`).
+    pub(crate) fn needs_match(&self) -> bool {
+        matches!(self, Modification::Operators(o) if o.first)
     }
 
     /// Whether every path the update writes is the meta field or below it (then a
@@ -176,8 +251,10 @@ impl Update {
                 .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
         };
         match self {
-            Update::Replacement(_) => false,
-            Update::Operators(ops) => ops.iter().all(|op| match &op.kind {
+            Modification::Replacement(_) | Modification::Pipeline(_) => false,
+            // `$` needs the query's match in a measurement.
+            Modification::Operators(o) if o.first => false,
+            Modification::Operators(o) => o.ops.iter().all(|op| match &op.kind {
                 Kind::Rename(to) => {
                     on_meta(&op.path) && on_meta(to) && op.path != meta_field && to != meta_field
                 }
@@ -190,15 +267,17 @@ impl Update {
     }
 
     /// Applies the update to `doc`, a measurement matched by the filter: the new document.
-    /// `$setOnInsert` applies only when `inserting` (an upsert).
+    /// `$setOnInsert` applies only when `at.inserting` (an upsert).
     ///
     /// # Errors
     /// `TypeMismatch` for arithmetic on a non-number; `BadValue` for an array operator on a
-    /// non-array; `PathNotViable` when a path runs through a value that is neither a
-    /// document nor an array.
-    pub(crate) fn apply(&self, doc: &Document, inserting: bool, now: DateTime) -> Result<Document> {
+    /// non-array, or a positional path with nothing to stand for; `PathNotViable` when a
+    /// path runs through a value that is neither a document nor an array;
+    /// `ConflictingUpdateOperators` when positional paths of two operators name the same
+    /// element; a pipeline's errors.
+    pub(crate) fn apply(&self, doc: &Document, at: &Apply) -> Result<Document> {
         match self {
-            Update::Replacement(r) => {
+            Modification::Replacement(r) => {
                 let mut out = Document::new();
                 if let Some(id) = doc.get("_id").filter(|_| !r.contains_key("_id")) {
                     out.insert("_id", id.clone());
@@ -206,10 +285,37 @@ impl Update {
                 out.extend(r.clone());
                 Ok(out)
             }
-            Update::Operators(ops) => {
+            Modification::Pipeline(p) => p.apply(doc),
+            Modification::Operators(o) if !o.dynamic => {
                 let mut out = doc.clone();
-                for op in ops {
-                    op.apply(&mut out, inserting, now)?;
+                for op in &o.ops {
+                    let parts: Vec<&str> = op.path.split('.').collect();
+                    op.apply(&mut out, &parts, at.inserting, at.now)?;
+                }
+                Ok(out)
+            }
+            Modification::Operators(o) => {
+                // Every path is expanded against the measurement as it was, then applied.
+                let mut expanded = Vec::with_capacity(o.ops.len());
+                let mut all = Vec::new();
+                for (i, op) in o.ops.iter().enumerate() {
+                    let paths = if matches!(op.kind, Kind::SetOnInsert) && !at.inserting {
+                        Vec::new()
+                    } else {
+                        positional::expand(doc, &op.parts, at.matched, &o.filters)?
+                    };
+                    if o.ops.len() > 1 {
+                        all.extend(paths.iter().map(|p| (p.clone(), i)));
+                    }
+                    expanded.push(paths);
+                }
+                positional::check_expanded(&mut all)?;
+                let mut out = doc.clone();
+                for (op, paths) in o.ops.iter().zip(&expanded) {
+                    for path in paths {
+                        let parts: Vec<&str> = path.iter().map(String::as_str).collect();
+                        op.apply(&mut out, &parts, at.inserting, at.now)?;
+                    }
                 }
                 Ok(out)
             }
@@ -217,7 +323,22 @@ impl Update {
     }
 }
 
-fn type_name(v: &Bson) -> &'static str {
+/// Checks that every array filter is used by a path.
+///
+/// # Errors
+/// `FailedToParse` naming the first one no path uses.
+fn check_used(filters: &[ArrayFilter], used: &[bool], update: &Document) -> Result<()> {
+    match filters.iter().zip(used).find(|(_, u)| !**u) {
+        Some((f, _)) => Err(failed_to_parse(format!(
+            "The array filter for identifier '{}' was not used in the update {update}",
+            f.id()
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// MongoDB's name of a value's BSON type (`"double"`, `"object"`, ...).
+pub(crate) fn type_name(v: &Bson) -> &'static str {
     match v {
         Bson::Double(_) => "double",
         Bson::String(_) => "string",
@@ -233,23 +354,6 @@ fn type_name(v: &Bson) -> &'static str {
         Bson::Timestamp(_) => "timestamp",
         _ => "another type",
     }
-}
-
-fn check_path(path: &str) -> Result<()> {
-    if path.is_empty() || path.split('.').any(str::is_empty) {
-        return Err(bad(format!(
-            "the update path '{path}' contains an empty field name"
-        )));
-    }
-    if path
-        .split('.')
-        .any(|p| p == "$" || p.starts_with("$[") || p.starts_with('$'))
-    {
-        return Err(bad(format!(
-            "the update path '{path}' uses a positional operator or a '$'-prefixed name; positional updates are not supported on time-series collections"
-        )));
-    }
-    Ok(())
 }
 
 fn parse_kind(op: &str, path: &str, value: &Bson) -> Result<Kind> {
@@ -448,8 +552,15 @@ fn is_number(v: &Bson) -> bool {
 }
 
 impl Op {
-    fn apply(&self, doc: &mut Document, inserting: bool, now: DateTime) -> Result<()> {
-        let parts: Vec<&str> = self.path.split('.').collect();
+    /// Applies the operator at the concrete path `parts`.
+    fn apply(
+        &self,
+        doc: &mut Document,
+        parts: &[&str],
+        inserting: bool,
+        now: DateTime,
+    ) -> Result<()> {
+        let parts = parts.to_vec();
         match &self.kind {
             Kind::Set => set_path(doc, &parts, self.value.clone()),
             Kind::SetOnInsert if inserting => set_path(doc, &parts, self.value.clone()),

@@ -6,18 +6,25 @@
 use bson::{Bson, DateTime, Document};
 
 use super::operators::set_path;
-use super::{Update, UpdateResult};
+use super::{Apply, Modification, UpdateResult};
 use crate::InsertOptions;
 use crate::collection::CollectionInner;
 use crate::error::{Error, Result};
 
 impl CollectionInner {
-    pub(super) fn upsert(&self, filter: &Document, update: &Update) -> Result<UpdateResult> {
+    pub(super) fn upsert(&self, filter: &Document, update: &Modification) -> Result<UpdateResult> {
         let mut base = Document::new();
         equalities(filter, &mut base)?;
         let doc = match update {
-            Update::Operators(_) => update.apply(&base, true, DateTime::now())?,
-            Update::Replacement(r) => {
+            Modification::Operators(_) | Modification::Pipeline(_) => update.apply(
+                &base,
+                &Apply {
+                    inserting: true,
+                    now: DateTime::now(),
+                    matched: None,
+                },
+            )?,
+            Modification::Replacement(r) => {
                 let mut d = Document::new();
                 if let Some(id) = base.get("_id").filter(|_| !r.contains_key("_id")) {
                     d.insert("_id", id.clone());
