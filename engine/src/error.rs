@@ -55,6 +55,9 @@ pub enum ErrorCode {
     /// `ConversionFailure` (241): `$convert` and the `$to…` operators given a value they
     /// cannot convert (and no `onError`).
     ConversionFailure,
+    /// `ExceededMemoryLimit` (146): an expression would build a value past MongoDB's
+    /// memory limit (e.g. a `$range` of more than 100 MiB).
+    ExceededMemoryLimit,
     /// One of MongoDB's numbered assertions, whose code name is `Location<code>`: e.g.
     /// 16608 for a `$divide` by zero, 5624901 and 5490710 for window units that do not fit
     /// the sort key. The number is MongoDB's own, so a host can pass it on unchanged.
@@ -85,6 +88,7 @@ impl ErrorCode {
             ErrorCode::InternalError => 1,
             ErrorCode::InvalidPipelineOperator => 168,
             ErrorCode::ConversionFailure => 241,
+            ErrorCode::ExceededMemoryLimit => 146,
             ErrorCode::Location(n) => i32::try_from(n).unwrap_or(i32::MAX),
         }
     }
@@ -113,6 +117,7 @@ impl ErrorCode {
             ErrorCode::InternalError => "InternalError",
             ErrorCode::InvalidPipelineOperator => "InvalidPipelineOperator",
             ErrorCode::ConversionFailure => "ConversionFailure",
+            ErrorCode::ExceededMemoryLimit => "ExceededMemoryLimit",
             ErrorCode::Location(n) => return std::borrow::Cow::Owned(format!("Location{n}")),
         })
     }

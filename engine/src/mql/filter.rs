@@ -331,6 +331,12 @@ pub(crate) trait Values {
     /// followed by the reader: with query semantics by a filter ([`any_at`]), with
     /// aggregation semantics by an expression ([`field_value`]).
     fn root(&self, target: Target, path: &[String]) -> Got<'_>;
+
+    /// The whole document, for `$$ROOT` and `$$CURRENT`: only pipeline stages have one
+    /// (`None`: not at hand).
+    fn document(&self) -> Option<Cow<'_, Bson>> {
+        None
+    }
 }
 
 /// The part of a leaf's path below its [`Values::root`]: inside the meta value, below the
@@ -1414,6 +1420,13 @@ fn parse_expr(v: &Bson, time_field: &str, meta_field: Option<&str>) -> Result<No
         let (t, rel) = target_of(path, time_field, meta_field);
         (t, rel.to_vec())
     };
+    if crate::mql::expr::reads_document(v) {
+        return Err(Error::rejected(
+            ErrorCode::BadValue,
+            "$expr: $$ROOT and $$CURRENT (the whole document) can be read by pipeline stages \
+             after the leading $match, not by a find filter's $expr",
+        ));
+    }
     Ok(Node::Expr(Expr::parse(v, &target)?))
 }
 
@@ -1696,7 +1709,9 @@ mod tests {
             doc! { "$expr": { "$gt": ["$a"] } },
             doc! { "$expr": { "$dateTrunc": { "date": "$t" } } },
             doc! { "$expr": { "$dateTrunc": { "date": "$t", "unit": "fortnight" } } },
-            doc! { "$expr": { "$gt": ["$$NOW", 1] } },
+            // A find filter has no whole document for $$ROOT.
+            doc! { "$expr": { "$eq": ["$$ROOT.a", 1] } },
+            doc! { "$expr": { "$eq": [{ "$size": "$$CURRENT" }, 1] } },
             doc! { "$expr": { "$gt": ["$a", 1], "$lt": ["$a", 2] } },
             doc! { "$expr": { "$eq": [{ "$bogus": 1 }, 1] } },
         ] {
