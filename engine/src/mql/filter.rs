@@ -1713,11 +1713,16 @@ mod tests {
             doc! { "$expr": { "$eq": ["$$ROOT.a", 1] } },
             doc! { "$expr": { "$eq": [{ "$size": "$$CURRENT" }, 1] } },
             doc! { "$expr": { "$gt": ["$a", 1], "$lt": ["$a", 2] } },
-            doc! { "$expr": { "$eq": [{ "$bogus": 1 }, 1] } },
         ] {
             let err = Filter::parse(&f, "t", Some("m")).expect_err("bad $expr");
             assert_eq!(err.code(), ErrorCode::BadValue, "{f}: {err}");
         }
+        let f = doc! { "$expr": { "$eq": [{ "$bogus": 1 }, 1] } };
+        let err = Filter::parse(&f, "t", Some("m")).expect_err("unknown operator");
+        assert_eq!(err.code(), ErrorCode::InvalidPipelineOperator, "{err}");
+        // $$NOW is one date for the query.
+        let now = doc! { "$expr": { "$gt": ["$$NOW", "$t"] } };
+        assert!(Filter::parse(&now, "t", Some("m")).is_ok());
     }
 
     #[test]

@@ -225,15 +225,24 @@ pub(super) fn arith(op: Arith, args: &[Option<Bson>]) -> std::result::Result<Bso
         Arith::Log => {
             let n = |v: &Bson, code: u32, what: &str| {
                 Num::of(v).map(Num::float).ok_or_else(|| {
-                    fail(code, format!("$log's {what} must be numeric, not {}", type_name(Some(v))))
+                    fail(
+                        code,
+                        format!("$log's {what} must be numeric, not {}", type_name(Some(v))),
+                    )
                 })
             };
-            let (x, base) = (n(values[0], 28756, "argument")?, n(values[1], 28757, "base")?);
+            let (x, base) = (
+                n(values[0], 28756, "argument")?,
+                n(values[1], 28757, "base")?,
+            );
             if x.is_nan() || base.is_nan() {
                 return Ok(Bson::Double(f64::NAN));
             }
             if x <= 0.0 {
-                return Err(fail(28758, format!("$log's argument must be a positive number, but is {x}")));
+                return Err(fail(
+                    28758,
+                    format!("$log's argument must be a positive number, but is {x}"),
+                ));
             }
             if base <= 0.0 || base == 1.0 {
                 return Err(fail(
@@ -246,12 +255,17 @@ pub(super) fn arith(op: Arith, args: &[Option<Bson>]) -> std::result::Result<Bso
         Arith::Ceil | Arith::Floor | Arith::Sqrt | Arith::Exp | Arith::Ln | Arith::Log10 => {
             let v = values[0];
             let x = match Num::of(v) {
-                Some(Num::Int(_)) if matches!(op, Arith::Ceil | Arith::Floor) => return Ok(v.clone()),
+                Some(Num::Int(_)) if matches!(op, Arith::Ceil | Arith::Floor) => {
+                    return Ok(v.clone());
+                }
                 Some(n) => n.float(),
                 None => {
                     return Err(fail(
                         28765,
-                        format!("{name} only supports numeric types, not {}", type_name(Some(v))),
+                        format!(
+                            "{name} only supports numeric types, not {}",
+                            type_name(Some(v))
+                        ),
                     ));
                 }
             };
@@ -259,7 +273,10 @@ pub(super) fn arith(op: Arith, args: &[Option<Bson>]) -> std::result::Result<Bso
                 if x > 0.0 || x.is_nan() {
                     Ok(())
                 } else {
-                    Err(fail(code, format!("{name}'s argument must be a positive number, but is {x}")))
+                    Err(fail(
+                        code,
+                        format!("{name}'s argument must be a positive number, but is {x}"),
+                    ))
                 }
             };
             Ok(Bson::Double(match op {
@@ -299,12 +316,17 @@ fn round(half_even: bool, name: &str, values: &[&Bson]) -> std::result::Result<B
         None => 0,
         Some(p) => {
             let p = crate::mql::filter::exact_int(p).ok_or_else(|| {
-                fail(51082, format!("precision argument to {name} must be a integral value"))
+                fail(
+                    51082,
+                    format!("precision argument to {name} must be a integral value"),
+                )
             })?;
             if !(-20..=100).contains(&p) {
                 return Err(fail(
                     51083,
-                    format!("cannot apply {name} with precision value {p} value must be in [-20, 100]"),
+                    format!(
+                        "cannot apply {name} with precision value {p} value must be in [-20, 100]"
+                    ),
                 ));
             }
             p
@@ -356,7 +378,10 @@ fn round(half_even: bool, name: &str, values: &[&Bson]) -> std::result::Result<B
         Some(Num::Float(d)) => Ok(Bson::Double(at(d / scale) * scale)),
         None => Err(fail(
             51081,
-            format!("{name} only supports numeric types, not {}", type_name(Some(values[0]))),
+            format!(
+                "{name} only supports numeric types, not {}",
+                type_name(Some(values[0]))
+            ),
         )),
     }
 }
@@ -369,13 +394,25 @@ fn round(half_even: bool, name: &str, values: &[&Bson]) -> std::result::Result<B
 fn pow(base: &Bson, exp: &Bson) -> std::result::Result<Bson, EvalError> {
     let (Some(b), Some(e)) = (Num::of(base), Num::of(exp)) else {
         return Err(if Num::of(base).is_none() {
-            fail(28762, format!("$pow's base must be numeric, not {}", type_name(Some(base))))
+            fail(
+                28762,
+                format!("$pow's base must be numeric, not {}", type_name(Some(base))),
+            )
         } else {
-            fail(28763, format!("$pow's exponent must be numeric, not {}", type_name(Some(exp))))
+            fail(
+                28763,
+                format!(
+                    "$pow's exponent must be numeric, not {}",
+                    type_name(Some(exp))
+                ),
+            )
         });
     };
     if b.float() == 0.0 && e.float() < 0.0 {
-        return Err(fail(28764, "$pow cannot take a base of 0 and a negative exponent"));
+        return Err(fail(
+            28764,
+            "$pow cannot take a base of 0 and a negative exponent",
+        ));
     }
     if let (Num::Int(b), Num::Int(e)) = (b, e) {
         if e < 0 {
@@ -418,20 +455,44 @@ mod tests {
         assert_eq!(value(&doc! { "$round": [28.73, -1] }), d(30.0));
         assert_eq!(value(&doc! { "$round": [34.32, -1] }), d(30.0));
         assert_eq!(value(&doc! { "$round": [-45.39, -1] }), d(-50.0));
-        assert_eq!(value(&doc! { "$round": [1234, -2] }), Some(Bson::Int32(1200)));
-        assert_eq!(value(&doc! { "$round": [1250, -2] }), Some(Bson::Int32(1200)));
-        assert_eq!(value(&doc! { "$round": [1350_i64, -2] }), Some(Bson::Int64(1400)));
+        assert_eq!(
+            value(&doc! { "$round": [1234, -2] }),
+            Some(Bson::Int32(1200))
+        );
+        assert_eq!(
+            value(&doc! { "$round": [1250, -2] }),
+            Some(Bson::Int32(1200))
+        );
+        assert_eq!(
+            value(&doc! { "$round": [1350_i64, -2] }),
+            Some(Bson::Int64(1400))
+        );
         assert_eq!(value(&doc! { "$round": [7, 2] }), Some(Bson::Int32(7)));
         assert_eq!(value(&doc! { "$round": 2.5 }), d(2.0));
         assert_eq!(value(&doc! { "$trunc": [19.25, 1] }), d(19.2));
         assert_eq!(value(&doc! { "$trunc": [-45.39, -1] }), d(-40.0));
-        assert_eq!(value(&doc! { "$trunc": [1299, -2] }), Some(Bson::Int32(1200)));
+        assert_eq!(
+            value(&doc! { "$trunc": [1299, -2] }),
+            Some(Bson::Int32(1200))
+        );
         assert_eq!(value(&doc! { "$trunc": -7.8 }), d(-7.0));
         assert_eq!(value(&doc! { "$round": [null, 1] }), Some(Bson::Null));
-        assert_eq!(value(&doc! { "$round": [1.5, "$missing"] }), Some(Bson::Null));
-        assert_eq!(eval_err(&doc! { "$round": ["a", 1] }, &doc! {}), ErrorCode::Location(51081));
-        assert_eq!(eval_err(&doc! { "$round": [1.5, 1.5] }, &doc! {}), ErrorCode::Location(51082));
-        assert_eq!(eval_err(&doc! { "$trunc": [1.5, 101] }, &doc! {}), ErrorCode::Location(51083));
+        assert_eq!(
+            value(&doc! { "$round": [1.5, "$missing"] }),
+            Some(Bson::Null)
+        );
+        assert_eq!(
+            eval_err(&doc! { "$round": ["a", 1] }, &doc! {}),
+            ErrorCode::Location(51081)
+        );
+        assert_eq!(
+            eval_err(&doc! { "$round": [1.5, 1.5] }, &doc! {}),
+            ErrorCode::Location(51082)
+        );
+        assert_eq!(
+            eval_err(&doc! { "$trunc": [1.5, 101] }, &doc! {}),
+            ErrorCode::Location(51083)
+        );
     }
 
     #[test]
@@ -441,25 +502,49 @@ mod tests {
         assert_eq!(value(&doc! { "$floor": -2.8 }), d(-3.0));
         assert_eq!(value(&doc! { "$floor": 5_i64 }), Some(Bson::Int64(5)));
         assert_eq!(value(&doc! { "$ceil": null }), Some(Bson::Null));
-        assert_eq!(eval_err(&doc! { "$ceil": "1" }, &doc! {}), ErrorCode::Location(28765));
+        assert_eq!(
+            eval_err(&doc! { "$ceil": "1" }, &doc! {}),
+            ErrorCode::Location(28765)
+        );
     }
 
     #[test]
     fn roots_exponentials_and_logarithms() {
         assert_eq!(value(&doc! { "$sqrt": 25 }), d(5.0));
         assert_eq!(value(&doc! { "$sqrt": "$missing" }), Some(Bson::Null));
-        assert_eq!(eval_err(&doc! { "$sqrt": -1 }, &doc! {}), ErrorCode::Location(28714));
+        assert_eq!(
+            eval_err(&doc! { "$sqrt": -1 }, &doc! {}),
+            ErrorCode::Location(28714)
+        );
         assert_eq!(value(&doc! { "$exp": 0 }), d(1.0));
         assert_eq!(value(&doc! { "$ln": 1 }), d(0.0));
         assert_eq!(value(&doc! { "$log10": 100 }), d(2.0));
         assert_eq!(value(&doc! { "$log": [100, 10] }), d(2.0));
         assert_eq!(value(&doc! { "$log": [8, 2] }), d(3.0));
-        assert_eq!(eval_err(&doc! { "$ln": 0 }, &doc! {}), ErrorCode::Location(28766));
-        assert_eq!(eval_err(&doc! { "$log10": -1 }, &doc! {}), ErrorCode::Location(28761));
-        assert_eq!(eval_err(&doc! { "$log": [0, 10] }, &doc! {}), ErrorCode::Location(28758));
-        assert_eq!(eval_err(&doc! { "$log": [10, 1] }, &doc! {}), ErrorCode::Location(28759));
-        assert_eq!(eval_err(&doc! { "$log": ["a", 10] }, &doc! {}), ErrorCode::Location(28756));
-        assert_eq!(eval_err(&doc! { "$log": [10, "a"] }, &doc! {}), ErrorCode::Location(28757));
+        assert_eq!(
+            eval_err(&doc! { "$ln": 0 }, &doc! {}),
+            ErrorCode::Location(28766)
+        );
+        assert_eq!(
+            eval_err(&doc! { "$log10": -1 }, &doc! {}),
+            ErrorCode::Location(28761)
+        );
+        assert_eq!(
+            eval_err(&doc! { "$log": [0, 10] }, &doc! {}),
+            ErrorCode::Location(28758)
+        );
+        assert_eq!(
+            eval_err(&doc! { "$log": [10, 1] }, &doc! {}),
+            ErrorCode::Location(28759)
+        );
+        assert_eq!(
+            eval_err(&doc! { "$log": ["a", 10] }, &doc! {}),
+            ErrorCode::Location(28756)
+        );
+        assert_eq!(
+            eval_err(&doc! { "$log": [10, "a"] }, &doc! {}),
+            ErrorCode::Location(28757)
+        );
     }
 
     #[test]
@@ -471,8 +556,17 @@ mod tests {
         assert_eq!(value(&doc! { "$pow": [-1, -3] }), Some(Bson::Int32(-1)));
         assert_eq!(value(&doc! { "$pow": [4.0, 0.5] }), d(2.0));
         assert_eq!(value(&doc! { "$pow": [null, 2] }), Some(Bson::Null));
-        assert_eq!(eval_err(&doc! { "$pow": [0, -1] }, &doc! {}), ErrorCode::Location(28764));
-        assert_eq!(eval_err(&doc! { "$pow": ["a", 1] }, &doc! {}), ErrorCode::Location(28762));
-        assert_eq!(eval_err(&doc! { "$pow": [1, "a"] }, &doc! {}), ErrorCode::Location(28763));
+        assert_eq!(
+            eval_err(&doc! { "$pow": [0, -1] }, &doc! {}),
+            ErrorCode::Location(28764)
+        );
+        assert_eq!(
+            eval_err(&doc! { "$pow": ["a", 1] }, &doc! {}),
+            ErrorCode::Location(28762)
+        );
+        assert_eq!(
+            eval_err(&doc! { "$pow": [1, "a"] }, &doc! {}),
+            ErrorCode::Location(28763)
+        );
     }
 }

@@ -36,7 +36,11 @@ pub(crate) enum ArrayExpr {
         limit: Option<Expr>,
     },
     /// `$map`.
-    Map { input: Expr, name: String, each: Expr },
+    Map {
+        input: Expr,
+        name: String,
+        each: Expr,
+    },
     /// `$reduce`.
     Reduce {
         input: Expr,
@@ -121,7 +125,10 @@ fn variable(op: &str, raw: Option<&Bson>) -> Result<String> {
         Some(other) => {
             return Err(Error::rejected(
                 ErrorCode::Location(16866),
-                format!("{op}: 'as' must be a string, not {}", type_name(Some(other))),
+                format!(
+                    "{op}: 'as' must be a string, not {}",
+                    type_name(Some(other))
+                ),
             ));
         }
     };
@@ -189,7 +196,9 @@ impl ArrayExpr {
         let v = |e: &Expr| value(e, values, vars);
         Ok(match self {
             ArrayExpr::Size(x) => match v(x)? {
-                Some(Bson::Array(a)) => Some(Bson::Int32(i32::try_from(a.len()).unwrap_or(i32::MAX))),
+                Some(Bson::Array(a)) => {
+                    Some(Bson::Int32(i32::try_from(a.len()).unwrap_or(i32::MAX)))
+                }
                 other => {
                     return Err(fail(
                         17124,
@@ -258,7 +267,10 @@ impl ArrayExpr {
                     other => {
                         return Err(fail(
                             28651,
-                            format!("input to $filter must be an array not {}", type_name(other.as_ref())),
+                            format!(
+                                "input to $filter must be an array not {}",
+                                type_name(other.as_ref())
+                            ),
                         ));
                     }
                 };
@@ -274,7 +286,10 @@ impl ArrayExpr {
                                 )
                             })?;
                             usize::try_from(n).ok().filter(|n| *n > 0).ok_or_else(|| {
-                                fail(327_392, format!("$filter: limit must be greater than 0: {n}"))
+                                fail(
+                                    327_392,
+                                    format!("$filter: limit must be greater than 0: {n}"),
+                                )
                             })?
                         }
                         None => usize::MAX,
@@ -299,7 +314,10 @@ impl ArrayExpr {
                     other => {
                         return Err(fail(
                             16883,
-                            format!("input to $map must be an array not {}", type_name(other.as_ref())),
+                            format!(
+                                "input to $map must be an array not {}",
+                                type_name(other.as_ref())
+                            ),
                         ));
                     }
                 };
@@ -341,12 +359,15 @@ impl ArrayExpr {
                 let Some(Bson::Array(a)) = a else {
                     return Err(fail(
                         40081,
-                        format!("$in requires an array as a second argument, found: {}", type_name(a.as_ref())),
+                        format!(
+                            "$in requires an array as a second argument, found: {}",
+                            type_name(a.as_ref())
+                        ),
                     ));
                 };
-                Some(Bson::Boolean(
-                    x.is_some_and(|x| a.iter().any(|e| compare(e, &x) == Ordering::Equal)),
-                ))
+                Some(Bson::Boolean(x.is_some_and(|x| {
+                    a.iter().any(|e| compare(e, &x) == Ordering::Equal)
+                })))
             }
             ArrayExpr::Slice(xs) => {
                 let mut got = Vec::with_capacity(xs.len());
@@ -369,7 +390,10 @@ impl ArrayExpr {
                     let g = g.as_ref().filter(|g| args::is_number(g)).ok_or_else(|| {
                         fail(
                             codes.0,
-                            format!("{which} argument to $slice must be numeric, but is of type: {}", type_name(g.as_ref())),
+                            format!(
+                                "{which} argument to $slice must be numeric, but is of type: {}",
+                                type_name(g.as_ref())
+                            ),
                         )
                     })?;
                     args::int32(g).map(i64::from).ok_or_else(|| {
@@ -379,12 +403,19 @@ impl ArrayExpr {
                 let len = i64::try_from(a.len()).unwrap_or(i64::MAX);
                 let (start, count) = if got.len() == 2 {
                     let k = n(&got[1], "Second", (28725, 28726))?;
-                    if k >= 0 { (0, k) } else { ((len + k).max(0), -k) }
+                    if k >= 0 {
+                        (0, k)
+                    } else {
+                        ((len + k).max(0), -k)
+                    }
                 } else {
                     let p = n(&got[1], "Second", (28725, 28726))?;
                     let k = n(&got[2], "Third", (28727, 28728))?;
                     if k <= 0 {
-                        return Err(fail(28729, format!("Third argument to $slice must be positive: {k}")));
+                        return Err(fail(
+                            28729,
+                            format!("Third argument to $slice must be positive: {k}"),
+                        ));
                     }
                     (if p < 0 { (len + p).max(0) } else { p.min(len) }, k)
                 };
@@ -401,7 +432,10 @@ impl ArrayExpr {
                         other => {
                             return Err(fail(
                                 28664,
-                                format!("$concatArrays only supports arrays, not {}", type_name(other.as_ref())),
+                                format!(
+                                    "$concatArrays only supports arrays, not {}",
+                                    type_name(other.as_ref())
+                                ),
                             ));
                         }
                     }
@@ -497,20 +531,44 @@ mod tests {
     #[test]
     fn size_elem_at_first_last() {
         assert_eq!(value(&doc! { "$size": [[1, 2, 3]] }), Some(Bson::Int32(3)));
-        assert_eq!(eval_err(&doc! { "$size": "$missing" }, &doc! {}), ErrorCode::Location(17124));
+        assert_eq!(
+            eval_err(&doc! { "$size": "$missing" }, &doc! {}),
+            ErrorCode::Location(17124)
+        );
         let d = doc! { "a": [1, 2, 3] };
-        assert_eq!(eval(&doc! { "$arrayElemAt": ["$a", 0] }, &d), Some(Bson::Int32(1)));
-        assert_eq!(eval(&doc! { "$arrayElemAt": ["$a", -1] }, &d), Some(Bson::Int32(3)));
+        assert_eq!(
+            eval(&doc! { "$arrayElemAt": ["$a", 0] }, &d),
+            Some(Bson::Int32(1))
+        );
+        assert_eq!(
+            eval(&doc! { "$arrayElemAt": ["$a", -1] }, &d),
+            Some(Bson::Int32(3))
+        );
         assert_eq!(eval(&doc! { "$arrayElemAt": ["$a", 15] }, &d), None);
-        assert_eq!(eval(&doc! { "$arrayElemAt": ["$x", 0] }, &d), Some(Bson::Null));
-        assert_eq!(eval_err(&doc! { "$arrayElemAt": [1, 0] }, &d), ErrorCode::Location(28689));
-        assert_eq!(eval_err(&doc! { "$arrayElemAt": ["$a", "0"] }, &d), ErrorCode::Location(28690));
-        assert_eq!(eval_err(&doc! { "$arrayElemAt": ["$a", 0.5] }, &d), ErrorCode::Location(28691));
+        assert_eq!(
+            eval(&doc! { "$arrayElemAt": ["$x", 0] }, &d),
+            Some(Bson::Null)
+        );
+        assert_eq!(
+            eval_err(&doc! { "$arrayElemAt": [1, 0] }, &d),
+            ErrorCode::Location(28689)
+        );
+        assert_eq!(
+            eval_err(&doc! { "$arrayElemAt": ["$a", "0"] }, &d),
+            ErrorCode::Location(28690)
+        );
+        assert_eq!(
+            eval_err(&doc! { "$arrayElemAt": ["$a", 0.5] }, &d),
+            ErrorCode::Location(28691)
+        );
         assert_eq!(eval(&doc! { "$first": "$a" }, &d), Some(Bson::Int32(1)));
         assert_eq!(eval(&doc! { "$last": "$a" }, &d), Some(Bson::Int32(3)));
         assert_eq!(value(&doc! { "$first": [[]] }), None);
         assert_eq!(value(&doc! { "$last": "$missing" }), Some(Bson::Null));
-        assert_eq!(eval_err(&doc! { "$first": 1 }, &d), ErrorCode::Location(28689));
+        assert_eq!(
+            eval_err(&doc! { "$first": 1 }, &d),
+            ErrorCode::Location(28689)
+        );
     }
 
     #[test]
@@ -538,17 +596,35 @@ mod tests {
             ErrorCode::Location(28651)
         );
         assert_eq!(
-            eval_err(&doc! { "$filter": { "input": [1], "cond": true, "limit": 0 } }, &d),
+            eval_err(
+                &doc! { "$filter": { "input": [1], "cond": true, "limit": 0 } },
+                &d
+            ),
             ErrorCode::Location(327_392)
         );
         assert_eq!(
-            eval_err(&doc! { "$filter": { "input": [1], "cond": true, "limit": 1.5 } }, &d),
+            eval_err(
+                &doc! { "$filter": { "input": [1], "cond": true, "limit": 1.5 } },
+                &d
+            ),
             ErrorCode::Location(327_391)
         );
-        assert_eq!(parse_err(&doc! { "$filter": [1] }), ErrorCode::Location(28646));
-        assert_eq!(parse_err(&doc! { "$filter": { "input": [1], "cond": true, "x": 1 } }), ErrorCode::Location(28647));
-        assert_eq!(parse_err(&doc! { "$filter": { "cond": true } }), ErrorCode::Location(28648));
-        assert_eq!(parse_err(&doc! { "$filter": { "input": [1] } }), ErrorCode::Location(28650));
+        assert_eq!(
+            parse_err(&doc! { "$filter": [1] }),
+            ErrorCode::Location(28646)
+        );
+        assert_eq!(
+            parse_err(&doc! { "$filter": { "input": [1], "cond": true, "x": 1 } }),
+            ErrorCode::Location(28647)
+        );
+        assert_eq!(
+            parse_err(&doc! { "$filter": { "cond": true } }),
+            ErrorCode::Location(28648)
+        );
+        assert_eq!(
+            parse_err(&doc! { "$filter": { "input": [1] } }),
+            ErrorCode::Location(28650)
+        );
         assert_eq!(
             parse_err(&doc! { "$filter": { "input": [1], "as": "Bad", "cond": true } }),
             ErrorCode::Location(16867)
@@ -559,29 +635,44 @@ mod tests {
     fn map_and_reduce() {
         let d = doc! { "q": [5, 6, 7] };
         assert_eq!(
-            eval(&doc! { "$map": { "input": "$q", "as": "g", "in": { "$add": ["$$g", 2] } } }, &d),
+            eval(
+                &doc! { "$map": { "input": "$q", "as": "g", "in": { "$add": ["$$g", 2] } } },
+                &d
+            ),
             ints(&[7, 8, 9])
         );
         assert_eq!(
             eval(&doc! { "$map": { "input": "$q", "in": "$$this.x" } }, &d),
             Some(Bson::Array(vec![Bson::Null, Bson::Null, Bson::Null]))
         );
-        assert_eq!(eval_err(&doc! { "$map": { "input": 1, "in": 1 } }, &d), ErrorCode::Location(16883));
-        assert_eq!(parse_err(&doc! { "$map": { "input": [1] } }), ErrorCode::Location(16882));
+        assert_eq!(
+            eval_err(&doc! { "$map": { "input": 1, "in": 1 } }, &d),
+            ErrorCode::Location(16883)
+        );
+        assert_eq!(
+            parse_err(&doc! { "$map": { "input": [1] } }),
+            ErrorCode::Location(16882)
+        );
         // The manual's examples.
         assert_eq!(
-            value(&doc! { "$reduce": { "input": ["a", "b", "c"], "initialValue": "", "in": { "$concat": ["$$value", "$$this"] } } }),
+            value(
+                &doc! { "$reduce": { "input": ["a", "b", "c"], "initialValue": "", "in": { "$concat": ["$$value", "$$this"] } } }
+            ),
             Some(Bson::String("abc".into()))
         );
         assert_eq!(
-            value(&doc! { "$reduce": { "input": [1, 2, 3, 4], "initialValue": { "sum": 5, "product": 2 }, "in": {
-                "sum": { "$add": ["$$value.sum", "$$this"] },
-                "product": { "$multiply": ["$$value.product", "$$this"] },
-            } } }),
+            value(
+                &doc! { "$reduce": { "input": [1, 2, 3, 4], "initialValue": { "sum": 5, "product": 2 }, "in": {
+                    "sum": { "$add": ["$$value.sum", "$$this"] },
+                    "product": { "$multiply": ["$$value.product", "$$this"] },
+                } } }
+            ),
             Some(Bson::Document(doc! { "sum": 15, "product": 48 }))
         );
         assert_eq!(
-            value(&doc! { "$reduce": { "input": [[3, 4], [5, 6]], "initialValue": [1, 2], "in": { "$concatArrays": ["$$value", "$$this"] } } }),
+            value(
+                &doc! { "$reduce": { "input": [[3, 4], [5, 6]], "initialValue": [1, 2], "in": { "$concatArrays": ["$$value", "$$this"] } } }
+            ),
             ints(&[1, 2, 3, 4, 5, 6])
         );
         assert_eq!(
@@ -589,49 +680,118 @@ mod tests {
             Some(Bson::Int32(7))
         );
         assert_eq!(
-            eval_err(&doc! { "$reduce": { "input": 1, "initialValue": 0, "in": 0 } }, &d),
+            eval_err(
+                &doc! { "$reduce": { "input": 1, "initialValue": 0, "in": 0 } },
+                &d
+            ),
             ErrorCode::Location(40080)
         );
-        assert_eq!(parse_err(&doc! { "$reduce": { "input": [1], "in": 0 } }), ErrorCode::Location(40078));
+        assert_eq!(
+            parse_err(&doc! { "$reduce": { "input": [1], "in": 0 } }),
+            ErrorCode::Location(40078)
+        );
     }
 
     #[test]
     fn in_slice_concat_is_array_reverse() {
-        assert_eq!(value(&doc! { "$in": [2, [1, 2, 3]] }), Some(Bson::Boolean(true)));
-        assert_eq!(value(&doc! { "$in": [2.0, [1, 2, 3]] }), Some(Bson::Boolean(true)));
-        assert_eq!(value(&doc! { "$in": ["abc", ["xyz", "abc"]] }), Some(Bson::Boolean(true)));
-        assert_eq!(value(&doc! { "$in": [[1], [1, 2]] }), Some(Bson::Boolean(false)));
-        assert_eq!(eval_err(&doc! { "$in": [1, "$missing"] }, &doc! {}), ErrorCode::Location(40081));
+        assert_eq!(
+            value(&doc! { "$in": [2, [1, 2, 3]] }),
+            Some(Bson::Boolean(true))
+        );
+        assert_eq!(
+            value(&doc! { "$in": [2.0, [1, 2, 3]] }),
+            Some(Bson::Boolean(true))
+        );
+        assert_eq!(
+            value(&doc! { "$in": ["abc", ["xyz", "abc"]] }),
+            Some(Bson::Boolean(true))
+        );
+        assert_eq!(
+            value(&doc! { "$in": [[1], [1, 2]] }),
+            Some(Bson::Boolean(false))
+        );
+        assert_eq!(
+            eval_err(&doc! { "$in": [1, "$missing"] }, &doc! {}),
+            ErrorCode::Location(40081)
+        );
         let a = doc! { "$literal": [1, 2, 3] };
         assert_eq!(value(&doc! { "$slice": [a.clone(), 1] }), ints(&[1]));
         assert_eq!(value(&doc! { "$slice": [a.clone(), -2] }), ints(&[2, 3]));
         assert_eq!(value(&doc! { "$slice": [a.clone(), 15, 2] }), ints(&[]));
-        assert_eq!(value(&doc! { "$slice": [a.clone(), -15, 2] }), ints(&[1, 2]));
+        assert_eq!(
+            value(&doc! { "$slice": [a.clone(), -15, 2] }),
+            ints(&[1, 2])
+        );
         assert_eq!(value(&doc! { "$slice": [a.clone(), 1, 1] }), ints(&[2]));
         assert_eq!(value(&doc! { "$slice": ["$missing", 1] }), Some(Bson::Null));
-        assert_eq!(eval_err(&doc! { "$slice": [1, 1] }, &doc! {}), ErrorCode::Location(28724));
-        assert_eq!(eval_err(&doc! { "$slice": [a.clone(), "1"] }, &doc! {}), ErrorCode::Location(28725));
-        assert_eq!(eval_err(&doc! { "$slice": [a.clone(), 0, 0] }, &doc! {}), ErrorCode::Location(28729));
-        assert_eq!(value(&doc! { "$concatArrays": [[1], [2, 3]] }), ints(&[1, 2, 3]));
-        assert_eq!(value(&doc! { "$concatArrays": [[1], null] }), Some(Bson::Null));
-        assert_eq!(eval_err(&doc! { "$concatArrays": [[1], 2] }, &doc! {}), ErrorCode::Location(28664));
-        assert_eq!(value(&doc! { "$isArray": [[1]] }), Some(Bson::Boolean(true)));
+        assert_eq!(
+            eval_err(&doc! { "$slice": [1, 1] }, &doc! {}),
+            ErrorCode::Location(28724)
+        );
+        assert_eq!(
+            eval_err(&doc! { "$slice": [a.clone(), "1"] }, &doc! {}),
+            ErrorCode::Location(28725)
+        );
+        assert_eq!(
+            eval_err(&doc! { "$slice": [a.clone(), 0, 0] }, &doc! {}),
+            ErrorCode::Location(28729)
+        );
+        assert_eq!(
+            value(&doc! { "$concatArrays": [[1], [2, 3]] }),
+            ints(&[1, 2, 3])
+        );
+        assert_eq!(
+            value(&doc! { "$concatArrays": [[1], null] }),
+            Some(Bson::Null)
+        );
+        assert_eq!(
+            eval_err(&doc! { "$concatArrays": [[1], 2] }, &doc! {}),
+            ErrorCode::Location(28664)
+        );
+        assert_eq!(
+            value(&doc! { "$isArray": [[1]] }),
+            Some(Bson::Boolean(true))
+        );
         assert_eq!(value(&doc! { "$isArray": "a" }), Some(Bson::Boolean(false)));
-        assert_eq!(value(&doc! { "$reverseArray": [[1, 2, 3]] }), ints(&[3, 2, 1]));
+        assert_eq!(
+            value(&doc! { "$reverseArray": [[1, 2, 3]] }),
+            ints(&[3, 2, 1])
+        );
         assert_eq!(value(&doc! { "$reverseArray": null }), Some(Bson::Null));
-        assert_eq!(eval_err(&doc! { "$reverseArray": 1 }, &doc! {}), ErrorCode::Location(34435));
+        assert_eq!(
+            eval_err(&doc! { "$reverseArray": 1 }, &doc! {}),
+            ErrorCode::Location(34435)
+        );
     }
 
     #[test]
     fn range_steps_and_is_capped() {
-        assert_eq!(value(&doc! { "$range": [0, 10, 2] }), ints(&[0, 2, 4, 6, 8]));
-        assert_eq!(value(&doc! { "$range": [10, 0, -2] }), ints(&[10, 8, 6, 4, 2]));
+        assert_eq!(
+            value(&doc! { "$range": [0, 10, 2] }),
+            ints(&[0, 2, 4, 6, 8])
+        );
+        assert_eq!(
+            value(&doc! { "$range": [10, 0, -2] }),
+            ints(&[10, 8, 6, 4, 2])
+        );
         assert_eq!(value(&doc! { "$range": [0, 10, -2] }), ints(&[]));
         assert_eq!(value(&doc! { "$range": [0, 5] }), ints(&[0, 1, 2, 3, 4]));
-        assert_eq!(eval_err(&doc! { "$range": [0, 5, 0] }, &doc! {}), ErrorCode::Location(34449));
-        assert_eq!(eval_err(&doc! { "$range": ["0", 5] }, &doc! {}), ErrorCode::Location(34443));
-        assert_eq!(eval_err(&doc! { "$range": [0.5, 5] }, &doc! {}), ErrorCode::Location(34444));
-        assert_eq!(eval_err(&doc! { "$range": [0, null] }, &doc! {}), ErrorCode::Location(34445));
+        assert_eq!(
+            eval_err(&doc! { "$range": [0, 5, 0] }, &doc! {}),
+            ErrorCode::Location(34449)
+        );
+        assert_eq!(
+            eval_err(&doc! { "$range": ["0", 5] }, &doc! {}),
+            ErrorCode::Location(34443)
+        );
+        assert_eq!(
+            eval_err(&doc! { "$range": [0.5, 5] }, &doc! {}),
+            ErrorCode::Location(34444)
+        );
+        assert_eq!(
+            eval_err(&doc! { "$range": [0, null] }, &doc! {}),
+            ErrorCode::Location(34445)
+        );
         assert_eq!(
             eval_err(&doc! { "$range": [0, 2_000_000_000] }, &doc! {}),
             ErrorCode::ExceededMemoryLimit

@@ -43,8 +43,18 @@ impl Kind {
             "int" => Some(Some(Kind::Int)),
             "long" => Some(Some(Kind::Long)),
             "decimal" => Some(Some(Kind::Decimal)),
-            "object" | "array" | "binData" | "undefined" | "null" | "regex" | "dbPointer"
-            | "javascript" | "symbol" | "javascriptWithScope" | "timestamp" | "minKey"
+            "object"
+            | "array"
+            | "binData"
+            | "undefined"
+            | "null"
+            | "regex"
+            | "dbPointer"
+            | "javascript"
+            | "symbol"
+            | "javascriptWithScope"
+            | "timestamp"
+            | "minKey"
             | "maxKey" => Some(None),
             _ => None,
         };
@@ -110,6 +120,7 @@ pub(crate) enum To {
 
 /// A conversion expression.
 #[derive(Clone, Debug, PartialEq)]
+#[expect(clippy::large_enum_variant, reason = "boxed in Expr")]
 pub(crate) enum ConvertExpr {
     /// `$convert` or a `$to…` shorthand (no `onError`, no `onNull`).
     Convert {
@@ -185,7 +196,8 @@ fn parse_convert(arg: &Bson, target: &Resolve<'_>) -> Result<ConvertExpr> {
         .ok_or_else(|| failed("Missing 'to' parameter to $convert".to_owned()))?;
     let to = match Expr::parse(to, target)? {
         Expr::Literal(v) if !nullish(Some(&v)) => To::Const(
-            Kind::of(&v).map_err(|e| e.into_error("", |m| Error::rejected(ErrorCode::BadValue, m)))?,
+            Kind::of(&v)
+                .map_err(|e| e.into_error("", |m| Error::rejected(ErrorCode::BadValue, m)))?,
         ),
         e => To::Dynamic(e),
     };
@@ -229,7 +241,9 @@ impl ConvertExpr {
                 type_name(value(x, values, vars)?.as_ref()).to_owned(),
             ))),
             ConvertExpr::IsNumber(x) => Ok(Some(Bson::Boolean(
-                value(x, values, vars)?.as_ref().is_some_and(args::is_number),
+                value(x, values, vars)?
+                    .as_ref()
+                    .is_some_and(args::is_number),
             ))),
             ConvertExpr::Convert {
                 input,
@@ -303,7 +317,10 @@ fn decimal_f64(d: &Decimal128) -> f64 {
 ///
 /// # Errors
 /// `ConversionFailure` for a value `to` does not take.
-#[expect(clippy::cast_precision_loss, reason = "MongoDB's conversions to double")]
+#[expect(
+    clippy::cast_precision_loss,
+    reason = "MongoDB's conversions to double"
+)]
 pub(super) fn convert(to: Kind, v: &Bson) -> std::result::Result<Bson, EvalError> {
     let overflow = |what: &str| {
         EvalError::failed(
@@ -517,16 +534,31 @@ mod tests {
             Some(Bson::String("5".into()))
         );
         assert_eq!(
-            eval_err(&doc! { "$convert": { "input": "abc", "to": "int" } }, &doc! {}),
+            eval_err(
+                &doc! { "$convert": { "input": "abc", "to": "int" } },
+                &doc! {}
+            ),
             ErrorCode::ConversionFailure
         );
         assert_eq!(
-            eval_err(&doc! { "$convert": { "input": [1], "to": "object" } }, &doc! {}),
+            eval_err(
+                &doc! { "$convert": { "input": [1], "to": "object" } },
+                &doc! {}
+            ),
             ErrorCode::ConversionFailure
         );
-        assert_eq!(parse_err(&doc! { "$convert": { "input": 1, "to": "nope" } }), ErrorCode::BadValue);
-        assert_eq!(parse_err(&doc! { "$convert": { "input": 1, "to": 100 } }), ErrorCode::FailedToParse);
-        assert_eq!(parse_err(&doc! { "$convert": { "input": 1 } }), ErrorCode::FailedToParse);
+        assert_eq!(
+            parse_err(&doc! { "$convert": { "input": 1, "to": "nope" } }),
+            ErrorCode::BadValue
+        );
+        assert_eq!(
+            parse_err(&doc! { "$convert": { "input": 1, "to": 100 } }),
+            ErrorCode::FailedToParse
+        );
+        assert_eq!(
+            parse_err(&doc! { "$convert": { "input": 1 } }),
+            ErrorCode::FailedToParse
+        );
         assert_eq!(
             parse_err(&doc! { "$convert": { "input": 1, "to": "int", "x": 1 } }),
             ErrorCode::FailedToParse
@@ -540,7 +572,10 @@ mod tests {
         assert_eq!(value(&doc! { "$toInt": "100" }), Some(Bson::Int32(100)));
         assert_eq!(value(&doc! { "$toInt": true }), Some(Bson::Int32(1)));
         assert_eq!(value(&doc! { "$toInt": null }), Some(Bson::Null));
-        assert_eq!(eval_err(&doc! { "$toInt": "5.5" }, &doc! {}), ErrorCode::ConversionFailure);
+        assert_eq!(
+            eval_err(&doc! { "$toInt": "5.5" }, &doc! {}),
+            ErrorCode::ConversionFailure
+        );
         assert_eq!(
             eval_err(&doc! { "$toInt": 3_000_000_000_i64 }, &doc! {}),
             ErrorCode::ConversionFailure
@@ -549,8 +584,14 @@ mod tests {
             eval_err(&doc! { "$toInt": { "$toDate": 0_i64 } }, &doc! {}),
             ErrorCode::ConversionFailure
         );
-        assert_eq!(value(&doc! { "$toLong": { "$toDate": 1000_i64 } }), Some(Bson::Int64(1000)));
-        assert_eq!(eval_err(&doc! { "$toLong": f64::NAN }, &doc! {}), ErrorCode::ConversionFailure);
+        assert_eq!(
+            value(&doc! { "$toLong": { "$toDate": 1000_i64 } }),
+            Some(Bson::Int64(1000))
+        );
+        assert_eq!(
+            eval_err(&doc! { "$toLong": f64::NAN }, &doc! {}),
+            ErrorCode::ConversionFailure
+        );
     }
 
     #[test]
@@ -569,7 +610,10 @@ mod tests {
             value(&doc! { "$toString": { "$toObjectId": "5ab9cbfa31c2ab715d42129e" } }),
             s("5ab9cbfa31c2ab715d42129e")
         );
-        assert_eq!(eval_err(&doc! { "$toString": [[1]] }, &doc! {}), ErrorCode::ConversionFailure);
+        assert_eq!(
+            eval_err(&doc! { "$toString": [[1]] }, &doc! {}),
+            ErrorCode::ConversionFailure
+        );
         assert_eq!(
             eval_err(&doc! { "$toObjectId": "5ab9cbfa" }, &doc! {}),
             ErrorCode::ConversionFailure
@@ -580,7 +624,10 @@ mod tests {
     fn to_bool_is_false_only_for_false_and_zero() {
         assert_eq!(value(&doc! { "$toBool": 0 }), Some(Bson::Boolean(false)));
         assert_eq!(value(&doc! { "$toBool": 0.0 }), Some(Bson::Boolean(false)));
-        assert_eq!(value(&doc! { "$toBool": "false" }), Some(Bson::Boolean(true)));
+        assert_eq!(
+            value(&doc! { "$toBool": "false" }),
+            Some(Bson::Boolean(true))
+        );
         assert_eq!(value(&doc! { "$toBool": "" }), Some(Bson::Boolean(true)));
         assert_eq!(value(&doc! { "$toBool": 5_i64 }), Some(Bson::Boolean(true)));
         assert_eq!(value(&doc! { "$toBool": null }), Some(Bson::Null));
@@ -590,7 +637,9 @@ mod tests {
     fn to_decimal_and_double() {
         assert_eq!(
             value(&doc! { "$toDecimal": 2.5 }),
-            Some(Bson::Decimal128("2.50000000000000".parse().expect("decimal")))
+            Some(Bson::Decimal128(
+                "2.50000000000000".parse().expect("decimal")
+            ))
         );
         assert_eq!(
             value(&doc! { "$toDecimal": 5 }),
@@ -600,8 +649,14 @@ mod tests {
             value(&doc! { "$toDouble": { "$toDecimal": "1.25" } }),
             Some(Bson::Double(1.25))
         );
-        assert_eq!(value(&doc! { "$toDouble": "-5.5" }), Some(Bson::Double(-5.5)));
-        assert_eq!(eval_err(&doc! { "$toDouble": "5x" }, &doc! {}), ErrorCode::ConversionFailure);
+        assert_eq!(
+            value(&doc! { "$toDouble": "-5.5" }),
+            Some(Bson::Double(-5.5))
+        );
+        assert_eq!(
+            eval_err(&doc! { "$toDouble": "5x" }, &doc! {}),
+            ErrorCode::ConversionFailure
+        );
     }
 
     #[test]
@@ -620,7 +675,13 @@ mod tests {
             Some(Bson::String("array".into()))
         );
         assert_eq!(value(&doc! { "$isNumber": 1.5 }), Some(Bson::Boolean(true)));
-        assert_eq!(value(&doc! { "$isNumber": "1" }), Some(Bson::Boolean(false)));
-        assert_eq!(value(&doc! { "$isNumber": "$missing" }), Some(Bson::Boolean(false)));
+        assert_eq!(
+            value(&doc! { "$isNumber": "1" }),
+            Some(Bson::Boolean(false))
+        );
+        assert_eq!(
+            value(&doc! { "$isNumber": "$missing" }),
+            Some(Bson::Boolean(false))
+        );
     }
 }

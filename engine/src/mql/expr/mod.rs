@@ -607,9 +607,7 @@ pub(crate) fn reads_document(v: &Bson) -> bool {
                 .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
         }),
         Bson::Array(items) => items.iter().any(reads_document),
-        Bson::Document(d) => d
-            .iter()
-            .any(|(k, v)| k != "$literal" && reads_document(v)),
+        Bson::Document(d) => d.iter().any(|(k, v)| k != "$literal" && reads_document(v)),
         _ => false,
     }
 }
@@ -678,10 +676,7 @@ pub(super) mod tests {
     #[test]
     fn system_variables() {
         let d = doc! { "a": 1, "b": { "c": 2 } };
-        assert_eq!(
-            eval(&doc! { "$literal": 0 }, &d),
-            Some(Bson::Int32(0))
-        );
+        assert_eq!(eval(&doc! { "$literal": 0 }, &d), Some(Bson::Int32(0)));
         let root = Expr::parse(&Bson::String("$$ROOT".into()), &|p: &[String]| {
             (Target::Field, p.to_vec())
         })
@@ -696,7 +691,10 @@ pub(super) mod tests {
         );
         // $$REMOVE is missing: a document field set to it is left out.
         assert_eq!(
-            eval(&doc! { "$cond": [true, { "x": "$$REMOVE", "y": 1 }, 0] }, &d),
+            eval(
+                &doc! { "$cond": [true, { "x": "$$REMOVE", "y": 1 }, 0] },
+                &d
+            ),
             Some(Bson::Document(doc! { "y": 1 }))
         );
         // $$NOW is one date for the whole expression.
@@ -712,8 +710,12 @@ pub(super) mod tests {
             e.eval(&NoDoc),
             Err(EvalError::Failed(ErrorCode::BadValue, _))
         ));
-        assert!(reads_document(&Bson::Document(doc! { "$eq": ["$$ROOT.a", 1] })));
-        assert!(!reads_document(&Bson::Document(doc! { "$literal": "$$ROOT" })));
+        assert!(reads_document(&Bson::Document(
+            doc! { "$eq": ["$$ROOT.a", 1] }
+        )));
+        assert!(!reads_document(&Bson::Document(
+            doc! { "$literal": "$$ROOT" }
+        )));
         assert!(!reads_document(&Bson::String("$$ROOTS".into())));
     }
 }

@@ -6,8 +6,8 @@
 //! syntax is close to PCRE's but has no look-around and no backreferences (such a pattern
 //! fails with 51111), and whose `$` without `m` matches only at the very end.
 
-use bson::{Bson, Document};
 use ::regex::{Regex, RegexBuilder};
+use bson::{Bson, Document};
 
 use super::args::{self, fail, nullish, type_name, value};
 use super::{EvalError, Expr, Resolve, Vars};
@@ -85,7 +85,10 @@ pub(super) fn parse(op: &str, arg: &Bson, target: &Resolve<'_>) -> Result<Option
     let Bson::Document(_) = arg else {
         return Err(Error::rejected(
             ErrorCode::Location(51103),
-            format!("{op} expects an object of named arguments but found: {}", type_name(Some(arg))),
+            format!(
+                "{op} expects an object of named arguments but found: {}",
+                type_name(Some(arg))
+            ),
         ));
     };
     let raw = args::named(op, arg, &["input", "regex", "options"], (51103, 31024))?;
@@ -94,7 +97,8 @@ pub(super) fn parse(op: &str, arg: &Bson, target: &Resolve<'_>) -> Result<Option
     let options = args::optional(raw[2], target)?;
     let pattern = match (&regex, &options) {
         (Expr::Literal(r), None) => Pattern::Const(
-            compile(mode, Some(r), None).map_err(|(c, m)| Error::rejected(ErrorCode::Location(c), m))?,
+            compile(mode, Some(r), None)
+                .map_err(|(c, m)| Error::rejected(ErrorCode::Location(c), m))?,
         ),
         (Expr::Literal(r), Some(Expr::Literal(o))) => Pattern::Const(
             compile(mode, Some(r), Some(o))
@@ -102,7 +106,11 @@ pub(super) fn parse(op: &str, arg: &Bson, target: &Resolve<'_>) -> Result<Option
         ),
         _ => Pattern::Dynamic { regex, options },
     };
-    Ok(Some(Expr::Regex(Box::new(RegexExpr { mode, input, pattern }))))
+    Ok(Some(Expr::Regex(Box::new(RegexExpr {
+        mode,
+        input,
+        pattern,
+    }))))
 }
 
 /// Compiles a pattern and its options as MongoDB validates them (`None`: a null pattern).
@@ -126,13 +134,21 @@ fn compile(
             if options.is_some() && !r.options.is_empty() {
                 return Err((
                     51107,
-                    format!("{op}: found regex option(s) specified in both 'regex' and 'option' fields"),
+                    format!(
+                        "{op}: found regex option(s) specified in both 'regex' and 'option' fields"
+                    ),
                 ));
             }
             (Some(r.pattern.to_string()), r.options.to_string())
         }
         Some(other) => {
-            return Err((51105, format!("{op} needs 'regex' to be of type string or regex, not {}", type_name(Some(other)))));
+            return Err((
+                51105,
+                format!(
+                    "{op} needs 'regex' to be of type string or regex, not {}",
+                    type_name(Some(other))
+                ),
+            ));
         }
     };
     match options {
@@ -141,7 +157,10 @@ fn compile(
         Some(_) => return Err((51106, format!("{op} needs 'options' to be of type string"))),
     }
     if pattern.as_ref().is_some_and(|p| p.contains('\0')) {
-        return Err((51109, format!("{op}: regular expression cannot contain an embedded null byte")));
+        return Err((
+            51109,
+            format!("{op}: regular expression cannot contain an embedded null byte"),
+        ));
     }
     if flags.contains('\0') {
         return Err((
@@ -202,7 +221,8 @@ impl RegexExpr {
                     Some(o) => value(o, values, vars)?,
                     None => None,
                 };
-                dynamic = compile(self.mode, r.as_ref(), o.as_ref()).map_err(|(c, m)| fail(c, m))?;
+                dynamic =
+                    compile(self.mode, r.as_ref(), o.as_ref()).map_err(|(c, m)| fail(c, m))?;
                 dynamic.as_ref()
             }
         };
@@ -212,7 +232,10 @@ impl RegexExpr {
             other => {
                 return Err(fail(
                     51104,
-                    format!("{op} needs 'input' to be of type string, not {}", type_name(other.as_ref())),
+                    format!(
+                        "{op} needs 'input' to be of type string, not {}",
+                        type_name(other.as_ref())
+                    ),
                 ));
             }
         };
@@ -226,27 +249,32 @@ impl RegexExpr {
         let re = &c.regex;
         Ok(Some(match self.mode {
             Mode::Match => Bson::Boolean(re.is_match(&input)),
-            Mode::Find => re
-                .captures(&input)
-                .map_or(Bson::Null, |caps| found(&caps, input[..caps.get(0).map_or(0, |m| m.start())].chars().count())),
+            Mode::Find => re.captures(&input).map_or(Bson::Null, |caps| {
+                found(
+                    &caps,
+                    input[..caps.get(0).map_or(0, |m| m.start())]
+                        .chars()
+                        .count(),
+                )
+            }),
             Mode::FindAll => {
                 let mut out = Vec::new();
                 let (mut start, mut counted_to, mut cp) = (0_usize, 0_usize, 0_usize);
                 let mut size = 0_usize;
-                loop {
-                    let Some(caps) = re.captures_at(&input, start) else {
-                        break;
-                    };
+                while let Some(caps) = re.captures_at(&input, start) {
                     let Some(m) = caps.get(0) else {
                         break;
                     };
                     cp += input[counted_to..m.start()].chars().count();
                     counted_to = m.start();
-                    size += m.len() + caps.iter().flatten().map(|g| g.len() + 16).sum::<usize>() + 64;
+                    size +=
+                        m.len() + caps.iter().flatten().map(|g| g.len() + 16).sum::<usize>() + 64;
                     if size > OUTPUT_LIMIT {
                         return Err(fail(
                             51151,
-                            format!("{op}: the size of buffer to store output exceeded the 64MB limit"),
+                            format!(
+                                "{op}: the size of buffer to store output exceeded the 64MB limit"
+                            ),
                         ));
                     }
                     out.push(found(&caps, cp));
@@ -316,7 +344,10 @@ mod tests {
             value(&doc! { "$regexMatch": { "input": null, "regex": "a" } }),
             Some(Bson::Boolean(false))
         );
-        assert_eq!(value(&doc! { "$regexFind": { "input": "$missing", "regex": "a" } }), Some(Bson::Null));
+        assert_eq!(
+            value(&doc! { "$regexFind": { "input": "$missing", "regex": "a" } }),
+            Some(Bson::Null)
+        );
         assert_eq!(
             value(&doc! { "$regexFindAll": { "input": "a", "regex": null } }),
             Some(Bson::Array(vec![]))
@@ -331,7 +362,10 @@ mod tests {
                 "match": "té", "idx": 4, "captures": ["t", null],
             }))
         );
-        assert_eq!(value(&doc! { "$regexFind": { "input": "abc", "regex": "z" } }), Some(Bson::Null));
+        assert_eq!(
+            value(&doc! { "$regexFind": { "input": "abc", "regex": "z" } }),
+            Some(Bson::Null)
+        );
     }
 
     #[test]
@@ -345,7 +379,9 @@ mod tests {
         assert_eq!(
             got,
             Some(Bson::Array(vec![
-                Bson::Document(doc! { "match": "aunt.arc.tica@example.com", "idx": 38, "captures": [] }),
+                Bson::Document(
+                    doc! { "match": "aunt.arc.tica@example.com", "idx": 38, "captures": [] }
+                ),
                 Bson::Document(doc! { "match": "x@y.org", "idx": 67, "captures": [] }),
             ]))
         );
@@ -359,7 +395,9 @@ mod tests {
         );
         assert_eq!(
             value(&doc! { "$regexFindAll": { "input": "", "regex": "" } }),
-            Some(Bson::Array(vec![Bson::Document(doc! { "match": "", "idx": 0, "captures": [] })]))
+            Some(Bson::Array(vec![Bson::Document(
+                doc! { "match": "", "idx": 0, "captures": [] }
+            )]))
         );
     }
 
@@ -367,11 +405,17 @@ mod tests {
     fn options_and_per_document_patterns() {
         let d = doc! { "s": "line1\nLINE2", "re": "^line2$", "o": "im" };
         assert_eq!(
-            eval(&doc! { "$regexMatch": { "input": "$s", "regex": "$re", "options": "$o" } }, &d),
+            eval(
+                &doc! { "$regexMatch": { "input": "$s", "regex": "$re", "options": "$o" } },
+                &d
+            ),
             Some(Bson::Boolean(true))
         );
         assert_eq!(
-            eval(&doc! { "$regexMatch": { "input": "$s", "regex": "$re" } }, &d),
+            eval(
+                &doc! { "$regexMatch": { "input": "$s", "regex": "$re" } },
+                &d
+            ),
             Some(Bson::Boolean(false))
         );
         assert_eq!(
@@ -379,18 +423,35 @@ mod tests {
             Some(Bson::Boolean(true))
         );
         assert_eq!(
-            value(&doc! { "$regexMatch": { "input": "ab", "regex": "a b # comment", "options": "x" } }),
+            value(
+                &doc! { "$regexMatch": { "input": "ab", "regex": "a b # comment", "options": "x" } }
+            ),
             Some(Bson::Boolean(true))
         );
     }
 
     #[test]
     fn malformed_arguments_fail_with_mongodb_codes() {
-        assert_eq!(parse_err(&doc! { "$regexMatch": "a" }), ErrorCode::Location(51103));
-        assert_eq!(parse_err(&doc! { "$regexMatch": { "input": "a", "regex": "a", "x": 1 } }), ErrorCode::Location(31024));
-        assert_eq!(parse_err(&doc! { "$regexMatch": { "regex": "a" } }), ErrorCode::Location(31022));
-        assert_eq!(parse_err(&doc! { "$regexMatch": { "input": "a" } }), ErrorCode::Location(31023));
-        assert_eq!(parse_err(&doc! { "$regexMatch": { "input": "a", "regex": 1 } }), ErrorCode::Location(51105));
+        assert_eq!(
+            parse_err(&doc! { "$regexMatch": "a" }),
+            ErrorCode::Location(51103)
+        );
+        assert_eq!(
+            parse_err(&doc! { "$regexMatch": { "input": "a", "regex": "a", "x": 1 } }),
+            ErrorCode::Location(31024)
+        );
+        assert_eq!(
+            parse_err(&doc! { "$regexMatch": { "regex": "a" } }),
+            ErrorCode::Location(31022)
+        );
+        assert_eq!(
+            parse_err(&doc! { "$regexMatch": { "input": "a" } }),
+            ErrorCode::Location(31023)
+        );
+        assert_eq!(
+            parse_err(&doc! { "$regexMatch": { "input": "a", "regex": 1 } }),
+            ErrorCode::Location(51105)
+        );
         assert_eq!(
             parse_err(&doc! { "$regexMatch": { "input": "a", "regex": "a", "options": 1 } }),
             ErrorCode::Location(51106)
@@ -404,16 +465,31 @@ mod tests {
             parse_err(&doc! { "$regexMatch": { "input": "a", "regex": "a", "options": "q" } }),
             ErrorCode::Location(51108)
         );
-        assert_eq!(parse_err(&doc! { "$regexMatch": { "input": "a", "regex": "(" } }), ErrorCode::Location(51111));
-        // Backreferences are PCRE's, not the regex crate's.
-        assert_eq!(parse_err(&doc! { "$regexMatch": { "input": "a", "regex": "(a)\\1" } }), ErrorCode::Location(51111));
-        assert_eq!(parse_err(&doc! { "$regexMatch": { "input": "a", "regex": "a{1000}{1000}" } }), ErrorCode::Location(51111));
         assert_eq!(
-            eval_err(&doc! { "$regexMatch": { "input": 1, "regex": "a" } }, &doc! {}),
+            parse_err(&doc! { "$regexMatch": { "input": "a", "regex": "(" } }),
+            ErrorCode::Location(51111)
+        );
+        // Backreferences are PCRE's, not the regex crate's.
+        assert_eq!(
+            parse_err(&doc! { "$regexMatch": { "input": "a", "regex": "(a)\\1" } }),
+            ErrorCode::Location(51111)
+        );
+        assert_eq!(
+            parse_err(&doc! { "$regexMatch": { "input": "a", "regex": "a{1000}{1000}" } }),
+            ErrorCode::Location(51111)
+        );
+        assert_eq!(
+            eval_err(
+                &doc! { "$regexMatch": { "input": 1, "regex": "a" } },
+                &doc! {}
+            ),
             ErrorCode::Location(51104)
         );
         assert_eq!(
-            eval_err(&doc! { "$regexFind": { "input": "a", "regex": "$r" } }, &doc! { "r": "(" }),
+            eval_err(
+                &doc! { "$regexFind": { "input": "a", "regex": "$r" } },
+                &doc! { "r": "(" }
+            ),
             ErrorCode::Location(51111)
         );
     }

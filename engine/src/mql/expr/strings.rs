@@ -111,8 +111,8 @@ pub(super) fn parse(op: &str, arg: &Bson, target: &Resolve<'_>) -> Result<Option
 fn default_trim(c: char) -> bool {
     matches!(
         c,
-        '\0' | ' ' | '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | '\u{a0}' | '\u{1680}'
-            | '\u{2000}'..='\u{200a}'
+        '\0' | ' ' | '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | '\u{a0}' | '\u{1680}' | '\u{2000}'
+            ..='\u{200a}'
     )
 }
 
@@ -216,7 +216,11 @@ impl StringExpr {
                 if sep.is_empty() {
                     return Err(fail(40087, "$split requires a non-empty separator"));
                 }
-                Bson::Array(s.split(sep.as_str()).map(|p| Bson::String(p.to_owned())).collect())
+                Bson::Array(
+                    s.split(sep.as_str())
+                        .map(|p| Bson::String(p.to_owned()))
+                        .collect(),
+                )
             }
             StringExpr::Trim { side, input, chars } => {
                 let name = match side {
@@ -253,7 +257,10 @@ impl StringExpr {
                         }
                     },
                 };
-                let trims = |c: char| set.as_ref().map_or_else(|| default_trim(c), |s| s.contains(&c));
+                let trims = |c: char| {
+                    set.as_ref()
+                        .map_or_else(|| default_trim(c), |s| s.contains(&c))
+                };
                 Bson::String(
                     match side {
                         Side::Both => s.trim_matches(trims),
@@ -309,17 +316,20 @@ impl StringExpr {
                 let mut bounds = [0_usize, usize::MAX];
                 for (i, x) in xs.iter().enumerate().skip(2) {
                     let b = v(x)?;
-                    let n = b.as_ref().and_then(crate::mql::filter::exact_int).ok_or_else(|| {
-                        fail(
-                            40096,
-                            format!(
-                                "$indexOfCP requires an integral {} index, found a value of \
+                    let n = b
+                        .as_ref()
+                        .and_then(crate::mql::filter::exact_int)
+                        .ok_or_else(|| {
+                            fail(
+                                40096,
+                                format!(
+                                    "$indexOfCP requires an integral {} index, found a value of \
                                  type: {}",
-                                if i == 2 { "starting" } else { "ending" },
-                                type_name(b.as_ref())
-                            ),
-                        )
-                    })?;
+                                    if i == 2 { "starting" } else { "ending" },
+                                    type_name(b.as_ref())
+                                ),
+                            )
+                        })?;
                     bounds[i - 2] = usize::try_from(n).map_err(|_| {
                         fail(
                             40097,
@@ -344,11 +354,10 @@ impl StringExpr {
             StringExpr::Replace { all, args } => {
                 let name = if *all { "$replaceAll" } else { "$replaceOne" };
                 let mut got = Vec::with_capacity(3);
-                for (x, (what, code)) in args.iter().zip([
-                    ("input", 51746),
-                    ("find", 51745),
-                    ("replacement", 51744),
-                ]) {
+                for (x, (what, code)) in
+                    args.iter()
+                        .zip([("input", 51746), ("find", 51745), ("replacement", 51744)])
+                {
                     let x = v(x)?;
                     if !nullish(x.as_ref()) && !matches!(x, Some(Bson::String(_))) {
                         return Err(fail(
@@ -361,8 +370,11 @@ impl StringExpr {
                     }
                     got.push(x);
                 }
-                let [Some(Bson::String(input)), Some(Bson::String(find)), Some(Bson::String(with))] =
-                    &got[..]
+                let [
+                    Some(Bson::String(input)),
+                    Some(Bson::String(find)),
+                    Some(Bson::String(with)),
+                ] = &got[..]
                 else {
                     return Ok(Some(Bson::Null));
                 };
@@ -383,9 +395,9 @@ fn substr_cp(
     len: Option<&Bson>,
 ) -> std::result::Result<String, EvalError> {
     let index = |v: Option<&Bson>, what: &str, codes: (u32, u32, u32)| {
-        let v = v.filter(|v| args::is_number(v)).ok_or_else(|| {
-            fail(codes.0, format!("$substrCP: {what} must be a numeric type"))
-        })?;
+        let v = v
+            .filter(|v| args::is_number(v))
+            .ok_or_else(|| fail(codes.0, format!("$substrCP: {what} must be a numeric type")))?;
         let n = args::int32(v).ok_or_else(|| {
             fail(
                 codes.1,
@@ -393,7 +405,10 @@ fn substr_cp(
             )
         })?;
         usize::try_from(n).map_err(|_| {
-            fail(codes.2, format!("$substrCP: {what} must be a nonnegative integer"))
+            fail(
+                codes.2,
+                format!("$substrCP: {what} must be a nonnegative integer"),
+            )
         })
     };
     let start = index(start, "starting index", (34450, 34451, 34455))?;
@@ -413,7 +428,10 @@ fn substr_bytes(
             Some(Bson::Int32(n)) => Ok(i64::from(*n)),
             Some(Bson::Int64(n)) => Ok(*n),
             Some(Bson::Double(d)) => Ok(d.trunc() as i64),
-            _ => Err(fail(code, format!("$substrBytes: {what} must be a numeric type"))),
+            _ => Err(fail(
+                code,
+                format!("$substrBytes: {what} must be a numeric type"),
+            )),
         }
     };
     let start = whole(start, 16034, "starting index")?;
@@ -440,7 +458,9 @@ fn substr_bytes(
             "$substrBytes: Invalid range, ending index is in the middle of a UTF-8 character.",
         ));
     }
-    Ok(s.get(start.min(b.len())..end).unwrap_or_default().to_owned())
+    Ok(s.get(start.min(b.len())..end)
+        .unwrap_or_default()
+        .to_owned())
 }
 
 /// `$indexOfCP`: the code point index of the first `token` in `s` at or after `start` and
@@ -479,23 +499,41 @@ mod tests {
     #[test]
     fn concat_is_null_on_a_null_operand_and_refuses_non_strings() {
         assert_eq!(
-            eval(&doc! { "$concat": ["$item", " - ", "$d"] }, &doc! { "item": "abc", "d": "x" }),
+            eval(
+                &doc! { "$concat": ["$item", " - ", "$d"] },
+                &doc! { "item": "abc", "d": "x" }
+            ),
             s("abc - x")
         );
         assert_eq!(value(&doc! { "$concat": ["a", null] }), Some(Bson::Null));
-        assert_eq!(value(&doc! { "$concat": ["a", "$missing"] }), Some(Bson::Null));
+        assert_eq!(
+            value(&doc! { "$concat": ["a", "$missing"] }),
+            Some(Bson::Null)
+        );
         assert_eq!(value(&doc! { "$concat": [] }), s(""));
-        assert_eq!(eval_err(&doc! { "$concat": ["a", 1] }, &doc! {}), ErrorCode::Location(16702));
+        assert_eq!(
+            eval_err(&doc! { "$concat": ["a", 1] }, &doc! {}),
+            ErrorCode::Location(16702)
+        );
     }
 
     #[test]
     fn substr_counts_code_points_or_bytes() {
         // The manual's examples.
-        assert_eq!(value(&doc! { "$substrCP": ["cafétéria", 0, 5] }), s("cafét"));
+        assert_eq!(
+            value(&doc! { "$substrCP": ["cafétéria", 0, 5] }),
+            s("cafét")
+        );
         assert_eq!(value(&doc! { "$substrCP": ["cafétéria", 5, 4] }), s("éria"));
         assert_eq!(value(&doc! { "$substrCP": ["cafétéria", 7, 3] }), s("ia"));
-        assert_eq!(value(&doc! { "$substrBytes": ["cafétéria", 0, 5] }), s("café"));
-        assert_eq!(value(&doc! { "$substrBytes": ["cafétéria", 5, 4] }), s("tér"));
+        assert_eq!(
+            value(&doc! { "$substrBytes": ["cafétéria", 0, 5] }),
+            s("café")
+        );
+        assert_eq!(
+            value(&doc! { "$substrBytes": ["cafétéria", 5, 4] }),
+            s("tér")
+        );
         assert_eq!(
             eval_err(&doc! { "$substrBytes": ["cafétéria", 7, 3] }, &doc! {}),
             ErrorCode::Location(28656)
@@ -509,11 +547,26 @@ mod tests {
         // Null is "", numbers convert.
         assert_eq!(value(&doc! { "$substrCP": [null, 0, 2] }), s(""));
         assert_eq!(value(&doc! { "$substrCP": [12345, 1, 2] }), s("23"));
-        assert_eq!(eval_err(&doc! { "$substrCP": ["a", "0", 1] }, &doc! {}), ErrorCode::Location(34450));
-        assert_eq!(eval_err(&doc! { "$substrCP": ["a", 0.5, 1] }, &doc! {}), ErrorCode::Location(34451));
-        assert_eq!(eval_err(&doc! { "$substrCP": ["a", 0, -1] }, &doc! {}), ErrorCode::Location(34454));
-        assert_eq!(eval_err(&doc! { "$substrCP": ["a", -1, 1] }, &doc! {}), ErrorCode::Location(34455));
-        assert_eq!(parse_err(&doc! { "$substrCP": ["a", 0] }), ErrorCode::Location(16020));
+        assert_eq!(
+            eval_err(&doc! { "$substrCP": ["a", "0", 1] }, &doc! {}),
+            ErrorCode::Location(34450)
+        );
+        assert_eq!(
+            eval_err(&doc! { "$substrCP": ["a", 0.5, 1] }, &doc! {}),
+            ErrorCode::Location(34451)
+        );
+        assert_eq!(
+            eval_err(&doc! { "$substrCP": ["a", 0, -1] }, &doc! {}),
+            ErrorCode::Location(34454)
+        );
+        assert_eq!(
+            eval_err(&doc! { "$substrCP": ["a", -1, 1] }, &doc! {}),
+            ErrorCode::Location(34455)
+        );
+        assert_eq!(
+            parse_err(&doc! { "$substrCP": ["a", 0] }),
+            ErrorCode::Location(16020)
+        );
     }
 
     #[test]
@@ -523,7 +576,10 @@ mod tests {
         assert_eq!(value(&doc! { "$toUpper": null }), s(""));
         assert_eq!(value(&doc! { "$toUpper": "$missing" }), s(""));
         assert_eq!(value(&doc! { "$toLower": 1.5 }), s("1.5"));
-        assert_eq!(eval_err(&doc! { "$toUpper": [[1]] }, &doc! {}), ErrorCode::Location(16007));
+        assert_eq!(
+            eval_err(&doc! { "$toUpper": [[1]] }, &doc! {}),
+            ErrorCode::Location(16007)
+        );
     }
 
     #[test]
@@ -537,71 +593,171 @@ mod tests {
             Some(Bson::Array(vec!["a".into(), "b".into(), "".into()]))
         );
         assert_eq!(value(&doc! { "$split": [null, ","] }), Some(Bson::Null));
-        assert_eq!(eval_err(&doc! { "$split": [1, ","] }, &doc! {}), ErrorCode::Location(40085));
-        assert_eq!(eval_err(&doc! { "$split": ["a", 1] }, &doc! {}), ErrorCode::Location(40086));
-        assert_eq!(eval_err(&doc! { "$split": ["a", ""] }, &doc! {}), ErrorCode::Location(40087));
+        assert_eq!(
+            eval_err(&doc! { "$split": [1, ","] }, &doc! {}),
+            ErrorCode::Location(40085)
+        );
+        assert_eq!(
+            eval_err(&doc! { "$split": ["a", 1] }, &doc! {}),
+            ErrorCode::Location(40086)
+        );
+        assert_eq!(
+            eval_err(&doc! { "$split": ["a", ""] }, &doc! {}),
+            ErrorCode::Location(40087)
+        );
     }
 
     #[test]
     fn trim_removes_whitespace_or_the_given_chars() {
-        assert_eq!(value(&doc! { "$trim": { "input": "  \n good  bread \t " } }), s("good  bread"));
+        assert_eq!(
+            value(&doc! { "$trim": { "input": "  \n good  bread \t " } }),
+            s("good  bread")
+        );
         assert_eq!(value(&doc! { "$ltrim": { "input": "  a  " } }), s("a  "));
         assert_eq!(value(&doc! { "$rtrim": { "input": "  a  " } }), s("  a"));
-        assert_eq!(value(&doc! { "$trim": { "input": "\u{2002}a\u{a0}" } }), s("a"));
-        assert_eq!(value(&doc! { "$trim": { "input": "xxaxyx", "chars": "xy" } }), s("a"));
-        assert_eq!(value(&doc! { "$trim": { "input": null } }), Some(Bson::Null));
-        assert_eq!(value(&doc! { "$trim": { "input": "a", "chars": null } }), Some(Bson::Null));
-        assert_eq!(eval_err(&doc! { "$trim": { "input": 1 } }, &doc! {}), ErrorCode::Location(50699));
+        assert_eq!(
+            value(&doc! { "$trim": { "input": "\u{2002}a\u{a0}" } }),
+            s("a")
+        );
+        assert_eq!(
+            value(&doc! { "$trim": { "input": "xxaxyx", "chars": "xy" } }),
+            s("a")
+        );
+        assert_eq!(
+            value(&doc! { "$trim": { "input": null } }),
+            Some(Bson::Null)
+        );
+        assert_eq!(
+            value(&doc! { "$trim": { "input": "a", "chars": null } }),
+            Some(Bson::Null)
+        );
+        assert_eq!(
+            eval_err(&doc! { "$trim": { "input": 1 } }, &doc! {}),
+            ErrorCode::Location(50699)
+        );
         assert_eq!(
             eval_err(&doc! { "$trim": { "input": "a", "chars": 1 } }, &doc! {}),
             ErrorCode::Location(50700)
         );
-        assert_eq!(parse_err(&doc! { "$trim": "a" }), ErrorCode::Location(50696));
-        assert_eq!(parse_err(&doc! { "$trim": { "input": "a", "x": 1 } }), ErrorCode::Location(50694));
-        assert_eq!(parse_err(&doc! { "$trim": { "chars": "a" } }), ErrorCode::Location(50695));
+        assert_eq!(
+            parse_err(&doc! { "$trim": "a" }),
+            ErrorCode::Location(50696)
+        );
+        assert_eq!(
+            parse_err(&doc! { "$trim": { "input": "a", "x": 1 } }),
+            ErrorCode::Location(50694)
+        );
+        assert_eq!(
+            parse_err(&doc! { "$trim": { "chars": "a" } }),
+            ErrorCode::Location(50695)
+        );
     }
 
     #[test]
     fn lengths_count_code_points_or_bytes_and_refuse_null() {
-        assert_eq!(value(&doc! { "$strLenCP": "cafétéria" }), Some(Bson::Int32(9)));
-        assert_eq!(value(&doc! { "$strLenBytes": "cafétéria" }), Some(Bson::Int32(11)));
-        assert_eq!(value(&doc! { "$strLenBytes": "寿司" }), Some(Bson::Int32(6)));
-        assert_eq!(eval_err(&doc! { "$strLenCP": null }, &doc! {}), ErrorCode::Location(34471));
-        assert_eq!(eval_err(&doc! { "$strLenBytes": 1 }, &doc! {}), ErrorCode::Location(34473));
+        assert_eq!(
+            value(&doc! { "$strLenCP": "cafétéria" }),
+            Some(Bson::Int32(9))
+        );
+        assert_eq!(
+            value(&doc! { "$strLenBytes": "cafétéria" }),
+            Some(Bson::Int32(11))
+        );
+        assert_eq!(
+            value(&doc! { "$strLenBytes": "寿司" }),
+            Some(Bson::Int32(6))
+        );
+        assert_eq!(
+            eval_err(&doc! { "$strLenCP": null }, &doc! {}),
+            ErrorCode::Location(34471)
+        );
+        assert_eq!(
+            eval_err(&doc! { "$strLenBytes": 1 }, &doc! {}),
+            ErrorCode::Location(34473)
+        );
     }
 
     #[test]
     fn index_of_cp_counts_code_points_within_bounds() {
-        assert_eq!(value(&doc! { "$indexOfCP": ["cafeteria", "e"] }), Some(Bson::Int32(3)));
-        assert_eq!(value(&doc! { "$indexOfCP": ["cafétéria", "é"] }), Some(Bson::Int32(3)));
-        assert_eq!(value(&doc! { "$indexOfCP": ["cafétéria", "t"] }), Some(Bson::Int32(4)));
-        assert_eq!(value(&doc! { "$indexOfCP": ["foo.bar.fi", ".", 5] }), Some(Bson::Int32(7)));
-        assert_eq!(value(&doc! { "$indexOfCP": ["vanilla", "ll", 0, 2] }), Some(Bson::Int32(-1)));
-        assert_eq!(value(&doc! { "$indexOfCP": ["vanilla", "nilla", 3, 5] }), Some(Bson::Int32(-1)));
-        assert_eq!(value(&doc! { "$indexOfCP": ["abc", "", 1] }), Some(Bson::Int32(1)));
-        assert_eq!(value(&doc! { "$indexOfCP": ["abc", "b", 5, 2] }), Some(Bson::Int32(-1)));
+        assert_eq!(
+            value(&doc! { "$indexOfCP": ["cafeteria", "e"] }),
+            Some(Bson::Int32(3))
+        );
+        assert_eq!(
+            value(&doc! { "$indexOfCP": ["cafétéria", "é"] }),
+            Some(Bson::Int32(3))
+        );
+        assert_eq!(
+            value(&doc! { "$indexOfCP": ["cafétéria", "t"] }),
+            Some(Bson::Int32(4))
+        );
+        assert_eq!(
+            value(&doc! { "$indexOfCP": ["foo.bar.fi", ".", 5] }),
+            Some(Bson::Int32(7))
+        );
+        assert_eq!(
+            value(&doc! { "$indexOfCP": ["vanilla", "ll", 0, 2] }),
+            Some(Bson::Int32(-1))
+        );
+        assert_eq!(
+            value(&doc! { "$indexOfCP": ["vanilla", "nilla", 3, 5] }),
+            Some(Bson::Int32(-1))
+        );
+        assert_eq!(
+            value(&doc! { "$indexOfCP": ["abc", "", 1] }),
+            Some(Bson::Int32(1))
+        );
+        assert_eq!(
+            value(&doc! { "$indexOfCP": ["abc", "b", 5, 2] }),
+            Some(Bson::Int32(-1))
+        );
         assert_eq!(value(&doc! { "$indexOfCP": [null, "a"] }), Some(Bson::Null));
-        assert_eq!(eval_err(&doc! { "$indexOfCP": [1, "a"] }, &doc! {}), ErrorCode::Location(40093));
-        assert_eq!(eval_err(&doc! { "$indexOfCP": ["a", null] }, &doc! {}), ErrorCode::Location(40094));
-        assert_eq!(eval_err(&doc! { "$indexOfCP": ["a", "a", 1.5] }, &doc! {}), ErrorCode::Location(40096));
-        assert_eq!(eval_err(&doc! { "$indexOfCP": ["a", "a", -1] }, &doc! {}), ErrorCode::Location(40097));
+        assert_eq!(
+            eval_err(&doc! { "$indexOfCP": [1, "a"] }, &doc! {}),
+            ErrorCode::Location(40093)
+        );
+        assert_eq!(
+            eval_err(&doc! { "$indexOfCP": ["a", null] }, &doc! {}),
+            ErrorCode::Location(40094)
+        );
+        assert_eq!(
+            eval_err(&doc! { "$indexOfCP": ["a", "a", 1.5] }, &doc! {}),
+            ErrorCode::Location(40096)
+        );
+        assert_eq!(
+            eval_err(&doc! { "$indexOfCP": ["a", "a", -1] }, &doc! {}),
+            ErrorCode::Location(40097)
+        );
     }
 
     #[test]
     fn strcasecmp_folds_ascii_case() {
-        assert_eq!(value(&doc! { "$strcasecmp": ["ABC", "abc"] }), Some(Bson::Int32(0)));
-        assert_eq!(value(&doc! { "$strcasecmp": ["abc", "ABD"] }), Some(Bson::Int32(-1)));
-        assert_eq!(value(&doc! { "$strcasecmp": ["b", null] }), Some(Bson::Int32(1)));
+        assert_eq!(
+            value(&doc! { "$strcasecmp": ["ABC", "abc"] }),
+            Some(Bson::Int32(0))
+        );
+        assert_eq!(
+            value(&doc! { "$strcasecmp": ["abc", "ABD"] }),
+            Some(Bson::Int32(-1))
+        );
+        assert_eq!(
+            value(&doc! { "$strcasecmp": ["b", null] }),
+            Some(Bson::Int32(1))
+        );
     }
 
     #[test]
     fn replace_one_or_all_occurrences() {
         assert_eq!(
-            value(&doc! { "$replaceOne": { "input": "blue paint blue", "find": "blue", "replacement": "red" } }),
+            value(
+                &doc! { "$replaceOne": { "input": "blue paint blue", "find": "blue", "replacement": "red" } }
+            ),
             s("red paint blue")
         );
         assert_eq!(
-            value(&doc! { "$replaceAll": { "input": "blue paint blue", "find": "blue", "replacement": "red" } }),
+            value(
+                &doc! { "$replaceAll": { "input": "blue paint blue", "find": "blue", "replacement": "red" } }
+            ),
             s("red paint red")
         );
         assert_eq!(
@@ -609,7 +765,10 @@ mod tests {
             Some(Bson::Null)
         );
         assert_eq!(
-            eval_err(&doc! { "$replaceAll": { "input": 1, "find": "a", "replacement": "b" } }, &doc! {}),
+            eval_err(
+                &doc! { "$replaceAll": { "input": 1, "find": "a", "replacement": "b" } },
+                &doc! {}
+            ),
             ErrorCode::Location(51746)
         );
         assert_eq!(

@@ -66,16 +66,24 @@ pub(super) fn parse(op: &str, arg: &Bson, target: &Resolve<'_>) -> Result<Option
                             other => {
                                 return Err(rejected(
                                     40063,
-                                    format!("$switch found an unknown argument to a branch: {other}"),
+                                    format!(
+                                        "$switch found an unknown argument to a branch: {other}"
+                                    ),
                                 ));
                             }
                         }
                     }
                     let case = case.ok_or_else(|| {
-                        rejected(40064, "$switch requires each branch have a 'case' expression".to_owned())
+                        rejected(
+                            40064,
+                            "$switch requires each branch have a 'case' expression".to_owned(),
+                        )
                     })?;
                     let then = then.ok_or_else(|| {
-                        rejected(40065, "$switch requires each branch have a 'then' expression.".to_owned())
+                        rejected(
+                            40065,
+                            "$switch requires each branch have a 'then' expression.".to_owned(),
+                        )
                     })?;
                     branches.push((case, then));
                 }
@@ -90,7 +98,10 @@ pub(super) fn parse(op: &str, arg: &Bson, target: &Resolve<'_>) -> Result<Option
         }
     }
     if branches.is_empty() {
-        return Err(rejected(40068, "$switch requires at least one branch.".to_owned()));
+        return Err(rejected(
+            40068,
+            "$switch requires at least one branch.".to_owned(),
+        ));
     }
     Ok(Some(Expr::Switch(Box::new(Switch { branches, default }))))
 }
@@ -163,9 +174,18 @@ mod tests {
 
     #[test]
     fn malformed_switches_are_refused_with_mongodb_codes() {
-        assert_eq!(parse_err(&doc! { "$switch": [1] }), ErrorCode::Location(40060));
-        assert_eq!(parse_err(&doc! { "$switch": { "branches": 1 } }), ErrorCode::Location(40061));
-        assert_eq!(parse_err(&doc! { "$switch": { "branches": [1] } }), ErrorCode::Location(40062));
+        assert_eq!(
+            parse_err(&doc! { "$switch": [1] }),
+            ErrorCode::Location(40060)
+        );
+        assert_eq!(
+            parse_err(&doc! { "$switch": { "branches": 1 } }),
+            ErrorCode::Location(40061)
+        );
+        assert_eq!(
+            parse_err(&doc! { "$switch": { "branches": [1] } }),
+            ErrorCode::Location(40062)
+        );
         assert_eq!(
             parse_err(&doc! { "$switch": { "branches": [{ "case": true, "x": 1 }] } }),
             ErrorCode::Location(40063)
@@ -178,7 +198,13 @@ mod tests {
             parse_err(&doc! { "$switch": { "branches": [{ "case": true }] } }),
             ErrorCode::Location(40065)
         );
-        assert_eq!(parse_err(&doc! { "$switch": { "branches": [], "x": 1 } }), ErrorCode::Location(40067));
-        assert_eq!(parse_err(&doc! { "$switch": { "branches": [] } }), ErrorCode::Location(40068));
+        assert_eq!(
+            parse_err(&doc! { "$switch": { "branches": [], "x": 1 } }),
+            ErrorCode::Location(40067)
+        );
+        assert_eq!(
+            parse_err(&doc! { "$switch": { "branches": [] } }),
+            ErrorCode::Location(40068)
+        );
     }
 }
