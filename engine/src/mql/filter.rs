@@ -716,6 +716,12 @@ impl Values for DocValues<'_> {
             Target::Field => self.doc.get(&path[0]).map(Cow::Borrowed),
         })
     }
+
+    /// The document: only filters over pipeline stage documents read it (the others refuse
+    /// `$$ROOT` when parsed).
+    fn document(&self) -> Option<Cow<'_, Bson>> {
+        Some(Cow::Owned(Bson::Document(self.doc.clone())))
+    }
 }
 
 impl Filter {
@@ -1414,17 +1420,23 @@ fn truthy(v: &Bson) -> bool {
     }
 }
 
+/// The time field of filters over pipeline stage documents (`pipeline/stage.rs`'s
+/// `NO_TIME`, a name no field can have): their `$expr` may read `$$ROOT`.
+const STAGE_DOCUMENTS: &str = "\u{1}";
+
 /// An `$expr` operand as a clause.
 fn parse_expr(v: &Bson, time_field: &str, meta_field: Option<&str>) -> Result<Node> {
     let target = |path: &[String]| {
         let (t, rel) = target_of(path, time_field, meta_field);
         (t, rel.to_vec())
     };
-    if crate::mql::expr::reads_document(v) {
+    // A pipeline's `$match` (time field "\u{1}", over whole stage documents) can read the
+    // whole document; a find filter, over measurements unpacked column by column, cannot.
+    if time_field != STAGE_DOCUMENTS && crate::mql::expr::reads_document(v) {
         return Err(Error::rejected(
             ErrorCode::BadValue,
-            "$expr: $$ROOT and $$CURRENT (the whole document) can be read by pipeline stages \
-             after the leading $match, not by a find filter's $expr",
+            "$expr: $$ROOT and $$CURRENT (the whole document) can be read in pipeline stages, \
+             not in a find, update or delete filter's $expr",
         ));
     }
     Ok(Node::Expr(Expr::parse(v, &target)?))

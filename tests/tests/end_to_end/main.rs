@@ -14,6 +14,7 @@ mod arrow_results;
 #[cfg(unix)]
 mod closed_buckets_skip_journal;
 mod compact;
+mod expressions;
 mod find_cursor_streams;
 mod journal_damaged_open;
 mod manual_examples;

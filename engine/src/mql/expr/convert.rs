@@ -124,6 +124,8 @@ pub(crate) enum To {
 pub(crate) enum ConvertExpr {
     /// `$convert` or a `$to…` shorthand (no `onError`, no `onNull`).
     Convert {
+        /// `$convert` or the shorthand's name, for errors.
+        op: &'static str,
         input: Expr,
         to: To,
         on_error: Option<Expr>,
@@ -142,9 +144,10 @@ pub(crate) enum ConvertExpr {
 /// `input` / `to`; a constant `to` that is no type (see [`Kind::of`]); MongoDB's 16020 for
 /// a shorthand given other than one operand.
 pub(super) fn parse(op: &str, arg: &Bson, target: &Resolve<'_>) -> Result<Option<Expr>> {
-    let shorthand = |kind: Kind| -> Result<ConvertExpr> {
+    let shorthand = |op: &'static str, kind: Kind| -> Result<ConvertExpr> {
         let [input] = args::exactly::<1>(op, arg, target)?;
         Ok(ConvertExpr::Convert {
+            op,
             input,
             to: To::Const(Some(kind)),
             on_error: None,
@@ -153,14 +156,14 @@ pub(super) fn parse(op: &str, arg: &Bson, target: &Resolve<'_>) -> Result<Option
     };
     let e = match op {
         "$convert" => parse_convert(arg, target)?,
-        "$toString" => shorthand(Kind::String)?,
-        "$toInt" => shorthand(Kind::Int)?,
-        "$toLong" => shorthand(Kind::Long)?,
-        "$toDouble" => shorthand(Kind::Double)?,
-        "$toDecimal" => shorthand(Kind::Decimal)?,
-        "$toBool" => shorthand(Kind::Bool)?,
-        "$toDate" => shorthand(Kind::Date)?,
-        "$toObjectId" => shorthand(Kind::ObjectId)?,
+        "$toString" => shorthand("$toString", Kind::String)?,
+        "$toInt" => shorthand("$toInt", Kind::Int)?,
+        "$toLong" => shorthand("$toLong", Kind::Long)?,
+        "$toDouble" => shorthand("$toDouble", Kind::Double)?,
+        "$toDecimal" => shorthand("$toDecimal", Kind::Decimal)?,
+        "$toBool" => shorthand("$toBool", Kind::Bool)?,
+        "$toDate" => shorthand("$toDate", Kind::Date)?,
+        "$toObjectId" => shorthand("$toObjectId", Kind::ObjectId)?,
         "$type" => {
             let [x] = args::exactly::<1>(op, arg, target)?;
             ConvertExpr::Type(x)
@@ -202,6 +205,7 @@ fn parse_convert(arg: &Bson, target: &Resolve<'_>) -> Result<ConvertExpr> {
         e => To::Dynamic(e),
     };
     Ok(ConvertExpr::Convert {
+        op: "$convert",
         input: Expr::parse(input, target)?,
         to,
         on_error: args::optional(d.get("onError"), target)?,
@@ -217,6 +221,7 @@ impl ConvertExpr {
                 to,
                 on_error,
                 on_null,
+                ..
             } => {
                 input.fields(out);
                 if let To::Dynamic(t) = to {
@@ -246,6 +251,7 @@ impl ConvertExpr {
                     .is_some_and(args::is_number),
             ))),
             ConvertExpr::Convert {
+                op,
                 input,
                 to,
                 on_error,
@@ -269,7 +275,11 @@ impl ConvertExpr {
                 let converted = match kind {
                     Some(k) => convert(k, &v),
                     None => Err(unsupported(&v, "that type")),
-                };
+                }
+                .map_err(|e| match e {
+                    EvalError::Failed(c, m) => EvalError::Failed(c, m.replace("$convert", op)),
+                    other => other,
+                });
                 match (converted, on_error) {
                     (Err(EvalError::Failed(ErrorCode::ConversionFailure, _)), Some(e)) => {
                         value(e, values, vars)

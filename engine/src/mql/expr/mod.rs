@@ -210,6 +210,9 @@ impl Expr {
             Expr::String(c) => c.fields(out),
             Expr::Regex(c) => c.fields(out),
             Expr::ArrayOp(c) => c.fields(out),
+            Expr::Var(name, _) if matches!(name.as_str(), "ROOT" | "CURRENT") => {
+                out.push((Target::Field, &WHOLE_DOCUMENT));
+            }
             Expr::Var(..) => {}
             Expr::Let(bound, e) => {
                 bound.iter().for_each(|(_, x)| x.fields(out));
@@ -523,6 +526,10 @@ const SUPPORTED: &str = "$literal, $let, $eq, $ne, $gt, $gte, $lt, $lte, $and, $
      $isNumber, $size, $arrayElemAt, $first, $last, $filter, $map, $reduce, $in, $slice, \
      $concatArrays, $isArray, $range, $reverseArray, $dateTrunc, $dateAdd, $dateSubtract, \
      $dateDiff and the date parts";
+
+/// What `$$ROOT` reads, for [`Expr::fields`]: a field named "" stands for the whole
+/// document (so a filter reading it is not judged on the meta field alone).
+static WHOLE_DOCUMENT: [String; 1] = [String::new()];
 
 /// System variables: `$$ROOT` and `$$CURRENT` (the whole document), `$$REMOVE` (missing).
 /// `$$NOW` is resolved when the expression is parsed.
