@@ -158,6 +158,22 @@ fn pipeline_stages_read_root_and_remove() {
         ])
         .expect("aggregate");
     assert_eq!(out, vec![doc! { "fields": 2, "later": true }]);
+    // $group collects whole documents with $$ROOT.
+    let out = coll
+        .aggregate(&[
+            sorted(),
+            doc! { "$group": { "_id": "$m.sensor", "all": { "$push": "$$ROOT" } } },
+            doc! { "$sort": { "_id": 1 } },
+            doc! { "$project": { "n": { "$size": "$all" }, "temps": { "$map": { "input": "$all", "in": "$$this.temp" } } } },
+        ])
+        .expect("aggregate");
+    assert_eq!(
+        out,
+        vec![
+            doc! { "_id": "north-1", "n": 2, "temps": [21.46, 30.5] },
+            doc! { "_id": "south-2", "n": 1, "temps": [-4.0] },
+        ]
+    );
     // Errors carry MongoDB's codes through the stage.
     let err = coll
         .aggregate(&[doc! { "$project": { "x": { "$toInt": "$note" } } }])

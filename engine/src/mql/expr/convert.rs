@@ -71,6 +71,10 @@ impl Kind {
             _ => None,
         };
         match to {
+            // MongoDB 8.0's `{type, subtype}` form (the subtype is for binData only).
+            Bson::Document(d) if d.contains_key("type") => {
+                Kind::of(d.get("type").unwrap_or(&Bson::Null))
+            }
             Bson::String(s) => named(s).ok_or_else(|| {
                 EvalError::failed(ErrorCode::BadValue, format!("Unknown type name: {s}"))
             }),
