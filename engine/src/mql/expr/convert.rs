@@ -55,7 +55,8 @@ impl Kind {
             | "javascriptWithScope"
             | "timestamp"
             | "minKey"
-            | "maxKey" => Some(None),
+            | "maxKey"
+            | "missing" => Some(None),
             _ => None,
         };
         let numbered = |n: i64| match n {

@@ -1,6 +1,6 @@
 //! Regular expressions: `$regexMatch`, `$regexFind`, `$regexFindAll` (`{input, regex,
 //! options}`; `regex` a string or a BSON regular expression, `options` of `i`, `m`, `s`,
-//! `x`). A constant pattern is compiled once, when the expression is parsed. Matches are
+//! `x`, and `u`, which changes nothing). A constant pattern is compiled once, when the expression is parsed. Matches are
 //! `{match, idx, captures}` with `idx` in code points and a null capture for a group that
 //! did not take part. Patterns are compiled by the `regex` crate (bounded in size), whose
 //! syntax is close to PCRE's but has no look-around and no backreferences (such a pattern
@@ -179,6 +179,8 @@ fn compile(
             'm' => b.multi_line(true),
             's' => b.dot_matches_new_line(true),
             'x' => b.ignore_whitespace(true),
+            // UTF-8, which patterns always are (MongoDB accepts it too).
+            'u' => &mut b,
             _ => return Err((51108, format!("{op} invalid flag in regex options: {f}"))),
         };
     }
@@ -417,6 +419,10 @@ mod tests {
                 &d
             ),
             Some(Bson::Boolean(false))
+        );
+        assert_eq!(
+            value(&doc! { "$regexMatch": { "input": "ab", "regex": "B", "options": "ui" } }),
+            Some(Bson::Boolean(true))
         );
         assert_eq!(
             value(&doc! { "$regexMatch": { "input": "a\nb", "regex": "a.b", "options": "s" } }),
