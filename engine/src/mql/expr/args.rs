@@ -185,3 +185,62 @@ pub(super) fn is_number(v: &Bson) -> bool {
         Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) | Bson::Decimal128(_)
     )
 }
+
+/// The most bytes a value built by an expression may take, as [`approx_size`] counts them
+/// (MongoDB's 100 MiB of `internalQueryMaxRangeBytes`, also applied to `$concat`,
+/// `$replaceAll`, `$concatArrays` and the value `$reduce` accumulates, which could otherwise
+/// double at each step).
+pub(super) const VALUE_LIMIT: usize = 100 << 20;
+
+/// About how many bytes `v` takes in memory: the size of a `Bson` a value, plus the bytes
+/// of its strings and keys. Counting stops once past `limit`.
+pub(super) fn approx_size(v: &Bson, limit: usize) -> usize {
+    fn walk(v: &Bson, total: &mut usize, limit: usize) {
+        *total += size_of::<Bson>();
+        if *total > limit {
+            return;
+        }
+        match v {
+            Bson::String(s) | Bson::Symbol(s) | Bson::JavaScriptCode(s) => *total += s.len(),
+            Bson::Array(a) => {
+                for e in a {
+                    walk(e, total, limit);
+                    if *total > limit {
+                        return;
+                    }
+                }
+            }
+            Bson::Document(d) => {
+                for (k, e) in d {
+                    *total += k.len();
+                    walk(e, total, limit);
+                    if *total > limit {
+                        return;
+                    }
+                }
+            }
+            Bson::Binary(b) => *total += b.bytes.len(),
+            _ => {}
+        }
+    }
+    let mut total = 0;
+    walk(v, &mut total, limit);
+    total
+}
+
+/// Fails when `bytes` is past [`VALUE_LIMIT`].
+///
+/// # Errors
+/// `ExceededMemoryLimit` naming `op`.
+pub(super) fn within_limit(op: &str, bytes: usize) -> std::result::Result<(), EvalError> {
+    if bytes > VALUE_LIMIT {
+        return Err(EvalError::failed(
+            ErrorCode::ExceededMemoryLimit,
+            format!(
+                "{op} would use too much memory ({bytes} bytes or more); the limit is \
+                 {VALUE_LIMIT} bytes"
+            ),
+        ));
+    }
+    Ok(())
+}

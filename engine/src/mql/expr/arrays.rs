@@ -351,6 +351,9 @@ impl ArrayExpr {
                     let with_value = vars.with("value", acc.unwrap_or(Bson::Null));
                     let inner = with_value.with("this", item);
                     acc = value(each, values, &inner)?;
+                    if let Some(a) = &acc {
+                        args::within_limit("$reduce", args::approx_size(a, args::VALUE_LIMIT))?;
+                    }
                 }
                 acc
             }
@@ -428,7 +431,13 @@ impl ArrayExpr {
                 for x in xs {
                     match v(x)? {
                         a if nullish(a.as_ref()) => return Ok(Some(Bson::Null)),
-                        Some(Bson::Array(a)) => out.extend(a),
+                        Some(Bson::Array(a)) => {
+                            args::within_limit(
+                                "$concatArrays",
+                                (out.len() + a.len()).saturating_mul(size_of::<Bson>()),
+                            )?;
+                            out.extend(a);
+                        }
                         other => {
                             return Err(fail(
                                 28664,

@@ -156,7 +156,10 @@ impl StringExpr {
                 for x in xs {
                     match v(x)? {
                         a if nullish(a.as_ref()) => return Ok(Some(Bson::Null)),
-                        Some(Bson::String(s)) => out.push_str(&s),
+                        Some(Bson::String(s)) => {
+                            args::within_limit("$concat", out.len() + s.len())?;
+                            out.push_str(&s);
+                        }
                         Some(other) => {
                             return Err(fail(
                                 16702,
@@ -378,6 +381,12 @@ impl StringExpr {
                 else {
                     return Ok(Some(Bson::Null));
                 };
+                let times = if *all {
+                    input.matches(find.as_str()).count()
+                } else {
+                    1
+                };
+                args::within_limit(name, input.len() + times.saturating_mul(with.len()))?;
                 Bson::String(if *all {
                     input.replace(find.as_str(), with)
                 } else {
@@ -774,6 +783,19 @@ mod tests {
         assert_eq!(
             parse_err(&doc! { "$replaceOne": { "input": "a", "find": "a" } }),
             ErrorCode::Location(51747)
+        );
+        // An empty 'find' matches between every character; the result is bounded.
+        assert_eq!(
+            value(&doc! { "$replaceAll": { "input": "ab", "find": "", "replacement": "-" } }),
+            s("-a-b-")
+        );
+        let big = "x".repeat(1 << 20);
+        assert_eq!(
+            eval_err(
+                &doc! { "$replaceAll": { "input": "$s", "find": "", "replacement": "$s" } },
+                &doc! { "s": big }
+            ),
+            ErrorCode::ExceededMemoryLimit
         );
     }
 }
