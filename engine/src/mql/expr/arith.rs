@@ -366,16 +366,8 @@ fn round(half_even: bool, name: &str, values: &[&Bson]) -> std::result::Result<B
                 },
             ))
         }
-        Some(Num::Float(d)) if !d.is_finite() => Ok(Bson::Double(d)),
-        Some(Num::Float(d)) if place >= 0 => {
-            let scaled = d * scale;
-            Ok(Bson::Double(if scaled.is_finite() {
-                at(scaled) / scale
-            } else {
-                d
-            }))
-        }
-        Some(Num::Float(d)) => Ok(Bson::Double(at(d / scale) * scale)),
+        Some(Num::Float(d)) if !d.is_finite() || d == 0.0 => Ok(Bson::Double(d)),
+        Some(Num::Float(d)) => Ok(Bson::Double(decimal_round(d, place, half_even))),
         None => Err(fail(
             51081,
             format!(
@@ -384,6 +376,65 @@ fn round(half_even: bool, name: &str, values: &[&Bson]) -> std::result::Result<B
             ),
         )),
     }
+}
+
+/// A finite, non-zero double rounded (`half_even`) or truncated to decimal `place` as MongoDB
+/// does, through its decimal value of 15 significant digits (so 2.675 rounds to 2.68 and 0.29
+/// truncates to 0.29, where scaling the binary double would give 2.67 and 0.28).
+fn decimal_round(d: f64, place: i64, half_even: bool) -> f64 {
+    // d.dddddddddddddde±x: 15 significant digits.
+    let text = format!("{:.14e}", d.abs());
+    let Some((mantissa, exp)) = text.split_once('e') else {
+        return d;
+    };
+    let Ok(exp) = exp.parse::<i64>() else {
+        return d;
+    };
+    let mut digits: Vec<u8> = mantissa
+        .bytes()
+        .filter(u8::is_ascii_digit)
+        .map(|b| b - b'0')
+        .collect();
+    // Digit i weighs 10^(exp - i): keep those weighing at least 10^-place.
+    let keep = exp + place + 1;
+    let Ok(kept) = usize::try_from(keep) else {
+        return 0.0_f64.copysign(d);
+    };
+    if kept >= digits.len() {
+        return d;
+    }
+    let up = half_even && {
+        let next = digits[kept];
+        let rest = digits[kept + 1..].iter().any(|x| *x != 0);
+        let odd = kept > 0 && digits[kept - 1] % 2 == 1;
+        next > 5 || (next == 5 && (rest || odd))
+    };
+    digits.truncate(kept);
+    let mut exp10 = exp - i64::try_from(kept).unwrap_or(0) + 1;
+    if up {
+        let mut i = kept;
+        loop {
+            if i == 0 {
+                digits.insert(0, 1);
+                break;
+            }
+            i -= 1;
+            if digits[i] == 9 {
+                digits[i] = 0;
+            } else {
+                digits[i] += 1;
+                break;
+            }
+        }
+    }
+    if digits.is_empty() {
+        digits.push(0);
+        exp10 = 0;
+    }
+    let text: String = digits.iter().map(|x| char::from(b'0' + x)).collect();
+    format!("{text}e{exp10}")
+        .parse::<f64>()
+        .map_or(d, |v| v.copysign(d))
 }
 
 /// `$pow`: an integer while the result fits (a long past an int), else a double.
@@ -476,6 +527,18 @@ mod tests {
             Some(Bson::Int32(1200))
         );
         assert_eq!(value(&doc! { "$trunc": -7.8 }), d(-7.0));
+        // Through the decimal value, as MongoDB: not 2.67 and 0.28 of the binary doubles.
+        assert_eq!(value(&doc! { "$round": [2.675, 2] }), d(2.68));
+        assert_eq!(value(&doc! { "$round": [-2.665, 2] }), d(-2.66));
+        assert_eq!(value(&doc! { "$trunc": [0.29, 2] }), d(0.29));
+        assert_eq!(value(&doc! { "$round": [9.96, 1] }), d(10.0));
+        assert_eq!(value(&doc! { "$round": [0.4, 0] }), d(0.0));
+        assert_eq!(value(&doc! { "$round": [0.5, 0] }), d(0.0));
+        assert_eq!(value(&doc! { "$round": [0.51, 0] }), d(1.0));
+        assert_eq!(value(&doc! { "$round": [4.0, -1] }), d(0.0));
+        assert_eq!(value(&doc! { "$round": [6.0, -1] }), d(10.0));
+        assert_eq!(value(&doc! { "$round": [0.001, 1] }), d(0.0));
+        assert_eq!(value(&doc! { "$round": [1.5e300, 2] }), d(1.5e300));
         assert_eq!(value(&doc! { "$round": [null, 1] }), Some(Bson::Null));
         assert_eq!(
             value(&doc! { "$round": [1.5, "$missing"] }),
