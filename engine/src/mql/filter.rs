@@ -678,11 +678,16 @@ impl Node {
         }
     }
 
-    /// Whether every leaf reads the meta field (the tree is judged once per series).
+    /// Whether every leaf reads the meta field, and one does (the tree is judged once per
+    /// series). An `$expr` that reads no field (`{$eq: [1, 2]}`, `$$NOW`) is judged per
+    /// document: a `$match` stage, which judges documents only, must not skip it.
     pub(crate) fn meta_only(&self) -> bool {
-        let mut only = true;
-        self.for_each_leaf(&mut |t, _| only &= t == Target::Meta);
-        only
+        let (mut only, mut any) = (true, false);
+        self.for_each_leaf(&mut |t, _| {
+            only &= t == Target::Meta;
+            any = true;
+        });
+        only && any
     }
 }
 

@@ -184,3 +184,26 @@ fn pipeline_stages_read_root_and_remove() {
         .expect_err("too large a range");
     assert_eq!(err.code(), ErrorCode::ExceededMemoryLimit);
 }
+
+#[test]
+fn a_match_after_a_stage_judges_an_expr_reading_no_field() {
+    let (_dir, _db, coll) = readings();
+    for (expr, n) in [
+        (doc! { "$eq": [1, 2] }, 0),
+        (doc! { "$eq": [1, 1] }, 3),
+        (doc! { "$lt": ["$$NOW", { "$toDate": 0_i64 }] }, 0),
+    ] {
+        let out = coll
+            .aggregate(&[
+                doc! { "$project": { "temp": 1 } },
+                doc! { "$match": { "$expr": expr.clone() } },
+            ])
+            .expect("aggregate");
+        assert_eq!(out.len(), n, "{expr}");
+        // The same filter in find.
+        let found = coll
+            .find(&doc! { "$expr": expr.clone() }, &FindOptions::default())
+            .expect("find");
+        assert_eq!(found.len(), n, "{expr}");
+    }
+}
