@@ -3,19 +3,19 @@
 //! stages. Supported: field paths (`"$a.b"`, the meta field and its sub-fields, the time
 //! field), literals and `$literal`, document and array expressions; comparisons `$eq`, `$ne`,
 //! `$gt`, `$gte`, `$lt`, `$lte` (BSON order across types, a missing field below every value,
-//! as aggregation compares); `$and`, `$or`, `$not`, `$cond`, `$ifNull`; arithmetic `$add`,
-//! `$subtract`, `$multiply`, `$divide`, `$mod`, `$abs` on numbers and dates; dates
-//! `$dateTrunc`, `$dateAdd`, `$dateSubtract`, `$dateDiff` (constant `unit`, `binSize` and
-//! `startOfWeek`, UTC), `$year`, `$month`, `$dayOfMonth`, `$dayOfWeek`, `$dayOfYear`,
-//! `$hour`, `$minute`, `$second`, `$millisecond`; conversions `$toLong`, `$toDouble`,
-//! `$toDate`; variables (`$$name`) bound by `$let`. An operand that is null or missing makes
-//! the result null. An arithmetic operand that is not a number (or a date where dates are
-//! allowed), a division by zero, or a date operator given something other than a date fails
-//! the evaluation with MongoDB's code ([`EvalError::Failed`]), as in MongoDB: a pipeline
-//! fails naming the stage, a filter fails the query.
+//! as aggregation compares); `$and`, `$or`, `$not`, `$cond`, `$ifNull`, `$switch`;
+//! arithmetic, dates, strings, regular expressions, conversions and arrays (one file per
+//! family); variables (`$$name`) bound by `$let`, `$filter`, `$map` and `$reduce`, and the
+//! system variables `$$ROOT` / `$$CURRENT` (the whole document, where the values have one:
+//! pipeline stages), `$$REMOVE` (missing) and `$$NOW` (resolved when parsed: one date per
+//! query). An operand of the wrong type, a division by zero and the like fail the evaluation
+//! with MongoDB's code ([`EvalError::Failed`]), as in MongoDB: a pipeline fails naming the
+//! stage, a filter fails the query. Constant arguments (a regular expression, a `$convert`
+//! target, a date unit) are checked and compiled once, when parsed.
 //!
-//! One file per family of operators: `arith.rs`, `convert.rs`, `date_ops.rs`; `vars.rs`
-//! holds the variables in scope.
+//! One file per family of operators: `arith.rs`, `convert.rs`, `date_ops.rs`, `strings.rs`,
+//! `regex.rs`, `arrays.rs`, `switch.rs`; `args.rs` holds what they share (operand counts,
+//! named arguments, type names, size limits), `vars.rs` the variables in scope.
 
 use std::borrow::Cow;
 use std::cmp::Ordering;
