@@ -432,12 +432,82 @@ pub(super) fn convert(to: Kind, v: &Bson) -> std::result::Result<Bson, EvalError
         (Kind::Date, Bson::Timestamp(t)) => {
             Bson::DateTime(DateTime::from_millis(i64::from(t.time) * 1000))
         }
-        (Kind::Date, Bson::String(s)) => Bson::DateTime(
-            DateTime::parse_rfc3339_str(s)
-                .map_err(|_| unparsable(s, to, "not an ISO-8601 date"))?,
-        ),
+        (Kind::Date, Bson::String(s)) => Bson::DateTime(DateTime::from_millis(
+            iso_date(s).ok_or_else(|| unparsable(s, to, "not an ISO-8601 date"))?,
+        )),
         (_, other) => return Err(unsupported(other, to.name())),
     })
+}
+
+/// An ISO-8601 date as ms since the epoch: `YYYY-MM-DD`, optionally followed (after `T` or a
+/// space) by `HH:MM`, `:SS`, a fraction of a second, and `Z` or an offset (`±HH:MM`,
+/// `±HHMM`, `±HH`); without a zone the time is UTC, as MongoDB takes it.
+fn iso_date(s: &str) -> Option<i64> {
+    fn num(s: &str, at: usize, len: usize) -> Option<i64> {
+        let part = s.get(at..at + len)?;
+        part.bytes()
+            .all(|b| b.is_ascii_digit())
+            .then(|| part.parse().ok())?
+    }
+    let b = s.as_bytes();
+    let (y, m, d) = (num(s, 0, 4)?, num(s, 5, 2)?, num(s, 8, 2)?);
+    if b.get(4) != Some(&b'-') || b.get(7) != Some(&b'-') || !(1..=12).contains(&m) {
+        return None;
+    }
+    let days = crate::mql::dates::days_from_civil(y, m, d);
+    if crate::mql::dates::civil_from_days(days) != (y, m, d) {
+        return None;
+    }
+    let mut ms = days * 86_400_000;
+    let mut at = 10;
+    if at < b.len() {
+        if !matches!(b[at], b'T' | b' ') {
+            return None;
+        }
+        let (h, mi) = (num(s, at + 1, 2)?, num(s, at + 4, 2)?);
+        if b.get(at + 3) != Some(&b':') || h > 23 || mi > 59 {
+            return None;
+        }
+        ms += h * 3_600_000 + mi * 60_000;
+        at += 6;
+        if b.get(at) == Some(&b':') {
+            let sec = num(s, at + 1, 2)?;
+            if sec > 59 {
+                return None;
+            }
+            ms += sec * 1000;
+            at += 3;
+            if b.get(at) == Some(&b'.') {
+                let digits = b[at + 1..]
+                    .iter()
+                    .take_while(|c| c.is_ascii_digit())
+                    .count();
+                if digits == 0 {
+                    return None;
+                }
+                let frac = &s[at + 1..at + 1 + digits.min(3)];
+                ms += frac.parse::<i64>().ok()? * 10_i64.pow(3 - u32::try_from(frac.len()).ok()?);
+                at += 1 + digits;
+            }
+        }
+        match b.get(at) {
+            None => {}
+            Some(b'Z') if at + 1 == b.len() => {}
+            Some(&sign @ (b'+' | b'-')) => {
+                let rest = &s[at + 1..];
+                let (oh, om) = match rest.len() {
+                    2 => (num(rest, 0, 2)?, 0),
+                    4 => (num(rest, 0, 2)?, num(rest, 2, 2)?),
+                    5 if rest.as_bytes()[2] == b':' => (num(rest, 0, 2)?, num(rest, 3, 2)?),
+                    _ => return None,
+                };
+                let offset = oh * 3_600_000 + om * 60_000;
+                ms += if sign == b'+' { -offset } else { offset };
+            }
+            _ => return None,
+        }
+    }
+    Some(ms)
 }
 
 /// A number, decimal or date as text (`None` for another type): numbers as MongoDB writes
@@ -698,5 +768,43 @@ mod tests {
             value(&doc! { "$isNumber": "$missing" }),
             Some(Bson::Boolean(false))
         );
+    }
+
+    #[test]
+    fn to_date_reads_iso_dates_with_or_without_a_zone() {
+        let date = |ms: i64| Some(Bson::DateTime(DateTime::from_millis(ms)));
+        // 2018-03-03 is day 17 593.
+        let day = 17_593 * 86_400_000_i64;
+        assert_eq!(value(&doc! { "$toDate": "2018-03-03" }), date(day));
+        assert_eq!(
+            value(&doc! { "$toDate": "2018-03-03T12:30:00Z" }),
+            date(day + 45_000_000)
+        );
+        assert_eq!(
+            value(&doc! { "$toDate": "2018-03-03 12:30" }),
+            date(day + 45_000_000)
+        );
+        assert_eq!(
+            value(&doc! { "$toDate": "2018-03-03T12:30:05.5+01:00" }),
+            date(day + 45_005_500 - 3_600_000)
+        );
+        assert_eq!(
+            value(&doc! { "$toDate": "2018-03-03T12:30:05.123456-0130" }),
+            date(day + 45_005_123 + 5_400_000)
+        );
+        for bad in [
+            "2018-02-30",
+            "2018-3-3",
+            "2018-03-03T25:00",
+            "2018-03-03X",
+            "2018-03-03T12:30Zx",
+            "",
+        ] {
+            assert_eq!(
+                eval_err(&doc! { "$toDate": bad }, &doc! {}),
+                ErrorCode::ConversionFailure,
+                "{bad}"
+            );
+        }
     }
 }

@@ -307,14 +307,17 @@ impl StringExpr {
                         ));
                     }
                 };
-                let Some(Bson::String(token)) = v(&xs[1])? else {
-                    return Err(fail(
-                        40094,
-                        format!(
-                            "$indexOfCP requires a string as the second argument, found: {}",
-                            type_name(v(&xs[1])?.as_ref())
-                        ),
-                    ));
+                let token = match v(&xs[1])? {
+                    Some(Bson::String(t)) => t,
+                    other => {
+                        return Err(fail(
+                            40094,
+                            format!(
+                                "$indexOfCP requires a string as the second argument, found: {}",
+                                type_name(other.as_ref())
+                            ),
+                        ));
+                    }
                 };
                 let mut bounds = [0_usize, usize::MAX];
                 for (i, x) in xs.iter().enumerate().skip(2) {
