@@ -236,7 +236,10 @@ impl ArrayExpr {
                 let i = args::int32(&i).ok_or_else(|| {
                     fail(
                         28691,
-                        format!("$arrayElemAt's second argument must be representable as a 32-bit integer: {i}"),
+                        format!(
+                            "$arrayElemAt's second argument must be representable as a \
+                             32-bit integer: {i}"
+                        ),
                     )
                 })?;
                 at(a, i64::from(i))
@@ -279,12 +282,17 @@ impl ArrayExpr {
                     Some(l) => match v(l)? {
                         l if nullish(l.as_ref()) => usize::MAX,
                         Some(l) => {
-                            let n = args::int32(&l).filter(|_| args::is_number(&l)).ok_or_else(|| {
-                                fail(
-                                    327_391,
-                                    format!("$filter: limit must be represented as a 32-bit integral value: {l}"),
-                                )
-                            })?;
+                            let n = args::int32(&l).filter(|_| args::is_number(&l)).ok_or_else(
+                                || {
+                                    fail(
+                                        327_391,
+                                        format!(
+                                            "$filter: limit must be represented as a 32-bit \
+                                         integral value: {l}"
+                                        ),
+                                    )
+                                },
+                            )?;
                             usize::try_from(n).ok().filter(|n| *n > 0).ok_or_else(|| {
                                 fail(
                                     327_392,
@@ -400,7 +408,13 @@ impl ArrayExpr {
                         )
                     })?;
                     args::int32(g).map(i64::from).ok_or_else(|| {
-                        fail(codes.1, format!("{which} argument to $slice can't be represented as a 32-bit integer: {g}"))
+                        fail(
+                            codes.1,
+                            format!(
+                                "{which} argument to $slice can't be represented as a 32-bit \
+                                 integer: {g}"
+                            ),
+                        )
                     })
                 };
                 let len = i64::try_from(a.len()).unwrap_or(i64::MAX);
@@ -467,7 +481,10 @@ impl ArrayExpr {
                     bounds[i] = args::int32(&g).map(i64::from).ok_or_else(|| {
                         fail(
                             codes.1,
-                            format!("$range requires a {what} value that can be represented as a 32-bit integer, found value: {g}"),
+                            format!(
+                                "$range requires a {what} value that can be represented as a \
+                                 32-bit integer, found value: {g}"
+                            ),
                         )
                     })?;
                 }

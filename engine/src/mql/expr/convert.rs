@@ -419,8 +419,7 @@ pub(super) fn convert(to: Kind, v: &Bson) -> std::result::Result<Bson, EvalError
         }),
         (Kind::ObjectId, Bson::ObjectId(o)) => Bson::ObjectId(*o),
         (Kind::ObjectId, Bson::String(s)) => Bson::ObjectId(
-            ObjectId::parse_str(s)
-                .map_err(|_| unparsable(s, to, "Invalid string length for parsing to OID, expected 24 but found a different length, or not hex"))?,
+            ObjectId::parse_str(s).map_err(|_| unparsable(s, to, "not 24 hexadecimal digits"))?,
         ),
         (Kind::Date, Bson::DateTime(t)) => Bson::DateTime(*t),
         (Kind::Date, Bson::Int64(n)) => Bson::DateTime(DateTime::from_millis(*n)),

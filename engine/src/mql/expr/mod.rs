@@ -520,8 +520,8 @@ fn parse_operator(d: &Document, target: &Resolve<'_>) -> Result<Expr> {
 const SUPPORTED: &str = "$literal, $let, $eq, $ne, $gt, $gte, $lt, $lte, $and, $or, $not, \
      $cond, $ifNull, $switch, $add, $subtract, $multiply, $divide, $mod, $abs, $round, $trunc, \
      $ceil, $floor, $sqrt, $pow, $exp, $ln, $log, $log10, $concat, $substrCP, $substrBytes, \
-     $toUpper, $toLower, $split, $trim, $ltrim, $rtrim, $strLenCP, $strLenBytes, $indexOfCP, \
-     $strcasecmp, $replaceOne, $replaceAll, $regexMatch, $regexFind, $regexFindAll, $convert, \
+     $substr, $toUpper, $toLower, $split, $trim, $ltrim, $rtrim, $strLenCP, $strLenBytes, \
+     $indexOfCP, $strcasecmp, $replaceOne, $replaceAll, $regexMatch, $regexFind, $regexFindAll, $convert, \
      $toString, $toInt, $toLong, $toDouble, $toDecimal, $toBool, $toDate, $toObjectId, $type, \
      $isNumber, $size, $arrayElemAt, $first, $last, $filter, $map, $reduce, $in, $slice, \
      $concatArrays, $isArray, $range, $reverseArray, $dateTrunc, $dateAdd, $dateSubtract, \

@@ -1,10 +1,11 @@
 //! Regular expressions: `$regexMatch`, `$regexFind`, `$regexFindAll` (`{input, regex,
 //! options}`; `regex` a string or a BSON regular expression, `options` of `i`, `m`, `s`,
-//! `x`, and `u`, which changes nothing). A constant pattern is compiled once, when the expression is parsed. Matches are
-//! `{match, idx, captures}` with `idx` in code points and a null capture for a group that
-//! did not take part. Patterns are compiled by the `regex` crate (bounded in size), whose
-//! syntax is close to PCRE's but has no look-around and no backreferences (such a pattern
-//! fails with 51111), and whose `$` without `m` matches only at the very end.
+//! `x`, and `u`, which changes nothing). A constant pattern is compiled once, when the
+//! expression is parsed. Matches are `{match, idx, captures}` with `idx` in code points and a
+//! null capture for a group that did not take part. Patterns are compiled by the `regex`
+//! crate (bounded in size), whose syntax is close to PCRE's but has no look-around and no
+//! backreferences (such a pattern fails with 51111), and whose `$` without `m` matches only
+//! at the very end.
 
 use ::regex::{Regex, RegexBuilder};
 use bson::{Bson, Document};
