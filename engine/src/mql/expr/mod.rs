@@ -681,6 +681,76 @@ pub(super) mod tests {
     }
 
     #[test]
+    fn every_operator_lists_the_fields_it_reads() {
+        // Each operator reads its own field, named after it; a query reads only those.
+        let cases = [
+            (
+                doc! { "$switch": { "branches": [{ "case": "$c1", "then": "$c2" }], "default": "$c3" } },
+                vec!["c1", "c2", "c3"],
+            ),
+            (doc! { "$concat": ["$s1", "x", "$s2"] }, vec!["s1", "s2"]),
+            (
+                doc! { "$substrCP": ["$s1", "$s2", "$s3"] },
+                vec!["s1", "s2", "s3"],
+            ),
+            (
+                doc! { "$trim": { "input": "$s1", "chars": "$s2" } },
+                vec!["s1", "s2"],
+            ),
+            (
+                doc! { "$indexOfCP": ["$s1", "$s2", "$s3", "$s4"] },
+                vec!["s1", "s2", "s3", "s4"],
+            ),
+            (
+                doc! { "$replaceAll": { "input": "$s1", "find": "$s2", "replacement": "$s3" } },
+                vec!["s1", "s2", "s3"],
+            ),
+            (
+                doc! { "$regexFind": { "input": "$r1", "regex": "a" } },
+                vec!["r1"],
+            ),
+            (
+                doc! { "$regexMatch": { "input": "$r1", "regex": "$r2", "options": "$r3" } },
+                vec!["r1", "r2", "r3"],
+            ),
+            (
+                doc! { "$convert": { "input": "$v1", "to": "$v2", "onError": "$v3", "onNull": "$v4" } },
+                vec!["v1", "v2", "v3", "v4"],
+            ),
+            (doc! { "$type": "$v1" }, vec!["v1"]),
+            (doc! { "$round": ["$n1", "$n2"] }, vec!["n1", "n2"]),
+            (doc! { "$pow": ["$n1", "$n2"] }, vec!["n1", "n2"]),
+            (
+                doc! { "$filter": { "input": "$a1", "cond": { "$gt": ["$$this", "$a2"] }, "limit": "$a3" } },
+                vec!["a1", "a2", "a3"],
+            ),
+            (
+                doc! { "$map": { "input": "$a1", "in": { "$add": ["$$this", "$a2"] } } },
+                vec!["a1", "a2"],
+            ),
+            (
+                doc! { "$reduce": { "input": "$a1", "initialValue": "$a2", "in": "$a3" } },
+                vec!["a1", "a2", "a3"],
+            ),
+            (
+                doc! { "$slice": ["$a1", "$a2", "$a3"] },
+                vec!["a1", "a2", "a3"],
+            ),
+            (doc! { "$range": ["$a1", "$a2"] }, vec!["a1", "a2"]),
+            (doc! { "$in": ["$a1", "$a2"] }, vec!["a1", "a2"]),
+        ];
+        for (e, want) in cases {
+            let parsed = parse(&e).expect("parses");
+            let mut got = Vec::new();
+            parsed.fields(&mut got);
+            let mut got: Vec<&str> = got.iter().map(|(_, p)| p[0].as_str()).collect();
+            got.sort_unstable();
+            got.dedup();
+            assert_eq!(got, want, "{e}");
+        }
+    }
+
+    #[test]
     fn system_variables() {
         let d = doc! { "a": 1, "b": { "c": 2 } };
         assert_eq!(eval(&doc! { "$literal": 0 }, &d), Some(Bson::Int32(0)));
