@@ -46,7 +46,8 @@ pub enum ErrorCode {
     /// `BSONObjectTooLarge` (10334): a bucket would exceed 16 MiB (SPEC ).
     BsonObjectTooLarge,
     /// `ExceededMemoryLimit` (146): an accumulator holding more than MongoDB lets it (e.g.
-    /// `$topN` or `$percentile` past 100 MiB in one group).
+    /// `$topN` or `$percentile` past 100 MiB in one group), or an expression that would
+    /// build a value past MongoDB's memory limit (e.g. a `$range` of more than 100 MiB).
     ExceededMemoryLimit,
     /// `IDLFailedToParse` (40414): a required option is missing.
     IdlFailedToParse,
@@ -86,12 +87,12 @@ impl ErrorCode {
             ErrorCode::IndexOptionsConflict => 85,
             ErrorCode::IndexKeySpecsConflict => 86,
             ErrorCode::BsonObjectTooLarge => 10334,
-            ErrorCode::ExceededMemoryLimit => 146,
             ErrorCode::IdlFailedToParse => 40414,
             ErrorCode::IdlUnknownField => 40415,
             ErrorCode::InternalError => 1,
             ErrorCode::InvalidPipelineOperator => 168,
             ErrorCode::ConversionFailure => 241,
+            ErrorCode::ExceededMemoryLimit => 146,
             ErrorCode::Location(n) => i32::try_from(n).unwrap_or(i32::MAX),
         }
     }
@@ -116,12 +117,12 @@ impl ErrorCode {
             ErrorCode::IndexOptionsConflict => "IndexOptionsConflict",
             ErrorCode::IndexKeySpecsConflict => "IndexKeySpecsConflict",
             ErrorCode::BsonObjectTooLarge => "BSONObjectTooLarge",
-            ErrorCode::ExceededMemoryLimit => "ExceededMemoryLimit",
             ErrorCode::IdlFailedToParse => "IDLFailedToParse",
             ErrorCode::IdlUnknownField => "IDLUnknownField",
             ErrorCode::InternalError => "InternalError",
             ErrorCode::InvalidPipelineOperator => "InvalidPipelineOperator",
             ErrorCode::ConversionFailure => "ConversionFailure",
+            ErrorCode::ExceededMemoryLimit => "ExceededMemoryLimit",
             ErrorCode::Location(n) => return std::borrow::Cow::Owned(format!("Location{n}")),
         })
     }

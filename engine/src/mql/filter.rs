@@ -331,6 +331,12 @@ pub(crate) trait Values {
     /// followed by the reader: with query semantics by a filter ([`any_at`]), with
     /// aggregation semantics by an expression ([`field_value`]).
     fn root(&self, target: Target, path: &[String]) -> Got<'_>;
+
+    /// The whole document, for `$$ROOT` and `$$CURRENT`: only pipeline stages have one
+    /// (`None`: not at hand).
+    fn document(&self) -> Option<Cow<'_, Bson>> {
+        None
+    }
 }
 
 /// The part of a leaf's path below its [`Values::root`]: inside the meta value, below the
@@ -707,11 +713,16 @@ impl Node {
         }
     }
 
-    /// Whether every leaf reads the meta field (the tree is judged once per series).
+    /// Whether every leaf reads the meta field, and one does (the tree is judged once per
+    /// series). An `$expr` that reads no field (`{$eq: [1, 2]}`, `$$NOW`) is judged per
+    /// document: a `$match` stage, which judges documents only, must not skip it.
     pub(crate) fn meta_only(&self) -> bool {
-        let mut only = true;
-        self.for_each_leaf(&mut |t, _| only &= t == Target::Meta);
-        only
+        let (mut only, mut any) = (true, false);
+        self.for_each_leaf(&mut |t, _| {
+            only &= t == Target::Meta;
+            any = true;
+        });
+        only && any
     }
 }
 
@@ -744,6 +755,12 @@ impl Values for DocValues<'_> {
             )))),
             Target::Field => self.doc.get(&path[0]).map(Cow::Borrowed),
         })
+    }
+
+    /// The document: only filters over pipeline stage documents read it (the others refuse
+    /// `$$ROOT` when parsed).
+    fn document(&self) -> Option<Cow<'_, Bson>> {
+        Some(Cow::Owned(Bson::Document(self.doc.clone())))
     }
 }
 
@@ -1480,12 +1497,25 @@ fn truthy(v: &Bson) -> bool {
     }
 }
 
+/// The time field of filters over pipeline stage documents (`pipeline/stage.rs`'s
+/// `NO_TIME`, a name no field can have): their `$expr` may read `$$ROOT`.
+const STAGE_DOCUMENTS: &str = "\u{1}";
+
 /// An `$expr` operand as a clause.
 fn parse_expr(v: &Bson, time_field: &str, meta_field: Option<&str>) -> Result<Node> {
     let target = |path: &[String]| {
         let (t, rel) = target_of(path, time_field, meta_field);
         (t, rel.to_vec())
     };
+    // A pipeline's `$match` (time field "\u{1}", over whole stage documents) can read the
+    // whole document; a find filter, over measurements unpacked column by column, cannot.
+    if time_field != STAGE_DOCUMENTS && crate::mql::expr::reads_document(v) {
+        return Err(Error::rejected(
+            ErrorCode::BadValue,
+            "$expr: $$ROOT and $$CURRENT (the whole document) can be read in pipeline stages, \
+             not in a find, update or delete filter's $expr",
+        ));
+    }
     Ok(Node::Expr(Expr::parse(v, &target)?))
 }
 
@@ -1768,13 +1798,20 @@ mod tests {
             doc! { "$expr": { "$gt": ["$a"] } },
             doc! { "$expr": { "$dateTrunc": { "date": "$t" } } },
             doc! { "$expr": { "$dateTrunc": { "date": "$t", "unit": "fortnight" } } },
-            doc! { "$expr": { "$gt": ["$$NOW", 1] } },
+            // A find filter has no whole document for $$ROOT.
+            doc! { "$expr": { "$eq": ["$$ROOT.a", 1] } },
+            doc! { "$expr": { "$eq": [{ "$size": "$$CURRENT" }, 1] } },
             doc! { "$expr": { "$gt": ["$a", 1], "$lt": ["$a", 2] } },
-            doc! { "$expr": { "$eq": [{ "$bogus": 1 }, 1] } },
         ] {
             let err = Filter::parse(&f, "t", Some("m")).expect_err("bad $expr");
             assert_eq!(err.code(), ErrorCode::BadValue, "{f}: {err}");
         }
+        let f = doc! { "$expr": { "$eq": [{ "$bogus": 1 }, 1] } };
+        let err = Filter::parse(&f, "t", Some("m")).expect_err("unknown operator");
+        assert_eq!(err.code(), ErrorCode::InvalidPipelineOperator, "{err}");
+        // $$NOW is one date for the query.
+        let now = doc! { "$expr": { "$gt": ["$$NOW", "$t"] } };
+        assert!(Filter::parse(&now, "t", Some("m")).is_ok());
     }
 
     #[test]

@@ -93,10 +93,14 @@ impl Prepared {
             .map(Stage::parse)
             .collect::<Result<Vec<_>>>()?;
         stage::bind(&mut stages, coll);
-        // Leading $match stages are the read's filter.
+        // Leading $match stages are the read's filter (up to one reading $$ROOT, which needs
+        // the whole document a stage has).
         let leading = stages
             .iter()
-            .take_while(|s| matches!(s, Stage::Match(..)))
+            .take_while(|s| {
+                matches!(s, Stage::Match(_, raw)
+                    if !crate::mql::expr::reads_document(&Bson::Document(raw.clone())))
+            })
             .count();
         let mut filter: Vec<Bson> = stages
             .drain(..leading)

@@ -94,6 +94,10 @@ impl Values for DocumentValues<'_> {
             .and_then(|first| self.0.get(first))
             .map(std::borrow::Cow::Borrowed))
     }
+
+    fn document(&self) -> Option<std::borrow::Cow<'_, Bson>> {
+        Some(std::borrow::Cow::Owned(Bson::Document(self.0.clone())))
+    }
 }
 
 /// Evaluates `e` on `doc` (`None`: missing).

@@ -16,6 +16,7 @@ mod arrow_results;
 mod closed_buckets_skip_journal;
 mod compact;
 mod explain;
+mod expressions;
 mod find_cursor_streams;
 mod journal_damaged_open;
 mod manual_examples;

@@ -1,10 +1,14 @@
 //! Arithmetic expressions: `$add`, `$subtract`, `$multiply`, `$divide`, `$mod`, `$abs` on
-//! numbers (integers while they fit, as MongoDB widens) and dates.
+//! numbers (integers while they fit, as MongoDB widens) and dates; `$round` and `$trunc`
+//! (to a decimal place, -20 to 100; `$round` rounds half to even), `$ceil`, `$floor`,
+//! `$sqrt`, `$pow`, `$exp`, `$ln`, `$log`, `$log10`. A null or missing operand makes the
+//! result null.
 
 use bson::{Bson, DateTime};
 
-use super::EvalError;
-use crate::error::ErrorCode;
+use super::args::{self, fail, type_name};
+use super::{EvalError, Expr, Resolve};
+use crate::error::{ErrorCode, Result};
 
 /// An arithmetic operator of an expression.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -15,6 +19,50 @@ pub(crate) enum Arith {
     Divide,
     Mod,
     Abs,
+    Round,
+    Trunc,
+    Ceil,
+    Floor,
+    Sqrt,
+    Pow,
+    Exp,
+    Ln,
+    Log,
+    Log10,
+}
+
+/// Parses the operators of this file that `mod.rs` does not (`None` for another operator).
+///
+/// # Errors
+/// MongoDB's 16020 for a wrong operand count.
+pub(super) fn parse(op: &str, arg: &Bson, target: &Resolve<'_>) -> Result<Option<Expr>> {
+    let (a, args) = match op {
+        "$round" | "$trunc" => (
+            if op == "$round" {
+                Arith::Round
+            } else {
+                Arith::Trunc
+            },
+            args::between(op, arg, target, 1, 2)?,
+        ),
+        "$pow" | "$log" => (
+            if op == "$pow" { Arith::Pow } else { Arith::Log },
+            args::exactly::<2>(op, arg, target)?.into(),
+        ),
+        "$ceil" | "$floor" | "$sqrt" | "$exp" | "$ln" | "$log10" => (
+            match op {
+                "$ceil" => Arith::Ceil,
+                "$floor" => Arith::Floor,
+                "$sqrt" => Arith::Sqrt,
+                "$exp" => Arith::Exp,
+                "$ln" => Arith::Ln,
+                _ => Arith::Log10,
+            },
+            args::exactly::<1>(op, arg, target)?.into(),
+        ),
+        _ => return Ok(None),
+    };
+    Ok(Some(Expr::Arith(a, args)))
 }
 
 /// A number as aggregation adds it: an integer, or a double.
@@ -82,6 +130,16 @@ pub(super) fn arith(op: Arith, args: &[Option<Bson>]) -> std::result::Result<Bso
         Arith::Divide => "$divide",
         Arith::Mod => "$mod",
         Arith::Abs => "$abs",
+        Arith::Round => "$round",
+        Arith::Trunc => "$trunc",
+        Arith::Ceil => "$ceil",
+        Arith::Floor => "$floor",
+        Arith::Sqrt => "$sqrt",
+        Arith::Pow => "$pow",
+        Arith::Exp => "$exp",
+        Arith::Ln => "$ln",
+        Arith::Log => "$log",
+        Arith::Log10 => "$log10",
     };
     let not_numeric = |v: &Bson| {
         Err(EvalError::failed(
@@ -162,5 +220,416 @@ pub(super) fn arith(op: Arith, args: &[Option<Bson>]) -> std::result::Result<Bso
             Some(Num::Float(d)) => Bson::Double(d.abs()),
             None => return not_numeric(values[0]),
         }),
+        Arith::Round | Arith::Trunc => round(op == Arith::Round, name, &values),
+        Arith::Pow => pow(values[0], values[1]),
+        Arith::Log => {
+            let n = |v: &Bson, code: u32, what: &str| {
+                Num::of(v).map(Num::float).ok_or_else(|| {
+                    fail(
+                        code,
+                        format!("$log's {what} must be numeric, not {}", type_name(Some(v))),
+                    )
+                })
+            };
+            let (x, base) = (
+                n(values[0], 28756, "argument")?,
+                n(values[1], 28757, "base")?,
+            );
+            if x.is_nan() || base.is_nan() {
+                return Ok(Bson::Double(f64::NAN));
+            }
+            if x <= 0.0 {
+                return Err(fail(
+                    28758,
+                    format!("$log's argument must be a positive number, but is {x}"),
+                ));
+            }
+            if base <= 0.0 || base == 1.0 {
+                return Err(fail(
+                    28759,
+                    format!("$log's base must be a positive number not equal to 1, but is {base}"),
+                ));
+            }
+            Ok(Bson::Double(x.ln() / base.ln()))
+        }
+        Arith::Ceil | Arith::Floor | Arith::Sqrt | Arith::Exp | Arith::Ln | Arith::Log10 => {
+            let v = values[0];
+            let x = match Num::of(v) {
+                Some(Num::Int(_)) if matches!(op, Arith::Ceil | Arith::Floor) => {
+                    return Ok(v.clone());
+                }
+                Some(n) => n.float(),
+                None => {
+                    return Err(fail(
+                        28765,
+                        format!(
+                            "{name} only supports numeric types, not {}",
+                            type_name(Some(v))
+                        ),
+                    ));
+                }
+            };
+            let positive = |code: u32| {
+                if x > 0.0 || x.is_nan() {
+                    Ok(())
+                } else {
+                    Err(fail(
+                        code,
+                        format!("{name}'s argument must be a positive number, but is {x}"),
+                    ))
+                }
+            };
+            Ok(Bson::Double(match op {
+                Arith::Ceil => x.ceil(),
+                Arith::Floor => x.floor(),
+                Arith::Sqrt => {
+                    if x < 0.0 {
+                        return Err(fail(
+                            28714,
+                            "$sqrt's argument must be greater than or equal to 0",
+                        ));
+                    }
+                    x.sqrt()
+                }
+                Arith::Exp => x.exp(),
+                Arith::Ln => {
+                    positive(28766)?;
+                    x.ln()
+                }
+                _ => {
+                    positive(28761)?;
+                    x.log10()
+                }
+            }))
+        }
+    }
+}
+
+/// `$round` (`half_even`) or `$trunc` of `values[0]` to decimal place `values[1]` (0 when
+/// absent): an integer stays an integer, a double a double.
+///
+/// # Errors
+/// MongoDB's 51081 for a non-numeric value, 51082 for a place that is not a whole number,
+/// 51083 for a place outside -20..=100.
+fn round(half_even: bool, name: &str, values: &[&Bson]) -> std::result::Result<Bson, EvalError> {
+    let place = match values.get(1) {
+        None => 0,
+        Some(p) => {
+            let p = crate::mql::filter::exact_int(p).ok_or_else(|| {
+                fail(
+                    51082,
+                    format!("precision argument to {name} must be a integral value"),
+                )
+            })?;
+            if !(-20..=100).contains(&p) {
+                return Err(fail(
+                    51083,
+                    format!(
+                        "cannot apply {name} with precision value {p} value must be in [-20, 100]"
+                    ),
+                ));
+            }
+            p
+        }
+    };
+    let at = |x: f64| {
+        if half_even {
+            x.round_ties_even()
+        } else {
+            x.trunc()
+        }
+    };
+    #[expect(clippy::cast_possible_truncation, reason = "place is within -20..=100")]
+    let scale = 10f64.powi(place.unsigned_abs() as i32);
+    match Num::of(values[0]) {
+        Some(Num::Int(_)) if place >= 0 => Ok(values[0].clone()),
+        Some(Num::Int(n)) => {
+            let m = 10_i64.checked_pow(u32::try_from(-place).unwrap_or(u32::MAX));
+            let Some(m) = m else {
+                return Ok(Num::Int(0).bson());
+            };
+            let (q, r) = (n / m, n % m);
+            let q = if half_even {
+                match (2 * r.unsigned_abs()).cmp(&m.unsigned_abs()) {
+                    std::cmp::Ordering::Greater => q + n.signum(),
+                    std::cmp::Ordering::Equal if q % 2 != 0 => q + n.signum(),
+                    _ => q,
+                }
+            } else {
+                q
+            };
+            Ok(q.checked_mul(m).map_or_else(
+                || Bson::Double(at(Num::Int(n).float() / scale) * scale),
+                |v| match values[0] {
+                    Bson::Int64(_) => Bson::Int64(v),
+                    _ => Num::Int(v).bson(),
+                },
+            ))
+        }
+        Some(Num::Float(d)) if !d.is_finite() || d == 0.0 => Ok(Bson::Double(d)),
+        Some(Num::Float(d)) => Ok(Bson::Double(decimal_round(d, place, half_even))),
+        None => Err(fail(
+            51081,
+            format!(
+                "{name} only supports numeric types, not {}",
+                type_name(Some(values[0]))
+            ),
+        )),
+    }
+}
+
+/// A finite, non-zero double rounded (`half_even`) or truncated to decimal `place` as MongoDB
+/// does, through its decimal value of 15 significant digits (so 2.675 rounds to 2.68 and 0.29
+/// truncates to 0.29, where scaling the binary double would give 2.67 and 0.28).
+fn decimal_round(d: f64, place: i64, half_even: bool) -> f64 {
+    // d.dddddddddddddde±x: 15 significant digits.
+    let text = format!("{:.14e}", d.abs());
+    let Some((mantissa, exp)) = text.split_once('e') else {
+        return d;
+    };
+    let Ok(exp) = exp.parse::<i64>() else {
+        return d;
+    };
+    let mut digits: Vec<u8> = mantissa
+        .bytes()
+        .filter(u8::is_ascii_digit)
+        .map(|b| b - b'0')
+        .collect();
+    // Digit i weighs 10^(exp - i): keep those weighing at least 10^-place.
+    let keep = exp + place + 1;
+    let Ok(kept) = usize::try_from(keep) else {
+        return 0.0_f64.copysign(d);
+    };
+    if kept >= digits.len() {
+        return d;
+    }
+    let up = half_even && {
+        let next = digits[kept];
+        let rest = digits[kept + 1..].iter().any(|x| *x != 0);
+        let odd = kept > 0 && digits[kept - 1] % 2 == 1;
+        next > 5 || (next == 5 && (rest || odd))
+    };
+    digits.truncate(kept);
+    let mut exp10 = exp - i64::try_from(kept).unwrap_or(0) + 1;
+    if up {
+        let mut i = kept;
+        loop {
+            if i == 0 {
+                digits.insert(0, 1);
+                break;
+            }
+            i -= 1;
+            if digits[i] == 9 {
+                digits[i] = 0;
+            } else {
+                digits[i] += 1;
+                break;
+            }
+        }
+    }
+    if digits.is_empty() {
+        digits.push(0);
+        exp10 = 0;
+    }
+    let text: String = digits.iter().map(|x| char::from(b'0' + x)).collect();
+    format!("{text}e{exp10}")
+        .parse::<f64>()
+        .map_or(d, |v| v.copysign(d))
+}
+
+/// `$pow`: an integer while the result fits (a long past an int), else a double.
+///
+/// # Errors
+/// MongoDB's 28762 / 28763 for a non-numeric base / exponent, 28764 for a base of 0 and a
+/// negative exponent.
+fn pow(base: &Bson, exp: &Bson) -> std::result::Result<Bson, EvalError> {
+    let (Some(b), Some(e)) = (Num::of(base), Num::of(exp)) else {
+        return Err(if Num::of(base).is_none() {
+            fail(
+                28762,
+                format!("$pow's base must be numeric, not {}", type_name(Some(base))),
+            )
+        } else {
+            fail(
+                28763,
+                format!(
+                    "$pow's exponent must be numeric, not {}",
+                    type_name(Some(exp))
+                ),
+            )
+        });
+    };
+    if b.float() == 0.0 && e.float() < 0.0 {
+        return Err(fail(
+            28764,
+            "$pow cannot take a base of 0 and a negative exponent",
+        ));
+    }
+    if let (Num::Int(b), Num::Int(e)) = (b, e) {
+        if e < 0 {
+            return Ok(match b {
+                1 => Num::Int(1).bson(),
+                -1 => Num::Int(if e % 2 == 0 { 1 } else { -1 }).bson(),
+                _ => Bson::Double(Num::Int(b).float().powf(Num::Int(e).float())),
+            });
+        }
+        if let Some(v) = u32::try_from(e).ok().and_then(|e| b.checked_pow(e)) {
+            // An int stays an int when both operands are ints and it fits.
+            let both_int = matches!((base, exp), (Bson::Int32(_), Bson::Int32(_)));
+            return Ok(match i32::try_from(v) {
+                Ok(i) if both_int => Bson::Int32(i),
+                _ => Bson::Int64(v),
+            });
+        }
+    }
+    Ok(Bson::Double(b.float().powf(e.float())))
+}
+
+#[cfg(test)]
+mod tests {
+    use bson::doc;
+
+    use super::super::tests::{eval_err, value};
+    use super::*;
+
+    fn d(x: f64) -> Option<Bson> {
+        Some(Bson::Double(x))
+    }
+
+    #[test]
+    fn round_is_half_to_even_and_trunc_cuts() {
+        // The manual's examples.
+        assert_eq!(value(&doc! { "$round": [10.5, 0] }), d(10.0));
+        assert_eq!(value(&doc! { "$round": [11.5, 0] }), d(12.0));
+        assert_eq!(value(&doc! { "$round": [12.5, 0] }), d(12.0));
+        assert_eq!(value(&doc! { "$round": [19.25, 1] }), d(19.2));
+        assert_eq!(value(&doc! { "$round": [28.73, -1] }), d(30.0));
+        assert_eq!(value(&doc! { "$round": [34.32, -1] }), d(30.0));
+        assert_eq!(value(&doc! { "$round": [-45.39, -1] }), d(-50.0));
+        assert_eq!(
+            value(&doc! { "$round": [1234, -2] }),
+            Some(Bson::Int32(1200))
+        );
+        assert_eq!(
+            value(&doc! { "$round": [1250, -2] }),
+            Some(Bson::Int32(1200))
+        );
+        assert_eq!(
+            value(&doc! { "$round": [1350_i64, -2] }),
+            Some(Bson::Int64(1400))
+        );
+        assert_eq!(value(&doc! { "$round": [7, 2] }), Some(Bson::Int32(7)));
+        assert_eq!(value(&doc! { "$round": 2.5 }), d(2.0));
+        assert_eq!(value(&doc! { "$trunc": [19.25, 1] }), d(19.2));
+        assert_eq!(value(&doc! { "$trunc": [-45.39, -1] }), d(-40.0));
+        assert_eq!(
+            value(&doc! { "$trunc": [1299, -2] }),
+            Some(Bson::Int32(1200))
+        );
+        assert_eq!(value(&doc! { "$trunc": -7.8 }), d(-7.0));
+        // Through the decimal value, as MongoDB: not 2.67 and 0.28 of the binary doubles.
+        assert_eq!(value(&doc! { "$round": [2.675, 2] }), d(2.68));
+        assert_eq!(value(&doc! { "$round": [-2.665, 2] }), d(-2.66));
+        assert_eq!(value(&doc! { "$trunc": [0.29, 2] }), d(0.29));
+        assert_eq!(value(&doc! { "$round": [9.96, 1] }), d(10.0));
+        assert_eq!(value(&doc! { "$round": [0.4, 0] }), d(0.0));
+        assert_eq!(value(&doc! { "$round": [0.5, 0] }), d(0.0));
+        assert_eq!(value(&doc! { "$round": [0.51, 0] }), d(1.0));
+        assert_eq!(value(&doc! { "$round": [4.0, -1] }), d(0.0));
+        assert_eq!(value(&doc! { "$round": [6.0, -1] }), d(10.0));
+        assert_eq!(value(&doc! { "$round": [0.001, 1] }), d(0.0));
+        assert_eq!(value(&doc! { "$round": [1.5e300, 2] }), d(1.5e300));
+        assert_eq!(value(&doc! { "$round": [null, 1] }), Some(Bson::Null));
+        assert_eq!(
+            value(&doc! { "$round": [1.5, "$missing"] }),
+            Some(Bson::Null)
+        );
+        assert_eq!(
+            eval_err(&doc! { "$round": ["a", 1] }, &doc! {}),
+            ErrorCode::Location(51081)
+        );
+        assert_eq!(
+            eval_err(&doc! { "$round": [1.5, 1.5] }, &doc! {}),
+            ErrorCode::Location(51082)
+        );
+        assert_eq!(
+            eval_err(&doc! { "$trunc": [1.5, 101] }, &doc! {}),
+            ErrorCode::Location(51083)
+        );
+    }
+
+    #[test]
+    fn ceil_floor_keep_integers() {
+        assert_eq!(value(&doc! { "$ceil": 7.80 }), d(8.0));
+        assert_eq!(value(&doc! { "$ceil": -2.8 }), d(-2.0));
+        assert_eq!(value(&doc! { "$floor": -2.8 }), d(-3.0));
+        assert_eq!(value(&doc! { "$floor": 5_i64 }), Some(Bson::Int64(5)));
+        assert_eq!(value(&doc! { "$ceil": null }), Some(Bson::Null));
+        assert_eq!(
+            eval_err(&doc! { "$ceil": "1" }, &doc! {}),
+            ErrorCode::Location(28765)
+        );
+    }
+
+    #[test]
+    fn roots_exponentials_and_logarithms() {
+        assert_eq!(value(&doc! { "$sqrt": 25 }), d(5.0));
+        assert_eq!(value(&doc! { "$sqrt": "$missing" }), Some(Bson::Null));
+        assert_eq!(
+            eval_err(&doc! { "$sqrt": -1 }, &doc! {}),
+            ErrorCode::Location(28714)
+        );
+        assert_eq!(value(&doc! { "$exp": 0 }), d(1.0));
+        assert_eq!(value(&doc! { "$ln": 1 }), d(0.0));
+        assert_eq!(value(&doc! { "$log10": 100 }), d(2.0));
+        assert_eq!(value(&doc! { "$log": [100, 10] }), d(2.0));
+        assert_eq!(value(&doc! { "$log": [8, 2] }), d(3.0));
+        assert_eq!(
+            eval_err(&doc! { "$ln": 0 }, &doc! {}),
+            ErrorCode::Location(28766)
+        );
+        assert_eq!(
+            eval_err(&doc! { "$log10": -1 }, &doc! {}),
+            ErrorCode::Location(28761)
+        );
+        assert_eq!(
+            eval_err(&doc! { "$log": [0, 10] }, &doc! {}),
+            ErrorCode::Location(28758)
+        );
+        assert_eq!(
+            eval_err(&doc! { "$log": [10, 1] }, &doc! {}),
+            ErrorCode::Location(28759)
+        );
+        assert_eq!(
+            eval_err(&doc! { "$log": ["a", 10] }, &doc! {}),
+            ErrorCode::Location(28756)
+        );
+        assert_eq!(
+            eval_err(&doc! { "$log": [10, "a"] }, &doc! {}),
+            ErrorCode::Location(28757)
+        );
+    }
+
+    #[test]
+    fn pow_keeps_integers_while_they_fit() {
+        assert_eq!(value(&doc! { "$pow": [5, 2] }), Some(Bson::Int32(25)));
+        assert_eq!(value(&doc! { "$pow": [2, 40] }), Some(Bson::Int64(1 << 40)));
+        assert_eq!(value(&doc! { "$pow": [2, 100] }), d(2f64.powi(100)));
+        assert_eq!(value(&doc! { "$pow": [5, -2] }), d(0.04));
+        assert_eq!(value(&doc! { "$pow": [-1, -3] }), Some(Bson::Int32(-1)));
+        assert_eq!(value(&doc! { "$pow": [4.0, 0.5] }), d(2.0));
+        assert_eq!(value(&doc! { "$pow": [null, 2] }), Some(Bson::Null));
+        assert_eq!(
+            eval_err(&doc! { "$pow": [0, -1] }, &doc! {}),
+            ErrorCode::Location(28764)
+        );
+        assert_eq!(
+            eval_err(&doc! { "$pow": ["a", 1] }, &doc! {}),
+            ErrorCode::Location(28762)
+        );
+        assert_eq!(
+            eval_err(&doc! { "$pow": [1, "a"] }, &doc! {}),
+            ErrorCode::Location(28763)
+        );
     }
 }

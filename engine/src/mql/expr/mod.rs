@@ -3,19 +3,19 @@
 //! stages. Supported: field paths (`"$a.b"`, the meta field and its sub-fields, the time
 //! field), literals and `$literal`, document and array expressions; comparisons `$eq`, `$ne`,
 //! `$gt`, `$gte`, `$lt`, `$lte` (BSON order across types, a missing field below every value,
-//! as aggregation compares); `$and`, `$or`, `$not`, `$cond`, `$ifNull`; arithmetic `$add`,
-//! `$subtract`, `$multiply`, `$divide`, `$mod`, `$abs` on numbers and dates; dates
-//! `$dateTrunc`, `$dateAdd`, `$dateSubtract`, `$dateDiff` (constant `unit`, `binSize` and
-//! `startOfWeek`, UTC), `$year`, `$month`, `$dayOfMonth`, `$dayOfWeek`, `$dayOfYear`,
-//! `$hour`, `$minute`, `$second`, `$millisecond`; conversions `$toLong`, `$toDouble`,
-//! `$toDate`; variables (`$$name`) bound by `$let`. An operand that is null or missing makes
-//! the result null. An arithmetic operand that is not a number (or a date where dates are
-//! allowed), a division by zero, or a date operator given something other than a date fails
-//! the evaluation with MongoDB's code ([`EvalError::Failed`]), as in MongoDB: a pipeline
-//! fails naming the stage, a filter fails the query.
+//! as aggregation compares); `$and`, `$or`, `$not`, `$cond`, `$ifNull`, `$switch`;
+//! arithmetic, dates, strings, regular expressions, conversions and arrays (one file per
+//! family); variables (`$$name`) bound by `$let`, `$filter`, `$map` and `$reduce`, and the
+//! system variables `$$ROOT` / `$$CURRENT` (the whole document, where the values have one:
+//! pipeline stages), `$$REMOVE` (missing) and `$$NOW` (resolved when parsed: one date per
+//! query). An operand of the wrong type, a division by zero and the like fail the evaluation
+//! with MongoDB's code ([`EvalError::Failed`]), as in MongoDB: a pipeline fails naming the
+//! stage, a filter fails the query. Constant arguments (a regular expression, a `$convert`
+//! target, a date unit) are checked and compiled once, when parsed.
 //!
-//! One file per family of operators: `arith.rs`, `convert.rs`, `date_ops.rs`; `vars.rs`
-//! holds the variables in scope.
+//! One file per family of operators: `arith.rs`, `convert.rs`, `date_ops.rs`, `strings.rs`,
+//! `regex.rs`, `arrays.rs`, `switch.rs`; `args.rs` holds what they share (operand counts,
+//! named arguments, type names, size limits), `vars.rs` the variables in scope.
 
 use std::borrow::Cow;
 use std::cmp::Ordering;
@@ -26,14 +26,23 @@ use tscoll_catalog::value::compare;
 use crate::error::{Error, ErrorCode, Result};
 use crate::mql::filter::{Target, Values, field_value, rest_of};
 
+mod args;
 mod arith;
+mod arrays;
 mod convert;
 mod date_ops;
+mod regex;
+mod strings;
+mod switch;
 mod vars;
 
 pub(crate) use arith::Arith;
-use convert::Conversion;
+use arrays::ArrayExpr;
+use convert::ConvertExpr;
 pub(crate) use date_ops::DateExpr;
+use regex::RegexExpr;
+use strings::StringExpr;
+use switch::Switch;
 pub(crate) use vars::Vars;
 
 /// Where a field path of an expression reads: its target and the path inside it.
@@ -70,8 +79,16 @@ pub(crate) enum Expr {
     IfNull(Vec<Expr>),
     /// A date operator.
     Date(DateExpr),
-    /// `$toLong`, `$toDouble`, `$toDate`.
-    Convert(Conversion, Box<Expr>),
+    /// `$convert`, the `$to…` shorthands, `$type`, `$isNumber`.
+    Convert(Box<ConvertExpr>),
+    /// `$switch`.
+    Switch(Box<Switch>),
+    /// A string operator.
+    String(Box<StringExpr>),
+    /// `$regexMatch`, `$regexFind`, `$regexFindAll`.
+    Regex(Box<RegexExpr>),
+    /// An array operator.
+    ArrayOp(Box<ArrayExpr>),
 }
 
 /// Why an expression has no value.
@@ -141,6 +158,14 @@ impl Expr {
                 if name.is_empty() || path.iter().any(String::is_empty) {
                     return Err(bad(format!("$expr: '{s}' is not a variable")));
                 }
+                if name == "NOW" {
+                    // One value for the whole query: the expression is parsed once per query.
+                    let now = Bson::DateTime(bson::DateTime::now());
+                    return Ok(field_value(Some(Cow::Owned(now)), &path)
+                        .map_or(Expr::Var("REMOVE".to_owned(), Vec::new()), |v| {
+                            Expr::Literal(v.into_owned())
+                        }));
+                }
                 Ok(Expr::Var(name, path))
             }
             Bson::String(s) if s.starts_with('$') => {
@@ -178,8 +203,16 @@ impl Expr {
                 a.fields(out);
                 b.fields(out);
             }
-            Expr::Not(a) | Expr::Convert(_, a) => a.fields(out),
+            Expr::Not(a) => a.fields(out),
             Expr::Date(d) => d.fields(out),
+            Expr::Convert(c) => c.fields(out),
+            Expr::Switch(c) => c.fields(out),
+            Expr::String(c) => c.fields(out),
+            Expr::Regex(c) => c.fields(out),
+            Expr::ArrayOp(c) => c.fields(out),
+            Expr::Var(name, _) if matches!(name.as_str(), "ROOT" | "CURRENT") => {
+                out.push((Target::Field, &WHOLE_DOCUMENT));
+            }
             Expr::Var(..) => {}
             Expr::Let(bound, e) => {
                 bound.iter().for_each(|(_, x)| x.fields(out));
@@ -222,6 +255,12 @@ impl Expr {
         vars: &Vars<'_>,
     ) -> std::result::Result<Option<Cow<'v, Bson>>, EvalError> {
         Ok(match self {
+            Expr::Var(name, path) if vars.get(name).is_none() && is_system(name) => {
+                match name.as_str() {
+                    "REMOVE" => None,
+                    _ => field_value(Some(values.document().ok_or_else(no_document)?), path),
+                }
+            }
             Expr::Var(name, path) => {
                 let v = vars.get(name).ok_or_else(|| {
                     EvalError::failed(
@@ -332,10 +371,11 @@ impl Expr {
                 last.eval_with(values, vars)?
             }
             Expr::Date(d) => d.eval(values, vars)?,
-            Expr::Convert(to, x) => Some(Cow::Owned(convert::convert(
-                *to,
-                x.eval_with(values, vars)?.as_deref(),
-            )?)),
+            Expr::Convert(c) => c.eval(values, vars)?.map(Cow::Owned),
+            Expr::Switch(c) => c.eval(values, vars)?,
+            Expr::String(c) => c.eval(values, vars)?.map(Cow::Owned),
+            Expr::Regex(c) => c.eval(values, vars)?.map(Cow::Owned),
+            Expr::ArrayOp(c) => c.eval(values, vars)?.map(Cow::Owned),
         })
     }
 
@@ -367,6 +407,18 @@ fn parse_operator(d: &Document, target: &Resolve<'_>) -> Result<Expr> {
     }
     if let Some(e) = date_ops::parse_named(op, arg, target)? {
         return Ok(Expr::Date(e));
+    }
+    for family in [
+        switch::parse,
+        strings::parse,
+        regex::parse,
+        convert::parse,
+        arrays::parse,
+        arith::parse,
+    ] {
+        if let Some(e) = family(op, arg, target)? {
+            return Ok(e);
+        }
     }
     if op == "$cond"
         && let Bson::Document(args) = arg
@@ -451,18 +503,6 @@ fn parse_operator(d: &Document, target: &Resolve<'_>) -> Result<Expr> {
                 _ => return Err(bad("$cond takes 3 operands".to_owned())),
             }
         }
-        "$toLong" | "$toDouble" | "$toDate" => {
-            count(1)?;
-            let to = match op.as_str() {
-                "$toLong" => Conversion::Long,
-                "$toDouble" => Conversion::Double,
-                _ => Conversion::Date,
-            };
-            Expr::Convert(
-                to,
-                Box::new(args.into_iter().next().unwrap_or(Expr::Literal(Bson::Null))),
-            )
-        }
         other => {
             let mut args = args;
             if let Some(d) = DateExpr::parse_part(other, &mut args)? {
@@ -470,15 +510,40 @@ fn parse_operator(d: &Document, target: &Resolve<'_>) -> Result<Expr> {
             }
             return Err(Error::rejected(
                 ErrorCode::InvalidPipelineOperator,
-                format!(
-                    "operator {other} is not supported in an expression (comparisons, $and, $or, \
-                 $not, $cond, $ifNull, $add, $subtract, $multiply, $divide, $mod, $abs, \
-                 $dateTrunc, $dateAdd, $dateSubtract, $dateDiff, date parts, $toLong, \
-                 $toDouble, $toDate, $literal are)"
-                ),
+                format!("operator {other} is not supported in an expression ({SUPPORTED} are)"),
             ));
         }
     })
+}
+
+/// The operators an expression may use, for the error naming one that is not.
+const SUPPORTED: &str = "$literal, $let, $eq, $ne, $gt, $gte, $lt, $lte, $and, $or, $not, \
+     $cond, $ifNull, $switch, $add, $subtract, $multiply, $divide, $mod, $abs, $round, $trunc, \
+     $ceil, $floor, $sqrt, $pow, $exp, $ln, $log, $log10, $concat, $substrCP, $substrBytes, \
+     $substr, $toUpper, $toLower, $split, $trim, $ltrim, $rtrim, $strLenCP, $strLenBytes, \
+     $indexOfCP, $strcasecmp, $replaceOne, $replaceAll, $regexMatch, $regexFind, $regexFindAll, $convert, \
+     $toString, $toInt, $toLong, $toDouble, $toDecimal, $toBool, $toDate, $toObjectId, $type, \
+     $isNumber, $size, $arrayElemAt, $first, $last, $filter, $map, $reduce, $in, $slice, \
+     $concatArrays, $isArray, $range, $reverseArray, $dateTrunc, $dateAdd, $dateSubtract, \
+     $dateDiff and the date parts";
+
+/// What `$$ROOT` reads, for [`Expr::fields`]: a field named "" stands for the whole
+/// document (so a filter reading it is not judged on the meta field alone).
+static WHOLE_DOCUMENT: [String; 1] = [String::new()];
+
+/// System variables: `$$ROOT` and `$$CURRENT` (the whole document), `$$REMOVE` (missing).
+/// `$$NOW` is resolved when the expression is parsed.
+fn is_system(name: &str) -> bool {
+    matches!(name, "ROOT" | "CURRENT" | "REMOVE")
+}
+
+/// The failure of `$$ROOT` where no whole document is at hand.
+fn no_document() -> EvalError {
+    EvalError::failed(
+        ErrorCode::BadValue,
+        "$$ROOT and $$CURRENT (the whole document) can be read by pipeline stages, not by a \
+         find filter's $expr or a pipeline's leading $match",
+    )
 }
 
 /// `$let`: `{vars: {name: expression, ...}, in: expression}`.
@@ -539,4 +604,195 @@ fn truthy(v: Option<&Bson>) -> bool {
 
 pub(super) fn bad(message: String) -> Error {
     Error::rejected(ErrorCode::BadValue, message)
+}
+
+/// Whether an unparsed expression reads `$$ROOT` or `$$CURRENT` (outside `$literal`).
+pub(crate) fn reads_document(v: &Bson) -> bool {
+    match v {
+        Bson::String(s) => ["$$ROOT", "$$CURRENT"].iter().any(|r| {
+            s.strip_prefix(r)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
+        }),
+        Bson::Array(items) => items.iter().any(reads_document),
+        Bson::Document(d) => d.iter().any(|(k, v)| k != "$literal" && reads_document(v)),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use bson::doc;
+
+    use super::*;
+
+    /// A document as expression values (every path reads it), with `$$ROOT`.
+    struct Doc<'a>(&'a Document);
+
+    impl Values for Doc<'_> {
+        fn root(&self, _: Target, path: &[String]) -> crate::mql::filter::Got<'_> {
+            Ok(path.first().and_then(|f| self.0.get(f)).map(Cow::Borrowed))
+        }
+
+        fn document(&self) -> Option<Cow<'_, Bson>> {
+            Some(Cow::Owned(Bson::Document(self.0.clone())))
+        }
+    }
+
+    /// Values without a whole document (a find filter's).
+    struct NoDoc;
+
+    impl Values for NoDoc {
+        fn root(&self, _: Target, _: &[String]) -> crate::mql::filter::Got<'_> {
+            Ok(None)
+        }
+    }
+
+    fn parse(e: &Document) -> Result<Expr> {
+        let target = |path: &[String]| (Target::Field, path.to_vec());
+        Expr::parse(&Bson::Document(e.clone()), &target)
+    }
+
+    /// The value of expression `e` on `d` (`None`: missing); panics on an error.
+    pub(crate) fn eval(e: &Document, d: &Document) -> Option<Bson> {
+        let e = parse(e).expect("parses");
+        e.eval(&Doc(d)).expect("evaluates").map(Cow::into_owned)
+    }
+
+    /// The code `e` fails with on `d`; panics when it parses badly or succeeds.
+    pub(crate) fn eval_err(e: &Document, d: &Document) -> ErrorCode {
+        let e = parse(e).expect("parses");
+        match e.eval(&Doc(d)) {
+            Err(EvalError::Failed(code, _)) => code,
+            other => panic!("expected a failure, got {other:?}"),
+        }
+    }
+
+    /// The code parsing `e` fails with; panics when it parses.
+    pub(crate) fn parse_err(e: &Document) -> ErrorCode {
+        match parse(e) {
+            Err(e) => e.code(),
+            Ok(x) => panic!("expected a parse error, got {x:?}"),
+        }
+    }
+
+    /// The value of `e` on an empty document.
+    pub(crate) fn value(e: &Document) -> Option<Bson> {
+        eval(e, &doc! {})
+    }
+
+    #[test]
+    fn every_operator_lists_the_fields_it_reads() {
+        // Each operator reads its own field, named after it; a query reads only those.
+        let cases = [
+            (
+                doc! { "$switch": { "branches": [{ "case": "$c1", "then": "$c2" }], "default": "$c3" } },
+                vec!["c1", "c2", "c3"],
+            ),
+            (doc! { "$concat": ["$s1", "x", "$s2"] }, vec!["s1", "s2"]),
+            (
+                doc! { "$substrCP": ["$s1", "$s2", "$s3"] },
+                vec!["s1", "s2", "s3"],
+            ),
+            (
+                doc! { "$trim": { "input": "$s1", "chars": "$s2" } },
+                vec!["s1", "s2"],
+            ),
+            (
+                doc! { "$indexOfCP": ["$s1", "$s2", "$s3", "$s4"] },
+                vec!["s1", "s2", "s3", "s4"],
+            ),
+            (
+                doc! { "$replaceAll": { "input": "$s1", "find": "$s2", "replacement": "$s3" } },
+                vec!["s1", "s2", "s3"],
+            ),
+            (
+                doc! { "$regexFind": { "input": "$r1", "regex": "a" } },
+                vec!["r1"],
+            ),
+            (
+                doc! { "$regexMatch": { "input": "$r1", "regex": "$r2", "options": "$r3" } },
+                vec!["r1", "r2", "r3"],
+            ),
+            (
+                doc! { "$convert": { "input": "$v1", "to": "$v2", "onError": "$v3", "onNull": "$v4" } },
+                vec!["v1", "v2", "v3", "v4"],
+            ),
+            (doc! { "$type": "$v1" }, vec!["v1"]),
+            (doc! { "$round": ["$n1", "$n2"] }, vec!["n1", "n2"]),
+            (doc! { "$pow": ["$n1", "$n2"] }, vec!["n1", "n2"]),
+            (
+                doc! { "$filter": { "input": "$a1", "cond": { "$gt": ["$$this", "$a2"] }, "limit": "$a3" } },
+                vec!["a1", "a2", "a3"],
+            ),
+            (
+                doc! { "$map": { "input": "$a1", "in": { "$add": ["$$this", "$a2"] } } },
+                vec!["a1", "a2"],
+            ),
+            (
+                doc! { "$reduce": { "input": "$a1", "initialValue": "$a2", "in": "$a3" } },
+                vec!["a1", "a2", "a3"],
+            ),
+            (
+                doc! { "$slice": ["$a1", "$a2", "$a3"] },
+                vec!["a1", "a2", "a3"],
+            ),
+            (doc! { "$range": ["$a1", "$a2"] }, vec!["a1", "a2"]),
+            (doc! { "$in": ["$a1", "$a2"] }, vec!["a1", "a2"]),
+        ];
+        for (e, want) in cases {
+            let parsed = parse(&e).expect("parses");
+            let mut got = Vec::new();
+            parsed.fields(&mut got);
+            let mut got: Vec<&str> = got.iter().map(|(_, p)| p[0].as_str()).collect();
+            got.sort_unstable();
+            got.dedup();
+            assert_eq!(got, want, "{e}");
+        }
+    }
+
+    #[test]
+    fn system_variables() {
+        let d = doc! { "a": 1, "b": { "c": 2 } };
+        assert_eq!(eval(&doc! { "$literal": 0 }, &d), Some(Bson::Int32(0)));
+        let root = Expr::parse(&Bson::String("$$ROOT".into()), &|p: &[String]| {
+            (Target::Field, p.to_vec())
+        })
+        .expect("parses");
+        assert_eq!(
+            root.eval(&Doc(&d)).expect("evaluates").map(Cow::into_owned),
+            Some(Bson::Document(d.clone()))
+        );
+        assert_eq!(
+            eval(&doc! { "$add": ["$$CURRENT.b.c", 1] }, &d),
+            Some(Bson::Int32(3))
+        );
+        // $$REMOVE is missing: a document field set to it is left out.
+        assert_eq!(
+            eval(
+                &doc! { "$cond": [true, { "x": "$$REMOVE", "y": 1 }, 0] },
+                &d
+            ),
+            Some(Bson::Document(doc! { "y": 1 }))
+        );
+        // $$NOW is one date for the whole expression.
+        let now = eval(&doc! { "$eq": ["$$NOW", "$$NOW"] }, &d);
+        assert_eq!(now, Some(Bson::Boolean(true)));
+        assert!(matches!(
+            eval(&doc! { "$ifNull": ["$$NOW", 0] }, &d),
+            Some(Bson::DateTime(_))
+        ));
+        // Without a document at hand, $$ROOT fails.
+        let e = parse(&doc! { "$eq": ["$$ROOT", 1] }).expect("parses");
+        assert!(matches!(
+            e.eval(&NoDoc),
+            Err(EvalError::Failed(ErrorCode::BadValue, _))
+        ));
+        assert!(reads_document(&Bson::Document(
+            doc! { "$eq": ["$$ROOT.a", 1] }
+        )));
+        assert!(!reads_document(&Bson::Document(
+            doc! { "$literal": "$$ROOT" }
+        )));
+        assert!(!reads_document(&Bson::String("$$ROOTS".into())));
+    }
 }
