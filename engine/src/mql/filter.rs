@@ -1694,14 +1694,26 @@ mod tests {
         check(&cases, &a, &b);
         for f in [
             doc! { "$expr": { "$gt": ["$a"] } },
-            doc! { "$expr": { "$dateTrunc": { "date": "$t" } } },
-            doc! { "$expr": { "$dateTrunc": { "date": "$t", "unit": "fortnight" } } },
             doc! { "$expr": { "$gt": ["$$NOW", 1] } },
             doc! { "$expr": { "$gt": ["$a", 1], "$lt": ["$a", 2] } },
             doc! { "$expr": { "$eq": [{ "$bogus": 1 }, 1] } },
         ] {
             let err = Filter::parse(&f, "t", Some("m")).expect_err("bad $expr");
             assert_eq!(err.code(), ErrorCode::BadValue, "{f}: {err}");
+        }
+        // MongoDB's codes for a date operator's missing or unknown unit.
+        for (f, code) in [
+            (
+                doc! { "$expr": { "$dateTrunc": { "date": "$t" } } },
+                ErrorCode::Location(5439009),
+            ),
+            (
+                doc! { "$expr": { "$dateTrunc": { "date": "$t", "unit": "fortnight" } } },
+                ErrorCode::FailedToParse,
+            ),
+        ] {
+            let err = Filter::parse(&f, "t", Some("m")).expect_err("bad $expr");
+            assert_eq!(err.code(), code, "{f}: {err}");
         }
     }
 

@@ -14,7 +14,7 @@ use super::bad;
 use super::stage::{Docs, evaluate, expression};
 use crate::error::{Error, ErrorCode, Result};
 use crate::mql::dates::{REFERENCE_MS, Unit};
-use crate::mql::expr::{DateExpr, Expr};
+use crate::mql::expr::Expr;
 use crate::mql::filter::Target;
 use crate::query::{Accumulator, AggregateSpec};
 
@@ -409,24 +409,22 @@ impl Group {
     /// `$sum`, `$min`, `$max`, `$avg`, `$stdDevPop` and `$stdDevSamp` of measurement fields (whole
     /// buckets are answered from their control record's min, max and sums).
     pub(super) fn as_windows(&self, time_field: &str, meta_field: Option<&str>) -> Option<Windows> {
+        // Bins of a fixed length counted from the epoch: UTC or a fixed offset that keeps
+        // them there (a zone of the IANA database moves with daylight-saving time, so its
+        // `$dateTrunc` is left to the general `$group`).
         let window = |e: &Expr| -> Option<i64> {
-            let Expr::Date(DateExpr::Trunc {
-                date,
-                unit,
-                bin_size,
-                ..
-            }) = e
-            else {
+            let Expr::Date(d) = e else {
                 return None;
             };
-            let Expr::Field(Target::Field, path) = date.as_ref() else {
+            let (date, unit, bin_size, offset) = d.fixed_trunc()?;
+            let Expr::Field(Target::Field, path) = date else {
                 return None;
             };
-            if path.len() != 1 || path[0] != time_field || *unit == Unit::Week {
+            if path.len() != 1 || path[0] != time_field || unit == Unit::Week {
                 return None;
             }
-            let ms = unit.fixed_ms()?.checked_mul(*bin_size)?;
-            (REFERENCE_MS.rem_euclid(ms) == 0).then_some(ms)
+            let ms = unit.fixed_ms()?.checked_mul(bin_size)?;
+            (REFERENCE_MS.checked_sub(offset)?.rem_euclid(ms) == 0).then_some(ms)
         };
         let is_meta = |e: &Expr| matches!(e, Expr::Field(Target::Field, p) if meta_field.is_some_and(|m| p.len() == 1 && p[0] == m));
         let (window_ms, id, by_series) = match &self.id {

@@ -5,9 +5,9 @@
 //! `$gt`, `$gte`, `$lt`, `$lte` (BSON order across types, a missing field below every value,
 //! as aggregation compares); `$and`, `$or`, `$not`, `$cond`, `$ifNull`; arithmetic `$add`,
 //! `$subtract`, `$multiply`, `$divide`, `$mod`, `$abs` on numbers and dates; dates
-//! `$dateTrunc`, `$dateAdd`, `$dateSubtract`, `$dateDiff` (constant `unit`, `binSize` and
-//! `startOfWeek`, UTC), `$year`, `$month`, `$dayOfMonth`, `$dayOfWeek`, `$dayOfYear`,
-//! `$hour`, `$minute`, `$second`, `$millisecond`; conversions `$toLong`, `$toDouble`,
+//! `$dateTrunc`, `$dateAdd`, `$dateSubtract`, `$dateDiff`, the part extractors (`$year` ...
+//! `$isoWeek`), `$dateToString`, `$dateToParts`, `$dateFromParts`, `$dateFromString`, in a
+//! time zone (`date_ops.rs`); conversions `$toLong`, `$toDouble`,
 //! `$toDate`; variables (`$$name`) bound by `$let`. An operand that is null or missing makes
 //! the result null. An arithmetic operand that is not a number (or a date where dates are
 //! allowed), a division by zero, or a date operator given something other than a date fails
@@ -464,16 +464,13 @@ fn parse_operator(d: &Document, target: &Resolve<'_>) -> Result<Expr> {
             )
         }
         other => {
-            let mut args = args;
-            if let Some(d) = DateExpr::parse_part(other, &mut args)? {
-                return Ok(Expr::Date(d));
-            }
             return Err(Error::rejected(
                 ErrorCode::InvalidPipelineOperator,
                 format!(
                     "operator {other} is not supported in an expression (comparisons, $and, $or, \
                  $not, $cond, $ifNull, $add, $subtract, $multiply, $divide, $mod, $abs, \
-                 $dateTrunc, $dateAdd, $dateSubtract, $dateDiff, date parts, $toLong, \
+                 $dateTrunc, $dateAdd, $dateSubtract, $dateDiff, date parts, $dateToString, \
+                 $dateToParts, $dateFromParts, $dateFromString, $toLong, \
                  $toDouble, $toDate, $literal are)"
                 ),
             ));
