@@ -405,7 +405,8 @@ impl Group {
 
     /// The windowed aggregate engine's form of this `$group`, when it has one: `_id` a
     /// `$dateTrunc` of the time field to a unit of fixed length whose bins line up with the
-    /// epoch, alone or in an object with the whole meta field; outputs `$count`, `$sum: 1`,
+    /// epoch (in UTC or a fixed offset that keeps them there, never in a zone with
+    /// daylight-saving time), alone or in an object with the whole meta field; outputs `$count`, `$sum: 1`,
     /// `$sum`, `$min`, `$max`, `$avg`, `$stdDevPop` and `$stdDevSamp` of measurement fields (whole
     /// buckets are answered from their control record's min, max and sums).
     pub(super) fn as_windows(&self, time_field: &str, meta_field: Option<&str>) -> Option<Windows> {
@@ -613,6 +614,33 @@ mod tests {
                 "{other}"
             );
         }
+    }
+
+    #[test]
+    fn window_engine_takes_only_zones_whose_bins_stay_aligned() {
+        let by = |unit: &str, tz: &str| {
+            group(doc! {
+                "_id": { "$dateTrunc": { "date": "$t", "unit": unit, "timezone": tz } },
+                "n": { "$count": {} },
+            })
+            .as_windows("t", Some("m"))
+            .map(|w| w.spec.window_ms)
+        };
+        assert_eq!(by("hour", "UTC"), Some(3_600_000));
+        assert_eq!(by("hour", "+01:00"), Some(3_600_000));
+        assert_eq!(by("minute", "+05:30"), Some(60_000));
+        // Hours of +05:30 start at half past the hour UTC; days of +01:00 at 23:00 UTC.
+        assert_eq!(by("hour", "+05:30"), None);
+        assert_eq!(by("day", "+01:00"), None);
+        assert_eq!(by("day", "UTC"), Some(86_400_000));
+        // A zone's offset changes with daylight-saving time: never.
+        assert_eq!(by("hour", "Europe/Paris"), None);
+        assert_eq!(by("minute", "America/New_York"), None);
+        let from_field = group(doc! {
+            "_id": { "$dateTrunc": { "date": "$t", "unit": "hour", "timezone": "$tz" } },
+            "n": { "$count": {} },
+        });
+        assert!(from_field.as_windows("t", Some("m")).is_none());
     }
 
     #[test]

@@ -373,15 +373,6 @@ impl Part {
     }
 }
 
-/// Parses MongoDB's `startOfWeek` (`"sunday"`, `"mon"` ... case-insensitive): 0 = Sunday.
-pub(crate) fn parse_start_of_week(s: &str) -> Option<i64> {
-    let s = s.to_ascii_lowercase();
-    ["sun", "mon", "tue", "wed", "thu", "fri", "sat"]
-        .iter()
-        .position(|d| s.starts_with(d))
-        .and_then(|i| i64::try_from(i).ok())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -442,7 +433,6 @@ mod tests {
         assert_eq!(add(jan31, Unit::Hour, -1, Tz::UTC), Some(jan31 - 3_600_000));
         assert_eq!(diff(jan31, T, Unit::Month, 0, Tz::UTC), Some(2));
         assert_eq!(diff(T - 1, T + 3_600_000, Unit::Hour, 0, Tz::UTC), Some(1));
-        assert_eq!(parse_start_of_week("Monday"), Some(1));
         // Far out of range: no value, no panic.
         assert_eq!(add(T, Unit::Year, i64::MAX / 12, Tz::UTC), None);
         assert_eq!(add(T, Unit::Month, i64::MAX, Tz::UTC), None);
@@ -460,6 +450,183 @@ mod tests {
                 Part::DayOfMonth.of(year_of_max, Tz::UTC)
             ),
             (1, 1)
+        );
+    }
+
+    fn at(y: i64, mo: i64, d: i64, h: i64, mi: i64) -> i64 {
+        days_from_civil(y, mo, d) * DAY_MS + h * 3_600_000 + mi * 60_000
+    }
+
+    fn zone(name: &str) -> Tz {
+        Tz::parse(name).expect("zone")
+    }
+
+    #[test]
+    fn trunc_in_a_zone_starts_local_days_and_counts_hours_from_local_2000() {
+        let ny = zone("America/New_York");
+        // 2024-03-10 (clocks spring forward): the day starts at 00:00 EST.
+        assert_eq!(
+            trunc(at(2024, 3, 10, 12, 0), Unit::Day, 1, 0, ny),
+            Some(at(2024, 3, 10, 5, 0))
+        );
+        // 2024-11-03 (clocks fall back): the day starts at 00:00 EDT.
+        assert_eq!(
+            trunc(at(2024, 11, 3, 12, 0), Unit::Day, 1, 0, ny),
+            Some(at(2024, 11, 3, 4, 0))
+        );
+        // Both 01:30s of 2024-11-03 are in their own hour (hours are absolute time).
+        assert_eq!(
+            trunc(at(2024, 11, 3, 5, 30), Unit::Hour, 1, 0, ny),
+            Some(at(2024, 11, 3, 5, 0))
+        );
+        assert_eq!(
+            trunc(at(2024, 11, 3, 6, 30), Unit::Hour, 1, 0, ny),
+            Some(at(2024, 11, 3, 6, 0))
+        );
+        // Months start at local midnight, in EDT after the change.
+        assert_eq!(
+            trunc(at(2024, 4, 15, 0, 0), Unit::Month, 1, 0, ny),
+            Some(at(2024, 4, 1, 4, 0))
+        );
+        // Kathmandu is +05:45: its hours start at a quarter past the hour UTC.
+        let kathmandu = zone("Asia/Kathmandu");
+        assert_eq!(
+            trunc(at(2024, 6, 1, 0, 0), Unit::Hour, 1, 0, kathmandu),
+            Some(at(2024, 5, 31, 23, 15))
+        );
+        assert_eq!(
+            trunc(at(2024, 6, 1, 0, 0), Unit::Day, 1, 0, kathmandu),
+            Some(at(2024, 5, 31, 18, 15))
+        );
+        // Lord Howe moves 30 minutes (+10:30 to +11:00) on 2024-10-06 at 02:00 local.
+        let lord_howe = zone("Australia/Lord_Howe");
+        assert_eq!(
+            trunc(at(2024, 10, 6, 12, 0), Unit::Day, 1, 0, lord_howe),
+            Some(at(2024, 10, 5, 13, 30))
+        );
+        // A fixed offset: weeks starting Monday, at local midnight.
+        assert_eq!(
+            trunc(at(2024, 3, 10, 12, 0), Unit::Week, 1, 1, zone("+05:30")),
+            Some(at(2024, 3, 3, 18, 30))
+        );
+    }
+
+    #[test]
+    fn add_is_absolute_up_to_hours_and_local_from_days() {
+        let ny = zone("America/New_York");
+        // 2021-03-13T12:00Z is 07:00 EST; a day later it is 07:00 EDT, 23 hours later.
+        assert_eq!(
+            add(at(2021, 3, 13, 12, 0), Unit::Day, 1, ny),
+            Some(at(2021, 3, 14, 11, 0))
+        );
+        assert_eq!(
+            add(at(2021, 3, 13, 12, 0), Unit::Hour, 24, ny),
+            Some(at(2021, 3, 14, 12, 0))
+        );
+        // MongoDB's own example: an hour after 2020-11-01T05:50:02Z in New York is 06:50:02Z.
+        let t = at(2020, 11, 1, 5, 50) + 2_000;
+        assert_eq!(add(t, Unit::Hour, 1, ny), Some(t + 3_600_000));
+        // Months keep the local time of day across the change, and clamp the day.
+        assert_eq!(
+            add(at(2024, 3, 1, 5, 0), Unit::Month, 1, ny),
+            Some(at(2024, 4, 1, 4, 0))
+        );
+        assert_eq!(
+            add(at(2024, 1, 31, 5, 0), Unit::Month, 1, ny),
+            Some(at(2024, 2, 29, 5, 0))
+        );
+        // Europe/London: a week after a Saturday noon before the change is noon BST.
+        assert_eq!(
+            add(at(2024, 3, 30, 12, 0), Unit::Week, 1, zone("Europe/London")),
+            Some(at(2024, 4, 6, 11, 0))
+        );
+    }
+
+    #[test]
+    fn diff_counts_local_boundaries() {
+        let ny = zone("America/New_York");
+        // 00:00 EST to 04:00 EDT on 2024-03-10: three hours have passed.
+        assert_eq!(
+            diff(
+                at(2024, 3, 10, 5, 0),
+                at(2024, 3, 10, 8, 0),
+                Unit::Hour,
+                0,
+                ny
+            ),
+            Some(3)
+        );
+        // Noon to noon across the change is a day, though 23 hours.
+        assert_eq!(
+            diff(
+                at(2024, 3, 9, 17, 0),
+                at(2024, 3, 10, 16, 0),
+                Unit::Day,
+                0,
+                ny
+            ),
+            Some(1)
+        );
+        // 23:30 to 00:30 local is a day in New York, none in UTC.
+        let (a, b) = (at(2024, 6, 2, 3, 30), at(2024, 6, 2, 4, 30));
+        assert_eq!(diff(a, b, Unit::Day, 0, ny), Some(1));
+        assert_eq!(diff(a, b, Unit::Day, 0, Tz::UTC), Some(0));
+        // A year boundary crossed in local time only.
+        let (a, b) = (at(2024, 12, 31, 18, 0), at(2024, 12, 31, 18, 30));
+        assert_eq!(diff(a, b, Unit::Year, 0, zone("Asia/Kathmandu")), Some(1));
+        assert_eq!(
+            diff(a, b, Unit::Minute, 0, zone("Asia/Kathmandu")),
+            Some(30)
+        );
+    }
+
+    #[test]
+    fn parts_in_a_zone() {
+        // The manual's $dateToParts example: 2017-01-01T01:29:09.123Z.
+        let t = at(2017, 1, 1, 1, 29) + 9_123;
+        let c = Civil::of(t, zone("America/New_York"));
+        assert_eq!(
+            (
+                c.year,
+                c.month,
+                c.day,
+                c.hour,
+                c.minute,
+                c.second,
+                c.millisecond
+            ),
+            (2016, 12, 31, 20, 29, 9, 123)
+        );
+        let c = Civil::of(t, Tz::UTC);
+        assert_eq!((c.iso_week(), c.iso_day_of_week()), ((2016, 52), 7));
+        // The manual's $week / $isoWeek examples: 2014-01-01 (a Wednesday).
+        let t = at(2014, 1, 1, 8, 15);
+        assert_eq!(Part::Week.of(t, Tz::UTC), 0);
+        assert_eq!(Part::IsoWeek.of(t, Tz::UTC), 1);
+        assert_eq!(Part::IsoWeekYear.of(t, Tz::UTC), 2014);
+        assert_eq!(Part::IsoDayOfWeek.of(t, Tz::UTC), 3);
+        assert_eq!(
+            Part::Hour.of(at(2024, 7, 1, 12, 0), zone("Europe/London")),
+            13
+        );
+        assert_eq!(
+            Part::Hour.of(at(2024, 1, 1, 12, 0), zone("Europe/London")),
+            12
+        );
+        assert_eq!(
+            Part::Minute.of(at(2024, 1, 1, 12, 0), zone("Asia/Kathmandu")),
+            45
+        );
+        // ISO week 1 of 2018 starts on Monday 2018-01-01; week 53 of 2020 exists.
+        assert_eq!(days_from_iso(2018, 1, 1), days_from_civil(2018, 1, 1));
+        assert_eq!(days_from_iso(2020, 53, 5), days_from_civil(2021, 1, 1));
+        assert_eq!(
+            days_from_civil_carried(2017, 14, 1),
+            Some(days_from_civil(2018, 2, 1))
+        );
+        assert_eq!(
+            days_from_civil_carried(2017, 3, 0),
+            Some(days_from_civil(2017, 2, 28))
         );
     }
 
@@ -506,6 +673,16 @@ mod tests {
                 }
                 let _ = diff(t, T, unit, 0, Tz::UTC);
                 let _ = diff(T, t, unit, 3, Tz::UTC);
+                for tz in [
+                    zone("America/New_York"),
+                    zone("Asia/Kathmandu"),
+                    zone("-14:00"),
+                ] {
+                    let _ = trunc(t, unit, 3, 1, tz);
+                    let _ = add(t, unit, -13, tz);
+                    let _ = diff(t, T, unit, 2, tz);
+                    let _ = Civil::of(t, tz).iso_week();
+                }
             }
             let _ = Part::DayOfYear.of(t, Tz::UTC);
             assert!((1..=7).contains(&Part::DayOfWeek.of(t, Tz::UTC)));

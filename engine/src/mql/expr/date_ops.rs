@@ -935,3 +935,293 @@ fn parse_part(op: &str, part: Part, arg: &Bson, target: &Resolve<'_>) -> Result<
         )),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use bson::{Bson, DateTime, doc};
+
+    use super::*;
+    use crate::mql::filter::{Got, Target};
+
+    /// A document's fields.
+    struct Fields(Document);
+
+    impl Values for Fields {
+        fn root(&self, _: Target, path: &[String]) -> Got<'_> {
+            Ok(self.0.get(&path[0]).map(Cow::Borrowed))
+        }
+    }
+
+    fn parse(e: Document) -> Result<Expr> {
+        Expr::parse(&Bson::Document(e), &|p: &[String]| {
+            (Target::Field, p.to_vec())
+        })
+    }
+
+    fn eval(e: Document, on: Document) -> std::result::Result<Bson, EvalError> {
+        let e = parse(e).expect("parses");
+        Ok(e.eval(&Fields(on))?.map_or(Bson::Null, Cow::into_owned))
+    }
+
+    fn date(s: &str) -> Bson {
+        Bson::DateTime(DateTime::parse_rfc3339_str(s).expect("date"))
+    }
+
+    fn code(e: Document) -> ErrorCode {
+        parse(e).expect_err("refused").code()
+    }
+
+    #[test]
+    fn to_string_follows_the_manual() {
+        let on = doc! { "date": date("2014-01-01T08:15:39.736Z") };
+        let cases = [
+            (
+                doc! { "$dateToString": { "format": "%Y-%m-%d", "date": "$date" } },
+                "2014-01-01",
+            ),
+            (
+                doc! { "$dateToString": { "format": "%H:%M:%S:%L%z", "date": "$date", "timezone": "America/New_York" } },
+                "03:15:39:736-0500",
+            ),
+            (
+                doc! { "$dateToString": { "format": "%Z", "date": "$date", "timezone": "America/New_York" } },
+                "-300",
+            ),
+            (
+                doc! { "$dateToString": { "date": "$date" } },
+                "2014-01-01T08:15:39.736Z",
+            ),
+            (
+                doc! { "$dateToString": { "date": "$date", "timezone": "+04:30" } },
+                "2014-01-01T12:45:39.736",
+            ),
+        ];
+        for (e, want) in cases {
+            assert_eq!(
+                eval(e.clone(), on.clone()),
+                Ok(Bson::String(want.into())),
+                "{e}"
+            );
+        }
+        assert_eq!(
+            eval(
+                doc! { "$dateToString": { "date": "$nope", "onNull": "none" } },
+                on.clone()
+            ),
+            Ok(Bson::String("none".into()))
+        );
+        assert_eq!(
+            code(doc! { "$dateToString": { "date": "$date", "format": "%Q" } }),
+            ErrorCode::Location(18536)
+        );
+        assert_eq!(
+            code(doc! { "$dateToString": { "date": "$date", "bogus": 1 } }),
+            ErrorCode::Location(18534)
+        );
+    }
+
+    #[test]
+    fn arguments_may_be_expressions_and_null_gives_null() {
+        let on = doc! {
+            "t": date("2024-03-10T12:00:00Z"), "tz": "America/New_York", "unit": "day",
+            "n": 2, "bad_tz": 5,
+        };
+        let trunc = |args: Document| eval(doc! { "$dateTrunc": args }, on.clone());
+        assert_eq!(
+            trunc(doc! { "date": "$t", "unit": "$unit", "timezone": "$tz" }),
+            Ok(date("2024-03-10T05:00:00Z"))
+        );
+        assert_eq!(
+            trunc(doc! { "date": "$t", "unit": "hour", "binSize": "$n" }),
+            Ok(date("2024-03-10T12:00:00Z"))
+        );
+        for missing in [
+            doc! { "date": "$t", "unit": "day", "binSize": "$missing" },
+            doc! { "date": "$t", "unit": "$missing" },
+            doc! { "date": "$t", "unit": "day", "timezone": "$missing" },
+            doc! { "date": "$t", "unit": "day", "timezone": null },
+            doc! { "date": "$missing", "unit": "day" },
+            doc! { "date": "$t", "unit": "week", "startOfWeek": "$missing" },
+        ] {
+            assert_eq!(trunc(missing.clone()), Ok(Bson::Null), "{missing}");
+        }
+        assert_eq!(
+            trunc(doc! { "date": "$t", "unit": "day", "timezone": "$bad_tz" }),
+            Err(EvalError::failed(
+                ErrorCode::Location(40517),
+                "$dateTrunc: timezone must evaluate to a string, found 5"
+            ))
+        );
+        let add = doc! { "$dateAdd": { "startDate": "$t", "unit": "$unit", "amount": "$n", "timezone": "$tz" } };
+        // 08:00 EDT two days later.
+        assert_eq!(eval(add, on.clone()), Ok(date("2024-03-12T12:00:00Z")));
+        let diff =
+            doc! { "$dateDiff": { "startDate": "$t", "endDate": "$missing", "unit": "day" } };
+        assert_eq!(eval(diff, on.clone()), Ok(Bson::Null));
+        // Constants are checked when parsed.
+        for (e, c) in [
+            (
+                doc! { "$dateTrunc": { "date": "$t", "unit": "day", "timezone": "Mars/Olympus" } },
+                ErrorCode::Location(40485),
+            ),
+            (
+                doc! { "$dateTrunc": { "date": "$t", "unit": "day", "binSize": 0 } },
+                ErrorCode::Location(5439018),
+            ),
+            (
+                doc! { "$dateTrunc": { "date": "$t", "unit": "day", "binSize": 1.5 } },
+                ErrorCode::Location(5439017),
+            ),
+            (
+                doc! { "$dateTrunc": { "date": "$t", "unit": 5 } },
+                ErrorCode::Location(5439013),
+            ),
+            (
+                doc! { "$dateDiff": { "startDate": "$t", "endDate": "$t", "unit": "week", "startOfWeek": "someday" } },
+                ErrorCode::Location(5439016),
+            ),
+            (
+                doc! { "$hour": { "date": "$t", "timezone": 3 } },
+                ErrorCode::Location(40517),
+            ),
+        ] {
+            assert_eq!(code(e.clone()), c, "{e}");
+        }
+    }
+
+    #[test]
+    fn extractors_take_a_zone() {
+        let on = doc! { "t": date("2024-01-01T12:00:00Z") };
+        for (e, want) in [
+            (doc! { "$hour": { "date": "$t", "timezone": "+05:30" } }, 17),
+            (
+                doc! { "$minute": { "date": "$t", "timezone": "Asia/Kathmandu" } },
+                45,
+            ),
+            (doc! { "$hour": ["$t"] }, 12),
+            (doc! { "$isoDayOfWeek": "$t" }, 1),
+            (doc! { "$week": "$t" }, 0),
+            (
+                doc! { "$dayOfMonth": { "date": "$t", "timezone": "Pacific/Kiritimati" } },
+                2,
+            ),
+        ] {
+            assert_eq!(eval(e.clone(), on.clone()), Ok(Bson::Int32(want)), "{e}");
+        }
+        assert_eq!(
+            code(doc! { "$hour": { "date": "$t", "zone": "UTC" } }),
+            ErrorCode::Location(40535)
+        );
+    }
+
+    #[test]
+    fn parts_round_trip_as_the_manual_shows() {
+        let on = doc! { "date": date("2017-01-01T01:29:09.123Z") };
+        assert_eq!(
+            eval(
+                doc! { "$dateToParts": { "date": "$date", "timezone": "America/New_York" } },
+                on.clone()
+            ),
+            Ok(Bson::Document(doc! {
+                "year": 2016, "month": 12, "day": 31, "hour": 20, "minute": 29, "second": 9,
+                "millisecond": 123,
+            }))
+        );
+        assert_eq!(
+            eval(
+                doc! { "$dateToParts": { "date": "$date", "iso8601": true } },
+                on.clone()
+            ),
+            Ok(Bson::Document(doc! {
+                "isoWeekYear": 2016, "isoWeek": 52, "isoDayOfWeek": 7, "hour": 1, "minute": 29,
+                "second": 9, "millisecond": 123,
+            }))
+        );
+        let from = |args: Document| eval(doc! { "$dateFromParts": args }, doc! {});
+        // The manual's examples: the same instant three ways, and carried parts.
+        assert_eq!(
+            from(doc! { "year": 2017, "month": 2, "day": 8, "hour": 12 }),
+            Ok(date("2017-02-08T12:00:00Z"))
+        );
+        assert_eq!(
+            from(doc! { "isoWeekYear": 2017, "isoWeek": 6, "isoDayOfWeek": 3, "hour": 12 }),
+            Ok(date("2017-02-08T12:00:00Z"))
+        );
+        assert_eq!(
+            from(
+                doc! { "year": 2017, "month": 2, "day": 8, "hour": 12, "timezone": "America/New_York" }
+            ),
+            Ok(date("2017-02-08T17:00:00Z"))
+        );
+        assert_eq!(
+            from(doc! { "year": 2017, "month": 14, "day": 1, "hour": 12 }),
+            Ok(date("2018-02-01T12:00:00Z"))
+        );
+        assert_eq!(
+            from(doc! { "year": 2017, "month": 0, "day": 1, "hour": 12 }),
+            Ok(date("2016-12-01T12:00:00Z"))
+        );
+        assert_eq!(
+            from(doc! { "year": 2017, "month": 2, "day": 0, "hour": 12 }),
+            Ok(date("2017-01-31T12:00:00Z"))
+        );
+        assert_eq!(
+            from(doc! { "year": 2017, "month": 2, "day": 8, "hour": -1 }),
+            Ok(date("2017-02-07T23:00:00Z"))
+        );
+        assert_eq!(
+            from(doc! { "year": 2017, "month": "$missing" }),
+            Ok(Bson::Null)
+        );
+        assert!(matches!(
+            from(doc! { "year": 10_000 }),
+            Err(EvalError::Failed(ErrorCode::Location(40523), _))
+        ));
+        assert!(matches!(
+            from(doc! { "year": 2017, "hour": 40_000 }),
+            Err(EvalError::Failed(ErrorCode::Location(31034), _))
+        ));
+        assert_eq!(
+            code(doc! { "$dateFromParts": { "year": 2017, "isoWeek": 3 } }),
+            ErrorCode::Location(40489)
+        );
+        assert_eq!(
+            code(doc! { "$dateFromParts": { "month": 3 } }),
+            ErrorCode::Location(40516)
+        );
+    }
+
+    #[test]
+    fn from_string_reads_zones_and_falls_back_on_error() {
+        let on = doc! { "s": "2017-02-08T12:10:40.787", "bad": "15 Notamonth 2017" };
+        let from = |args: Document| eval(doc! { "$dateFromString": args }, on.clone());
+        assert_eq!(
+            from(doc! { "dateString": "$s", "timezone": "America/New_York" }),
+            Ok(date("2017-02-08T17:10:40.787Z"))
+        );
+        assert_eq!(
+            from(doc! { "dateString": "$s" }),
+            Ok(date("2017-02-08T12:10:40.787Z"))
+        );
+        assert_eq!(
+            from(doc! { "dateString": "$bad", "onError": "$bad" }),
+            Ok(Bson::String("15 Notamonth 2017".into()))
+        );
+        assert!(matches!(
+            from(doc! { "dateString": "$bad" }),
+            Err(EvalError::Failed(ErrorCode::ConversionFailure, _))
+        ));
+        assert_eq!(
+            from(doc! { "dateString": "$missing", "onNull": "none" }),
+            Ok(Bson::String("none".into()))
+        );
+        assert_eq!(
+            from(doc! { "dateString": "06/15/2018", "format": "%m/%d/%Y", "timezone": "+05:30" }),
+            Ok(date("2018-06-14T18:30:00Z"))
+        );
+        assert!(matches!(
+            from(doc! { "dateString": 5 }),
+            Err(EvalError::Failed(ErrorCode::ConversionFailure, _))
+        ));
+    }
+}
