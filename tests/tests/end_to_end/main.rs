@@ -46,6 +46,7 @@ mod spec_ttl;
 mod spec_update;
 mod spec_update_measurements;
 mod stress_concurrent;
+mod time_zones;
 mod verify_damage;
 mod wal_damaged_open;
 mod wal_recovery;
