@@ -453,6 +453,12 @@ impl DateExpr {
                         format!("{op} expects integer amount of time units"),
                     )
                 })?;
+                if !amount_in_range(unit, n) {
+                    return Err(EvalError::failed(
+                        ErrorCode::Location(5976500),
+                        format!("invalid {op} 'amount' parameter value: {n} {unit:?}"),
+                    ));
+                }
                 if *sign < 0 && n == i64::MIN {
                     return Err(EvalError::failed(
                         ErrorCode::Location(6045000),
@@ -693,6 +699,26 @@ fn items_of<'a>(
         Arg::Const(items) => Some(Cow::Borrowed(items.as_slice())),
         e => e.get(op, values, vars, check)?.map(Cow::Owned),
     })
+}
+
+/// Whether `$dateAdd`'s `amount` of `unit` roughly fits the range of dates, as MongoDB checks
+/// it (any number of milliseconds does).
+fn amount_in_range(unit: Unit, n: i64) -> bool {
+    // The days in 2^64 ms, rounded up.
+    const MAX_DAYS: i64 = 213_503_982_336;
+    const MAX_YEARS: i64 = MAX_DAYS / 365 + 1;
+    let max = match unit {
+        Unit::Millisecond => return true,
+        Unit::Second => MAX_DAYS * 86_400,
+        Unit::Minute => MAX_DAYS * 1_440,
+        Unit::Hour => MAX_DAYS * 24,
+        Unit::Day => MAX_DAYS,
+        Unit::Week => MAX_DAYS / 7,
+        Unit::Month => MAX_YEARS * 12,
+        Unit::Quarter => MAX_YEARS * 4,
+        Unit::Year => MAX_YEARS,
+    };
+    -max < n && n < max
 }
 
 /// `None` for null and missing.
@@ -1055,6 +1081,22 @@ mod tests {
         let add = doc! { "$dateAdd": { "startDate": "$t", "unit": "$unit", "amount": "$n", "timezone": "$tz" } };
         // 08:00 EDT two days later.
         assert_eq!(eval(add, on.clone()), Ok(date("2024-03-12T12:00:00Z")));
+        for (unit, amount, code) in [
+            ("year", i64::MAX, 5_976_500),
+            ("day", 213_503_982_336, 5_976_500),
+            ("day", 200_000_000_000, 5_166_406),
+        ] {
+            let add = doc! { "$dateAdd": { "startDate": "$t", "unit": unit, "amount": amount } };
+            assert!(
+                matches!(eval(add, on.clone()), Err(EvalError::Failed(ErrorCode::Location(c), _)) if c == code),
+                "{unit} {amount}"
+            );
+        }
+        let sub = doc! { "$dateSubtract": { "startDate": "$t", "unit": "millisecond", "amount": i64::MIN } };
+        assert!(matches!(
+            eval(sub, on.clone()),
+            Err(EvalError::Failed(ErrorCode::Location(6045000), _))
+        ));
         let diff =
             doc! { "$dateDiff": { "startDate": "$t", "endDate": "$missing", "unit": "day" } };
         assert_eq!(eval(diff, on.clone()), Ok(Bson::Null));
