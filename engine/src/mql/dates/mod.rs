@@ -630,6 +630,34 @@ mod tests {
         );
     }
 
+    proptest::proptest! {
+        /// In any zone a bin holds its own start, starts at or before the date, and days and
+        /// longer units start at local midnight (none of these zones skips a midnight after
+        /// 1970).
+        #[test]
+        fn bins_in_zones_start_at_local_boundaries(
+            t in 0i64..4_102_444_800_000,
+            name in proptest::sample::select(vec![
+                "America/New_York", "Europe/London", "Asia/Kathmandu", "Australia/Lord_Howe",
+                "-03:30",
+            ]),
+            unit in proptest::sample::select(vec![
+                Unit::Minute, Unit::Hour, Unit::Day, Unit::Week, Unit::Month, Unit::Year,
+            ]),
+            bin in 1i64..5,
+        ) {
+            let tz = zone(name);
+            let start = trunc(t, unit, bin, 1, tz).expect("in range");
+            proptest::prop_assert!(start <= t);
+            proptest::prop_assert_eq!(trunc(start, unit, bin, 1, tz), Some(start));
+            if unit >= Unit::Day {
+                let c = Civil::of(start, tz);
+                proptest::prop_assert_eq!((c.hour, c.minute), (0, 0));
+                proptest::prop_assert!(diff(start, t, unit, 1, tz).expect("in range") < bin);
+            }
+        }
+    }
+
     #[test]
     fn every_date_and_unit_gives_a_value_or_none_never_a_panic() {
         let units = [
