@@ -577,6 +577,9 @@ fn aggregates_answered_by_the_collection_equal_datafusions_own() {
         "SELECT tags.host AS h, date_trunc('minute', t) AS w, sum(i) AS s FROM m \
          WHERE tags.host IN ('h1', 'h2') AND t BETWEEN '2016-01-01T05:00:00Z' AND '2016-01-01T06:00:00Z' \
          GROUP BY 1, 2 ORDER BY 1, 2",
+        // Hours from an origin at an offset of whole hours are the epoch's hours.
+        "SELECT date_bin(INTERVAL '1 hour', t, '2000-01-01T00:00:00+01:00') AS w, count(*) AS n \
+         FROM m GROUP BY 1 ORDER BY 1",
     ];
     // Left to DataFusion: a filter on a measurement field, min of doubles, a month-long
     // interval, an aggregate DataFusion alone has.
@@ -585,11 +588,32 @@ fn aggregates_answered_by_the_collection_equal_datafusions_own() {
         "SELECT tags.host AS h, min(d) AS lo FROM m GROUP BY 1 ORDER BY 1",
         "SELECT date_bin(INTERVAL '1 month', t) AS w, count(*) AS n FROM m GROUP BY 1 ORDER BY 1",
         "SELECT tags.host AS h, stddev(l) AS sd FROM m GROUP BY 1 ORDER BY 1",
+        // Time zones: local days, days from a local midnight at +05:30, a zoned timestamp.
+        "SELECT date_trunc('day', t AT TIME ZONE 'America/New_York') AS day, count(*) AS n \
+         FROM m GROUP BY 1 ORDER BY 1",
+        "SELECT date_bin(INTERVAL '1 day', t, '2000-01-01T00:00:00+05:30') AS w, count(*) AS n \
+         FROM m GROUP BY 1 ORDER BY 1",
+        "SELECT date_bin(INTERVAL '1 hour', t AT TIME ZONE 'Asia/Kathmandu') AS w, count(*) AS n \
+         FROM m GROUP BY 1 ORDER BY 1",
     ];
     // A lower bound on doubles keeps the NaN (above every number in SQL): 1189 rows per
     // series have d > 100, and series h1 has a NaN.
     let (n, _) = run(&ctx, "SELECT count(*) AS n FROM m WHERE d > 100");
     assert_eq!(n[0].get_i64("n").ok(), Some(3 * 1189 + 1));
+    // DataFusion's local days in New York (January: EST) start at 05:00 UTC.
+    let (days, _) = run(
+        &ctx,
+        "SELECT date_trunc('day', t AT TIME ZONE 'America/New_York') AS day, count(*) AS n \
+         FROM m GROUP BY 1 ORDER BY 1",
+    );
+    assert!(days.len() > 1);
+    for d in &days {
+        assert_eq!(
+            ms(d.get("day")).rem_euclid(86_400_000),
+            5 * 3_600_000,
+            "{d}"
+        );
+    }
     let plain = SessionContext::new();
     plain
         .register_table(

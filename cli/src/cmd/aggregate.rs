@@ -30,9 +30,16 @@ pub(crate) struct Args {
     pub(crate) filter: Option<String>,
     /// Window length: a number with a unit, `ms`, `s`, `m`, `h` or `d` (`15m`, `1h`, `1d`),
     /// windows starting at multiples of it from the Unix epoch; or calendar weeks (from
-    /// Sunday), months or years, `w`, `mo`, `y` (`1w`, `3mo`, `1y`), in UTC.
+    /// Sunday), months or years, `w`, `mo`, `y` (`1w`, `3mo`, `1y`), in UTC or `--timezone`.
     #[arg(long, value_name = "DURATION", value_parser = parse_window, required_unless_present = "pipeline")]
     pub(crate) window: Option<Window>,
+    /// The time zone of the windows: an IANA name (`Europe/Paris`, `America/New_York`) or a
+    /// UTC offset (`+05:30`, `-08`), as MongoDB's `timezone`. Days, weeks, months and years
+    /// then start at local midnight (23 or 25 hours long across a daylight-saving change), and
+    /// windows of a fixed length are counted from 2000-01-01T00:00 local time, as `$dateTrunc`
+    /// counts them. Default UTC.
+    #[arg(long, value_name = "ZONE", conflicts_with = "pipeline")]
+    pub(crate) timezone: Option<String>,
     /// One group per series and window (default: per window over all series).
     #[arg(long)]
     pub(crate) by_series: bool,
@@ -103,12 +110,29 @@ pub(crate) fn parse_window(text: &str) -> Result<Window, String> {
     }
 }
 
-/// The pipeline that answers a `--window` of calendar units: the filter, the measurements in
-/// time order (for `first` and `last`), then a `$group` by `$dateTrunc` (and series) shaped
-/// as the windowed aggregate's results, sorted by series then window.
+/// A window of fixed length as `$dateTrunc`'s unit and bin size: the longest of day, hour,
+/// minute, second and millisecond that divides it.
+fn fixed_as_unit(ms: i64) -> (&'static str, i64) {
+    let units = [
+        ("day", 86_400_000),
+        ("hour", 3_600_000),
+        ("minute", 60_000),
+        ("second", 1_000),
+    ];
+    units
+        .into_iter()
+        .find(|(_, len)| ms % len == 0)
+        .map_or(("millisecond", ms), |(unit, len)| (unit, ms / len))
+}
+
+/// The pipeline that answers a `--window` of calendar units or in a time zone: the filter,
+/// the measurements in time order (for `first` and `last`), then a `$group` by `$dateTrunc`
+/// (in `timezone`, and series) shaped as the windowed aggregate's results, sorted by series
+/// then window.
 fn calendar_pipeline(
     filter: Document,
     (unit, n): (&str, i64),
+    timezone: Option<&str>,
     by_series: bool,
     outputs: &[(String, Accumulator)],
     time_field: &str,
@@ -118,10 +142,11 @@ fn calendar_pipeline(
     if let (true, Some(m)) = (by_series, meta_field) {
         id.insert(m, format!("${m}"));
     }
-    id.insert(
-        time_field,
-        doc! { "$dateTrunc": { "date": format!("${time_field}"), "unit": unit, "binSize": n } },
-    );
+    let mut trunc = doc! { "date": format!("${time_field}"), "unit": unit, "binSize": n };
+    if let Some(tz) = timezone {
+        trunc.insert("timezone", tz);
+    }
+    id.insert(time_field, doc! { "$dateTrunc": trunc });
     let mut group = doc! { "_id": id };
     for (name, acc) in outputs {
         let op = match acc {
@@ -265,13 +290,19 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
     } else {
         args.outputs.clone()
     };
-    let window = match window {
-        Window::Fixed(ms) => ms,
-        Window::Calendar(unit, n) => {
+    let calendar = match (window, &args.timezone) {
+        (Window::Fixed(ms), None) => Err(ms),
+        (Window::Fixed(ms), Some(_)) => Ok(fixed_as_unit(ms)),
+        (Window::Calendar(unit, n), _) => Ok((unit, n)),
+    };
+    let window = match calendar {
+        Err(ms) => ms,
+        Ok((unit, n)) => {
             let spec = coll.spec();
             let pipeline = calendar_pipeline(
                 filter,
                 (unit, n),
+                args.timezone.as_deref(),
                 args.by_series,
                 &outputs,
                 &spec.time_field,
@@ -302,6 +333,31 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fixed_windows_in_a_zone_are_date_trunc_units() {
+        assert_eq!(fixed_as_unit(86_400_000), ("day", 1));
+        assert_eq!(fixed_as_unit(7_200_000), ("hour", 2));
+        assert_eq!(fixed_as_unit(900_000), ("minute", 15));
+        assert_eq!(fixed_as_unit(1_500), ("millisecond", 1_500));
+        let p = calendar_pipeline(
+            doc! {},
+            ("day", 1),
+            Some("Europe/Paris"),
+            false,
+            &[("n".to_owned(), Accumulator::Count)],
+            "ts",
+            None,
+        )
+        .expect("pipeline");
+        assert_eq!(
+            p[2],
+            doc! { "$group": {
+                "_id": { "ts": { "$dateTrunc": { "date": "$ts", "unit": "day", "binSize": 1_i64, "timezone": "Europe/Paris" } } },
+                "n": { "$count": {} },
+            } }
+        );
+    }
 
     #[test]
     fn windows() {

@@ -434,6 +434,61 @@ fn aggregate_takes_calendar_windows() {
 }
 
 #[test]
+fn aggregate_windows_in_a_time_zone() {
+    let s = Scratch::new();
+    s.create("m");
+    // 2024-03-10 is 23 hours long in New York (clocks spring forward at 02:00).
+    let lines: String = [
+        "2024-03-10T04:30:00Z", // 23:30 EST on the 9th
+        "2024-03-10T05:30:00Z", // 00:30 EST on the 10th
+        "2024-03-11T03:30:00Z", // 23:30 EDT on the 10th
+        "2024-03-11T04:30:00Z", // 00:30 EDT on the 11th
+    ]
+    .iter()
+    .map(|t| format!("{{\"ts\":{{\"$date\":\"{t}\"}},\"meta\":{{\"series\":\"a\"}},\"v\":1}}\n"))
+    .collect();
+    let file = s.file("dst.ndjson", lines.as_bytes());
+    s.run("ingest", &["m", &file]).ok();
+    let days = |args: &[&str]| -> Vec<(String, i64)> {
+        s.run("aggregate", args)
+            .ok()
+            .json_lines()
+            .iter()
+            .map(|d| {
+                (
+                    d["_id"]["ts"]["$date"].as_str().unwrap_or("").to_owned(),
+                    d["count"].as_i64().unwrap_or(-1),
+                )
+            })
+            .collect()
+    };
+    let local = [
+        ("2024-03-09T05:00:00.000Z".to_owned(), 1),
+        ("2024-03-10T05:00:00.000Z".to_owned(), 2),
+        ("2024-03-11T04:00:00.000Z".to_owned(), 1),
+    ];
+    assert_eq!(
+        days(&["m", "--window", "1d", "--timezone", "America/New_York"]),
+        local
+    );
+    assert_eq!(
+        days(&["m", "--window", "24h", "--timezone", "America/New_York"]),
+        local
+    );
+    // In UTC the same measurements fall on the 10th and the 11th.
+    let utc = days(&["m", "--window", "1d"]);
+    assert_eq!(utc.len(), 2, "{utc:?}");
+    let err = s
+        .run(
+            "aggregate",
+            &["m", "--window", "1d", "--timezone", "Europe/Atlantis"],
+        )
+        .failed()
+        .stderr();
+    assert!(err.contains("unrecognized time zone"), "{err}");
+}
+
+#[test]
 fn ingest_reads_json_arrays_and_stdin_without_a_file() {
     let s = Scratch::new();
     s.create("m");

@@ -1796,8 +1796,6 @@ mod tests {
         check(&cases, &a, &b);
         for f in [
             doc! { "$expr": { "$gt": ["$a"] } },
-            doc! { "$expr": { "$dateTrunc": { "date": "$t" } } },
-            doc! { "$expr": { "$dateTrunc": { "date": "$t", "unit": "fortnight" } } },
             // A find filter has no whole document for $$ROOT.
             doc! { "$expr": { "$eq": ["$$ROOT.a", 1] } },
             doc! { "$expr": { "$eq": [{ "$size": "$$CURRENT" }, 1] } },
@@ -1812,6 +1810,20 @@ mod tests {
         // $$NOW is one date for the query.
         let now = doc! { "$expr": { "$gt": ["$$NOW", "$t"] } };
         assert!(Filter::parse(&now, "t", Some("m")).is_ok());
+        // MongoDB's codes for a date operator's missing or unknown unit.
+        for (f, code) in [
+            (
+                doc! { "$expr": { "$dateTrunc": { "date": "$t" } } },
+                ErrorCode::Location(5439009),
+            ),
+            (
+                doc! { "$expr": { "$dateTrunc": { "date": "$t", "unit": "fortnight" } } },
+                ErrorCode::FailedToParse,
+            ),
+        ] {
+            let err = Filter::parse(&f, "t", Some("m")).expect_err("bad $expr");
+            assert_eq!(err.code(), code, "{f}: {err}");
+        }
     }
 
     #[test]

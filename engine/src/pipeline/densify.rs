@@ -385,9 +385,9 @@ impl Densify {
         };
         match (v, &self.step) {
             (Val::Num(n), Step::Num(s)) => add_numbers(n, s).map(Val::Num).ok_or_else(overflow),
-            (Val::Date(t), Step::Date(n, u)) => {
-                dates::add(*t, *u, *n).map(Val::Date).ok_or_else(overflow)
-            }
+            (Val::Date(t), Step::Date(n, u)) => dates::add(*t, *u, *n, dates::Tz::UTC)
+                .map(Val::Date)
+                .ok_or_else(overflow),
             _ => Err(overflow()),
         }
     }

@@ -16,7 +16,7 @@ use super::percentile::{Quantiles, parse_median, parse_percentile};
 use super::stage::{Docs, evaluate, expression};
 use crate::error::{Error, ErrorCode, Result};
 use crate::mql::dates::{REFERENCE_MS, Unit};
-use crate::mql::expr::{DateExpr, Expr};
+use crate::mql::expr::Expr;
 use crate::mql::filter::Target;
 use crate::query::{Accumulator, AggregateSpec};
 
@@ -570,28 +570,27 @@ impl Group {
 
     /// The windowed aggregate engine's form of this `$group`, when it has one: `_id` a
     /// `$dateTrunc` of the time field to a unit of fixed length whose bins line up with the
-    /// epoch, alone or in an object with the whole meta field; outputs `$count`, `$sum: 1`,
+    /// epoch (in UTC or a fixed offset that keeps them there, never in a zone with
+    /// daylight-saving time), alone or in an object with the whole meta field; outputs `$count`, `$sum: 1`,
     /// `$sum`, `$min`, `$max`, `$avg`, `$stdDevPop` and `$stdDevSamp` of measurement fields (whole
     /// buckets are answered from their control record's min, max and sums).
     pub(super) fn as_windows(&self, time_field: &str, meta_field: Option<&str>) -> Option<Windows> {
+        // Bins of a fixed length counted from the epoch: UTC or a fixed offset that keeps
+        // them there (a zone of the IANA database moves with daylight-saving time, so its
+        // `$dateTrunc` is left to the general `$group`).
         let window = |e: &Expr| -> Option<i64> {
-            let Expr::Date(DateExpr::Trunc {
-                date,
-                unit,
-                bin_size,
-                ..
-            }) = e
-            else {
+            let Expr::Date(d) = e else {
                 return None;
             };
-            let Expr::Field(Target::Field, path) = date.as_ref() else {
+            let (date, unit, bin_size, offset) = d.fixed_trunc()?;
+            let Expr::Field(Target::Field, path) = date else {
                 return None;
             };
-            if path.len() != 1 || path[0] != time_field || *unit == Unit::Week {
+            if path.len() != 1 || path[0] != time_field || unit == Unit::Week {
                 return None;
             }
-            let ms = unit.fixed_ms()?.checked_mul(*bin_size)?;
-            (REFERENCE_MS.rem_euclid(ms) == 0).then_some(ms)
+            let ms = unit.fixed_ms()?.checked_mul(bin_size)?;
+            (REFERENCE_MS.checked_sub(offset)?.rem_euclid(ms) == 0).then_some(ms)
         };
         let is_meta = |e: &Expr| matches!(e, Expr::Field(Target::Field, p) if meta_field.is_some_and(|m| p.len() == 1 && p[0] == m));
         let (window_ms, id, by_series) = match &self.id {
@@ -879,6 +878,33 @@ mod tests {
             ),
             None
         );
+    }
+
+    #[test]
+    fn window_engine_takes_only_zones_whose_bins_stay_aligned() {
+        let by = |unit: &str, tz: &str| {
+            group(doc! {
+                "_id": { "$dateTrunc": { "date": "$t", "unit": unit, "timezone": tz } },
+                "n": { "$count": {} },
+            })
+            .as_windows("t", Some("m"))
+            .map(|w| w.spec.window_ms)
+        };
+        assert_eq!(by("hour", "UTC"), Some(3_600_000));
+        assert_eq!(by("hour", "+01:00"), Some(3_600_000));
+        assert_eq!(by("minute", "+05:30"), Some(60_000));
+        // Hours of +05:30 start at half past the hour UTC; days of +01:00 at 23:00 UTC.
+        assert_eq!(by("hour", "+05:30"), None);
+        assert_eq!(by("day", "+01:00"), None);
+        assert_eq!(by("day", "UTC"), Some(86_400_000));
+        // A zone's offset changes with daylight-saving time: never.
+        assert_eq!(by("hour", "Europe/Paris"), None);
+        assert_eq!(by("minute", "America/New_York"), None);
+        let from_field = group(doc! {
+            "_id": { "$dateTrunc": { "date": "$t", "unit": "hour", "timezone": "$tz" } },
+            "n": { "$count": {} },
+        });
+        assert!(from_field.as_windows("t", Some("m")).is_none());
     }
 
     #[test]

@@ -577,7 +577,7 @@ impl SetWindowFields {
                     reason = "dates in ms, exact below 2^53; whole bounds"
                 )]
                 let at = |i: usize, k: f64| -> f64 {
-                    dates::add(xs[i] as i64, unit, k as i64).map_or(
+                    dates::add(xs[i] as i64, unit, k as i64, dates::Tz::UTC).map_or(
                         if k < 0.0 {
                             f64::NEG_INFINITY
                         } else {

@@ -52,6 +52,7 @@ mod spec_update_measurements;
 mod spec_update_pipeline;
 mod spec_update_positional;
 mod stress_concurrent;
+mod time_zones;
 mod update_pipeline_model;
 mod verify_damage;
 mod wal_damaged_open;

@@ -4,8 +4,8 @@
 //! field), literals and `$literal`, document and array expressions; comparisons `$eq`, `$ne`,
 //! `$gt`, `$gte`, `$lt`, `$lte` (BSON order across types, a missing field below every value,
 //! as aggregation compares); `$and`, `$or`, `$not`, `$cond`, `$ifNull`, `$switch`;
-//! arithmetic, dates, strings, regular expressions, conversions and arrays (one file per
-//! family); variables (`$$name`) bound by `$let`, `$filter`, `$map` and `$reduce`, and the
+//! arithmetic, dates in a time zone (`$dateTrunc`, `$dateAdd`, `$dateToString` ...),
+//! strings, regular expressions, conversions and arrays (one file per family); variables (`$$name`) bound by `$let`, `$filter`, `$map` and `$reduce`, and the
 //! system variables `$$ROOT` / `$$CURRENT` (the whole document, where the values have one:
 //! pipeline stages), `$$REMOVE` (missing) and `$$NOW` (resolved when parsed: one date per
 //! query). An operand of the wrong type, a division by zero and the like fail the evaluation
@@ -504,10 +504,6 @@ fn parse_operator(d: &Document, target: &Resolve<'_>) -> Result<Expr> {
             }
         }
         other => {
-            let mut args = args;
-            if let Some(d) = DateExpr::parse_part(other, &mut args)? {
-                return Ok(Expr::Date(d));
-            }
             return Err(Error::rejected(
                 ErrorCode::InvalidPipelineOperator,
                 format!("operator {other} is not supported in an expression ({SUPPORTED} are)"),
@@ -525,7 +521,9 @@ const SUPPORTED: &str = "$literal, $let, $eq, $ne, $gt, $gte, $lt, $lte, $and, $
      $toString, $toInt, $toLong, $toDouble, $toDecimal, $toBool, $toDate, $toObjectId, $type, \
      $isNumber, $size, $arrayElemAt, $first, $last, $filter, $map, $reduce, $in, $slice, \
      $concatArrays, $isArray, $range, $reverseArray, $dateTrunc, $dateAdd, $dateSubtract, \
-     $dateDiff and the date parts";
+     $dateDiff, $dateToString, $dateToParts, $dateFromParts, $dateFromString and the date parts \
+     ($year, $month, $dayOfMonth, $dayOfWeek, $dayOfYear, $hour, $minute, $second, \
+     $millisecond, $week, $isoWeek, $isoWeekYear, $isoDayOfWeek)";
 
 /// What `$$ROOT` reads, for [`Expr::fields`]: a field named "" stands for the whole
 /// document (so a filter reading it is not judged on the meta field alone).
