@@ -193,14 +193,14 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
         .as_deref()
         .map(|s| parse_sort(s, &coll.spec().time_field))
         .transpose()?;
+    let options = FindOptions {
+        projection,
+        sort: None,
+        limit: args.limit,
+        skip: args.skip,
+        sort_by,
+    };
     if let Some(mode) = args.explain {
-        let options = FindOptions {
-            projection,
-            sort: None,
-            limit: args.limit,
-            skip: args.skip,
-            sort_by,
-        };
         let plan = coll
             .explain_find(&filter, &options, mode.verbosity())
             .map_err(|e| format!("explain failed: {e}"))?;
@@ -225,13 +225,6 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
         } else {
             // Streamed: one bucket's measurements in memory at a time (more with a sort, as
             // many as overlap in time), each written as soon as it is read.
-            let options = FindOptions {
-                projection,
-                sort: None,
-                limit: args.limit,
-                skip: args.skip,
-                sort_by,
-            };
             let stats = Cell::new(QueryStats::default());
             export(args.format, out, || {
                 let cursor = coll

@@ -11,7 +11,7 @@ use bson::Bson;
 use tscoll_catalog::value::compare;
 
 use super::args::{self, fail, nullish, type_name, value};
-use super::{EvalError, Expr, Resolve, Vars, truthy};
+use super::{EvalError, Expr, Resolve, Vars, check_name, truthy};
 use crate::error::{Error, ErrorCode, Result};
 use crate::mql::filter::{Target, Values};
 
@@ -132,17 +132,7 @@ fn variable(op: &str, raw: Option<&Bson>) -> Result<String> {
             ));
         }
     };
-    let valid = name
-        .chars()
-        .next()
-        .is_some_and(|c| c.is_ascii_lowercase() || !c.is_ascii())
-        && name.chars().all(|c| c.is_alphanumeric() || c == '_');
-    if !valid {
-        return Err(Error::rejected(
-            ErrorCode::Location(16867),
-            format!("{op}: '{name}' starts with an invalid character for a user variable name"),
-        ));
-    }
+    check_name(op, name)?;
     Ok(name.clone())
 }
 

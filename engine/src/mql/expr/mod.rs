@@ -43,7 +43,7 @@ pub(crate) use date_ops::DateExpr;
 use regex::RegexExpr;
 use strings::StringExpr;
 use switch::Switch;
-pub(crate) use vars::Vars;
+pub(crate) use vars::{Vars, check_name};
 
 /// Where a field path of an expression reads: its target and the path inside it.
 pub(crate) type Resolve<'a> = dyn Fn(&[String]) -> (Target, Vec<String>) + 'a;
@@ -560,17 +560,7 @@ fn parse_let(arg: &Bson, target: &Resolve<'_>) -> Result<Expr> {
         .ok_or_else(|| bad("$let needs 'in'".to_owned()))?;
     let mut bound = Vec::with_capacity(vars.len());
     for (name, v) in vars {
-        let valid = name
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_lowercase() || !c.is_ascii())
-            && name.chars().all(|c| c.is_alphanumeric() || c == '_');
-        if !valid {
-            return Err(Error::rejected(
-                ErrorCode::Location(16867),
-                format!("$let: '{name}' is not a valid variable name"),
-            ));
-        }
+        check_name("$let", name)?;
         bound.push((name.clone(), Expr::parse(v, target)?));
     }
     Ok(Expr::Let(bound, Box::new(Expr::parse(body, target)?)))

@@ -3,6 +3,29 @@
 
 use bson::Bson;
 
+use crate::error::{Error, ErrorCode, Result};
+
+/// Checks a user variable's name (`$let`'s, `$filter`'s and `$map`'s `as`): a lowercase ASCII
+/// letter or a non-ASCII character first, then letters, digits and `_`, as MongoDB requires.
+///
+/// # Errors
+/// MongoDB's 16867 naming `op`.
+pub(crate) fn check_name(op: &str, name: &str) -> Result<()> {
+    let valid = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_lowercase() || !c.is_ascii())
+        && name.chars().all(|c| c.is_alphanumeric() || c == '_');
+    if valid {
+        Ok(())
+    } else {
+        Err(Error::rejected(
+            ErrorCode::Location(16867),
+            format!("{op}: '{name}' starts with an invalid character for a user variable name"),
+        ))
+    }
+}
+
 /// Variables bound around an expression: each binding shadows those of its parent.
 #[derive(Debug, Default)]
 pub(crate) struct Vars<'a> {
