@@ -182,10 +182,15 @@ pub(super) fn arith(op: Arith, args: &[Option<Bson>]) -> std::result::Result<Bso
         Arith::Log => "$log",
         Arith::Log10 => "$log10",
     };
-    if args
-        .iter()
-        .any(|a| matches!(a, None | Some(Bson::Null | Bson::Undefined)))
-    {
+    let nullish = |a: &Option<Bson>| matches!(a, None | Some(Bson::Null | Bson::Undefined));
+    // `$add` and `$multiply` take their operands in order, as MongoDB: a null one makes the
+    // result null, a wrong type before it fails.
+    if matches!(op, Arith::Add | Arith::Multiply) {
+        if let Some(end) = args.iter().position(nullish) {
+            arith(op, &args[..end])?;
+            return Ok(Bson::Null);
+        }
+    } else if args.iter().any(nullish) {
         return Ok(Bson::Null);
     }
     let values: Vec<&Bson> = args.iter().flatten().collect();
@@ -804,6 +809,18 @@ mod tests {
         assert_eq!(e(doc! { "$mod": [1, 0] }), ErrorCode::Location(16610));
         assert_eq!(e(doc! { "$abs": "$s" }), ErrorCode::Location(28765));
         assert_eq!(e(doc! { "$abs": i64::MIN }), ErrorCode::Location(28680));
+        // Operands in order: a null makes the result null, a wrong type before it fails.
+        assert_eq!(value(&doc! { "$add": [null, "x"] }), Some(Bson::Null));
+        assert_eq!(e(doc! { "$add": ["$s", null] }), ErrorCode::Location(16554));
+        assert_eq!(
+            e(doc! { "$multiply": [2, "$s", "$missing"] }),
+            ErrorCode::Location(16555)
+        );
+        assert_eq!(
+            value(&doc! { "$multiply": ["$missing", "x"] }),
+            Some(Bson::Null)
+        );
+        assert_eq!(value(&doc! { "$divide": ["x", null] }), Some(Bson::Null));
         // A date and numbers still add.
         assert_eq!(
             value(&doc! { "$add": [{ "$toDate": 0_i64 }, 5_i64, 1.4] }),
