@@ -501,9 +501,12 @@ impl Group {
         let Bson::Document(d) = spec else {
             return Err(bad("$group takes a document"));
         };
-        let id = d
-            .get("_id")
-            .ok_or_else(|| bad("$group needs an _id (null for one group)"))?;
+        let id = d.get("_id").ok_or_else(|| {
+            Error::rejected(
+                ErrorCode::Location(15955),
+                "$group: a group specification must include an _id (null for one group)",
+            )
+        })?;
         let id = expression(id)?;
         let mut outputs = Vec::new();
         for (name, v) in d {

@@ -201,9 +201,25 @@ fn check_field(stage: &str, name: &str) -> Result<()> {
     Ok(())
 }
 
+/// The count of `$skip` or `$limit`: a non-negative whole number (of any numeric type).
+///
+/// # Errors
+/// MongoDB's 5107200 (`$skip`) or 5107201 (`$limit`) for a value that is not a number, not a
+/// whole number, or negative.
 fn count_of(stage: &str, v: &Bson) -> Result<usize> {
-    let n = exact_int(v).ok_or_else(|| bad(format!("{stage} takes a whole number, not {v}")))?;
-    usize::try_from(n).map_err(|_| bad(format!("{stage} takes a non-negative number, not {n}")))
+    let code = if stage == "$skip" {
+        5_107_200
+    } else {
+        5_107_201
+    };
+    let invalid = |why: &str| {
+        Error::rejected(
+            ErrorCode::Location(code),
+            format!("invalid argument to {stage} stage: {why}: {stage}: {v}"),
+        )
+    };
+    let n = exact_int(v).ok_or_else(|| invalid("Expected an integer"))?;
+    usize::try_from(n).map_err(|_| invalid("Expected a non-negative number in"))
 }
 
 /// Parses a sort document (`{field: 1 | -1}`).
@@ -393,7 +409,10 @@ impl Stage {
             "$limit" => {
                 let n = count_of("$limit", spec)?;
                 if n == 0 {
-                    return Err(bad("$limit must be positive"));
+                    return Err(Error::rejected(
+                        ErrorCode::Location(15958),
+                        "$limit: the limit must be positive",
+                    ));
                 }
                 Stage::Limit(n)
             }

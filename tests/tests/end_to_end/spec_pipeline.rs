@@ -259,15 +259,56 @@ fn project_add_fields_sort_skip_limit_count() {
 #[test]
 fn stages_not_built_are_refused_by_name() {
     let (_dir, _db, coll) = empty();
-    for (stage, needle) in [
-        (doc! { "$group": { "x": { "$sum": 1 } } }, "_id"),
-        (doc! { "$limit": 0 }, "$limit"),
-        (doc! { "$project": { "a": 1, "b": 0 } }, "mix"),
+    for (stage, needle, code) in [
+        (
+            doc! { "$group": { "x": { "$sum": 1 } } },
+            "_id",
+            ErrorCode::Location(15955),
+        ),
+        (doc! { "$limit": 0 }, "$limit", ErrorCode::Location(15958)),
+        (
+            doc! { "$limit": -1 },
+            "$limit",
+            ErrorCode::Location(5_107_201),
+        ),
+        (
+            doc! { "$limit": 1.5 },
+            "$limit",
+            ErrorCode::Location(5_107_201),
+        ),
+        (
+            doc! { "$limit": "1" },
+            "$limit",
+            ErrorCode::Location(5_107_201),
+        ),
+        (
+            doc! { "$skip": -1 },
+            "$skip",
+            ErrorCode::Location(5_107_200),
+        ),
+        (
+            doc! { "$skip": 0.5 },
+            "$skip",
+            ErrorCode::Location(5_107_200),
+        ),
+        (
+            doc! { "$skip": "1" },
+            "$skip",
+            ErrorCode::Location(5_107_200),
+        ),
+        (
+            doc! { "$project": { "a": 1, "b": 0 } },
+            "mix",
+            ErrorCode::BadValue,
+        ),
     ] {
         let e = coll.aggregate(std::slice::from_ref(&stage)).unwrap_err();
-        assert_eq!(e.code(), ErrorCode::BadValue, "{stage}: {e}");
+        assert_eq!(e.code(), code, "{stage}: {e}");
         assert!(e.to_string().contains(needle), "{stage}: {e}");
     }
+    // A whole number of any numeric type is a count.
+    coll.aggregate(&[doc! { "$skip": 1.0 }, doc! { "$limit": 2_i64 }])
+        .expect("whole-number counts");
 }
 
 #[test]
@@ -293,7 +334,38 @@ fn failing_expressions_fail_the_pipeline_and_the_query_with_mongodbs_codes() {
             16610,
             "Location16610",
         ),
-        (doc! { "$add": ["$a", "$s"] }, "$add", 14, "TypeMismatch"),
+        (
+            doc! { "$add": ["$a", "$s"] },
+            "$add",
+            16554,
+            "Location16554",
+        ),
+        (
+            doc! { "$subtract": ["$a", "$s"] },
+            "$subtract",
+            16556,
+            "Location16556",
+        ),
+        (
+            doc! { "$multiply": ["$a", "$s"] },
+            "$multiply",
+            16555,
+            "Location16555",
+        ),
+        (
+            doc! { "$divide": ["$s", "$a"] },
+            "$divide",
+            16609,
+            "Location16609",
+        ),
+        (doc! { "$mod": ["$s", 2] }, "$mod", 16611, "Location16611"),
+        (doc! { "$abs": "$s" }, "$abs", 28765, "Location28765"),
+        (
+            doc! { "$add": ["$ts", "$ts"] },
+            "one date",
+            16612,
+            "Location16612",
+        ),
         (doc! { "$hour": "$s" }, "date", 16006, "Location16006"),
         (
             doc! { "$toLong": "$s" },

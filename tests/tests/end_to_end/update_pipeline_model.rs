@@ -19,7 +19,7 @@ enum E {
     Lit(i32),
     Add(Box<E>, Box<E>),
     Sub(Box<E>, Box<E>),
-    /// Times a small literal (keeps values far from any overflow but int32's).
+    /// Times a small literal (keeps values far from int64's limits).
     MulLit(Box<E>, i32),
     /// `$cond: [{$gte: [e, lit]}, then, else]`.
     CondGte(Box<E>, i32, Box<E>, Box<E>),
@@ -71,13 +71,17 @@ fn stage() -> impl Strategy<Value = Stage> {
     ]
 }
 
-/// A numeric field value: int32 mostly, sometimes a double, null or missing. No int64, and
-/// values small enough that no result leaves int32's range: the expressions narrow an
-/// integer result that fits to an int32 where MongoDB keeps a long (docs/semantics.md
-/// §14.6).
+/// A numeric field value: an int32 (small, or near the ends of int32's range so that sums
+/// and differences leave it and become longs), an int64 (small, to catch a long narrowed
+/// back to an int32, or large), sometimes a double, null or missing. The magnitudes stay
+/// far from int64's limits through the model's few operations.
 fn number() -> impl Strategy<Value = Option<Bson>> {
     prop_oneof![
-        4 => (-20..=20i32).prop_map(|v| Some(Bson::Int32(v))),
+        3 => (-20..=20i32).prop_map(|v| Some(Bson::Int32(v))),
+        1 => prop_oneof![i32::MAX - 20..=i32::MAX, i32::MIN..=i32::MIN + 20]
+            .prop_map(|v| Some(Bson::Int32(v))),
+        1 => (-20..=20i64).prop_map(|v| Some(Bson::Int64(v))),
+        1 => (-(1i64 << 40)..=(1i64 << 40)).prop_map(|v| Some(Bson::Int64(v))),
         1 => (-20..=20i32).prop_map(|v| Some(Bson::Double(f64::from(v) + 0.5))),
         1 => Just(Some(Bson::Null)),
         2 => Just(None),
@@ -178,7 +182,10 @@ fn to_n(v: &Bson) -> Option<N> {
     }
 }
 
-#[expect(clippy::cast_precision_loss, reason = "the model's values are small")]
+#[expect(
+    clippy::cast_precision_loss,
+    reason = "the model's values stay below 2^53"
+)]
 fn as_f(n: N) -> f64 {
     match n {
         N::I32(i) | N::I64(i) => i as f64,

@@ -1,5 +1,6 @@
 //! Arithmetic expressions: `$add`, `$subtract`, `$multiply`, `$divide`, `$mod`, `$abs` on
-//! numbers (integers while they fit, as MongoDB widens) and dates; `$round` and `$trunc`
+//! numbers (keeping MongoDB's widths: an int32 while every operand is one and the result
+//! fits, else a long, a double past a long) and dates; `$round` and `$trunc`
 //! (to a decimal place, -20 to 100; `$round` rounds half to even), `$ceil`, `$floor`,
 //! `$sqrt`, `$pow`, `$exp`, `$ln`, `$log`, `$log10`. A null or missing operand makes the
 //! result null.
@@ -65,63 +66,103 @@ pub(super) fn parse(op: &str, arg: &Bson, target: &Resolve<'_>) -> Result<Option
     Ok(Some(Expr::Arith(a, args)))
 }
 
-/// A number as aggregation adds it: an integer, or a double.
+/// A number as aggregation computes on it, keeping MongoDB's operand widths: an int32, an
+/// int64 (long), or a double.
 #[derive(Clone, Copy)]
 enum Num {
-    Int(i64),
+    Int(i32),
+    Long(i64),
     Float(f64),
 }
 
 impl Num {
     fn of(v: &Bson) -> Option<Num> {
         match v {
-            Bson::Int32(n) => Some(Num::Int(i64::from(*n))),
-            Bson::Int64(n) => Some(Num::Int(*n)),
+            Bson::Int32(n) => Some(Num::Int(*n)),
+            Bson::Int64(n) => Some(Num::Long(*n)),
             Bson::Double(d) => Some(Num::Float(*d)),
             _ => None,
+        }
+    }
+
+    /// The integer value (`None` for a double).
+    fn int(self) -> Option<i64> {
+        match self {
+            Num::Int(n) => Some(i64::from(n)),
+            Num::Long(n) => Some(n),
+            Num::Float(_) => None,
         }
     }
 
     #[expect(clippy::cast_precision_loss, reason = "aggregation widens to double")]
     fn float(self) -> f64 {
         match self {
-            Num::Int(n) => n as f64,
+            Num::Int(n) => f64::from(n),
+            Num::Long(n) => n as f64,
             Num::Float(d) => d,
         }
     }
+}
 
-    fn bson(self) -> Bson {
-        match self {
-            Num::Int(n) => match i32::try_from(n) {
-                Ok(i) => Bson::Int32(i),
-                Err(_) => Bson::Int64(n),
-            },
-            Num::Float(d) => Bson::Double(d),
-        }
+/// The result of integer arithmetic as MongoDB types it: an int32 when every operand was an
+/// int32 and the value fits, else a long when it fits, else a double.
+#[expect(
+    clippy::cast_precision_loss,
+    reason = "a long overflow becomes a double"
+)]
+fn typed(value: i128, all_int32: bool) -> Bson {
+    match (i32::try_from(value), i64::try_from(value)) {
+        (Ok(i), _) if all_int32 => Bson::Int32(i),
+        (_, Ok(l)) => Bson::Int64(l),
+        _ => Bson::Double(value as f64),
     }
+}
 
-    /// `self op other` on integers when both are and it does not overflow, else on doubles.
-    fn apply(
-        self,
-        other: Num,
-        int: fn(i64, i64) -> Option<i64>,
-        float: fn(f64, f64) -> f64,
-    ) -> Num {
-        match (self, other) {
-            (Num::Int(a), Num::Int(b)) => match int(a, b) {
-                Some(n) => Num::Int(n),
-                None => Num::Float(float(self.float(), other.float())),
-            },
-            _ => Num::Float(float(self.float(), other.float())),
-        }
+/// The sum (`$add`) or product (`$multiply`) of numbers: exact on integers, typed by
+/// [`typed`]; a double once any operand is a double.
+fn fold(values: &[Num], add: bool) -> Bson {
+    let mut all_int32 = true;
+    let mut exact: Option<i128> = Some(if add { 0 } else { 1 });
+    let mut float = if add { 0.0 } else { 1.0 };
+    let mut is_float = false;
+    for n in values {
+        all_int32 &= matches!(n, Num::Int(_));
+        is_float |= matches!(n, Num::Float(_));
+        float = if add {
+            float + n.float()
+        } else {
+            float * n.float()
+        };
+        exact = match (exact, n.int()) {
+            (Some(e), Some(i)) => {
+                let next = if add {
+                    e.checked_add(i128::from(i))
+                } else {
+                    e.checked_mul(i128::from(i))
+                };
+                // A product past a long is a double, whatever follows; a sum is exact.
+                next.filter(|v| add || i64::try_from(*v).is_ok())
+            }
+            _ => None,
+        };
+    }
+    match exact {
+        Some(v) if !is_float => typed(v, all_int32),
+        _ => Bson::Double(float),
     }
 }
 
 /// An arithmetic operator on evaluated operands (`None`: missing).
 ///
+/// Integer results keep MongoDB's widths: int32 operands give an int32 while it fits, else a
+/// long; a long operand gives a long; a long overflow gives a double.
+///
 /// # Errors
-/// `TypeMismatch` for an operand that is not a number (or a date where one is allowed);
-/// MongoDB's 16608 for a `$divide` by zero, 16610 for a `$mod` by zero.
+/// MongoDB's codes for an operand of the wrong type: 16554 (`$add`), 16612 (`$add` of two
+/// dates), 16556 (`$subtract`), 16613 (`$subtract` of a non-number from a date), 16555
+/// (`$multiply`), 16609 (`$divide`), 16611 (`$mod`), 28765 (`$abs` and the one-argument
+/// operators); 16608 for a `$divide` by zero, 16610 for a `$mod` by zero, 28680 for the `$abs`
+/// of the smallest long.
 pub(super) fn arith(op: Arith, args: &[Option<Bson>]) -> std::result::Result<Bson, EvalError> {
     let name = match op {
         Arith::Add => "$add",
@@ -141,48 +182,64 @@ pub(super) fn arith(op: Arith, args: &[Option<Bson>]) -> std::result::Result<Bso
         Arith::Log => "$log",
         Arith::Log10 => "$log10",
     };
-    let not_numeric = |v: &Bson| {
-        Err(EvalError::failed(
-            ErrorCode::TypeMismatch,
-            format!("{name} only supports numeric or date types, not {v}"),
-        ))
-    };
-    if args
-        .iter()
-        .any(|a| matches!(a, None | Some(Bson::Null | Bson::Undefined)))
-    {
+    let nullish = |a: &Option<Bson>| matches!(a, None | Some(Bson::Null | Bson::Undefined));
+    // `$add` and `$multiply` take their operands in order, as MongoDB: a null one makes the
+    // result null, a wrong type before it fails.
+    if matches!(op, Arith::Add | Arith::Multiply) {
+        if let Some(end) = args.iter().position(nullish) {
+            arith(op, &args[..end])?;
+            return Ok(Bson::Null);
+        }
+    } else if args.iter().any(nullish) {
         return Ok(Bson::Null);
     }
     let values: Vec<&Bson> = args.iter().flatten().collect();
+    let kind = |v: &Bson| type_name(Some(v));
     match op {
         Arith::Add => {
             let mut date: Option<i64> = None;
-            let mut sum = Num::Int(0);
+            let mut nums = Vec::with_capacity(values.len());
             for v in values {
                 match (v, Num::of(v)) {
-                    (Bson::DateTime(t), _) if date.is_none() => date = Some(t.timestamp_millis()),
-                    (_, Some(n)) => sum = sum.apply(n, i64::checked_add, |a, b| a + b),
-                    _ => return not_numeric(v),
+                    (Bson::DateTime(_), _) if date.is_some() => {
+                        return Err(fail(16612, "only one date allowed in an $add expression"));
+                    }
+                    (Bson::DateTime(t), _) => date = Some(t.timestamp_millis()),
+                    (_, Some(n)) => nums.push(n),
+                    _ => {
+                        return Err(fail(
+                            16554,
+                            format!("$add only supports numeric or date types, not {}", kind(v)),
+                        ));
+                    }
                 }
             }
+            let sum = fold(&nums, true);
             Ok(match date {
                 #[expect(clippy::cast_possible_truncation, reason = "ms of a date")]
                 Some(t) => Bson::DateTime(DateTime::from_millis(match sum {
-                    Num::Int(n) => t.saturating_add(n),
-                    Num::Float(d) => t.saturating_add(d.round() as i64),
+                    Bson::Int32(n) => t.saturating_add(i64::from(n)),
+                    Bson::Int64(n) => t.saturating_add(n),
+                    Bson::Double(d) => t.saturating_add(d.round() as i64),
+                    _ => t,
                 })),
-                None => sum.bson(),
+                None => sum,
             })
         }
         Arith::Multiply => {
-            let mut product = Num::Int(1);
+            let mut nums = Vec::with_capacity(values.len());
             for v in values {
                 match Num::of(v) {
-                    Some(n) => product = product.apply(n, i64::checked_mul, |a, b| a * b),
-                    None => return not_numeric(v),
+                    Some(n) => nums.push(n),
+                    None => {
+                        return Err(fail(
+                            16555,
+                            format!("$multiply only supports numeric types, not {}", kind(v)),
+                        ));
+                    }
                 }
             }
-            Ok(product.bson())
+            Ok(fold(&nums, false))
         }
         Arith::Subtract => Ok(match (values[0], values[1]) {
             (Bson::DateTime(a), Bson::DateTime(b)) => {
@@ -190,16 +247,33 @@ pub(super) fn arith(op: Arith, args: &[Option<Bson>]) -> std::result::Result<Bso
             }
             (Bson::DateTime(a), b) => match Num::of(b) {
                 #[expect(clippy::cast_possible_truncation, reason = "ms of a date")]
-                Some(n) => Bson::DateTime(DateTime::from_millis(match n {
-                    Num::Int(n) => a.timestamp_millis().saturating_sub(n),
-                    Num::Float(d) => a.timestamp_millis().saturating_sub(d.round() as i64),
+                Some(n) => Bson::DateTime(DateTime::from_millis(match n.int() {
+                    Some(n) => a.timestamp_millis().saturating_sub(n),
+                    None => a
+                        .timestamp_millis()
+                        .saturating_sub(n.float().round() as i64),
                 })),
-                None => return not_numeric(b),
+                None => {
+                    return Err(fail(
+                        16613,
+                        format!("can't $subtract {} from a date", kind(b)),
+                    ));
+                }
             },
             (a, b) => match (Num::of(a), Num::of(b)) {
-                (Some(a), Some(b)) => a.apply(b, i64::checked_sub, |a, b| a - b).bson(),
-                (None, _) => return not_numeric(a),
-                _ => return not_numeric(b),
+                (Some(x), Some(y)) => match (x.int(), y.int()) {
+                    (Some(i), Some(j)) => typed(
+                        i128::from(i) - i128::from(j),
+                        matches!((x, y), (Num::Int(_), Num::Int(_))),
+                    ),
+                    _ => Bson::Double(x.float() - y.float()),
+                },
+                _ => {
+                    return Err(fail(
+                        16556,
+                        format!("can't $subtract {} from {}", kind(b), kind(a)),
+                    ));
+                }
             },
         }),
         Arith::Divide | Arith::Mod => match (Num::of(values[0]), Num::of(values[1])) {
@@ -208,18 +282,34 @@ pub(super) fn arith(op: Arith, args: &[Option<Bson>]) -> std::result::Result<Bso
                 format!("can't {name} by zero"),
             )),
             (Some(a), Some(b)) if op == Arith::Divide => Ok(Bson::Double(a.float() / b.float())),
-            (Some(Num::Int(a)), Some(Num::Int(b))) => Ok(Num::Int(a.wrapping_rem(b)).bson()),
-            (Some(a), Some(b)) => Ok(Bson::Double(a.float() % b.float())),
-            (None, _) => not_numeric(values[0]),
-            _ => not_numeric(values[1]),
+            (Some(Num::Int(a)), Some(Num::Int(b))) => Ok(Bson::Int32(a.wrapping_rem(b))),
+            (Some(a), Some(b)) => Ok(match (a.int(), b.int()) {
+                (Some(a), Some(b)) => Bson::Int64(a.wrapping_rem(b)),
+                _ => Bson::Double(a.float() % b.float()),
+            }),
+            _ => Err(fail(
+                if op == Arith::Divide { 16609 } else { 16611 },
+                format!(
+                    "{name} only supports numeric types, not {} and {}",
+                    kind(values[0]),
+                    kind(values[1])
+                ),
+            )),
         },
-        Arith::Abs => Ok(match Num::of(values[0]) {
-            Some(Num::Int(n)) => n
+        Arith::Abs => match Num::of(values[0]) {
+            Some(Num::Int(n)) => Ok(n
                 .checked_abs()
-                .map_or(Bson::Double((n as f64).abs()), |a| Num::Int(a).bson()),
-            Some(Num::Float(d)) => Bson::Double(d.abs()),
-            None => return not_numeric(values[0]),
-        }),
+                .map_or(Bson::Int64(i64::from(n).abs()), Bson::Int32)),
+            Some(Num::Long(n)) => n
+                .checked_abs()
+                .map(Bson::Int64)
+                .ok_or_else(|| fail(28680, "can't take $abs of long long min")),
+            Some(Num::Float(d)) => Ok(Bson::Double(d.abs())),
+            None => Err(fail(
+                28765,
+                format!("$abs only supports numeric types, not {}", kind(values[0])),
+            )),
+        },
         Arith::Round | Arith::Trunc => round(op == Arith::Round, name, &values),
         Arith::Pow => pow(values[0], values[1]),
         Arith::Log => {
@@ -255,7 +345,7 @@ pub(super) fn arith(op: Arith, args: &[Option<Bson>]) -> std::result::Result<Bso
         Arith::Ceil | Arith::Floor | Arith::Sqrt | Arith::Exp | Arith::Ln | Arith::Log10 => {
             let v = values[0];
             let x = match Num::of(v) {
-                Some(Num::Int(_)) if matches!(op, Arith::Ceil | Arith::Floor) => {
+                Some(Num::Int(_) | Num::Long(_)) if matches!(op, Arith::Ceil | Arith::Floor) => {
                     return Ok(v.clone());
                 }
                 Some(n) => n.float(),
@@ -342,11 +432,13 @@ fn round(half_even: bool, name: &str, values: &[&Bson]) -> std::result::Result<B
     #[expect(clippy::cast_possible_truncation, reason = "place is within -20..=100")]
     let scale = 10f64.powi(place.unsigned_abs() as i32);
     match Num::of(values[0]) {
-        Some(Num::Int(_)) if place >= 0 => Ok(values[0].clone()),
-        Some(Num::Int(n)) => {
+        Some(Num::Int(_) | Num::Long(_)) if place >= 0 => Ok(values[0].clone()),
+        Some(int @ (Num::Int(_) | Num::Long(_))) => {
+            let n = int.int().unwrap_or(0);
+            let int32 = matches!(int, Num::Int(_));
             let m = 10_i64.checked_pow(u32::try_from(-place).unwrap_or(u32::MAX));
             let Some(m) = m else {
-                return Ok(Num::Int(0).bson());
+                return Ok(typed(0, int32));
             };
             let (q, r) = (n / m, n % m);
             let q = if half_even {
@@ -359,11 +451,8 @@ fn round(half_even: bool, name: &str, values: &[&Bson]) -> std::result::Result<B
                 q
             };
             Ok(q.checked_mul(m).map_or_else(
-                || Bson::Double(at(Num::Int(n).float() / scale) * scale),
-                |v| match values[0] {
-                    Bson::Int64(_) => Bson::Int64(v),
-                    _ => Num::Int(v).bson(),
-                },
+                || Bson::Double(at(int.float() / scale) * scale),
+                |v| typed(i128::from(v), int32),
             ))
         }
         Some(Num::Float(d)) if !d.is_finite() || d == 0.0 => Ok(Bson::Double(d)),
@@ -465,21 +554,19 @@ fn pow(base: &Bson, exp: &Bson) -> std::result::Result<Bson, EvalError> {
             "$pow cannot take a base of 0 and a negative exponent",
         ));
     }
-    if let (Num::Int(b), Num::Int(e)) = (b, e) {
+    let both_int = matches!((b, e), (Num::Int(_), Num::Int(_)));
+    if let (Some(bi), Some(ei)) = (b.int(), e.int()) {
+        let (b, e) = (bi, ei);
         if e < 0 {
             return Ok(match b {
-                1 => Num::Int(1).bson(),
-                -1 => Num::Int(if e % 2 == 0 { 1 } else { -1 }).bson(),
-                _ => Bson::Double(Num::Int(b).float().powf(Num::Int(e).float())),
+                1 => typed(1, both_int),
+                -1 => typed(if e % 2 == 0 { 1 } else { -1 }, both_int),
+                _ => Bson::Double(Num::Long(b).float().powf(Num::Long(e).float())),
             });
         }
         if let Some(v) = u32::try_from(e).ok().and_then(|e| b.checked_pow(e)) {
             // An int stays an int when both operands are ints and it fits.
-            let both_int = matches!((base, exp), (Bson::Int32(_), Bson::Int32(_)));
-            return Ok(match i32::try_from(v) {
-                Ok(i) if both_int => Bson::Int32(i),
-                _ => Bson::Int64(v),
-            });
+            return Ok(typed(i128::from(v), both_int));
         }
     }
     Ok(Bson::Double(b.float().powf(e.float())))
@@ -630,6 +717,114 @@ mod tests {
         assert_eq!(
             eval_err(&doc! { "$pow": [1, "a"] }, &doc! {}),
             ErrorCode::Location(28763)
+        );
+    }
+
+    fn i(n: i32) -> Option<Bson> {
+        Some(Bson::Int32(n))
+    }
+
+    fn l(n: i64) -> Option<Bson> {
+        Some(Bson::Int64(n))
+    }
+
+    #[test]
+    fn integer_widths_follow_the_operands() {
+        // int32 operands: an int32 while the result fits, else a long.
+        assert_eq!(value(&doc! { "$add": [1, 2] }), i(3));
+        assert_eq!(value(&doc! { "$add": [i32::MAX, 1] }), l(2_147_483_648));
+        assert_eq!(value(&doc! { "$add": [i32::MAX, 1, -1] }), i(i32::MAX));
+        assert_eq!(
+            value(&doc! { "$subtract": [i32::MIN, 1] }),
+            l(-2_147_483_649)
+        );
+        assert_eq!(value(&doc! { "$subtract": [5, 3] }), i(2));
+        assert_eq!(value(&doc! { "$multiply": [65_536, 65_536] }), l(1 << 32));
+        assert_eq!(value(&doc! { "$multiply": [2, 3] }), i(6));
+        // A long operand makes a long, never narrowed back to an int32.
+        assert_eq!(value(&doc! { "$add": [1_i64, 2] }), l(3));
+        assert_eq!(value(&doc! { "$subtract": [5, 3_i64] }), l(2));
+        assert_eq!(value(&doc! { "$multiply": [2_i64, 3] }), l(6));
+        assert_eq!(value(&doc! { "$mod": [7_i64, 4] }), l(3));
+        assert_eq!(value(&doc! { "$mod": [7, 4] }), i(3));
+        assert_eq!(value(&doc! { "$mod": [-7, 4] }), i(-3));
+        assert_eq!(value(&doc! { "$mod": [7.5, 2] }), d(1.5));
+        assert_eq!(value(&doc! { "$abs": -5_i64 }), l(5));
+        assert_eq!(value(&doc! { "$abs": -5 }), i(5));
+        assert_eq!(value(&doc! { "$abs": i32::MIN }), l(2_147_483_648));
+        assert_eq!(value(&doc! { "$abs": -1.5 }), d(1.5));
+        assert_eq!(value(&doc! { "$ceil": 5_i64 }), l(5));
+        assert_eq!(value(&doc! { "$trunc": 5_i64 }), l(5));
+        assert_eq!(value(&doc! { "$round": [5_i64, 0] }), l(5));
+        assert_eq!(value(&doc! { "$round": [15_i64, -1] }), l(20));
+        // A long overflow gives a double; a sum is exact before it is typed.
+        assert_eq!(
+            value(&doc! { "$add": [i64::MAX, 1_i64] }),
+            d(9_223_372_036_854_775_808.0)
+        );
+        assert_eq!(value(&doc! { "$add": [i64::MAX, 1, -1] }), l(i64::MAX));
+        assert_eq!(
+            value(&doc! { "$multiply": [i64::MAX, 2] }),
+            d(18_446_744_073_709_551_614.0)
+        );
+        assert_eq!(
+            value(&doc! { "$subtract": [i64::MIN, 1] }),
+            d(-9_223_372_036_854_775_809.0)
+        );
+        // A double operand makes a double.
+        assert_eq!(value(&doc! { "$add": [1, 2.0] }), d(3.0));
+        assert_eq!(value(&doc! { "$multiply": [2_i64, 1.5] }), d(3.0));
+        assert_eq!(value(&doc! { "$pow": [2_i64, 2] }), l(4));
+    }
+
+    #[test]
+    fn type_errors_carry_mongodbs_codes() {
+        let e = |expr: bson::Document| {
+            eval_err(
+                &expr,
+                &doc! { "s": "x", "t": bson::DateTime::from_millis(0) },
+            )
+        };
+        assert_eq!(e(doc! { "$add": [1, "$s"] }), ErrorCode::Location(16554));
+        assert_eq!(e(doc! { "$add": ["$t", "$t"] }), ErrorCode::Location(16612));
+        assert_eq!(
+            e(doc! { "$subtract": [1, "$s"] }),
+            ErrorCode::Location(16556)
+        );
+        assert_eq!(
+            e(doc! { "$subtract": [1, "$t"] }),
+            ErrorCode::Location(16556)
+        );
+        assert_eq!(
+            e(doc! { "$subtract": ["$t", "$s"] }),
+            ErrorCode::Location(16613)
+        );
+        assert_eq!(
+            e(doc! { "$multiply": [1, "$s"] }),
+            ErrorCode::Location(16555)
+        );
+        assert_eq!(e(doc! { "$divide": ["$s", 1] }), ErrorCode::Location(16609));
+        assert_eq!(e(doc! { "$divide": [1, 0] }), ErrorCode::Location(16608));
+        assert_eq!(e(doc! { "$mod": [1, "$s"] }), ErrorCode::Location(16611));
+        assert_eq!(e(doc! { "$mod": [1, 0] }), ErrorCode::Location(16610));
+        assert_eq!(e(doc! { "$abs": "$s" }), ErrorCode::Location(28765));
+        assert_eq!(e(doc! { "$abs": i64::MIN }), ErrorCode::Location(28680));
+        // Operands in order: a null makes the result null, a wrong type before it fails.
+        assert_eq!(value(&doc! { "$add": [null, "x"] }), Some(Bson::Null));
+        assert_eq!(e(doc! { "$add": ["$s", null] }), ErrorCode::Location(16554));
+        assert_eq!(
+            e(doc! { "$multiply": [2, "$s", "$missing"] }),
+            ErrorCode::Location(16555)
+        );
+        assert_eq!(
+            value(&doc! { "$multiply": ["$missing", "x"] }),
+            Some(Bson::Null)
+        );
+        assert_eq!(value(&doc! { "$divide": ["x", null] }), Some(Bson::Null));
+        // A date and numbers still add.
+        assert_eq!(
+            value(&doc! { "$add": [{ "$toDate": 0_i64 }, 5_i64, 1.4] }),
+            Some(Bson::DateTime(bson::DateTime::from_millis(6)))
         );
     }
 }
