@@ -57,6 +57,7 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
     let options = UpdateOptions {
         upsert: args.upsert,
         array_filters,
+        let_vars: None,
     };
     let r = if args.one {
         coll.update_one(&filter, update, &options)?
