@@ -326,6 +326,34 @@ fn now_is_one_date_for_the_whole_update() {
     assert_eq!(dates.len(), 3);
     assert!(dates.iter().all(|d| *d == dates[0]), "{dates:?}");
     assert!(before <= dates[0] && dates[0] <= after);
+    // The filter's `$expr` and every stage read the same date (dates are in milliseconds).
+    std::thread::sleep(std::time::Duration::from_millis(2));
+    let r = coll
+        .update_many_with(
+            &doc! { "$expr": { "$eq": ["$lastUpdate", "$$NOW"] } },
+            vec![
+                doc! { "$set": { "a": "$$NOW" } },
+                doc! { "$set": { "b": "$$NOW", "same": { "$eq": ["$a", "$$NOW"] } } },
+            ],
+            &UpdateOptions::default(),
+        )
+        .expect("update");
+    assert_eq!(r.matched, 0, "an earlier update's date is not this one's");
+    let r = coll
+        .update_many_with(
+            &doc! { "$expr": { "$lt": ["$lastUpdate", "$$NOW"] } },
+            vec![
+                doc! { "$set": { "a": "$$NOW" } },
+                doc! { "$set": { "b": "$$NOW", "same": { "$eq": ["$a", "$$NOW"] } } },
+            ],
+            &UpdateOptions::default(),
+        )
+        .expect("update");
+    assert_eq!(r.matched, 3);
+    for d in rows(&coll) {
+        assert_eq!(d.get("a"), d.get("b"), "{d}");
+        assert_eq!(d.get_bool("same").ok(), Some(true), "{d}");
+    }
 }
 
 #[test]

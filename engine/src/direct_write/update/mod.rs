@@ -163,10 +163,15 @@ impl CollectionInner {
         options: &UpdateOptions,
     ) -> Result<UpdateResult> {
         self.writable()?;
-        let vars = match &options.let_vars {
+        let mut vars = match &options.let_vars {
             Some(l) => crate::pipeline::bind::constants("update", l)?,
             None => Vec::new(),
         };
+        // One `$$NOW` for the whole update: its filter and every stage of its pipeline.
+        vars.push((
+            "NOW".to_owned(),
+            Some(Bson::DateTime(bson::DateTime::now())),
+        ));
         let update = Modification::parse(update, &options.array_filters, &vars)?;
         if multi && matches!(update, Modification::Replacement(_)) {
             return Err(Error::rejected(
@@ -175,9 +180,7 @@ impl CollectionInner {
             ));
         }
         let bound_filter;
-        let filter_doc = if vars.is_empty() {
-            filter_doc
-        } else {
+        let filter_doc = {
             let bound: Vec<(&str, Option<&Bson>)> =
                 vars.iter().map(|(n, v)| (n.as_str(), v.as_ref())).collect();
             bound_filter = match bind_filter(&Bson::Document(filter_doc.clone()), &bound) {
