@@ -27,6 +27,11 @@ pub(crate) struct Args {
     /// `[{"x": {"$gte": 100}}]`.
     #[arg(long, value_name = "JSON")]
     pub(crate) array_filters: Option<String>,
+    /// Variables (MongoDB's update `let`): a JSON document `{<name>: <expression>}` of
+    /// constants, read as `$$<name>` in the filter's `$expr` and in an update pipeline, e.g.
+    /// `{"target": "a"}` with `--filter '{"$expr": {"$eq": ["$host", "$$target"]}}'`.
+    #[arg(long = "let", value_name = "JSON")]
+    pub(crate) let_vars: Option<String>,
     /// Update one matching measurement only (`multi: false`).
     #[arg(long)]
     pub(crate) one: bool,
@@ -57,6 +62,10 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
     let options = UpdateOptions {
         upsert: args.upsert,
         array_filters,
+        let_vars: match &args.let_vars {
+            Some(text) => Some(parse_json_arg("--let", text)?),
+            None => None,
+        },
     };
     let r = if args.one {
         coll.update_one(&filter, update, &options)?

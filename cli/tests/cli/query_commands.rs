@@ -345,6 +345,24 @@ fn update_takes_a_pipeline_and_array_filters() {
         .ok()
         .stdout();
     assert!(out.contains("[1,105,109]"), "{out}");
+    // `let` variables in the filter's `$expr` and in the pipeline.
+    let out = s
+        .run(
+            "update",
+            &[
+                "m",
+                "--filter",
+                r#"{"$expr":{"$eq":["$v","$$which"]}}"#,
+                "--update",
+                r#"[{"$set":{"v":{"$add":["$v","$$plus"]}}}]"#,
+                "--let",
+                r#"{"which":2,"plus":1000}"#,
+            ],
+        )
+        .ok()
+        .stdout();
+    assert!(out.contains("matched 1 measurements, modified 1"), "{out}");
+    assert_eq!(s.values("m"), [1, 3, 4, 5, 6, 7, 8, 90, 100, 1002]);
     // A stage an update does not allow: MongoDB's InvalidOptions.
     let err = s
         .run(

@@ -25,6 +25,7 @@ use bson::{Bson, Document, doc};
 use tscoll_catalog::MAX_BSON_OBJECT_SIZE;
 use tscoll_catalog::value::document_size;
 
+use super::bind::bind_stage;
 use super::group::Key;
 use super::stage::{Docs, Stage, evaluate, expression};
 use crate::Database;
@@ -300,103 +301,5 @@ impl Lookup {
     /// Looks up each document of `docs` as it is read.
     pub(super) fn run(mut self, docs: Docs, budget: u64) -> Docs {
         Box::new(docs.map(move |d| self.one(d?, budget)))
-    }
-}
-
-/// A field no document has: a path to it reads as missing.
-const MISSING: &str = "$\u{1}missing";
-
-/// `stage` with the variables `vars` put in where its expressions read them: everywhere but
-/// in `$match`, where only under `$expr`.
-fn bind_stage(stage: &Document, vars: &[(&str, Option<&Bson>)]) -> Document {
-    stage
-        .iter()
-        .map(|(name, spec)| {
-            let spec = if name == "$match" {
-                bind_filter(spec, vars)
-            } else {
-                bind(spec, vars)
-            };
-            (name.clone(), spec)
-        })
-        .collect()
-}
-
-/// A filter with the variables put in under its `$expr`s.
-fn bind_filter(v: &Bson, vars: &[(&str, Option<&Bson>)]) -> Bson {
-    match v {
-        Bson::Document(d) => Bson::Document(
-            d.iter()
-                .map(|(k, v)| {
-                    let v = if k == "$expr" {
-                        bind(v, vars)
-                    } else {
-                        bind_filter(v, vars)
-                    };
-                    (k.clone(), v)
-                })
-                .collect(),
-        ),
-        Bson::Array(a) => Bson::Array(a.iter().map(|v| bind_filter(v, vars)).collect()),
-        other => other.clone(),
-    }
-}
-
-/// An expression with `$$name` and `$$name.path` of `vars` replaced by `{$literal: value}`
-/// (a path to a missing field when the value is missing); `{$literal: ...}` left as is.
-fn bind(v: &Bson, vars: &[(&str, Option<&Bson>)]) -> Bson {
-    match v {
-        Bson::String(s) if s.starts_with("$$") => {
-            let mut parts = s[2..].split('.');
-            let name = parts.next().unwrap_or_default();
-            let Some((_, value)) = vars.iter().find(|(n, _)| *n == name) else {
-                return v.clone();
-            };
-            let path: Vec<String> = parts.map(str::to_owned).collect();
-            match lookup(*value, &path) {
-                Some(x) => Bson::Document(doc! { "$literal": x.clone() }),
-                None => Bson::String(MISSING.to_owned()),
-            }
-        }
-        Bson::Document(d) if d.len() == 1 && d.contains_key("$literal") => v.clone(),
-        Bson::Document(d) => {
-            Bson::Document(d.iter().map(|(k, v)| (k.clone(), bind(v, vars))).collect())
-        }
-        Bson::Array(a) => Bson::Array(a.iter().map(|v| bind(v, vars)).collect()),
-        other => other.clone(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn variables_are_put_in_expressions_and_under_expr_only() {
-        let item = Bson::String("almonds".into());
-        let meta = Bson::Document(doc! { "site": "p1" });
-        let vars = [("item", Some(&item)), ("m", Some(&meta)), ("gone", None)];
-        let stage = doc! { "$match": {
-            "stock": "$$item",
-            "$expr": { "$eq": ["$stock", "$$item"] },
-            "$and": [ { "$expr": { "$eq": ["$site", "$$m.site"] } } ],
-        } };
-        assert_eq!(
-            bind_stage(&stage, &vars),
-            doc! { "$match": {
-                "stock": "$$item",
-                "$expr": { "$eq": ["$stock", { "$literal": "almonds" }] },
-                "$and": [ { "$expr": { "$eq": ["$site", { "$literal": "p1" }] } } ],
-            } }
-        );
-        let stage = doc! { "$project": {
-            "a": "$$gone", "b": "$$NOW", "c": { "$literal": "$$item" }, "d": "$$m",
-        } };
-        assert_eq!(
-            bind_stage(&stage, &vars),
-            doc! { "$project": {
-                "a": MISSING, "b": "$$NOW", "c": { "$literal": "$$item" }, "d": { "$literal": { "site": "p1" } },
-            } }
-        );
     }
 }

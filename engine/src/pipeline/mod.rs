@@ -25,6 +25,7 @@
 //!   `$bucketAuto` and `$sample` sort so; `$bucket` and `$sortByCount` hold their groups;
 //!   `$facet` keeps its input in memory up to the budget, in a temporary file past it.
 
+pub(crate) mod bind;
 mod bucket;
 mod densify;
 mod explain;

@@ -2,10 +2,13 @@
 //! as an array of stages, run on each matched measurement (or on the document an upsert
 //! builds from the filter). Only the stages that take one document at a time are allowed —
 //! `$addFields`/`$set`, `$project`, `$unset`, `$replaceRoot`/`$replaceWith` — parsed once
-//! with the aggregation pipeline's own stage code.
+//! with the aggregation pipeline's own stage code. Their expressions read `$$ROOT` /
+//! `$$CURRENT` (the measurement), `$$NOW` (one date for the whole update) and the update's
+//! `let` variables, put in as constants before the stages are parsed.
 
-use bson::Document;
+use bson::{Bson, Document};
 
+use super::bind::bind_stage;
 use super::stage::Stage;
 use crate::error::{Error, ErrorCode, Result};
 
@@ -23,18 +26,28 @@ impl std::fmt::Debug for UpdatePipeline {
 }
 
 impl UpdatePipeline {
-    /// Parses the stages of an update pipeline.
+    /// Parses the stages of an update pipeline, with the variables `vars` (name, value;
+    /// `None` for missing) put in where the stages read them as `$$<name>`.
     ///
     /// # Errors
     /// `InvalidOptions` for a stage MongoDB does not allow in an update ("$match is not
     /// allowed to be used within an update"); the stage's own errors for a malformed one.
-    pub(crate) fn parse(stages: &[Document]) -> Result<UpdatePipeline> {
+    pub(crate) fn parse(
+        stages: &[Document],
+        vars: &[(String, Option<Bson>)],
+    ) -> Result<UpdatePipeline> {
+        let bound: Vec<(&str, Option<&Bson>)> =
+            vars.iter().map(|(n, v)| (n.as_str(), v.as_ref())).collect();
         let stages = stages
             .iter()
             .map(|d| {
                 // A stage is parsed first (a malformed or unknown one fails as in `aggregate`),
                 // then refused when an update does not allow it.
-                let stage = Stage::parse(d)?;
+                let stage = if bound.is_empty() {
+                    Stage::parse(d)?
+                } else {
+                    Stage::parse(&bind_stage(d, &bound))?
+                };
                 if stage.allowed_in_update() {
                     Ok(stage)
                 } else {

@@ -1182,6 +1182,83 @@ fn lookup_with_let_variables_in_the_pipeline() {
 }
 
 #[test]
+fn lookup_let_variables_in_match_expr_and_a_later_project() {
+    let (_dir, db, orders) = temp_collection(
+        CatalogOptions::default(),
+        &TimeseriesOptions::new("ts").meta_field("meta"),
+    );
+    let warehouses = db
+        .create_collection("warehouses", &TimeseriesOptions::new("ts"))
+        .expect("create");
+    insert_all(
+        &warehouses,
+        &[
+            doc! { "ts": at(MAY_18), "stock_item": "almonds", "warehouse": "A", "instock": 120 },
+            doc! { "ts": at(MAY_18), "stock_item": "almonds", "warehouse": "B", "instock": 60 },
+            doc! { "ts": at(MAY_18), "stock_item": "pecans", "warehouse": "A", "instock": 80 },
+        ],
+    );
+    // Two orders share an item with different quantities, two share both: the variables'
+    // values, not the item alone, decide the matches.
+    insert_all(
+        &orders,
+        &[
+            doc! { "ts": at(MAY_18), "n": 1, "item": "almonds", "ordered": 100 },
+            doc! { "ts": at(MAY_18 + 1), "n": 2, "item": "almonds", "ordered": 10 },
+            doc! { "ts": at(MAY_18 + 2), "n": 3, "item": "pecans", "ordered": 5 },
+            doc! { "ts": at(MAY_18 + 3), "n": 4, "item": "almonds", "ordered": 10 },
+            doc! { "ts": at(MAY_18 + 4), "n": 5, "item": "walnuts" },
+        ],
+    );
+    let out = orders
+        .aggregate(&[
+            doc! { "$sort": { "n": 1 } },
+            doc! { "$lookup": {
+                "from": "warehouses",
+                "let": { "want": "$item", "qty": "$ordered", "order": { "n": "$n" } },
+                "pipeline": [
+                    { "$match": { "$expr": { "$and": [
+                        { "$eq": ["$stock_item", "$$want"] },
+                        { "$gte": ["$instock", "$$qty"] },
+                    ] } } },
+                    { "$sort": { "warehouse": 1 } },
+                    { "$project": {
+                        "_id": 0,
+                        "warehouse": 1,
+                        "left": { "$subtract": ["$instock", "$$qty"] },
+                        "for": "$$order.n",
+                        "what": { "$literal": "$$want" },
+                    } },
+                ],
+                "as": "stock",
+            } },
+            doc! { "$project": { "_id": 0, "n": 1, "stock": 1 } },
+        ])
+        .expect("aggregate");
+    assert_eq!(
+        out,
+        [
+            doc! { "n": 1, "stock": [
+                { "warehouse": "A", "left": 20, "for": 1, "what": "$$want" },
+            ] },
+            doc! { "n": 2, "stock": [
+                { "warehouse": "A", "left": 110, "for": 2, "what": "$$want" },
+                { "warehouse": "B", "left": 50, "for": 2, "what": "$$want" },
+            ] },
+            doc! { "n": 3, "stock": [
+                { "warehouse": "A", "left": 75, "for": 3, "what": "$$want" },
+            ] },
+            doc! { "n": 4, "stock": [
+                { "warehouse": "A", "left": 110, "for": 4, "what": "$$want" },
+                { "warehouse": "B", "left": 50, "for": 4, "what": "$$want" },
+            ] },
+            // A missing `ordered`: `$gte` of a number and missing holds, nothing is "walnuts".
+            doc! { "n": 5, "stock": [] },
+        ]
+    );
+}
+
+#[test]
 fn count_errors_carry_mongodbs_codes() {
     let (_dir, _db, coll) = with(clothing());
     assert_eq!(

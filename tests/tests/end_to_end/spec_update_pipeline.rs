@@ -198,6 +198,7 @@ fn pipeline_update_errors_have_mongodb_codes_and_change_nothing() {
             vec![doc! { "$set": { "_id": 99 } }],
             ErrorCode::ImmutableField,
         ),
+        (vec![doc! { "$nosuch": {} }], ErrorCode::Location(40324)),
         (
             vec![doc! { "$replaceWith": { "_id": 7, "t": "$t" } }],
             ErrorCode::ImmutableField,
@@ -301,4 +302,178 @@ fn aggregation_replace_root_and_replace_with() {
         let e = coll.aggregate(std::slice::from_ref(&stage)).unwrap_err();
         assert_eq!(e.code(), code, "{stage}: {e}");
     }
+}
+
+#[test]
+fn now_is_one_date_for_the_whole_update() {
+    // The manual's `updateMany` example: `lastUpdate: "$$NOW"`.
+    let (_d, _db, coll) = students();
+    let before = bson::DateTime::now();
+    let r = coll
+        .update_many(
+            &doc! {},
+            vec![doc! { "$set": { "status": "Modified", "lastUpdate": "$$NOW" } }],
+        )
+        .expect("update");
+    let after = bson::DateTime::now();
+    assert_eq!((r.matched, r.modified), (3, 3));
+    let dates: Vec<bson::DateTime> = rows(&coll)
+        .iter()
+        .map(|d| {
+            assert_eq!(d.get_str("status").ok(), Some("Modified"));
+            *d.get_datetime("lastUpdate").expect("a date")
+        })
+        .collect();
+    assert_eq!(dates.len(), 3);
+    assert!(dates.iter().all(|d| *d == dates[0]), "{dates:?}");
+    assert!(before <= dates[0] && dates[0] <= after);
+    // The filter's `$expr` and every stage read the same date (dates are in milliseconds).
+    std::thread::sleep(std::time::Duration::from_millis(2));
+    let r = coll
+        .update_many_with(
+            &doc! { "$expr": { "$eq": ["$lastUpdate", "$$NOW"] } },
+            vec![
+                doc! { "$set": { "a": "$$NOW" } },
+                doc! { "$set": { "b": "$$NOW", "same": { "$eq": ["$a", "$$NOW"] } } },
+            ],
+            &UpdateOptions::default(),
+        )
+        .expect("update");
+    assert_eq!(r.matched, 0, "an earlier update's date is not this one's");
+    let r = coll
+        .update_many_with(
+            &doc! { "$expr": { "$lt": ["$lastUpdate", "$$NOW"] } },
+            vec![
+                doc! { "$set": { "a": "$$NOW" } },
+                doc! { "$set": { "b": "$$NOW", "same": { "$eq": ["$a", "$$NOW"] } } },
+            ],
+            &UpdateOptions::default(),
+        )
+        .expect("update");
+    assert_eq!(r.matched, 3);
+    for d in rows(&coll) {
+        assert_eq!(d.get("a"), d.get("b"), "{d}");
+        assert_eq!(d.get_bool("same").ok(), Some(true), "{d}");
+    }
+}
+
+#[test]
+fn root_and_current_are_the_measurement_before_the_stage() {
+    let (_d, _db, coll) = students();
+    coll.update_one(
+        &doc! { "_id": 1 },
+        [
+            doc! { "$set": { "copy": "$$ROOT" } },
+            doc! { "$set": { "first": "$$CURRENT.copy.test1" } },
+        ],
+        &UpdateOptions::default(),
+    )
+    .expect("update");
+    let got = find_sorted(&coll, doc! { "_id": 1 });
+    assert_eq!(got.len(), 1);
+    assert_eq!(
+        got[0].get_document("copy").expect("a copy"),
+        &doc! { "_id": 1, "t": at(0), "m": "s", "test1": 95, "test2": 92, "test3": 90 }
+    );
+    assert_eq!(got[0].get_i32("first").ok(), Some(95));
+}
+
+#[test]
+fn let_variables_in_the_filter_expr_and_the_pipeline() {
+    // The manual's `updateMany` example with `let`.
+    let (_d, _db, coll) = temp_collection(CatalogOptions::default(), &options(true));
+    insert_all(
+        &coll,
+        &[
+            doc! { "_id": 1, "t": at(0), "m": "c", "flavor": "chocolate" },
+            doc! { "_id": 2, "t": at(MINUTE), "m": "c", "flavor": "strawberry" },
+            doc! { "_id": 3, "t": at(2 * MINUTE), "m": "c", "flavor": "cherry" },
+        ],
+    );
+    let with_let = |l: Document| UpdateOptions {
+        let_vars: Some(l),
+        ..UpdateOptions::default()
+    };
+    let r = coll
+        .update_many_with(
+            &doc! { "$expr": { "$eq": ["$flavor", "$$targetFlavor"] } },
+            [doc! { "$set": { "flavor": "$$newFlavor" } }],
+            &with_let(doc! { "targetFlavor": "strawberry", "newFlavor": "orange" }),
+        )
+        .expect("update");
+    assert_eq!((r.matched, r.modified), (1, 1));
+    let flavors: Vec<String> = rows(&coll)
+        .iter()
+        .map(|d| d.get_str("flavor").expect("flavor").to_owned())
+        .collect();
+    assert_eq!(flavors, ["chocolate", "orange", "cherry"]);
+
+    // Values are expressions evaluated once, read with paths; `$literal` is left alone, and
+    // operator-style updates use `let` in the filter.
+    coll.update_one(
+        &doc! { "_id": 1 },
+        [doc! { "$set": {
+            "n": { "$add": ["$$k", 1] },
+            "site": "$$cfg.site",
+            "raw": { "$literal": "$$k" },
+            "gone": "$$cfg.nothing",
+        } }],
+        &with_let(doc! { "k": { "$multiply": [2, 3] }, "cfg": { "$literal": { "site": "p1" } } }),
+    )
+    .expect("update");
+    let r = coll
+        .update_many_with(
+            &doc! { "$expr": { "$in": ["$flavor", "$$these"] } },
+            &doc! { "$set": { "picked": true } },
+            &with_let(doc! { "these": ["cherry", "orange"] }),
+        )
+        .expect("update");
+    assert_eq!((r.matched, r.modified), (2, 2));
+    assert_eq!(
+        rows(&coll),
+        vec![
+            doc! { "_id": 1, "flavor": "chocolate", "n": 7, "site": "p1", "raw": "$$k" },
+            doc! { "_id": 2, "flavor": "orange", "picked": true },
+            doc! { "_id": 3, "flavor": "cherry", "picked": true },
+        ]
+    );
+}
+
+#[test]
+fn malformed_let_variables_fail_and_change_nothing() {
+    let (_d, _db, coll) = students();
+    let fails = |l: Document, update: Update| {
+        coll.update_many_with(
+            &doc! {},
+            update,
+            &UpdateOptions {
+                let_vars: Some(l),
+                ..UpdateOptions::default()
+            },
+        )
+        .expect_err("fails")
+        .code()
+    };
+    let set_x = || Update::from(vec![doc! { "$set": { "x": "$$x" } }]);
+    // System variables cannot be redefined, and names begin with a lowercase letter.
+    assert_eq!(
+        fails(doc! { "NOW": 1 }, set_x()),
+        ErrorCode::Location(16867)
+    );
+    assert_eq!(fails(doc! { "1x": 1 }, set_x()), ErrorCode::Location(16867));
+    // `let` is evaluated before any document is read.
+    assert_eq!(
+        fails(doc! { "x": "$test1" }, set_x()),
+        ErrorCode::Location(4890500)
+    );
+    // A variable `let` does not define.
+    assert_eq!(fails(doc! { "y": 1 }, set_x()), ErrorCode::Location(17276));
+    assert_eq!(
+        rows(&coll),
+        vec![
+            doc! { "_id": 1, "test1": 95, "test2": 92, "test3": 90 },
+            doc! { "_id": 2, "test1": 98, "test2": 100, "test3": 102 },
+            doc! { "_id": 3, "test1": 95, "test2": 110 },
+        ]
+    );
 }

@@ -20,6 +20,7 @@ use bson::{Bson, Document};
 use crate::collection::{Collection, CollectionInner};
 use crate::error::{Error, ErrorCode, Result};
 use crate::mql::filter::Filter;
+use crate::pipeline::bind::bind_filter;
 
 use operators::{Apply, Modification};
 pub(crate) use operators::{set_path, type_name, unset_path};
@@ -102,6 +103,13 @@ pub struct UpdateOptions {
     /// `{"x.grade": {"$gte": 85}}`). Each identifier is an alphanumeric string beginning
     /// with a lowercase letter, used by some path (else `FailedToParse`). Default empty.
     pub array_filters: Vec<Document>,
+    /// MongoDB's update `let`: variables `{<name>: <expression>}`, each evaluated once
+    /// before the update (a literal, `$$NOW`, operators over them; no field paths), read as
+    /// `$$<name>` (or `$$<name>.<path>`) in the filter under `$expr` and in an update
+    /// pipeline's expressions. A name begins with a lowercase letter and has letters,
+    /// digits and `_` (else MongoDB's 16867); an expression that reads a field fails with
+    /// 4890500. Default `None`.
+    pub let_vars: Option<Document>,
 }
 /// Outcome of an update (MongoDB's `n`, `nModified`, `upserted`).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -155,13 +163,32 @@ impl CollectionInner {
         options: &UpdateOptions,
     ) -> Result<UpdateResult> {
         self.writable()?;
-        let update = Modification::parse(update, &options.array_filters)?;
+        let mut vars = match &options.let_vars {
+            Some(l) => crate::pipeline::bind::constants("update", l)?,
+            None => Vec::new(),
+        };
+        // One `$$NOW` for the whole update: its filter and every stage of its pipeline.
+        vars.push((
+            "NOW".to_owned(),
+            Some(Bson::DateTime(bson::DateTime::now())),
+        ));
+        let update = Modification::parse(update, &options.array_filters, &vars)?;
         if multi && matches!(update, Modification::Replacement(_)) {
             return Err(Error::rejected(
                 ErrorCode::FailedToParse,
                 "multi update is not supported for replacement-style update",
             ));
         }
+        let bound_filter;
+        let filter_doc = {
+            let bound: Vec<(&str, Option<&Bson>)> =
+                vars.iter().map(|(n, v)| (n.as_str(), v.as_ref())).collect();
+            bound_filter = match bind_filter(&Bson::Document(filter_doc.clone()), &bound) {
+                Bson::Document(d) => d,
+                _ => filter_doc.clone(),
+            };
+            &bound_filter
+        };
         let spec = self.spec();
         let filter = Filter::parse(filter_doc, &spec.time_field, spec.meta_field.as_deref())?;
         let out = match spec.meta_field.as_deref() {

@@ -156,7 +156,14 @@ impl Modification {
     /// another; `BadValue` for a malformed operand, an empty path part or an identifier
     /// without an array filter; `InvalidOptions` for a pipeline stage an update does not
     /// allow.
-    pub(crate) fn parse(update: &Update, array_filters: &[Document]) -> Result<Modification> {
+    ///
+    /// `vars` are the update's `let` variables ([`crate::pipeline::bind::constants`]), put
+    /// into a pipeline's expressions as constants.
+    pub(crate) fn parse(
+        update: &Update,
+        array_filters: &[Document],
+        vars: &[(String, Option<Bson>)],
+    ) -> Result<Modification> {
         let update = match update {
             Update::Pipeline(stages) => {
                 if !array_filters.is_empty() {
@@ -167,7 +174,7 @@ impl Modification {
                 for stage in stages {
                     crate::document::require_storable("update pipeline stage", stage)?;
                 }
-                return Ok(Modification::Pipeline(UpdatePipeline::parse(stages)?));
+                return Ok(Modification::Pipeline(UpdatePipeline::parse(stages, vars)?));
             }
             Update::Document(d) => d,
         };

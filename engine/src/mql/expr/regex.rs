@@ -1,11 +1,15 @@
 //! Regular expressions: `$regexMatch`, `$regexFind`, `$regexFindAll` (`{input, regex,
 //! options}`; `regex` a string or a BSON regular expression, `options` of `i`, `m`, `s`,
 //! `x`, and `u`, which changes nothing). A constant pattern is compiled once, when the
-//! expression is parsed. Matches are `{match, idx, captures}` with `idx` in code points and a
+//! expression is parsed; a per-document one (from a field) is compiled the first time it is
+//! seen and kept in a small cache of the expression's last [`CACHE_SIZE`] patterns. Matches are `{match, idx, captures}` with `idx` in code points and a
 //! null capture for a group that did not take part. Patterns are compiled by the `regex`
 //! crate (bounded in size), whose syntax is close to PCRE's but has no look-around and no
 //! backreferences (such a pattern fails with 51111), and whose `$` without `m` matches only
 //! at the very end.
+
+use std::collections::VecDeque;
+use std::sync::{Mutex, PoisonError};
 
 use ::regex::{Regex, RegexBuilder};
 use bson::{Bson, Document};
@@ -17,6 +21,9 @@ use crate::mql::filter::{Target, Values};
 
 /// The most bytes a compiled pattern may take (the `regex` crate's size limit).
 const COMPILED_LIMIT: usize = 4 << 20;
+
+/// How many per-document patterns (with their options) an expression keeps compiled.
+const CACHE_SIZE: usize = 8;
 
 /// The most bytes of matches `$regexFindAll` returns (MongoDB's 64 MiB, 51151).
 const OUTPUT_LIMIT: usize = 64 << 20;
@@ -54,13 +61,79 @@ impl PartialEq for Compiled {
     }
 }
 
+/// The patterns a per-document regular expression compiled last, most recent first (at most
+/// [`CACHE_SIZE`]). A clone starts empty; any two caches are equal (equality is the
+/// expression's, not the cache's).
+#[derive(Default)]
+struct Cache(Mutex<VecDeque<Compiled>>);
+
+impl Cache {
+    /// The compiled `pattern` with `flags`: from the cache (moved to the front), else built
+    /// and put at the front, dropping the least recently used past [`CACHE_SIZE`].
+    ///
+    /// # Errors
+    /// What [`build`] fails with (a failure is not cached).
+    fn get_or_build(
+        &self,
+        mode: Mode,
+        pattern: String,
+        flags: String,
+    ) -> std::result::Result<Compiled, (u32, String)> {
+        {
+            let mut kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(i) = kept
+                .iter()
+                .position(|c| c.pattern == pattern && c.options == flags)
+            {
+                let hit = kept.remove(i).expect("a position in the cache");
+                kept.push_front(hit.clone());
+                return Ok(hit);
+            }
+        }
+        // Compiled outside the lock: another thread may compile the same pattern meanwhile.
+        let compiled = build(mode, pattern, flags)?;
+        let mut kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        kept.push_front(compiled.clone());
+        kept.truncate(CACHE_SIZE);
+        Ok(compiled)
+    }
+
+    /// How many patterns are kept.
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).len()
+    }
+}
+
+impl Clone for Cache {
+    fn clone(&self) -> Cache {
+        Cache::default()
+    }
+}
+
+impl PartialEq for Cache {
+    fn eq(&self, _: &Cache) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for Cache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Cache")
+    }
+}
+
 /// The pattern of a regular expression operator.
 #[derive(Clone, Debug, PartialEq)]
 enum Pattern {
     /// Constant `regex` and `options`, compiled at parse time (`None`: a null pattern).
     Const(Option<Compiled>),
-    /// Evaluated and compiled per document.
-    Dynamic { regex: Expr, options: Option<Expr> },
+    /// Evaluated per document; compiled through the expression's cache.
+    Dynamic {
+        regex: Expr,
+        options: Option<Expr>,
+        cache: Cache,
+    },
 }
 
 /// A regular expression operator.
@@ -105,7 +178,11 @@ pub(super) fn parse(op: &str, arg: &Bson, target: &Resolve<'_>) -> Result<Option
             compile(mode, Some(r), Some(o))
                 .map_err(|(c, m)| Error::rejected(ErrorCode::Location(c), m))?,
         ),
-        _ => Pattern::Dynamic { regex, options },
+        _ => Pattern::Dynamic {
+            regex,
+            options,
+            cache: Cache::default(),
+        },
     };
     Ok(Some(Expr::Regex(Box::new(RegexExpr {
         mode,
@@ -126,6 +203,21 @@ fn compile(
     regex: Option<&Bson>,
     options: Option<&Bson>,
 ) -> std::result::Result<Option<Compiled>, (u32, String)> {
+    prepare(mode, regex, options)?
+        .map(|(pattern, flags)| build(mode, pattern, flags))
+        .transpose()
+}
+
+/// Checks a pattern and its options as MongoDB validates them: the pattern text and the
+/// option letters (`None`: a null pattern).
+///
+/// # Errors
+/// As [`compile`], but 51108 and 51111, which [`build`] checks.
+fn prepare(
+    mode: Mode,
+    regex: Option<&Bson>,
+    options: Option<&Bson>,
+) -> std::result::Result<Option<(String, String)>, (u32, String)> {
     let op = mode.name();
     let options = options.filter(|o| !nullish(Some(o)));
     let (pattern, mut flags) = match regex {
@@ -169,9 +261,20 @@ fn compile(
             format!("{op}: regular expression options cannot contain an embedded null byte"),
         ));
     }
-    let Some(pattern) = pattern else {
-        return Ok(None);
-    };
+    Ok(pattern.map(|p| (p, flags)))
+}
+
+/// Compiles a checked pattern with its option letters, bounded to [`COMPILED_LIMIT`] bytes.
+///
+/// # Errors
+/// MongoDB's 51108 for an unknown option, 51111 for a pattern that does not compile or
+/// compiles past the size limit.
+fn build(
+    mode: Mode,
+    pattern: String,
+    flags: String,
+) -> std::result::Result<Compiled, (u32, String)> {
+    let op = mode.name();
     let mut b = RegexBuilder::new(&pattern);
     b.size_limit(COMPILED_LIMIT).dfa_size_limit(COMPILED_LIMIT);
     for f in flags.chars() {
@@ -188,17 +291,17 @@ fn compile(
     let regex = b
         .build()
         .map_err(|e| (51111, format!("Invalid Regex in {op}: {e}")))?;
-    Ok(Some(Compiled {
+    Ok(Compiled {
         pattern,
         options: flags,
         regex,
-    }))
+    })
 }
 
 impl RegexExpr {
     pub(super) fn fields<'a>(&'a self, out: &mut Vec<(Target, &'a [String])>) {
         self.input.fields(out);
-        if let Pattern::Dynamic { regex, options } = &self.pattern {
+        if let Pattern::Dynamic { regex, options, .. } = &self.pattern {
             regex.fields(out);
             if let Some(o) = options {
                 o.fields(out);
@@ -218,14 +321,22 @@ impl RegexExpr {
         let dynamic;
         let compiled = match &self.pattern {
             Pattern::Const(c) => c.as_ref(),
-            Pattern::Dynamic { regex, options } => {
+            Pattern::Dynamic {
+                regex,
+                options,
+                cache,
+            } => {
                 let r = value(regex, values, vars)?;
                 let o = match options {
                     Some(o) => value(o, values, vars)?,
                     None => None,
                 };
-                dynamic =
-                    compile(self.mode, r.as_ref(), o.as_ref()).map_err(|(c, m)| fail(c, m))?;
+                dynamic = prepare(self.mode, r.as_ref(), o.as_ref())
+                    .and_then(|p| {
+                        p.map(|(pattern, flags)| cache.get_or_build(self.mode, pattern, flags))
+                            .transpose()
+                    })
+                    .map_err(|(c, m)| fail(c, m))?;
                 dynamic.as_ref()
             }
         };
@@ -499,5 +610,92 @@ mod tests {
             ),
             ErrorCode::Location(51111)
         );
+    }
+
+    /// A document as the values of an expression (every path reads its top-level field).
+    struct Fields<'a>(&'a Document);
+
+    impl Values for Fields<'_> {
+        fn root(&self, _: Target, path: &[String]) -> crate::mql::filter::Got<'_> {
+            Ok(path
+                .first()
+                .and_then(|f| self.0.get(f))
+                .map(std::borrow::Cow::Borrowed))
+        }
+    }
+
+    fn dynamic_cache(e: &Expr) -> &Cache {
+        match e {
+            Expr::Regex(r) => match &r.pattern {
+                Pattern::Dynamic { cache, .. } => cache,
+                Pattern::Const(_) => panic!("a constant pattern"),
+            },
+            other => panic!("not a regex: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn per_document_patterns_are_cached_within_a_bound() {
+        let target = |path: &[String]| (Target::Field, path.to_vec());
+        let spec = doc! { "$regexFind": { "input": "$s", "regex": "$re", "options": "$o" } };
+        let e = Expr::parse(&Bson::Document(spec), &target).expect("parses");
+        let cache = dynamic_cache(&e);
+        assert_eq!(cache.len(), 0);
+        // Many documents, cycling through more patterns than the cache keeps: every answer
+        // is the one its own pattern gives.
+        for i in 0..200_usize {
+            let k = i % (CACHE_SIZE + 3);
+            let d = doc! {
+                "s": format!("x{k}-X{k}"),
+                "re": format!("x{k}$"),
+                "o": if i % 2 == 0 { "i" } else { "" },
+            };
+            let got = e
+                .eval_with(&Fields(&d), &Vars::default())
+                .expect("evaluates")
+                .map(std::borrow::Cow::into_owned);
+            let want = if i % 2 == 0 {
+                Bson::Document(doc! {
+                    "match": format!("X{k}"),
+                    "idx": i32::try_from(format!("x{k}-").len()).expect("small"),
+                    "captures": [],
+                })
+            } else {
+                Bson::Null
+            };
+            assert_eq!(got, Some(want), "document {i}");
+            assert!(cache.len() <= CACHE_SIZE);
+        }
+        assert_eq!(cache.len(), CACHE_SIZE);
+        // A repeated pattern is a hit: it moves to the front and nothing else is dropped.
+        let d = doc! { "s": "ab", "re": "B", "o": "i" };
+        for _ in 0..3 {
+            assert_eq!(
+                e.eval_with(&Fields(&d), &Vars::default())
+                    .expect("evaluates")
+                    .map(std::borrow::Cow::into_owned),
+                Some(Bson::Document(
+                    doc! { "match": "b", "idx": 1, "captures": [] }
+                ))
+            );
+        }
+        assert_eq!(cache.len(), CACHE_SIZE);
+        {
+            let kept = cache.0.lock().expect("not poisoned");
+            assert_eq!(
+                (kept[0].pattern.as_str(), kept[0].options.as_str()),
+                ("B", "i")
+            );
+        }
+        // A pattern that does not compile fails every time and is not kept.
+        let bad = doc! { "s": "a", "re": "(", "o": "" };
+        for _ in 0..2 {
+            assert!(e.eval_with(&Fields(&bad), &Vars::default()).is_err());
+        }
+        assert_eq!(cache.len(), CACHE_SIZE);
+        // A clone starts with an empty cache and still equals the original.
+        let copy = e.clone();
+        assert_eq!(dynamic_cache(&copy).len(), 0);
+        assert_eq!(copy, e);
     }
 }
