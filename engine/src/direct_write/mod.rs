@@ -18,6 +18,7 @@ use tscoll_codec::Column;
 
 use crate::collection::CollectionInner;
 use crate::error::Result;
+use crate::mql::expr::EvalError;
 use crate::mql::filter::Filter;
 use crate::storage::IndexItem;
 use crate::storage::bucket_write::{BucketWrite, Placement};
@@ -80,7 +81,10 @@ impl CollectionInner {
                 .key
                 .meta_value()
                 .map_err(|reason| self.store.corrupt_index(&entry.id, reason))?;
-            if filter.matches_meta(meta.as_ref()) {
+            if filter
+                .try_matches_meta(meta.as_ref())
+                .map_err(EvalError::into_query_error)?
+            {
                 out.push((entry, meta));
             }
         }

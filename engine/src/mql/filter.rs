@@ -851,16 +851,35 @@ impl Filter {
 
     /// Whether a bucket's meta value passes every meta predicate and every clause that reads
     /// the meta field only (SPEC §14.2).
+    /// An expression that fails on the meta value does not match here; the reads use
+    /// [`Filter::try_matches_meta`], which fails the query as MongoDB does.
     pub(crate) fn matches_meta(&self, meta: Option<&Bson>) -> bool {
-        self.preds.iter().all(|p| match p {
+        self.try_matches_meta(meta).unwrap_or(false)
+    }
+
+    /// [`Filter::matches_meta`], failing where a clause's expression (`$expr`) fails on the
+    /// meta value.
+    ///
+    /// # Errors
+    /// The expression's failure, with MongoDB's code.
+    pub(crate) fn try_matches_meta(
+        &self,
+        meta: Option<&Bson>,
+    ) -> std::result::Result<bool, EvalError> {
+        let preds = self.preds.iter().all(|p| match p {
             Pred::Meta { path, op, value } => compare_at(meta, path, *op, value),
             Pred::MetaIn { path, values } => any_equal_at(meta, path, values),
             _ => true,
-        }) && self
-            .clauses
-            .iter()
-            .filter(|c| c.meta_only())
-            .all(|c| c.eval(&MetaValues(meta)).unwrap_or(false))
+        });
+        if !preds {
+            return Ok(false);
+        }
+        for c in self.clauses.iter().filter(|c| c.meta_only()) {
+            if !c.eval(&MetaValues(meta))? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 
     /// Whether an unpacked measurement (`doc`: its fields but the meta field) of a series

@@ -30,6 +30,7 @@ use super::unpack::{SegmentView, Shape, build_row};
 use super::walk::{Collector, Take};
 use crate::collection::Collection;
 use crate::error::Result;
+use crate::mql::expr::EvalError;
 use crate::storage::IndexRow;
 use crate::storage::keys::{hash_prefix, hash_time_range};
 
@@ -417,7 +418,12 @@ impl Reader<'_> {
         stats.index_entries_scanned += u64::from(count);
         let series = Series::new(first.meta.to_vec(), first.hash);
         let meta = series.meta(self)?;
-        if plan.filter.has_meta_preds() && !plan.filter.matches_meta(meta) {
+        if plan.filter.has_meta_preds()
+            && !plan
+                .filter
+                .try_matches_meta(meta)
+                .map_err(EvalError::into_query_error)?
+        {
             return Ok(());
         }
         let mut newest = Newest {

@@ -24,6 +24,7 @@ use super::control_view::ControlBytes;
 use super::plan::{Candidate, Candidates, Plan, Series, meta_matches_raw};
 use crate::collection::CollectionInner;
 use crate::error::Result;
+use crate::mql::expr::EvalError;
 use crate::storage::control::Control;
 
 /// The unstored rows of the open buckets a query may read, copied when it starts.
@@ -355,8 +356,11 @@ impl<'a> Reader<'a> {
                         }
                     };
                     let s = &cands.series[position];
-                    let matches =
-                        !plan.filter.has_meta_preds() || plan.filter.matches_meta(s.meta(self)?);
+                    let matches = !plan.filter.has_meta_preds()
+                        || plan
+                            .filter
+                            .try_matches_meta(s.meta(self)?)
+                            .map_err(EvalError::into_query_error)?;
                     let series = matches.then_some(position);
                     series_of.insert(series_key, series);
                     series

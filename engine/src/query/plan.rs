@@ -16,6 +16,7 @@ use super::control_view::ControlView;
 use super::parallel::{self, run_parts};
 use crate::collection::CollectionInner;
 use crate::error::{Error, Result};
+use crate::mql::expr::EvalError;
 use crate::mql::filter::{Cmp, Filter, Pred, cmp_holds};
 use crate::options::CollectionSpec;
 use crate::storage::keys::{hash_prefix, hash_time_range, hex};
@@ -299,7 +300,8 @@ impl<'p> Builder<'p> {
         } else {
             self.plan
                 .filter
-                .matches_meta(self.out.series[s].meta(inner)?)
+                .try_matches_meta(self.out.series[s].meta(inner)?)
+                .map_err(EvalError::into_query_error)?
         };
         self.links.push((m, head));
         self.seen.insert(hash, s);

@@ -558,3 +558,53 @@ fn let_binds_variables_evaluated_outside_each_other_and_shadows_outer_ones() {
         assert_eq!(e.code().code(), code, "{bad}: {e}");
     }
 }
+
+#[test]
+fn an_expression_failing_on_a_meta_value_fails_the_query() {
+    let (_dir, _db, coll) = empty();
+    insert_all(
+        &coll,
+        &[
+            doc! { "ts": DateTime::from_millis(0), "meta": { "x": 2 }, "v": 1 },
+            doc! { "ts": DateTime::from_millis(1), "meta": { "x": 0 }, "v": 2 },
+        ],
+    );
+    // The clause reads the meta field only: it is judged once per series, and a series whose
+    // meta value makes it fail fails the query, as a measurement does.
+    let by_zero = doc! { "$expr": { "$gt": [{ "$divide": [1, "$meta.x"] }, 0] } };
+    let code = |e: tscoll_engine::Error| e.code();
+    let opts = tscoll_engine::FindOptions::default();
+    assert_eq!(
+        code(coll.find(&by_zero, &opts).unwrap_err()),
+        ErrorCode::Location(16608)
+    );
+    assert_eq!(
+        code(coll.count(&by_zero).unwrap_err()),
+        ErrorCode::Location(16608)
+    );
+    assert_eq!(
+        code(coll.last_points(&by_zero).unwrap_err()),
+        ErrorCode::Location(16608)
+    );
+    assert_eq!(
+        code(
+            coll.aggregate(&[doc! { "$match": by_zero.clone() }])
+                .unwrap_err()
+        ),
+        ErrorCode::Location(16608)
+    );
+    assert_eq!(
+        code(coll.delete_many(&by_zero).unwrap_err()),
+        ErrorCode::Location(16608)
+    );
+    assert_eq!(
+        coll.count(&Document::new()).expect("count"),
+        2,
+        "nothing deleted"
+    );
+    // Where no series makes it fail, it selects as before.
+    let fine = doc! { "$expr": { "$gt": [{ "$divide": ["$meta.x", 2] }, 0.5] } };
+    let found = coll.find(&fine, &opts).expect("find");
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].get_i32("v").expect("v"), 1);
+}

@@ -117,6 +117,14 @@ impl EvalError {
     }
 }
 
+impl EvalError {
+    /// The engine's error for a failure on a value at hand (no stored value is decoded:
+    /// a meta value, a stage's document): `Rejected` with its code.
+    pub(crate) fn into_query_error(self) -> Error {
+        self.into_error("", |m| Error::rejected(ErrorCode::InternalError, m))
+    }
+}
+
 /// A stored value that cannot be read (the `String` errors of [`Values`]).
 impl From<String> for EvalError {
     fn from(message: String) -> EvalError {
