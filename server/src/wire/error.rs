@@ -85,6 +85,16 @@ pub enum WireError {
         /// Bytes left for it.
         available: usize,
     },
+    /// A BSON document larger than the limit of its place.
+    #[error("BSON document in {what} of {length} bytes exceeds the limit of {limit} bytes")]
+    DocumentTooLarge {
+        /// Where the document is.
+        what: &'static str,
+        /// The document's length in bytes.
+        length: usize,
+        /// The largest length accepted there, in bytes.
+        limit: usize,
+    },
     /// A C string (a collection name, a sequence identifier) without its terminating NUL.
     #[error("C string in {0} has no terminating NUL")]
     UnterminatedCString(&'static str),

@@ -37,6 +37,11 @@ pub const MAX_MESSAGE_BYTES: usize = 48_000_000;
 /// The largest BSON document, in bytes: MongoDB's `maxBsonObjectSize` (16 MiB).
 pub const MAX_BSON_OBJECT_BYTES: usize = 16 * 1024 * 1024;
 
+/// The largest command body (an OP_MSG's kind-0 section, an OP_QUERY's query), in bytes:
+/// [`MAX_BSON_OBJECT_BYTES`] and the 16 KiB MongoDB allows a command beyond it
+/// (`BSONObjMaxInternalSize`), so that a command can carry a document of the largest size.
+pub const MAX_COMMAND_BYTES: usize = MAX_BSON_OBJECT_BYTES + 16 * 1024;
+
 /// A decoded message's body.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Message {
@@ -67,7 +72,7 @@ pub enum Message {
 /// flag bits 2–15; [`WireError::BadChecksum`] for a flagged checksum that does not match;
 /// [`WireError::BadSectionKind`], [`WireError::MissingBody`], [`WireError::DuplicateBody`],
 /// [`WireError::BadSequenceSize`] for its sections; [`WireError::UnterminatedCString`] or
-/// [`WireError::BadCString`] for a sequence identifier; [`WireError::DocumentOverrun`] or
+/// [`WireError::BadCString`] for a sequence identifier; [`WireError::DocumentOverrun`], [`WireError::DocumentTooLarge`] or
 /// [`WireError::BadDocument`] for a document; [`WireError::TooShort`] for a cut field.
 pub fn decode(bytes: &[u8], max_message_bytes: usize) -> Result<(MsgHeader, Message), WireError> {
     let header = MsgHeader::decode(bytes)?;
@@ -157,8 +162,13 @@ impl<'a> Reader<'a> {
         Ok(s.to_owned())
     }
 
-    /// One BSON document, its length checked against the bytes left before it is parsed.
-    pub(crate) fn document(&mut self, what: &'static str) -> Result<Document, WireError> {
+    /// One BSON document of at most `limit` bytes, its length checked against the bytes left
+    /// and the limit before it is parsed.
+    pub(crate) fn document(
+        &mut self,
+        what: &'static str,
+        limit: usize,
+    ) -> Result<Document, WireError> {
         let available = self.remaining();
         let length = Reader::new(&self.bytes[self.pos..]).i32(what)?;
         let fits = usize::try_from(length).is_ok_and(|l| (5..=available).contains(&l));
@@ -169,7 +179,15 @@ impl<'a> Reader<'a> {
                 available,
             });
         }
-        let bytes = self.take(length as usize, what)?;
+        let length = length as usize;
+        if length > limit {
+            return Err(WireError::DocumentTooLarge {
+                what,
+                length,
+                limit,
+            });
+        }
+        let bytes = self.take(length, what)?;
         let bad = |e: bson::error::Error| WireError::BadDocument {
             what,
             message: e.to_string(),

@@ -9,7 +9,9 @@
 use bson::Document;
 
 use super::header::{HEADER_BYTES, MsgHeader, OP_MSG, patch_length};
-use super::{Reader, WireError, write_cstring, write_document};
+use super::{
+    MAX_BSON_OBJECT_BYTES, MAX_COMMAND_BYTES, Reader, WireError, write_cstring, write_document,
+};
 
 /// Flag bit 0: the message ends with a CRC-32C checksum.
 pub const CHECKSUM_PRESENT: u32 = 1;
@@ -149,7 +151,7 @@ impl OpMsg {
         while r.remaining() > 0 {
             match r.u8("OP_MSG section kind")? {
                 0 => {
-                    let doc = r.document("OP_MSG body")?;
+                    let doc = r.document("OP_MSG body", MAX_COMMAND_BYTES)?;
                     if body.replace(doc).is_some() {
                         return Err(WireError::DuplicateBody);
                     }
@@ -167,7 +169,8 @@ impl OpMsg {
                     let identifier = s.cstring("OP_MSG document sequence identifier")?;
                     let mut documents = Vec::new();
                     while s.remaining() > 0 {
-                        documents.push(s.document("OP_MSG document sequence")?);
+                        documents
+                            .push(s.document("OP_MSG document sequence", MAX_BSON_OBJECT_BYTES)?);
                     }
                     sequences.push(DocumentSequence {
                         identifier,

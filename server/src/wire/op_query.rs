@@ -8,7 +8,9 @@
 use bson::Document;
 
 use super::header::{MsgHeader, OP_QUERY, patch_length};
-use super::{Reader, WireError, write_cstring, write_document};
+use super::{
+    MAX_BSON_OBJECT_BYTES, MAX_COMMAND_BYTES, Reader, WireError, write_cstring, write_document,
+};
 
 /// An OP_QUERY.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,7 +34,7 @@ impl OpQuery {
     ///
     /// # Errors
     /// [`WireError::TooShort`] if a field is cut; [`WireError::UnterminatedCString`] or
-    /// [`WireError::BadCString`] for the collection name; [`WireError::DocumentOverrun`] or
+    /// [`WireError::BadCString`] for the collection name; [`WireError::DocumentOverrun`], [`WireError::DocumentTooLarge`] or
     /// [`WireError::BadDocument`] for a document; [`WireError::TrailingBytes`] for bytes after
     /// the field selector.
     pub fn decode_body(body: &[u8]) -> Result<Self, WireError> {
@@ -41,9 +43,9 @@ impl OpQuery {
         let full_collection_name = r.cstring("OP_QUERY fullCollectionName")?;
         let number_to_skip = r.i32("OP_QUERY numberToSkip")?;
         let number_to_return = r.i32("OP_QUERY numberToReturn")?;
-        let query = r.document("OP_QUERY query")?;
+        let query = r.document("OP_QUERY query", MAX_COMMAND_BYTES)?;
         let return_fields_selector = if r.remaining() > 0 {
-            Some(r.document("OP_QUERY returnFieldsSelector")?)
+            Some(r.document("OP_QUERY returnFieldsSelector", MAX_BSON_OBJECT_BYTES)?)
         } else {
             None
         };

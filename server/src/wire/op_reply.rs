@@ -6,7 +6,7 @@
 use bson::Document;
 
 use super::header::{HEADER_BYTES, MsgHeader, OP_REPLY, check_length, patch_length};
-use super::{Reader, WireError, write_document};
+use super::{MAX_COMMAND_BYTES, Reader, WireError, write_document};
 
 /// An OP_REPLY.
 #[derive(Debug, Clone, PartialEq)]
@@ -62,8 +62,8 @@ impl OpReply {
     /// # Errors
     /// [`WireError::TooShort`], [`WireError::LengthBelowHeader`], [`WireError::TooLarge`] and
     /// [`WireError::LengthMismatch`] as [`decode`](super::decode);
-    /// [`WireError::UnknownOpCode`] if the opcode is not OP_REPLY; [`WireError::DocumentOverrun`]
-    /// or [`WireError::BadDocument`] for a document; [`WireError::TrailingBytes`] for bytes
+    /// [`WireError::UnknownOpCode`] if the opcode is not OP_REPLY;
+    /// [`WireError::DocumentOverrun`], [`WireError::DocumentTooLarge`] or [`WireError::BadDocument`] for a document; [`WireError::TrailingBytes`] for bytes
     /// after `numberReturned` documents.
     pub fn decode(bytes: &[u8], max_message_bytes: usize) -> Result<(MsgHeader, Self), WireError> {
         let header = MsgHeader::decode(bytes)?;
@@ -85,7 +85,7 @@ impl OpReply {
         // No allocation from the count: each document is at least 5 bytes of the input.
         let mut documents = Vec::new();
         for _ in 0..number_returned.max(0) {
-            documents.push(r.document("OP_REPLY document")?);
+            documents.push(r.document("OP_REPLY document", MAX_COMMAND_BYTES)?);
         }
         if r.remaining() > 0 {
             return Err(WireError::TrailingBytes(r.remaining()));

@@ -384,6 +384,19 @@ fn every_error() {
         err(&q),
         WireError::TrailingBytes(_) | WireError::DocumentOverrun { .. }
     ));
+    // A document above the limit: a sequence document over 16 MiB (its bytes need not parse,
+    // the size is refused first).
+    let big = MAX_BSON_OBJECT_BYTES + 1;
+    let mut s = ping.clone();
+    s.push(1);
+    s.extend(le(4 + 2 + big as i32));
+    s.extend(b"d\0");
+    s.extend(le(big as i32));
+    s.resize(s.len() + big - 4, 0);
+    assert!(matches!(
+        err(&message(OP_MSG, &msg_body(0, &s))),
+        WireError::DocumentTooLarge { length, limit: MAX_BSON_OBJECT_BYTES, .. } if length == big
+    ));
     // Each error has a message.
     assert!(
         WireError::BadChecksum {
