@@ -6,6 +6,15 @@ use thiserror::Error;
 /// input is one of these.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum WireError {
+    /// A message to send cannot be written: a document key, a collection name or a sequence
+    /// identifier holds a NUL byte.
+    #[error("cannot encode {what}: {message}")]
+    Unencodable {
+        /// What was being written.
+        what: &'static str,
+        /// Why.
+        message: String,
+    },
     /// Fewer bytes than a part of the message needs.
     #[error("message too short: {what} needs {needed} bytes, {available} left")]
     TooShort {

@@ -199,17 +199,30 @@ impl<'a> Reader<'a> {
 
 /// Appends `doc`'s BSON bytes to `out`.
 ///
-/// # Panics
-/// If `doc` cannot be serialized (a key holding a NUL byte).
-pub(crate) fn write_document(doc: &Document, out: &mut Vec<u8>) {
+/// # Errors
+/// [`WireError::Unencodable`] when `doc` cannot be serialized (a key holding a NUL byte).
+pub(crate) fn write_document(doc: &Document, out: &mut Vec<u8>) -> Result<(), WireError> {
     doc.to_writer(&mut *out)
-        .expect("a document whose keys hold no NUL byte serializes");
+        .map_err(|e| WireError::Unencodable {
+            what: "a document",
+            message: e.to_string(),
+        })
 }
 
 /// Appends `s` and its terminating NUL to `out`.
-pub(crate) fn write_cstring(s: &str, out: &mut Vec<u8>) {
+///
+/// # Errors
+/// [`WireError::Unencodable`] when `s` holds a NUL byte.
+pub(crate) fn write_cstring(s: &str, out: &mut Vec<u8>) -> Result<(), WireError> {
+    if s.contains('\0') {
+        return Err(WireError::Unencodable {
+            what: "a C string",
+            message: format!("{s:?} holds a NUL byte"),
+        });
+    }
     out.extend_from_slice(s.as_bytes());
     out.push(0);
+    Ok(())
 }
 
 #[cfg(test)]

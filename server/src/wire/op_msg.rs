@@ -71,10 +71,15 @@ impl OpMsg {
     /// The whole message, header included: the body as the first section, then each
     /// sequence, then, if `with_checksum`, the CRC-32C of everything before it.
     ///
-    /// # Panics
-    /// If a document cannot be serialized as BSON (a key holding a NUL byte) or an identifier
-    /// holds a NUL byte.
-    pub fn encode(&self, request_id: i32, response_to: i32, with_checksum: bool) -> Vec<u8> {
+    /// # Errors
+    /// [`WireError::Unencodable`] when a document cannot be serialized as BSON (a key
+    /// holding a NUL byte) or a name holds a NUL byte.
+    pub fn encode(
+        &self,
+        request_id: i32,
+        response_to: i32,
+        with_checksum: bool,
+    ) -> Result<Vec<u8>, WireError> {
         let mut out = Vec::new();
         MsgHeader {
             message_length: 0,
@@ -90,18 +95,14 @@ impl OpMsg {
         };
         out.extend_from_slice(&flags.to_le_bytes());
         out.push(0);
-        write_document(&self.body, &mut out);
+        write_document(&self.body, &mut out)?;
         for seq in &self.sequences {
-            assert!(
-                !seq.identifier.contains('\0'),
-                "a sequence identifier holds no NUL byte"
-            );
             out.push(1);
             let start = out.len();
             out.extend_from_slice(&[0; 4]);
-            write_cstring(&seq.identifier, &mut out);
+            write_cstring(&seq.identifier, &mut out)?;
             for doc in &seq.documents {
-                write_document(doc, &mut out);
+                write_document(doc, &mut out)?;
             }
             let size = i32::try_from(out.len() - start).unwrap_or(i32::MAX);
             out[start..start + 4].copy_from_slice(&size.to_le_bytes());
@@ -115,7 +116,7 @@ impl OpMsg {
             let crc = crc32c::crc32c(&out[..end]);
             out[end..].copy_from_slice(&crc.to_le_bytes());
         }
-        out
+        Ok(out)
     }
 
     /// Decodes the OP_MSG `message` (header included), whose header's length and opcode the

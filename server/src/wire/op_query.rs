@@ -64,14 +64,10 @@ impl OpQuery {
 
     /// The whole message, header included (`responseTo` 0).
     ///
-    /// # Panics
-    /// If a document cannot be serialized as BSON (a key holding a NUL byte) or the
-    /// collection name holds a NUL byte.
-    pub fn encode(&self, request_id: i32) -> Vec<u8> {
-        assert!(
-            !self.full_collection_name.contains('\0'),
-            "a collection name holds no NUL byte"
-        );
+    /// # Errors
+    /// [`WireError::Unencodable`] when a document cannot be serialized as BSON (a key
+    /// holding a NUL byte) or a name holds a NUL byte.
+    pub fn encode(&self, request_id: i32) -> Result<Vec<u8>, WireError> {
         let mut out = Vec::new();
         MsgHeader {
             message_length: 0,
@@ -81,14 +77,14 @@ impl OpQuery {
         }
         .encode_into(&mut out);
         out.extend_from_slice(&self.flags.to_le_bytes());
-        write_cstring(&self.full_collection_name, &mut out);
+        write_cstring(&self.full_collection_name, &mut out)?;
         out.extend_from_slice(&self.number_to_skip.to_le_bytes());
         out.extend_from_slice(&self.number_to_return.to_le_bytes());
-        write_document(&self.query, &mut out);
+        write_document(&self.query, &mut out)?;
         if let Some(fields) = &self.return_fields_selector {
-            write_document(fields, &mut out);
+            write_document(fields, &mut out)?;
         }
         patch_length(&mut out);
-        out
+        Ok(out)
     }
 }

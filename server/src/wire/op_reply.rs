@@ -34,9 +34,10 @@ impl OpReply {
 
     /// The whole message, header included; `response_to` is the OP_QUERY's `request_id`.
     ///
-    /// # Panics
-    /// If a document cannot be serialized as BSON (a key holding a NUL byte).
-    pub fn encode(&self, request_id: i32, response_to: i32) -> Vec<u8> {
+    /// # Errors
+    /// [`WireError::Unencodable`] when a document cannot be serialized as BSON (a key
+    /// holding a NUL byte) or a name holds a NUL byte.
+    pub fn encode(&self, request_id: i32, response_to: i32) -> Result<Vec<u8>, WireError> {
         let mut out = Vec::new();
         MsgHeader {
             message_length: 0,
@@ -51,10 +52,10 @@ impl OpReply {
         let n = i32::try_from(self.documents.len()).unwrap_or(i32::MAX);
         out.extend_from_slice(&n.to_le_bytes());
         for doc in &self.documents {
-            write_document(doc, &mut out);
+            write_document(doc, &mut out)?;
         }
         patch_length(&mut out);
-        out
+        Ok(out)
     }
 
     /// Decodes a whole OP_REPLY message (header included) of at most `max_message_bytes`.

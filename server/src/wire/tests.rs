@@ -50,7 +50,12 @@ fn op_msg_kind0_only() {
     assert_eq!(m.body, doc! {"ping": 1, "$db": "admin"});
     assert!(m.sequences.is_empty());
     assert!(!m.more_to_come());
-    assert_eq!(OpMsg::new(m.body.clone()).encode(7, 0, false), bytes);
+    assert_eq!(
+        OpMsg::new(m.body.clone())
+            .encode(7, 0, false)
+            .expect("encodable"),
+        bytes
+    );
 }
 
 #[test]
@@ -77,13 +82,16 @@ fn op_msg_insert_with_documents_sequence() {
         }]
     );
     // Encoding writes the body first; decoding that gives the same message.
-    assert_eq!(decode_msg(&m.encode(1, 0, false)).unwrap(), m);
+    assert_eq!(
+        decode_msg(&m.encode(1, 0, false).expect("encodable")).unwrap(),
+        m
+    );
 }
 
 #[test]
 fn op_msg_checksum() {
     let m = OpMsg::new(doc! {"hello": 1, "$db": "admin"});
-    let bytes = m.encode(3, 0, true);
+    let bytes = m.encode(3, 0, true).expect("encodable");
     let crc = crc32c::crc32c(&bytes[..bytes.len() - 4]);
     assert_eq!(bytes[bytes.len() - 4..], crc.to_le_bytes());
     let back = decode_msg(&bytes).unwrap();
@@ -95,7 +103,9 @@ fn op_msg_checksum() {
 
 #[test]
 fn op_msg_wrong_checksum() {
-    let mut bytes = OpMsg::new(doc! {"hello": 1}).encode(3, 0, true);
+    let mut bytes = OpMsg::new(doc! {"hello": 1})
+        .encode(3, 0, true)
+        .expect("encodable");
     let n = bytes.len();
     bytes[n - 1] ^= 0xFF;
     assert!(matches!(
@@ -103,7 +113,9 @@ fn op_msg_wrong_checksum() {
         Err(WireError::BadChecksum { .. })
     ));
     // A changed body byte too.
-    let mut bytes = OpMsg::new(doc! {"hello": 1}).encode(3, 0, true);
+    let mut bytes = OpMsg::new(doc! {"hello": 1})
+        .encode(3, 0, true)
+        .expect("encodable");
     bytes[26] ^= 1;
     assert!(matches!(
         decode_msg(&bytes),
@@ -115,7 +127,7 @@ fn op_msg_wrong_checksum() {
 fn op_msg_more_to_come_and_optional_bits() {
     let mut m = OpMsg::new(doc! {"insert": "m"});
     m.flags = MORE_TO_COME | EXHAUST_ALLOWED | (1 << 20);
-    let back = decode_msg(&m.encode(1, 0, false)).unwrap();
+    let back = decode_msg(&m.encode(1, 0, false).expect("encodable")).unwrap();
     assert!(back.more_to_come());
     assert!(back.exhaust_allowed());
     assert_eq!(back.flags, m.flags);
@@ -138,7 +150,7 @@ fn op_query_is_master() {
     body.extend(le(-1));
     body.extend(bson(&q.query));
     let bytes = message(OP_QUERY, &body);
-    assert_eq!(q.encode(7), bytes);
+    assert_eq!(q.encode(7).expect("encodable"), bytes);
     let (header, m) = decode(&bytes, MAX_MESSAGE_BYTES).unwrap();
     assert_eq!(header.op_code, OP_QUERY);
     assert_eq!(m, Message::Query(q.clone()));
@@ -146,14 +158,43 @@ fn op_query_is_master() {
         return_fields_selector: Some(doc! {"a": 1}),
         ..q
     };
-    let (_, m) = decode(&with_fields.encode(2), MAX_MESSAGE_BYTES).unwrap();
+    let (_, m) = decode(
+        &with_fields.encode(2).expect("encodable"),
+        MAX_MESSAGE_BYTES,
+    )
+    .unwrap();
     assert_eq!(m, Message::Query(with_fields));
+}
+
+#[test]
+fn names_and_keys_holding_nul_are_refused_when_encoding() {
+    let unencodable =
+        |r: Result<Vec<u8>, WireError>| matches!(r, Err(WireError::Unencodable { .. }));
+    let nul_key = OpMsg::new(doc! { "a\0b": 1 });
+    assert!(unencodable(nul_key.encode(1, 0, false)));
+    let mut nul_identifier = OpMsg::new(doc! { "insert": "c" });
+    nul_identifier.sequences.push(DocumentSequence {
+        identifier: "docu\0ments".into(),
+        documents: vec![doc! { "x": 1 }],
+    });
+    assert!(unencodable(nul_identifier.encode(1, 0, true)));
+    let q = OpQuery {
+        flags: 0,
+        full_collection_name: "admin\0.$cmd".into(),
+        number_to_skip: 0,
+        number_to_return: -1,
+        query: doc! { "isMaster": 1 },
+        return_fields_selector: None,
+    };
+    assert!(unencodable(q.encode(1)));
+    let reply = OpReply::single(doc! { "o\0k": 1 });
+    assert!(unencodable(reply.encode(1, 2)));
 }
 
 #[test]
 fn op_reply() {
     let r = OpReply::single(doc! {"ismaster": true, "maxWireVersion": 17, "ok": 1.0});
-    let bytes = r.encode(9, 7);
+    let bytes = r.encode(9, 7).expect("encodable");
     let mut body = Vec::new();
     body.extend(le(0));
     body.extend(0i64.to_le_bytes());
@@ -376,7 +417,8 @@ fn every_error() {
         query: doc! {"hello": 1},
         return_fields_selector: Some(doc! {}),
     }
-    .encode(1);
+    .encode(1)
+    .expect("encodable");
     q.extend([0, 0]);
     let n = q.len() as i32;
     q[..4].copy_from_slice(&le(n));
@@ -461,7 +503,7 @@ fn op_msg() -> impl Strategy<Value = OpMsg> {
 proptest! {
     #[test]
     fn op_msg_round_trip(m in op_msg(), checksum in any::<bool>(), id in any::<i32>(), to in any::<i32>()) {
-        let bytes = m.encode(id, to, checksum);
+        let bytes = m.encode(id, to, checksum).expect("encodable");
         let (header, back) = decode(&bytes, MAX_MESSAGE_BYTES).unwrap();
         prop_assert_eq!(header, MsgHeader { message_length: bytes.len() as i32, request_id: id, response_to: to, op_code: OP_MSG });
         let mut expected = m.clone();
@@ -473,10 +515,10 @@ proptest! {
     #[test]
     fn op_query_and_reply_round_trip(q in document(), f in prop::option::of(document()), docs in prop::collection::vec(document(), 0..4), n in any::<i32>()) {
         let query = OpQuery { flags: n, full_collection_name: "admin.$cmd".into(), number_to_skip: n, number_to_return: -1, query: q, return_fields_selector: f };
-        let (_, back) = decode(&query.encode(n), MAX_MESSAGE_BYTES).unwrap();
+        let (_, back) = decode(&query.encode(n).expect("encodable"), MAX_MESSAGE_BYTES).unwrap();
         prop_assert_eq!(back, Message::Query(query));
         let reply = OpReply { response_flags: n, cursor_id: i64::from(n) * 3, starting_from: n, documents: docs };
-        let (_, back) = OpReply::decode(&reply.encode(n, n), MAX_MESSAGE_BYTES).unwrap();
+        let (_, back) = OpReply::decode(&reply.encode(n, n).expect("encodable"), MAX_MESSAGE_BYTES).unwrap();
         prop_assert_eq!(back, reply);
     }
 
@@ -493,7 +535,7 @@ proptest! {
 
     #[test]
     fn decode_mutated_messages_never_panics(m in op_msg(), checksum in any::<bool>(), cut in any::<prop::sample::Index>(), flips in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..4)) {
-        let bytes = m.encode(1, 0, checksum);
+        let bytes = m.encode(1, 0, checksum).expect("encodable");
         // Truncations, with the header's length kept or fixed up.
         let n = cut.index(bytes.len() + 1);
         let _ = decode(&bytes[..n], MAX_MESSAGE_BYTES);
