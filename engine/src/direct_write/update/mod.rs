@@ -34,6 +34,8 @@ pub(crate) use operators::{set_path, type_name, unset_path};
 /// `coll.update_many(&filter, &doc! { "$set": { "a": 1 } })` and
 /// `coll.update_many(&filter, [doc! { "$set": { "t2": { "$add": ["$a", 1] } } }])` both read
 /// as they do in MongoDB.
+///
+/// The rules, and every difference from MongoDB 8.0: SPEC §11.2 and §14.6.5.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Update {
     /// Update operators (`{"$set": {...}, "$inc": {...}}`) or a replacement document.
