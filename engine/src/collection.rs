@@ -772,6 +772,35 @@ impl Collection {
         crate::pipeline::aggregate_cursor(self, pipeline)
     }
 
+    /// Runs an aggregation pipeline over `input` in place of the collection's measurements:
+    /// what follows a stage that makes its own documents (a server's `$collStats`), with the
+    /// collection's `$lookup` targets and memory budget. The stages and their rules are
+    /// [`Collection::aggregate`]'s; a leading `$match` is applied to `input` as any other.
+    ///
+    /// ```
+    /// # use bson::doc;
+    /// # use tscoll_engine::*;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = Database::open(dir.path(), DatabaseOptions::default())?;
+    /// let coll = db.create_collection("c", &TimeseriesOptions::new("t"))?;
+    /// let input = vec![doc! { "n": 1 }, doc! { "n": 2 }, doc! { "n": 3 }];
+    /// let out: Vec<_> = coll
+    ///     .aggregate_documents(input, &[doc! { "$match": { "n": { "$gte": 2 } } }, doc! { "$count": "k" }])?
+    ///     .collect::<Result<_>>()?;
+    /// assert_eq!(out, [doc! { "k": 2 }]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Collection::aggregate`], for the stages.
+    pub fn aggregate_documents(
+        &self,
+        input: Vec<Document>,
+        pipeline: &[Document],
+    ) -> Result<AggregateCursor> {
+        crate::pipeline::aggregate_documents(self, input, pipeline)
+    }
+
     /// What [`Collection::find`] with `filter` and `options` reads, as a document
     /// (MongoDB's `explain`): `{queryPlanner: {namespace, parsedQuery, winningPlan: {stage,
     /// buckets: {index, series, metaPredicates, minTime, controlPruning,

@@ -181,6 +181,12 @@ impl Database {
         Ok(db)
     }
 
+    /// The database directory, as given to [`Database::open`].
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
     /// Why the database is open read-only and what its reads miss; `None` when it is open
     /// for writing ([`Access`]).
     #[must_use]

@@ -82,6 +82,7 @@ pub use direct_write::ttl::{ExpireResult, TtlMonitor};
 pub use direct_write::update::{Update, UpdateOptions, UpdateResult};
 pub use flush::replay::LogRecovery;
 pub use index::IndexOptions;
+pub use mql::document_filter::DocumentFilter;
 pub use pipeline::AggregateCursor;
 pub use query::{
     Accumulator, AggregateBatch, AggregateSpec, ArrowCursor, ArrowOptions, DEFAULT_BATCH_ROWS,

@@ -2,5 +2,6 @@
 //! MongoDB's date arithmetic.
 
 pub(crate) mod dates;
+pub(crate) mod document_filter;
 pub(crate) mod expr;
 pub(crate) mod filter;

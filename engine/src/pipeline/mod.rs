@@ -64,6 +64,26 @@ pub(crate) fn aggregate_cursor(
     start(coll, Prepared::new(coll, pipeline)?, None)
 }
 
+/// Runs `pipeline` over `input` instead of the collection's measurements, with the
+/// collection's `$lookup` targets and memory budget.
+pub(crate) fn aggregate_documents(
+    coll: &Collection,
+    input: Vec<Document>,
+    pipeline: &[Document],
+) -> Result<AggregateCursor> {
+    let mut stages = pipeline
+        .iter()
+        .map(Stage::parse)
+        .collect::<Result<Vec<_>>>()?;
+    stage::bind(&mut stages, coll);
+    let docs = stage::run(
+        stages,
+        Box::new(input.into_iter().map(Ok)),
+        coll.inner.sort_memory_bytes,
+    )?;
+    Ok(AggregateCursor { docs, done: false })
+}
+
 /// A parsed pipeline: the read's filter (its leading `$match` stages), whether the first
 /// stage after them is answered by the windowed aggregate engine, and the stages that run
 /// over the stream.

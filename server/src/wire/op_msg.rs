@@ -119,6 +119,25 @@ impl OpMsg {
         Ok(out)
     }
 
+    /// A reply whose body is already BSON (`body`, a whole document's bytes): the whole
+    /// message, header included, with no flags, the body as its one section and no checksum.
+    /// This is how a server sends a cursor's batch without building a [`Document`] of it.
+    pub fn encode_raw_reply(body: &[u8], request_id: i32, response_to: i32) -> Vec<u8> {
+        let mut out = Vec::with_capacity(HEADER_BYTES + 5 + body.len());
+        MsgHeader {
+            message_length: 0,
+            request_id,
+            response_to,
+            op_code: OP_MSG,
+        }
+        .encode_into(&mut out);
+        out.extend_from_slice(&0u32.to_le_bytes());
+        out.push(0);
+        out.extend_from_slice(body);
+        patch_length(&mut out);
+        out
+    }
+
     /// Decodes the OP_MSG `message` (header included), whose header's length and opcode the
     /// caller has checked.
     pub(crate) fn decode_checked(message: &[u8]) -> Result<Self, WireError> {
