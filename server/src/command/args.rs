@@ -97,7 +97,10 @@ pub(crate) fn opt_doc_array(
             .enumerate()
             .map(|(i, v)| match v {
                 Bson::Document(d) => Ok(d.clone()),
-                _ => Err(CommandError::type_mismatch(&format!("{field}.{i}"), "object")),
+                _ => Err(CommandError::type_mismatch(
+                    &format!("{field}.{i}"),
+                    "object",
+                )),
             })
             .collect::<Result<Vec<_>, _>>()
             .map(Some),

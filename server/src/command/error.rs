@@ -107,11 +107,7 @@ impl From<Error> for CommandError {
     fn from(e: Error) -> Self {
         match &e {
             Error::Rejected { code, message } => CommandError::of(*code, message.clone()),
-            Error::ReadOnly => CommandError::new(
-                10107,
-                "NotWritablePrimary",
-                e.to_string(),
-            ),
+            Error::ReadOnly => CommandError::new(10107, "NotWritablePrimary", e.to_string()),
             _ => CommandError::of(e.code(), e.to_string()),
         }
     }

@@ -36,10 +36,13 @@ pub(crate) fn hello(
     if matches!(cmd.get("helloOk"), Some(Bson::Boolean(true))) {
         out.insert("helloOk", true);
     }
-    out.insert("topologyVersion", doc! {
-        "processId": process_id(shared),
-        "counter": 0_i64,
-    });
+    out.insert(
+        "topologyVersion",
+        doc! {
+            "processId": process_id(shared),
+            "counter": 0_i64,
+        },
+    );
     out.insert("maxBsonObjectSize", MAX_BSON_OBJECT_BYTES as i32);
     out.insert(
         "maxMessageSizeBytes",
@@ -47,7 +50,10 @@ pub(crate) fn hello(
     );
     out.insert("maxWriteBatchSize", MAX_WRITE_BATCH_SIZE as i32);
     out.insert("localTime", DateTime::now());
-    out.insert("logicalSessionTimeoutMinutes", LOGICAL_SESSION_TIMEOUT_MINUTES);
+    out.insert(
+        "logicalSessionTimeoutMinutes",
+        LOGICAL_SESSION_TIMEOUT_MINUTES,
+    );
     out.insert("connectionId", session.connection_id as i64);
     out.insert("minWireVersion", 0);
     out.insert("maxWireVersion", MAX_WIRE_VERSION);

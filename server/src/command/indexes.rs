@@ -11,7 +11,12 @@ use crate::state::Shared;
 /// Index specification fields accepted and not used (they change nothing in tscoll).
 const IGNORED: [&str; 3] = ["v", "background", "ns"];
 
-fn collection(shared: &Shared, db: &str, cmd: &Document, command: &str) -> Result<(Collection, String), CommandError> {
+fn collection(
+    shared: &Shared,
+    db: &str,
+    cmd: &Document,
+    command: &str,
+) -> Result<(Collection, String), CommandError> {
     let name = args::collection(cmd, command)?;
     let full = namespace::collection_name(db, name)?;
     let coll = shared.db.collection(&full).map_err(|_| {
@@ -56,10 +61,14 @@ fn index_options(spec: &Document) -> Result<IndexOptions, CommandError> {
 pub(crate) fn create_indexes(shared: &Shared, db: &str, cmd: &Document) -> CommandResult {
     let (coll, _) = collection(shared, db, cmd, "createIndexes")?;
     let specs = args::opt_doc_array(cmd, "indexes")?.ok_or_else(|| {
-        CommandError::failed_to_parse("BSON field 'createIndexes.indexes' is missing but a required field")
+        CommandError::failed_to_parse(
+            "BSON field 'createIndexes.indexes' is missing but a required field",
+        )
     })?;
     if specs.is_empty() {
-        return Err(CommandError::bad_value("Must specify at least one index to create"));
+        return Err(CommandError::bad_value(
+            "Must specify at least one index to create",
+        ));
     }
     let before = coll.list_indexes()?.len() as i32;
     for spec in &specs {
@@ -87,7 +96,11 @@ pub(crate) fn create_indexes(shared: &Shared, db: &str, cmd: &Document) -> Comma
 }
 
 /// `listIndexes`: one batch of the index documents (`{v, key, name, …}`).
-pub(crate) fn list_indexes(shared: &Shared, db: &str, cmd: &Document) -> Result<bson::RawDocumentBuf, CommandError> {
+pub(crate) fn list_indexes(
+    shared: &Shared,
+    db: &str,
+    cmd: &Document,
+) -> Result<bson::RawDocumentBuf, CommandError> {
     let (coll, full) = collection(shared, db, cmd, "listIndexes")?;
     super::cursor::single_batch(&full, coll.list_indexes()?)
 }
@@ -117,7 +130,12 @@ pub(crate) fn drop_indexes(shared: &Shared, db: &str, cmd: &Document) -> Command
                 coll.drop_index(name)?;
             }
         }
-        Some(_) => return Err(CommandError::type_mismatch("index", "string, object or array")),
+        Some(_) => {
+            return Err(CommandError::type_mismatch(
+                "index",
+                "string, object or array",
+            ));
+        }
         None => {
             return Err(CommandError::failed_to_parse(
                 "BSON field 'dropIndexes.index' is missing but a required field",

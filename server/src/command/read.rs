@@ -58,7 +58,9 @@ fn unsupported(field: &str, command: &str) -> CommandError {
 }
 
 /// `find`'s options.
-fn find_options(cmd: &Document) -> Result<(Document, FindOptions, Option<u64>, bool), CommandError> {
+fn find_options(
+    cmd: &Document,
+) -> Result<(Document, FindOptions, Option<u64>, bool), CommandError> {
     for key in cmd.keys() {
         if !FIND_FIELDS.contains(&key.as_str()) && key != "writeConcern" {
             return Err(CommandError::of(
@@ -89,8 +91,12 @@ fn find_options(cmd: &Document) -> Result<(Document, FindOptions, Option<u64>, b
         Some(n) => Some(n as usize),
     };
     let options = FindOptions {
-        projection: args::opt_doc(cmd, "projection")?.filter(|p| !p.is_empty()).cloned(),
-        sort_by: args::opt_doc(cmd, "sort")?.filter(|s| !s.is_empty()).cloned(),
+        projection: args::opt_doc(cmd, "projection")?
+            .filter(|p| !p.is_empty())
+            .cloned(),
+        sort_by: args::opt_doc(cmd, "sort")?
+            .filter(|s| !s.is_empty())
+            .cloned(),
         limit,
         skip: args::opt_count(cmd, "skip")?.unwrap_or(0) as usize,
         ..FindOptions::default()
@@ -156,7 +162,9 @@ pub(crate) fn aggregate(
     }
     let (coll, ns) = source(shared, db, cmd, "aggregate")?;
     let pipeline = args::opt_doc_array(cmd, "pipeline")?.ok_or_else(|| {
-        CommandError::failed_to_parse("BSON field 'aggregate.pipeline' is missing but a required field")
+        CommandError::failed_to_parse(
+            "BSON field 'aggregate.pipeline' is missing but a required field",
+        )
     })?;
     if args::opt_doc(cmd, "let")?.is_some_and(|d| !d.is_empty()) {
         return Err(unsupported("let", "aggregate"));
@@ -169,16 +177,24 @@ pub(crate) fn aggregate(
         let mut plan = plan;
         plan.insert("ok", 1.0);
         return RawDocumentBuf::try_from(&plan).map_err(|e| {
-            CommandError::of(ErrorCode::InternalError, format!("cannot encode the plan: {e}"))
+            CommandError::of(
+                ErrorCode::InternalError,
+                format!("cannot encode the plan: {e}"),
+            )
         });
     }
     let batch_size = aggregate_batch_size(cmd)?;
-    let first_stage = pipeline.first().and_then(|s| s.keys().next()).map(String::as_str);
+    let first_stage = pipeline
+        .first()
+        .and_then(|s| s.keys().next())
+        .map(String::as_str);
     let docs: DocStream = match (first_stage, &coll) {
         (Some("$collStats" | "$indexStats"), None) => {
             return Err(CommandError::of(
                 ErrorCode::NamespaceNotFound,
-                format!("Unable to retrieve storageStats in $collStats stage :: caused by :: Collection [{ns}] not found."),
+                format!(
+                    "Unable to retrieve storageStats in $collStats stage :: caused by :: Collection [{ns}] not found."
+                ),
             ));
         }
         (Some("$collStats"), Some(c)) => {
@@ -221,7 +237,10 @@ fn coll_stats_document(
                     Bson::Document(d) => super::status::scale(d)?,
                     _ => return Err(CommandError::type_mismatch("storageStats", "object")),
                 };
-                out.insert("storageStats", super::status::storage_stats(coll, ns, scale)?);
+                out.insert(
+                    "storageStats",
+                    super::status::storage_stats(coll, ns, scale)?,
+                );
             }
             "count" => {
                 out.insert("count", coll.count(&Document::new())? as i64);
@@ -244,7 +263,10 @@ fn coll_stats_document(
 
 /// `$indexStats`'s documents: one per index, `{name, key, host, accesses, spec}` (accesses
 /// are not counted: `ops` is 0).
-fn index_stats_documents(shared: &Shared, coll: &Collection) -> Result<Vec<Document>, CommandError> {
+fn index_stats_documents(
+    shared: &Shared,
+    coll: &Collection,
+) -> Result<Vec<Document>, CommandError> {
     let since = DateTime::from_system_time(std::time::SystemTime::now() - shared.started.elapsed());
     Ok(coll
         .list_indexes()?
@@ -267,7 +289,9 @@ pub(crate) fn count(shared: &Shared, db: &str, cmd: &Document) -> CommandResult 
     let (coll, _) = source(shared, db, cmd, "count")?;
     let query = args::opt_doc(cmd, "query")?.cloned().unwrap_or_default();
     let skip = args::opt_count(cmd, "skip")?.unwrap_or(0);
-    let limit = args::opt_i64(cmd, "limit")?.map(i64::unsigned_abs).filter(|&l| l > 0);
+    let limit = args::opt_i64(cmd, "limit")?
+        .map(i64::unsigned_abs)
+        .filter(|&l| l > 0);
     let all = match coll {
         Some(c) => c.count(&query)?,
         None => 0,
@@ -283,7 +307,9 @@ pub(crate) fn distinct(shared: &Shared, db: &str, cmd: &Document) -> CommandResu
     let (coll, _) = source(shared, db, cmd, "distinct")?;
     let key = args::string(cmd, "key")?;
     if key.is_empty() || key.starts_with('$') {
-        return Err(CommandError::bad_value(format!("invalid distinct key '{key}'")));
+        return Err(CommandError::bad_value(format!(
+            "invalid distinct key '{key}'"
+        )));
     }
     let query = args::opt_doc(cmd, "query")?.cloned().unwrap_or_default();
     let values: Vec<Bson> = match coll {
@@ -319,7 +345,9 @@ pub(crate) fn explain(shared: &Shared, db: &str, cmd: &Document) -> CommandResul
             ExplainVerbosity::ExecutionStats
         }
         Some(v) => {
-            return Err(CommandError::bad_value(format!("unrecognized verbosity {v}")));
+            return Err(CommandError::bad_value(format!(
+                "unrecognized verbosity {v}"
+            )));
         }
     };
     let command = inner.keys().next().map(String::as_str).unwrap_or_default();
@@ -378,13 +406,21 @@ pub(crate) fn get_more(
 }
 
 /// `killCursors`: `{killCursors: <collection>, cursors: [<id>, …]}`.
-pub(crate) fn kill_cursors(shared: &Shared, session: &Session, db: &str, cmd: &Document) -> CommandResult {
+pub(crate) fn kill_cursors(
+    shared: &Shared,
+    session: &Session,
+    db: &str,
+    cmd: &Document,
+) -> CommandResult {
     let coll = args::collection(cmd, "killCursors")?;
     let ns = namespace::collection_name(db, coll)?;
     let ids: Vec<i64> = match cmd.get("cursors") {
         Some(Bson::Array(items)) => items
             .iter()
-            .map(|v| args::number(v).ok_or_else(|| CommandError::type_mismatch("cursors", "array of longs")))
+            .map(|v| {
+                args::number(v)
+                    .ok_or_else(|| CommandError::type_mismatch("cursors", "array of longs"))
+            })
             .collect::<Result<_, _>>()?,
         _ => return Err(CommandError::type_mismatch("cursors", "array")),
     };

@@ -56,7 +56,9 @@ impl Request {
         };
         strip_generic(&mut body);
         if body.is_empty() {
-            return Err(CommandError::failed_to_parse("the command document is empty"));
+            return Err(CommandError::failed_to_parse(
+                "the command document is empty",
+            ));
         }
         Ok(Request {
             db,
@@ -84,7 +86,9 @@ impl Request {
         };
         strip_generic(&mut body);
         if body.is_empty() {
-            return Err(CommandError::failed_to_parse("the command document is empty"));
+            return Err(CommandError::failed_to_parse(
+                "the command document is empty",
+            ));
         }
         Ok(Request {
             db: db.to_owned(),
@@ -119,10 +123,7 @@ impl Request {
                 .into_iter()
                 .map(|item| match item {
                     Bson::Document(d) => Ok(d),
-                    _ => Err(CommandError::type_mismatch(
-                        &format!("{field}.0"),
-                        "object",
-                    )),
+                    _ => Err(CommandError::type_mismatch(&format!("{field}.0"), "object")),
                 })
                 .collect(),
             (Some(_), None) => Err(CommandError::type_mismatch(field, "array")),

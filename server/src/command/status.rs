@@ -45,7 +45,10 @@ pub(crate) fn server_status(shared: &Shared) -> CommandResult {
         "metrics": { "cursor": { "open": { "total": shared.cursors.len() as i64 } } },
     };
     if let Ok(rss) = resident_mib() {
-        out.insert("mem", doc! { "bits": 64, "resident": rss, "supported": true });
+        out.insert(
+            "mem",
+            doc! { "bits": 64, "resident": rss, "supported": true },
+        );
     }
     let catalog = shared
         .db
@@ -104,7 +107,9 @@ pub(crate) fn scale(cmd: &Document) -> Result<i64, CommandError> {
     match super::args::opt_i64(cmd, "scale")? {
         None => Ok(1),
         Some(n) if n >= 1 => Ok(n),
-        Some(_) => Err(CommandError::bad_value("Scale factor must be greater than zero")),
+        Some(_) => Err(CommandError::bad_value(
+            "Scale factor must be greater than zero",
+        )),
     }
 }
 

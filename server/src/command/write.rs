@@ -32,7 +32,12 @@ pub(crate) fn durability(cmd: &Document) -> Result<Durability, CommandError> {
 /// The collection a write names; a write to a collection that does not exist fails (a
 /// time-series collection needs its options: MongoDB's implicit creation would make a
 /// collection of another kind).
-fn target(shared: &Shared, db: &str, cmd: &Document, command: &str) -> Result<Collection, CommandError> {
+fn target(
+    shared: &Shared,
+    db: &str,
+    cmd: &Document,
+    command: &str,
+) -> Result<Collection, CommandError> {
     let name = args::collection(cmd, command)?;
     let full = namespace::collection_name(db, name)?;
     shared.db.collection(&full).map_err(|_| {
@@ -52,7 +57,9 @@ fn check_batch(n: usize) -> Result<(), CommandError> {
         return Err(CommandError::new(
             16,
             "InvalidLength",
-            format!("Write batch sizes must be between 1 and {MAX_WRITE_BATCH_SIZE}. Got {n} operations."),
+            format!(
+                "Write batch sizes must be between 1 and {MAX_WRITE_BATCH_SIZE}. Got {n} operations."
+            ),
         ));
     }
     Ok(())
@@ -222,7 +229,11 @@ pub(crate) fn delete(shared: &Shared, db: &str, req: &mut Request) -> CommandRes
 }
 
 /// The measurement `filter` and `sort` pick first, if any.
-fn first(coll: &Collection, filter: &Document, sort: Option<&Document>) -> Result<Option<Document>, CommandError> {
+fn first(
+    coll: &Collection,
+    filter: &Document,
+    sort: Option<&Document>,
+) -> Result<Option<Document>, CommandError> {
     let options = FindOptions {
         sort_by: sort.filter(|s| !s.is_empty()).cloned(),
         limit: Some(1),
@@ -237,7 +248,11 @@ fn with_id(filter: &Document, id: &Bson) -> Document {
 }
 
 /// `fields` applied to `doc` (a `$project` stage).
-fn project(coll: &Collection, doc: Document, fields: Option<&Document>) -> Result<Document, CommandError> {
+fn project(
+    coll: &Collection,
+    doc: Document,
+    fields: Option<&Document>,
+) -> Result<Document, CommandError> {
     let Some(fields) = fields.filter(|f| !f.is_empty()) else {
         return Ok(doc);
     };
@@ -336,7 +351,10 @@ pub(crate) fn find_and_modify(shared: &Shared, db: &str, cmd: &Document) -> Comm
             })
         }
         None if upsert => {
-            let options = UpdateOptions { upsert: true, ..options };
+            let options = UpdateOptions {
+                upsert: true,
+                ..options
+            };
             let r = coll.update_one(&query, update, &options)?;
             let id = r.upserted_id.unwrap_or(Bson::Null);
             let value = if return_new {

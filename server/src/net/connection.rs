@@ -43,7 +43,10 @@ pub(crate) async fn serve<S>(
         let Ok(len) = wire::frame_length_limited(&first4, max) else {
             return;
         };
-        let Ok(permit) = buffered.acquire_many(u32::try_from(len).unwrap_or(u32::MAX)).await else {
+        let Ok(permit) = buffered
+            .acquire_many(u32::try_from(len).unwrap_or(u32::MAX))
+            .await
+        else {
             return;
         };
         let mut bytes = vec![0u8; len];
@@ -60,13 +63,19 @@ pub(crate) async fn serve<S>(
         let (reply, no_reply) = match message {
             Message::Msg(msg) => {
                 let more_to_come = msg.more_to_come();
-                let OpMsg { body, sequences, .. } = msg;
+                let OpMsg {
+                    body, sequences, ..
+                } = msg;
                 let request = Request::from_msg(body, sequences);
                 let Some(reply) = execute(&shared, &mut session, request).await else {
                     return;
                 };
                 (
-                    OpMsg::encode_raw_reply(reply.as_bytes(), next(&mut request_id), header.request_id),
+                    OpMsg::encode_raw_reply(
+                        reply.as_bytes(),
+                        next(&mut request_id),
+                        header.request_id,
+                    ),
                     more_to_come,
                 )
             }
@@ -89,7 +98,11 @@ pub(crate) async fn serve<S>(
                     "BadValue",
                     "OP_COMPRESSED is not supported: tscoll offers no compressors",
                 );
-                match OpMsg::new(err.to_reply()).encode(next(&mut request_id), header.request_id, false) {
+                match OpMsg::new(err.to_reply()).encode(
+                    next(&mut request_id),
+                    header.request_id,
+                    false,
+                ) {
                     Ok(bytes) => (bytes, false),
                     Err(_) => return,
                 }

@@ -68,17 +68,15 @@ pub(crate) async fn run(listener: Listener, mut stop: watch::Receiver<bool>) {
         }
     }
     drop(tcp);
-    let _ = tokio::time::timeout(DRAIN, async {
-        while tasks.join_next().await.is_some() {}
-    })
-    .await;
+    let _ = tokio::time::timeout(DRAIN, async { while tasks.join_next().await.is_some() {} }).await;
     tasks.abort_all();
     sweeper.abort();
 }
 
 /// Closes idle cursors past the timeout, checking every tenth of it (at most every minute).
 async fn sweep_cursors(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
-    let every = (shared.options.cursor_timeout / 10).clamp(Duration::from_millis(10), Duration::from_secs(60));
+    let every = (shared.options.cursor_timeout / 10)
+        .clamp(Duration::from_millis(10), Duration::from_secs(60));
     let mut tick = tokio::time::interval(every);
     loop {
         tokio::select! {

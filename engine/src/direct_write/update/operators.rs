@@ -281,8 +281,24 @@ impl Modification {
     /// non-array, or a positional path with nothing to stand for; `PathNotViable` when a
     /// path runs through a value that is neither a document nor an array;
     /// `ConflictingUpdateOperators` when positional paths of two operators name the same
-    /// element; a pipeline's errors.
+    /// element; `ImmutableField` (66) when the update changes a stored measurement's `_id`
+    /// (MongoDB's rule; an upsert's new measurement may get one); a pipeline's errors.
     pub(crate) fn apply(&self, doc: &Document, at: &Apply) -> Result<Document> {
+        let out = self.apply_unchecked(doc, at)?;
+        match (doc.get("_id"), out.get("_id")) {
+            (Some(old), Some(new)) if old != new && !at.inserting => Err(Error::rejected(
+                ErrorCode::ImmutableField,
+                format!(
+                    "performing an update on the path '_id' would modify the immutable field \
+                     '_id' (from {old} to {new})"
+                ),
+            )),
+            _ => Ok(out),
+        }
+    }
+
+    /// [`Modification::apply`] without its check that `_id` is kept.
+    fn apply_unchecked(&self, doc: &Document, at: &Apply) -> Result<Document> {
         match self {
             Modification::Replacement(r) => {
                 let mut out = Document::new();
