@@ -18,6 +18,9 @@ pub enum ServerError {
     /// The options do not go together (a non-loopback address without authentication, …).
     #[error("{0}")]
     Config(String),
+    /// The TLS certificate or key cannot be used.
+    #[error(transparent)]
+    Tls(#[from] crate::tls::TlsError),
     /// The engine failed (opening the user store, closing the database).
     #[error(transparent)]
     Engine(#[from] tscoll_engine::Error),

@@ -8,6 +8,7 @@
 //! | `net/` | the listener (caps on connections and buffered bytes, the graceful stop) and one task per connection |
 //! | [`wire`] | the messages: framing, OP_MSG, OP_QUERY / OP_REPLY |
 //! | [`command`] | each command over `tscoll-engine`, with MongoDB's reply shapes and error codes |
+//! | [`tls`] | the TLS listener's certificate and key (rustls) |
 //! | `namespace.rs` | MongoDB's `database.collection` and tscoll's collection names |
 //!
 //! ```no_run
@@ -28,6 +29,7 @@ mod namespace;
 mod net;
 mod options;
 mod state;
+pub mod tls;
 pub mod wire;
 
 pub use error::ServerError;
@@ -67,7 +69,8 @@ impl Server {
     ///
     /// # Errors
     /// [`ServerError::Bind`] when the address cannot be bound; [`ServerError::Config`] for a
-    /// non-loopback address without authentication.
+    /// non-loopback address without authentication; [`ServerError::Tls`] when the TLS
+    /// certificate or key cannot be used.
     pub async fn start(db: Database, options: ServerOptions) -> Result<Server, ServerError> {
         if net::beyond_loopback(&options.bind) && !options.require_auth {
             return Err(ServerError::Config(format!(
@@ -77,6 +80,10 @@ impl Server {
                 db.path().display()
             )));
         }
+        let tls = match &options.tls {
+            Some(files) => Some(tls::acceptor(&files.cert, &files.key)?),
+            None => None,
+        };
         let tcp = tokio::net::TcpListener::bind(options.bind)
             .await
             .map_err(|source| ServerError::Bind {
@@ -97,6 +104,7 @@ impl Server {
         let listener = net::Listener {
             tcp,
             shared: Arc::clone(&shared),
+            tls,
         };
         let done = tokio::spawn(net::run(listener, stop_rx));
         Ok(Server {

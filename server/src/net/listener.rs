@@ -16,7 +16,12 @@ use crate::state::{Counters, Shared};
 pub(crate) struct Listener {
     pub(crate) tcp: TcpListener,
     pub(crate) shared: Arc<Shared>,
+    /// TLS, when the server speaks it.
+    pub(crate) tls: Option<tokio_rustls::TlsAcceptor>,
 }
+
+/// Longest wait for a client's TLS handshake.
+const TLS_HANDSHAKE: Duration = Duration::from_secs(10);
 
 /// Longest wait, once stopping, for the connections' commands in progress to end.
 const DRAIN: Duration = Duration::from_secs(30);
@@ -24,7 +29,7 @@ const DRAIN: Duration = Duration::from_secs(30);
 /// Accepts connections until `stop` turns true, then waits for the open ones to finish
 /// their command in progress (at most 30 s) and returns.
 pub(crate) async fn run(listener: Listener, mut stop: watch::Receiver<bool>) {
-    let Listener { tcp, shared } = listener;
+    let Listener { tcp, shared, tls } = listener;
     let connections = Arc::new(Semaphore::new(shared.options.max_connections));
     let buffered = Arc::new(Semaphore::new(
         shared
@@ -57,9 +62,18 @@ pub(crate) async fn run(listener: Listener, mut stop: watch::Receiver<bool>) {
                 let shared = Arc::clone(&shared);
                 let buffered = Arc::clone(&buffered);
                 let stop = stop_for_connections.clone();
+                let tls = tls.clone();
                 tasks.spawn(async move {
                     Counters::add(&shared.counters.connections_current, 1);
-                    connection::serve(shared.clone(), stream, peer, id, buffered, stop).await;
+                    match tls {
+                        None => connection::serve(shared.clone(), stream, peer, id, buffered, stop).await,
+                        Some(tls) => {
+                            // A client that does not finish its handshake in time is dropped.
+                            if let Ok(Ok(stream)) = tokio::time::timeout(TLS_HANDSHAKE, tls.accept(stream)).await {
+                                connection::serve(shared.clone(), stream, peer, id, buffered, stop).await;
+                            }
+                        }
+                    }
                     shared.counters.connections_current.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
                     drop(permit);
                 });

@@ -18,12 +18,17 @@ impl Fixture {
         Fixture::with_options(ServerOptions::default())
     }
 
-    pub fn with_options(mut options: ServerOptions) -> Fixture {
+    pub fn with_options(options: ServerOptions) -> Fixture {
+        Fixture::with_options_and_client(options, "")
+    }
+
+    /// A server with `options`, and a client with `uri_options` (`&name=value…`).
+    pub fn with_options_and_client(mut options: ServerOptions, uri_options: &str) -> Fixture {
         let dir = tempfile::tempdir().unwrap();
         let db = Database::open(dir.path(), DatabaseOptions::default()).unwrap();
         options.bind = "127.0.0.1:0".parse().unwrap();
         let server = Server::spawn(db, options).unwrap();
-        let client = client(&server, "");
+        let client = client(&server, uri_options);
         Fixture {
             server: Some(server),
             client,
