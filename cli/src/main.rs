@@ -77,6 +77,9 @@ enum Command {
     /// Copy every readable measurement into a new database (`--to NEWDIR`), with the same
     /// collections and indexes, and list what was lost. Exit status 2 when something was lost.
     Salvage(cmd::salvage::Args),
+    /// Serve the database over MongoDB's wire protocol, for mongosh and MongoDB's drivers
+    /// (docs/server.md); stops on SIGINT or SIGTERM.
+    Serve(cmd::serve::Args),
     /// Ingest, inspect and query the bundled real data sets in a temporary database.
     Demo(cmd::demo::Args),
     /// Measure tscoll: `bench codec` compares the codec with pcodec and zstd, `bench ingest`
@@ -107,6 +110,7 @@ impl Command {
             Command::Index(a) => a.db(),
             Command::Verify(a) => &a.db,
             Command::Salvage(a) => &a.db,
+            Command::Serve(a) => &a.db,
             Command::Demo(_) | Command::Bench(_) => return None,
         })
     }
@@ -136,6 +140,7 @@ fn main() -> ExitCode {
         Command::Index(args) => cmd::index::run(&args),
         Command::Verify(args) => cmd::verify::run(&args),
         Command::Salvage(args) => cmd::salvage::run(&args),
+        Command::Serve(args) => cmd::serve::run(&args),
         Command::Demo(args) => cmd::demo::run(&args),
         Command::Bench(args) => cmd::bench::run(&args),
     };

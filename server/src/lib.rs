@@ -170,6 +170,21 @@ impl Server {
         }
     }
 
+    /// [`Server::run_until_signal`] for a server made by [`Server::spawn`]: blocks the
+    /// calling thread (outside the runtime) until SIGINT or SIGTERM, then stops gracefully.
+    ///
+    /// # Errors
+    /// As [`Server::run_until_signal`].
+    ///
+    /// # Panics
+    /// If called from inside a tokio runtime on a server [`Server::start`] made.
+    pub fn serve_until_signal(mut self) -> Result<(), ServerError> {
+        match self.runtime.take() {
+            Some(runtime) => runtime.block_on(self.run_until_signal()),
+            None => tokio::runtime::Handle::current().block_on(self.run_until_signal()),
+        }
+    }
+
     /// Serves until SIGINT (Ctrl-C) or SIGTERM, then stops gracefully ([`Server::shutdown`]).
     ///
     /// # Errors

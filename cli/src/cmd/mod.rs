@@ -48,6 +48,7 @@ pub(crate) mod ingest;
 pub(crate) mod list;
 pub(crate) mod report;
 pub(crate) mod salvage;
+pub(crate) mod serve;
 #[cfg(feature = "sql")]
 pub(crate) mod sql;
 pub(crate) mod stats;
