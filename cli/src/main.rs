@@ -77,6 +77,9 @@ enum Command {
     /// Copy every readable measurement into a new database (`--to NEWDIR`), with the same
     /// collections and indexes, and list what was lost. Exit status 2 when something was lost.
     Salvage(cmd::salvage::Args),
+    /// Add, remove or list the users `tscoll serve` authenticates (SCRAM-SHA-256), kept in
+    /// the database directory's `tscoll-users.json` (`user add|remove|list`).
+    User(cmd::user::Args),
     /// Ingest, inspect and query the bundled real data sets in a temporary database.
     Demo(cmd::demo::Args),
     /// Measure tscoll: `bench codec` compares the codec with pcodec and zstd, `bench ingest`
@@ -107,7 +110,7 @@ impl Command {
             Command::Index(a) => a.db(),
             Command::Verify(a) => &a.db,
             Command::Salvage(a) => &a.db,
-            Command::Demo(_) | Command::Bench(_) => return None,
+            Command::Demo(_) | Command::Bench(_) | Command::User(_) => return None,
         })
     }
 }
@@ -136,6 +139,7 @@ fn main() -> ExitCode {
         Command::Index(args) => cmd::index::run(&args),
         Command::Verify(args) => cmd::verify::run(&args),
         Command::Salvage(args) => cmd::salvage::run(&args),
+        Command::User(args) => cmd::user::run(&args),
         Command::Demo(args) => cmd::demo::run(&args),
         Command::Bench(args) => cmd::bench::run(&args),
     };

@@ -52,6 +52,7 @@ pub(crate) mod salvage;
 pub(crate) mod sql;
 pub(crate) mod stats;
 pub(crate) mod update;
+pub(crate) mod user;
 pub(crate) mod verify;
 
 use std::fmt;
