@@ -45,7 +45,7 @@ pub enum AuthError {
     },
     /// A SASL mechanism other than `SCRAM-SHA-256` (the command layer's error).
     /// MongoDB's `MechanismUnavailable` (334).
-    #[error("Received authentication for mechanism {0} which is unknown or not enabled")]
+    #[error("Received authentication for mechanism {0} which is not enabled")]
     MechanismUnavailable(String),
     /// [`crate::auth::UserStore::add`] of a name the store already holds. MongoDB's
     /// `createUser` error on an existing user (`Location51003`, 51003).

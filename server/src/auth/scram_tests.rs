@@ -412,6 +412,10 @@ fn error_codes() {
         (334, "MechanismUnavailable")
     );
     assert_eq!(
+        AuthError::MechanismUnavailable("PLAIN".into()).to_string(),
+        "Received authentication for mechanism PLAIN which is not enabled"
+    );
+    assert_eq!(
         AuthError::UserExists("a".into()).code(),
         (51003, "Location51003")
     );
