@@ -80,6 +80,9 @@ enum Command {
     /// Serve the database over MongoDB's wire protocol, for mongosh and MongoDB's drivers
     /// (docs/server.md); stops on SIGINT or SIGTERM.
     Serve(cmd::serve::Args),
+    /// Add, remove or list the users `tscoll serve` authenticates (SCRAM-SHA-256), kept in
+    /// the database directory's `tscoll-users.json` (`user add|remove|list`).
+    User(cmd::user::Args),
     /// Ingest, inspect and query the bundled real data sets in a temporary database.
     Demo(cmd::demo::Args),
     /// Measure tscoll: `bench codec` compares the codec with pcodec and zstd, `bench ingest`
@@ -111,7 +114,7 @@ impl Command {
             Command::Verify(a) => &a.db,
             Command::Salvage(a) => &a.db,
             Command::Serve(a) => &a.db,
-            Command::Demo(_) | Command::Bench(_) => return None,
+            Command::Demo(_) | Command::Bench(_) | Command::User(_) => return None,
         })
     }
 }
@@ -141,6 +144,7 @@ fn main() -> ExitCode {
         Command::Verify(args) => cmd::verify::run(&args),
         Command::Salvage(args) => cmd::salvage::run(&args),
         Command::Serve(args) => cmd::serve::run(&args),
+        Command::User(args) => cmd::user::run(&args),
         Command::Demo(args) => cmd::demo::run(&args),
         Command::Bench(args) => cmd::bench::run(&args),
     };

@@ -7,6 +7,7 @@
 //! |---|---|
 //! | `net/` | the listener (caps on connections and buffered bytes, the graceful stop) and one task per connection |
 //! | [`wire`] | the messages: framing, OP_MSG, OP_QUERY / OP_REPLY |
+//! | [`auth`] | SCRAM-SHA-256 and the user store |
 //! | [`command`] | each command over `tscoll-engine`, with MongoDB's reply shapes and error codes |
 //! | [`tls`] | the TLS listener's certificate and key (rustls) |
 //! | `namespace.rs` | MongoDB's `database.collection` and tscoll's collection names |
@@ -23,6 +24,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod auth;
 pub mod command;
 mod error;
 mod namespace;
@@ -66,12 +68,17 @@ impl std::fmt::Debug for Server {
 
 impl Server {
     /// Binds `options.bind` and starts serving `db` on the current tokio runtime.
+    /// Authentication is required when `options.require_auth` says so or when the database
+    /// directory's user store ([`auth::UserStore`]) has users.
     ///
     /// # Errors
     /// [`ServerError::Bind`] when the address cannot be bound; [`ServerError::Config`] for a
     /// non-loopback address without authentication; [`ServerError::Tls`] when the TLS
     /// certificate or key cannot be used.
-    pub async fn start(db: Database, options: ServerOptions) -> Result<Server, ServerError> {
+    pub async fn start(db: Database, mut options: ServerOptions) -> Result<Server, ServerError> {
+        let users =
+            auth::UserStore::open(db.path()).map_err(|e| ServerError::Config(e.to_string()))?;
+        options.require_auth |= !users.is_empty();
         if net::beyond_loopback(&options.bind) && !options.require_auth {
             return Err(ServerError::Config(format!(
                 "{} is reachable beyond this machine: tscoll serves it only with \

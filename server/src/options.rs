@@ -31,8 +31,9 @@ pub struct ServerOptions {
     /// 10 minutes.
     pub cursor_timeout: Duration,
     /// Whether clients must authenticate (SCRAM-SHA-256) before any command but the
-    /// handshake. Default `false`; [`Server::start`](crate::Server::start) refuses a
-    /// non-loopback `bind` without it.
+    /// handshake. Default `false`; it is on whenever the database directory's user store
+    /// has users; [`Server::start`](crate::Server::start) refuses a non-loopback `bind`
+    /// without it.
     pub require_auth: bool,
     /// TLS: the listener speaks TLS only. Default none.
     pub tls: Option<TlsFiles>,

@@ -54,13 +54,6 @@ pub(crate) struct Shared {
     pub(crate) process_id: bson::oid::ObjectId,
 }
 
-impl Shared {
-    /// Whether `name` is a user of the server's user store.
-    pub(crate) fn has_user(&self, _name: &str) -> bool {
-        false
-    }
-}
-
 /// What one connection keeps between its commands.
 pub(crate) struct Session {
     /// `connectionId` of `hello`: the connection's number since the server started (from 1).
@@ -69,4 +62,18 @@ pub(crate) struct Session {
     pub(crate) peer: SocketAddr,
     /// The authenticated user, if any.
     pub(crate) user: Option<String>,
+    /// A SCRAM conversation in progress.
+    pub(crate) conversation: Option<Conversation>,
+}
+
+/// Where a SCRAM conversation of a connection stands.
+pub(crate) enum Conversation {
+    /// `saslStart` answered; the client's proof is awaited.
+    Started {
+        server: Box<crate::auth::ScramServer>,
+        /// The client asked to skip the last, empty, exchange.
+        skip_empty: bool,
+    },
+    /// The proof was right; the last, empty, exchange is awaited.
+    Proven { user: String },
 }

@@ -53,6 +53,7 @@ pub(crate) mod serve;
 pub(crate) mod sql;
 pub(crate) mod stats;
 pub(crate) mod update;
+pub(crate) mod user;
 pub(crate) mod verify;
 
 use std::fmt;

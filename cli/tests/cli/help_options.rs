@@ -29,8 +29,9 @@ const OPEN_A_DATABASE: [&str; 18] = [
     "salvage",
 ];
 
-/// Commands that do not (the benchmarks make their own databases, `demo` a temporary one).
-const OTHERS: [&str; 7] = [
+/// Commands that do not (the benchmarks make their own databases, `demo` a temporary one,
+/// `user` writes only its own file in the directory).
+const OTHERS: [&str; 11] = [
     "demo",
     "bench codec",
     "bench ingest",
@@ -38,6 +39,10 @@ const OTHERS: [&str; 7] = [
     "bench query",
     "bench memory",
     "index",
+    "user",
+    "user add",
+    "user remove",
+    "user list",
 ];
 
 /// `tscoll help COMMAND...`.
@@ -66,7 +71,7 @@ fn database_options_are_shown_only_on_commands_that_open_a_database() {
     // Every command is in one list or the other (`sql` is built with a feature).
     let mut listed = commands(&help(""));
     listed.retain(|c| c != "sql");
-    for parent in ["index", "bench"] {
+    for parent in ["index", "bench", "user"] {
         listed.extend(
             commands(&help(parent))
                 .into_iter()

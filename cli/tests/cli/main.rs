@@ -31,4 +31,5 @@ mod lock;
 mod open_database;
 mod plain_errors_no_panic_on_closed_pipe;
 mod query_commands;
+mod user_commands;
 mod verify_salvage;

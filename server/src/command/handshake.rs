@@ -58,13 +58,10 @@ pub(crate) fn hello(
     out.insert("minWireVersion", 0);
     out.insert("maxWireVersion", MAX_WIRE_VERSION);
     out.insert("readOnly", shared.db.read_only().is_some());
-    if let Some(Bson::String(user)) = cmd.get("saslSupportedMechs") {
-        let known = user
-            .split_once('.')
-            .is_some_and(|(_, name)| shared.has_user(name));
-        if known {
-            out.insert("saslSupportedMechs", vec!["SCRAM-SHA-256"]);
-        }
+    // The one mechanism, whoever asks: the answer does not tell whether the user exists
+    // (an unknown user then fails as a wrong password does).
+    if let Some(Bson::String(_)) = cmd.get("saslSupportedMechs") {
+        out.insert("saslSupportedMechs", vec!["SCRAM-SHA-256"]);
     }
     out.insert("ok", 1.0);
     Ok(out)

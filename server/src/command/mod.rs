@@ -8,6 +8,7 @@
 //!
 //! | file | commands |
 //! |---|---|
+//! | `auth.rs` | `saslStart`, `saslContinue` (SCRAM-SHA-256), `logout` |
 //! | `handshake.rs` | `hello`, `isMaster`, `buildInfo`, `ping`, `getParameter`, `hostInfo`, `connectionStatus`, `whatsmyuri` |
 //! | `status.rs` | `serverStatus`, `collStats`, `dbStats` |
 //! | `catalog.rs` | `listDatabases`, `dropDatabase`, `listCollections`, `create`, `drop`, `collMod` |
@@ -17,6 +18,7 @@
 //! | `cursor.rs` | the server-side cursors behind `find`, `aggregate` and `getMore` |
 
 pub(crate) mod args;
+mod auth;
 mod catalog;
 pub(crate) mod cursor;
 mod error;
@@ -113,6 +115,12 @@ fn execute(
         "hostInfo" => doc(handshake::host_info()),
         "connectionStatus" => doc(handshake::connection_status(session)),
         "whatsmyuri" => doc(handshake::whats_my_uri(session)),
+        "saslStart" => doc(auth::sasl_start(shared, session, db, cmd)),
+        "saslContinue" => doc(auth::sasl_continue(session, cmd)),
+        "logout" => {
+            session.user = None;
+            doc(Ok(doc! { "ok": 1.0 }))
+        }
         // Sessions are accepted and not kept: there are no transactions to end.
         "endSessions" | "killSessions" | "killAllSessions" | "refreshSessions" => {
             doc(Ok(doc! { "ok": 1.0 }))

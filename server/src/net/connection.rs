@@ -31,6 +31,7 @@ pub(crate) async fn serve<S>(
         connection_id,
         peer,
         user: None,
+        conversation: None,
     });
     let max = shared.options.max_message_bytes;
     let mut request_id: i32 = 0;
