@@ -1,5 +1,6 @@
 //! Replaying a committed fuzz corpus (`fuzz/corpus/<target>/`) on stable with `cargo test`:
-//! shared by `codec/tests/codec/fuzz_corpus.rs` and `catalog/tests/catalog/fuzz_corpus.rs`.
+//! shared by `codec/tests/codec/fuzz_corpus.rs`, `catalog/tests/catalog/fuzz_corpus.rs` and
+//! `server/tests/fuzz_corpus.rs`.
 
 #![allow(dead_code, unreachable_pub)]
 

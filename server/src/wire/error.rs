@@ -104,6 +104,15 @@ pub enum WireError {
         /// The largest length accepted there, in bytes.
         limit: usize,
     },
+    /// A BSON document nesting documents and arrays deeper than the limit
+    /// ([`MAX_BSON_DEPTH`](super::MAX_BSON_DEPTH)).
+    #[error("BSON document in {what} nests documents and arrays more than {limit} levels deep")]
+    DocumentTooDeep {
+        /// Where the document is.
+        what: &'static str,
+        /// The deepest nesting accepted, in levels below the document.
+        limit: usize,
+    },
     /// A C string (a collection name, a sequence identifier) without its terminating NUL.
     #[error("C string in {0} has no terminating NUL")]
     UnterminatedCString(&'static str),

@@ -12,7 +12,8 @@
 //!
 //! A reader takes the first 4 bytes of a message to [`frame_length`], which refuses lengths
 //! below the header or above the limit before anything is read, reads that many bytes, and
-//! hands them to [`decode`]. Decoding never panics and never allocates more than its input.
+//! hands them to [`decode`]. Decoding never panics, never allocates more than its input and
+//! refuses documents nested deeper than [`MAX_BSON_DEPTH`] before building them.
 
 mod error;
 mod header;
@@ -41,6 +42,11 @@ pub const MAX_BSON_OBJECT_BYTES: usize = 16 * 1024 * 1024;
 /// [`MAX_BSON_OBJECT_BYTES`] and the 16 KiB MongoDB allows a command beyond it
 /// (`BSONObjMaxInternalSize`), so that a command can carry a document of the largest size.
 pub const MAX_COMMAND_BYTES: usize = MAX_BSON_OBJECT_BYTES + 16 * 1024;
+
+/// The deepest nesting of documents and arrays (and code-with-scope scopes) in a message's
+/// document, in levels below the document itself: MongoDB's default `maxBSONDepth`. A deeper
+/// document is refused ([`WireError::DocumentTooDeep`]).
+pub const MAX_BSON_DEPTH: usize = 200;
 
 /// A decoded message's body.
 #[derive(Debug, Clone, PartialEq)]
@@ -72,7 +78,8 @@ pub enum Message {
 /// flag bits 2–15; [`WireError::BadChecksum`] for a flagged checksum that does not match;
 /// [`WireError::BadSectionKind`], [`WireError::MissingBody`], [`WireError::DuplicateBody`],
 /// [`WireError::BadSequenceSize`] for its sections; [`WireError::UnterminatedCString`] or
-/// [`WireError::BadCString`] for a sequence identifier; [`WireError::DocumentOverrun`], [`WireError::DocumentTooLarge`] or
+/// [`WireError::BadCString`] for a sequence identifier; [`WireError::DocumentOverrun`],
+/// [`WireError::DocumentTooLarge`], [`WireError::DocumentTooDeep`] or
 /// [`WireError::BadDocument`] for a document; [`WireError::TooShort`] for a cut field.
 pub fn decode(bytes: &[u8], max_message_bytes: usize) -> Result<(MsgHeader, Message), WireError> {
     let header = MsgHeader::decode(bytes)?;
@@ -163,7 +170,8 @@ impl<'a> Reader<'a> {
     }
 
     /// One BSON document of at most `limit` bytes, its length checked against the bytes left
-    /// and the limit before it is parsed.
+    /// and the limit before it is parsed, and its nesting against [`MAX_BSON_DEPTH`] before it
+    /// is converted.
     pub(crate) fn document(
         &mut self,
         what: &'static str,
@@ -193,8 +201,53 @@ impl<'a> Reader<'a> {
             message: e.to_string(),
         };
         let raw = bson::RawDocument::from_bytes(bytes).map_err(bad)?;
+        check_depth(raw, what)?;
         Document::try_from(raw).map_err(bad)
     }
+}
+
+/// Refuses a document nesting documents and arrays more than [`MAX_BSON_DEPTH`] levels deep,
+/// before it is converted: converting, comparing and dropping a [`Document`] recurse once
+/// per level, so a message of a few kilobytes nested deeply enough would overflow a thread's
+/// stack (and abort the process). The walk keeps its own stack of at most
+/// `MAX_BSON_DEPTH + 1` iterators.
+fn check_depth(doc: &bson::RawDocument, what: &'static str) -> Result<(), WireError> {
+    use bson::spec::ElementType;
+    let bad = |e: bson::error::Error| WireError::BadDocument {
+        what,
+        message: e.to_string(),
+    };
+    let mut open = vec![doc.iter_elements()];
+    while let Some(elements) = open.last_mut() {
+        let Some(element) = elements.next() else {
+            open.pop();
+            continue;
+        };
+        let element = element.map_err(bad)?;
+        if !matches!(
+            element.element_type(),
+            ElementType::EmbeddedDocument
+                | ElementType::Array
+                | ElementType::JavaScriptCodeWithScope
+        ) {
+            continue;
+        }
+        let inner = match element.value().map_err(bad)? {
+            bson::RawBsonRef::Document(d) => d.iter_elements(),
+            bson::RawBsonRef::Array(a) => a.iter_elements(),
+            bson::RawBsonRef::JavaScriptCodeWithScope(c) => c.scope.iter_elements(),
+            _ => continue,
+        };
+        // `open` holds the top-level document and the levels above `inner`.
+        if open.len() > MAX_BSON_DEPTH {
+            return Err(WireError::DocumentTooDeep {
+                what,
+                limit: MAX_BSON_DEPTH,
+            });
+        }
+        open.push(inner);
+    }
+    Ok(())
 }
 
 /// Appends `doc`'s BSON bytes to `out`.

@@ -34,7 +34,8 @@ impl OpQuery {
     ///
     /// # Errors
     /// [`WireError::TooShort`] if a field is cut; [`WireError::UnterminatedCString`] or
-    /// [`WireError::BadCString`] for the collection name; [`WireError::DocumentOverrun`], [`WireError::DocumentTooLarge`] or
+    /// [`WireError::BadCString`] for the collection name; [`WireError::DocumentOverrun`],
+    /// [`WireError::DocumentTooLarge`], [`WireError::DocumentTooDeep`] or
     /// [`WireError::BadDocument`] for a document; [`WireError::TrailingBytes`] for bytes after
     /// the field selector.
     pub fn decode_body(body: &[u8]) -> Result<Self, WireError> {

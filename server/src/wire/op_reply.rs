@@ -64,9 +64,9 @@ impl OpReply {
     /// [`WireError::TooShort`], [`WireError::LengthBelowHeader`], [`WireError::TooLarge`] and
     /// [`WireError::LengthMismatch`] as [`decode`](super::decode);
     /// [`WireError::UnknownOpCode`] if the opcode is not OP_REPLY;
-    /// [`WireError::DocumentOverrun`], [`WireError::DocumentTooLarge`] or
-    /// [`WireError::BadDocument`] for a document; [`WireError::TrailingBytes`] for bytes after
-    /// `numberReturned` documents.
+    /// [`WireError::DocumentOverrun`], [`WireError::DocumentTooLarge`],
+    /// [`WireError::DocumentTooDeep`] or [`WireError::BadDocument`] for a document;
+    /// [`WireError::TrailingBytes`] for bytes after `numberReturned` documents.
     pub fn decode(bytes: &[u8], max_message_bytes: usize) -> Result<(MsgHeader, Self), WireError> {
         let header = MsgHeader::decode(bytes)?;
         let length = check_length(header.message_length, max_message_bytes)?;

@@ -450,6 +450,101 @@ fn every_error() {
     );
 }
 
+/// A document with `depth` levels of nesting below it: each level is a document `{a: …}`, an
+/// array (whose element is the level below's only element) or a code-with-scope's scope, in
+/// turn from `kind`.
+fn nested(depth: usize, kind: usize) -> Vec<u8> {
+    let mut d = bson(&doc! {"x": 1});
+    for level in 0..depth {
+        let mut e = vec![0; 4];
+        match (kind + level) % 3 {
+            0 => {
+                e.push(0x03);
+                e.extend(b"a\0");
+                e.extend(&d);
+            }
+            1 => {
+                e.push(0x04);
+                e.extend(b"0\0");
+                e.extend(&d);
+            }
+            _ => {
+                e.push(0x0F);
+                e.extend(b"c\0");
+                e.extend(le(4 + 4 + 2 + d.len() as i32));
+                e.extend(le(2));
+                e.extend(b"f\0");
+                e.extend(&d);
+            }
+        }
+        e.push(0);
+        let n = e.len() as i32;
+        e[..4].copy_from_slice(&le(n));
+        d = e;
+    }
+    d
+}
+
+#[test]
+fn documents_nested_deeper_than_max_bson_depth_are_refused() {
+    let body = |d: &[u8]| message(OP_MSG, &msg_body(0, &[&[0][..], d].concat()));
+    for kind in 0..3 {
+        // At the limit: decoded.
+        let m = decode_msg(&body(&nested(MAX_BSON_DEPTH, kind))).unwrap();
+        assert_eq!(m.body.len(), 1);
+        // One level more: refused.
+        assert_eq!(
+            err(&body(&nested(MAX_BSON_DEPTH + 1, kind))),
+            WireError::DocumentTooDeep {
+                what: "OP_MSG body",
+                limit: MAX_BSON_DEPTH
+            }
+        );
+    }
+    // In a document sequence, an OP_QUERY and an OP_REPLY too.
+    let deep = nested(MAX_BSON_DEPTH + 1, 0);
+    let mut s = kind0(&doc! {"insert": "m"});
+    s.push(1);
+    s.extend(le(4 + 2 + deep.len() as i32));
+    s.extend(b"d\0");
+    s.extend(&deep);
+    assert!(matches!(
+        err(&message(OP_MSG, &msg_body(0, &s))),
+        WireError::DocumentTooDeep {
+            what: "OP_MSG document sequence",
+            ..
+        }
+    ));
+    let mut q = le(0).to_vec();
+    q.extend(b"admin.$cmd\0");
+    q.extend(le(0));
+    q.extend(le(-1));
+    q.extend(&deep);
+    assert!(matches!(
+        err(&message(OP_QUERY, &q)),
+        WireError::DocumentTooDeep { .. }
+    ));
+    let mut r = le(0).to_vec();
+    r.extend(0i64.to_le_bytes());
+    r.extend(le(0));
+    r.extend(le(1));
+    r.extend(&deep);
+    assert!(matches!(
+        OpReply::decode(&message(OP_REPLY, &r), MAX_MESSAGE_BYTES),
+        Err(WireError::DocumentTooDeep { .. })
+    ));
+    // 100 000 levels (700 KB) on a thread of 256 KiB of stack: refused, where converting it
+    // to a `Document` overflowed the stack and aborted the process.
+    let bytes = body(&nested(100_000, 0));
+    let decoded = std::thread::Builder::new()
+        .stack_size(256 << 10)
+        .spawn(move || decode(&bytes, MAX_MESSAGE_BYTES).err())
+        .unwrap()
+        .join()
+        .unwrap();
+    assert!(matches!(decoded, Some(WireError::DocumentTooDeep { .. })));
+}
+
 fn key() -> impl Strategy<Value = String> {
     "[a-zA-Z_$][a-zA-Z0-9_.]{0,8}"
 }
