@@ -6,6 +6,7 @@
 //! | module | what it does |
 //! |---|---|
 //! | `net/` | the listener (caps on connections and buffered bytes, the graceful stop) and one task per connection |
+//! | `service.rs` | [`Service`] and [`Connection`]: a whole message in, its reply out, without a socket |
 //! | [`wire`] | the messages: framing, OP_MSG, OP_QUERY / OP_REPLY |
 //! | [`auth`] | SCRAM-SHA-256 and the user store |
 //! | [`command`] | each command over `tscoll-engine`, with MongoDB's reply shapes and error codes |
@@ -30,22 +31,20 @@ mod error;
 mod namespace;
 mod net;
 mod options;
+mod service;
 mod state;
 pub mod tls;
 pub mod wire;
 
 pub use error::ServerError;
 pub use options::{ServerOptions, TlsFiles};
+pub use service::{Connection, Service};
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Instant;
 
 use tokio::sync::watch;
 use tscoll_engine::Database;
-
-use crate::command::cursor::Cursors;
-use crate::state::{Counters, Shared};
 
 /// A running server: it listens, serves its connections on tokio, and shares one
 /// [`Database`] between them.
@@ -53,7 +52,7 @@ pub struct Server {
     local_addr: SocketAddr,
     stop: watch::Sender<bool>,
     done: tokio::task::JoinHandle<()>,
-    shared: Arc<Shared>,
+    service: Service,
     /// The runtime [`Server::spawn`] made, if it made one.
     runtime: Option<tokio::runtime::Runtime>,
 }
@@ -75,42 +74,33 @@ impl Server {
     /// [`ServerError::Bind`] when the address cannot be bound; [`ServerError::Config`] for a
     /// non-loopback address without authentication; [`ServerError::Tls`] when the TLS
     /// certificate or key cannot be used.
-    pub async fn start(db: Database, mut options: ServerOptions) -> Result<Server, ServerError> {
-        let users =
-            auth::UserStore::open(db.path()).map_err(|e| ServerError::Config(e.to_string()))?;
-        options.require_auth |= !users.is_empty();
+    pub async fn start(db: Database, options: ServerOptions) -> Result<Server, ServerError> {
+        let mut service = Service::new(db, options)?;
+        let options = &service.shared.options;
         if net::beyond_loopback(&options.bind) && !options.require_auth {
             return Err(ServerError::Config(format!(
                 "{} is reachable beyond this machine: tscoll serves it only with \
                  authentication; add a user with `tscoll user add --db {} <name>` first",
                 options.bind,
-                db.path().display()
+                service.shared.db.path().display()
             )));
         }
         let tls = match &options.tls {
             Some(files) => Some(tls::acceptor(&files.cert, &files.key)?),
             None => None,
         };
-        let tcp = tokio::net::TcpListener::bind(options.bind)
+        let bind = options.bind;
+        let tcp = tokio::net::TcpListener::bind(bind)
             .await
-            .map_err(|source| ServerError::Bind {
-                addr: options.bind,
-                source,
-            })?;
+            .map_err(|source| ServerError::Bind { addr: bind, source })?;
         let local_addr = tcp.local_addr()?;
-        let shared = Arc::new(Shared {
-            db,
-            cursors: Cursors::new(options.cursor_timeout),
-            options,
-            counters: Counters::default(),
-            started: Instant::now(),
-            local_addr,
-            process_id: bson::oid::ObjectId::new(),
-        });
+        if let Some(shared) = Arc::get_mut(&mut service.shared) {
+            shared.local_addr = local_addr;
+        }
         let (stop, stop_rx) = watch::channel(false);
         let listener = net::Listener {
             tcp,
-            shared: Arc::clone(&shared),
+            service: service.clone(),
             tls,
         };
         let done = tokio::spawn(net::run(listener, stop_rx));
@@ -118,7 +108,7 @@ impl Server {
             local_addr,
             stop,
             done,
-            shared,
+            service,
             runtime: None,
         })
     }
@@ -157,9 +147,7 @@ impl Server {
     pub async fn shutdown(mut self) -> Result<(), ServerError> {
         let _ = self.stop.send(true);
         self.wait().await;
-        self.shared.cursors.close_matching(|_| true);
-        self.shared.db.close()?;
-        Ok(())
+        self.service.close()
     }
 
     /// [`Server::shutdown`] for a server made by [`Server::spawn`] (from a thread outside

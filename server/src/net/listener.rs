@@ -3,19 +3,20 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 
 use super::connection;
-use crate::state::{Counters, Shared};
+use crate::service::Service;
+use crate::state::Counters;
 
 /// A bound listener and what its connections share.
 pub(crate) struct Listener {
     pub(crate) tcp: TcpListener,
-    pub(crate) shared: Arc<Shared>,
+    pub(crate) service: Service,
     /// TLS, when the server speaks it.
     pub(crate) tls: Option<tokio_rustls::TlsAcceptor>,
 }
@@ -29,7 +30,8 @@ const DRAIN: Duration = Duration::from_secs(30);
 /// Accepts connections until `stop` turns true, then waits for the open ones to finish
 /// their command in progress (at most 30 s) and returns.
 pub(crate) async fn run(listener: Listener, mut stop: watch::Receiver<bool>) {
-    let Listener { tcp, shared, tls } = listener;
+    let Listener { tcp, service, tls } = listener;
+    let shared = Arc::clone(&service.shared);
     let connections = Arc::new(Semaphore::new(shared.options.max_connections));
     let buffered = Arc::new(Semaphore::new(
         shared
@@ -38,9 +40,10 @@ pub(crate) async fn run(listener: Listener, mut stop: watch::Receiver<bool>) {
             .max(shared.options.max_message_bytes)
             .min(Semaphore::MAX_PERMITS),
     ));
+    let max = shared.options.max_message_bytes;
     let mut tasks = JoinSet::new();
     let stop_for_connections = stop.clone();
-    let sweep = sweep_cursors(Arc::clone(&shared), stop.clone());
+    let sweep = sweep_cursors(service.clone(), stop.clone());
     let sweeper = tokio::spawn(sweep);
     loop {
         tokio::select! {
@@ -57,8 +60,7 @@ pub(crate) async fn run(listener: Listener, mut stop: watch::Receiver<bool>) {
                     continue;
                 };
                 let _ = stream.set_nodelay(true);
-                Counters::add(&shared.counters.connections_total, 1);
-                let id = Counters::get(&shared.counters.connections_total);
+                let connection = service.connect(peer);
                 let shared = Arc::clone(&shared);
                 let buffered = Arc::clone(&buffered);
                 let stop = stop_for_connections.clone();
@@ -66,11 +68,11 @@ pub(crate) async fn run(listener: Listener, mut stop: watch::Receiver<bool>) {
                 tasks.spawn(async move {
                     Counters::add(&shared.counters.connections_current, 1);
                     match tls {
-                        None => connection::serve(shared.clone(), stream, peer, id, buffered, stop).await,
+                        None => connection::serve(connection, &shared.counters, max, stream, buffered, stop).await,
                         Some(tls) => {
                             // A client that does not finish its handshake in time is dropped.
                             if let Ok(Ok(stream)) = tokio::time::timeout(TLS_HANDSHAKE, tls.accept(stream)).await {
-                                connection::serve(shared.clone(), stream, peer, id, buffered, stop).await;
+                                connection::serve(connection, &shared.counters, max, stream, buffered, stop).await;
                             }
                         }
                     }
@@ -88,14 +90,14 @@ pub(crate) async fn run(listener: Listener, mut stop: watch::Receiver<bool>) {
 }
 
 /// Closes idle cursors past the timeout, checking every tenth of it (at most every minute).
-async fn sweep_cursors(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
-    let every = (shared.options.cursor_timeout / 10)
+async fn sweep_cursors(service: Service, mut stop: watch::Receiver<bool>) {
+    let every = (service.shared.options.cursor_timeout / 10)
         .clamp(Duration::from_millis(10), Duration::from_secs(60));
     let mut tick = tokio::time::interval(every);
     loop {
         tokio::select! {
             () = super::stopped(&mut stop) => return,
-            _ = tick.tick() => { shared.cursors.reap(Instant::now()); }
+            _ = tick.tick() => { service.close_idle_cursors(); }
         }
     }
 }
