@@ -54,6 +54,11 @@ impl Service {
         })
     }
 
+    /// The database served.
+    pub fn database(&self) -> &Database {
+        &self.shared.db
+    }
+
     /// Whether clients must authenticate.
     pub fn requires_auth(&self) -> bool {
         self.shared.options.require_auth
