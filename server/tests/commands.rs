@@ -663,3 +663,58 @@ fn a_stopped_server_leaves_the_database_closed_and_whole() {
     let coll = db.collection("test.weather").unwrap();
     assert_eq!(coll.count(&doc! {}).unwrap(), 500);
 }
+
+#[test]
+fn index_stats_sessions_and_aggregate_explain() {
+    let f = Fixture::new();
+    let coll = weather(&f, 100);
+    let stats: Vec<Document> = coll
+        .aggregate(vec![
+            doc! { "$indexStats": {} },
+            doc! { "$project": { "name": 1, "ops": "$accesses.ops" } },
+        ])
+        .run()
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert!(!stats.is_empty());
+    assert!(stats.iter().all(|d| d.get_i64("ops").ok() == Some(0)), "{stats:?}");
+    let names: Vec<&str> = stats.iter().map(|d| d.get_str("name").unwrap()).collect();
+    let listed = coll.list_index_names().run().unwrap();
+    assert_eq!(names.len(), listed.len());
+    // $collStats on a collection that does not exist: NamespaceNotFound.
+    let e = f
+        .client
+        .database("test")
+        .collection::<Document>("none")
+        .aggregate(vec![doc! { "$collStats": { "count": {} } }])
+        .run()
+        .unwrap_err();
+    assert_eq!(code(&e), 26);
+    let db = f.client.database("test");
+    // endSessions is accepted.
+    let session = f.client.start_session().run().unwrap();
+    let id = session.id().clone();
+    drop(session);
+    db.run_command(doc! { "endSessions": [id] }).run().unwrap();
+    // explain of an aggregate, both ways.
+    let plan = db
+        .run_command(doc! {
+            "explain": { "aggregate": "weather", "pipeline": [{ "$match": { "sensor.id": 2 } }], "cursor": {} },
+            "verbosity": "executionStats",
+        })
+        .run()
+        .unwrap();
+    assert_eq!(plan.get_f64("ok").unwrap(), 1.0, "{plan}");
+    let plan = db
+        .run_command(doc! { "aggregate": "weather", "pipeline": [{ "$match": { "sensor.id": 2 } }], "explain": true })
+        .run()
+        .unwrap();
+    assert_eq!(plan.get_f64("ok").unwrap(), 1.0, "{plan}");
+    // aggregate without `cursor` (and not explain) is FailedToParse.
+    let e = db
+        .run_command(doc! { "aggregate": "weather", "pipeline": [] })
+        .run()
+        .unwrap_err();
+    assert_eq!(code(&e), 9);
+}

@@ -8,7 +8,7 @@ use crate::common::tscoll;
 const DB_OPTIONS: [&str; 3] = ["--recover", "--checkpoint-bytes", "--ingest-min-bytes"];
 
 /// Commands that open a database (`--db DIR`).
-const OPEN_A_DATABASE: [&str; 18] = [
+const OPEN_A_DATABASE: [&str; 19] = [
     "create",
     "ingest",
     "find",
@@ -27,6 +27,7 @@ const OPEN_A_DATABASE: [&str; 18] = [
     "index list",
     "verify",
     "salvage",
+    "serve",
 ];
 
 /// Commands that do not (the benchmarks make their own databases, `demo` a temporary one,
