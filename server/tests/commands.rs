@@ -678,7 +678,10 @@ fn index_stats_sessions_and_aggregate_explain() {
         .collect::<Result<_, _>>()
         .unwrap();
     assert!(!stats.is_empty());
-    assert!(stats.iter().all(|d| d.get_i64("ops").ok() == Some(0)), "{stats:?}");
+    assert!(
+        stats.iter().all(|d| d.get_i64("ops").ok() == Some(0)),
+        "{stats:?}"
+    );
     let names: Vec<&str> = stats.iter().map(|d| d.get_str("name").unwrap()).collect();
     let listed = coll.list_index_names().run().unwrap();
     assert_eq!(names.len(), listed.len());

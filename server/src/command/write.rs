@@ -101,6 +101,24 @@ pub(crate) fn insert(shared: &Shared, db: &str, req: &mut Request) -> CommandRes
     Ok(out)
 }
 
+/// An update given as `field`: operators or a replacement (a document), or a pipeline (an
+/// array of stages); `None` when absent or null.
+fn update_of(value: Option<&Bson>, field: &str) -> Result<Option<Update>, CommandError> {
+    match value {
+        None | Some(Bson::Null) => Ok(None),
+        Some(Bson::Document(d)) => Ok(Some(Update::Document(d.clone()))),
+        Some(Bson::Array(stages)) => stages
+            .iter()
+            .map(|s| match s {
+                Bson::Document(d) => Ok(d.clone()),
+                _ => Err(CommandError::type_mismatch(field, "array of objects")),
+            })
+            .collect::<Result<_, _>>()
+            .map(|stages| Some(Update::Pipeline(stages))),
+        Some(_) => Err(CommandError::type_mismatch(field, "object or array")),
+    }
+}
+
 /// One statement of `update`: `{q, u, upsert, multi, arrayFilters, c}`.
 fn update_one_statement(
     coll: &Collection,
@@ -108,24 +126,11 @@ fn update_one_statement(
     let_vars: Option<&Document>,
 ) -> Result<(tscoll_engine::UpdateResult, bool), CommandError> {
     let filter = args::opt_doc(stmt, "q")?.cloned().unwrap_or_default();
-    let update = match stmt.get("u") {
-        Some(Bson::Document(d)) => Update::Document(d.clone()),
-        Some(Bson::Array(stages)) => Update::Pipeline(
-            stages
-                .iter()
-                .map(|s| match s {
-                    Bson::Document(d) => Ok(d.clone()),
-                    _ => Err(CommandError::type_mismatch("u", "array of objects")),
-                })
-                .collect::<Result<_, _>>()?,
-        ),
-        Some(_) => return Err(CommandError::type_mismatch("u", "object or array")),
-        None => {
-            return Err(CommandError::failed_to_parse(
-                "BSON field 'update.updates.u' is missing but a required field",
-            ));
-        }
-    };
+    let update = update_of(stmt.get("u"), "u")?.ok_or_else(|| {
+        CommandError::failed_to_parse(
+            "BSON field 'update.updates.u' is missing but a required field",
+        )
+    })?;
     let multi = args::opt_bool(stmt, "multi", false)?;
     let options = UpdateOptions {
         upsert: args::opt_bool(stmt, "upsert", false)?,
@@ -280,20 +285,7 @@ pub(crate) fn find_and_modify(shared: &Shared, db: &str, cmd: &Document) -> Comm
     let remove = args::opt_bool(cmd, "remove", false)?;
     let return_new = args::opt_bool(cmd, "new", false)?;
     let upsert = args::opt_bool(cmd, "upsert", false)?;
-    let update = match cmd.get("update") {
-        None | Some(Bson::Null) => None,
-        Some(Bson::Document(d)) => Some(Update::Document(d.clone())),
-        Some(Bson::Array(stages)) => Some(Update::Pipeline(
-            stages
-                .iter()
-                .map(|s| match s {
-                    Bson::Document(d) => Ok(d.clone()),
-                    _ => Err(CommandError::type_mismatch("update", "array of objects")),
-                })
-                .collect::<Result<_, _>>()?,
-        )),
-        Some(_) => return Err(CommandError::type_mismatch("update", "object or array")),
-    };
+    let update = update_of(cmd.get("update"), "update")?;
     match (remove, &update) {
         (true, Some(_)) => {
             return Err(CommandError::failed_to_parse(
