@@ -49,7 +49,6 @@ impl Service {
                 options,
                 counters: Counters::default(),
                 started: Instant::now(),
-                process_id: bson::oid::ObjectId::new(),
             }),
         })
     }

@@ -50,8 +50,6 @@ pub(crate) struct Shared {
     pub(crate) started: Instant,
     /// The address the server listens on.
     pub(crate) local_addr: SocketAddr,
-    /// `topologyVersion.processId` of `hello`: made when the server starts.
-    pub(crate) process_id: bson::oid::ObjectId,
 }
 
 /// What one connection keeps between its commands.

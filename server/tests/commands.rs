@@ -721,3 +721,22 @@ fn index_stats_sessions_and_aggregate_explain() {
         .unwrap_err();
     assert_eq!(code(&e), 9);
 }
+
+#[test]
+fn an_idle_client_does_not_poll_in_a_loop() {
+    // The driver's monitor polls `hello` every heartbeatFrequencyMS (10 s): with no
+    // `topologyVersion` in the reply it does not stream (which would need the server to hold
+    // each `hello`, else the monitor asks again at once).
+    let f = Fixture::new();
+    let admin = f.client.database("admin");
+    let requests = |d: &Document| {
+        d.get_document("network")
+            .unwrap()
+            .get_i64("numRequests")
+            .unwrap()
+    };
+    let before = requests(&admin.run_command(doc! { "serverStatus": 1 }).run().unwrap());
+    std::thread::sleep(Duration::from_secs(2));
+    let after = requests(&admin.run_command(doc! { "serverStatus": 1 }).run().unwrap());
+    assert!(after - before < 10, "{} requests in 2 s", after - before);
+}

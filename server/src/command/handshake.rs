@@ -36,13 +36,9 @@ pub(crate) fn hello(
     if matches!(cmd.get("helloOk"), Some(Bson::Boolean(true))) {
         out.insert("helloOk", true);
     }
-    out.insert(
-        "topologyVersion",
-        doc! {
-            "processId": process_id(shared),
-            "counter": 0_i64,
-        },
-    );
+    // No `topologyVersion`: with one, drivers switch to the streaming protocol (an awaitable
+    // `hello` the server holds until the topology changes), which a standalone server that
+    // never changes has no use for; without one they poll every `heartbeatFrequencyMS`.
     out.insert("maxBsonObjectSize", MAX_BSON_OBJECT_BYTES as i32);
     out.insert(
         "maxMessageSizeBytes",
@@ -65,12 +61,6 @@ pub(crate) fn hello(
     }
     out.insert("ok", 1.0);
     Ok(out)
-}
-
-/// An id of this server process, as `topologyVersion.processId`: an ObjectId from the
-/// start time.
-fn process_id(shared: &Shared) -> bson::oid::ObjectId {
-    shared.process_id
 }
 
 /// `buildInfo`.
