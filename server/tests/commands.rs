@@ -740,3 +740,62 @@ fn an_idle_client_does_not_poll_in_a_loop() {
     let after = requests(&admin.run_command(doc! { "serverStatus": 1 }).run().unwrap());
     assert!(after - before < 10, "{} requests in 2 s", after - before);
 }
+
+#[test]
+fn what_the_shells_ask_beyond_the_data() {
+    let f = Fixture::new();
+    weather(&f, 50);
+    let admin = f.client.database("admin");
+    let db = f.client.database("test");
+    let log = admin
+        .run_command(doc! { "getLog": "startupWarnings" })
+        .run()
+        .unwrap();
+    assert!(log.get_array("log").unwrap().is_empty());
+    let names = admin.run_command(doc! { "getLog": "*" }).run().unwrap();
+    assert_eq!(names.get_array("names").unwrap().len(), 2);
+    let users = admin.run_command(doc! { "usersInfo": 1 }).run().unwrap();
+    assert!(users.get_array("users").unwrap().is_empty());
+    let profile = db.run_command(doc! { "profile": -1 }).run().unwrap();
+    assert_eq!(profile.get_i32("was").unwrap(), 0);
+    assert_eq!(
+        code(&db.run_command(doc! { "profile": 2 }).run().unwrap_err()),
+        115
+    );
+    let valid = db
+        .run_command(doc! { "validate": "weather" })
+        .run()
+        .unwrap();
+    assert!(valid.get_bool("valid").unwrap());
+    assert_eq!(valid.get_i64("nrecords").unwrap(), 50);
+    let ops = admin
+        .run_command(doc! { "aggregate": 1, "pipeline": [{ "$currentOp": {} }], "cursor": {} })
+        .run()
+        .unwrap();
+    assert!(
+        ops.get_document("cursor")
+            .unwrap()
+            .get_array("firstBatch")
+            .unwrap()
+            .is_empty()
+    );
+    let e = admin
+        .run_command(doc! { "renameCollection": "test.weather", "to": "test.w2" })
+        .run()
+        .unwrap_err();
+    assert_eq!(code(&e), 20);
+    // Counts are int32, as MongoDB sends them (shells show an int64 as a Long).
+    let r = db
+        .run_command(doc! { "update": "weather", "updates": [{ "q": {}, "u": { "$set": { "x": 1 } }, "multi": true }] })
+        .run()
+        .unwrap();
+    assert_eq!(r.get_i32("n").unwrap(), 50);
+    assert_eq!(r.get_i32("nModified").unwrap(), 50);
+    let c = db.run_command(doc! { "count": "weather" }).run().unwrap();
+    assert_eq!(c.get_i32("n").unwrap(), 50);
+    let d = db
+        .run_command(doc! { "delete": "weather", "deletes": [{ "q": {}, "limit": 0 }] })
+        .run()
+        .unwrap();
+    assert_eq!(d.get_i32("n").unwrap(), 50);
+}

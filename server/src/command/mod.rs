@@ -8,6 +8,7 @@
 //!
 //! | file | commands |
 //! |---|---|
+//! | `admin.rs` | `getLog`, `usersInfo`, `profile`, `validate`, `renameCollection` (refused) |
 //! | `auth.rs` | `saslStart`, `saslContinue` (SCRAM-SHA-256), `logout` |
 //! | `handshake.rs` | `hello`, `isMaster`, `buildInfo`, `ping`, `getParameter`, `hostInfo`, `connectionStatus`, `whatsmyuri` |
 //! | `status.rs` | `serverStatus`, `collStats`, `dbStats` |
@@ -17,6 +18,7 @@
 //! | `read.rs` | `find`, `aggregate`, `count`, `distinct`, `explain`, `getMore`, `killCursors` |
 //! | `cursor.rs` | the server-side cursors behind `find`, `aggregate` and `getMore` |
 
+mod admin;
 pub(crate) mod args;
 mod auth;
 mod catalog;
@@ -126,6 +128,11 @@ fn execute(
             doc(Ok(doc! { "ok": 1.0 }))
         }
         "serverStatus" => doc(status::server_status(shared)),
+        "getLog" => doc(admin::get_log(cmd)),
+        "usersInfo" => doc(admin::users_info(shared, db, cmd)),
+        "profile" => doc(admin::profile(cmd)),
+        "validate" => doc(admin::validate(shared, db, cmd)),
+        "renameCollection" => doc(admin::rename_collection()),
         "collStats" => doc(status::coll_stats(shared, db, cmd)),
         "dbStats" => doc(status::db_stats(shared, db, cmd)),
         "listDatabases" => doc(catalog::list_databases(shared, cmd)),

@@ -155,6 +155,23 @@ pub(crate) fn aggregate(
     cmd: &Document,
 ) -> Result<RawDocumentBuf, CommandError> {
     Counters::add(&shared.counters.command, 1);
+    let first_stage_name = args::opt_doc_array(cmd, "pipeline")?
+        .and_then(|p| p.first().and_then(|s| s.keys().next().cloned()));
+    if matches!(
+        cmd.get("aggregate"),
+        Some(Bson::Int32(1) | Bson::Int64(1) | Bson::Double(_))
+    ) && first_stage_name.as_deref() == Some("$currentOp")
+    {
+        // Commands run to their end on the blocking pool, each alone in its connection: none
+        // is listed (no `killOp` could stop it).
+        return shared.cursors.first_batch(
+            format!("{db}.$cmd.aggregate"),
+            Box::new(std::iter::empty()),
+            None,
+            true,
+            session.user.clone(),
+        );
+    }
     if !matches!(cmd.get("aggregate"), Some(Bson::String(_))) {
         return Err(CommandError::invalid_namespace(
             "{aggregate: 1} (a pipeline with no collection, as $currentOp) is not supported by tscoll",
@@ -297,7 +314,7 @@ pub(crate) fn count(shared: &Shared, db: &str, cmd: &Document) -> CommandResult 
         None => 0,
     };
     let n = all.saturating_sub(skip).min(limit.unwrap_or(u64::MAX));
-    Ok(doc! { "n": n as i64, "ok": 1.0 })
+    Ok(doc! { "n": super::write::int32(n as i64), "ok": 1.0 })
 }
 
 /// `distinct`: the distinct values of `key` among the measurements matching `query`

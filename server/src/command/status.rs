@@ -91,6 +91,10 @@ pub(crate) fn storage_stats(
         "size": scaled(stats.uncompressed_bytes),
         "timeseries": stats.to_document(),
         "count": stats.measurement_count as i64,
+        "avgObjSize": stats
+            .uncompressed_bytes
+            .checked_div(stats.measurement_count)
+            .unwrap_or(0) as i64,
         "storageSize": scaled(stats.stored_bytes),
         "freeStorageSize": 0_i64,
         "capped": false,

@@ -65,6 +65,11 @@ fn check_batch(n: usize) -> Result<(), CommandError> {
     Ok(())
 }
 
+/// A count as MongoDB sends it: an int32 (shells show an int64 as a `Long`), an int64 past it.
+pub(crate) fn int32(n: i64) -> Bson {
+    i32::try_from(n).map_or(Bson::Int64(n), Bson::Int32)
+}
+
 /// A `writeErrors` entry.
 fn write_error(index: usize, e: &CommandError) -> Document {
     doc! {
@@ -176,7 +181,7 @@ pub(crate) fn update(shared: &Shared, db: &str, req: &mut Request) -> CommandRes
             }
         }
     }
-    let mut out = doc! { "n": n, "nModified": modified };
+    let mut out = doc! { "n": int32(n), "nModified": int32(modified) };
     if !upserted.is_empty() {
         out.insert("upserted", upserted);
     }
@@ -225,7 +230,7 @@ pub(crate) fn delete(shared: &Shared, db: &str, req: &mut Request) -> CommandRes
             }
         }
     }
-    let mut out = doc! { "n": n };
+    let mut out = doc! { "n": int32(n) };
     if !errors.is_empty() {
         out.insert("writeErrors", errors);
     }
