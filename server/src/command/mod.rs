@@ -1,10 +1,11 @@
 //! The commands: a [`Request`] in, a reply document out.
 //!
-//! [`run`] looks the command up by its name (the body's first field, case-sensitive as in
-//! MongoDB; `isMaster` and `ismaster` both), checks authentication, runs it against the
-//! engine and turns any failure into MongoDB's error document (`{ok: 0, errmsg, code,
+//! The dispatcher looks the command up by its name (the body's first field, case-sensitive
+//! as in MongoDB; `isMaster` and `ismaster` both), checks authentication, runs it against
+//! the engine and turns any failure into MongoDB's error document (`{ok: 0, errmsg, code,
 //! codeName}`). An unknown command is `CommandNotFound` (59). Commands run on the calling
-//! thread: the engine's calls block, so the network layer calls [`run`] off its event loop.
+//! thread and the engine's calls block: [`Connection::handle`](crate::Connection::handle)
+//! runs them, on tokio's blocking pool when the network layer calls it.
 //!
 //! | file | commands |
 //! |---|---|
