@@ -46,3 +46,47 @@ pub(crate) fn split(name: &str) -> Option<(&str, &str)> {
     name.split_once('.')
         .filter(|(db, coll)| check_db(db).is_ok() && !coll.is_empty())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn database_names_follow_mongodb() {
+        for ok in ["test", "admin", "a-b_c", "x1"] {
+            assert!(check_db(ok).is_ok(), "{ok}");
+        }
+        let long = "d".repeat(64);
+        for bad in [
+            "",
+            "a.b",
+            "a b",
+            "a$",
+            "a/b",
+            "a\\b",
+            "a\"b",
+            "a*",
+            "a\0",
+            long.as_str(),
+        ] {
+            let e = check_db(bad).unwrap_err();
+            assert_eq!(e.code, 73, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn names_split_at_the_first_dot() {
+        assert_eq!(
+            collection_name("test", "weather.hourly").unwrap(),
+            "test.weather.hourly"
+        );
+        assert_eq!(
+            split("test.weather.hourly"),
+            Some(("test", "weather.hourly"))
+        );
+        assert_eq!(split("weather"), None);
+        assert_eq!(split("test."), None);
+        assert_eq!(split("bad name.c"), None);
+        assert!(collection_name("test", "").is_err());
+    }
+}
