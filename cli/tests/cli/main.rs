@@ -31,5 +31,7 @@ mod lock;
 mod open_database;
 mod plain_errors_no_panic_on_closed_pipe;
 mod query_commands;
+#[cfg(unix)]
+mod serve_crash;
 mod user_commands;
 mod verify_salvage;
