@@ -91,6 +91,11 @@ struct ThreadRun {
     inserts: u64,
     /// Successful queries.
     queries: u64,
+    /// Time in `insert_many` calls, and in each kind of query (find with sort and limit,
+    /// `count_documents`, `aggregate`).
+    insert_time: Duration,
+    query_time: [Duration; 3],
+    query_count: [u64; 3],
 }
 
 fn as_i64(b: &Bson) -> i64 {
@@ -120,7 +125,10 @@ fn client_thread(
         let batch: Vec<Document> = (next..next + BATCH)
             .map(|n| measurement(thread, n))
             .collect();
-        match coll.insert_many(batch).run() {
+        let t0 = Instant::now();
+        let inserted = coll.insert_many(batch).run();
+        run.insert_time += t0.elapsed();
+        match inserted {
             Ok(r) => {
                 assert_eq!(r.inserted_ids.len(), BATCH as usize);
                 run.acked.extend(next..next + BATCH);
@@ -140,7 +148,9 @@ fn client_thread(
         // Reads of its own writes; with no failed insert, the counts are exact.
         let exact = run.in_doubt.is_empty();
         let acked = run.acked.len() as u64;
-        match run.inserts % 3 {
+        let kind = (run.inserts % 3) as usize;
+        let t0 = Instant::now();
+        match kind {
             0 => {
                 let newest: Vec<Document> = coll
                     .find(mine.clone())
@@ -187,6 +197,8 @@ fn client_thread(
                 }
             }
         }
+        run.query_time[kind] += t0.elapsed();
+        run.query_count[kind] += 1;
         run.queries += 1;
     }
     run
@@ -329,9 +341,23 @@ fn thirty_two_clients_insert_and_query_and_lose_nothing() {
         }
     }
 
+    let queries: u64 = runs.iter().map(|r| r.queries).sum();
     let inserts: u64 = runs.iter().map(|r| r.acked.len() as u64).sum();
     let calls: u64 = runs.iter().map(|r| r.inserts).sum();
-    let queries: u64 = runs.iter().map(|r| r.queries).sum();
+    let ms = |d: Duration, n: u64| d.as_secs_f64() * 1000.0 / n.max(1) as f64;
+    let insert_time: Duration = runs.iter().map(|r| r.insert_time).sum();
+    let query_time: Vec<Duration> = (0..3)
+        .map(|k| runs.iter().map(|r| r.query_time[k]).sum())
+        .collect();
+    let per_kind = |k: usize| runs.iter().map(|r| r.query_count[k]).sum::<u64>();
+    println!(
+        "load: mean latency: insert_many {:.1} ms; find sort/limit {:.1} ms, count_documents \
+         {:.1} ms, aggregate $group {:.1} ms",
+        ms(insert_time, calls),
+        ms(query_time[0], per_kind(0)),
+        ms(query_time[1], per_kind(1)),
+        ms(query_time[2], per_kind(2)),
+    );
     println!(
         "load: {THREADS} clients for {elapsed:.1} s: {inserts} measurements acknowledged in \
          {calls} insert_many calls of {BATCH} ({:.0} measurements/s, {:.1} calls/s), {queries} \
