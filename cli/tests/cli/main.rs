@@ -33,5 +33,6 @@ mod plain_errors_no_panic_on_closed_pipe;
 mod query_commands;
 #[cfg(unix)]
 mod serve_signal;
+mod serve_crash;
 mod user_commands;
 mod verify_salvage;
