@@ -32,7 +32,8 @@ mod open_database;
 mod plain_errors_no_panic_on_closed_pipe;
 mod query_commands;
 #[cfg(unix)]
-mod serve_signal;
 mod serve_crash;
+#[cfg(unix)]
+mod serve_signal;
 mod user_commands;
 mod verify_salvage;
