@@ -15,6 +15,7 @@
 //! hands them to [`decode`]. Decoding never panics, never allocates more than its input and
 //! refuses documents nested deeper than [`MAX_BSON_DEPTH`] before building them.
 
+mod convert;
 mod error;
 mod header;
 mod op_msg;
@@ -202,7 +203,7 @@ impl<'a> Reader<'a> {
         };
         let raw = bson::RawDocument::from_bytes(bytes).map_err(bad)?;
         check_depth(raw, what)?;
-        Document::try_from(raw).map_err(bad)
+        convert::to_document(raw, what)
     }
 }
 

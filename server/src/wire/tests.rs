@@ -596,6 +596,17 @@ fn op_msg() -> impl Strategy<Value = OpMsg> {
 }
 
 proptest! {
+    /// The one-pass conversion gives what bson's own does, and the document it came from.
+    #[test]
+    fn raw_documents_convert_as_bson_converts_them(d in document()) {
+        let bytes = d.to_vec().unwrap();
+        let raw = bson::RawDocument::from_bytes(&bytes).unwrap();
+        let ours = super::convert::to_document(raw, "test").unwrap();
+        let theirs = Document::try_from(raw).unwrap();
+        prop_assert_eq!(ours.to_vec().unwrap(), theirs.to_vec().unwrap());
+        prop_assert_eq!(ours, d);
+    }
+
     #[test]
     fn op_msg_round_trip(m in op_msg(), checksum in any::<bool>(), id in any::<i32>(), to in any::<i32>()) {
         let bytes = m.encode(id, to, checksum).expect("encodable");
