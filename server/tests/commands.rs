@@ -799,3 +799,50 @@ fn what_the_shells_ask_beyond_the_data() {
         .unwrap();
     assert_eq!(d.get_i32("n").unwrap(), 50);
 }
+
+#[test]
+fn batches_stay_under_16_mib_and_write_batches_under_100_000() {
+    let f = Fixture::new();
+    let coll = weather(&f, 0);
+    // 40 measurements of 1 MiB each: a first batch of 100 asked holds at most 16 MiB.
+    let big = "x".repeat(1 << 20);
+    for chunk in 0..4_i64 {
+        let docs: Vec<Document> = (0..10_i64)
+            .map(|i| {
+                doc! {
+                    "t": DateTime::from_millis((chunk * 10 + i) * 1000),
+                    "sensor": { "id": 1 },
+                    "blob": big.as_str(),
+                }
+            })
+            .collect();
+        coll.insert_many(docs).run().unwrap();
+    }
+    let db = f.client.database("test");
+    let first = db
+        .run_command(doc! { "find": "weather", "batchSize": 100 })
+        .run()
+        .unwrap();
+    let cursor = first.get_document("cursor").unwrap();
+    let batch = cursor.get_array("firstBatch").unwrap();
+    let bytes: usize = batch
+        .iter()
+        .map(|d| d.as_document().unwrap().to_vec().unwrap().len())
+        .sum();
+    assert!(
+        !batch.is_empty() && batch.len() < 40,
+        "{} documents",
+        batch.len()
+    );
+    assert!(bytes <= 16 * 1024 * 1024, "{bytes} bytes");
+    assert_ne!(cursor.get_i64("id").unwrap(), 0);
+    // The driver reads the rest over getMore batches, each under 16 MiB too.
+    assert_eq!(coll.find(doc! {}).run().unwrap().count(), 40);
+    // A write batch over maxWriteBatchSize is refused whole (the drivers split theirs).
+    let many: Vec<Document> = (0..100_001).map(|_| doc! {}).collect();
+    let e = db
+        .run_command(doc! { "insert": "weather", "documents": many })
+        .run()
+        .unwrap_err();
+    assert_eq!(code(&e), 16);
+}
