@@ -254,18 +254,11 @@ impl ArrayExpr {
                 cond,
                 limit,
             } => {
-                let items = match v(input)? {
-                    x if nullish(x.as_ref()) => return Ok(Some(Bson::Null)),
-                    Some(Bson::Array(a)) => a,
-                    other => {
-                        return Err(fail(
-                            28651,
-                            format!(
-                                "input to $filter must be an array not {}",
-                                type_name(other.as_ref())
-                            ),
-                        ));
-                    }
+                let Some(items) = array_input(v(input)?, |t| {
+                    fail(28651, format!("input to $filter must be an array not {t}"))
+                })?
+                else {
+                    return Ok(Some(Bson::Null));
                 };
                 let limit = match limit {
                     None => usize::MAX,
@@ -306,18 +299,11 @@ impl ArrayExpr {
                 Some(Bson::Array(out))
             }
             ArrayExpr::Map { input, name, each } => {
-                let items = match v(input)? {
-                    x if nullish(x.as_ref()) => return Ok(Some(Bson::Null)),
-                    Some(Bson::Array(a)) => a,
-                    other => {
-                        return Err(fail(
-                            16883,
-                            format!(
-                                "input to $map must be an array not {}",
-                                type_name(other.as_ref())
-                            ),
-                        ));
-                    }
+                let Some(items) = array_input(v(input)?, |t| {
+                    fail(16883, format!("input to $map must be an array not {t}"))
+                })?
+                else {
+                    return Ok(Some(Bson::Null));
                 };
                 let mut out = Vec::with_capacity(items.len());
                 for item in items {
@@ -331,18 +317,14 @@ impl ArrayExpr {
                 initial,
                 each,
             } => {
-                let items = match v(input)? {
-                    x if nullish(x.as_ref()) => return Ok(Some(Bson::Null)),
-                    Some(Bson::Array(a)) => a,
-                    other => {
-                        return Err(fail(
-                            40080,
-                            format!(
-                                "$reduce requires that 'input' be an array, found: {}",
-                                type_name(other.as_ref())
-                            ),
-                        ));
-                    }
+                let Some(items) = array_input(v(input)?, |t| {
+                    fail(
+                        40080,
+                        format!("$reduce requires that 'input' be an array, found: {t}"),
+                    )
+                })?
+                else {
+                    return Ok(Some(Bson::Null));
                 };
                 let mut acc = v(initial)?;
                 for item in items {
@@ -812,5 +794,18 @@ mod tests {
             eval_err(&doc! { "$range": [0, 2_000_000_000] }, &doc! {}),
             ErrorCode::ExceededMemoryLimit
         );
+    }
+}
+
+/// The array a `$filter`, `$map` or `$reduce` reads: `None` for null or missing (the stage
+/// gives null), the elements of an array, else `not_array`'s error with the value's type.
+fn array_input(
+    input: Option<Bson>,
+    not_array: impl FnOnce(&str) -> EvalError,
+) -> std::result::Result<Option<Vec<Bson>>, EvalError> {
+    match input {
+        x if nullish(x.as_ref()) => Ok(None),
+        Some(Bson::Array(a)) => Ok(Some(a)),
+        other => Err(not_array(type_name(other.as_ref()))),
     }
 }
