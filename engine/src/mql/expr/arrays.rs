@@ -515,6 +515,19 @@ fn at(a: Vec<Bson>, i: i64) -> Option<Bson> {
     usize::try_from(i).ok().and_then(|i| a.into_iter().nth(i))
 }
 
+/// The array a `$filter`, `$map` or `$reduce` reads: `None` for null or missing (the stage
+/// gives null), the elements of an array, else `not_array`'s error with the value's type.
+fn array_input(
+    input: Option<Bson>,
+    not_array: impl FnOnce(&str) -> EvalError,
+) -> std::result::Result<Option<Vec<Bson>>, EvalError> {
+    match input {
+        x if nullish(x.as_ref()) => Ok(None),
+        Some(Bson::Array(a)) => Ok(Some(a)),
+        other => Err(not_array(type_name(other.as_ref()))),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use bson::doc;
@@ -794,18 +807,5 @@ mod tests {
             eval_err(&doc! { "$range": [0, 2_000_000_000] }, &doc! {}),
             ErrorCode::ExceededMemoryLimit
         );
-    }
-}
-
-/// The array a `$filter`, `$map` or `$reduce` reads: `None` for null or missing (the stage
-/// gives null), the elements of an array, else `not_array`'s error with the value's type.
-fn array_input(
-    input: Option<Bson>,
-    not_array: impl FnOnce(&str) -> EvalError,
-) -> std::result::Result<Option<Vec<Bson>>, EvalError> {
-    match input {
-        x if nullish(x.as_ref()) => Ok(None),
-        Some(Bson::Array(a)) => Ok(Some(a)),
-        other => Err(not_array(type_name(other.as_ref()))),
     }
 }
