@@ -96,37 +96,5 @@ pub use tools::stats::{CatalogStats, CollectionStats};
 pub use tools::verify::{Problem, ProblemKind, VerifyReport};
 pub use tscoll_catalog::{CatalogOptions, StatsSnapshot};
 
-/// The Arrow crates the engine links, at the versions its Arrow API speaks
-/// ([`Collection::find_arrow`], [`Collection::insert_record_batch`], …): an embedder uses
-/// these instead of guessing and pinning the same versions.
-///
-/// ```
-/// use std::sync::Arc;
-/// use tscoll_engine::arrow::array::{Float64Array, RecordBatch, TimestampMillisecondArray};
-/// use tscoll_engine::arrow::schema::{DataType, Field, Schema, TimeUnit};
-///
-/// let schema = Arc::new(Schema::new(vec![
-///     Field::new("t", DataType::Timestamp(TimeUnit::Millisecond, None), false),
-///     Field::new("v", DataType::Float64, true),
-/// ]));
-/// let batch = RecordBatch::try_new(
-///     schema,
-///     vec![
-///         Arc::new(TimestampMillisecondArray::from(vec![0, 1000])),
-///         Arc::new(Float64Array::from(vec![1.5, 2.5])),
-///     ],
-/// )?;
-/// assert_eq!(batch.num_rows(), 2);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub mod arrow {
-    /// `arrow-array`: arrays and record batches.
-    pub use arrow_array as array;
-    /// `arrow-buffer`: the buffers under the arrays.
-    pub use arrow_buffer as buffer;
-    /// `arrow-schema`: data types, fields and schemas.
-    pub use arrow_schema as schema;
-    /// `arrow-select`: take, filter and concatenation kernels.
-    pub use arrow_select as select;
-}
+pub mod arrow;
 pub use write::{InsertResult, WriteError};

@@ -1,0 +1,47 @@
+//! The Arrow crates the engine links, at the versions its Arrow API speaks
+//! ([`crate::Collection::find_arrow`], [`crate::Collection::insert_record_batch`], …): an embedder uses
+//! these instead of guessing and pinning the same versions.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use tscoll_engine::arrow::array::{Float64Array, RecordBatch, TimestampMillisecondArray};
+//! use tscoll_engine::arrow::schema::{DataType, Field, Schema, TimeUnit};
+//!
+//! let schema = Arc::new(Schema::new(vec![
+//!     Field::new("t", DataType::Timestamp(TimeUnit::Millisecond, None), false),
+//!     Field::new("v", DataType::Float64, true),
+//! ]));
+//! let batch = RecordBatch::try_new(
+//!     schema,
+//!     vec![
+//!         Arc::new(TimestampMillisecondArray::from(vec![0, 1000])),
+//!         Arc::new(Float64Array::from(vec![1.5, 2.5])),
+//!     ],
+//! )?;
+//! assert_eq!(batch.num_rows(), 2);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! It also holds the one mapping between Arrow and BSON values that every Arrow path of the
+//! engine, the CLI and the SQL layer uses (docs/arrow.md).
+
+/// `arrow-array`: arrays and record batches.
+pub use arrow_array as array;
+/// `arrow-buffer`: the buffers under the arrays.
+pub use arrow_buffer as buffer;
+/// `arrow-schema`: data types, fields and schemas.
+pub use arrow_schema as schema;
+/// `arrow-select`: take, filter and concatenation kernels.
+pub use arrow_select as select;
+
+/// Field metadata key naming the BSON type of a column whose Arrow type alone does not say
+/// it: `objectId` (`FixedSizeBinary(12)`), `decimal128` (`FixedSizeBinary(16)`, the IEEE
+/// 754-2008 BID bytes), `timestamp` (`Struct{t: UInt32, i: UInt32}` or `UInt64`),
+/// `binary:N` (a binary subtype other than 0).
+pub const BSON_TYPE_KEY: &str = "tscoll.bson_type";
+
+/// Field metadata key present (value `null`) when a null in the column is a BSON null;
+/// without it a null is a missing field.
+pub const NULLS_KEY: &str = "tscoll.nulls";
+
+pub use crate::query::ENCODING_KEY;
