@@ -65,7 +65,7 @@ enum Doubles<'a> {
 }
 
 impl Doubles<'_> {
-    #[inline]
+    #[inline(always)]
     fn value(&self, row: usize) -> f64 {
         match self {
             Doubles::F64(a) => a.value(row),
@@ -84,7 +84,7 @@ enum Int32s<'a> {
 }
 
 impl Int32s<'_> {
-    #[inline]
+    #[inline(always)]
     fn value(&self, row: usize) -> i32 {
         match self {
             Int32s::I8(a) => i32::from(a.value(row)),
@@ -104,7 +104,7 @@ enum Int64s<'a> {
 }
 
 impl Int64s<'_> {
-    #[inline]
+    #[inline(always)]
     fn value(&self, row: usize) -> Option<i64> {
         match self {
             Int64s::I64(a) => Some(a.value(row)),
@@ -122,7 +122,7 @@ enum Strs<'a> {
 }
 
 impl<'a> Strs<'a> {
-    #[inline]
+    #[inline(always)]
     fn value(&self, row: usize) -> &'a str {
         match self {
             Strs::Utf8(a) => a.value(row),
@@ -143,7 +143,7 @@ enum Dates<'a> {
 }
 
 impl Dates<'_> {
-    #[inline]
+    #[inline(always)]
     fn value(&self, row: usize) -> i64 {
         match self {
             Dates::Date64(a) => a.value(row),
@@ -162,11 +162,14 @@ struct Field<'a> {
     /// The column's logical nulls.
     nulls: Option<NullBuffer>,
     source: Source<'a>,
+    /// Whether a value of the column may have no BSON form ([`Field::error`]): a `UInt64`,
+    /// a column the mapping's reader reads, or a struct holding one.
+    fallible: bool,
 }
 
 impl Field<'_> {
     /// Whether row `row` is null.
-    #[inline]
+    #[inline(always)]
     fn is_null(&self, row: usize) -> bool {
         match &self.source {
             Source::Value(c) => c.is_null(row),
@@ -203,6 +206,9 @@ impl Field<'_> {
 
     /// Why row `row`'s value has no BSON form (at any depth), if it has none.
     fn error(&self, row: usize) -> Option<String> {
+        if !self.fallible {
+            return None;
+        }
         match &self.source {
             _ if self.nulls.as_ref().is_some_and(|n| n.is_null(row)) => None,
             Source::Int64(f) if f.value(row).is_none() => Some(format!(
@@ -791,10 +797,16 @@ fn field<'a>(
         }
         _ => Source::Value(values::Column::new(f, array, path)),
     };
+    let fallible = match &source {
+        Source::Int64(Int64s::U64(_)) | Source::Value(_) => true,
+        Source::Struct(children) => children.iter().any(|c| c.fallible),
+        _ => false,
+    };
     Ok(Field {
         name,
         nulls: array.logical_nulls(),
         source,
+        fallible,
     })
 }
 
