@@ -12,6 +12,7 @@ mod damage;
 mod accumulators;
 mod arrow_insert;
 mod arrow_results;
+mod arrow_types;
 #[cfg(unix)]
 mod closed_buckets_skip_journal;
 mod compact;
