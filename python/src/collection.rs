@@ -8,6 +8,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyMapping, PyString, PyTuple};
 use pyo3_arrow::PyTable;
 use pyo3_arrow::input::AnyRecordBatch;
+use tscoll_engine::arrow::RecordBatchOptions;
 use tscoll_engine::arrow::array::RecordBatch;
 use tscoll_engine::arrow::schema::SchemaRef;
 use tscoll_engine::{ArrowOptions, Collection, FindOptions, SortOrder, Update};
@@ -78,8 +79,9 @@ impl PyCollection {
     /// With `ordered` (default) the insert stops at the first rejected row, keeping those
     /// before it; otherwise every good row is stored. Raises `BulkWriteError` when any row
     /// was rejected (`details["nInserted"]`, `details["writeErrors"]`: index, code, errmsg),
-    /// `OperationFailure` when the input as a whole is refused (an unsupported column
-    /// type, no time column) or storage fails.
+    /// `OperationFailure` when the input as a whole is refused (a column of a type with no
+    /// BSON form, such as a map, named in the message; no time column; a column of
+    /// `time_column` or `meta_columns` missing) or storage fails.
     #[pyo3(signature = (data, ordered=true, time_column=None, meta_columns=None))]
     fn insert(
         &self,
@@ -90,12 +92,12 @@ impl PyCollection {
         meta_columns: Option<Vec<String>>,
     ) -> PyResult<InsertResult> {
         let coll = self.coll(py)?;
-        let columns = insert::Columns {
+        let mapping = RecordBatchOptions {
             time_column,
             meta_columns: meta_columns.unwrap_or_default(),
         };
         let outcome = if data.is_instance_of::<PyList>() || data.is_instance_of::<PyTuple>() {
-            if columns.time_column.is_some() || !columns.meta_columns.is_empty() {
+            if mapping.time_column.is_some() || !mapping.meta_columns.is_empty() {
                 return Err(bad_argument(
                     "time_column and meta_columns apply to Arrow input only",
                 ));
@@ -113,7 +115,7 @@ impl PyCollection {
                         .map_or_else(|_| "this".to_owned(), |n| n.to_string())
                 ))
             })?;
-            insert::arrow(py, &coll, arrow, ordered, &columns)?
+            insert::arrow(py, &coll, arrow, ordered, &mapping)?
         };
         if outcome.errors.is_empty() {
             Ok(InsertResult {
