@@ -149,8 +149,10 @@ fn main() -> Result<(), Failure> {
     for _ in 0..args.reps {
         let dir = tempfile::tempdir()?;
         let db = Database::open(dir.path(), DatabaseOptions::default())?;
-        let coll =
-            db.create_collection("cpu", &TimeseriesOptions::new(TIME_FIELD).meta_field(META_FIELD))?;
+        let coll = db.create_collection(
+            "cpu",
+            &TimeseriesOptions::new(TIME_FIELD).meta_field(META_FIELD),
+        )?;
         let start = Instant::now();
         for b in &batches {
             let result = coll.insert_record_batch(b, &InsertOptions::default())?;
