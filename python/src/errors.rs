@@ -41,11 +41,13 @@ fn operation_failure(py: Python<'_>, message: &str, code: i32, code_name: &str) 
     make().unwrap_or_else(|e| e)
 }
 
-/// The Python exception of an engine error: `OperationFailure` with the error's code
+/// The Python exception of an engine error: `BulkWriteError` for an ordered insert that
+/// stopped at a rejected row; else `OperationFailure` with the error's code
 /// (`InternalError`, 1, for storage, codec and I/O failures; `NotWritablePrimary`, 10107,
 /// for a write to a read-only database, as tscoll's server replies).
 pub(crate) fn engine_error(py: Python<'_>, e: &Error) -> PyErr {
     match e {
+        Error::BulkWrite(result) => bulk_write_error(py, result.inserted, &result.errors),
         Error::ReadOnly => operation_failure(py, &e.to_string(), 10107, "NotWritablePrimary"),
         Error::Rejected { code, message } => {
             operation_failure(py, message, code.code(), &code.name())

@@ -9,7 +9,8 @@ use tscoll_engine::{Collection, InsertOptions, InsertResult};
 
 use crate::errors::{IntoPyResult, runtime};
 
-/// Inserts documents (`insert_many`): what was stored and what was rejected.
+/// Inserts documents (`insert_many`): what was stored and what was rejected, ordered or
+/// not (an ordered insert's `Error::BulkWrite` taken back as its result).
 ///
 /// # Errors
 /// The engine's other errors as Python exceptions.
@@ -23,12 +24,17 @@ pub(crate) fn documents(
         ordered,
         ..InsertOptions::default()
     };
-    py.detach(|| coll.insert_many(docs, &options)).py_err(py)
+    py.detach(|| {
+        coll.insert_many(docs, &options)
+            .or_else(tscoll_engine::Error::into_insert_result)
+    })
+    .py_err(py)
 }
 
 /// Inserts the batches of an Arrow input, its time and meta fields mapped by `mapping`,
 /// reading the next batch (with the GIL: a stream may call back into Python) only after
-/// the previous one is stored; with `ordered`, stops at the first rejected row.
+/// the previous one is stored; with `ordered`, stops at the first rejected row (the
+/// engine's `Error::BulkWrite` taken back as the batch's result).
 ///
 /// # Errors
 /// The stream fails (`RuntimeError`), or the engine's error as a Python exception (a
@@ -51,7 +57,10 @@ pub(crate) fn arrow(
         let batch = batch.map_err(|e| runtime(format!("reading the Arrow input: {e}")))?;
         let rows = batch.num_rows();
         let result = py
-            .detach(|| coll.insert_record_batch_with(&batch, &options, mapping))
+            .detach(|| {
+                coll.insert_record_batch_with(&batch, &options, mapping)
+                    .or_else(tscoll_engine::Error::into_insert_result)
+            })
             .py_err(py)?;
         total.inserted += result.inserted;
         let stop = ordered && !result.errors.is_empty();

@@ -7,7 +7,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow_schema::{DataType, Field, Fields, Schema, TimeUnit};
-use bson::spec::BinarySubtype;
 use bson::{Bson, Document};
 
 /// Field metadata key naming the BSON type of a column whose Arrow type alone does not say
@@ -336,10 +335,4 @@ impl Shape {
             _ => {}
         }
     }
-}
-
-/// The binary subtype a `binary:N` metadata value names.
-pub(crate) fn binary_subtype(name: &str) -> Option<BinarySubtype> {
-    let n: u8 = name.strip_prefix("binary:")?.parse().ok()?;
-    Some(BinarySubtype::from(n))
 }
