@@ -34,7 +34,7 @@ use bson::{Binary, Bson, DateTime, Decimal128, Document, Timestamp};
 
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
 
-use crate::output::shape::{BSON_TYPE_KEY, NULLS_KEY, binary_subtype};
+use tscoll_engine::arrow::{BSON_TYPE_KEY, NULLS_KEY};
 
 /// Opens Parquet file `path` (`-`: stdin, copied to a temporary file first) for reading in
 /// record batches of `batch_size` rows.
@@ -561,6 +561,12 @@ impl<'a> Column<'a> {
     fn bad(&self, what: &str) -> String {
         format!("field '{}': not a valid {what} value", self.path)
     }
+}
+
+/// The binary subtype a `binary:N` mark names.
+fn binary_subtype(name: &str) -> Option<BinarySubtype> {
+    let n: u8 = name.strip_prefix("binary:")?.parse().ok()?;
+    Some(BinarySubtype::from(n))
 }
 
 /// The bytes of a binary value (any binary type).
