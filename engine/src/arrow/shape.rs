@@ -221,7 +221,7 @@ impl Shape {
                     }
                     Some(Kind::Document(shape)) => shape.add(d),
                     Some(Kind::Json) => {}
-                    Some(_) => self.to_json("object"),
+                    Some(_) => self.make_json("object"),
                 }
                 return;
             }
@@ -234,7 +234,7 @@ impl Shape {
                     }
                     Some(Kind::Array(element)) => items.iter().for_each(|v| element.add(v)),
                     Some(Kind::Json) => {}
-                    Some(_) => self.to_json("array"),
+                    Some(_) => self.make_json("array"),
                 }
                 return;
             }
@@ -247,7 +247,7 @@ impl Shape {
                         self.mixed.push(type_name(other));
                     }
                     Some(Kind::Json) => {}
-                    Some(_) => self.to_json(type_name(other)),
+                    Some(_) => self.make_json(type_name(other)),
                 }
                 return;
             }
@@ -271,7 +271,7 @@ impl Shape {
                 self.kind = Some(kind);
                 old
             }
-            _ => return self.to_json(kind.name()),
+            _ => return self.make_json(kind.name()),
         };
         if !self.widened.contains(&widened) {
             self.widened.push(widened);
@@ -279,7 +279,7 @@ impl Shape {
     }
 
     /// Makes the field a JSON column: it holds values of its kind and of type `other`.
-    fn to_json(&mut self, other: &'static str) {
+    fn make_json(&mut self, other: &'static str) {
         let current = self.kind.as_ref().map_or("null", Kind::name);
         self.mixed.push(current);
         self.mixed.extend(self.widened.drain(..));
