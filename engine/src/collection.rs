@@ -12,6 +12,7 @@ use tscoll_catalog::{BucketCatalog, BucketId, BucketingSpec, CatalogOptions, Mem
 use bson::doc;
 
 use crate::LogOptions;
+use crate::arrow::RecordBatchOptions;
 use crate::error::{Error, ErrorCode, Result};
 use crate::index::Indexes;
 use crate::options::CollectionSpec;
@@ -298,16 +299,20 @@ impl Collection {
 
     /// Inserts the rows of an Arrow record batch as measurements (SPEC §2, §6, §7), column by
     /// column: row `i` is the measurement at input position `i`. The time field's column
-    /// must be a `Timestamp` (any unit; truncated to ms) or `Date64`; the meta field's column,
-    /// if any, any supported type; every other column is a measurement field, a null being a
-    /// missing field. Types: `Float64`, `Float32` → double; `Int8`, `Int16`, `Int32`,
-    /// `UInt8`, `UInt16` → int32; `Int64`, `UInt32`, `UInt64` → int64; `Boolean` → bool;
-    /// `Utf8`, `LargeUtf8` → string; `Timestamp`, `Date64` → date; `Struct` → document.
+    /// must be a `Timestamp` (any unit and time zone; floored to ms), `Date32` or `Date64`;
+    /// the meta field's column, if any, and every other column (a measurement field, a null
+    /// being a missing field) may be of any Arrow type with a BSON form: the mapping
+    /// [`crate::arrow::documents_from_batch`] applies (docs/arrow.md, "Arrow → BSON":
+    /// integers, floats, decimals, strings of every layout, binaries, timestamps, dates,
+    /// lists, structs, dictionaries of these; `Map`, `Union`, `Interval` and
+    /// `RunEndEncoded` are refused, naming the column), and what
+    /// [`Collection::find_arrow`] returns is taken back unchanged. The common types are read
+    /// straight into bucket columns, with no document per row.
     /// A row without an `_id` (no `_id` column, or a null in it) gets a generated ObjectId
     /// (R-2.3). Validation and the outcome are those of
-    /// [`Collection::insert_many`]: a row with a null time, a `UInt64` past `i64::MAX` or
-    /// too large for a bucket is rejected with its position, and with `ordered` nothing after
-    /// it is inserted.
+    /// [`Collection::insert_many`]: a row with a null time, a value with no BSON form (a
+    /// `UInt64` past `i64::MAX`, a decimal of more than 34 digits) or too large for a bucket
+    /// is rejected with its position, and with `ordered` nothing after it is inserted.
     ///
     /// ```
     /// # use std::sync::Arc;
@@ -336,7 +341,48 @@ impl Collection {
         batch: &RecordBatch,
         options: &InsertOptions,
     ) -> Result<InsertResult> {
-        self.inner.insert_record_batch(batch, options)
+        self.inner
+            .insert_record_batch(batch, options, &RecordBatchOptions::default())
+    }
+
+    /// As [`Collection::insert_record_batch`], with the time and meta fields taken from
+    /// columns named otherwise ([`RecordBatchOptions`]): the time field from
+    /// `time_column`, the meta document from the flat `meta_columns`.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use tscoll_engine::*;
+    /// use tscoll_engine::arrow::RecordBatchOptions;
+    /// use tscoll_engine::arrow::array::{Float64Array, RecordBatch, StringArray, TimestampMillisecondArray};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = Database::open(dir.path(), DatabaseOptions::default())?;
+    /// let coll = db.create_collection("c", &TimeseriesOptions::new("t").meta_field("tags"))?;
+    /// let batch = RecordBatch::try_from_iter([
+    ///     ("when", Arc::new(TimestampMillisecondArray::from(vec![0, 1000])) as _),
+    ///     ("host", Arc::new(StringArray::from(vec!["a", "b"])) as _),
+    ///     ("region", Arc::new(StringArray::from(vec!["eu", "eu"])) as _),
+    ///     ("cpu", Arc::new(Float64Array::from(vec![0.5, 2.0])) as _),
+    /// ])?;
+    /// let mapping = RecordBatchOptions {
+    ///     time_column: Some("when".into()),
+    ///     meta_columns: vec!["host".into(), "region".into()],
+    /// };
+    /// coll.insert_record_batch_with(&batch, &InsertOptions::default(), &mapping)?;
+    /// assert_eq!(coll.count(&bson::doc! { "tags": { "host": "b", "region": "eu" } })?, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Collection::insert_record_batch`]; `BadValue` before anything is inserted when
+    /// a named column is not in the batch or is named twice, or meta columns are given for
+    /// a collection without a meta field or beside a column named as the meta field.
+    pub fn insert_record_batch_with(
+        &self,
+        batch: &RecordBatch,
+        options: &InsertOptions,
+        mapping: &RecordBatchOptions,
+    ) -> Result<InsertResult> {
+        self.inner.insert_record_batch(batch, options, mapping)
     }
 
     // Reading measurements.

@@ -62,3 +62,42 @@ pub const BSON_TYPE_KEY: &str = "tscoll.bson_type";
 pub const NULLS_KEY: &str = "tscoll.nulls";
 
 pub use crate::query::ENCODING_KEY;
+
+mod columns;
+pub(crate) mod plain;
+pub(crate) mod values;
+
+pub use columns::RecordBatchOptions;
+
+/// The rows of `batch` as documents, by the Arrow → BSON mapping every Arrow path of the
+/// engine uses (docs/arrow.md, "Arrow → BSON"): each column a field, its null rows left out
+/// (BSON null where the field is marked [`NULLS_KEY`]). What
+/// [`crate::Collection::insert_record_batch`] stores for a row is this document, with an
+/// `_id` where it has none.
+///
+/// ```
+/// use std::sync::Arc;
+/// use bson::doc;
+/// use tscoll_engine::arrow::array::{DictionaryArray, Int64Array, RecordBatch};
+/// use tscoll_engine::arrow::array::types::Int32Type;
+///
+/// let host: DictionaryArray<Int32Type> = vec!["a", "b", "a"].into_iter().collect();
+/// let batch = RecordBatch::try_from_iter([
+///     ("host", Arc::new(host) as _),
+///     ("n", Arc::new(Int64Array::from(vec![Some(1), None, Some(3)])) as _),
+/// ])?;
+/// let docs = tscoll_engine::arrow::documents_from_batch(&batch)?;
+/// assert_eq!(docs, [doc! { "host": "a", "n": 1_i64 }, doc! { "host": "b" }, doc! { "host": "a", "n": 3_i64 }]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+/// [`crate::Error::Rejected`] (`BadValue`): a column of a type with no BSON form (`Map`,
+/// `Union`, `Interval`, `RunEndEncoded`, at any depth), naming it; or the first value with
+/// none (a `UInt64` past the int64 range, a decimal of more than 34 digits, a JSON-marked
+/// text that is not Extended JSON), naming its row and field.
+pub fn documents_from_batch(
+    batch: &arrow_array::RecordBatch,
+) -> crate::Result<Vec<bson::Document>> {
+    values::documents(batch)
+}

@@ -2,12 +2,16 @@
 //! catalog's [`MeasurementColumns`], grouped by series and sorted by time, and staged a run of
 //! rows at a time ([`tscoll_catalog::BucketCatalog::stage_call`]), with no document per row.
 //!
-//! Arrow types and the BSON types they become: `Float64`, `Float32` → double; `Int8`,
-//! `Int16`, `Int32`, `UInt8`, `UInt16` → int32; `Int64`, `UInt32`, `UInt64` → int64 (a
-//! `UInt64` above `i64::MAX` rejects its row); `Boolean` → bool; `Utf8`, `LargeUtf8` → string;
-//! `Timestamp` (any unit, truncated to ms) and `Date64` → date; `Struct` → document (its
-//! null children left out). A null is a missing field.
-//! Any other type is refused before anything is inserted.
+//! The values are those of the engine's one Arrow → BSON mapping (`crate::arrow::values`,
+//! docs/arrow.md). The common unmarked types are read here straight from their arrays:
+//! `Float64`, `Float32` → double; `Int8`, `Int16`, `Int32`, `UInt8`, `UInt16` → int32;
+//! `Int64`, `UInt32`, `UInt64` → int64 (a `UInt64` above `i64::MAX` rejects its row);
+//! `Boolean` → bool; `Utf8`, `LargeUtf8`, `Utf8View` → string; `Timestamp` (any unit,
+//! floored to ms), `Date32` and `Date64` → date; `FixedSizeBinary(12)` marked `objectId` →
+//! ObjectId; `Struct` → document (its null children left out); dictionaries are unpacked
+//! first (`crate::arrow::plain`). Every other column is read value by value by the mapping's
+//! reader. A null is a missing field. A type with no BSON form is refused, naming its
+//! column, before anything is inserted.
 
 use std::collections::HashMap;
 use std::hash::Hasher;
@@ -15,12 +19,13 @@ use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
-    Date64Type, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type,
+    Date32Type, Date64Type, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type,
     TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType,
     TimestampSecondType, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
 };
-use arrow_array::{Array, PrimitiveArray, RecordBatch};
-use arrow_schema::{DataType, TimeUnit};
+use arrow_array::{Array, ArrayRef, FixedSizeBinaryArray, PrimitiveArray, RecordBatch};
+use arrow_buffer::NullBuffer;
+use arrow_schema::{DataType, FieldRef, TimeUnit};
 use bson::spec::ElementType;
 use bson::{Bson, DateTime};
 use tscoll_catalog::value::{element_size, push_value};
@@ -28,6 +33,7 @@ use tscoll_catalog::{BucketKey, Measurement, MeasurementColumns};
 use tscoll_codec::{Column, RowStart, tag};
 
 use crate::InsertOptions;
+use crate::arrow::{BSON_TYPE_KEY, ENCODING_KEY, NULLS_KEY, RecordBatchOptions, plain, values};
 use crate::collection::CollectionInner;
 use crate::error::{Error, ErrorCode, Result};
 use crate::write::ids;
@@ -44,8 +50,12 @@ enum Source<'a> {
     Bool(&'a arrow_array::BooleanArray),
     Str(Strs<'a>),
     Date(Dates<'a>),
+    /// `FixedSizeBinary(12)` marked `objectId`.
+    ObjectId(&'a FixedSizeBinaryArray),
     /// A `Struct`: a document of its children.
     Struct(Vec<Field<'a>>),
+    /// Any other column, read value by value by the mapping's reader.
+    Value(values::Column<'a>),
 }
 
 /// Arrow arrays read as doubles.
@@ -108,6 +118,7 @@ impl Int64s<'_> {
 enum Strs<'a> {
     Utf8(&'a arrow_array::StringArray),
     Large(&'a arrow_array::LargeStringArray),
+    View(&'a arrow_array::StringViewArray),
 }
 
 impl<'a> Strs<'a> {
@@ -116,6 +127,7 @@ impl<'a> Strs<'a> {
         match self {
             Strs::Utf8(a) => a.value(row),
             Strs::Large(a) => a.value(row),
+            Strs::View(a) => a.value(row),
         }
     }
 }
@@ -123,6 +135,7 @@ impl<'a> Strs<'a> {
 /// Arrow arrays read as dates (ms since the epoch; finer units truncated toward the past).
 enum Dates<'a> {
     Date64(&'a PrimitiveArray<Date64Type>),
+    Date32(&'a PrimitiveArray<Date32Type>),
     Seconds(&'a PrimitiveArray<TimestampSecondType>),
     Millis(&'a PrimitiveArray<TimestampMillisecondType>),
     Micros(&'a PrimitiveArray<TimestampMicrosecondType>),
@@ -134,6 +147,7 @@ impl Dates<'_> {
     fn value(&self, row: usize) -> i64 {
         match self {
             Dates::Date64(a) => a.value(row),
+            Dates::Date32(a) => i64::from(a.value(row)) * 86_400_000,
             Dates::Seconds(a) => a.value(row).saturating_mul(1000),
             Dates::Millis(a) => a.value(row),
             Dates::Micros(a) => a.value(row).div_euclid(1000),
@@ -145,15 +159,29 @@ impl Dates<'_> {
 /// A column of the batch: its name, values and nulls.
 struct Field<'a> {
     name: &'a str,
-    array: &'a dyn Array,
+    /// The column's logical nulls.
+    nulls: Option<NullBuffer>,
     source: Source<'a>,
 }
 
 impl Field<'_> {
-    /// The value of row `row` as BSON (`None`: null, or a `UInt64` past `i64::MAX`).
+    /// Whether row `row` is null.
+    #[inline]
+    fn is_null(&self, row: usize) -> bool {
+        match &self.source {
+            Source::Value(c) => c.is_null(row),
+            _ => self.nulls.as_ref().is_some_and(|n| n.is_null(row)),
+        }
+    }
+
+    /// The value of row `row` as BSON (`None`: a missing field, or a value with no BSON
+    /// form: [`Field::error`] says which).
     fn bson(&self, row: usize) -> Option<Bson> {
-        if self.array.is_null(row) {
-            return None;
+        if self.is_null(row) {
+            return match &self.source {
+                Source::Value(c) => c.value(row).ok().flatten(),
+                _ => None,
+            };
         }
         Some(match &self.source {
             Source::Double(f) => Bson::Double(f.value(row)),
@@ -162,13 +190,29 @@ impl Field<'_> {
             Source::Bool(a) => Bson::Boolean(a.value(row)),
             Source::Str(f) => Bson::String(f.value(row).to_owned()),
             Source::Date(f) => Bson::DateTime(DateTime::from_millis(f.value(row))),
+            Source::ObjectId(a) => Bson::ObjectId(object_id(a, row)),
             Source::Struct(children) => Bson::Document(
                 children
                     .iter()
                     .filter_map(|c| Some((c.name.to_owned(), c.bson(row)?)))
                     .collect(),
             ),
+            Source::Value(c) => return c.value(row).ok().flatten(),
         })
+    }
+
+    /// Why row `row`'s value has no BSON form (at any depth), if it has none.
+    fn error(&self, row: usize) -> Option<String> {
+        match &self.source {
+            _ if self.nulls.as_ref().is_some_and(|n| n.is_null(row)) => None,
+            Source::Int64(f) if f.value(row).is_none() => Some(format!(
+                "'{}' holds an unsigned integer past the int64 range",
+                self.name
+            )),
+            Source::Struct(children) => children.iter().find_map(|c| c.error(row)),
+            Source::Value(c) => c.value(row).err(),
+            _ => None,
+        }
     }
 
     /// Writes the value of row `row` as [`tscoll_catalog::write_as_written`] writes the
@@ -176,6 +220,12 @@ impl Field<'_> {
     /// struct with two children of one name writes both, where `bson` keeps one: such bytes
     /// are never another value's, so they still name one series.)
     fn write_as_written(&self, row: usize, out: &mut Vec<u8>) {
+        if let Source::Value(_) = &self.source {
+            if let Some(v) = self.bson(row) {
+                tscoll_catalog::write_as_written(&v, out);
+            }
+            return;
+        }
         if self.absent(row) {
             return;
         }
@@ -183,7 +233,7 @@ impl Field<'_> {
         self.write_payload(row, out);
     }
 
-    /// The BSON type of the values [`Field::bson`] gives.
+    /// The BSON type of the values [`Field::bson`] gives, for a source of one type.
     fn element_type(&self) -> ElementType {
         match &self.source {
             Source::Double(_) => ElementType::Double,
@@ -192,11 +242,40 @@ impl Field<'_> {
             Source::Bool(_) => ElementType::Boolean,
             Source::Str(_) => ElementType::String,
             Source::Date(_) => ElementType::DateTime,
+            Source::ObjectId(_) => ElementType::ObjectId,
             Source::Struct(_) => ElementType::EmbeddedDocument,
+            // Written from its value ([`Field::write_element`]).
+            Source::Value(_) => ElementType::Null,
         }
     }
 
-    /// The BSON value bytes of row `row`, which is not absent.
+    /// Writes row `row` as an element of a document (type, name, value), nothing when it
+    /// is absent.
+    fn write_element(&self, row: usize, out: &mut Vec<u8>) {
+        if let Source::Value(_) = &self.source {
+            let Some(v) = self.bson(row) else {
+                return;
+            };
+            let mut value = Vec::new();
+            tscoll_catalog::write_as_written(&v, &mut value);
+            if let Some((code, payload)) = value.split_first() {
+                out.push(*code);
+                out.extend_from_slice(self.name.as_bytes());
+                out.push(0);
+                out.extend_from_slice(payload);
+            }
+            return;
+        }
+        if self.absent(row) {
+            return;
+        }
+        out.push(self.element_type() as u8);
+        out.extend_from_slice(self.name.as_bytes());
+        out.push(0);
+        self.write_payload(row, out);
+    }
+
+    /// The BSON value bytes of row `row`, which is not absent (a source of one type).
     fn write_payload(&self, row: usize, out: &mut Vec<u8>) {
         match &self.source {
             Source::Double(f) => out.extend_from_slice(&f.value(row).to_le_bytes()),
@@ -213,26 +292,28 @@ impl Field<'_> {
                 out.push(0);
             }
             Source::Date(f) => out.extend_from_slice(&f.value(row).to_le_bytes()),
+            Source::ObjectId(a) => out.extend_from_slice(a.value(row)),
             Source::Struct(children) => {
                 let start = out.len();
                 out.extend_from_slice(&[0; 4]);
-                for c in children.iter().filter(|c| !c.absent(row)) {
-                    out.push(c.element_type() as u8);
-                    out.extend_from_slice(c.name.as_bytes());
-                    out.push(0);
-                    c.write_payload(row, out);
+                for c in children {
+                    c.write_element(row, out);
                 }
                 out.push(0);
                 let len = i32::try_from(out.len() - start).unwrap_or(i32::MAX);
                 out[start..start + 4].copy_from_slice(&len.to_le_bytes());
             }
+            Source::Value(_) => {}
         }
     }
 
     /// Whether [`Field::bson`] gives `None` for row `row`.
     fn absent(&self, row: usize) -> bool {
-        self.array.is_null(row)
-            || matches!(&self.source, Source::Int64(f) if f.value(row).is_none())
+        match &self.source {
+            Source::Value(c) => !matches!(c.value(row), Ok(Some(_))),
+            Source::Int64(f) => self.is_null(row) || f.value(row).is_none(),
+            _ => self.is_null(row),
+        }
     }
 
     /// Whether rows `a` and `b` hold the same value (both null included), without building
@@ -243,29 +324,37 @@ impl Field<'_> {
         same[0]
     }
 
+    /// The bytes [`Field::write_as_written`] writes for row `row`.
+    fn written(&self, row: usize) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.write_as_written(row, &mut out);
+        out
+    }
+
     /// Mixes every row's value into its entry of `hashes`, column by column (equal values
     /// mix alike).
     fn hash_rows(&self, hashes: &mut [u64]) {
-        let nulls = self.array.logical_nulls();
-        let null = |row: usize| nulls.as_ref().is_some_and(|n| n.is_null(row));
         if let Source::Struct(children) = &self.source {
             for c in children {
                 c.hash_rows(hashes);
             }
         }
         // Strings without nulls (the usual meta tags) in a loop of their own per array type.
-        if nulls.is_none()
+        if self.nulls.is_none()
             && let Source::Str(strs) = &self.source
         {
             match strs {
                 Strs::Utf8(a) => hash_strings(hashes, |row| a.value(row)),
                 Strs::Large(a) => hash_strings(hashes, |row| a.value(row)),
+                Strs::View(a) => hash_strings(hashes, |row| a.value(row)),
             }
             return;
         }
         for (row, h) in hashes.iter_mut().enumerate() {
             let mut fx = Fx::with_state(*h);
-            if null(row) {
+            if let Source::Value(_) = &self.source {
+                fx.write(&self.written(row));
+            } else if self.is_null(row) {
                 fx.write_u8(0);
             } else {
                 match &self.source {
@@ -275,7 +364,8 @@ impl Field<'_> {
                     Source::Bool(x) => fx.write_u8(u8::from(x.value(row))),
                     Source::Str(f) => fx.write(f.value(row).as_bytes()),
                     Source::Date(f) => fx.write_i64(f.value(row)),
-                    Source::Struct(_) => {}
+                    Source::ObjectId(a) => fx.write(a.value(row)),
+                    Source::Struct(_) | Source::Value(_) => {}
                 }
                 fx.write_u8(0xff);
             }
@@ -286,33 +376,38 @@ impl Field<'_> {
     /// Clears `same[i]` where rows `pairs[i]` hold different values (both null counts as the
     /// same), column by column.
     fn same_rows(&self, pairs: &[(usize, usize)], same: &mut [bool]) {
-        let nulls = self.array.logical_nulls();
-        if nulls.is_none()
+        if self.nulls.is_none()
             && let Source::Str(strs) = &self.source
         {
             match strs {
                 Strs::Utf8(a) => same_strings(pairs, same, |row| a.value(row)),
                 Strs::Large(a) => same_strings(pairs, same, |row| a.value(row)),
+                Strs::View(a) => same_strings(pairs, same, |row| a.value(row)),
             }
             return;
         }
-        let null = |row: usize| nulls.as_ref().is_some_and(|n| n.is_null(row));
         for (&(a, b), s) in pairs.iter().zip(same.iter_mut()) {
-            if *s {
-                *s = match (null(a), null(b)) {
-                    (true, true) => true,
-                    (false, false) => match &self.source {
-                        Source::Double(f) => f.value(a).to_bits() == f.value(b).to_bits(),
-                        Source::Int32(f) => f.value(a) == f.value(b),
-                        Source::Int64(f) => f.value(a) == f.value(b),
-                        Source::Bool(x) => x.value(a) == x.value(b),
-                        Source::Str(f) => f.value(a) == f.value(b),
-                        Source::Date(f) => f.value(a) == f.value(b),
-                        Source::Struct(_) => true,
-                    },
-                    _ => false,
-                };
+            if !*s {
+                continue;
             }
+            if let Source::Value(_) = &self.source {
+                *s = a == b || self.written(a) == self.written(b);
+                continue;
+            }
+            *s = match (self.is_null(a), self.is_null(b)) {
+                (true, true) => true,
+                (false, false) => match &self.source {
+                    Source::Double(f) => f.value(a).to_bits() == f.value(b).to_bits(),
+                    Source::Int32(f) => f.value(a) == f.value(b),
+                    Source::Int64(f) => f.value(a) == f.value(b),
+                    Source::Bool(x) => x.value(a) == x.value(b),
+                    Source::Str(f) => f.value(a) == f.value(b),
+                    Source::Date(f) => f.value(a) == f.value(b),
+                    Source::ObjectId(x) => x.value(a) == x.value(b),
+                    Source::Struct(_) | Source::Value(_) => true,
+                },
+                _ => false,
+            };
         }
         if let Source::Struct(children) = &self.source {
             for c in children {
@@ -322,38 +417,54 @@ impl Field<'_> {
     }
 
     /// The BSON element size of row `row` (0 for a skip) as [`Field::push`] gives it, without
-    /// appending it anywhere but, for a struct, to `scratch`; `None` for a `UInt64` past
-    /// `i64::MAX`.
-    fn size(&self, row: usize, scratch: &mut Column) -> Option<u64> {
-        if self.array.is_null(row) {
-            return Some(0);
-        }
+    /// appending it anywhere but, for a struct, to `scratch`.
+    ///
+    /// # Errors
+    /// Why the value has no BSON form ([`Field::error`]).
+    fn size(&self, row: usize, scratch: &mut Column) -> std::result::Result<u64, String> {
         let head = 2 + self.name.len() as u64;
-        Some(match &self.source {
+        if let Source::Value(c) = &self.source {
+            return Ok(c.value(row)?.map_or(0, |v| element_size(self.name, &v)));
+        }
+        if self.is_null(row) {
+            return Ok(0);
+        }
+        Ok(match &self.source {
             Source::Double(_) | Source::Date(_) => head + 8,
             Source::Int32(_) => head + 4,
             Source::Int64(f) => {
-                f.value(row)?;
+                if f.value(row).is_none() {
+                    return Err(self.error(row).unwrap_or_default());
+                }
                 head + 8
             }
             Source::Bool(_) => head + 1,
             Source::Str(f) => head + 5 + f.value(row).len() as u64,
+            Source::ObjectId(_) => head + 12,
             Source::Struct(_) => {
+                if let Some(e) = self.error(row) {
+                    return Err(e);
+                }
                 scratch.clear();
-                return self.push(row, scratch);
+                return Ok(self.push(row, scratch));
             }
+            Source::Value(_) => 0,
         })
     }
 
-    /// Appends row `row` to `column`; returns its BSON element size (0 for a skip), or `None`
-    /// for a `UInt64` past `i64::MAX`.
-    fn push(&self, row: usize, column: &mut Column) -> Option<u64> {
-        if self.array.is_null(row) {
-            column.push_missing();
-            return Some(0);
-        }
+    /// Appends row `row` to `column`; returns its BSON element size (0 for a skip). A row
+    /// whose value has no BSON form ([`Field::error`]) was rejected before: it is a skip.
+    fn push(&self, row: usize, column: &mut Column) -> u64 {
         let head = 2 + self.name.len() as u64;
-        Some(match &self.source {
+        let absent = match &self.source {
+            Source::Value(_) | Source::Struct(_) => false,
+            _ => self.is_null(row),
+        };
+        if absent {
+            column.push_missing();
+            return 0;
+        }
+        match &self.source {
             Source::Double(f) => {
                 column.push_float(f.value(row));
                 head + 8
@@ -363,7 +474,7 @@ impl Field<'_> {
                 head + 4
             }
             Source::Int64(f) => {
-                column.push_int(tag::INT64, f.value(row)?);
+                column.push_int(tag::INT64, f.value(row).unwrap_or_default());
                 head + 8
             }
             Source::Bool(a) => {
@@ -379,16 +490,33 @@ impl Field<'_> {
                 column.push_int(tag::DATETIME, f.value(row));
                 head + 8
             }
-            Source::Struct(_) => {
-                let doc = self.bson(row)?;
-                let mut scratch = Vec::new();
-                push_value(column, &doc, &mut scratch);
-                element_size(self.name, &doc)
+            Source::ObjectId(a) => {
+                column.push_bytes(tag::OBJECT_ID, a.value(row));
+                head + 12
             }
-        })
+            Source::Struct(_) | Source::Value(_) => match self.bson(row) {
+                Some(doc) => {
+                    let mut scratch = Vec::new();
+                    push_value(column, &doc, &mut scratch);
+                    element_size(self.name, &doc)
+                }
+                None => {
+                    column.push_missing();
+                    0
+                }
+            },
+        }
     }
 }
 
+/// The ObjectId of row `row` of a `FixedSizeBinary(12)` column.
+fn object_id(a: &FixedSizeBinaryArray, row: usize) -> bson::oid::ObjectId {
+    let mut bytes = [0u8; 12];
+    if let Some(value) = a.value(row).get(..12) {
+        bytes.copy_from_slice(value);
+    }
+    bson::oid::ObjectId::from_bytes(bytes)
+}
 /// [`Field::hash_rows`] of a string column without nulls: each row's string and an end mark,
 /// as the general loop mixes a present value.
 fn hash_strings<'s>(hashes: &mut [u64], value: impl Fn(usize) -> &'s str) {
@@ -462,34 +590,29 @@ impl<'a> Field<'a> {
             Source::Double(_) | Source::Date(_) | Source::Int64(_) => Some(8),
             Source::Int32(_) => Some(4),
             Source::Bool(_) => Some(1),
-            Source::Str(_) | Source::Struct(_) => None,
+            Source::ObjectId(_) => Some(12),
+            Source::Str(_) | Source::Struct(_) | Source::Value(_) => None,
         }
     }
 
     /// Whether [`Field::push_rows`] appends any rows of this field as one run: a column of a
     /// fixed-size type without nulls.
     fn pushes_as_run(&self) -> bool {
-        self.fixed_size().is_some() && self.array.logical_null_count() == 0
+        self.fixed_size().is_some() && self.nulls.is_none()
     }
 
     /// Adds each row's BSON element size as [`Field::size`] gives it to its entry of `sizes`
-    /// (all rows of the batch), and names this field in `unsigned` where it holds a `UInt64`
-    /// past `i64::MAX`. A column of a fixed-size type is counted without reading its values.
-    fn add_sizes<'n>(
-        &self,
-        sizes: &mut [u64],
-        unsigned: &mut [Option<&'n str>],
-        scratch: &mut Column,
-    ) where
-        'a: 'n,
-    {
+    /// (all rows of the batch), and sets `bad` where a row's value has no BSON form (the
+    /// first reason kept). A column of a fixed-size type is counted without reading its
+    /// values.
+    fn add_sizes(&self, sizes: &mut [u64], bad: &mut [Option<String>], scratch: &mut Column) {
         // A `UInt64` column is read row by row: a value past `i64::MAX` rejects its row.
         let fixed = self
             .fixed_size()
             .filter(|_| !matches!(self.source, Source::Int64(Int64s::U64(_))));
         if let Some(size) = fixed {
             let size = 2 + self.name.len() as u64 + size;
-            match self.array.logical_nulls() {
+            match &self.nulls {
                 None => sizes.iter_mut().for_each(|s| *s += size),
                 Some(nulls) => {
                     for (row, s) in sizes.iter_mut().enumerate() {
@@ -501,10 +624,12 @@ impl<'a> Field<'a> {
             }
             return;
         }
-        for (row, (s, u)) in sizes.iter_mut().zip(unsigned.iter_mut()).enumerate() {
+        for (row, (s, b)) in sizes.iter_mut().zip(bad.iter_mut()).enumerate() {
             match self.size(row, scratch) {
-                Some(size) => *s += size,
-                None => *u = Some(self.name),
+                Ok(size) => *s += size,
+                Err(e) => {
+                    b.get_or_insert(e);
+                }
             }
         }
     }
@@ -515,7 +640,7 @@ impl<'a> Field<'a> {
     fn push_rows(&self, rows: &[usize], at: usize, column: &mut Column, sizes: &mut RowSizes<'_>) {
         let head = 2 + self.name.len() as u64;
         let names = self.name.len() as u64 + 1;
-        if self.array.logical_null_count() == 0 {
+        if self.nulls.is_none() {
             let appended = match &self.source {
                 Source::Double(f) => {
                     column.extend_floats(rows.iter().map(|&r| f.value(r)));
@@ -549,7 +674,7 @@ impl<'a> Field<'a> {
             }
         }
         for (i, &row) in rows.iter().enumerate() {
-            let size = self.push(row, column).unwrap_or_default();
+            let size = self.push(row, column);
             if size > 0 {
                 sizes.add(at + i, size, names);
             }
@@ -557,15 +682,34 @@ impl<'a> Field<'a> {
     }
 }
 
-/// Reads a column, or says why its type is refused.
-fn field<'a>(name: &'a str, array: &'a dyn Array) -> std::result::Result<Field<'a>, String> {
+/// Reads column `array` of field `f` (`path`: its dotted name in messages), or says why it
+/// is refused.
+fn field<'a>(
+    f: &'a arrow_schema::Field,
+    array: &'a dyn Array,
+    path: &str,
+) -> std::result::Result<Field<'a>, String> {
+    let name = f.name().as_str();
     // BSON field names are C strings, at every depth.
     if name.as_bytes().contains(&0) {
         return Err(format!(
             "field name {name:?} holds a NUL byte, which BSON cannot store"
         ));
     }
+    values::check_type(path, f.data_type())?;
+    check_names(f.data_type())?;
+    let metadata = f.metadata();
+    let object_id = metadata.get(BSON_TYPE_KEY).map(String::as_str) == Some("objectId");
+    // A mark changes what the values are (or makes a null BSON null): the mapping's reader
+    // reads them.
+    let marked = metadata.contains_key(BSON_TYPE_KEY)
+        || metadata.contains_key(ENCODING_KEY)
+        || (metadata.contains_key(NULLS_KEY) && array.logical_null_count() > 0);
     let source = match array.data_type() {
+        DataType::FixedSizeBinary(12) if object_id => {
+            Source::ObjectId(array.as_fixed_size_binary())
+        }
+        _ if marked => Source::Value(values::Column::new(f, array, path)),
         DataType::Float64 => {
             let a = array.as_primitive::<Float64Type>();
             Source::Double(Doubles::F64(a))
@@ -609,9 +753,14 @@ fn field<'a>(name: &'a str, array: &'a dyn Array) -> std::result::Result<Field<'
         DataType::Boolean => Source::Bool(array.as_boolean()),
         DataType::Utf8 => Source::Str(Strs::Utf8(array.as_string::<i32>())),
         DataType::LargeUtf8 => Source::Str(Strs::Large(array.as_string::<i64>())),
+        DataType::Utf8View => Source::Str(Strs::View(array.as_string_view())),
         DataType::Date64 => {
             let a = array.as_primitive::<Date64Type>();
             Source::Date(Dates::Date64(a))
+        }
+        DataType::Date32 => {
+            let a = array.as_primitive::<Date32Type>();
+            Source::Date(Dates::Date32(a))
         }
         DataType::Timestamp(unit, _) => match unit {
             TimeUnit::Second => {
@@ -636,21 +785,40 @@ fn field<'a>(name: &'a str, array: &'a dyn Array) -> std::result::Result<Field<'
             let children = fields
                 .iter()
                 .zip(a.columns())
-                .map(|(f, c)| field(f.name(), c.as_ref()))
+                .map(|(f, c)| field(f, c.as_ref(), &format!("{path}.{}", f.name())))
                 .collect::<std::result::Result<Vec<_>, String>>()?;
             Source::Struct(children)
         }
-        other => {
-            return Err(format!(
-                "field '{name}' has Arrow type {other}, not supported"
-            ));
-        }
+        _ => Source::Value(values::Column::new(f, array, path)),
     };
     Ok(Field {
         name,
-        array,
+        nulls: array.logical_nulls(),
         source,
     })
+}
+
+/// Checks that no struct field name inside a column of type `data_type` (in lists and
+/// dictionaries too) holds a NUL byte, which BSON cannot store.
+fn check_names(data_type: &DataType) -> std::result::Result<(), String> {
+    match data_type {
+        DataType::Struct(fields) => fields.iter().try_for_each(|f| {
+            if f.name().as_bytes().contains(&0) {
+                return Err(format!(
+                    "field name {:?} holds a NUL byte, which BSON cannot store",
+                    f.name()
+                ));
+            }
+            check_names(f.data_type())
+        }),
+        DataType::List(item)
+        | DataType::LargeList(item)
+        | DataType::FixedSizeList(item, _)
+        | DataType::ListView(item)
+        | DataType::LargeListView(item) => check_names(item.data_type()),
+        DataType::Dictionary(_, values) => check_names(values),
+        _ => Ok(()),
+    }
 }
 
 /// The rows of a batch read into columns.
@@ -672,8 +840,19 @@ impl CollectionInner {
         &self,
         batch: &RecordBatch,
         options: &InsertOptions,
+        mapping: &RecordBatchOptions,
     ) -> Result<InsertResult> {
-        let input = self.read_batch(batch, options.ordered)?;
+        let spec = self.spec();
+        let batch = &mapping.apply(batch, &spec.time_field, spec.meta_field.as_deref())?;
+        let columns = batch
+            .schema_ref()
+            .fields()
+            .iter()
+            .zip(batch.columns())
+            .map(|(f, c)| plain::plain(f, c))
+            .collect::<std::result::Result<Vec<_>, String>>()
+            .map_err(bad_value)?;
+        let input = self.read_batch(&columns, batch.num_rows(), options.ordered)?;
         self.insert_call(input.errors, options.durability, |writer, call| {
             let source = crate::write::reopen::Reopener { coll: self };
             let mut batches = Vec::new();
@@ -734,15 +913,19 @@ impl CollectionInner {
         })
     }
 
-    /// Reads `batch` into columns grouped by series, each group in time order.
-    fn read_batch(&self, batch: &RecordBatch, ordered: bool) -> Result<ColumnarInput> {
+    /// Reads the columns of a batch of `n` rows (dictionaries unpacked) into columns grouped
+    /// by series, each group in time order.
+    fn read_batch(
+        &self,
+        columns: &[(FieldRef, ArrayRef)],
+        n: usize,
+        ordered: bool,
+    ) -> Result<ColumnarInput> {
         let spec = self.spec();
-        let schema = batch.schema();
-        let n = batch.num_rows();
         let mut time = None;
         let mut meta = None;
         let mut fields = Vec::new();
-        for (i, f) in schema.fields().iter().enumerate() {
+        for (f, array) in columns {
             let name = f.name().as_str();
             if name.as_bytes().contains(&0) {
                 return Err(bad_value(format!(
@@ -752,14 +935,14 @@ impl CollectionInner {
             if name.len() > tscoll_codec::MAX_NAME_LEN {
                 return Err(bad_value(long_name(name.len())));
             }
-            let column = field(name, batch.column(i).as_ref()).map_err(bad_value)?;
+            let column = field(f, array.as_ref(), name).map_err(bad_value)?;
             if Some(name) == spec.meta_field.as_deref() {
                 meta = Some(column);
             } else {
                 if name == spec.time_field {
                     if !matches!(column.source, Source::Date(_)) {
                         return Err(bad_value(format!(
-                            "'{name}' must be a Timestamp or Date64 column, not {}",
+                            "'{name}' must be a Timestamp, Date32 or Date64 column, not {}",
                             f.data_type()
                         )));
                     }
@@ -850,17 +1033,17 @@ impl CollectionInner {
         let mut group_rows = vec![0usize; keys.len()];
         let Source::Date(times) = &fields[time].source else {
             return Err(bad_value(format!(
-                "'{}' must be a Timestamp or Date64 column",
+                "'{}' must be a Timestamp, Date32 or Date64 column",
                 spec.time_field
             )));
         };
-        let time_array = fields[time].array;
+        let time_column = &fields[time];
         // Each row's size and a field holding a UInt64 past i64::MAX, column by column.
         let mut scratch = Column::new();
         let mut sizes = vec![0u64; n];
-        let mut unsigned: Vec<Option<&str>> = vec![None; n];
+        let mut bad: Vec<Option<String>> = vec![None; n];
         for f in &fields {
-            f.add_sizes(&mut sizes, &mut unsigned, &mut scratch);
+            f.add_sizes(&mut sizes, &mut bad, &mut scratch);
         }
         for (row, &mi) in row_meta.iter().enumerate() {
             let reject = |message: String| WriteError {
@@ -868,7 +1051,7 @@ impl CollectionInner {
                 code: ErrorCode::BadValue,
                 message,
             };
-            if time_array.is_null(row) {
+            if time_column.is_null(row) {
                 errors.push(reject(format!(
                     "'{}' must be present and contain a valid BSON UTC datetime value",
                     spec.time_field
@@ -886,12 +1069,14 @@ impl CollectionInner {
                 .is_none_or(|f| f.absent(row));
             let raw = sizes.get(row).copied().unwrap_or_default()
                 + if id_absent { 2 + 3 + 12 } else { 0 };
-            let bad = unsigned.get(row).copied().flatten();
             let g = meta_groups.get(mi as usize).copied().unwrap_or_default();
-            if let Some(name) = bad {
-                errors.push(reject(format!(
-                    "'{name}' holds an unsigned integer past the int64 range"
-                )));
+            // A value with no BSON form, in a field or in the meta value.
+            let reason = bad
+                .get_mut(row)
+                .and_then(Option::take)
+                .or_else(|| meta.as_ref().and_then(|m| m.error(row)));
+            if let Some(reason) = reason {
+                errors.push(reject(reason));
                 if ordered {
                     break;
                 }
@@ -1010,7 +1195,7 @@ impl CollectionInner {
                                 column.push_bytes(tag::OBJECT_ID, &new_id());
                                 sizes.add(at + i, 2 + 3 + 12, 4);
                             } else {
-                                let size = f.push(row, column).unwrap_or_default();
+                                let size = f.push(row, column);
                                 if size > 0 {
                                     sizes.add(at + i, size, f.name.len() as u64 + 1);
                                 }
@@ -1131,7 +1316,8 @@ mod tests {
     #[test]
     fn a_row_writes_the_bytes_of_its_bson_value_as_written() {
         let meta = meta_column();
-        let f = field("m", &meta).expect("a supported type");
+        let m = ArrowField::new("m", meta.data_type().clone(), true);
+        let f = field(&m, &meta, "m").expect("a supported type");
         for row in 0..meta.len() {
             let mut direct = Vec::new();
             f.write_as_written(row, &mut direct);

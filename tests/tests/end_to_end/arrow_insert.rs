@@ -264,7 +264,7 @@ fn refused_columns_insert_nothing() {
         ("t", times()),
         (
             "v",
-            Arc::new(arrow_array::Date32Array::from(vec![1, 2])) as ArrayRef,
+            Arc::new(arrow_array::IntervalYearMonthArray::from(vec![1, 2])) as ArrayRef,
         ),
     ])
     .expect("batch");

@@ -13,6 +13,7 @@ mod accumulators;
 mod aggregate_arrow;
 mod arrow_insert;
 mod arrow_results;
+mod arrow_types;
 #[cfg(unix)]
 mod closed_buckets_skip_journal;
 mod compact;

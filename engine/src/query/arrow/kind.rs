@@ -132,16 +132,17 @@ impl Kind {
         }
     }
 
-    /// A nullable Arrow field of this kind named `name` (JSON columns marked).
+    /// A nullable Arrow field of this kind named `name`, marked where its Arrow type alone
+    /// does not say what its values are (JSON texts, ObjectIds, BSON timestamps), so that
+    /// `insert_record_batch` reads them back as the same BSON values.
     pub(crate) fn field(self, name: &str) -> Field {
         let field = Field::new(name, self.data_type(), true);
-        if self == Kind::Json {
-            field.with_metadata(HashMap::from([(
-                ENCODING_KEY.to_owned(),
-                "json".to_owned(),
-            )]))
-        } else {
-            field
+        let mark = |key: &str, value: &str| HashMap::from([(key.to_owned(), value.to_owned())]);
+        match self {
+            Kind::Json => field.with_metadata(mark(ENCODING_KEY, "json")),
+            Kind::ObjectId => field.with_metadata(mark(crate::arrow::BSON_TYPE_KEY, "objectId")),
+            Kind::Timestamp => field.with_metadata(mark(crate::arrow::BSON_TYPE_KEY, "timestamp")),
+            _ => field,
         }
     }
 
