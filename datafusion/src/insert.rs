@@ -5,14 +5,13 @@ use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::datasource::sink::DataSink;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType};
 use futures::StreamExt;
-use tscoll_engine::arrow::BSON_TYPE_KEY;
 use tscoll_engine::{Collection, InsertOptions};
 
 use crate::table::external;
@@ -34,8 +33,7 @@ impl CollectionSink {
 
     /// `batch` with the table's field marks: DataFusion casts the rows to the table's types
     /// but keeps no field metadata, so a JSON text column would otherwise be taken as
-    /// strings; and with the marks the table's schema implies: its `FixedSizeBinary(12)`
-    /// columns are ObjectIds, its `UInt64` columns BSON timestamps.
+    /// strings, an ObjectId column as binary data and a BSON timestamp column as longs.
     fn marked(&self, batch: RecordBatch) -> RecordBatch {
         let fields: Vec<Field> = batch
             .schema()
@@ -46,20 +44,7 @@ impl CollectionSink {
                 if got.data_type() != table.data_type() {
                     return got.as_ref().clone();
                 }
-                let mut metadata = table.metadata().clone();
-                // The table's types of the BSON types Arrow has no type of its own for
-                // (docs/arrow.md): an ObjectId is a `FixedSizeBinary(12)`, a BSON
-                // timestamp a `UInt64`.
-                let bson_type = match table.data_type() {
-                    DataType::FixedSizeBinary(12) => Some("objectId"),
-                    DataType::UInt64 => Some("timestamp"),
-                    _ => None,
-                };
-                if let Some(t) = bson_type {
-                    metadata
-                        .entry(BSON_TYPE_KEY.to_owned())
-                        .or_insert_with(|| t.to_owned());
-                }
+                let metadata = table.metadata().clone();
                 got.as_ref().clone().with_metadata(metadata)
             })
             .collect();

@@ -746,21 +746,23 @@ fn insert_into_select_copies_a_table_and_overwrite_is_refused() {
 #[test]
 fn a_rejected_row_fails_the_insert_naming_its_position() {
     let (_dir, db) = weather_db(&["weather"]);
-    // A note of 9 MB doubled: a measurement past 16 MB, which no bucket takes.
+    // A note of 3 MiB six times over: a measurement past 16 MiB, which no bucket takes.
     let coll = db.collection("weather").expect("collection");
-    let big = "x".repeat(9 << 20);
-    coll.insert_many(
-        &[doc! {
-            "time": bson::DateTime::from_millis(1_800_000_000_000),
-            "station": "big", "temp": 1.0, "rh": 1_i64, "note": big,
-        }],
-        &InsertOptions::default(),
-    )
-    .expect("insert");
+    let big = "x".repeat(3 << 20);
+    let stored = coll
+        .insert_many(
+            &[doc! {
+                "time": bson::DateTime::from_millis(1_800_000_000_000),
+                "station": "big", "temp": 1.0, "rh": 1_i64, "note": big,
+            }],
+            &InsertOptions::default(),
+        )
+        .expect("insert");
+    assert_eq!(stored.inserted, 1, "{:?}", stored.errors);
     let e = run(
         &db,
         "INSERT INTO weather (time, station, note) \
-         SELECT time + INTERVAL '1' DAY, station, CASE WHEN station = 'big' THEN concat(note, note) ELSE note END \
+         SELECT time + INTERVAL '1' DAY, station, CASE WHEN station = 'big' THEN concat(note, note, note, note, note, note) ELSE note END \
          FROM weather ORDER BY time",
     )
     .expect_err("a row too large");

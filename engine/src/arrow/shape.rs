@@ -220,7 +220,7 @@ impl Shape {
                         self.kind = Some(Kind::Document(shape));
                     }
                     Some(Kind::Document(shape)) => shape.add(d),
-                    Some(Kind::Json) => {}
+                    Some(Kind::Json) => self.also("object"),
                     Some(_) => self.make_json("object"),
                 }
                 return;
@@ -233,7 +233,7 @@ impl Shape {
                         self.kind = Some(Kind::Array(Box::new(element)));
                     }
                     Some(Kind::Array(element)) => items.iter().for_each(|v| element.add(v)),
-                    Some(Kind::Json) => {}
+                    Some(Kind::Json) => self.also("array"),
                     Some(_) => self.make_json("array"),
                 }
                 return;
@@ -246,7 +246,7 @@ impl Shape {
                         self.kind = Some(Kind::Json);
                         self.mixed.push(type_name(other));
                     }
-                    Some(Kind::Json) => {}
+                    Some(Kind::Json) => self.also(type_name(other)),
                     Some(_) => self.make_json(type_name(other)),
                 }
                 return;
@@ -261,7 +261,10 @@ impl Shape {
             self.kind = Some(kind);
             return;
         };
-        if *current == kind || *current == Kind::Json {
+        if *current == Kind::Json {
+            return self.also(kind.name());
+        }
+        if *current == kind {
             return;
         }
         let widened = match (current, &kind) {
@@ -275,6 +278,13 @@ impl Shape {
         };
         if !self.widened.contains(&widened) {
             self.widened.push(widened);
+        }
+    }
+
+    /// Notes that the JSON column also holds values of type `name`.
+    fn also(&mut self, name: &'static str) {
+        if !self.mixed.contains(&name) {
+            self.mixed.push(name);
         }
     }
 
@@ -526,7 +536,7 @@ mod tests {
         );
         assert_eq!(
             s.notes(),
-            ["field 'a': double and int and object as JSON text"]
+            ["field 'a': double and int and object and array and minKey as JSON text"]
         );
         // A value of no Arrow type of its own, alone.
         let s = shape(&[

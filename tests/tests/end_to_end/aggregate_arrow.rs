@@ -226,7 +226,7 @@ fn mixed_types_are_widened_or_json_and_nested_values_nest() {
         [
             "field 'rows[].v': int and long widened to double",
             "field 'rows[].x': string and int and object as JSON text",
-            "field 'sum': int widened to double",
+            "field 'sum': long widened to double",
         ]
     );
     // A nested document with an array of mixed elements.
