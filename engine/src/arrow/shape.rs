@@ -292,7 +292,7 @@ impl Shape {
     fn make_json(&mut self, other: &'static str) {
         let current = self.kind.as_ref().map_or("null", Kind::name);
         self.mixed.push(current);
-        self.mixed.extend(self.widened.drain(..));
+        self.mixed.append(&mut self.widened);
         if !self.mixed.contains(&other) {
             self.mixed.push(other);
         }
