@@ -818,7 +818,7 @@ impl Collection {
     /// ```
     /// # use bson::{DateTime, doc};
     /// # use tscoll_engine::*;
-    /// use tscoll_engine::arrow::array::{Array, AsArray};
+    /// use tscoll_engine::arrow::array::cast::AsArray;
     /// use tscoll_engine::arrow::array::types::{Float64Type, TimestampMillisecondType};
     /// # let dir = tempfile::tempdir()?;
     /// # let db = Database::open(dir.path(), DatabaseOptions::default())?;

@@ -40,7 +40,8 @@ impl ArrowBatches {
 /// ```
 /// use bson::doc;
 /// use tscoll_engine::arrow::documents_to_batches;
-/// use tscoll_engine::arrow::array::{Array, AsArray};
+/// use tscoll_engine::arrow::array::Array;
+/// use tscoll_engine::arrow::array::cast::AsArray;
 /// use tscoll_engine::arrow::array::types::Float64Type;
 ///
 /// let docs = [doc! { "v": 1, "tags": { "host": "a" } }, doc! { "v": 2.5 }];
