@@ -96,9 +96,12 @@ impl DataSink for CollectionSink {
         let mut position: usize = 0;
         while let Some(batch) = data.next().await {
             let batch = self.marked(batch?);
+            // An ordered insert that stops at a rejected row is `Error::BulkWrite`, holding
+            // the rows stored before it and the rejection.
             let result = self
                 .coll
                 .insert_record_batch(&batch, &options)
+                .or_else(tscoll_engine::Error::into_insert_result)
                 .map_err(external)?;
             inserted += result.inserted as u64;
             if let Some(e) = result.errors.first() {

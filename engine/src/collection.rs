@@ -288,13 +288,18 @@ impl Collection {
     /// measurement and everything before it is stored; otherwise every good one is stored.
     ///
     /// # Errors
-    /// `Err` only when storage fails as a whole ([`Error::Storage`], [`Error::Poisoned`],
-    /// [`Error::Io`] for the write-ahead log); bad measurements are reported in
-    /// [`InsertResult::errors`]. Such an error means that none of the call's measurements
-    /// was stored, but for [`Error::InsertIncomplete`], which lists those committed before
-    /// the failure and those that may have been stored (`docs/durability.md`).
+    /// [`Error::BulkWrite`] when an ordered insert stopped at a bad measurement: it holds
+    /// the [`InsertResult`] (those before it stored, the bad one's position and reason);
+    /// an unordered insert reports bad measurements in [`InsertResult::errors`] of its
+    /// `Ok`. Otherwise `Err` only when storage fails as a whole ([`Error::Storage`],
+    /// [`Error::Poisoned`], [`Error::Io`] for the write-ahead log). Such an error means that
+    /// none of the call's measurements was stored, but for [`Error::InsertIncomplete`],
+    /// which lists those committed before the failure and those that may have been stored
+    /// (`docs/durability.md`).
     pub fn insert_many(&self, docs: &[Document], options: &InsertOptions) -> Result<InsertResult> {
-        self.inner.insert_many(docs, options)
+        self.inner
+            .insert_many(docs, options)?
+            .ordered(options.ordered)
     }
 
     /// Inserts the rows of an Arrow record batch as measurements (SPEC §2, §6, §7), column by
@@ -342,7 +347,8 @@ impl Collection {
         options: &InsertOptions,
     ) -> Result<InsertResult> {
         self.inner
-            .insert_record_batch(batch, options, &RecordBatchOptions::default())
+            .insert_record_batch(batch, options, &RecordBatchOptions::default())?
+            .ordered(options.ordered)
     }
 
     /// As [`Collection::insert_record_batch`], with the time and meta fields taken from
@@ -382,7 +388,9 @@ impl Collection {
         options: &InsertOptions,
         mapping: &RecordBatchOptions,
     ) -> Result<InsertResult> {
-        self.inner.insert_record_batch(batch, options, mapping)
+        self.inner
+            .insert_record_batch(batch, options, mapping)?
+            .ordered(options.ordered)
     }
 
     // Reading measurements.

@@ -227,6 +227,14 @@ pub enum Error {
         /// What failed.
         source: Box<Error>,
     },
+    /// An ordered insert stopped at a rejected measurement (MongoDB's `BulkWriteError`):
+    /// every measurement before it was stored ([`InsertResult::inserted`](crate::InsertResult)
+    /// of them), none after it; [`InsertResult::errors`](crate::InsertResult) holds the
+    /// rejected one with its position and reason. An unordered insert returns `Ok` with
+    /// its rejections in the result instead ([`crate::InsertResult::check`] turns them
+    /// into this error). [`Error::into_insert_result`] gives the result back.
+    #[error("{}", describe_bulk_write(.0))]
+    BulkWrite(Box<crate::InsertResult>),
     /// A bucket blob failed to decode.
     #[error("{}", describe_codec_error(.0))]
     Codec(#[from] tscoll_codec::Error),
@@ -285,9 +293,61 @@ impl Error {
     pub fn code(&self) -> ErrorCode {
         match self {
             Error::Rejected { code, .. } => *code,
+            Error::BulkWrite(result) => result
+                .errors
+                .first()
+                .map_or(ErrorCode::InternalError, |e| e.code),
             _ => ErrorCode::InternalError,
         }
     }
+}
+
+impl Error {
+    /// The result an insert's [`Error::BulkWrite`] holds, as `Ok`; any other error as it is:
+    /// for a caller that reports rejected measurements itself, whether the insert was
+    /// ordered or not.
+    ///
+    /// ```
+    /// # use bson::{DateTime, doc};
+    /// # use tscoll_engine::*;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = Database::open(dir.path(), DatabaseOptions::default())?;
+    /// let coll = db.create_collection("c", &TimeseriesOptions::new("t"))?;
+    /// let docs = [doc! { "t": DateTime::from_millis(0) }, doc! { "t": 1 }, doc! { "t": DateTime::from_millis(2) }];
+    /// let err = coll.insert_many(&docs, &InsertOptions::default()).unwrap_err();
+    /// assert_eq!(err.code(), ErrorCode::BadValue);
+    /// let result = err.into_insert_result()?;
+    /// assert_eq!((result.inserted, result.errors[0].index), (1, 1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// `self`, when it is not [`Error::BulkWrite`].
+    pub fn into_insert_result(self) -> Result<crate::InsertResult> {
+        match self {
+            Error::BulkWrite(result) => Ok(*result),
+            other => Err(other),
+        }
+    }
+}
+
+/// The message of [`Error::BulkWrite`]: how many were stored, then the rejected
+/// measurement's position, code and reason.
+fn describe_bulk_write(result: &crate::InsertResult) -> String {
+    let mut out = format!(
+        "BulkWriteError: {} measurement(s) inserted, then the insert stopped",
+        result.inserted
+    );
+    for e in result.errors.iter().take(3) {
+        out.push_str(&format!(
+            "; measurement {} rejected: {}: {}",
+            e.index, e.code, e.message
+        ));
+    }
+    if result.errors.len() > 3 {
+        out.push_str(&format!("; {} more rejected", result.errors.len() - 3));
+    }
+    out
 }
 
 /// The message of [`Error::InsertIncomplete`]: the failure, then which of the call's

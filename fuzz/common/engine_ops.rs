@@ -2430,7 +2430,16 @@ impl Harness<'_> {
             ordered,
             ..InsertOptions::default()
         };
-        let r = engine("insert_many", self.coll().insert_many(&docs, &options))?;
+        let outcome = self.coll().insert_many(&docs, &options);
+        // An ordered insert that stopped at a bad measurement is an error holding the result.
+        ensure!(
+            !ordered || bad.is_empty() == outcome.is_ok(),
+            "insert (ordered): errors at {bad:?}, outcome {outcome:?}"
+        );
+        let r = engine(
+            "insert_many",
+            outcome.or_else(tscoll_engine::Error::into_insert_result),
+        )?;
         let got_bad: Vec<usize> = r.errors.iter().map(|e| e.index).collect();
         ensure!(
             r.inserted == stored.len() && got_bad == bad,

@@ -39,6 +39,7 @@ use ::parquet::arrow::arrow_reader::ParquetRecordBatchReader;
 use arrow_array::RecordBatchReader;
 use bson::Document;
 use indicatif::{ProgressBar, ProgressState, ProgressStyle};
+use tscoll_engine::arrow::RecordBatchOptions;
 use tscoll_engine::{
     Collection, Database, Durability, Error, InsertOptions, InsertResult, position_ranges,
 };
@@ -47,11 +48,10 @@ use super::report::{Ingest, Meter};
 use super::{
     CmdError, CmdResult, DbArgs, extjson_value, human_seconds, open_collection, to_extjson,
 };
-use crate::input::batches::{self, Batch, Fields, Source};
+use crate::input::batches::{self, Batch, Fields, ParquetMapping, Source};
 use crate::input::csv::{CsvMapping, CsvReader, parse_column_list, parse_type_list};
 use crate::input::ndjson::NdjsonLines;
 use crate::input::open::{ReadProgress, open_input, strip_compression_suffix};
-use crate::input::parquet::{Mapping, Reshape};
 use crate::input::times::TimeFormat;
 use crate::input::{Position, Record, describe_read_error};
 
@@ -612,21 +612,26 @@ fn parquet_source<R, C>(
         )
         .into());
     }
-    let spec = coll.spec();
-    let mapping = Mapping {
-        time: (spec.time_field.clone(), csv_args.csv_time_column.clone()),
-        meta: (
-            spec.meta_field.clone(),
-            csv_args
-                .csv_meta_columns
-                .iter()
-                .filter(|c| !c.is_empty())
-                .cloned()
-                .collect(),
-        ),
+    let options = RecordBatchOptions {
+        time_column: csv_args.csv_time_column.clone(),
+        meta_columns: csv_args
+            .csv_meta_columns
+            .iter()
+            .filter(|c| !c.is_empty())
+            .cloned()
+            .collect(),
     };
-    let reshape = Reshape::new(&reader.schema(), &mapping).map_err(|e| format!("{name}: {e}"))?;
-    Ok(Source::Parquet(Box::new(reader), reshape))
+    let mapping = ParquetMapping {
+        options,
+        spec: coll.spec(),
+    };
+    // The columns named are checked against the schema before anything is read.
+    let empty = arrow_array::RecordBatch::new_empty(reader.schema());
+    mapping
+        .options
+        .apply(&empty, &mapping.spec)
+        .map_err(|e| format!("{name}: {e} (--csv-time-column, --csv-meta-columns)"))?;
+    Ok(Source::Parquet(Box::new(reader), Box::new(mapping)))
 }
 
 /// Inserts what `source` reads (input `name`) into `coll`; returns what was stored and the
@@ -804,6 +809,7 @@ impl Loader<'_> {
                     let result = self
                         .coll
                         .insert_record_batch(&batch, &self.options)
+                        .or_else(tscoll_engine::Error::into_insert_result)
                         .map_err(|e| self.insert_failed(&e))?;
                     if !self.inserted(start, &result)? {
                         return Ok(());
@@ -864,6 +870,7 @@ impl Loader<'_> {
         let result = self
             .coll
             .insert_many(&self.docs, &self.options)
+            .or_else(tscoll_engine::Error::into_insert_result)
             .map_err(|e| self.insert_failed(&e))?;
         self.inserted(start, &result)
     }

@@ -13,13 +13,15 @@ use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
 use ::parquet::arrow::arrow_reader::ParquetRecordBatchReader;
 use arrow_array::{Array, RecordBatch};
+use tscoll_engine::CollectionSpec;
+use tscoll_engine::arrow::RecordBatchOptions;
 
 use super::columns::{NotColumnar, Table};
 use super::csv::CsvReader;
 use super::ndjson::{NdjsonLines, parse_document};
 use super::ndjson_columns::NdjsonColumns;
 use super::times::TimeFormat;
-use super::{Position, Record, at_line, parquet};
+use super::{Position, Record, at_line};
 
 /// Batches handed over at once: one being inserted, one parsed ahead.
 const AHEAD: usize = 1;
@@ -45,9 +47,9 @@ pub(crate) enum Source<R, C> {
     Ndjson(NdjsonLines<R>),
     /// CSV records.
     Csv(Box<CsvReader<C>>),
-    /// Parquet record batches (a line number is a row number), each reshaped when the
-    /// columns are mapped.
-    Parquet(Box<ParquetRecordBatchReader>, Option<parquet::Reshape>),
+    /// Parquet record batches (a line number is a row number), each with its columns
+    /// mapped to the collection's time and meta fields.
+    Parquet(Box<ParquetRecordBatchReader>, Box<ParquetMapping>),
 }
 
 /// The names batches of columns need, and how NDJSON writes its times.
@@ -97,31 +99,38 @@ where
             batch_size,
             &tx,
         ),
-        Source::Parquet(reader, reshape) => {
-            run_parquet(*reader, reshape.as_ref(), &fields, batch_size, &tx);
+        Source::Parquet(reader, mapping) => {
+            run_parquet(*reader, &mapping, &fields, &tx);
         }
     });
     rx
 }
 
-/// Hands over each Parquet record batch: as columns when the inserting side holds no
-/// documents and the engine takes the batch's columns as they are, as records otherwise.
+/// How the columns of a Parquet input map to a collection's time and meta fields
+/// (`--csv-time-column`, `--csv-meta-columns`).
+pub(crate) struct ParquetMapping {
+    /// The columns named.
+    pub(crate) options: RecordBatchOptions,
+    /// The collection's options (its time and meta field names).
+    pub(crate) spec: CollectionSpec,
+}
+
+/// Hands over each Parquet record batch as columns, mapped (the engine reads every Arrow
+/// type with a BSON form).
 fn run_parquet(
     reader: ParquetRecordBatchReader,
-    reshape: Option<&parquet::Reshape>,
+    mapping: &ParquetMapping,
     fields: &Fields<'_>,
-    batch_size: usize,
     tx: &SyncSender<Batch>,
 ) {
-    let mut carried = 0usize;
     let mut next_line = 1u64;
     for batch in reader {
-        let batch = batch
-            .map_err(|e| e.to_string())
-            .and_then(|b| match reshape {
-                Some(r) => r.apply(&b),
-                None => Ok(b),
-            });
+        let batch = batch.map_err(|e| e.to_string()).and_then(|b| {
+            mapping
+                .options
+                .apply(&b, &mapping.spec)
+                .map_err(|e| e.to_string())
+        });
         let batch = match batch {
             Ok(batch) => batch,
             Err(e) => {
@@ -134,26 +143,11 @@ fn run_parquet(
             .map(Position::from)
             .collect();
         next_line += batch.num_rows() as u64;
-        let handed = if carried == 0 && parquet::engine_takes(batch.schema_ref()) {
-            let values = field_values(&batch, fields);
-            Batch::Columns {
-                batch,
-                lines,
-                fields: values,
-            }
-        } else {
-            let rows = parquet::Rows::new(&batch);
-            let records: Vec<Record> = lines
-                .iter()
-                .enumerate()
-                .map(|(row, &line)| Record {
-                    line,
-                    doc: rows.document(row),
-                })
-                .collect();
-            let good = records.iter().filter(|r| r.doc.is_ok()).count();
-            carried = (carried + good) % batch_size.max(1);
-            Batch::Records(records)
+        let values = field_values(&batch, fields);
+        let handed = Batch::Columns {
+            batch,
+            lines,
+            fields: values,
         };
         if tx.send(handed).is_err() {
             return;

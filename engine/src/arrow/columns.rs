@@ -8,6 +8,7 @@ use std::sync::Arc;
 use arrow_array::{ArrayRef, RecordBatch, StructArray};
 use arrow_schema::{DataType, Field, Schema};
 
+use crate::CollectionSpec;
 use crate::error::{Error, ErrorCode, Result};
 
 /// How the columns of a record batch map to a collection's time and meta fields
@@ -26,20 +27,21 @@ pub struct RecordBatchOptions {
 }
 
 impl RecordBatchOptions {
-    /// `batch` with its columns mapped: the time column renamed to `time_field`, the meta
-    /// columns gathered into a struct column `meta_field` placed where the first of them
-    /// was; `batch` itself when the options map nothing.
+    /// `batch` with its columns mapped for a collection of `spec`: the time column renamed
+    /// to the time field, the meta columns gathered into a struct column named as the meta
+    /// field, placed where the first of them was; `batch` itself when the options map
+    /// nothing. No value is copied. (What
+    /// [`crate::Collection::insert_record_batch_with`] inserts; applied to an empty batch
+    /// of a schema, it checks the options against the schema.)
     ///
     /// # Errors
-    /// `BadValue`: a named column is not in the batch or is named twice, or meta columns
-    /// are given for a collection without a meta field or beside a column already named as
-    /// the meta field.
-    pub(crate) fn apply(
-        &self,
-        batch: &RecordBatch,
-        time_field: &str,
-        meta_field: Option<&str>,
-    ) -> Result<RecordBatch> {
+    /// `BadValue`: a named column is not in the batch or is named twice, the time column
+    /// is given beside a column already named as the time field, or meta columns are given
+    /// for a collection without a meta field or beside a column already named as the meta
+    /// field.
+    pub fn apply(&self, batch: &RecordBatch, spec: &CollectionSpec) -> Result<RecordBatch> {
+        let time_field = spec.time_field.as_str();
+        let meta_field = spec.meta_field.as_deref();
         let schema = batch.schema_ref();
         let position = |name: &str, option: &str| {
             schema

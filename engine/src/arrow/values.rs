@@ -266,7 +266,13 @@ impl<'a> Column<'a> {
                     null_is_bson: false,
                     read: Self::read(values.data_type(), values, path, bson_type, json),
                 };
-                Read::Dictionary(d.normalized_keys(), Box::new(values))
+                // (A dictionary without values has only null keys.)
+                let keys = if values.array.is_empty() {
+                    Vec::new()
+                } else {
+                    d.normalized_keys()
+                };
+                Read::Dictionary(keys, Box::new(values))
             }
             _ => Read::Null,
         }
@@ -372,7 +378,9 @@ impl<'a> Column<'a> {
                 )
             }
             Read::Dictionary(keys, values) => {
-                let key = keys.get(row).copied().unwrap_or_default();
+                let Some(&key) = keys.get(row) else {
+                    return Ok(self.null_is_bson.then_some(Bson::Null));
+                };
                 match values.value(key)? {
                     Some(v) => v,
                     None => return Ok(self.null_is_bson.then_some(Bson::Null)),

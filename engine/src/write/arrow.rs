@@ -842,8 +842,7 @@ impl CollectionInner {
         options: &InsertOptions,
         mapping: &RecordBatchOptions,
     ) -> Result<InsertResult> {
-        let spec = self.spec();
-        let batch = &mapping.apply(batch, &spec.time_field, spec.meta_field.as_deref())?;
+        let batch = &mapping.apply(batch, &self.spec())?;
         let columns = batch
             .schema_ref()
             .fields()

@@ -51,13 +51,37 @@ pub struct WriteError {
     pub message: String,
 }
 
-/// Outcome of [`Collection::insert_many`](crate::Collection::insert_many).
+/// Outcome of [`Collection::insert_many`](crate::Collection::insert_many) and
+/// [`Collection::insert_record_batch`](crate::Collection::insert_record_batch). An ordered
+/// insert with a rejected measurement returns [`Error::BulkWrite`] holding this; an
+/// unordered one returns it with its rejections in `errors`: check them, or call
+/// [`InsertResult::check`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct InsertResult {
     /// Measurements stored (`nInserted`).
     pub inserted: usize,
     /// Rejected measurements, by input position (`writeErrors`), in input order.
     pub errors: Vec<WriteError>,
+}
+
+impl InsertResult {
+    /// `Ok(self)` when no measurement was rejected.
+    ///
+    /// # Errors
+    /// [`Error::BulkWrite`] holding `self` when some were.
+    pub fn check(self) -> Result<InsertResult> {
+        if self.errors.is_empty() {
+            Ok(self)
+        } else {
+            Err(Error::BulkWrite(Box::new(self)))
+        }
+    }
+
+    /// `Ok(self)` unless an ordered insert stopped at a rejected measurement (SPEC ),
+    /// which is [`Error::BulkWrite`].
+    pub(crate) fn ordered(self, ordered: bool) -> Result<InsertResult> {
+        if ordered { self.check() } else { Ok(self) }
+    }
 }
 
 /// Measurements checked (SPEC §2) and grouped by series, sorted by time.

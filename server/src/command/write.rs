@@ -91,7 +91,10 @@ pub(crate) fn insert(shared: &Shared, db: &str, req: &mut Request) -> CommandRes
         ordered: args::opt_bool(cmd, "ordered", true)?,
         durability: durability(cmd)?,
     };
-    let result = coll.insert_many(&docs, &options)?;
+    // An ordered insert that stopped is reported as writeErrors, as an unordered one.
+    let result = coll
+        .insert_many(&docs, &options)
+        .or_else(tscoll_engine::Error::into_insert_result)?;
     Counters::add(&shared.counters.insert, result.inserted as u64);
     let mut out = doc! { "n": result.inserted as i32 };
     if !result.errors.is_empty() {

@@ -231,9 +231,12 @@ fn bad_rows_are_rejected_with_their_position() {
     assert_eq!(r.inserted, 2);
     let bad: Vec<(usize, ErrorCode)> = r.errors.iter().map(|e| (e.index, e.code)).collect();
     assert_eq!(bad, [(1, ErrorCode::BadValue), (3, ErrorCode::BadValue)]);
-    let r = cols
+    // Ordered: stopped at row 1, an error holding the result.
+    let err = cols
         .insert_record_batch(&batch, &InsertOptions::default())
-        .expect("insert");
+        .expect_err("stopped");
+    assert!(err.to_string().contains("BulkWriteError"), "{err}");
+    let r = err.into_insert_result().expect("a BulkWrite error");
     assert_eq!((r.inserted, r.errors.len()), (1, 1));
     assert_eq!(r.errors[0].index, 1);
     // Stored: microseconds truncated to ms, a generated ObjectId, a null meta as no meta.

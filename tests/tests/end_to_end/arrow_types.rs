@@ -588,6 +588,15 @@ fn values_without_a_bson_form_reject_their_row() {
         "{}",
         r.errors[0].message
     );
+    // check() makes the unordered rejections the error an ordered insert returns.
+    let err = r.clone().check().expect_err("rejections");
+    assert_eq!(err.code(), tscoll_engine::ErrorCode::BadValue);
+    assert_eq!(err.into_insert_result().expect("BulkWrite"), r);
+    let ok = tscoll_engine::InsertResult {
+        inserted: 2,
+        errors: Vec::new(),
+    };
+    assert_eq!(ok.clone().check().expect("no rejection"), ok);
     assert_eq!(coll.count(&doc! {}).expect("count"), 2);
 }
 

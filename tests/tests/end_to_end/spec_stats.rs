@@ -209,7 +209,9 @@ fn r_8_1_avg_num_measurements_per_commit_is_the_floor_and_absent_without_commits
             &[doc! { "t": "not a date", "m": "a" }],
             &InsertOptions::default(),
         )
-        .expect("insert");
+        .expect_err("rejected")
+        .into_insert_result()
+        .expect("a BulkWrite error");
     assert_eq!((r.inserted, r.errors.len()), (0, 1));
     let d = stats(&coll).to_document();
     assert!(!d.contains_key("avgNumMeasurementsPerCommit"), "{d}");

@@ -44,10 +44,12 @@ impl CollectionInner {
                 measurement.insert(k, v);
             }
         }
-        let r = self.insert_many(
-            std::slice::from_ref(&measurement),
-            &InsertOptions::default(),
-        )?;
+        let r = self
+            .insert_many(
+                std::slice::from_ref(&measurement),
+                &InsertOptions::default(),
+            )
+            .or_else(Error::into_insert_result)?;
         if let Some(e) = r.errors.first() {
             return Err(Error::rejected(
                 e.code,
