@@ -1,5 +1,6 @@
 //! `tscoll sql` (feature `sql`): SQL over the collections of a database, printed as a table,
-//! NDJSON or CSV; a statement DataFusion refuses is an error with its message.
+//! NDJSON or CSV; `INSERT INTO` a collection; a statement DataFusion refuses is an error with
+//! its message.
 #![cfg(feature = "sql")]
 
 mod common;
@@ -345,4 +346,25 @@ fn sql_has_the_string_math_and_regular_expression_functions() {
     // The cryptographic functions are not compiled in.
     let err = s.run("sql", &["SELECT md5('a')"]).failed().stderr();
     assert!(err.contains("md5"), "{err}");
+}
+
+#[test]
+fn sql_inserts_rows_and_prints_their_count() {
+    let s = good_db();
+    let insert = "INSERT INTO w (ts, meta, v) VALUES \
+                  ('2016-01-02T00:00:00Z', named_struct('series', 'c'), 11), \
+                  ('2016-01-02T00:01:00Z', named_struct('series', 'c'), 12)";
+    let rows = s
+        .run("sql", &["--format", "ndjson", insert])
+        .ok()
+        .json_lines();
+    assert_eq!(rows, [serde_json::json!({ "count": 2 })]);
+    let q = "SELECT meta.series AS s, sum(v) AS total FROM w WHERE meta.series = 'c' GROUP BY 1";
+    let rows = s.run("sql", &["--format", "ndjson", q]).ok().json_lines();
+    assert_eq!(rows, [serde_json::json!({ "s": "c", "total": 23 })]);
+    let err = s
+        .run("sql", &["INSERT OVERWRITE w SELECT * FROM w"])
+        .failed()
+        .stderr();
+    assert!(err.contains("only appended"), "{err}");
 }

@@ -27,7 +27,8 @@
 //!
 //! | file | concept |
 //! |---|---|
-//! | `table.rs` | [`CollectionTable`]: a collection as a `TableProvider` (schema, pushdown, scan) |
+//! | `table.rs` | [`CollectionTable`]: a collection as a `TableProvider` (schema, pushdown, scan, insert) |
+//! | `insert.rs` | `INSERT INTO` a table: the sink that inserts the rows as measurements |
 //! | `scan.rs` | the execution plan of a scan: one Arrow cursor per partition |
 //! | `filter.rs` | SQL predicates as a MongoDB filter the collection prunes buckets with |
 //! | `rule.rs` | the optimizer rule that hands aggregates by time window and meta to the collection |
@@ -75,6 +76,7 @@ pub(crate) use leaf_plan;
 
 mod aggregate;
 mod filter;
+mod insert;
 mod memory;
 mod rule;
 mod scan;

@@ -6,12 +6,15 @@ use async_trait::async_trait;
 use bson::Document;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::catalog::{Session, TableProvider};
+use datafusion::datasource::sink::DataSinkExec;
 use datafusion::error::{DataFusionError, Result};
+use datafusion::logical_expr::dml::InsertOp;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
 use datafusion::physical_plan::ExecutionPlan;
 use tscoll_engine::Collection;
 
 use crate::filter::{is_exact, to_filter};
+use crate::insert::CollectionSink;
 use crate::scan::CollectionScan;
 
 /// Values (rows × columns) a scan's batch holds at most, when DataFusion's batch size would
@@ -172,6 +175,37 @@ impl TableProvider for CollectionTable {
             partitions,
             batch_rows,
         )?))
+    }
+
+    /// `INSERT INTO` the table (docs/sql.md): the rows, cast by DataFusion to the table's
+    /// column types, are inserted batch by batch with `Collection::insert_record_batch`,
+    /// ordered; the plan returns the count of rows inserted.
+    ///
+    /// # Errors
+    /// `NotImplemented` for `INSERT OVERWRITE` and `REPLACE INTO`, `Plan` for a table of
+    /// several shards (insert into a shard's own table); when the plan runs, the first
+    /// rejected row by its position (from 0) and reason (the rows before it are kept), or
+    /// what the engine refuses or fails with.
+    async fn insert_into(
+        &self,
+        _state: &dyn Session,
+        input: Arc<dyn ExecutionPlan>,
+        insert_op: InsertOp,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        if insert_op != InsertOp::Append {
+            return Err(DataFusionError::NotImplemented(format!(
+                "{insert_op} into a collection: measurements are only appended (INSERT INTO)"
+            )));
+        }
+        let [coll] = self.shards.as_slice() else {
+            return Err(DataFusionError::Plan(
+                "INSERT into a table of several shards: insert into the table of the shard \
+                 each series belongs to"
+                    .into(),
+            ));
+        };
+        let sink = CollectionSink::new(coll.clone(), Arc::clone(&self.schema));
+        Ok(Arc::new(DataSinkExec::new(input, Arc::new(sink), None)))
     }
 }
 

@@ -1,7 +1,7 @@
 //! SQL over a collection gives the answers of the engine's own queries: the three TSBS
 //! queries (one host's fields over a time range, the maximum and the averages per host and
 //! hour), `GROUP BY` a meta field, a window function, `count(*)`, and every bundled real
-//! data set read back whole.
+//! data set read back whole; `INSERT INTO` a table with `VALUES` and `SELECT`.
 
 use std::collections::BTreeMap;
 
@@ -638,4 +638,143 @@ fn aggregates_answered_by_the_collection_equal_datafusions_own() {
             assert_rows_close(&got, &want, q);
         }
     }
+}
+
+/// Runs `query` (a statement) in a context of `db`'s tables; its batches, or DataFusion's
+/// error.
+fn run(db: &Database, query: &str) -> datafusion::error::Result<Vec<RecordBatch>> {
+    let ctx = SessionContext::new();
+    tscoll_datafusion::register_database(&ctx, db)?;
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(async { ctx.sql(query).await?.collect().await })
+}
+
+/// The count an `INSERT` returns.
+fn inserted(batches: &[RecordBatch]) -> u64 {
+    use datafusion::arrow::array::AsArray;
+    use datafusion::arrow::datatypes::UInt64Type;
+    batches[0].column(0).as_primitive::<UInt64Type>().value(0)
+}
+
+/// A database with collection `weather` (time `time`, meta `station`) of two measurements,
+/// so that its table has the columns the inserts name.
+fn weather_db(names: &[&str]) -> (tempfile::TempDir, Database) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Database::open(dir.path(), DatabaseOptions::default()).expect("open");
+    for name in names {
+        let coll = db
+            .create_collection(name, &TimeseriesOptions::new("time").meta_field("station"))
+            .expect("create");
+        let docs: Vec<Document> = (0..2_i64)
+            .map(|i| {
+                doc! {
+                    "time": bson::DateTime::from_millis(1_700_000_000_000 + i * 60_000),
+                    "station": format!("{name}-{i}"),
+                    "temp": 10.5 + i as f64,
+                    "rh": 40_i64 + i,
+                    "note": "seen",
+                }
+            })
+            .collect();
+        coll.insert_many(&docs, &InsertOptions::default())
+            .expect("insert");
+    }
+    (dir, db)
+}
+
+#[test]
+fn insert_into_values_stores_the_rows_as_measurements() {
+    let (_dir, db) = weather_db(&["weather"]);
+    let batches = run(
+        &db,
+        "INSERT INTO weather (time, station, temp, rh, note) VALUES \
+         ('2024-01-01T00:00:00Z', 'oslo', 1.5, 70, 'cold'), \
+         ('2024-01-01T00:01:00Z', 'oslo', -2.25, 71, NULL)",
+    )
+    .expect("insert");
+    assert_eq!(inserted(&batches), 2);
+    let coll = db.collection("weather").expect("collection");
+    let found = coll
+        .find(&doc! { "station": "oslo" }, &FindOptions::default())
+        .expect("find");
+    assert_eq!(found.len(), 2);
+    let t0 = bson::DateTime::parse_rfc3339_str("2024-01-01T00:00:00Z").expect("date");
+    assert_eq!(found[0].get_datetime("time").expect("time"), &t0);
+    assert_eq!(found[0].get("temp"), Some(&Bson::Double(1.5)));
+    assert_eq!(found[0].get("rh"), Some(&Bson::Int64(70)));
+    assert_eq!(found[0].get("note"), Some(&Bson::String("cold".into())));
+    assert!(found[1].get("note").is_none(), "a NULL is a missing field");
+    assert!(
+        found[0].get_object_id("_id").is_ok(),
+        "a generated ObjectId"
+    );
+    // Read back through SQL too.
+    let rows = sql(
+        &db,
+        "SELECT temp, note FROM weather WHERE station = 'oslo' ORDER BY time",
+    );
+    assert_eq!(rows[1].get("temp"), Some(&Bson::Double(-2.25)));
+    assert_eq!(
+        sql(&db, "SELECT count(*) AS n FROM weather")[0].get("n"),
+        Some(&Bson::Int64(4))
+    );
+}
+
+#[test]
+fn insert_into_select_copies_a_table_and_overwrite_is_refused() {
+    let (_dir, db) = weather_db(&["a", "b"]);
+    let batches = run(&db, "INSERT INTO a SELECT * FROM b").expect("insert");
+    assert_eq!(inserted(&batches), 2);
+    let a = db.collection("a").expect("a");
+    let b = db.collection("b").expect("b");
+    let copied = a
+        .find(
+            &doc! { "station": { "$in": ["b-0", "b-1"] } },
+            &FindOptions::default(),
+        )
+        .expect("find");
+    let original = b.find(&doc! {}, &FindOptions::default()).expect("find");
+    assert_eq!(
+        copied, original,
+        "every value and the _id come over as they were"
+    );
+    let e = run(&db, "INSERT OVERWRITE a SELECT * FROM b").expect_err("overwrite");
+    assert!(e.to_string().contains("only appended"), "{e}");
+    assert_eq!(a.count(&doc! {}).expect("count"), 4);
+}
+
+#[test]
+fn a_rejected_row_fails_the_insert_naming_its_position() {
+    let (_dir, db) = weather_db(&["weather"]);
+    // A note of 3 MiB six times over: a measurement past 16 MiB, which no bucket takes.
+    let coll = db.collection("weather").expect("collection");
+    let big = "x".repeat(3 << 20);
+    let stored = coll
+        .insert_many(
+            &[doc! {
+                "time": bson::DateTime::from_millis(1_800_000_000_000),
+                "station": "big", "temp": 1.0, "rh": 1_i64, "note": big,
+            }],
+            &InsertOptions::default(),
+        )
+        .expect("insert");
+    assert_eq!(stored.inserted, 1, "{:?}", stored.errors);
+    let e = run(
+        &db,
+        "INSERT INTO weather (time, station, note) \
+         SELECT time + INTERVAL '1' DAY, station, CASE WHEN station = 'big' THEN concat(note, note, note, note, note, note) ELSE note END \
+         FROM weather ORDER BY time",
+    )
+    .expect_err("a row too large");
+    let message = e.to_string();
+    assert!(message.contains("row 2 (from 0) was rejected"), "{message}");
+    assert!(
+        message.contains("the 2 row(s) before it were inserted"),
+        "{message}"
+    );
+    assert_eq!(
+        coll.count(&doc! {}).expect("count"),
+        5,
+        "the rows before it are kept"
+    );
 }

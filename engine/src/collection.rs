@@ -808,6 +808,53 @@ impl Collection {
         crate::pipeline::aggregate(self, pipeline)
     }
 
+    /// Runs an aggregation pipeline as [`Collection::aggregate`] does and returns its
+    /// results as Arrow record batches of [`DEFAULT_BATCH_ROWS`](crate::DEFAULT_BATCH_ROWS)
+    /// rows (the last one fewer; none for no result), in one schema found from all of them
+    /// ([`crate::arrow::documents_to_batches`], docs/arrow.md "Documents → Arrow"): a
+    /// column per top-level field in the order first seen, typed from its values (double →
+    /// `Float64`, int → `Int32`, int and long → `Int64`, numbers with a double → `Float64`,
+    /// string → `Utf8`, date → `Timestamp(Millisecond, "UTC")`, embedded document →
+    /// `Struct`, array → `List`, ObjectId, Decimal128, timestamp and binary data marked with
+    /// `tscoll.bson_type`), and a field whose values have no common type (or no Arrow type:
+    /// regular expressions, MinKey, …) a `Utf8` column of relaxed Extended JSON texts
+    /// marked `tscoll.encoding = json`. [`crate::arrow::ArrowBatches::notes`] says which
+    /// fields were widened or made JSON. The results are held in memory as documents
+    /// first: a pipeline of many results is better read with
+    /// [`Collection::aggregate_cursor`].
+    ///
+    /// ```
+    /// # use bson::{DateTime, doc};
+    /// # use tscoll_engine::*;
+    /// use tscoll_engine::arrow::array::cast::AsArray;
+    /// use tscoll_engine::arrow::array::types::{Float64Type, TimestampMillisecondType};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = Database::open(dir.path(), DatabaseOptions::default())?;
+    /// let coll = db.create_collection("c", &TimeseriesOptions::new("t").meta_field("m"))?;
+    /// let docs: Vec<_> = (0..120).map(|i| doc! { "t": DateTime::from_millis(i * 60_000), "m": "a", "v": i }).collect();
+    /// coll.insert_many(&docs, &InsertOptions::default())?;
+    /// let hourly = coll.aggregate_arrow(&[
+    ///     doc! { "$group": {
+    ///         "_id": { "$dateTrunc": { "date": "$t", "unit": "hour" } },
+    ///         "avg": { "$avg": "$v" },
+    ///     } },
+    ///     doc! { "$sort": { "_id": 1 } },
+    /// ])?;
+    /// assert_eq!(hourly.num_rows(), 2);
+    /// let batch = &hourly.batches[0];
+    /// assert_eq!(batch.column(0).as_primitive::<TimestampMillisecondType>().value(1), 3_600_000);
+    /// assert_eq!(batch.column(1).as_primitive::<Float64Type>().value(1), 89.5);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Collection::aggregate`]; [`Error::Rejected`] (`BadValue`) when a batch would
+    /// hold more than 2 GiB of strings or bytes in one column.
+    pub fn aggregate_arrow(&self, pipeline: &[Document]) -> Result<crate::arrow::ArrowBatches> {
+        let docs = self.aggregate(pipeline)?;
+        crate::arrow::documents_to_batches(&docs, crate::DEFAULT_BATCH_ROWS)
+    }
+
     /// Runs an aggregation pipeline as [`Collection::aggregate`] does, its results read as
     /// they are computed: the stages that take one document at a time pass each on as the
     /// cursor is read; `$group` holds its groups; `$sort` holds at most

@@ -5,10 +5,10 @@
 
 pub(crate) mod csv;
 pub(crate) mod parquet;
-pub(crate) mod shape;
+#[cfg(test)]
+mod parquet_roundtrip_tests;
 
 use std::io::{self, Write};
-use std::sync::Arc;
 
 use bson::Document;
 
@@ -32,8 +32,8 @@ pub(crate) enum OutputFormat {
 /// closed pipe ends the output quietly.
 ///
 /// # Errors
-/// A query fails, a document has no form in the format (CSV and Parquet: the field is
-/// named), or writing fails.
+/// A query fails, a document does not fit the columns the first pass found (the collection
+/// changed between the passes; the field is named), or writing fails.
 pub(crate) fn export<I>(
     format: OutputFormat,
     open: impl FnOnce() -> CmdResult<Box<dyn Write + Send>>,
@@ -71,16 +71,19 @@ where
             stdout_result(writer.finish().and_then(|mut w| w.flush()))
         }
         OutputFormat::Parquet => {
-            let mut shape = shape::DocShape::default();
+            let mut shape = tscoll_engine::arrow::DocumentShape::new();
             for doc in pass()? {
-                shape.add(&doc?, "")?;
+                shape.add(&doc?);
             }
-            let mut notes = Vec::new();
-            shape.notes("", &mut notes);
-            if let Some(line) = shape::notes_line(&notes) {
-                crate::cmd::write_stderr(format_args!("note: {line}"), true);
+            let notes = shape.notes();
+            if !notes.is_empty() {
+                let line = notes.join("; ");
+                crate::cmd::write_stderr(
+                    format_args!("note: written to Parquet with {line}"),
+                    true,
+                );
             }
-            let schema = Arc::new(shape.schema()?);
+            let schema = shape.schema();
             let out = io::BufWriter::with_capacity(256 * 1024, open()?);
             let mut writer = parquet::ParquetOut::new(out, schema)?;
             for doc in pass()? {

@@ -23,7 +23,24 @@
 //! ```
 //!
 //! It also holds the one mapping between Arrow and BSON values that every Arrow path of the
-//! engine, the CLI and the SQL layer uses (docs/arrow.md).
+//! engine, the CLI and the SQL layer uses (docs/arrow.md), and documents → Arrow:
+//! [`documents_to_batches`] (or its two passes, [`DocumentShape`] then [`BatchBuilder`]).
+//!
+//! | file | concept |
+//! |---|---|
+//! | `shape.rs` | the first pass of documents → Arrow: the schema of a list of documents |
+//! | `build.rs` | the second pass: documents appended to the columns of that schema |
+//! | `documents.rs` | both passes over a list of documents: [`ArrowBatches`] |
+//! | `json.rs` | the text of a value in a JSON column |
+
+mod build;
+mod documents;
+pub(crate) mod json;
+mod shape;
+
+pub use build::BatchBuilder;
+pub use documents::{ArrowBatches, documents_to_batches};
+pub use shape::DocumentShape;
 
 /// `arrow-array`: arrays and record batches.
 pub use arrow_array as array;

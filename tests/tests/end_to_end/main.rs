@@ -10,6 +10,7 @@
 mod damage;
 
 mod accumulators;
+mod aggregate_arrow;
 mod arrow_insert;
 mod arrow_results;
 mod arrow_types;

@@ -315,7 +315,7 @@ impl ColumnBuilder {
             self.append_nulls(1);
             return;
         };
-        let text = v.clone().into_relaxed_extjson().to_string();
+        let text = crate::arrow::json::json_text(v);
         data.extend_from_slice(text.as_bytes());
         match offset(data.len()) {
             Ok(o) => offsets.push(o),
