@@ -1,12 +1,13 @@
-//! An aggregation pipeline's result as Arrow record batches: the engine's documents laid
-//! out by `documents::to_record_batch`, with the GIL released.
+//! An aggregation pipeline's result as Arrow record batches: the engine's
+//! `Collection::aggregate_arrow` (the schema inferred from the documents, docs/arrow.md
+//! "Documents → Arrow"), with the GIL released.
 
 use pyo3::prelude::*;
 use tscoll_engine::Collection;
 use tscoll_engine::arrow::array::RecordBatch;
 use tscoll_engine::arrow::schema::SchemaRef;
 
-use crate::errors::{IntoPyResult, runtime};
+use crate::errors::IntoPyResult;
 
 /// Runs `pipeline` over `coll`: the schema and batches of its result.
 ///
@@ -17,9 +18,6 @@ pub(crate) fn run(
     coll: &Collection,
     pipeline: &[bson::Document],
 ) -> PyResult<(SchemaRef, Vec<RecordBatch>)> {
-    let docs = py.detach(|| coll.aggregate(pipeline)).py_err(py)?;
-    let (schema, batch) = py
-        .detach(|| crate::documents::to_record_batch(&docs))
-        .map_err(|e| runtime(format!("laying out the pipeline's result: {e}")))?;
-    Ok((schema, vec![batch]))
+    let result = py.detach(|| coll.aggregate_arrow(pipeline)).py_err(py)?;
+    Ok((result.schema, result.batches))
 }

@@ -20,7 +20,6 @@ use pyo3::prelude::*;
 mod aggregate;
 mod collection;
 mod database;
-mod documents;
 mod errors;
 mod insert;
 mod results;
