@@ -84,7 +84,7 @@ pub mod spec {
     use bson::{DateTime, Document};
     use tscoll_engine::{
         CatalogOptions, Collection, Database, DatabaseOptions, FindOptions, InsertOptions,
-        SortOrder, TimeseriesOptions,
+        InsertResult, SortOrder, TimeseriesOptions,
     };
 
     /// A minute-aligned base time (ms): the rounded min of a bucket opened at `T0 + s`
@@ -125,6 +125,38 @@ pub mod spec {
     pub fn options(meta: bool) -> TimeseriesOptions {
         let o = TimeseriesOptions::new("t");
         if meta { o.meta_field("m") } else { o }
+    }
+
+    /// Inserts `docs` in one `insert_many` call, ordered or not, and returns its result,
+    /// checking the contract of rejections (SPEC ): an ordered insert that stopped at
+    /// a rejected measurement is `Error::BulkWrite` holding the result, with that one
+    /// rejection; an unordered one returns its rejections in `Ok`.
+    ///
+    /// # Panics
+    /// When the call fails otherwise, or breaks that contract.
+    pub fn insert_checked(coll: &Collection, docs: &[Document], ordered: bool) -> InsertResult {
+        let outcome = coll.insert_many(
+            docs,
+            &InsertOptions {
+                ordered,
+                ..InsertOptions::default()
+            },
+        );
+        match outcome {
+            Ok(r) => {
+                assert!(!ordered || r.errors.is_empty(), "ordered, yet Ok: {r:?}");
+                r
+            }
+            Err(e) => {
+                assert!(ordered, "unordered, yet Err: {e}");
+                assert!(matches!(e, tscoll_engine::Error::BulkWrite(_)), "{e}");
+                let code = e.code();
+                let r = e.into_insert_result().expect("a BulkWrite error");
+                assert_eq!(r.errors.len(), 1, "an ordered insert stops at the first");
+                assert_eq!(code, r.errors[0].code);
+                r
+            }
+        }
     }
 
     /// Inserts `docs` in one `insert_many` call, which must accept all of them.

@@ -7,7 +7,7 @@
 use bson::{Bson, Document, doc};
 use tscoll_engine::{
     Accumulator, AggregateSpec, CatalogOptions, Collection, Database, Error, ErrorCode,
-    FindOptions, IndexOptions, InsertOptions, InsertResult, TimeseriesOptions,
+    FindOptions, IndexOptions, InsertResult, TimeseriesOptions,
 };
 use tscoll_tests::spec::{at, find_sorted, options, temp_collection};
 
@@ -16,30 +16,7 @@ fn setup() -> (tempfile::TempDir, Database, Collection) {
 }
 
 fn insert(coll: &Collection, docs: &[Document], ordered: bool) -> InsertResult {
-    let outcome = coll.insert_many(
-        docs,
-        &InsertOptions {
-            ordered,
-            ..InsertOptions::default()
-        },
-    );
-    // An ordered insert that stopped at a rejected measurement is `Error::BulkWrite`,
-    // holding the result; an unordered one returns its rejections in `Ok`.
-    match outcome {
-        Ok(r) => {
-            assert!(!ordered || r.errors.is_empty(), "ordered, yet Ok: {r:?}");
-            r
-        }
-        Err(e) => {
-            assert!(ordered, "unordered, yet Err: {e}");
-            assert!(matches!(e, tscoll_engine::Error::BulkWrite(_)), "{e}");
-            let code = e.code();
-            let r = e.into_insert_result().expect("a BulkWrite error");
-            assert_eq!(r.errors.len(), 1, "an ordered insert stops at the first");
-            assert_eq!(code, r.errors[0].code);
-            r
-        }
-    }
+    tscoll_tests::spec::insert_checked(coll, docs, ordered)
 }
 
 fn assert_rejected_at(r: &InsertResult, index: usize) {

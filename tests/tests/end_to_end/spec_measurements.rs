@@ -2,7 +2,7 @@
 //! ordered/unordered batches.
 
 use bson::{Bson, Document, Timestamp, doc, oid::ObjectId};
-use tscoll_engine::{CatalogOptions, Collection, Database, ErrorCode, InsertOptions, InsertResult};
+use tscoll_engine::{CatalogOptions, Collection, Database, ErrorCode, InsertResult};
 use tscoll_tests::spec::{T0, at, find_sorted, options, temp_collection};
 
 fn setup(meta: bool) -> (tempfile::TempDir, Database, Collection) {
@@ -10,30 +10,7 @@ fn setup(meta: bool) -> (tempfile::TempDir, Database, Collection) {
 }
 
 fn insert(coll: &Collection, docs: &[Document], ordered: bool) -> InsertResult {
-    let outcome = coll.insert_many(
-        docs,
-        &InsertOptions {
-            ordered,
-            ..InsertOptions::default()
-        },
-    );
-    // An ordered insert that stopped at a rejected measurement is `Error::BulkWrite`,
-    // holding the result; an unordered one returns its rejections in `Ok`.
-    match outcome {
-        Ok(r) => {
-            assert!(!ordered || r.errors.is_empty(), "ordered, yet Ok: {r:?}");
-            r
-        }
-        Err(e) => {
-            assert!(ordered, "unordered, yet Err: {e}");
-            assert!(matches!(e, tscoll_engine::Error::BulkWrite(_)), "{e}");
-            let code = e.code();
-            let r = e.into_insert_result().expect("a BulkWrite error");
-            assert_eq!(r.errors.len(), 1, "an ordered insert stops at the first");
-            assert_eq!(code, r.errors[0].code);
-            r
-        }
-    }
+    tscoll_tests::spec::insert_checked(coll, docs, ordered)
 }
 
 fn all(coll: &Collection) -> Vec<Document> {
