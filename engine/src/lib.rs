@@ -41,7 +41,7 @@
 //! | `pipeline/` | aggregation pipelines over a stream of documents |
 //! | `direct_write/` | writes outside the insert path: deletes, updates, TTL, collMod, bucket rewrites |
 //! | `tools/` | stats, verify, salvage |
-//! | `arrow/` | the Arrow crates re-exported, the field marks of BSON types, documents → Arrow ([`arrow::documents_to_batches`]) |
+//! | `arrow/` | the Arrow crates re-exported, the field marks of BSON types, the one Arrow → BSON mapping ([`arrow::documents_from_batch`], [`arrow::RecordBatchOptions`]) and documents → Arrow ([`arrow::documents_to_batches`]) |
 #![forbid(unsafe_code)]
 
 /// The README's example, compiled and run as a doctest so that it cannot drift from the API.
