@@ -351,9 +351,9 @@ impl Collection {
             .ordered(options.ordered)
     }
 
-    /// As [`Collection::insert_record_batch`], with the time and meta fields taken from
-    /// columns named otherwise ([`RecordBatchOptions`]): the time field from
-    /// `time_column`, the meta document from the flat `meta_columns`.
+    /// As [`Collection::insert_record_batch`] (SPEC §2, §6, §7), with the time and meta
+    /// fields taken from columns named otherwise ([`RecordBatchOptions`]): the time field
+    /// from `time_column`, the meta document from the flat `meta_columns`.
     ///
     /// ```
     /// # use std::sync::Arc;

@@ -227,8 +227,8 @@ pub enum Error {
         /// What failed.
         source: Box<Error>,
     },
-    /// An ordered insert stopped at a rejected measurement (MongoDB's `BulkWriteError`):
-    /// every measurement before it was stored ([`InsertResult::inserted`](crate::InsertResult)
+    /// An ordered insert stopped at a rejected measurement (SPEC; MongoDB's
+    /// `BulkWriteError`): every measurement before it was stored ([`InsertResult::inserted`](crate::InsertResult)
     /// of them), none after it; [`InsertResult::errors`](crate::InsertResult) holds the
     /// rejected one with its position and reason. An unordered insert returns `Ok` with
     /// its rejections in the result instead ([`crate::InsertResult::check`] turns them

@@ -65,7 +65,8 @@ pub struct InsertResult {
 }
 
 impl InsertResult {
-    /// `Ok(self)` when no measurement was rejected.
+    /// `Ok(self)` when no measurement was rejected (SPEC: the rejections an unordered
+    /// insert returns become the error an ordered one returns).
     ///
     /// # Errors
     /// [`Error::BulkWrite`] holding `self` when some were.

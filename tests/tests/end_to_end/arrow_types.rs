@@ -432,7 +432,7 @@ fn every_arrow_type_stores_what_the_mapping_reads() {
 }
 
 #[test]
-fn the_first_document_reads_its_nulls_as_missing_fields() {
+fn null_rows_are_missing_fields_unless_marked() {
     let docs = tscoll_engine::arrow::documents_from_batch(&every_type()).expect("documents");
     // Row 0 of `nul` is null in a column marked `tscoll.nulls`: BSON null, not missing.
     assert_eq!(docs[0].get("nul"), Some(&Bson::Null));
@@ -670,7 +670,5 @@ fn time_and_meta_fields_from_columns_named_otherwise() {
             .expect_err("refused");
         assert!(err.to_string().contains("BadValue"), "{err}");
     }
-    let no_meta = coll.spec().meta_field.is_some();
-    assert!(no_meta);
     assert_eq!(coll.count(&doc! {}).expect("count"), 3);
 }
