@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 
 from conftest import REPO
 
 
-def test_readme_walkthrough_runs(capsys):
+def test_readme_walkthrough_runs(capsys, tmp_path, monkeypatch):
     text = (REPO / "python" / "README.md").read_text()
     blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
     assert len(blocks) >= 5
+    # The walkthrough's `tempfile.mkdtemp` lands in this test's directory, removed by pytest.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     here = os.getcwd()
     os.chdir(REPO)
     try:
