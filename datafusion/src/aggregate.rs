@@ -4,15 +4,18 @@
 //! start in the time column, the series' meta value in the meta column, then the partial
 //! values — which the plan above merges per SQL group. Whole buckets inside a window are
 //! answered from their control records and bucket sums without being decoded.
+//!
+//! Over remote shards, the plan is sent to the workers that hold them as BSON
+//! ([`WindowAggregateExec::encode`], [`WindowAggregateExec::decode`]), one shard per worker.
 
 use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use bson::Document;
+use bson::{Bson, Document, doc};
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::catalog::{Session, TableProvider};
-use datafusion::common::Result;
+use datafusion::common::{DataFusionError, Result};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::logical_expr::{Expr, TableType};
 use datafusion::physical_expr::EquivalenceProperties;
@@ -21,9 +24,11 @@ use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
 };
-use tscoll_engine::{AggregateSpec, Collection};
+use tscoll_engine::{Accumulator, AggregateSpec};
 
+use crate::shards::{ShardHostExtension, Shards, nowhere_to_run};
 use crate::table::external;
+use crate::wire::{bad, get_usizes};
 
 /// The partial aggregates of one query over a table's collections: the filter, the windows
 /// and outputs (`AggregateSpec`), and the schema of the rows: the window start
@@ -31,7 +36,7 @@ use crate::table::external;
 /// series (named as the meta field), then one column per output.
 #[derive(Debug)]
 pub(crate) struct WindowAggregate {
-    pub(crate) shards: Vec<Collection>,
+    pub(crate) shards: Shards,
     pub(crate) filter: Document,
     pub(crate) spec: AggregateSpec,
     pub(crate) schema: SchemaRef,
@@ -49,7 +54,7 @@ impl TableProvider for WindowAggregate {
 
     async fn scan(
         &self,
-        _state: &dyn Session,
+        state: &dyn Session,
         projection: Option<&Vec<usize>>,
         _filters: &[Expr],
         _limit: Option<usize>,
@@ -57,34 +62,203 @@ impl TableProvider for WindowAggregate {
         let projection = projection
             .cloned()
             .unwrap_or_else(|| (0..self.schema.fields().len()).collect());
-        let out = Arc::new(self.schema.project(&projection)?);
-        let props = PlanProperties::new(
-            EquivalenceProperties::new(Arc::clone(&out)),
-            Partitioning::UnknownPartitioning(self.shards.len()),
-            EmissionType::Final,
-            Boundedness::Bounded,
-        );
-        Ok(Arc::new(WindowAggregateExec {
-            shards: self.shards.clone(),
-            filter: self.filter.clone(),
-            spec: self.spec.clone(),
-            schema: Arc::clone(&self.schema),
+        let shards = crate::table::pruned(&self.shards, &self.filter, state);
+        Ok(Arc::new(WindowAggregateExec::assemble(
+            shards,
+            self.filter.clone(),
+            self.spec.clone(),
+            Arc::clone(&self.schema),
             projection,
-            props: Arc::new(props),
-        }))
+        )?))
     }
 }
 
 /// The execution of the partial aggregates a `WindowAggregateRule` plan reads: one partition per shard, each one batch of the
 /// shard's partial aggregates.
 pub struct WindowAggregateExec {
-    shards: Vec<Collection>,
+    shards: Shards,
     filter: Document,
     spec: AggregateSpec,
     /// The rows the collections give, before `projection`.
     schema: SchemaRef,
     projection: Vec<usize>,
     props: Arc<PlanProperties>,
+}
+
+impl WindowAggregateExec {
+    fn assemble(
+        shards: Shards,
+        filter: Document,
+        spec: AggregateSpec,
+        schema: SchemaRef,
+        projection: Vec<usize>,
+    ) -> Result<WindowAggregateExec> {
+        let out = Arc::new(schema.project(&projection)?);
+        // A remote plan's task that was given no shard still has one partition, empty.
+        let props = PlanProperties::new(
+            EquivalenceProperties::new(out),
+            Partitioning::UnknownPartitioning(shards.len().max(1)),
+            EmissionType::Final,
+            Boundedness::Bounded,
+        );
+        Ok(WindowAggregateExec {
+            shards,
+            filter,
+            spec,
+            schema,
+            projection,
+            props: Arc::new(props),
+        })
+    }
+
+    /// The collections the plan reads.
+    #[must_use]
+    pub fn shards(&self) -> &Shards {
+        &self.shards
+    }
+
+    /// The same plan over remote shards, reading only the shards `shards` (none: a plan that
+    /// returns nothing, with one partition like a plan of one shard).
+    ///
+    /// # Errors
+    /// `Internal` for a plan over local collections.
+    pub fn with_shards(&self, shards: Vec<usize>) -> Result<WindowAggregateExec> {
+        let subset = self
+            .shards
+            .remote_subset(shards)
+            .ok_or_else(|| DataFusionError::Internal("an aggregate of local collections".into()))?;
+        WindowAggregateExec::assemble(
+            subset,
+            self.filter.clone(),
+            self.spec.clone(),
+            Arc::clone(&self.schema),
+            self.projection.clone(),
+        )
+    }
+
+    /// The plan over remote shards as BSON, to be sent to a worker
+    /// ([`WindowAggregateExec::decode`]).
+    ///
+    /// # Errors
+    /// `Internal` for a plan over local collections; an Arrow error when the schema cannot
+    /// be written.
+    pub fn encode(&self) -> Result<Vec<u8>> {
+        let Shards::Remote { collection, shards } = &self.shards else {
+            return Err(DataFusionError::Internal(
+                "an aggregate of local collections cannot be sent to another process".into(),
+            ));
+        };
+        let int = |n: usize| Bson::Int64(i64::try_from(n).unwrap_or(i64::MAX));
+        let outputs: Vec<Bson> = self
+            .spec
+            .outputs
+            .iter()
+            .map(|(name, acc)| {
+                let (kind, field) = accumulator_parts(acc);
+                Bson::Document(doc! { "name": name, "kind": kind, "field": field.map_or(Bson::Null, |f| Bson::String(f.to_owned())) })
+            })
+            .collect();
+        let d = doc! {
+            "collection": collection,
+            "shards": shards.iter().map(|&s| int(s)).collect::<Vec<_>>(),
+            "filter": &self.filter,
+            "window_ms": self.spec.window_ms,
+            "by_series": self.spec.by_series,
+            "outputs": outputs,
+            "schema": crate::wire::schema_bytes(&self.schema)?,
+            "projection": self.projection.iter().map(|&p| int(p)).collect::<Vec<_>>(),
+        };
+        crate::wire::document_bytes(&d)
+    }
+
+    /// The plan [`WindowAggregateExec::encode`] wrote.
+    ///
+    /// # Errors
+    /// `Internal` when `bytes` are not such a plan.
+    pub fn decode(bytes: &[u8]) -> Result<WindowAggregateExec> {
+        let what = "windowed aggregate";
+        let e = |x: &dyn fmt::Display| bad(what, &x.to_string());
+        let d = Document::from_reader(bytes).map_err(|x| e(&x))?;
+        let collection = d.get_str("collection").map_err(|x| e(&x))?.to_owned();
+        let shards = get_usizes(&d, "shards")?;
+        let filter = d.get_document("filter").map_err(|x| e(&x))?.clone();
+        let window_ms = d.get_i64("window_ms").map_err(|x| e(&x))?;
+        if window_ms <= 0 {
+            return Err(bad(what, "a window of no length"));
+        }
+        let by_series = d.get_bool("by_series").map_err(|x| e(&x))?;
+        let mut outputs = Vec::new();
+        for o in d.get_array("outputs").map_err(|x| e(&x))? {
+            let Bson::Document(o) = o else {
+                return Err(bad(what, "an output that is not a document"));
+            };
+            let name = o.get_str("name").map_err(|x| e(&x))?.to_owned();
+            let kind = o.get_str("kind").map_err(|x| e(&x))?;
+            let field = o.get_str("field").ok().map(str::to_owned);
+            outputs.push((name, accumulator_of(kind, field)?));
+        }
+        let schema =
+            crate::wire::schema_from_bytes(d.get_binary_generic("schema").map_err(|x| e(&x))?)?;
+        let projection = get_usizes(&d, "projection")?;
+        if projection.iter().any(|&p| p >= schema.fields().len()) {
+            return Err(bad(what, "a projected column past the schema"));
+        }
+        WindowAggregateExec::assemble(
+            Shards::Remote { collection, shards },
+            filter,
+            AggregateSpec {
+                window_ms,
+                by_series,
+                outputs,
+            },
+            schema,
+            projection,
+        )
+    }
+}
+
+/// An accumulator's kind and field, as [`WindowAggregateExec::encode`] writes them.
+fn accumulator_parts(acc: &Accumulator) -> (&'static str, Option<&str>) {
+    let kind = match acc {
+        Accumulator::Count => "count",
+        Accumulator::CountNumbers(_) => "countNumbers",
+        Accumulator::Min(_) => "min",
+        Accumulator::Max(_) => "max",
+        Accumulator::Sum(_) => "sum",
+        Accumulator::SumTyped(_) => "sumTyped",
+        Accumulator::Avg(_) => "avg",
+        Accumulator::First(_) => "first",
+        Accumulator::Last(_) => "last",
+        Accumulator::StdDevPop(_) => "stdDevPop",
+        Accumulator::StdDevSamp(_) => "stdDevSamp",
+    };
+    (kind, acc.field())
+}
+
+/// The accumulator [`accumulator_parts`] describes.
+fn accumulator_of(kind: &str, field: Option<String>) -> Result<Accumulator> {
+    let need = |f: Option<String>| {
+        f.ok_or_else(|| bad("windowed aggregate", &format!("{kind} without a field")))
+    };
+    Ok(match kind {
+        "count" => Accumulator::Count,
+        "countNumbers" => Accumulator::CountNumbers(need(field)?),
+        "min" => Accumulator::Min(need(field)?),
+        "max" => Accumulator::Max(need(field)?),
+        "sum" => Accumulator::Sum(need(field)?),
+        "sumTyped" => Accumulator::SumTyped(need(field)?),
+        "avg" => Accumulator::Avg(need(field)?),
+        "first" => Accumulator::First(need(field)?),
+        "last" => Accumulator::Last(need(field)?),
+        "stdDevPop" => Accumulator::StdDevPop(need(field)?),
+        "stdDevSamp" => Accumulator::StdDevSamp(need(field)?),
+        other => {
+            return Err(bad(
+                "windowed aggregate",
+                &format!("the accumulator {other}"),
+            ));
+        }
+    })
 }
 
 impl fmt::Debug for WindowAggregateExec {
@@ -111,7 +285,11 @@ impl DisplayAs for WindowAggregateExec {
             self.spec.window_ms,
             self.spec.by_series,
             outputs.join(", ")
-        )
+        )?;
+        if let Shards::Remote { collection, shards } = &self.shards {
+            write!(f, ", collection={collection}, remote_shards={shards:?}")?;
+        }
+        Ok(())
     }
 }
 
@@ -125,14 +303,30 @@ impl ExecutionPlan for WindowAggregateExec {
     fn execute(
         &self,
         partition: usize,
-        _context: Arc<TaskContext>,
+        context: Arc<TaskContext>,
     ) -> Result<SendableRecordBatchStream> {
-        let coll = self.shards.get(partition).cloned().ok_or_else(|| {
-            datafusion::error::DataFusionError::Internal(format!(
+        if partition >= self.shards.len() {
+            if self.shards.is_empty() && partition == 0 {
+                // A remote plan's task that was given no shard.
+                return Ok(Box::pin(RecordBatchStreamAdapter::new(
+                    self.schema(),
+                    futures::stream::empty(),
+                )));
+            }
+            return Err(DataFusionError::Internal(format!(
                 "partition {partition} of an aggregate over {} collections",
                 self.shards.len()
-            ))
-        })?;
+            )));
+        }
+        let Some(coll) = self.shards.resolve(partition, &context)? else {
+            let host = context
+                .session_config()
+                .get_extension::<ShardHostExtension>()
+                .ok_or_else(|| nowhere_to_run("WindowAggregateExec"))?;
+            let number = self.shards.remote_shard(partition).unwrap_or(partition);
+            let one = Arc::new(self.with_shards(vec![number])?);
+            return host.0.execute(number, one, 0, context);
+        };
         let (filter, spec) = (self.filter.clone(), self.spec.clone());
         let (schema, projection) = (Arc::clone(&self.schema), self.projection.clone());
         let batch = futures::stream::once(async move {

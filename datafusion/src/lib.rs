@@ -30,6 +30,8 @@
 //! | `table.rs` | [`CollectionTable`]: a collection as a `TableProvider` (schema, pushdown, scan, insert) |
 //! | `insert.rs` | `INSERT INTO` a table: the sink that inserts the rows as measurements |
 //! | `scan.rs` | the execution plan of a scan: one Arrow cursor per partition |
+//! | `shards.rs` | where a table's collections are: in this process, or shards on workers |
+//! | `wire.rs` | plans over remote shards as bytes for another process |
 //! | `filter.rs` | SQL predicates as a MongoDB filter the collection prunes buckets with |
 //! | `rule.rs` | the optimizer rule that hands aggregates by time window and meta to the collection |
 //! | `aggregate.rs` | the collection's partial aggregates per series and window as a table |
@@ -80,7 +82,9 @@ mod insert;
 mod memory;
 mod rule;
 mod scan;
+mod shards;
 mod table;
+mod wire;
 
 use std::sync::Arc;
 
@@ -91,6 +95,7 @@ pub use aggregate::WindowAggregateExec;
 pub use memory::bounded_context;
 pub use rule::{RULE_NAME, WindowAggregateRule};
 pub use scan::CollectionScan;
+pub use shards::{ShardDatabase, ShardHost, ShardHostExtension, Shards};
 pub use table::CollectionTable;
 
 /// Registers every collection of `db` in `ctx` as a table of the same name, and the

@@ -16,6 +16,7 @@ use tscoll_engine::Collection;
 use crate::filter::{is_exact, to_filter};
 use crate::insert::CollectionSink;
 use crate::scan::CollectionScan;
+use crate::shards::{ShardHostExtension, Shards};
 
 /// Values (rows × columns) a scan's batch holds at most, when DataFusion's batch size would
 /// make more: 128 columns of 8192 rows.
@@ -40,9 +41,10 @@ const BATCH_VALUES: usize = 1 << 20;
 ///
 /// One table may also be several collections, the shards of one data set in several
 /// databases ([`CollectionTable::sharded`], docs/scale-out.md): a scan reads each shard in
-/// its own partitions.
+/// its own partitions. Or the shards are held by other processes, the workers of a cluster
+/// ([`CollectionTable::remote`]): its plans are sent to them.
 pub struct CollectionTable {
-    pub(crate) shards: Vec<Collection>,
+    pub(crate) shards: Shards,
     pub(crate) schema: SchemaRef,
     /// The collections' meta field, if they have one.
     pub(crate) meta_field: Option<String>,
@@ -108,10 +110,57 @@ impl CollectionTable {
         }
         let schema = schema.ok_or_else(|| DataFusionError::Plan("no shard".into()))?;
         Ok(CollectionTable {
-            shards,
+            shards: Shards::Local(shards),
             schema,
             meta_field: spec.meta_field,
         })
+    }
+
+    /// The table of collection `collection` held in `shard_count` shards by other processes
+    /// (the workers of a cluster, docs/scale-out.md), with the schema `schema` (the shards'
+    /// schemas joined, `Collection::join_arrow_schemas`) and meta field `meta_field`. Its
+    /// plans run where a `ShardDatabase` is in the session, or are sent there by the
+    /// session's `ShardHostExtension`, which also prunes the shards a filter cannot match.
+    #[must_use]
+    pub fn remote(
+        collection: &str,
+        schema: SchemaRef,
+        meta_field: Option<String>,
+        shard_count: usize,
+    ) -> CollectionTable {
+        CollectionTable {
+            shards: Shards::Remote {
+                collection: collection.to_owned(),
+                shards: (0..shard_count).collect(),
+            },
+            schema,
+            meta_field,
+        }
+    }
+}
+
+/// The shards of `shards` that a query with the filter `filter` reads: all of local ones,
+/// those the session's `ShardHostExtension` says may match of remote ones.
+pub(crate) fn pruned(shards: &Shards, filter: &Document, state: &dyn Session) -> Shards {
+    let Shards::Remote {
+        collection,
+        shards: all,
+    } = shards
+    else {
+        return shards.clone();
+    };
+    let Some(host) = state.config().get_extension::<ShardHostExtension>() else {
+        return shards.clone();
+    };
+    let keep: Vec<usize> = host
+        .0
+        .shards_for(collection, filter)
+        .into_iter()
+        .filter(|s| all.contains(s))
+        .collect();
+    Shards::Remote {
+        collection: collection.clone(),
+        shards: keep,
     }
 }
 
@@ -166,8 +215,9 @@ impl TableProvider for CollectionTable {
             .config()
             .batch_size()
             .min((BATCH_VALUES / columns.max(1)).max(1));
+        let shards = pruned(&self.shards, &filter, state);
         Ok(Arc::new(CollectionScan::new(
-            self.shards.clone(),
+            shards,
             &self.schema,
             projection,
             filter,
@@ -197,7 +247,14 @@ impl TableProvider for CollectionTable {
                 "{insert_op} into a collection: measurements are only appended (INSERT INTO)"
             )));
         }
-        let [coll] = self.shards.as_slice() else {
+        let Shards::Local(shards) = &self.shards else {
+            return Err(DataFusionError::Plan(
+                "INSERT into a table of remote shards: ingest through the cluster (tscoll \
+                 ingest --workers), which sends each series to its shard"
+                    .into(),
+            ));
+        };
+        let [coll] = shards.as_slice() else {
             return Err(DataFusionError::Plan(
                 "INSERT into a table of several shards: insert into the table of the shard \
                  each series belongs to"

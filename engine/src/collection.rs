@@ -741,7 +741,20 @@ impl Collection {
     /// the time field as `Timestamp(Millisecond, _)`, or a column type no BSON type maps
     /// to).
     pub fn join_arrow_schemas(&self, a: &SchemaRef, b: &SchemaRef) -> Result<SchemaRef> {
-        crate::query::arrow::join_arrow_schemas(self, a, b)
+        crate::query::arrow::join_arrow_schemas(&self.inner.spec(), a, b)
+    }
+
+    /// [`Collection::join_arrow_schemas`] for a collection of options `spec` that is not open
+    /// here (a shard held by another process).
+    ///
+    /// # Errors
+    /// As [`Collection::join_arrow_schemas`].
+    pub fn join_arrow_schemas_of(
+        spec: &CollectionSpec,
+        a: &SchemaRef,
+        b: &SchemaRef,
+    ) -> Result<SchemaRef> {
+        crate::query::arrow::join_arrow_schemas(spec, a, b)
     }
 
     /// [`Collection::aggregate_columns`]' groups as an Arrow record batch of `schema`,

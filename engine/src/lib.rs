@@ -95,7 +95,8 @@ pub use storage::fjall_journal::RecoveryReport;
 pub use tools::salvage::{ControlSummary, LostBucket, SalvageReport, SalvagedCollection};
 pub use tools::stats::{CatalogStats, CollectionStats};
 pub use tools::verify::{Problem, ProblemKind, VerifyReport};
-pub use tscoll_catalog::{CatalogOptions, StatsSnapshot};
+// A series' normalized meta value and its hash (SPEC ): what a cluster routes measurements by.
+pub use tscoll_catalog::{BucketKey, CatalogOptions, StatsSnapshot};
 
 pub mod arrow;
 pub use write::{InsertResult, WriteError};

@@ -421,8 +421,12 @@ impl CollectionSpec {
         out
     }
 
-    /// The persisted form (all effective values).
-    pub(crate) fn to_stored(&self) -> Document {
+    /// The persisted form (all effective values): `timeField`, `bucketMaxSpanSeconds`,
+    /// `bucketRoundingSeconds`, `fixedBucketing`, and when set `metaField`, `granularity`,
+    /// `expireAfterSeconds`, `rollups`. [`CollectionSpec::from_stored`] reads it back; a
+    /// cluster's workers send it to their coordinator.
+    #[must_use]
+    pub fn to_stored(&self) -> Document {
         let mut d = doc! {
             "timeField": &self.time_field,
             "bucketMaxSpanSeconds": self.bucket_max_span_seconds,
@@ -444,8 +448,10 @@ impl CollectionSpec {
         d
     }
 
-    /// Reads the persisted form back.
-    pub(crate) fn from_stored(d: &Document) -> Option<CollectionSpec> {
+    /// Reads the persisted form ([`CollectionSpec::to_stored`]) back; `None` when `d` is not
+    /// one.
+    #[must_use]
+    pub fn from_stored(d: &Document) -> Option<CollectionSpec> {
         Some(CollectionSpec {
             time_field: d.get_str("timeField").ok()?.to_owned(),
             meta_field: d.get_str("metaField").ok().map(str::to_owned),

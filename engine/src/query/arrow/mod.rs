@@ -26,6 +26,7 @@ pub use kind::ENCODING_KEY;
 use super::FindOptions;
 use crate::collection::Collection;
 use crate::error::Result;
+use crate::options::CollectionSpec;
 
 /// Rows per batch of [`ArrowOptions::default`].
 pub const DEFAULT_BATCH_ROWS: usize = 8192;
@@ -85,12 +86,11 @@ pub(crate) fn arrow_schema(
 }
 
 pub(crate) fn join_arrow_schemas(
-    coll: &Collection,
+    spec: &CollectionSpec,
     a: &SchemaRef,
     b: &SchemaRef,
 ) -> Result<SchemaRef> {
-    let spec = coll.inner.spec();
-    let a = schema::Layout::given(&spec, SchemaRef::clone(a))?;
-    let b = schema::Layout::given(&spec, SchemaRef::clone(b))?;
-    Ok(a.join(b, &spec).schema)
+    let a = schema::Layout::given(spec, SchemaRef::clone(a))?;
+    let b = schema::Layout::given(spec, SchemaRef::clone(b))?;
+    Ok(a.join(b, spec).schema)
 }

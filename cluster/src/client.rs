@@ -1,0 +1,161 @@
+//! A coordinator's connection to one worker's Flight service: commands, descriptions,
+//! writes and whole leaves (`protocol.rs`). Every error names the worker.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use arrow_flight::decode::FlightRecordBatchStream;
+use arrow_flight::encode::FlightDataEncoderBuilder;
+use arrow_flight::flight_service_client::FlightServiceClient;
+use arrow_flight::{Action, FlightDescriptor, Ticket};
+use bson::{Document, doc};
+use datafusion::arrow::array::RecordBatch;
+use datafusion_distributed::grpc::BoxCloneSyncChannel;
+use futures::{StreamExt, TryStreamExt};
+use tonic::transport::Endpoint;
+use url::Url;
+
+use crate::Error;
+use crate::auth::with_token;
+use crate::protocol::{self, Address};
+
+/// How long a connection to a worker may take before the worker counts as down.
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The largest message taken from a worker (bytes).
+const MAX_MESSAGE_BYTES: usize = 256 << 20;
+
+/// One worker's Flight service, as shard `at.shard` of `at.shards`.
+#[derive(Clone)]
+pub(crate) struct WorkerClient {
+    pub(crate) url: Url,
+    pub(crate) at: Address,
+    client: FlightServiceClient<BoxCloneSyncChannel>,
+}
+
+impl WorkerClient {
+    /// A lazy connection to `url` (it is made by the first call).
+    pub(crate) fn new(
+        url: &Url,
+        at: Address,
+        token: Option<&Arc<str>>,
+    ) -> Result<WorkerClient, Error> {
+        let endpoint = Endpoint::from_shared(url.to_string())
+            .map_err(|e| Error::worker(url, e))?
+            .connect_timeout(CONNECT_TIMEOUT)
+            .tcp_nodelay(true);
+        let channel = BoxCloneSyncChannel::new(endpoint.connect_lazy());
+        let client = FlightServiceClient::new(with_token(channel, token))
+            .max_decoding_message_size(MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(MAX_MESSAGE_BYTES);
+        Ok(WorkerClient {
+            url: url.clone(),
+            at,
+            client,
+        })
+    }
+
+    fn fail(&self, status: &tonic::Status) -> Error {
+        let message = if status.code() == tonic::Code::Unavailable {
+            format!("unreachable: {}", status.message())
+        } else {
+            status.message().to_owned()
+        };
+        Error::worker(&self.url, message)
+    }
+
+    /// Runs action `kind` with `msg` (the shard address added) and returns its reply.
+    async fn action(&self, kind: &str, mut msg: Document) -> Result<Document, Error> {
+        self.at.write(&mut msg);
+        let mut client = self.client.clone();
+        let mut replies = client
+            .do_action(Action {
+                r#type: kind.to_owned(),
+                body: protocol::bytes(&msg).into(),
+            })
+            .await
+            .map_err(|s| self.fail(&s))?
+            .into_inner();
+        let reply = replies
+            .message()
+            .await
+            .map_err(|s| self.fail(&s))?
+            .ok_or_else(|| Error::worker(&self.url, "no reply"))?;
+        protocol::read(&reply.body).map_err(|e| Error::worker(&self.url, e))
+    }
+
+    /// The worker's collections (`describe`).
+    pub(crate) async fn describe(&self) -> Result<Document, Error> {
+        self.action(protocol::DESCRIBE, Document::new()).await
+    }
+
+    /// Runs MongoDB command `command` on the shard; `assign` gives the worker its shard
+    /// number when it has none; `shard_key` is recorded for a `create`.
+    pub(crate) async fn command(
+        &self,
+        command: &Document,
+        assign: bool,
+        shard_key: Option<&str>,
+    ) -> Result<Document, Error> {
+        let mut msg = doc! { "command": command.clone(), "assign": assign };
+        if let Some(k) = shard_key {
+            msg.insert("shardKey", k);
+        }
+        self.action(protocol::COMMAND, msg).await
+    }
+
+    /// Sends `batches` to collection `collection` of the shard; one reply per batch
+    /// (`{inserted, errors}`, positions counted over all the batches).
+    pub(crate) async fn put(
+        &self,
+        collection: &str,
+        batches: Vec<RecordBatch>,
+        options: &tscoll_engine::InsertOptions,
+    ) -> Result<Vec<Document>, Error> {
+        let descriptor =
+            protocol::put_descriptor(self.at, collection, options.ordered, options.durability);
+        let data = FlightDataEncoderBuilder::new()
+            .with_flight_descriptor(Some(FlightDescriptor::new_cmd(protocol::bytes(
+                &descriptor,
+            ))))
+            .with_max_flight_data_size(MAX_MESSAGE_BYTES / 4)
+            .build(futures::stream::iter(batches.into_iter().map(Ok)))
+            .filter_map(|r| async move { r.ok() });
+        let mut client = self.client.clone();
+        let mut replies = client
+            .do_put(data)
+            .await
+            .map_err(|s| self.fail(&s))?
+            .into_inner();
+        let mut out = Vec::new();
+        while let Some(r) = replies.message().await.map_err(|s| self.fail(&s))? {
+            out.push(protocol::read(&r.app_metadata).map_err(|e| Error::worker(&self.url, e))?);
+        }
+        Ok(out)
+    }
+
+    /// Runs the leaf `plan` (bytes of `codec::encode_plan`) on the shard and streams
+    /// partition `partition` of it.
+    pub(crate) async fn get(
+        &self,
+        plan: Vec<u8>,
+        partition: usize,
+    ) -> Result<FlightRecordBatchStream, Error> {
+        let mut msg = doc! {
+            "plan": bson::Binary { subtype: bson::spec::BinarySubtype::Generic, bytes: plan },
+            "partition": protocol::int(partition),
+        };
+        self.at.write(&mut msg);
+        let mut client = self.client.clone();
+        let stream = client
+            .do_get(Ticket {
+                ticket: protocol::bytes(&msg).into(),
+            })
+            .await
+            .map_err(|s| self.fail(&s))?
+            .into_inner();
+        Ok(FlightRecordBatchStream::new_from_flight_data(
+            stream.map_err(|e| arrow_flight::error::FlightError::Tonic(Box::new(e))),
+        ))
+    }
+}
