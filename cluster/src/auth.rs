@@ -4,15 +4,9 @@
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
-use datafusion::common::DataFusionError;
-use datafusion_distributed::grpc::{
-    BoxCloneSyncChannel, DefaultChannelResolver, create_worker_client,
-};
-use datafusion_distributed::{ChannelResolver, WorkerChannel};
+use datafusion_distributed::grpc::BoxCloneSyncChannel;
 use http::HeaderValue;
 use tonic::{Request, Status};
-use url::Url;
 
 /// The header value of `token`.
 fn bearer(token: &str) -> Result<HeaderValue, String> {
@@ -51,37 +45,6 @@ pub(crate) fn with_token(
             })
             .service(channel),
     )
-}
-
-/// datafusion-distributed's connections to workers, with the cluster's token.
-#[derive(Clone, Default)]
-pub(crate) struct TokenChannelResolver {
-    channels: DefaultChannelResolver,
-    token: Option<Arc<str>>,
-}
-
-impl TokenChannelResolver {
-    /// Connections that carry `token`.
-    pub(crate) fn new(token: Option<Arc<str>>) -> TokenChannelResolver {
-        TokenChannelResolver {
-            channels: DefaultChannelResolver::default(),
-            token,
-        }
-    }
-}
-
-#[async_trait]
-impl ChannelResolver for TokenChannelResolver {
-    async fn get_worker_client_for_url(
-        &self,
-        url: &Url,
-    ) -> Result<Box<dyn WorkerChannel>, DataFusionError> {
-        let channel = self.channels.get_channel(url).await?;
-        Ok(create_worker_client(with_token(
-            channel,
-            self.token.as_ref(),
-        )))
-    }
 }
 
 /// A worker's check of every request: the token, when it has one.

@@ -1,26 +1,27 @@
 //! A coordinator's connection to one worker's Flight service: commands, descriptions,
 //! writes and whole leaves (`protocol.rs`). Every error names the worker.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use arrow_flight::decode::FlightRecordBatchStream;
 use arrow_flight::encode::FlightDataEncoderBuilder;
 use arrow_flight::flight_service_client::FlightServiceClient;
-use arrow_flight::{Action, FlightDescriptor, Ticket};
+use arrow_flight::{Action, FlightData, FlightDescriptor, Ticket};
 use bson::{Document, doc};
 use datafusion::arrow::array::RecordBatch;
 use datafusion_distributed::grpc::BoxCloneSyncChannel;
 use futures::{StreamExt, TryStreamExt};
-use tonic::transport::Endpoint;
 use url::Url;
 
 use crate::Error;
-use crate::auth::with_token;
+use crate::channels::Channels;
 use crate::protocol::{self, Address};
 
 /// How long a connection to a worker may take before the worker counts as down.
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The bytes of documents a write puts in one message.
+const PUT_MESSAGE_BYTES: usize = 4 << 20;
 
 /// The largest message taken from a worker (bytes).
 const MAX_MESSAGE_BYTES: usize = 256 << 20;
@@ -34,18 +35,9 @@ pub(crate) struct WorkerClient {
 }
 
 impl WorkerClient {
-    /// A lazy connection to `url` (it is made by the first call).
-    pub(crate) fn new(
-        url: &Url,
-        at: Address,
-        token: Option<&Arc<str>>,
-    ) -> Result<WorkerClient, Error> {
-        let endpoint = Endpoint::from_shared(url.to_string())
-            .map_err(|e| Error::worker(url, e))?
-            .connect_timeout(CONNECT_TIMEOUT)
-            .tcp_nodelay(true);
-        let channel = BoxCloneSyncChannel::new(endpoint.connect_lazy());
-        let client = FlightServiceClient::new(with_token(channel, token))
+    /// A lazy connection to `url` through `channels` (it is made by the first call).
+    pub(crate) fn new(url: &Url, at: Address, channels: &Channels) -> Result<WorkerClient, Error> {
+        let client = FlightServiceClient::new(channels.lazy(url)?)
             .max_decoding_message_size(MAX_MESSAGE_BYTES)
             .max_encoding_message_size(MAX_MESSAGE_BYTES);
         Ok(WorkerClient {
@@ -112,15 +104,74 @@ impl WorkerClient {
         batches: Vec<RecordBatch>,
         options: &tscoll_engine::InsertOptions,
     ) -> Result<Vec<Document>, Error> {
-        let descriptor =
-            protocol::put_descriptor(self.at, collection, options.ordered, options.durability);
+        let descriptor = protocol::put_descriptor(
+            self.at,
+            collection,
+            options.ordered,
+            options.durability,
+            protocol::FORMAT_ARROW,
+        );
         let data = FlightDataEncoderBuilder::new()
             .with_flight_descriptor(Some(FlightDescriptor::new_cmd(protocol::bytes(
                 &descriptor,
             ))))
             .with_max_flight_data_size(MAX_MESSAGE_BYTES / 4)
             .build(futures::stream::iter(batches.into_iter().map(Ok)))
-            .filter_map(|r| async move { r.ok() });
+            .collect::<Vec<_>>()
+            .await
+            .into_iter()
+            .collect::<Result<Vec<FlightData>, _>>()
+            .map_err(|e| Error::worker(&self.url, e))?;
+        self.put_messages(data).await
+    }
+
+    /// Sends `docs` (each a document's BSON bytes) to collection `collection` of the shard,
+    /// in messages of about `PUT_MESSAGE_BYTES`; one reply per message, as [`Self::put`].
+    pub(crate) async fn put_documents(
+        &self,
+        collection: &str,
+        docs: &[Vec<u8>],
+        options: &tscoll_engine::InsertOptions,
+    ) -> Result<Vec<Document>, Error> {
+        let descriptor = protocol::put_descriptor(
+            self.at,
+            collection,
+            options.ordered,
+            options.durability,
+            protocol::FORMAT_BSON,
+        );
+        let mut messages = Vec::new();
+        let mut body = Vec::new();
+        for d in docs {
+            if !body.is_empty() && body.len() + d.len() > PUT_MESSAGE_BYTES {
+                messages.push(std::mem::take(&mut body));
+            }
+            body.extend_from_slice(d);
+        }
+        if !body.is_empty() {
+            messages.push(body);
+        }
+        let data: Vec<FlightData> = messages
+            .into_iter()
+            .enumerate()
+            .map(|(i, body)| {
+                let m = FlightData::new().with_data_body(body);
+                if i == 0 {
+                    m.with_descriptor(FlightDescriptor::new_cmd(protocol::bytes(&descriptor)))
+                } else {
+                    m
+                }
+            })
+            .collect();
+        self.put_messages(data).await
+    }
+
+    /// Sends the messages of one `do_put` and reads its replies.
+    async fn put_messages(&self, data: Vec<FlightData>) -> Result<Vec<Document>, Error> {
+        if data.is_empty() {
+            return Ok(Vec::new());
+        }
+        let data = futures::stream::iter(data);
         let mut client = self.client.clone();
         let mut replies = client
             .do_put(data)

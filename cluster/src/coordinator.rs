@@ -22,7 +22,7 @@ use tscoll_engine::{Collection, CollectionSpec, ErrorCode, InsertOptions};
 use url::Url;
 
 use crate::Error;
-use crate::auth::TokenChannelResolver;
+use crate::channels::Channels;
 use crate::client::WorkerClient;
 use crate::codec::{ShardPlanCodec, encode_plan};
 use crate::config::ClusterConfig;
@@ -30,8 +30,12 @@ use crate::plan::{ShardWorkers, route_to_shards, shard_task_count, split_by_shar
 use crate::protocol::{Address, usize_of};
 use crate::routing::ShardKey;
 
-/// Rows of each batch a routed write sends.
-const PUT_BATCH_ROWS: usize = 8192;
+/// What a routed write sends a shard: Arrow batches, or documents (BSON bytes) as given,
+/// so that every value reaches the shard as it was.
+enum Payload {
+    Batches(Vec<RecordBatch>),
+    Documents(Vec<Vec<u8>>),
+}
 
 /// A cluster's collection as its workers describe it.
 #[derive(Clone, Debug)]
@@ -69,6 +73,7 @@ pub struct ShardInsert {
 /// A cluster of workers, seen from a coordinator.
 pub struct Cluster {
     config: ClusterConfig,
+    channels: Channels,
     clients: Vec<WorkerClient>,
 }
 
@@ -86,16 +91,27 @@ impl Cluster {
     /// # Errors
     /// [`Error::Worker`] for a worker address tonic cannot use.
     pub fn new(config: ClusterConfig) -> Result<Cluster, Error> {
+        let channels = Channels::tcp(config.token.clone());
+        Cluster::with_channels(config, channels)
+    }
+
+    /// The cluster of `config`, its workers reached through `channels`.
+    pub(crate) fn with_channels(
+        config: ClusterConfig,
+        channels: Channels,
+    ) -> Result<Cluster, Error> {
         let shards = config.workers.len();
         let clients = config
             .workers
             .iter()
             .enumerate()
-            .map(|(shard, url)| {
-                WorkerClient::new(url, Address { shard, shards }, config.token.as_ref())
-            })
+            .map(|(shard, url)| WorkerClient::new(url, Address { shard, shards }, &channels))
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(Cluster { config, clients })
+        Ok(Cluster {
+            config,
+            channels,
+            clients,
+        })
     }
 
     /// The workers, in shard order.
@@ -236,7 +252,7 @@ impl Cluster {
             .with_default_features()
             .with_config(config.with_extension(Arc::new(ShardHostExtension(host))))
             .with_distributed_worker_resolver(resolver)
-            .with_distributed_channel_resolver(TokenChannelResolver::new(self.config.token.clone()))
+            .with_distributed_channel_resolver(self.channels.clone())
             .with_distributed_planner()
             .with_distributed_user_codec(ShardPlanCodec)
             .with_distributed_desired_task_count_handler(shard_task_count)
@@ -290,10 +306,16 @@ impl Cluster {
             parts[shard].push(i);
         }
         let sends = parts.iter().enumerate().map(|(shard, rows)| async move {
-            let part: Vec<Document> = rows.iter().map(|&i| docs[i].clone()).collect();
-            let batches = tscoll_engine::arrow::documents_to_batches(&part, PUT_BATCH_ROWS);
-            self.send(shard, &coll.name, rows, batches.map(|b| b.batches), options)
-                .await
+            let part = rows
+                .iter()
+                .map(|&i| docs[i].to_vec())
+                .collect::<Result<Vec<_>, _>>()
+                .map(Payload::Documents)
+                .map_err(|e| tscoll_engine::Error::Rejected {
+                    code: ErrorCode::BadValue,
+                    message: format!("a measurement cannot be written as BSON: {e}"),
+                });
+            self.send(shard, &coll.name, rows, part, options).await
         });
         futures::future::join_all(sends).await
     }
@@ -333,7 +355,7 @@ impl Cluster {
                 .collect();
             let mask: BooleanArray = shard_of.iter().map(|&s| Some(s == shard)).collect();
             let part = filter_record_batch(batch, &mask)
-                .map(|b| vec![b])
+                .map(|b| Payload::Batches(vec![b]))
                 .map_err(|e| tscoll_engine::Error::Rejected {
                     code: ErrorCode::BadValue,
                     message: e.to_string(),
@@ -350,7 +372,7 @@ impl Cluster {
         shard: usize,
         collection: &str,
         rows: &[usize],
-        batches: Result<Vec<RecordBatch>, tscoll_engine::Error>,
+        payload: Result<Payload, tscoll_engine::Error>,
         options: &InsertOptions,
     ) -> ShardInsert {
         let client = &self.clients[shard];
@@ -365,14 +387,15 @@ impl Cluster {
         if rows.is_empty() {
             return out;
         }
-        let batches = match batches {
-            Ok(b) => b,
+        let sent = match payload {
+            Ok(Payload::Batches(b)) => client.put(collection, b, options).await,
+            Ok(Payload::Documents(d)) => client.put_documents(collection, &d, options).await,
             Err(e) => {
                 out.failure = Some(Error::Engine(e));
                 return out;
             }
         };
-        match client.put(collection, batches, options).await {
+        match sent {
             Ok(replies) => {
                 for r in replies {
                     out.inserted += usize_of(&r, "inserted").unwrap_or(0);

@@ -21,6 +21,8 @@
 //! | `coordinator.rs` | [`Cluster`]: SQL sessions over the shards, commands to every worker, routed writes |
 //! | `plan.rs` | how datafusion-distributed splits a leaf by shard and sends each task to its shard's worker |
 //! | `codec.rs` | the leaves over remote shards as bytes ([`ShardPlanCodec`]) |
+//! | `channels.rs` | the connections to workers: TCP, or in-memory pipes for tests |
+//! | `memory.rs` | [`in_memory`]: a cluster in one process without a socket |
 //! | `auth.rs` | the shared token, sent and checked |
 //!
 //! ```no_run
@@ -39,6 +41,7 @@
 #![deny(missing_docs)]
 
 mod auth;
+mod channels;
 mod client;
 mod codec;
 mod commands;
@@ -46,6 +49,7 @@ mod config;
 mod coordinator;
 mod error;
 mod membership;
+mod memory;
 mod plan;
 mod protocol;
 mod routing;
@@ -56,5 +60,6 @@ pub use config::{ClusterConfig, read_token};
 pub use coordinator::{Cluster, ClusterCollection, ShardInsert};
 pub use error::Error;
 pub use membership::{Membership, SHARD_FILE};
+pub use memory::in_memory;
 pub use routing::{ShardKey, shard_of_value};
 pub use worker::{WorkerHandle, WorkerOptions, start};

@@ -6,7 +6,7 @@
 //! |---|---|---|
 //! | `do_action("command")` | `{shard, shards, assign, shardKey?, command}`: a MongoDB command (`create`, `collMod`, `createIndexes`, `dropIndexes`, `drop`, `listCollections`, `collStats`, …) | the command's reply document |
 //! | `do_action("describe")` | `{shard, shards}` | `{shard, shards, collections: [{name, spec, shardKey, schema}]}` |
-//! | `do_put` | descriptor `{shard, shards, collection, ordered, durability}`, then Arrow batches | one `PutResult` per batch: `{inserted, errors: [{index, code, message}]}` |
+//! | `do_put` | descriptor `{shard, shards, collection, ordered, durability, format}`, then Arrow batches (`format: "arrow"`) or messages whose body is a run of BSON documents (`"bson"`) | one `PutResult` per batch or message: `{inserted, errors: [{index, code, message}]}`, `index` counted over the whole put |
 //! | `do_get` | ticket `{shard, shards, plan, partition}`: a leaf over the worker's shard | the leaf's batches |
 
 use bson::{Bson, Document, doc};
@@ -81,18 +81,46 @@ pub(crate) fn durability_of(name: &str) -> Result<Durability, String> {
     }
 }
 
+/// A write of Arrow batches.
+pub(crate) const FORMAT_ARROW: &str = "arrow";
+/// A write of BSON documents.
+pub(crate) const FORMAT_BSON: &str = "bson";
+
 /// A `do_put` descriptor.
 pub(crate) fn put_descriptor(
     at: Address,
     collection: &str,
     ordered: bool,
     durability: Durability,
+    format: &str,
 ) -> Document {
     let mut d = doc! {
         "collection": collection,
         "ordered": ordered,
         "durability": durability_name(durability),
+        "format": format,
     };
     at.write(&mut d);
     d
+}
+
+/// The documents of a run of BSON documents (each its own length-prefixed bytes).
+///
+/// # Errors
+/// A message when the bytes are not whole documents.
+pub(crate) fn read_documents(mut bytes: &[u8]) -> Result<Vec<Document>, String> {
+    let mut out = Vec::new();
+    while !bytes.is_empty() {
+        let len = bytes
+            .get(..4)
+            .and_then(|b| <[u8; 4]>::try_from(b).ok())
+            .map(i32::from_le_bytes)
+            .and_then(|n| usize::try_from(n).ok())
+            .filter(|&n| n >= 5 && n <= bytes.len())
+            .ok_or_else(|| "a run of documents cut short".to_owned())?;
+        let (one, rest) = bytes.split_at(len);
+        out.push(read(one)?);
+        bytes = rest;
+    }
+    Ok(out)
 }

@@ -28,7 +28,8 @@ use tscoll_engine::arrow::RecordBatchOptions;
 use tscoll_engine::{Database, InsertOptions};
 
 use crate::Error;
-use crate::auth::{RequireToken, TokenChannelResolver};
+use crate::auth::RequireToken;
+use crate::channels::Channels;
 use crate::codec::{ShardPlanCodec, decode_plan};
 use crate::membership::MembershipFile;
 use crate::protocol::{self, Address};
@@ -110,7 +111,7 @@ pub async fn start(db: Database, options: WorkerOptions) -> Result<WorkerHandle,
     }
     let listener = tokio::net::TcpListener::bind(options.listen).await?;
     let addr = listener.local_addr()?;
-    let router = routes(db, options.token.clone())?;
+    let router = routes(db, Channels::tcp(options.token.clone()))?;
     let (tx, rx) = oneshot::channel::<()>();
     let task = tokio::spawn(async move {
         router
@@ -136,7 +137,7 @@ pub(crate) type WorkerRouter = tonic::transport::server::Router<
 
 /// The worker's services on one server: datafusion-distributed's worker and the Flight
 /// service, behind the token check.
-pub(crate) fn routes(db: Database, token: Option<Arc<str>>) -> Result<WorkerRouter, Error> {
+pub(crate) fn routes(db: Database, channels: Channels) -> Result<WorkerRouter, Error> {
     let membership = Arc::new(MembershipFile::open(db.path())?);
     let shard = Arc::new(OnceLock::new());
     if let Some(s) = membership.get().shard {
@@ -147,7 +148,8 @@ pub(crate) fn routes(db: Database, token: Option<Arc<str>>) -> Result<WorkerRout
         membership,
         shard: Arc::clone(&shard),
     };
-    let worker = query_worker(db, Arc::clone(&shard), token.clone());
+    let token = channels.token().cloned();
+    let worker = query_worker(db, Arc::clone(&shard), channels);
     let router = Server::builder()
         .layer(tonic::service::InterceptorLayer::new(RequireToken::new(
             token.as_deref(),
@@ -163,23 +165,38 @@ pub(crate) fn routes(db: Database, token: Option<Arc<str>>) -> Result<WorkerRout
 
 /// datafusion-distributed's worker: query stages decoded with tscoll's codec, run in a
 /// session holding the shard's database; the stages it reads from other workers are asked
-/// with the cluster's token.
+/// through `channels` (with the cluster's token).
 pub(crate) fn query_worker(
     db: Database,
     shard: Arc<OnceLock<usize>>,
-    token: Option<Arc<str>>,
+    channels: Channels,
 ) -> Worker {
     Worker::from_session_builder(move |ctx: WorkerQueryContext| {
         let mut builder: SessionStateBuilder = ctx.builder;
         let cfg = builder.config().get_or_insert_default();
         cfg.set_distributed_user_codec(ShardPlanCodec);
-        cfg.set_distributed_channel_resolver(TokenChannelResolver::new(token.clone()));
+        cfg.set_distributed_channel_resolver(channels.clone());
         cfg.set_extension(Arc::new(ShardDatabase {
             database: db.clone(),
             shard: Arc::clone(&shard),
         }));
         async move { Ok(builder.build()) }
     })
+}
+
+/// A part of a write: Arrow rows, or documents.
+enum Part {
+    Batch(datafusion::arrow::array::RecordBatch),
+    Documents(Vec<Document>),
+}
+
+impl Part {
+    fn rows(&self) -> usize {
+        match self {
+            Part::Batch(b) => b.num_rows(),
+            Part::Documents(d) => d.len(),
+        }
+    }
 }
 
 /// The Flight service of a worker.
@@ -347,7 +364,8 @@ impl FlightService for ShardFlight {
         Ok(Response::new(Box::pin(out)))
     }
 
-    /// Batches inserted into a collection of this shard.
+    /// Measurements inserted into a collection of this shard: Arrow batches, or BSON
+    /// documents (`format: "bson"`, each message's body a run of documents).
     async fn do_put(
         &self,
         request: Request<Streaming<FlightData>>,
@@ -372,24 +390,45 @@ impl FlightService for ShardFlight {
             .db
             .collection(&name)
             .map_err(|e| Status::not_found(e.to_string()))?;
-        let messages = futures::stream::once(async move { Ok(first) })
-            .chain(input)
-            .map_err(|e| FlightError::Tonic(Box::new(e)));
-        let mut batches =
-            arrow_flight::decode::FlightRecordBatchStream::new_from_flight_data(messages);
+        let documents = msg.get_str("format").ok() == Some(protocol::FORMAT_BSON);
+        let messages = futures::stream::once(async move { Ok(first) }).chain(input);
         let mut results = Vec::new();
         let mut offset = 0usize;
-        while let Some(batch) = batches.next().await {
-            let batch = batch.map_err(|e| Status::invalid_argument(e.to_string()))?;
-            let rows = batch.num_rows();
+        let mut parts: Pin<Box<dyn Stream<Item = Result<Part, Status>> + Send>> = if documents {
+            Box::pin(messages.map(|m| {
+                let m = m?;
+                protocol::read_documents(&m.data_body)
+                    .map(Part::Documents)
+                    .map_err(Status::invalid_argument)
+            }))
+        } else {
+            let batches = arrow_flight::decode::FlightRecordBatchStream::new_from_flight_data(
+                messages.map_err(|e| FlightError::Tonic(Box::new(e))),
+            );
+            Box::pin(batches.map(|b| {
+                b.map(Part::Batch)
+                    .map_err(|e| Status::invalid_argument(e.to_string()))
+            }))
+        };
+        while let Some(part) = parts.next().await {
+            let part = part?;
+            let rows = part.rows();
+            if rows == 0 {
+                continue;
+            }
             let coll = coll.clone();
             let result = tokio::task::spawn_blocking(move || {
-                coll.insert_record_batch_with(&batch, &options, &RecordBatchOptions::default())
-                    .or_else(tscoll_engine::Error::into_insert_result)
+                match part {
+                    Part::Batch(b) => {
+                        coll.insert_record_batch_with(&b, &options, &RecordBatchOptions::default())
+                    }
+                    Part::Documents(d) => coll.insert_many(&d, &options),
+                }
+                .or_else(tscoll_engine::Error::into_insert_result)
             })
             .await
             .map_err(|e| Status::internal(e.to_string()))?
-            .map_err(|e| Status::internal(e.to_string()))?;
+            .map_err(|e| Status::invalid_argument(e.to_string()))?;
             let errors: Vec<Bson> = result
                 .errors
                 .iter()
