@@ -1,6 +1,8 @@
 //! A coordinator's connection to one worker's Flight service: commands, descriptions,
 //! writes and whole leaves (`protocol.rs`). Every error names the worker.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use arrow_flight::decode::FlightRecordBatchStream;
@@ -186,11 +188,12 @@ impl WorkerClient {
     }
 
     /// Runs the leaf `plan` (bytes of `codec::encode_plan`) on the shard and streams
-    /// partition `partition` of it.
+    /// partition `partition` of it; `received` counts the bytes of the messages received.
     pub(crate) async fn get(
         &self,
         plan: Vec<u8>,
         partition: usize,
+        received: Arc<AtomicU64>,
     ) -> Result<FlightRecordBatchStream, Error> {
         let mut msg = doc! {
             "plan": bson::Binary { subtype: bson::spec::BinarySubtype::Generic, bytes: plan },
@@ -205,8 +208,13 @@ impl WorkerClient {
             .await
             .map_err(|s| self.fail(&s))?
             .into_inner();
+        let counted = stream.map_ok(move |m| {
+            let n = m.data_header.len() + m.data_body.len() + m.app_metadata.len();
+            received.fetch_add(u64::try_from(n).unwrap_or(u64::MAX), Ordering::Relaxed);
+            m
+        });
         Ok(FlightRecordBatchStream::new_from_flight_data(
-            stream.map_err(|e| arrow_flight::error::FlightError::Tonic(Box::new(e))),
+            counted.map_err(|e| arrow_flight::error::FlightError::Tonic(Box::new(e))),
         ))
     }
 }

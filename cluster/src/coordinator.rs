@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use bson::{Bson, Document};
 use datafusion::arrow::array::{BooleanArray, RecordBatch};
@@ -75,6 +76,8 @@ pub struct Cluster {
     config: ClusterConfig,
     channels: Channels,
     clients: Vec<WorkerClient>,
+    /// Bytes of the leaves its sessions ran whole on workers (`ShardHost::execute`).
+    received: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for Cluster {
@@ -90,6 +93,10 @@ impl Cluster {
     ///
     /// # Errors
     /// [`Error::Worker`] for a worker address tonic cannot use.
+    ///
+    /// # Panics
+    /// Outside a tokio runtime (`Runtime::enter`, or an async context): the connections are
+    /// tasks of the current runtime.
     pub fn new(config: ClusterConfig) -> Result<Cluster, Error> {
         let channels = Channels::tcp(config.token.clone());
         Cluster::with_channels(config, channels)
@@ -111,6 +118,7 @@ impl Cluster {
             config,
             channels,
             clients,
+            received: Arc::new(AtomicU64::new(0)),
         })
     }
 
@@ -245,6 +253,7 @@ impl Cluster {
                 .iter()
                 .filter_map(|c| Some((c.name.clone(), c.shard_key.clone()?)))
                 .collect(),
+            received: Arc::clone(&self.received),
         });
         let workers = ShardWorkers(self.config.workers.clone());
         let resolver = StaticWorkers(self.config.workers.clone());
@@ -274,6 +283,15 @@ impl Cluster {
             ctx.register_table(c.name.as_str(), Arc::new(table))?;
         }
         Ok(ctx)
+    }
+
+    /// Bytes received so far by this cluster's sessions for the leaves they ran whole on a
+    /// worker (a query whose leaf stage datafusion-distributed kept on the coordinator, e.g.
+    /// one that reads one shard): the Arrow Flight messages' headers, bodies and metadata.
+    /// With [`bytes_between_stages`], what a query moved between processes.
+    #[must_use]
+    pub fn leaf_bytes_received(&self) -> u64 {
+        self.received.load(Ordering::Relaxed)
     }
 
     /// The collection `name` as the workers describe it.
@@ -486,6 +504,7 @@ impl WorkerResolver for StaticWorkers {
 struct ClusterHost {
     clients: Vec<WorkerClient>,
     keys: BTreeMap<String, ShardKey>,
+    received: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for ClusterHost {
@@ -520,16 +539,40 @@ impl ShardHost for ClusterHost {
         let bytes = encode_plan(plan.as_ref())?;
         let schema = plan.schema();
         let url = client.url.clone();
-        let batches = futures::stream::once(async move { client.get(bytes, partition).await })
-            .map_err(|e| DataFusionError::External(Box::new(e)))
-            .map_ok(move |s| {
-                let url = url.clone();
-                s.map_err(move |e| DataFusionError::External(Box::new(Error::worker(&url, e))))
-            })
-            .try_flatten();
+        let received = Arc::clone(&self.received);
+        let batches =
+            futures::stream::once(async move { client.get(bytes, partition, received).await })
+                .map_err(|e| DataFusionError::External(Box::new(e)))
+                .map_ok(move |s| {
+                    let url = url.clone();
+                    s.map_err(move |e| DataFusionError::External(Box::new(Error::worker(&url, e))))
+                })
+                .try_flatten();
         Ok(Box::pin(RecordBatchStreamAdapter::new(
             schema,
             batches.boxed(),
         )))
     }
+}
+
+/// Bytes a distributed plan moved between its stages (datafusion-distributed's
+/// `bytes_transferred` of each network boundary, the encoded Arrow messages), once it has run
+/// to its end: the plan with its metrics gathered from the workers
+/// (`datafusion_distributed::rewrite_distributed_plan_with_metrics`). 0 for a plan that was
+/// not distributed.
+#[must_use]
+pub fn bytes_between_stages(plan: &Arc<dyn ExecutionPlan>) -> u64 {
+    use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+    let mut total = 0u64;
+    let _ = plan.apply(|node| {
+        if let Some(m) = node.metrics() {
+            for metric in m.iter() {
+                if metric.value().name() == "bytes_transferred" {
+                    total += u64::try_from(metric.value().as_usize()).unwrap_or(u64::MAX);
+                }
+            }
+        }
+        Ok(TreeNodeRecursion::Continue)
+    });
+    total
 }

@@ -57,7 +57,7 @@ mod worker;
 
 pub use codec::{ShardPlanCodec, decode_plan, encode_plan};
 pub use config::{ClusterConfig, read_token};
-pub use coordinator::{Cluster, ClusterCollection, ShardInsert};
+pub use coordinator::{Cluster, ClusterCollection, ShardInsert, bytes_between_stages};
 pub use error::Error;
 pub use membership::{Membership, SHARD_FILE};
 pub use memory::in_memory;

@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 
-use arrow_flight::encode::FlightDataEncoderBuilder;
+use arrow_flight::encode::{DictionaryHandling, FlightDataEncoderBuilder};
 use arrow_flight::error::FlightError;
 use arrow_flight::flight_service_server::{FlightService, FlightServiceServer};
 use arrow_flight::{
@@ -357,7 +357,9 @@ impl FlightService for ShardFlight {
             .execute(partition, ctx.task_ctx())
             .map_err(|e| Status::internal(e.to_string()))?;
         let batches = stream.map_err(|e| FlightError::ExternalError(Box::new(e)));
+        // Dictionaries stay dictionaries: the coordinator's plan expects the leaf's schema.
         let out = FlightDataEncoderBuilder::new()
+            .with_dictionary_handling(DictionaryHandling::Resend)
             .with_max_flight_data_size(MAX_MESSAGE_BYTES / 4)
             .build(batches)
             .map_err(|e| Status::internal(e.to_string()));
