@@ -1,18 +1,16 @@
-//! The connections of a cluster's processes to its workers: over TCP (tonic channels, one
-//! per worker, made on first use and kept), or, for tests, over in-memory pipes
-//! ([`MemoryNetwork`]: no socket). Every request carries the cluster's token.
+//! The connections of a cluster's processes to its workers: over TCP (one tonic channel per
+//! worker, made on first use with a connect timeout and kept), or, for tests, over in-memory
+//! pipes ([`MemoryNetwork`]: no socket). Every request carries the cluster's token.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
 use datafusion::arrow::array::RecordBatch;
 use datafusion::common::{DataFusionError, Result as DfResult};
 use datafusion::execution::TaskContext;
 use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
-use datafusion_distributed::grpc::{
-    BoxCloneSyncChannel, DefaultChannelResolver, create_worker_client,
-};
+use datafusion_distributed::grpc::{BoxCloneSyncChannel, create_worker_client};
 use datafusion_distributed::{
     ChannelResolver, CoordinatorToWorkerMsg, ExecuteTaskRequest, GetWorkerInfoRequest,
     GetWorkerInfoResponse, SetPlanRequest, WorkerChannel, WorkerToCoordinatorMsg,
@@ -31,10 +29,12 @@ use crate::client::CONNECT_TIMEOUT;
 /// server in this process.
 pub(crate) type MemoryNetwork = Arc<BTreeMap<Url, BoxCloneSyncChannel>>;
 
-/// How a coordinator or worker reaches workers.
+/// How a coordinator or worker reaches workers: one channel (one HTTP/2 connection, made on
+/// first use, with a connect timeout) per worker, shared by the Flight calls and
+/// datafusion-distributed's.
 #[derive(Clone, Default)]
 pub(crate) struct Channels {
-    tcp: DefaultChannelResolver,
+    tcp: Arc<Mutex<BTreeMap<Url, BoxCloneSyncChannel>>>,
     memory: Option<MemoryNetwork>,
     token: Option<Arc<str>>,
 }
@@ -43,7 +43,7 @@ impl Channels {
     /// Connections over TCP carrying `token`.
     pub(crate) fn tcp(token: Option<Arc<str>>) -> Channels {
         Channels {
-            tcp: DefaultChannelResolver::default(),
+            tcp: Arc::default(),
             memory: None,
             token,
         }
@@ -52,7 +52,7 @@ impl Channels {
     /// Connections over the pipes of `network`, carrying `token`.
     pub(crate) fn memory(network: MemoryNetwork, token: Option<Arc<str>>) -> Channels {
         Channels {
-            tcp: DefaultChannelResolver::default(),
+            tcp: Arc::default(),
             memory: Some(network),
             token,
         }
@@ -69,20 +69,30 @@ impl Channels {
     /// [`Error::Worker`] for an address tonic cannot use, or one the in-memory network does
     /// not hold.
     pub(crate) fn lazy(&self, url: &Url) -> Result<BoxCloneSyncChannel, Error> {
-        let channel = match &self.memory {
-            Some(net) => net
+        Ok(with_token(self.plain(url)?, self.token.as_ref()))
+    }
+
+    /// The channel to `url`, without the token.
+    fn plain(&self, url: &Url) -> Result<BoxCloneSyncChannel, Error> {
+        if let Some(net) = &self.memory {
+            return net
                 .get(url)
                 .cloned()
-                .ok_or_else(|| Error::worker(url, "not in the in-memory network"))?,
-            None => BoxCloneSyncChannel::new(
-                Endpoint::from_shared(url.to_string())
-                    .map_err(|e| Error::worker(url, e))?
-                    .connect_timeout(CONNECT_TIMEOUT)
-                    .tcp_nodelay(true)
-                    .connect_lazy(),
-            ),
-        };
-        Ok(with_token(channel, self.token.as_ref()))
+                .ok_or_else(|| Error::worker(url, "not in the in-memory network"));
+        }
+        let mut tcp = self.tcp.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(c) = tcp.get(url) {
+            return Ok(c.clone());
+        }
+        let channel = BoxCloneSyncChannel::new(
+            Endpoint::from_shared(url.to_string())
+                .map_err(|e| Error::worker(url, e))?
+                .connect_timeout(CONNECT_TIMEOUT)
+                .tcp_nodelay(true)
+                .connect_lazy(),
+        );
+        tcp.insert(url.clone(), channel.clone());
+        Ok(channel)
     }
 }
 
@@ -92,12 +102,9 @@ impl ChannelResolver for Channels {
         &self,
         url: &Url,
     ) -> Result<Box<dyn WorkerChannel>, DataFusionError> {
-        let channel = match &self.memory {
-            Some(net) => net.get(url).cloned().ok_or_else(|| {
-                DataFusionError::Plan(format!("worker {url}: not in the in-memory network"))
-            })?,
-            None => self.tcp.get_channel(url).await?,
-        };
+        let channel = self
+            .plain(url)
+            .map_err(|e| DataFusionError::External(Box::new(e)))?;
         Ok(Box::new(NamedWorker {
             url: url.clone(),
             inner: create_worker_client(with_token(channel, self.token.as_ref())),
