@@ -85,15 +85,13 @@ async fn tsbs_queries_answer_as_one_database() {
     let q2 = common::plan(&ctx, &common::tsbs_queries("host_7")[1].1).await;
     assert!(q2.contains("DistributedExec"), "{q2}");
     assert!(q2.contains("tasks=3"), "{q2}");
-    for shard in 0..3 {
-        assert!(q2.contains(&format!("remote_shards=[{shard}]")), "{q2}");
-    }
+    assert_eq!(common::shards_read(&q2), [0, 1, 2], "{q2}");
     assert!(q2.contains("AggregateExec: mode=Partial"), "{q2}");
     // A query that pins the shard key reads one shard: the host's.
     let host = doc! { tsbs::META_FIELD: { "hostname": "host_7" } };
     let shard = coll.shard_key.as_ref().expect("key").shard_of(&host, 3);
     let q1 = common::plan(&ctx, &common::tsbs_queries("host_7")[0].1).await;
-    assert!(q1.contains(&format!("remote_shards=[{shard}]")), "{q1}");
+    assert_eq!(common::shards_read(&q1), [shard], "{q1}");
     assert!(!q1.contains("tasks=3"), "{q1}");
 }
 
@@ -174,4 +172,61 @@ async fn commands_run_on_every_shard() {
         assert_eq!(r.expect("reply").get_bool("dropped").ok(), Some(true));
     }
     assert!(s.cluster.collections().await.expect("list").is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn arrow_batches_are_routed_row_by_row() {
+    let s = three_shards().await;
+    create_cpu(&s.cluster, Some("tags.hostname")).await;
+    let coll = s.cluster.collection("cpu").await.expect("cpu");
+    let w = Workload::new(9, 0.05, 11);
+    let mut g = w.generator();
+    let mut docs = Vec::new();
+    while g.fill_batch(&mut docs, 10_000) > 0 {}
+    let batches = tscoll_engine::arrow::documents_to_batches(&docs, 1000).expect("arrow");
+    assert!(batches.notes.is_empty(), "{:?}", batches.notes);
+    for b in &batches.batches {
+        let parts = s
+            .cluster
+            .insert_batch(&coll, b, &InsertOptions::default())
+            .await;
+        assert_eq!(
+            parts.iter().map(|p| p.inserted).sum::<usize>(),
+            b.num_rows()
+        );
+        for p in parts {
+            assert!(p.failure.is_none() && p.errors.is_empty(), "{p:?}");
+        }
+    }
+    let refdir = tempfile::tempdir().expect("dir");
+    let (refdb, _) = common::reference(refdir.path(), &w);
+    let single = SessionContext::new();
+    tscoll_datafusion::register_database(&single, &refdb).expect("register");
+    let ctx = s
+        .cluster
+        .session(SessionConfig::new())
+        .await
+        .expect("session");
+    let queries = [
+        "SELECT tags.hostname AS h, count(*) AS n, min(time) AS t0, max(usage_idle) AS m FROM cpu GROUP BY 1 ORDER BY 1".to_owned(),
+        // A limit over every shard, and an IN list of the shard key read from its shards.
+        "SELECT count(*) AS n FROM (SELECT time FROM cpu WHERE usage_user >= 0 LIMIT 100)".to_owned(),
+        "SELECT tags.hostname AS h, sum(usage_user) AS s FROM cpu WHERE tags.hostname IN ('host_1', 'host_5') GROUP BY 1 ORDER BY 1".to_owned(),
+    ];
+    for q in &queries {
+        assert_eq!(
+            common::answer(&ctx, q).await,
+            common::answer(&single, q).await,
+            "{q}"
+        );
+    }
+    let key = coll.shard_key.clone().expect("key");
+    let mut want: Vec<usize> = ["host_1", "host_5"]
+        .iter()
+        .map(|h| key.shard_of(&doc! { "tags": { "hostname": *h } }, 3))
+        .collect();
+    want.sort_unstable();
+    want.dedup();
+    let plan = common::plan(&ctx, &queries[2]).await;
+    assert_eq!(common::shards_read(&plan), want, "{plan}");
 }

@@ -112,3 +112,22 @@ pub async fn plan(ctx: &SessionContext, q: &str) -> String {
         .expect("physical plan");
     datafusion_distributed::display_plan_ascii(plan.as_ref(), false)
 }
+
+/// The shards the leaves of a drawn plan read (`remote_shards=[..]`), ascending.
+pub fn shards_read(plan: &str) -> Vec<usize> {
+    let mut out: Vec<usize> = plan
+        .split("remote_shards=[")
+        .skip(1)
+        .flat_map(|rest| {
+            rest.split(']')
+                .next()
+                .unwrap_or_default()
+                .split(',')
+                .filter_map(|n| n.trim().parse().ok())
+                .collect::<Vec<usize>>()
+        })
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
