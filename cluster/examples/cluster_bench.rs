@@ -290,6 +290,7 @@ fn worker(dir: &str) -> Result<(), Box<dyn std::error::Error>> {
     let options = WorkerOptions {
         listen: "127.0.0.1:0".parse()?,
         token: None,
+        memory_bytes: None,
     };
     let handle = rt.block_on(tscoll_cluster::start(db.clone(), options))?;
     println!("{}", handle.local_addr());

@@ -12,6 +12,7 @@ use datafusion::arrow::array::{BooleanArray, RecordBatch};
 use datafusion::arrow::compute::filter_record_batch;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::{DataFusionError, Result as DfResult};
+use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::execution::{SendableRecordBatchStream, SessionStateBuilder, TaskContext};
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
@@ -245,6 +246,26 @@ impl Cluster {
     /// # Errors
     /// What [`Cluster::collections`] fails with.
     pub async fn session(&self, config: SessionConfig) -> Result<SessionContext, Error> {
+        self.session_with(config, Arc::new(RuntimeEnv::default()))
+            .await
+    }
+
+    /// [`Cluster::session`] whose operators here hold at most `memory_bytes` (sorts and
+    /// aggregates spill beyond it: `tscoll_datafusion::bounded_context`), as `tscoll sql`
+    /// runs.
+    ///
+    /// # Errors
+    /// As [`Cluster::session`]; the temporary directory cannot be used.
+    pub async fn bounded_session(&self, memory_bytes: usize) -> Result<SessionContext, Error> {
+        let (config, runtime) = tscoll_datafusion::bounded_parts(memory_bytes)?;
+        self.session_with(config, runtime).await
+    }
+
+    async fn session_with(
+        &self,
+        config: SessionConfig,
+        runtime: Arc<RuntimeEnv>,
+    ) -> Result<SessionContext, Error> {
         let collections = self.collections().await?;
         let n = self.clients.len();
         let host = Arc::new(ClusterHost {
@@ -259,6 +280,7 @@ impl Cluster {
         let resolver = StaticWorkers(self.config.workers.clone());
         let state = SessionStateBuilder::new()
             .with_default_features()
+            .with_runtime_env(runtime)
             .with_config(config.with_extension(Arc::new(ShardHostExtension(host))))
             .with_distributed_worker_resolver(resolver)
             .with_distributed_channel_resolver(self.channels.clone())

@@ -48,8 +48,11 @@ pub async fn in_memory(shards: Vec<Database>, token: Option<Arc<str>>) -> Result
     }
     let network: MemoryNetwork = Arc::new(network);
     for (db, server) in shards.into_iter().zip(servers) {
-        let router =
-            crate::worker::routes(db, Channels::memory(Arc::clone(&network), token.clone()))?;
+        let router = crate::worker::routes(
+            db,
+            Channels::memory(Arc::clone(&network), token.clone()),
+            None,
+        )?;
         tokio::spawn(async move {
             router
                 .serve_with_incoming(futures::stream::once(async move {

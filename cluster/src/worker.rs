@@ -45,6 +45,10 @@ pub struct WorkerOptions {
     /// The shared secret every request must carry; `None` accepts any request, which
     /// [`start`] allows on loopback addresses only.
     pub token: Option<Arc<str>>,
+    /// The memory (bytes) the query stages running on this worker hold together: sorts and
+    /// aggregates spill to temporary files beyond it (`tscoll_datafusion::bounded_context`);
+    /// `None`: unbounded.
+    pub memory_bytes: Option<usize>,
 }
 
 /// A running worker ([`start`]).
@@ -111,7 +115,11 @@ pub async fn start(db: Database, options: WorkerOptions) -> Result<WorkerHandle,
     }
     let listener = tokio::net::TcpListener::bind(options.listen).await?;
     let addr = listener.local_addr()?;
-    let router = routes(db, Channels::tcp(options.token.clone()))?;
+    let router = routes(
+        db,
+        Channels::tcp(options.token.clone()),
+        options.memory_bytes,
+    )?;
     let (tx, rx) = oneshot::channel::<()>();
     let task = tokio::spawn(async move {
         router
@@ -137,7 +145,11 @@ pub(crate) type WorkerRouter = tonic::transport::server::Router<
 
 /// The worker's services on one server: datafusion-distributed's worker and the Flight
 /// service, behind the token check.
-pub(crate) fn routes(db: Database, channels: Channels) -> Result<WorkerRouter, Error> {
+pub(crate) fn routes(
+    db: Database,
+    channels: Channels,
+    memory_bytes: Option<usize>,
+) -> Result<WorkerRouter, Error> {
     let membership = Arc::new(MembershipFile::open(db.path())?);
     let shard = Arc::new(OnceLock::new());
     if let Some(s) = membership.get().shard {
@@ -149,7 +161,7 @@ pub(crate) fn routes(db: Database, channels: Channels) -> Result<WorkerRouter, E
         shard: Arc::clone(&shard),
     };
     let token = channels.token().cloned();
-    let worker = query_worker(db, Arc::clone(&shard), channels);
+    let worker = query_worker(db, Arc::clone(&shard), channels, memory_bytes)?;
     let router = Server::builder()
         .layer(tonic::service::InterceptorLayer::new(RequireToken::new(
             token.as_deref(),
@@ -170,10 +182,18 @@ pub(crate) fn query_worker(
     db: Database,
     shard: Arc<OnceLock<usize>>,
     channels: Channels,
-) -> Worker {
-    Worker::from_session_builder(move |ctx: WorkerQueryContext| {
+    memory_bytes: Option<usize>,
+) -> Result<Worker, Error> {
+    let bounded = memory_bytes
+        .map(tscoll_datafusion::bounded_parts)
+        .transpose()?;
+    let batch_rows = bounded.as_ref().map(|(c, _)| c.batch_size());
+    let worker = Worker::from_session_builder(move |ctx: WorkerQueryContext| {
         let mut builder: SessionStateBuilder = ctx.builder;
         let cfg = builder.config().get_or_insert_default();
+        if let Some(rows) = batch_rows {
+            *cfg = std::mem::take(cfg).with_batch_size(rows);
+        }
         cfg.set_distributed_user_codec(ShardPlanCodec);
         cfg.set_distributed_channel_resolver(channels.clone());
         cfg.set_extension(Arc::new(ShardDatabase {
@@ -181,6 +201,10 @@ pub(crate) fn query_worker(
             shard: Arc::clone(&shard),
         }));
         async move { Ok(builder.build()) }
+    });
+    Ok(match bounded {
+        Some((_, runtime)) => worker.with_runtime_env(runtime),
+        None => worker,
     })
 }
 

@@ -28,6 +28,7 @@ async fn start_workers(n: usize) -> Workers {
         let options = WorkerOptions {
             listen: "127.0.0.1:0".parse().expect("addr"),
             token: Some(Arc::from(TOKEN)),
+            memory_bytes: Some(256 << 20),
         };
         handles.push(Some(
             tscoll_cluster::start(db, options).await.expect("start"),
@@ -97,6 +98,7 @@ async fn a_wrong_or_missing_token_is_refused() {
     let open = WorkerOptions {
         listen: "0.0.0.0:0".parse().expect("addr"),
         token: None,
+        memory_bytes: None,
     };
     let err = tscoll_cluster::start(db, open).await.expect_err("refused");
     assert!(err.to_string().contains("token"), "{err}");
@@ -177,6 +179,7 @@ fn worker_on_own_runtime(dir: &std::path::Path) -> (tokio::runtime::Runtime, std
         let options = WorkerOptions {
             listen: "127.0.0.1:0".parse().expect("addr"),
             token: Some(Arc::from(TOKEN)),
+            memory_bytes: None,
         };
         let handle = rt
             .block_on(tscoll_cluster::start(db, options))

@@ -92,7 +92,7 @@ use datafusion::prelude::SessionContext;
 use tscoll_engine::Database;
 
 pub use aggregate::WindowAggregateExec;
-pub use memory::bounded_context;
+pub use memory::{bounded_context, bounded_parts};
 pub use rule::{RULE_NAME, WindowAggregateRule};
 pub use scan::CollectionScan;
 pub use shards::{ShardDatabase, ShardHost, ShardHostExtension, Shards};

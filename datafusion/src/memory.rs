@@ -9,7 +9,7 @@ use datafusion::execution::disk_manager::DiskManagerBuilder;
 use datafusion::execution::memory_pool::{
     FairSpillPool, MemoryConsumer, MemoryLimit, MemoryPool, MemoryReservation, TrackConsumersPool,
 };
-use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
 use datafusion::prelude::{SessionConfig, SessionContext};
 
 /// The bytes of a partition's share of [`bounded_context`]'s memory that a batch row may
@@ -53,6 +53,17 @@ const MIN_BATCH_ROWS: usize = 256;
 /// # Errors
 /// The temporary directory cannot be used.
 pub fn bounded_context(memory_bytes: usize) -> Result<SessionContext> {
+    let (config, runtime) = bounded_parts(memory_bytes)?;
+    Ok(SessionContext::new_with_config_rt(config, runtime))
+}
+
+/// The session configuration and runtime of [`bounded_context`], for sessions built
+/// otherwise (a cluster's coordinator and workers, whose sessions datafusion-distributed's
+/// builders make).
+///
+/// # Errors
+/// The temporary directory cannot be used.
+pub fn bounded_parts(memory_bytes: usize) -> Result<(SessionConfig, Arc<RuntimeEnv>)> {
     let pool = BufferGrantingPool(TrackConsumersPool::new(
         FairSpillPool::new(memory_bytes),
         std::num::NonZeroUsize::MIN.saturating_add(4),
@@ -74,7 +85,7 @@ pub fn bounded_context(memory_bytes: usize) -> Result<SessionContext> {
     execution.sort_spill_reservation_bytes = execution
         .sort_spill_reservation_bytes
         .min(memory_bytes / (4 * partitions));
-    Ok(SessionContext::new_with_config_rt(config, runtime))
+    Ok((config, runtime))
 }
 
 /// The consumers whose reservations [`BufferGrantingPool`] grants without refusing them:
