@@ -6,7 +6,10 @@
 //! cargo run --release -p tscoll-cluster --example cluster_bench -- [HOSTS] [DAYS] [REPS] [WORKERS,...]
 //! ```
 //!
-//! Defaults: 1000 hosts, 1 day, 7 runs per query, clusters of 1, 2 and 3 workers. The data
+//! Defaults: 1000 hosts, 1 day, 7 runs per query, clusters of 1, 2 and 3 workers. The
+//! queries are the cluster tests' (`cluster/tests/common/mod.rs`: q1 as `tscoll bench
+//! query` has it, q2, q3, lastpoint, double-groupby-all, high-cpu-all, each with a total
+//! `ORDER BY`). The data
 //! is the TSBS cpu-only workload of `tscoll bench` (shard key `tags.hostname`), inserted
 //! through the cluster (each series to its shard) and, for the single database, directly;
 //! the databases are compacted and reopened before the queries, as `tscoll bench query` does.
@@ -17,6 +20,9 @@
 //!
 //! Run with `worker DIR` it is one worker process instead (it prints its address, then serves
 //! until its standard input closes).
+
+#[path = "../tests/common/mod.rs"]
+mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, Command, Stdio};
@@ -50,7 +56,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .build()?;
     let _in_runtime = rt.enter();
     let w = Workload::new(hosts, days, tsbs::DEFAULT_SEED);
-    let queries = queries();
+    // The queries of the cluster tests; q1 as `tscoll bench query` has it: host_42, 12:00 to 18:00.
+    let mut queries = common::tsbs_queries_at("host_42", 12, 18);
+    queries.retain(|(name, _)| *name != "count");
 
     let single_dir = tempfile::tempdir()?;
     load_single(single_dir.path(), &w)?;
@@ -110,67 +118,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     Ok(())
-}
-
-/// The TSBS queries, as the cluster tests run them (`cluster/tests/common/mod.rs`).
-fn queries() -> Vec<(&'static str, String)> {
-    let fields = tsbs::FIELDS.join(", ");
-    let avgs: Vec<String> = tsbs::FIELDS
-        .iter()
-        .map(|f| format!("avg({f}) AS avg_{f}"))
-        .collect();
-    let avgs = avgs.join(", ");
-    let t = |h: i64| format!("TIMESTAMP '2016-01-01T{h:02}:00:00Z'");
-    vec![
-        (
-            "q1",
-            format!(
-                "SELECT time, {fields} FROM cpu WHERE tags.hostname = 'host_42' \
-                 AND time >= {} AND time < {} ORDER BY time",
-                t(12),
-                t(18)
-            ),
-        ),
-        (
-            "q2",
-            "SELECT tags.hostname AS h, date_bin(INTERVAL '1 hour', time) AS hour, \
-             max(usage_user) AS m FROM cpu GROUP BY 1, 2"
-                .to_owned(),
-        ),
-        (
-            "q3",
-            format!(
-                "SELECT tags.hostname AS h, date_bin(INTERVAL '1 hour', time) AS hour, {avgs} \
-                 FROM cpu GROUP BY 1, 2"
-            ),
-        ),
-        (
-            "lastpoint",
-            format!(
-                "SELECT h, time, {fields} FROM (SELECT tags.hostname AS h, time, {fields}, \
-                 row_number() OVER (PARTITION BY tags.hostname ORDER BY time DESC) AS rn \
-                 FROM cpu) WHERE rn = 1"
-            ),
-        ),
-        (
-            "double-groupby-all",
-            format!(
-                "SELECT tags.hostname AS h, date_bin(INTERVAL '1 hour', time) AS hour, {avgs} \
-                 FROM cpu WHERE time >= {} AND time < {} GROUP BY 1, 2",
-                t(0),
-                t(12)
-            ),
-        ),
-        (
-            "high-cpu-all",
-            format!(
-                "SELECT tags.hostname AS h, time, {fields} FROM cpu WHERE usage_user > 90 \
-                 AND time >= {} AND time < {}",
-                t(0),
-                t(12)
-            ),
-        ),
-    ]
 }
 
 /// The median time (ms) of `reps` runs of `q` after one untimed run.

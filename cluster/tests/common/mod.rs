@@ -8,8 +8,14 @@ use datafusion::prelude::SessionContext;
 use tscoll_benches::tsbs::{self, Workload};
 use tscoll_engine::{Collection, Database, DatabaseOptions, InsertOptions, TimeseriesOptions};
 
-/// The TSBS cpu-only queries as SQL, each with a total order: `(name, sql)`.
+/// The TSBS cpu-only queries as SQL, each with a total order: `(name, sql)`; q1 reads
+/// `host` from 01:00 to 02:00 of the first day.
 pub fn tsbs_queries(host: &str) -> Vec<(&'static str, String)> {
+    tsbs_queries_at(host, 1, 2)
+}
+
+/// [`tsbs_queries`] with q1 reading from hour `q1_from` to hour `q1_to` of the first day.
+pub fn tsbs_queries_at(host: &str, q1_from: i64, q1_to: i64) -> Vec<(&'static str, String)> {
     let fields = tsbs::FIELDS.join(", ");
     let avgs: Vec<String> = tsbs::FIELDS
         .iter()
@@ -23,8 +29,8 @@ pub fn tsbs_queries(host: &str) -> Vec<(&'static str, String)> {
             format!(
                 "SELECT time, {fields} FROM cpu WHERE tags.hostname = '{host}' \
                  AND time >= {} AND time < {} ORDER BY time",
-                t(1),
-                t(2)
+                t(q1_from),
+                t(q1_to)
             ),
         ),
         (
