@@ -22,9 +22,6 @@ use crate::protocol::{self, Address};
 /// How long a connection to a worker may take before the worker counts as down.
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The bytes of documents a write puts in one message.
-const PUT_MESSAGE_BYTES: usize = 4 << 20;
-
 /// The largest message taken from a worker (bytes).
 const MAX_MESSAGE_BYTES: usize = 256 << 20;
 
@@ -127,12 +124,12 @@ impl WorkerClient {
         self.put_messages(data).await
     }
 
-    /// Sends `docs` (each a document's BSON bytes) to collection `collection` of the shard,
-    /// in messages of about `PUT_MESSAGE_BYTES`; one reply per message, as [`Self::put`].
+    /// Sends `messages` (each a run of BSON documents) to collection `collection` of the
+    /// shard; one reply per message, as [`Self::put`].
     pub(crate) async fn put_documents(
         &self,
         collection: &str,
-        docs: &[Vec<u8>],
+        messages: Vec<Vec<u8>>,
         options: &tscoll_engine::InsertOptions,
     ) -> Result<Vec<Document>, Error> {
         let descriptor = protocol::put_descriptor(
@@ -142,17 +139,6 @@ impl WorkerClient {
             options.durability,
             protocol::FORMAT_BSON,
         );
-        let mut messages = Vec::new();
-        let mut body = Vec::new();
-        for d in docs {
-            if !body.is_empty() && body.len() + d.len() > PUT_MESSAGE_BYTES {
-                messages.push(std::mem::take(&mut body));
-            }
-            body.extend_from_slice(d);
-        }
-        if !body.is_empty() {
-            messages.push(body);
-        }
         let data: Vec<FlightData> = messages
             .into_iter()
             .enumerate()

@@ -32,12 +32,18 @@ use crate::plan::{ShardWorkers, route_to_shards, shard_task_count, split_by_shar
 use crate::protocol::{Address, usize_of};
 use crate::routing::ShardKey;
 
-/// What a routed write sends a shard: Arrow batches, or documents (BSON bytes) as given,
-/// so that every value reaches the shard as it was.
+/// What a routed write sends a shard: Arrow batches, or documents as given (each message a
+/// run of BSON documents), so that every value reaches the shard as it was.
 enum Payload {
     Batches(Vec<RecordBatch>),
     Documents(Vec<Vec<u8>>),
 }
+
+/// A shard's documents as messages of BSON, or why one could not be written.
+type DocumentMessages = Result<Vec<Vec<u8>>, String>;
+
+/// The bytes of documents a routed write puts in one message.
+const PUT_MESSAGE_BYTES: usize = 4 << 20;
 
 /// A cluster's collection as its workers describe it.
 #[derive(Clone, Debug)]
@@ -340,23 +346,44 @@ impl Cluster {
         options: &InsertOptions,
     ) -> Vec<ShardInsert> {
         let n = self.clients.len();
-        let mut parts: Vec<Vec<usize>> = vec![Vec::new(); n];
+        // Each shard's positions, and its documents' BSON written one after another into
+        // messages of about `PUT_MESSAGE_BYTES`.
+        let mut parts: Vec<(Vec<usize>, DocumentMessages)> =
+            (0..n).map(|_| (Vec::new(), Ok(Vec::new()))).collect();
+        let mut scratch = Vec::new();
         for (i, d) in docs.iter().enumerate() {
-            let shard = coll.shard_key.as_ref().map_or(0, |k| k.shard_of(d, n));
-            parts[shard].push(i);
+            let shard = coll
+                .shard_key
+                .as_ref()
+                .map_or(0, |k| k.shard_of_with(d, n, &mut scratch));
+            let (rows, messages) = &mut parts[shard];
+            rows.push(i);
+            if let Ok(messages) = messages {
+                if messages
+                    .last()
+                    .is_none_or(|m: &Vec<u8>| m.len() >= PUT_MESSAGE_BYTES)
+                {
+                    messages.push(Vec::new());
+                }
+                if let Some(m) = messages.last_mut()
+                    && let Err(e) = d.to_writer(m)
+                {
+                    parts[shard].1 = Err(format!("measurement {i} cannot be written as BSON: {e}"));
+                }
+            }
         }
-        let sends = parts.iter().enumerate().map(|(shard, rows)| async move {
-            let part = rows
-                .iter()
-                .map(|&i| docs[i].to_vec())
-                .collect::<Result<Vec<_>, _>>()
-                .map(Payload::Documents)
-                .map_err(|e| tscoll_engine::Error::Rejected {
-                    code: ErrorCode::BadValue,
-                    message: format!("a measurement cannot be written as BSON: {e}"),
+        let sends = parts
+            .into_iter()
+            .enumerate()
+            .map(|(shard, (rows, messages))| async move {
+                let part = messages.map(Payload::Documents).map_err(|message| {
+                    tscoll_engine::Error::Rejected {
+                        code: ErrorCode::BadValue,
+                        message,
+                    }
                 });
-            self.send(shard, &coll.name, rows, part, options).await
-        });
+                self.send(shard, &coll.name, &rows, part, options).await
+            });
         futures::future::join_all(sends).await
     }
 
@@ -429,7 +456,7 @@ impl Cluster {
         }
         let sent = match payload {
             Ok(Payload::Batches(b)) => client.put(collection, b, options).await,
-            Ok(Payload::Documents(d)) => client.put_documents(collection, &d, options).await,
+            Ok(Payload::Documents(d)) => client.put_documents(collection, d, options).await,
             Err(e) => {
                 out.failure = Some(Error::Engine(e));
                 return out;
@@ -477,7 +504,11 @@ fn row_shards(
     };
     let metas = batch.project(&[i]).map_err(DataFusionError::from)?;
     let docs = tscoll_engine::arrow::documents_from_batch(&metas)?;
-    Ok(docs.iter().map(|d| key.shard_of(d, n)).collect())
+    let mut scratch = Vec::new();
+    Ok(docs
+        .iter()
+        .map(|d| key.shard_of_with(d, n, &mut scratch))
+        .collect())
 }
 
 /// One collection of a worker's `describe`.
