@@ -94,8 +94,17 @@ async fn three_workers_answer_as_one_database() {
         let got = rows(&ctx, q).await;
         let want = rows(&single, q).await;
         assert_eq!(got, want, "{q}");
-        let plan = ctx.sql(q).await.unwrap().create_physical_plan().await.unwrap();
-        println!("{}", datafusion_distributed::display_plan_ascii(plan.as_ref(), false));
+        let plan = ctx
+            .sql(q)
+            .await
+            .unwrap()
+            .create_physical_plan()
+            .await
+            .unwrap();
+        println!(
+            "{}",
+            datafusion_distributed::display_plan_ascii(plan.as_ref(), false)
+        );
     }
     for w in workers {
         w.shutdown().await.unwrap();
