@@ -45,6 +45,8 @@ pub(crate) struct ClusterArgs {
 /// checks that one of them is given). Applied with `#[command(mut_arg("db", ...))]`.
 pub(crate) fn db_unless_cluster(arg: clap::Arg) -> clap::Arg {
     arg.required(false)
+        // An empty path stands for none (clap's own path parser refuses it).
+        .value_parser(|s: &str| Ok::<PathBuf, std::convert::Infallible>(PathBuf::from(s)))
         .default_value("")
         .hide_default_value(true)
         .help("Database directory; or run on a cluster: --workers or --cluster")
@@ -108,10 +110,14 @@ impl ClusterArgs {
             }
             (None, None) => return Ok(None),
         };
-        let cluster = Cluster::new(config)?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()?;
+        // The workers' channels are made (not connected) on the runtime.
+        let cluster = {
+            let _entered = runtime.enter();
+            Cluster::new(config)?
+        };
         Ok(Some(Connected { cluster, runtime }))
     }
 }
