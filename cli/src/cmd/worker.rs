@@ -33,31 +33,21 @@ pub(crate) struct Args {
 /// A token file that cannot be used; a non-loopback address without a token; the database
 /// cannot be opened or closed; the address cannot be bound.
 pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
-    let token = args
-        .token_file
-        .as_deref()
-        .map(tscoll_cluster::read_token)
-        .transpose()?;
-    if token.is_none() && !args.listen.ip().is_loopback() {
-        // Refused before the database is opened (`tscoll_cluster::start` refuses it too).
-        return Err(format!(
-            "a worker listening beyond loopback ({}) requires a token: give --token-file FILE \
-             (the cluster's shared secret), or listen on 127.0.0.1",
-            args.listen
-        )
-        .into());
-    }
+    let options = WorkerOptions {
+        listen: args.listen,
+        token: args
+            .token_file
+            .as_deref()
+            .map(tscoll_cluster::read_token)
+            .transpose()?,
+    };
+    // Refused before the database is opened (or created).
+    options.check()?;
     let db = open_db(&args.db.db)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let handle = runtime.block_on(tscoll_cluster::start(
-        db.clone(),
-        WorkerOptions {
-            listen: args.listen,
-            token,
-        },
-    ))?;
+    let handle = runtime.block_on(tscoll_cluster::start(db.clone(), options))?;
     errln!(
         "worker listening on {}, database {}",
         handle.local_addr(),
