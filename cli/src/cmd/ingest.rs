@@ -14,6 +14,11 @@
 //! With `--report-acks`, every acknowledged batch is announced on stdout as
 //! `ack FIRST LAST INSERTED` (`docs/durability.md`).
 //!
+//! **Targets.** The batches go to a [`Target`]: the collection of the database, or, with the
+//! feature `cluster` and `--workers`/`--cluster`, a cluster's collection whose shards each
+//! store their part (`cmd/cluster_ingest.rs`); a shard whose part fails as a whole is
+//! reported with the batch's lines, the other shards' parts stored.
+//!
 //! **Two threads.** Reading, decompressing and parsing run on a thread of their own
 //! ([`crate::input::batches`]), one batch ahead of the calling thread, which inserts (the
 //! engine's background work aside). For a file, the progress bar shows the share of its bytes
