@@ -57,11 +57,8 @@ impl ClusterTarget<'_> {
                     .map(|(at, code, message)| (at, format!("{message} (code {code})"))),
             );
             if let Some(e) = p.failure {
-                let reason = format!(
-                    "{}: {}",
-                    shard_label(p.shard, &p.worker),
-                    worker_error(&p.worker, &e)
-                );
+                // The label names the worker; a worker's own error names it again.
+                let reason = format!("{}: {e}", shard_label(p.shard, &p.worker));
                 t.lost += p.sent - p.inserted;
                 t.failure.get_or_insert_with(|| reason.clone());
                 out.failed.push(FailedPart {
@@ -74,14 +71,6 @@ impl ClusterTarget<'_> {
         // In input order, as the local ingest reports them.
         out.rejected.sort_by_key(|(at, _)| *at);
         out
-    }
-}
-
-/// The error of a shard's part, naming its worker.
-fn worker_error(worker: &url::Url, e: &tscoll_cluster::Error) -> String {
-    match e {
-        tscoll_cluster::Error::Worker { .. } => e.to_string(),
-        other => format!("worker {worker}: {other}"),
     }
 }
 
