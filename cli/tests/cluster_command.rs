@@ -319,6 +319,37 @@ fn a_cluster_of_three_workers_answers_as_one_database() {
         &["gone", "--time-field", "t", "--meta-field", "m"],
     )
     .ok();
+    let modded = on_cluster(
+        &["collmod"],
+        &list,
+        &token,
+        &["gone", r#"{"timeseries": {"granularity": "minutes"}}"#],
+    )
+    .ok()
+    .stdout();
+    // A rejected measurement is reported at its line, as the local ingest reports it (one
+    // series: the three measurements go to one shard in one batch).
+    let bad = s.file(
+        "bad.ndjson",
+        b"{\"t\":{\"$date\":\"2016-01-01T00:00:00Z\"},\"m\":\"a\",\"v\":1}\n\
+          {\"m\":\"a\",\"v\":2}\n\
+          {\"t\":{\"$date\":\"2016-01-01T00:00:01Z\"},\"m\":\"a\",\"v\":3}\n",
+    );
+    let rejected = on_cluster(&["ingest"], &list, &token, &["--unordered", "gone", &bad]).failed();
+    assert!(
+        rejected
+            .stderr()
+            .contains(&format!("{bad}:2: 't' must be present")),
+        "{}",
+        rejected.stderr()
+    );
+    assert!(
+        rejected
+            .stderr()
+            .contains("2 measurements inserted, 1 rejected"),
+        "{}",
+        rejected.stderr()
+    );
     let gone = on_cluster(&["drop"], &list, &token, &["gone"])
         .ok()
         .stdout();
@@ -329,16 +360,37 @@ fn a_cluster_of_three_workers_answers_as_one_database() {
             ["dropped index 'tags.region_1' of 'cpu'"]
         );
         assert_eq!(shard_block(&gone, i, a), ["dropped collection 'gone'"]);
+        let m = shard_block(&modded, i, a);
+        assert!(
+            m[0].starts_with("collection 'gone': ") && m[0].contains("\"granularity\":\"minutes\""),
+            "{modded}"
+        );
         assert!(
             again.stderr().contains(&format!("shard {i} ({a}): ")),
             "{}",
             again.stderr()
         );
     }
-    let left = on_cluster(&["list"], &list, &token, &["--json"])
+    // A cluster file names the workers in shard order and its token file.
+    let quoted: Vec<String> = addrs.iter().map(|a| format!("\"{a}\"")).collect();
+    let file = s.file(
+        "cluster.toml",
+        format!(
+            "workers = [{}]\ntoken_file = \"token\"\n",
+            quoted.join(", ")
+        )
+        .as_bytes(),
+    );
+    let left = tscoll(&["list", "--cluster", &file, "--json"], None)
         .ok()
         .stdout();
-    assert!(!left.contains("gone"), "{left}");
+    for (i, a) in addrs.iter().enumerate() {
+        let l = shard_block(&left, i, a);
+        assert!(
+            l.len() == 1 && l[0].starts_with("{\"name\":\"cpu\""),
+            "{left}"
+        );
+    }
 
     // A wrong token: refused by every worker, clearly.
     let wrong = s.file("wrong", b"not-the-token\n");
