@@ -4,7 +4,8 @@
 //! Commands: `create`, `ingest` (NDJSON Extended JSON, JSON arrays, CSV, Parquet), `find`
 //! (NDJSON, CSV, Parquet), `aggregate`, `update`, `delete`, `stats`, `list`, `drop`,
 //! `compact`, `buckets`, `expire`, `collmod`, `index`, `verify`, `salvage`, `bench` and
-//! `demo` (ingests and queries the bundled real data sets). Each command lives in its own
+//! `demo` (ingests and queries the bundled real data sets); `sql` with the feature `sql`,
+//! `worker` and the cluster arguments of the collection commands with the feature `cluster`. Each command lives in its own
 //! module under `cmd/`; the input readers are in `input/`, the output writers in `output/`.
 #![forbid(unsafe_code)]
 
@@ -80,6 +81,11 @@ enum Command {
     /// Serve the database over MongoDB's wire protocol, for mongosh and MongoDB's drivers
     /// (docs/server.md); stops on SIGINT or SIGTERM.
     Serve(cmd::serve::Args),
+    /// Serve the database as one shard of a cluster, for the cluster commands
+    /// (`--workers`, `--cluster`; docs/scale-out.md); stops on SIGINT or SIGTERM. Built with
+    /// the feature `cluster`.
+    #[cfg(feature = "cluster")]
+    Worker(cmd::worker::Args),
     /// Add, remove or list the users `tscoll serve` authenticates (SCRAM-SHA-256), kept in
     /// the database directory's `tscoll-users.json` (`user add|remove|list`).
     User(cmd::user::Args),
@@ -114,6 +120,8 @@ impl Command {
             Command::Verify(a) => &a.db,
             Command::Salvage(a) => &a.db,
             Command::Serve(a) => &a.db,
+            #[cfg(feature = "cluster")]
+            Command::Worker(a) => &a.db,
             Command::Demo(_) | Command::Bench(_) | Command::User(_) => return None,
         })
     }
@@ -144,6 +152,8 @@ fn main() -> ExitCode {
         Command::Verify(args) => cmd::verify::run(&args),
         Command::Salvage(args) => cmd::salvage::run(&args),
         Command::Serve(args) => cmd::serve::run(&args),
+        #[cfg(feature = "cluster")]
+        Command::Worker(args) => cmd::worker::run(&args),
         Command::User(args) => cmd::user::run(&args),
         Command::Demo(args) => cmd::demo::run(&args),
         Command::Bench(args) => cmd::bench::run(&args),

@@ -69,6 +69,8 @@ pub struct ShardInsert {
     pub worker: Url,
     /// Measurements sent to it.
     pub sent: usize,
+    /// Their positions in the whole input, in order (`sent` of them).
+    pub rows: Vec<usize>,
     /// Measurements it stored.
     pub inserted: usize,
     /// Measurements it rejected: `(position in the whole input, code, reason)`.
@@ -190,11 +192,47 @@ impl Cluster {
     /// its place in the list, or describes a collection with other time or meta fields or
     /// another shard key than the others.
     pub async fn collections(&self) -> Result<Vec<ClusterCollection>, Error> {
+        // Not tolerant: the first worker that cannot be reached fails the call.
+        Ok(self.described(false).await?.0)
+    }
+
+    /// Every collection the workers hold, as [`Cluster::collections`], but described by
+    /// the workers that answer: each worker that cannot be reached is left out (its shard
+    /// is not in [`ClusterCollection::shards`]) and its error returned beside. For a write
+    /// that goes on while a worker is down: its shard's part fails, the others' are stored.
+    ///
+    /// # Errors
+    /// As [`Cluster::collections`] for the workers that answer; [`Error::Worker`] when none
+    /// does.
+    pub async fn reachable_collections(
+        &self,
+    ) -> Result<(Vec<ClusterCollection>, Vec<Error>), Error> {
+        let (collections, mut unreachable) = self.described(true).await?;
+        if unreachable.len() == self.clients.len() && !unreachable.is_empty() {
+            return Err(unreachable.swap_remove(0));
+        }
+        Ok((collections, unreachable))
+    }
+
+    /// The workers' descriptions merged; with `tolerant`, the workers that cannot be
+    /// reached are left out and their errors returned, else the first fails the call.
+    async fn described(
+        &self,
+        tolerant: bool,
+    ) -> Result<(Vec<ClusterCollection>, Vec<Error>), Error> {
         let described =
             futures::future::join_all(self.clients.iter().map(WorkerClient::describe)).await;
         let mut merged: BTreeMap<String, ClusterCollection> = BTreeMap::new();
+        let mut unreachable = Vec::new();
         for (client, d) in self.clients.iter().zip(described) {
-            let d = d?;
+            let d = match d {
+                Ok(d) => d,
+                Err(e) if tolerant => {
+                    unreachable.push(e);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
             if let (Ok(s), Ok(n)) = (usize_of(&d, "shard"), usize_of(&d, "shards"))
                 && (s, n) != (client.at.shard, client.at.shards)
             {
@@ -240,7 +278,7 @@ impl Cluster {
                 }
             }
         }
-        Ok(merged.into_values().collect())
+        Ok((merged.into_values().collect(), unreachable))
     }
 
     /// A DataFusion session over the cluster: each collection every worker holds is a
@@ -409,6 +447,7 @@ impl Cluster {
                         shard,
                         worker: self.config.workers[shard].clone(),
                         sent: 0,
+                        rows: Vec::new(),
                         inserted: 0,
                         errors: Vec::new(),
                         failure: Some(Error::Invalid(message.clone())),
@@ -447,6 +486,7 @@ impl Cluster {
             shard,
             worker: client.url.clone(),
             sent: rows.len(),
+            rows: rows.to_vec(),
             inserted: 0,
             errors: Vec::new(),
             failure: None,

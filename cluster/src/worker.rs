@@ -51,6 +51,24 @@ pub struct WorkerOptions {
     pub memory_bytes: Option<usize>,
 }
 
+impl WorkerOptions {
+    /// Whether [`start`] takes these options, checked before a database is opened for
+    /// them (`tscoll worker`).
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] for a non-loopback address without a token.
+    pub fn check(&self) -> Result<(), Error> {
+        if self.token.is_none() && !self.listen.ip().is_loopback() {
+            return Err(Error::Invalid(format!(
+                "a worker listening beyond loopback ({}) requires a token (--token-file): \
+                 anyone who reaches the port could read and write the shard",
+                self.listen
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// A running worker ([`start`]).
 pub struct WorkerHandle {
     addr: SocketAddr,
@@ -106,13 +124,7 @@ impl WorkerHandle {
 /// address cannot be bound; [`Error::ShardFile`] when the database's shard file cannot be
 /// read.
 pub async fn start(db: Database, options: WorkerOptions) -> Result<WorkerHandle, Error> {
-    if options.token.is_none() && !options.listen.ip().is_loopback() {
-        return Err(Error::Invalid(format!(
-            "a worker listening beyond loopback ({}) requires a token (--token-file): anyone \
-             who reaches the port could read and write the shard",
-            options.listen
-        )));
-    }
+    options.check()?;
     let listener = tokio::net::TcpListener::bind(options.listen).await?;
     let addr = listener.local_addr()?;
     let router = routes(

@@ -190,8 +190,13 @@ impl Server {
     }
 }
 
-/// Resolves on SIGINT or SIGTERM (on Unix; Ctrl-C elsewhere).
-async fn shutdown_signal() -> std::io::Result<()> {
+/// Resolves on SIGINT or SIGTERM (on Unix; Ctrl-C elsewhere): what
+/// [`Server::run_until_signal`] waits for, for other long-running services of a process
+/// (`tscoll worker`) to stop alike.
+///
+/// # Errors
+/// The signal handlers cannot be set.
+pub async fn shutdown_signal() -> std::io::Result<()> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};

@@ -4,13 +4,26 @@ use std::process::ExitCode;
 
 use tscoll_engine::{Granularity, TimeseriesOptions};
 
-use super::{CmdResult, DbArgs, open_db, to_extjson};
+use super::{CmdResult, DbArgs, open_db};
 
 /// Arguments of `tscoll create`.
 #[derive(Debug, clap::Args)]
+#[cfg_attr(
+    feature = "cluster",
+    command(mut_arg("db", super::cluster::db_unless_cluster))
+)]
 pub(crate) struct Args {
     #[command(flatten)]
     pub(crate) db: DbArgs,
+    /// The cluster to create the collection on, every shard (feature `cluster`).
+    #[cfg(feature = "cluster")]
+    #[command(flatten)]
+    pub(crate) cluster: super::cluster::ClusterArgs,
+    /// On a cluster: the path whose value chooses a measurement's shard, the meta field or
+    /// a path inside it (`tags.hostname`). Default: the meta field.
+    #[cfg(feature = "cluster")]
+    #[arg(long, value_name = "PATH", requires = "ClusterArgs")]
+    pub(crate) shard_key: Option<String>,
     /// Collection name.
     pub(crate) coll: String,
     /// `timeField`: the field holding each measurement's UTC datetime.
@@ -96,14 +109,54 @@ impl Args {
 /// Invalid options, a collection of that name with other options, or storage errors.
 pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
     let opts = args.options()?;
+    #[cfg(feature = "cluster")]
+    if let Some(c) = args.cluster.connect(&args.db)? {
+        let command = create_command(&args.coll, &opts)?;
+        return c.broadcast(&command, args.shard_key.as_deref(), |_| {
+            Ok(vec![format!("created collection '{}'", args.coll)])
+        });
+    }
     let db = open_db(&args.db.db)?;
     let coll = db
         .create_collection(&args.coll, &opts)
         .map_err(|e| format!("cannot create collection '{}': {e}", args.coll))?;
     outln!(
-        "collection '{}': {}",
-        args.coll,
-        to_extjson(coll.spec().to_document())
+        "{}",
+        super::collmod::options_line(&args.coll, coll.spec().to_document())
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// MongoDB's `create` command of collection `name` with options `opts`, as a cluster's
+/// workers take it.
+///
+/// # Errors
+/// Rollups, which the command does not carry.
+#[cfg(feature = "cluster")]
+pub(crate) fn create_command(name: &str, opts: &TimeseriesOptions) -> CmdResult<bson::Document> {
+    if !opts.rollups.is_empty() {
+        return Err(
+            "--rollup is not available on a cluster: MongoDB's create command, which \
+                    the workers take, has no rollups"
+                .into(),
+        );
+    }
+    let mut ts = bson::doc! { "timeField": &opts.time_field };
+    if let Some(m) = &opts.meta_field {
+        ts.insert("metaField", m);
+    }
+    if let Some(g) = opts.granularity {
+        ts.insert("granularity", g.as_str());
+    }
+    if let Some(span) = opts.bucket_max_span_seconds {
+        ts.insert("bucketMaxSpanSeconds", span);
+    }
+    if let Some(rounding) = opts.bucket_rounding_seconds {
+        ts.insert("bucketRoundingSeconds", rounding);
+    }
+    let mut command = bson::doc! { "create": name, "timeseries": ts };
+    if let Some(e) = opts.expire_after_seconds {
+        command.insert("expireAfterSeconds", e);
+    }
+    Ok(command)
 }

@@ -31,9 +31,17 @@ pub(crate) enum Action {
 
 /// Arguments of `tscoll index create`.
 #[derive(Debug, clap::Args)]
+#[cfg_attr(
+    feature = "cluster",
+    command(mut_arg("db", super::cluster::db_unless_cluster))
+)]
 pub(crate) struct CreateArgs {
     #[command(flatten)]
     pub(crate) db: DbArgs,
+    /// The cluster whose shards all run the action (feature `cluster`).
+    #[cfg(feature = "cluster")]
+    #[command(flatten)]
+    pub(crate) cluster: super::cluster::ClusterArgs,
     /// Collection name.
     pub(crate) coll: String,
     /// Key pattern in Extended JSON, on the collection's fields: e.g. `{"meta.host":1,"ts":-1}`
@@ -63,9 +71,17 @@ pub(crate) struct CreateArgs {
 
 /// Arguments of `tscoll index drop`.
 #[derive(Debug, clap::Args)]
+#[cfg_attr(
+    feature = "cluster",
+    command(mut_arg("db", super::cluster::db_unless_cluster))
+)]
 pub(crate) struct DropArgs {
     #[command(flatten)]
     pub(crate) db: DbArgs,
+    /// The cluster whose shards all run the action (feature `cluster`).
+    #[cfg(feature = "cluster")]
+    #[command(flatten)]
+    pub(crate) cluster: super::cluster::ClusterArgs,
     /// Collection name.
     pub(crate) coll: String,
     /// Index name; `*` drops every index.
@@ -78,9 +94,17 @@ pub(crate) struct DropArgs {
 
 /// Arguments of `tscoll index list`.
 #[derive(Debug, clap::Args)]
+#[cfg_attr(
+    feature = "cluster",
+    command(mut_arg("db", super::cluster::db_unless_cluster))
+)]
 pub(crate) struct ListArgs {
     #[command(flatten)]
     pub(crate) db: DbArgs,
+    /// The cluster whose shards all run the action (feature `cluster`).
+    #[cfg(feature = "cluster")]
+    #[command(flatten)]
+    pub(crate) cluster: super::cluster::ClusterArgs,
     /// Collection name.
     pub(crate) coll: String,
     /// Show the bucket form (keys on `meta` and `control.min`/`control.max`).
@@ -119,6 +143,31 @@ fn create(args: &CreateArgs) -> CmdResult<ExitCode> {
         .as_deref()
         .map(|p| parse_json_arg("--partial", p))
         .transpose()?;
+    #[cfg(feature = "cluster")]
+    if let Some(c) = args.cluster.connect(&args.db)? {
+        if args.hidden || args.unique || args.expire_after_seconds.is_some() {
+            return Err(
+                "--hidden, --unique and --expire-after-seconds are not available on \
+                        a cluster"
+                    .into(),
+            );
+        }
+        let mut command = bson::doc! { "createIndex": &args.coll, "key": key };
+        if let Some(n) = &args.name {
+            command.insert("name", n);
+        }
+        if args.sparse {
+            command.insert("sparse", true);
+        }
+        if let Some(p) = partial {
+            command.insert("partialFilterExpression", p);
+        }
+        return c.broadcast(&command, None, |reply| {
+            Ok(vec![
+                reply.get_str("name").map_err(|e| e.to_string())?.to_owned(),
+            ])
+        });
+    }
     let (_db, coll) = open_collection(&args.db.db, &args.coll)?;
     let options = IndexOptions {
         name: args.name.clone(),
@@ -141,6 +190,16 @@ fn drop_index(args: &DropArgs) -> CmdResult<ExitCode> {
         .as_deref()
         .map(|k| parse_json_arg("--key", k))
         .transpose()?;
+    #[cfg(feature = "cluster")]
+    if let Some(c) = args.cluster.connect(&args.db)? {
+        let index = match (key, &args.name) {
+            (Some(k), _) => bson::Bson::Document(k),
+            (None, Some(n)) => bson::Bson::String(n.clone()),
+            (None, None) => return Err("give an index name or --key".into()),
+        };
+        let command = bson::doc! { "dropIndex": &args.coll, "index": index };
+        return c.broadcast(&command, None, |_| Ok(vec![dropped_line(args)]));
+    }
     let (_db, coll) = open_collection(&args.db.db, &args.coll)?;
     let result = match (&key, &args.name) {
         (Some(k), _) => coll.drop_index_by_key(k),
@@ -148,16 +207,36 @@ fn drop_index(args: &DropArgs) -> CmdResult<ExitCode> {
         (None, None) => return Err("give an index name or --key".into()),
     };
     result.map_err(|e| format!("cannot drop index on '{}': {e}", args.coll))?;
-    match (&args.key, &args.name) {
-        (Some(k), _) => outln!("dropped the index with key {k} of '{}'", args.coll),
-        (None, Some(n)) if n == "*" => outln!("dropped every index of '{}'", args.coll),
-        (None, Some(n)) => outln!("dropped index '{n}' of '{}'", args.coll),
-        (None, None) => {}
-    }
+    outln!("{}", dropped_line(args));
     Ok(ExitCode::SUCCESS)
 }
 
+/// What `index drop` prints once the index is dropped.
+fn dropped_line(args: &DropArgs) -> String {
+    match (&args.key, &args.name) {
+        (Some(k), _) => format!("dropped the index with key {k} of '{}'", args.coll),
+        (None, Some(n)) if n == "*" => format!("dropped every index of '{}'", args.coll),
+        (None, Some(n)) => format!("dropped index '{n}' of '{}'", args.coll),
+        (None, None) => String::new(),
+    }
+}
+
 fn list(args: &ListArgs) -> CmdResult<ExitCode> {
+    #[cfg(feature = "cluster")]
+    if let Some(c) = args.cluster.connect(&args.db)? {
+        if args.bucket_form {
+            return Err("--bucket-form is not available on a cluster".into());
+        }
+        return c.broadcast(&bson::doc! { "listIndexes": &args.coll }, None, |reply| {
+            let indexes = reply.get_array("indexes").map_err(|e| e.to_string())?;
+            Ok(indexes
+                .iter()
+                .map(|d| {
+                    serde_json::to_string(&super::RelaxedExtJson::exact(d)).unwrap_or_default()
+                })
+                .collect())
+        });
+    }
     let (_db, coll) = super::open_readable_collection(&args.db.db, &args.coll)?;
     let indexes = if args.bucket_form {
         coll.list_indexes_bucket_form()
@@ -196,6 +275,8 @@ mod tests {
         let db = || DbArgs::new(dir.path());
         create(&CreateArgs {
             db: db(),
+            #[cfg(feature = "cluster")]
+            cluster: crate::cmd::cluster::ClusterArgs::default(),
             coll: "c".into(),
             key: r#"{"x": -1}"#.into(),
             name: None,
@@ -211,6 +292,8 @@ mod tests {
         drop((handle, coll));
         drop_index(&DropArgs {
             db: db(),
+            #[cfg(feature = "cluster")]
+            cluster: crate::cmd::cluster::ClusterArgs::default(),
             coll: "c".into(),
             name: None,
             key: Some(r#"{"x": -1}"#.into()),
@@ -218,6 +301,8 @@ mod tests {
         .expect("drop by key");
         let err = drop_index(&DropArgs {
             db: db(),
+            #[cfg(feature = "cluster")]
+            cluster: crate::cmd::cluster::ClusterArgs::default(),
             coll: "c".into(),
             name: Some("nope".into()),
             key: None,
@@ -226,6 +311,8 @@ mod tests {
         assert!(err.to_string().contains("IndexNotFound"), "{err}");
         let err = create(&CreateArgs {
             db: db(),
+            #[cfg(feature = "cluster")]
+            cluster: crate::cmd::cluster::ClusterArgs::default(),
             coll: "c".into(),
             key: r#"{"x": "text"}"#.into(),
             name: None,
@@ -239,6 +326,8 @@ mod tests {
         assert!(err.to_string().contains("InvalidOptions"), "{err}");
         list(&ListArgs {
             db: db(),
+            #[cfg(feature = "cluster")]
+            cluster: crate::cmd::cluster::ClusterArgs::default(),
             coll: "c".into(),
             bucket_form: true,
         })

@@ -14,6 +14,11 @@
 //! With `--report-acks`, every acknowledged batch is announced on stdout as
 //! `ack FIRST LAST INSERTED` (`docs/durability.md`).
 //!
+//! **Targets.** The batches go to a [`Target`]: the collection of the database, or, with the
+//! feature `cluster` and `--workers`/`--cluster`, a cluster's collection whose shards each
+//! store their part (`cmd/cluster_ingest.rs`); a shard whose part fails as a whole is
+//! reported with the batch's lines, the other shards' parts stored.
+//!
 //! **Two threads.** Reading, decompressing and parsing run on a thread of their own
 //! ([`crate::input::batches`]), one batch ahead of the calling thread, which inserts (the
 //! engine's background work aside). For a file, the progress bar shows the share of its bytes
@@ -36,12 +41,13 @@ use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 use ::parquet::arrow::arrow_reader::ParquetRecordBatchReader;
-use arrow_array::RecordBatchReader;
+use arrow_array::{RecordBatch, RecordBatchReader};
 use bson::Document;
 use indicatif::{ProgressBar, ProgressState, ProgressStyle};
 use tscoll_engine::arrow::RecordBatchOptions;
 use tscoll_engine::{
-    Collection, Database, Durability, Error, InsertOptions, InsertResult, position_ranges,
+    Collection, CollectionSpec, Database, Durability, Error, InsertOptions, InsertResult,
+    position_ranges,
 };
 
 use super::report::{Ingest, Meter};
@@ -57,9 +63,17 @@ use crate::input::{Position, Record, describe_read_error};
 
 /// Arguments of `tscoll ingest`.
 #[derive(Debug, clap::Args)]
+#[cfg_attr(
+    feature = "cluster",
+    command(mut_arg("db", super::cluster::db_unless_cluster))
+)]
 pub(crate) struct Args {
     #[command(flatten)]
     pub(crate) db: DbArgs,
+    /// The cluster to ingest into, each measurement sent to its shard (feature `cluster`).
+    #[cfg(feature = "cluster")]
+    #[command(flatten)]
+    pub(crate) cluster: super::cluster::ClusterArgs,
     /// Collection name (create it first with `tscoll create`).
     pub(crate) coll: String,
     /// Input files: NDJSON or a JSON array of documents (`.ndjson`/`.json`, detected by
@@ -276,6 +290,15 @@ pub(crate) struct Summary {
 }
 
 impl Summary {
+    /// Adds the figures of one input to these totals (`stopped` aside).
+    pub(crate) fn add(&mut self, one: &Summary) {
+        self.inserted += one.inserted;
+        self.rejected += one.rejected;
+        self.seconds += one.seconds;
+        self.insert_seconds += one.insert_seconds;
+        self.field_values += one.field_values;
+    }
+
     /// Measurements stored per second.
     pub(crate) fn rate(&self) -> f64 {
         let inserted = self.inserted as f64;
@@ -306,35 +329,22 @@ impl Summary {
 /// end (reported after the summary, with what was read before stored), the CSV mapping
 /// does not fit the header, or the engine fails as a whole (not per measurement).
 pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
+    #[cfg(feature = "cluster")]
+    if let Some(c) = args.cluster.connect(&args.db)? {
+        return super::cluster_ingest::run(&c, args);
+    }
     let (db, coll) = open_collection(&args.db.db, &args.coll)?;
     let meter = Meter::start();
     let mut total = Summary::default();
     // The error that ended an input early; reported after the summary.
     let mut failure = None;
-    let stdin = ["-".to_owned()];
-    let files: &[String] = if args.files.is_empty() {
-        if io::stdin().is_terminal() {
-            errln!(
-                "tscoll: reading measurements from stdin (end with Ctrl-D; give files to read them)"
-            );
-        }
-        &stdin
-    } else {
-        &args.files
-    };
+    let files = input_files(args);
     for file in files {
         let (summary, error) = ingest_input(&coll, file, args.format, &args.settings, &args.csv)?;
         if !args.json {
-            errln!(
-                "{}",
-                summary.line(if file == "-" { "<stdin>" } else { file })
-            );
+            errln!("{}", summary.line(input_label(file)));
         }
-        total.inserted += summary.inserted;
-        total.rejected += summary.rejected;
-        total.seconds += summary.seconds;
-        total.insert_seconds += summary.insert_seconds;
-        total.field_values += summary.field_values;
+        total.add(&summary);
         if error.is_some() {
             failure = error;
             break;
@@ -450,6 +460,108 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
     })
 }
 
+/// Where an ingest stores what it reads: a collection of the database, or a cluster's
+/// collection (`cmd::cluster_ingest`, feature `cluster`), whose shards may each fail apart.
+pub(crate) trait Target {
+    /// The collection's options (its time and meta fields map the input).
+    fn spec(&self) -> CollectionSpec;
+
+    /// Inserts `docs` (as `Collection::insert_many`); positions in the outcome index `docs`.
+    ///
+    /// # Errors
+    /// The insert failed as a whole.
+    fn insert_documents(&self, docs: &[Document], options: &InsertOptions)
+    -> Result<Stored, Error>;
+
+    /// Inserts the rows of `batch` (as `Collection::insert_record_batch`); positions in the
+    /// outcome index its rows.
+    ///
+    /// # Errors
+    /// The insert failed as a whole.
+    fn insert_batch(&self, batch: &RecordBatch, options: &InsertOptions) -> Result<Stored, Error>;
+}
+
+/// What an insert into a [`Target`] stored.
+#[derive(Debug, Default)]
+pub(crate) struct Stored {
+    /// Measurements stored.
+    pub(crate) inserted: usize,
+    /// Measurements rejected: position and reason (with MongoDB's category), in input order.
+    pub(crate) rejected: Vec<(usize, String)>,
+    /// Parts that failed as a whole (a cluster's shard whose worker is down): what failed
+    /// (naming the worker), the measurements sent to it, and how many of them were stored.
+    pub(crate) failed: Vec<FailedPart>,
+}
+
+/// A part of an insert that failed as a whole.
+#[derive(Debug)]
+pub(crate) struct FailedPart {
+    /// Why, naming the part (`shard 1 (HOST:PORT): worker ...: ...`).
+    pub(crate) reason: String,
+    /// Measurements of the part.
+    pub(crate) sent: usize,
+    /// Of those, stored before the failure.
+    pub(crate) inserted: usize,
+}
+
+impl From<InsertResult> for Stored {
+    fn from(result: InsertResult) -> Stored {
+        Stored {
+            inserted: result.inserted,
+            rejected: result
+                .errors
+                .into_iter()
+                .map(|e| (e.index, format!("{} ({})", e.message, e.code.name())))
+                .collect(),
+            failed: Vec::new(),
+        }
+    }
+}
+
+impl Target for Collection {
+    fn spec(&self) -> CollectionSpec {
+        Collection::spec(self)
+    }
+
+    fn insert_documents(
+        &self,
+        docs: &[Document],
+        options: &InsertOptions,
+    ) -> Result<Stored, Error> {
+        self.insert_many(docs, options)
+            .or_else(Error::into_insert_result)
+            .map(Stored::from)
+    }
+
+    fn insert_batch(&self, batch: &RecordBatch, options: &InsertOptions) -> Result<Stored, Error> {
+        self.insert_record_batch(batch, options)
+            .or_else(Error::into_insert_result)
+            .map(Stored::from)
+    }
+}
+
+/// The inputs of `args`: its files, or stdin (`-`, announced when it is a terminal).
+pub(crate) fn input_files(args: &Args) -> &[String] {
+    if args.files.is_empty() {
+        if io::stdin().is_terminal() {
+            errln!(
+                "tscoll: reading measurements from stdin (end with Ctrl-D; give files to read them)"
+            );
+        }
+        std::slice::from_ref(&*DASH)
+    } else {
+        &args.files
+    }
+}
+
+/// The input `-`: stdin.
+static DASH: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| "-".to_owned());
+
+/// How input `file` is named in messages (`<stdin>` for `-`).
+pub(crate) fn input_label(file: &str) -> &str {
+    if file == "-" { "<stdin>" } else { file }
+}
+
 /// The measurements `db` holds, in every collection (counted from the buckets' control
 /// records).
 ///
@@ -499,8 +611,8 @@ pub(crate) fn ingest_file(
 /// # Errors
 /// Nothing was read: the input cannot be opened, or the CSV header does not fit the
 /// mapping.
-fn ingest_input(
-    coll: &Collection,
+pub(crate) fn ingest_input(
+    coll: &dyn Target,
     file: &str,
     format: Format,
     settings: &IngestArgs,
@@ -595,7 +707,7 @@ fn refuse_csv_options(name: &str, csv_args: &CsvArgs, what: &str, kept: &[&str])
 /// # Errors
 /// Another CSV option is given, or the mapping does not fit the input's columns.
 fn parquet_source<R, C>(
-    coll: &Collection,
+    coll: &dyn Target,
     name: &str,
     reader: ParquetRecordBatchReader,
     csv_args: &CsvArgs,
@@ -637,7 +749,7 @@ fn parquet_source<R, C>(
 /// Inserts what `source` reads (input `name`) into `coll`; returns what was stored and the
 /// error that ended the input early, if any.
 fn load<R, C>(
-    coll: &Collection,
+    coll: &dyn Target,
     name: &str,
     source: Source<R, C>,
     read_progress: Option<ReadProgress>,
@@ -689,7 +801,7 @@ where
 }
 
 /// The CSV mapping from the options and the collection's fields.
-fn csv_mapping(coll: &Collection, args: &CsvArgs) -> CmdResult<CsvMapping> {
+fn csv_mapping(coll: &dyn Target, args: &CsvArgs) -> CmdResult<CsvMapping> {
     let spec = coll.spec();
     let delimiter = u8::try_from(args.csv_delimiter)
         .ok()
@@ -770,7 +882,7 @@ fn file_progress_bar(label: &str, size: u64) -> ProgressBar {
 
 /// Batches records and inserts them.
 struct Loader<'a> {
-    coll: &'a Collection,
+    coll: &'a dyn Target,
     name: &'a str,
     time_field: &'a str,
     meta_field: Option<&'a str>,
@@ -808,8 +920,7 @@ impl Loader<'_> {
                     let start = Instant::now();
                     let result = self
                         .coll
-                        .insert_record_batch(&batch, &self.options)
-                        .or_else(tscoll_engine::Error::into_insert_result)
+                        .insert_batch(&batch, &self.options)
                         .map_err(|e| self.insert_failed(&e))?;
                     if !self.inserted(start, &result)? {
                         return Ok(());
@@ -869,8 +980,7 @@ impl Loader<'_> {
         let start = Instant::now();
         let result = self
             .coll
-            .insert_many(&self.docs, &self.options)
-            .or_else(tscoll_engine::Error::into_insert_result)
+            .insert_documents(&self.docs, &self.options)
             .map_err(|e| self.insert_failed(&e))?;
         self.inserted(start, &result)
     }
@@ -890,13 +1000,13 @@ impl Loader<'_> {
 
     /// Counts and reports what the insert of the pending batch, started at `start`, did;
     /// returns whether ingestion goes on.
-    fn inserted(&mut self, start: Instant, result: &InsertResult) -> CmdResult<bool> {
+    fn inserted(&mut self, start: Instant, result: &Stored) -> CmdResult<bool> {
         self.summary.insert_seconds += start.elapsed().as_secs_f64();
         if self.report_acks {
             self.ack(result.inserted)?;
         }
         self.summary.inserted += result.inserted as u64;
-        self.summary.field_values += self.stored_field_values(&result.errors, result.inserted);
+        self.summary.field_values += self.stored_field_values(&result.rejected, result.inserted);
         match self.read_progress {
             Some(p) => {
                 let stored = self.summary.inserted;
@@ -909,22 +1019,37 @@ impl Loader<'_> {
             }
             None => self.progress.inc(result.inserted as u64),
         }
-        for error in &result.errors {
-            let line = self.lines.get(error.index).copied().unwrap_or_default();
+        for (index, reason) in &result.rejected {
+            let line = self.lines.get(*index).copied().unwrap_or_default();
             let hint = self
                 .docs
-                .get(error.index)
+                .get(*index)
                 .and_then(|d| time_hint(d.get(self.time_field)?))
                 .unwrap_or_default();
-            self.report(
-                line,
-                &format!("{} ({}){hint}", error.message, error.code.name()),
-            );
+            self.report(line, &format!("{reason}{hint}"));
+        }
+        for part in &result.failed {
+            // Counted with the rejected: not stored, and the exit code says so.
+            self.summary.rejected += (part.sent - part.inserted) as u64;
+            let (first, last) = self.line_span();
+            let stored = if part.inserted > 0 {
+                format!(" ({} stored before the failure)", part.inserted)
+            } else {
+                String::new()
+            };
+            self.progress.suspend(|| {
+                errln!(
+                    "{}: lines {first}-{last}: {} measurements not stored{stored}: {}",
+                    self.name,
+                    part.sent - part.inserted,
+                    part.reason
+                );
+            });
         }
         self.docs.clear();
         self.lines.clear();
         self.fields.clear();
-        if self.options.ordered && !result.errors.is_empty() {
+        if self.options.ordered && !(result.rejected.is_empty() && result.failed.is_empty()) {
             self.summary.stopped = true;
             return Ok(false);
         }
@@ -934,11 +1059,11 @@ impl Loader<'_> {
     /// The field values of the `inserted` measurements of the pending batch that were
     /// stored: the first `inserted` documents not rejected (with `--ordered`, those before
     /// the first rejected one), each counting its fields but the time and meta fields.
-    fn stored_field_values(&self, errors: &[tscoll_engine::WriteError], inserted: usize) -> u64 {
+    fn stored_field_values(&self, errors: &[(usize, String)], inserted: usize) -> u64 {
         if errors.is_empty() {
             return self.fields.iter().take(inserted).sum();
         }
-        let rejected: std::collections::HashSet<usize> = errors.iter().map(|e| e.index).collect();
+        let rejected: std::collections::HashSet<usize> = errors.iter().map(|e| e.0).collect();
         self.fields
             .iter()
             .enumerate()

@@ -35,6 +35,10 @@ macro_rules! outprint {
 pub(crate) mod aggregate;
 pub(crate) mod bench;
 pub(crate) mod buckets;
+#[cfg(feature = "cluster")]
+pub(crate) mod cluster;
+#[cfg(feature = "cluster")]
+pub(crate) mod cluster_ingest;
 pub(crate) mod collmod;
 pub(crate) mod compact;
 pub(crate) mod create;
@@ -55,6 +59,8 @@ pub(crate) mod stats;
 pub(crate) mod update;
 pub(crate) mod user;
 pub(crate) mod verify;
+#[cfg(feature = "cluster")]
+pub(crate) mod worker;
 
 use std::fmt;
 use std::io::{self, Write};

@@ -43,9 +43,17 @@ pub(crate) enum SqlFormat {
 
 /// Arguments of `tscoll sql`.
 #[derive(Debug, clap::Args)]
+#[cfg_attr(
+    feature = "cluster",
+    command(mut_arg("db", super::cluster::db_unless_cluster))
+)]
 pub(crate) struct Args {
     #[command(flatten)]
     pub(crate) db: DbArgs,
+    /// The cluster to query instead of --db (feature `cluster`).
+    #[cfg(feature = "cluster")]
+    #[command(flatten)]
+    pub(crate) cluster: super::cluster::ClusterArgs,
     /// The SQL statement (DataFusion's dialect), e.g. `SELECT tags.hostname,
     /// date_bin(INTERVAL '1 hour', time) AS hour, avg(usage_user) FROM cpu GROUP BY 1, 2`.
     pub(crate) query: String,
@@ -71,18 +79,38 @@ pub(crate) struct Args {
 /// value that cannot be printed (a date beyond the years chrono represents: its row and
 /// column). The rows before the error are printed already.
 pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
+    let memory = usize::try_from(args.memory_limit)?.saturating_mul(1 << 20);
+    #[cfg(feature = "cluster")]
+    if let Some(c) = args.cluster.connect(&args.db)? {
+        // The shards' collections as tables of a distributed session whose operators here
+        // hold at most `--memory-limit` (each worker bounds its own: `worker --memory-limit`).
+        let cluster_ctx = c.block_on(c.cluster.bounded_session(memory))?;
+        return answer(&cluster_ctx, &c.runtime, args);
+    }
+    let ctx = tscoll_datafusion::bounded_context(memory)?;
     let mut options = db_options();
     options.catalog.cache_size_bytes = SQL_CACHE_BYTES;
     let db = open_readable_db_with(&args.db.db, options)?;
-    let memory = usize::try_from(args.memory_limit)?.saturating_mul(1 << 20);
-    let ctx = tscoll_datafusion::bounded_context(memory)?;
     tscoll_datafusion::register_database(&ctx, &db)?;
     let runtime = tokio::runtime::Builder::new_multi_thread().build()?;
+    answer(&ctx, &runtime, args)
+}
+
+/// Runs the statement of `args` on `ctx` (`--repeat` times, timed, then once printed), the
+/// local database's tables or a cluster's.
+///
+/// # Errors
+/// As [`run`]; a worker that fails (named) for a cluster.
+fn answer(
+    ctx: &SessionContext,
+    runtime: &tokio::runtime::Runtime,
+    args: &Args,
+) -> CmdResult<ExitCode> {
     if args.repeat > 1 {
         let mut times = Vec::with_capacity(args.repeat as usize);
         for _ in 0..args.repeat {
             let start = std::time::Instant::now();
-            runtime.block_on(drain(&ctx, &args.query))?;
+            runtime.block_on(drain(ctx, &args.query))?;
             times.push(start.elapsed().as_secs_f64() * 1000.0);
         }
         times.sort_by(f64::total_cmp);
@@ -94,7 +122,7 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
         );
     }
     let mut out = io::BufWriter::new(io::stdout().lock());
-    runtime.block_on(print(&ctx, &args.query, args.format, &mut out))?;
+    runtime.block_on(print(ctx, &args.query, args.format, &mut out))?;
     stdout_result(out.flush())?;
     Ok(ExitCode::SUCCESS)
 }

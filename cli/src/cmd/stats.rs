@@ -24,9 +24,17 @@ pub(crate) const MIN_MEASUREMENTS_PER_BUCKET: f64 = 10.0;
 
 /// Arguments of `tscoll stats`.
 #[derive(Debug, clap::Args)]
+#[cfg_attr(
+    feature = "cluster",
+    command(mut_arg("db", super::cluster::db_unless_cluster))
+)]
 pub(crate) struct Args {
     #[command(flatten)]
     pub(crate) db: DbArgs,
+    /// The cluster whose shards' statistics to show, each shard apart (feature `cluster`).
+    #[cfg(feature = "cluster")]
+    #[command(flatten)]
+    pub(crate) cluster: super::cluster::ClusterArgs,
     /// Collection name (default: every collection of the database).
     pub(crate) coll: Option<String>,
     /// Print one JSON object: the MongoDB camelCase counters plus `measurementsPerBucket`,
@@ -70,6 +78,10 @@ impl Derived {
 /// # Errors
 /// No such collection, or storage errors.
 pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
+    #[cfg(feature = "cluster")]
+    if let Some(c) = args.cluster.connect(&args.db)? {
+        return cluster_stats(&c, args);
+    }
     let (db, names) = match &args.coll {
         Some(name) => {
             let (db, _) = open_readable_collection(&args.db.db, name)?;
@@ -88,6 +100,54 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
         print_stats(&db, name, args.json, args.verbose)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `tscoll stats` on a cluster: each shard's `collStats` of the collection (of every
+/// collection of the cluster when none is named), one line per shard: measurements,
+/// buckets, bytes, or (`--json`) the whole statistics with the collection's name.
+///
+/// # Errors
+/// No collection named and the cluster's collections cannot be listed (a worker down).
+#[cfg(feature = "cluster")]
+fn cluster_stats(c: &super::cluster::Connected, args: &Args) -> CmdResult<ExitCode> {
+    let names = match &args.coll {
+        Some(name) => vec![name.clone()],
+        None => c
+            .block_on(c.cluster.collections())?
+            .into_iter()
+            .map(|coll| coll.name)
+            .collect(),
+    };
+    let mut code = ExitCode::SUCCESS;
+    for name in &names {
+        let command = bson::doc! { "collStats": name };
+        let shard_code = c.broadcast(&command, None, |reply| {
+            let stats = reply.get_document("stats").map_err(|e| e.to_string())?;
+            let n = |key: &str| match stats.get(key) {
+                Some(Bson::Int64(v)) => u64::try_from(*v).unwrap_or(0),
+                Some(Bson::Int32(v)) => u64::try_from(*v).unwrap_or(0),
+                _ => 0,
+            };
+            Ok(vec![if args.json {
+                let mut doc = Document::new();
+                doc.insert("collection", name);
+                doc.extend(stats.clone());
+                to_extjson(doc)
+            } else {
+                format!(
+                    "{name}: {} measurements in {} buckets, {} stored ({} uncompressed)",
+                    n("measurementCount"),
+                    n("bucketCount"),
+                    human_bytes(n("storedBytes")),
+                    human_bytes(n("uncompressedBytes"))
+                )
+            }])
+        })?;
+        if shard_code != ExitCode::SUCCESS {
+            code = shard_code;
+        }
+    }
+    Ok(code)
 }
 
 /// Prints the statistics of collection `name` (a table, or one JSON line).

@@ -198,3 +198,84 @@ pub fn good_ndjson() -> String {
         .map(|i| line(if i % 2 == 0 { "a" } else { "b" }, i, i64::from(i)))
         .collect()
 }
+
+/// A `tscoll` process that serves until it is stopped (`tscoll worker`, `tscoll serve`):
+/// killed (SIGKILL) when dropped, so that a failing test leaves no process behind.
+pub struct Server {
+    child: std::process::Child,
+    /// The first line it printed on stderr (its address).
+    pub first_line: String,
+    /// The rest of its stderr, read by a thread until the process ends.
+    rest: Option<std::thread::JoinHandle<String>>,
+}
+
+impl Server {
+    /// Starts `tscoll args...` and waits (at most `timeout`) for its first line on stderr.
+    pub fn start(args: &[&str], timeout: std::time::Duration) -> Server {
+        use std::io::BufRead;
+        let mut child = Command::new(env!("CARGO_BIN_EXE_tscoll"))
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn tscoll");
+        let stderr = child.stderr.take().expect("stderr");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let rest = std::thread::spawn(move || {
+            let mut lines = std::io::BufReader::new(stderr).lines();
+            let first = lines.next().and_then(Result::ok).unwrap_or_default();
+            let _ = tx.send(first);
+            lines.map_while(Result::ok).collect::<Vec<_>>().join("\n")
+        });
+        let mut server = Server {
+            child,
+            first_line: String::new(),
+            rest: Some(rest),
+        };
+        server.first_line = rx
+            .recv_timeout(timeout)
+            .unwrap_or_else(|_| panic!("tscoll {args:?} printed nothing in {timeout:?}"));
+        server
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Kills it with SIGKILL and waits for it.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Sends it SIGTERM and waits (at most `timeout`) for it to end; returns its exit status
+    /// and the rest of its stderr.
+    pub fn terminate(mut self, timeout: std::time::Duration) -> (std::process::ExitStatus, String) {
+        let sent = Command::new("kill")
+            .args(["-TERM", &self.pid().to_string()])
+            .status()
+            .expect("kill -TERM");
+        assert!(sent.success(), "kill -TERM {}", self.pid());
+        let start = std::time::Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                let rest = self.rest.take().map(|t| t.join().unwrap_or_default());
+                return (status, rest.unwrap_or_default());
+            }
+            assert!(
+                start.elapsed() < timeout,
+                "tscoll (pid {}) still runs {timeout:?} after SIGTERM",
+                self.pid()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
