@@ -71,71 +71,10 @@ fn shard_block(out: &str, i: usize, addr: &str) -> Vec<String> {
     }
 }
 
-/// The ten fields of the TSBS cpu measurements, as SQL columns.
-fn fields() -> String {
-    tsbs::FIELDS.join(", ")
-}
-
-/// The TSBS queries, each with a total order: q1 (single-groupby-10-1-1 without the
-/// grouping: the ten fields of one host over an hour), q2 (max of usage_user per host and
-/// hour), q3 (avg of each field per host and hour), lastpoint, double-groupby-all and
-/// high-cpu-all.
+/// The TSBS queries (`tsbs::sql_queries`), within the data's 72 minutes: q1 over the first
+/// hour, the ranged queries from 00:10 to 01:05.
 fn queries() -> Vec<(&'static str, String)> {
-    let f = fields();
-    let avgs = tsbs::FIELDS
-        .iter()
-        .map(|c| format!("avg({c}) AS avg_{c}"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let hour = "date_bin(INTERVAL '1 hour', time)";
-    vec![
-        (
-            "q1",
-            format!(
-                "SELECT time, {f} FROM cpu WHERE tags.hostname = 'host_42' \
-                 AND time >= TIMESTAMP '2016-01-01T00:00:00Z' \
-                 AND time < TIMESTAMP '2016-01-01T01:00:00Z' ORDER BY time"
-            ),
-        ),
-        (
-            "q2",
-            format!(
-                "SELECT tags.hostname AS host, {hour} AS hour, max(usage_user) AS max_user \
-                 FROM cpu GROUP BY 1, 2 ORDER BY 1, 2"
-            ),
-        ),
-        (
-            "q3",
-            format!(
-                "SELECT tags.hostname AS host, {hour} AS hour, {avgs} FROM cpu \
-                 GROUP BY 1, 2 ORDER BY 1, 2"
-            ),
-        ),
-        (
-            "lastpoint",
-            format!(
-                "SELECT host, time, {f} FROM (SELECT tags.hostname AS host, time, {f}, \
-                 row_number() OVER (PARTITION BY tags.hostname ORDER BY time DESC) AS rn \
-                 FROM cpu) WHERE rn = 1 ORDER BY host"
-            ),
-        ),
-        (
-            "double-groupby-all",
-            format!(
-                "SELECT tags.hostname AS host, {hour} AS hour, {avgs} FROM cpu \
-                 WHERE time >= TIMESTAMP '2016-01-01T00:00:00Z' \
-                 AND time < TIMESTAMP '2016-01-01T12:00:00Z' GROUP BY 1, 2 ORDER BY 1, 2"
-            ),
-        ),
-        (
-            "high-cpu-all",
-            format!(
-                "SELECT tags.hostname AS host, time, {f} FROM cpu WHERE usage_user > 90 \
-                 AND time >= TIMESTAMP '2016-01-01T00:10:00Z' \
-                 AND time < TIMESTAMP '2016-01-01T01:05:00Z' ORDER BY time, host"
-            ),
-        ),
-    ]
+    tsbs::sql_queries("host_42", 0..60, 10..65)
 }
 
 /// The measurements of `coll` in the database `db` (a stopped worker's).

@@ -3,13 +3,13 @@
 //! query moved between processes (docs/BENCHMARKS.md, "Scale-out").
 //!
 //! ```text
-//! cargo run --release -p tscoll-cluster --example cluster_bench -- [HOSTS] [DAYS] [REPS] [WORKERS,...]
+//! cargo run --release -p tscoll-cluster --example cluster_bench -- [HOSTS] [DAYS] [REPS] [WORKERS,...] [QUERY,...]
 //! ```
 //!
 //! Defaults: 1000 hosts, 1 day, 7 runs per query, clusters of 1, 2 and 3 workers. The
-//! queries are the cluster tests' (`cluster/tests/common/mod.rs`: q1 as `tscoll bench
-//! query` has it, q2, q3, lastpoint, double-groupby-all, high-cpu-all, each with a total
-//! `ORDER BY`). The data
+//! queries are `tscoll_benches::tsbs::sql_queries` (q1 as `tscoll bench query` has it, q2,
+//! q3, lastpoint, double-groupby-all and high-cpu-all over the first 12 hours, each with a
+//! total `ORDER BY`), as the cluster tests run them. The data
 //! is the TSBS cpu-only workload of `tscoll bench` (shard key `tags.hostname`), inserted
 //! through the cluster (each series to its shard) and, for the single database, directly;
 //! the databases are compacted and reopened before the queries, as `tscoll bench query` does.
@@ -20,9 +20,6 @@
 //!
 //! Run with `worker DIR` it is one worker process instead (it prints its address, then serves
 //! until its standard input closes).
-
-#[path = "../tests/common/mod.rs"]
-mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, Command, Stdio};
@@ -56,9 +53,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .build()?;
     let _in_runtime = rt.enter();
     let w = Workload::new(hosts, days, tsbs::DEFAULT_SEED);
-    // The queries of the cluster tests; q1 as `tscoll bench query` has it: host_42, 12:00 to 18:00.
-    let mut queries = common::tsbs_queries_at("host_42", 12, 18);
-    queries.retain(|(name, _)| *name != "count");
+    // q1 as `tscoll bench query` has it: host_42, 12:00 to 18:00; the ranged ones over the
+    // first 12 hours.
+    let mut queries = tsbs::sql_queries("host_42", 720..1080, 0..720);
+    if let Some(only) = args.get(4) {
+        let only: Vec<&str> = only.split(',').collect();
+        queries.retain(|(name, _)| only.contains(name));
+    }
 
     let single_dir = tempfile::tempdir()?;
     load_single(single_dir.path(), &w)?;

@@ -135,9 +135,14 @@ pub async fn start(db: Database, options: WorkerOptions) -> Result<WorkerHandle,
     let (tx, rx) = oneshot::channel::<()>();
     let task = tokio::spawn(async move {
         router
-            .serve_with_incoming_shutdown(TcpIncoming::from(listener), async {
-                let _ = rx.await;
-            })
+            // No delay: replies are small writes, which Nagle's algorithm would hold back
+            // until the peer's delayed acknowledgement (40 ms) on every round trip.
+            .serve_with_incoming_shutdown(
+                TcpIncoming::from(listener).with_nodelay(Some(true)),
+                async {
+                    let _ = rx.await;
+                },
+            )
             .await
     });
     Ok(WorkerHandle {

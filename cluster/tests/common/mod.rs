@@ -8,72 +8,12 @@ use datafusion::prelude::SessionContext;
 use tscoll_benches::tsbs::{self, Workload};
 use tscoll_engine::{Collection, Database, DatabaseOptions, InsertOptions, TimeseriesOptions};
 
-/// The TSBS cpu-only queries as SQL, each with a total order: `(name, sql)`; q1 reads
-/// `host` from 01:00 to 02:00 of the first day.
+/// The TSBS cpu-only queries as SQL (`tsbs::sql_queries`: q1 over `host` from 01:00 to
+/// 02:00, the ranged queries over the first 12 hours) and a `count(*)`.
 pub fn tsbs_queries(host: &str) -> Vec<(&'static str, String)> {
-    tsbs_queries_at(host, 1, 2)
-}
-
-/// [`tsbs_queries`] with q1 reading from hour `q1_from` to hour `q1_to` of the first day.
-pub fn tsbs_queries_at(host: &str, q1_from: i64, q1_to: i64) -> Vec<(&'static str, String)> {
-    let fields = tsbs::FIELDS.join(", ");
-    let avgs: Vec<String> = tsbs::FIELDS
-        .iter()
-        .map(|f| format!("avg({f}) AS avg_{f}"))
-        .collect();
-    let avgs = avgs.join(", ");
-    let t = |h: i64| format!("TIMESTAMP '2016-01-01T{h:02}:00:00Z'");
-    vec![
-        (
-            "q1",
-            format!(
-                "SELECT time, {fields} FROM cpu WHERE tags.hostname = '{host}' \
-                 AND time >= {} AND time < {} ORDER BY time",
-                t(q1_from),
-                t(q1_to)
-            ),
-        ),
-        (
-            "q2",
-            "SELECT tags.hostname AS h, date_bin(INTERVAL '1 hour', time) AS hour, \
-             max(usage_user) AS m FROM cpu GROUP BY 1, 2 ORDER BY 1, 2"
-                .to_owned(),
-        ),
-        (
-            "q3",
-            format!(
-                "SELECT tags.hostname AS h, date_bin(INTERVAL '1 hour', time) AS hour, {avgs} \
-                 FROM cpu GROUP BY 1, 2 ORDER BY 1, 2"
-            ),
-        ),
-        (
-            "lastpoint",
-            format!(
-                "SELECT h, time, {fields} FROM (SELECT tags.hostname AS h, time, {fields}, \
-                 row_number() OVER (PARTITION BY tags.hostname ORDER BY time DESC) AS rn \
-                 FROM cpu) WHERE rn = 1 ORDER BY h"
-            ),
-        ),
-        (
-            "double-groupby-all",
-            format!(
-                "SELECT tags.hostname AS h, date_bin(INTERVAL '1 hour', time) AS hour, {avgs} \
-                 FROM cpu WHERE time >= {} AND time < {} GROUP BY 1, 2 ORDER BY 1, 2",
-                t(0),
-                t(12)
-            ),
-        ),
-        (
-            "high-cpu-all",
-            format!(
-                "SELECT tags.hostname AS h, time, {fields} FROM cpu WHERE usage_user > 90 \
-                 AND time >= {} AND time < {} ORDER BY h, time",
-                t(0),
-                t(12)
-            ),
-        ),
-        ("count", "SELECT count(*) AS n FROM cpu".to_owned()),
-    ]
+    let mut q = tsbs::sql_queries(host, 60..120, 0..720);
+    q.push(("count", "SELECT count(*) AS n FROM cpu".to_owned()));
+    q
 }
 
 /// A database holding `cpu` with the TSBS workload `w` (`insert` also gets each batch).
