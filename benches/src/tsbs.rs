@@ -571,6 +571,88 @@ fn csv_cell(text: &str) -> String {
     }
 }
 
+/// The TSBS cpu-only queries as SQL over the table `cpu` (`tscoll sql`, a cluster's
+/// session), each with a total `ORDER BY` so that two answers compare as text: `(name,
+/// statement)` for
+///
+/// * `q1` — the 10 fields of `host` in `q1_minutes` (minutes from [`START_MS`]), by time;
+/// * `q2` — `max(usage_user)` per host per hour;
+/// * `q3` — the average of each of the 10 fields per host per hour;
+/// * `lastpoint` — each host's latest measurement (`DISTINCT ON` the host, latest first);
+/// * `double-groupby-all` — the averages of `q3` over `range_minutes`;
+/// * `high-cpu-all` — every measurement with `usage_user > 90` in `range_minutes`.
+#[must_use]
+pub fn sql_queries(
+    host: &str,
+    q1_minutes: Range<i64>,
+    range_minutes: Range<i64>,
+) -> Vec<(&'static str, String)> {
+    let fields = FIELDS.join(", ");
+    let avgs: Vec<String> = FIELDS
+        .iter()
+        .map(|f| format!("avg({f}) AS avg_{f}"))
+        .collect();
+    let avgs = avgs.join(", ");
+    let at = |minutes: i64| {
+        let t = DateTime::from_millis(START_MS + minutes * 60_000);
+        format!(
+            "TIMESTAMP '{}'",
+            t.try_to_rfc3339_string().unwrap_or_default()
+        )
+    };
+    let hour = "date_bin(INTERVAL '1 hour', time)";
+    vec![
+        (
+            "q1",
+            format!(
+                "SELECT time, {fields} FROM cpu WHERE tags.hostname = '{host}' \
+                 AND time >= {} AND time < {} ORDER BY time",
+                at(q1_minutes.start),
+                at(q1_minutes.end)
+            ),
+        ),
+        (
+            "q2",
+            format!(
+                "SELECT tags.hostname AS host, {hour} AS hour, max(usage_user) AS max_user \
+                 FROM cpu GROUP BY 1, 2 ORDER BY 1, 2"
+            ),
+        ),
+        (
+            "q3",
+            format!(
+                "SELECT tags.hostname AS host, {hour} AS hour, {avgs} FROM cpu \
+                 GROUP BY 1, 2 ORDER BY 1, 2"
+            ),
+        ),
+        (
+            "lastpoint",
+            format!(
+                "SELECT DISTINCT ON (tags.hostname) tags.hostname AS host, time, {fields} \
+                 FROM cpu ORDER BY tags.hostname, time DESC"
+            ),
+        ),
+        (
+            "double-groupby-all",
+            format!(
+                "SELECT tags.hostname AS host, {hour} AS hour, {avgs} FROM cpu \
+                 WHERE time >= {} AND time < {} GROUP BY 1, 2 ORDER BY 1, 2",
+                at(range_minutes.start),
+                at(range_minutes.end)
+            ),
+        ),
+        (
+            "high-cpu-all",
+            format!(
+                "SELECT tags.hostname AS host, time, {fields} FROM cpu WHERE usage_user > 90 \
+                 AND time >= {} AND time < {} ORDER BY time, host",
+                at(range_minutes.start),
+                at(range_minutes.end)
+            ),
+        ),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::HashSet;
@@ -866,86 +948,4 @@ mod tests {
             ["x", "a,b", "say \"hi\""]
         );
     }
-}
-
-/// The TSBS cpu-only queries as SQL over the table `cpu` (`tscoll sql`, a cluster's
-/// session), each with a total `ORDER BY` so that two answers compare as text: `(name,
-/// statement)` for
-///
-/// * `q1` — the 10 fields of `host` in `q1_minutes` (minutes from [`START_MS`]), by time;
-/// * `q2` — `max(usage_user)` per host per hour;
-/// * `q3` — the average of each of the 10 fields per host per hour;
-/// * `lastpoint` — each host's latest measurement (`DISTINCT ON` the host, latest first);
-/// * `double-groupby-all` — the averages of `q3` over `range_minutes`;
-/// * `high-cpu-all` — every measurement with `usage_user > 90` in `range_minutes`.
-#[must_use]
-pub fn sql_queries(
-    host: &str,
-    q1_minutes: Range<i64>,
-    range_minutes: Range<i64>,
-) -> Vec<(&'static str, String)> {
-    let fields = FIELDS.join(", ");
-    let avgs: Vec<String> = FIELDS
-        .iter()
-        .map(|f| format!("avg({f}) AS avg_{f}"))
-        .collect();
-    let avgs = avgs.join(", ");
-    let at = |minutes: i64| {
-        let t = DateTime::from_millis(START_MS + minutes * 60_000);
-        format!(
-            "TIMESTAMP '{}'",
-            t.try_to_rfc3339_string().unwrap_or_default()
-        )
-    };
-    let hour = "date_bin(INTERVAL '1 hour', time)";
-    vec![
-        (
-            "q1",
-            format!(
-                "SELECT time, {fields} FROM cpu WHERE tags.hostname = '{host}' \
-                 AND time >= {} AND time < {} ORDER BY time",
-                at(q1_minutes.start),
-                at(q1_minutes.end)
-            ),
-        ),
-        (
-            "q2",
-            format!(
-                "SELECT tags.hostname AS host, {hour} AS hour, max(usage_user) AS max_user \
-                 FROM cpu GROUP BY 1, 2 ORDER BY 1, 2"
-            ),
-        ),
-        (
-            "q3",
-            format!(
-                "SELECT tags.hostname AS host, {hour} AS hour, {avgs} FROM cpu \
-                 GROUP BY 1, 2 ORDER BY 1, 2"
-            ),
-        ),
-        (
-            "lastpoint",
-            format!(
-                "SELECT DISTINCT ON (tags.hostname) tags.hostname AS host, time, {fields} \
-                 FROM cpu ORDER BY tags.hostname, time DESC"
-            ),
-        ),
-        (
-            "double-groupby-all",
-            format!(
-                "SELECT tags.hostname AS host, {hour} AS hour, {avgs} FROM cpu \
-                 WHERE time >= {} AND time < {} GROUP BY 1, 2 ORDER BY 1, 2",
-                at(range_minutes.start),
-                at(range_minutes.end)
-            ),
-        ),
-        (
-            "high-cpu-all",
-            format!(
-                "SELECT tags.hostname AS host, time, {fields} FROM cpu WHERE usage_user > 90 \
-                 AND time >= {} AND time < {} ORDER BY time, host",
-                at(range_minutes.start),
-                at(range_minutes.end)
-            ),
-        ),
-    ]
 }
