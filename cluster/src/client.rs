@@ -103,13 +103,8 @@ impl WorkerClient {
         batches: Vec<RecordBatch>,
         options: &tscoll_engine::InsertOptions,
     ) -> Result<Vec<Document>, Error> {
-        let descriptor = protocol::put_descriptor(
-            self.at,
-            collection,
-            options.ordered,
-            options.durability,
-            protocol::FORMAT_ARROW,
-        );
+        let descriptor =
+            protocol::put_descriptor(self.at, collection, options, protocol::FORMAT_ARROW);
         let data = FlightDataEncoderBuilder::new()
             .with_flight_descriptor(Some(FlightDescriptor::new_cmd(protocol::bytes(
                 &descriptor,
@@ -132,13 +127,8 @@ impl WorkerClient {
         messages: Vec<Vec<u8>>,
         options: &tscoll_engine::InsertOptions,
     ) -> Result<Vec<Document>, Error> {
-        let descriptor = protocol::put_descriptor(
-            self.at,
-            collection,
-            options.ordered,
-            options.durability,
-            protocol::FORMAT_BSON,
-        );
+        let descriptor =
+            protocol::put_descriptor(self.at, collection, options, protocol::FORMAT_BSON);
         let data: Vec<FlightData> = messages
             .into_iter()
             .enumerate()

@@ -86,18 +86,17 @@ pub(crate) const FORMAT_ARROW: &str = "arrow";
 /// A write of BSON documents.
 pub(crate) const FORMAT_BSON: &str = "bson";
 
-/// A `do_put` descriptor.
+/// A `do_put` descriptor: a write of `format` to `collection` with `options`.
 pub(crate) fn put_descriptor(
     at: Address,
     collection: &str,
-    ordered: bool,
-    durability: Durability,
+    options: &tscoll_engine::InsertOptions,
     format: &str,
 ) -> Document {
     let mut d = doc! {
         "collection": collection,
-        "ordered": ordered,
-        "durability": durability_name(durability),
+        "ordered": options.ordered,
+        "durability": durability_name(options.durability),
         "format": format,
     };
     at.write(&mut d);

@@ -5,7 +5,7 @@
 mod common;
 
 use bson::doc;
-use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion::prelude::SessionConfig;
 use tscoll_benches::tsbs::{self, Workload};
 use tscoll_cluster::{Cluster, ShardKey, in_memory};
 use tscoll_engine::{Database, DatabaseOptions, InsertOptions};
@@ -66,10 +66,7 @@ async fn tsbs_queries_answer_as_one_database() {
         per_shard.iter().all(|&n| n > 0),
         "every shard holds series: {per_shard:?}"
     );
-    let refdir = tempfile::tempdir().expect("dir");
-    let (refdb, _) = common::reference(refdir.path(), &w);
-    let single = SessionContext::new();
-    tscoll_datafusion::register_database(&single, &refdb).expect("register");
+    let (_refdir, single) = common::single_session(&w);
     let ctx = s
         .cluster
         .session(SessionConfig::new())
@@ -198,10 +195,7 @@ async fn arrow_batches_are_routed_row_by_row() {
             assert!(p.failure.is_none() && p.errors.is_empty(), "{p:?}");
         }
     }
-    let refdir = tempfile::tempdir().expect("dir");
-    let (refdb, _) = common::reference(refdir.path(), &w);
-    let single = SessionContext::new();
-    tscoll_datafusion::register_database(&single, &refdb).expect("register");
+    let (_refdir, single) = common::single_session(&w);
     let ctx = s
         .cluster
         .session(SessionConfig::new())

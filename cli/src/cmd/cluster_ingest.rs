@@ -18,9 +18,7 @@ use tscoll_engine::{CollectionSpec, Error, InsertOptions};
 
 use super::CmdResult;
 use super::cluster::{Connected, shard_label};
-use super::ingest::{
-    Args, FailedPart, Stored, Summary, Target, ingest_input, input_files, input_label,
-};
+use super::ingest::{Args, FailedPart, Stored, Target, ingest_inputs};
 
 /// What one shard received over the whole ingest.
 #[derive(Debug, Default)]
@@ -136,24 +134,7 @@ pub(crate) fn run(c: &Connected, args: &Args) -> CmdResult<ExitCode> {
                 .collect(),
         ),
     };
-    let mut total = Summary::default();
-    let mut failure = None;
-    let files = input_files(args);
-    for file in files {
-        let (summary, error) = ingest_input(&target, file, args.format, &args.settings, &args.csv)?;
-        errln!("{}", summary.line(input_label(file)));
-        total.add(&summary);
-        if error.is_some() {
-            failure = error;
-            break;
-        }
-        if summary.stopped {
-            break;
-        }
-    }
-    if files.len() > 1 {
-        errln!("{}", total.line("total"));
-    }
+    let (total, failure) = ingest_inputs(&target, args, true)?;
     let mut failed = total.rejected > 0;
     for (shard, (t, worker)) in target
         .totals

@@ -335,28 +335,7 @@ pub(crate) fn run(args: &Args) -> CmdResult<ExitCode> {
     }
     let (db, coll) = open_collection(&args.db.db, &args.coll)?;
     let meter = Meter::start();
-    let mut total = Summary::default();
-    // The error that ended an input early; reported after the summary.
-    let mut failure = None;
-    let files = input_files(args);
-    for file in files {
-        let (summary, error) = ingest_input(&coll, file, args.format, &args.settings, &args.csv)?;
-        if !args.json {
-            errln!("{}", summary.line(input_label(file)));
-        }
-        total.add(&summary);
-        if error.is_some() {
-            failure = error;
-            break;
-        }
-        if summary.stopped {
-            total.stopped = true;
-            break;
-        }
-    }
-    if files.len() > 1 && !args.json {
-        errln!("{}", total.line("total"));
-    }
+    let (total, failure) = ingest_inputs(&coll, args, !args.json)?;
     let catalog = catalog_stats_document(&db);
     let closing = Instant::now();
     if let Err(e) = db.close() {
@@ -538,6 +517,42 @@ impl Target for Collection {
             .or_else(Error::into_insert_result)
             .map(Stored::from)
     }
+}
+
+/// Ingests every input of `args` into `target`, one after another, printing each input's
+/// summary line (and the total's, for several) when `print` is set; stops after an input
+/// that failed or stopped (ordered, at a rejected measurement). The total, and the error
+/// that ended an input early (reported by the caller after the summary).
+///
+/// # Errors
+/// As [`ingest_input`].
+pub(crate) fn ingest_inputs(
+    target: &dyn Target,
+    args: &Args,
+    print: bool,
+) -> CmdResult<(Summary, Option<CmdError>)> {
+    let mut total = Summary::default();
+    let mut failure = None;
+    let files = input_files(args);
+    for file in files {
+        let (summary, error) = ingest_input(target, file, args.format, &args.settings, &args.csv)?;
+        if print {
+            errln!("{}", summary.line(input_label(file)));
+        }
+        total.add(&summary);
+        if error.is_some() {
+            failure = error;
+            break;
+        }
+        if summary.stopped {
+            total.stopped = true;
+            break;
+        }
+    }
+    if files.len() > 1 && print {
+        errln!("{}", total.line("total"));
+    }
+    Ok((total, failure))
 }
 
 /// The inputs of `args`: its files, or stdin (`-`, announced when it is a terminal).

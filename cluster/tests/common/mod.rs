@@ -35,6 +35,16 @@ pub fn reference(dir: &std::path::Path, w: &Workload) -> (Database, Collection) 
     (db, coll)
 }
 
+/// A session over one database holding the TSBS workload `w` (in a temporary directory,
+/// returned with it): the answers a cluster's must equal.
+pub fn single_session(w: &Workload) -> (tempfile::TempDir, SessionContext) {
+    let dir = tempfile::tempdir().expect("dir");
+    let (db, _) = reference(dir.path(), w);
+    let ctx = SessionContext::new();
+    tscoll_datafusion::register_database(&ctx, &db).expect("register");
+    (dir, ctx)
+}
+
 /// The answer of `q` as a table's text.
 pub async fn answer(ctx: &SessionContext, q: &str) -> String {
     let batches: Vec<RecordBatch> = ctx
