@@ -133,7 +133,7 @@ impl Server {
         self.local_addr
     }
 
-    /// Waits until the server stops: after [`Server::shutdown_signal`] or a stop.
+    /// Waits until the server stops: after [`shutdown_signal`] or a stop.
     async fn wait(&mut self) {
         let _ = (&mut self.done).await;
     }
