@@ -567,12 +567,7 @@ fn read_collection(c: &Document, client: &WorkerClient) -> Result<ClusterCollect
         _ => ShardKey::of_meta(spec.meta_field.as_deref()),
     };
     let schema_bytes = c.get_binary_generic("schema").map_err(|e| bad(&e))?;
-    let schema = datafusion::arrow::ipc::reader::StreamReader::try_new(
-        std::io::Cursor::new(schema_bytes),
-        None,
-    )
-    .map_err(|e| bad(&e))?
-    .schema();
+    let schema = tscoll_datafusion::schema_from_bytes(schema_bytes).map_err(|e| bad(&e))?;
     Ok(ClusterCollection {
         name,
         spec,

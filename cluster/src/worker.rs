@@ -278,18 +278,14 @@ impl ShardFlight {
             let schema = coll
                 .arrow_schema(&Document::new(), None)
                 .map_err(engine_status)?;
-            let mut w = datafusion::arrow::ipc::writer::StreamWriter::try_new(Vec::new(), &schema)
-                .map_err(|e| Status::internal(e.to_string()))?;
-            w.finish().map_err(|e| Status::internal(e.to_string()))?;
-            let schema_bytes = w
-                .into_inner()
+            let schema_bytes = tscoll_datafusion::schema_bytes(&schema)
                 .map_err(|e| Status::internal(e.to_string()))?;
             let key = m.shard_keys.get(&name).cloned();
             collections.push(Bson::Document(doc! {
                 "name": &name,
                 "spec": spec.to_stored(),
                 "shardKey": key.map_or(Bson::Null, Bson::String),
-                "schema": bson::Binary { subtype: bson::spec::BinarySubtype::Generic, bytes: schema_bytes },
+                "schema": schema_bytes,
             }));
         }
         let mut out = doc! { "collections": collections };

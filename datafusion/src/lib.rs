@@ -97,6 +97,7 @@ pub use rule::{RULE_NAME, WindowAggregateRule};
 pub use scan::CollectionScan;
 pub use shards::{ShardDatabase, ShardHost, ShardHostExtension, Shards};
 pub use table::CollectionTable;
+pub use wire::{schema_bytes, schema_from_bytes};
 
 /// Registers every collection of `db` in `ctx` as a table of the same name, and the
 /// optimizer rule that lets collections answer aggregates ([`add_rules`]).

@@ -9,8 +9,12 @@ use datafusion::arrow::ipc::reader::StreamReader;
 use datafusion::arrow::ipc::writer::StreamWriter;
 use datafusion::error::{DataFusionError, Result};
 
-/// `schema` as the bytes of an Arrow IPC stream of no batch.
-pub(crate) fn schema_bytes(schema: &SchemaRef) -> Result<bson::Binary> {
+/// `schema` as the bytes of an Arrow IPC stream of no batch, as a BSON binary (generic
+/// subtype): how plans, and a cluster's workers describing their collections, send a schema.
+///
+/// # Errors
+/// An Arrow error when the schema cannot be written.
+pub fn schema_bytes(schema: &SchemaRef) -> Result<bson::Binary> {
     let mut w = StreamWriter::try_new(Vec::new(), schema)?;
     w.finish()?;
     Ok(bson::Binary {
@@ -20,7 +24,10 @@ pub(crate) fn schema_bytes(schema: &SchemaRef) -> Result<bson::Binary> {
 }
 
 /// The schema [`schema_bytes`] wrote.
-pub(crate) fn schema_from_bytes(bytes: &[u8]) -> Result<SchemaRef> {
+///
+/// # Errors
+/// An Arrow error when `bytes` are not an Arrow IPC stream.
+pub fn schema_from_bytes(bytes: &[u8]) -> Result<SchemaRef> {
     let r = StreamReader::try_new(Cursor::new(bytes), None)?;
     Ok(r.schema())
 }
